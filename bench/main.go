@@ -1,0 +1,68 @@
+// Command bench runs tgrelay side by side with the alternative a user would
+// otherwise pick, alternately in one run, and prints a table and a last line
+//
+//	RESULT <scenario> key=value ...
+//
+// Usage:
+//
+//	go run ./bench <scenario> [flags]
+//
+// Scenarios are listed by running it without arguments. BENCHMARKS.md records
+// the latest results and what they mean.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+)
+
+// scenario runs one benchmark, writing its table and RESULT line to out.
+type scenario struct {
+	about string
+	run   func(ctx context.Context, args []string, out io.Writer) error
+}
+
+var scenarios = map[string]scenario{
+	"intake-accept":  {"100 clients POST updates to the webhook: group commit vs one transaction per update vs a non-durable channel", runIntakeAccept},
+	"intake-process": {"claim, no-op handler, settle through the runner vs the raw SQL loop", runIntakeProcess},
+	"transport":      {"sendMessage-sized POSTs over TLS: tgrelay transport vs http.DefaultClient vs connection-per-request", runTransport},
+	"happy-eyeballs": {"first address black-holed: time to connect, tgrelay dialer vs net.Dialer", runHappyEyeballs},
+	"broadcast-rate": {"10,000 recipients at 30/s and 1000/s with 100 ms latency: windowed vs one-at-a-time", runBroadcastRate},
+	"relay":          {"updates/s through tgrelay serve vs a non-durable forwarder", runRelay},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	s, ok := scenarios[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "bench: unknown scenario %q\n\n", os.Args[1])
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	if err := s.run(ctx, os.Args[2:], os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "bench %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: go run ./bench <scenario> [flags]")
+	fmt.Fprintln(w, "\nscenarios:")
+	names := make([]string, 0, len(scenarios))
+	for name := range scenarios {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-16s %s\n", name, scenarios[name].about)
+	}
+}

@@ -1,0 +1,251 @@
+package intake
+
+import (
+	"context"
+	"time"
+)
+
+// State is the lifecycle state of a stored update row.
+//
+// A row moves pending → processing → completed | failed | abandoned. A failed
+// row becomes processing again when its retry is due. An abandoned row whose
+// settlement time is unset is an unacknowledged exhaustion (see
+// [DurableStore]).
+type State string
+
+// The five row states. Stores persist these exact strings.
+const (
+	StatePending    State = "pending"
+	StateProcessing State = "processing"
+	StateFailed     State = "failed"
+	StateCompleted  State = "completed"
+	StateAbandoned  State = "abandoned"
+)
+
+// ErrorAttemptsSpent is the error text a store records when a claim finds a
+// claimable row whose attempts are already spent and abandons it instead.
+const ErrorAttemptsSpent = "attempts spent"
+
+// Incoming is one update to record, as handed to [Store.Add].
+type Incoming struct {
+	// UpdateID is Telegram's update_id, a non-negative integer.
+	UpdateID int64
+	// Body is the raw webhook body, stored byte for byte. The store must not
+	// retain the slice after Add returns; it copies what it keeps.
+	Body []byte
+	// ReceivedAt is the intake clock's time of arrival. It drives the pending
+	// grace of [DueQuery.PendingBefore].
+	ReceivedAt time.Time
+}
+
+// StoredUpdate is an update row listed by [Store.Due].
+type StoredUpdate struct {
+	UpdateID int64
+	Body     []byte
+}
+
+// ClaimOpts are the parameters of one claim.
+type ClaimOpts struct {
+	// Now is the intake clock's time of the claim. It decides whether a row is
+	// claimable: a pending row always is; a failed row when its retry time is
+	// at or before Now; a processing row only when its lease ended strictly
+	// before Now.
+	Now time.Time
+	// LeaseUntil is the end of the lease the claim takes. The lease is live
+	// through LeaseUntil inclusive.
+	LeaseUntil time.Time
+	// MaxAttempts is the attempt ceiling, at least 1. A claimable row whose
+	// attempts already reached it is abandoned with [ErrorAttemptsSpent]
+	// instead of being taken.
+	MaxAttempts int
+	// DurableExhaustion, when set, makes such an abandonment an unacknowledged
+	// exhaustion (settlement time unset) instead of a settled row, so that a
+	// process that crashed on its last attempt still leaves a durable record.
+	// Only a [DurableStore] can honour it; other stores ignore it.
+	DurableExhaustion bool
+}
+
+// Settlement is the end of one attempt, passed to [Store.Settle] and
+// [FencedStore.SettleOwned].
+type Settlement struct {
+	// State is StateCompleted, StateFailed or StateAbandoned. Any other state
+	// is refused by the store with an error.
+	State State
+	// At is the settlement time. The settlement applies only if the lease was
+	// still live at At (lease end >= At).
+	At time.Time
+	// RetryAt is when a failed row becomes due again. Used only with
+	// StateFailed.
+	RetryAt time.Time
+	// Error is the failure text for StateFailed and StateAbandoned. Completed
+	// rows clear it.
+	Error string
+}
+
+// DueQuery selects the rows a sweep should schedule.
+type DueQuery struct {
+	// Now decides which non-pending rows are claimable (see [ClaimOpts.Now]).
+	Now time.Time
+	// PendingBefore lists pending rows received at or before it. A sweep sets
+	// it to Now minus the pending grace, so the process that recorded a row
+	// gets the first chance to handle it.
+	PendingBefore time.Time
+	// Limit is the page size, at least 1.
+	Limit int
+}
+
+// Identity names one attempt on one update. ClaimID is opaque, globally
+// unique and never repeats, not even after the row was pruned and the same
+// UpdateID recorded again (when Attempt numbers do repeat). Persist all three
+// fields together and compare them together.
+type Identity struct {
+	UpdateID int64
+	Attempt  int
+	ClaimID  string
+}
+
+// Exhaustion is an update whose handling ended for good while a
+// [DurableStore] keeps it until the exact identity acknowledges it.
+type Exhaustion struct {
+	Identity
+	// Body is the raw stored body.
+	Body []byte
+	// ExhaustedAt is when the attempt was exhausted or the row spent.
+	ExhaustedAt time.Time
+	// Error is the final failure text.
+	Error string
+}
+
+// ExhaustionQuery is one page of [DurableStore.DueExhaustions].
+type ExhaustionQuery struct {
+	// Limit is the page size, at least 1.
+	Limit int
+	// After, when non-nil, continues the listing strictly after this update
+	// id. Nil lists from the lowest update id.
+	After *int64
+}
+
+// Store is the minimum a store must implement: the six atomic steps of the
+// intake. Every method must be safe for concurrent use by many goroutines and,
+// for a shared database, by many processes.
+//
+// Each state change must be a single atomic step (one conditional statement
+// or one transaction), never a read followed by a separate write: the most
+// common store bug is a claim that reads, then writes, and so lets two
+// workers take the same row. Run [github.com/tgrelay/tgrelay/intake/storetest.Run]
+// against an implementation.
+//
+// Times are the intake's clock, never the database's. Stores keep them with
+// at least millisecond precision; the intake only ever compares times it
+// passed in itself.
+//
+// Methods return an error only when the store could not answer (I/O, a
+// closed database, a cancelled ctx). A refusal decided by the row's state is
+// a false result, never an error.
+type Store interface {
+	// Add records a new pending row with zero attempts and reports true.
+	// It reports false, changing nothing, when a row with this UpdateID
+	// exists in any state; bodies are not compared. Add is durable when it
+	// returns: the intake answers Telegram only afterwards.
+	Add(ctx context.Context, u Incoming) (bool, error)
+
+	// Claim takes a claimable row: it becomes processing with attempts+1 and
+	// lease end opts.LeaseUntil, and the new attempt number is returned with
+	// true. A missing or unclaimable row reports false and changes nothing.
+	// A claimable row whose attempts reached opts.MaxAttempts is abandoned
+	// with [ErrorAttemptsSpent] (settled at opts.Now, or left unacknowledged
+	// when opts.DurableExhaustion is set and the store is durable) and false
+	// is reported.
+	Claim(ctx context.Context, updateID int64, opts ClaimOpts) (attempt int, ok bool, err error)
+
+	// Renew extends the lease of a processing row whose attempt counter is
+	// attempt, only while its lease is live at now (lease end >= now). The
+	// lease end becomes the later of the current end and leaseUntil: renewal
+	// never shortens a lease and never revives an expired one. It reports
+	// whether a row changed.
+	Renew(ctx context.Context, updateID int64, attempt int, leaseUntil, now time.Time) (bool, error)
+
+	// Settle ends attempt attempt of a processing row, only while its lease is
+	// live at s.At. Completed and abandoned rows get their settlement time set
+	// (and become prunable); a failed row becomes due at s.RetryAt. It reports
+	// whether a row changed; a stale attempt or a lapsed lease reports false.
+	Settle(ctx context.Context, updateID int64, attempt int, s Settlement) (bool, error)
+
+	// Due lists, in ascending update id order and at most q.Limit, the
+	// pending rows received at or before q.PendingBefore and the non-pending
+	// rows claimable at q.Now.
+	Due(ctx context.Context, q DueQuery) ([]StoredUpdate, error)
+
+	// Prune deletes completed and abandoned rows whose settlement time is
+	// strictly before before, and reports how many it deleted. Rows without a
+	// settlement time (pending, processing, failed, unacknowledged
+	// exhaustions) are never pruned. After pruning, the same update id can be
+	// added again.
+	Prune(ctx context.Context, before time.Time) (int, error)
+}
+
+// FencedStore adds claims with a persisted identity. Every method compares
+// all three fields of the [Identity]; a stale identity (an earlier attempt,
+// another claim id, or a claim of a row that was since pruned and recorded
+// again) never renews, settles or owns.
+//
+// The intake requires a FencedStore for an attempt-aware handler
+// ([Config.AttemptHandler]); with a plain Store it refuses that configuration
+// at construction.
+type FencedStore interface {
+	Store
+
+	// ClaimOwned performs the same transition as [Store.Claim] and returns
+	// the identity as persisted, with a fresh random claim id generated for
+	// every successful claim.
+	ClaimOwned(ctx context.Context, updateID int64, opts ClaimOpts) (Identity, bool, error)
+
+	// RenewOwned is [Store.Renew] for exactly this identity.
+	RenewOwned(ctx context.Context, id Identity, leaseUntil, now time.Time) (bool, error)
+
+	// Owns reports whether id still holds a live lease at at: the row is
+	// processing, all three identity fields match, and the lease end is at or
+	// after at. It is the authority for a domain write only when it runs
+	// inside that write's transaction; stores offer a transaction-scoped
+	// variant (OwnsTx) for that.
+	Owns(ctx context.Context, id Identity, at time.Time) (bool, error)
+
+	// SettleOwned is [Store.Settle] for exactly this identity.
+	SettleOwned(ctx context.Context, id Identity, s Settlement) (bool, error)
+}
+
+// DurableStore keeps a terminal failure as an unacknowledged record in the
+// update's own row until the exact identity acknowledges it. The intake
+// requires a DurableStore for an exhaustion handler
+// ([Config.ExhaustionHandler]).
+type DurableStore interface {
+	FencedStore
+
+	// Exhaust turns the live claim id into an unacknowledged exhaustion in
+	// one atomic step: the row becomes abandoned with its exhaustion time at
+	// at, its error errText and no settlement time. It applies only while the
+	// row is processing, id matches, and the lease is live at at.
+	Exhaust(ctx context.Context, id Identity, at time.Time, errText string) (bool, error)
+
+	// DueExhaustions lists unacknowledged exhaustions (abandoned, no
+	// settlement time) in ascending update id order, at most q.Limit,
+	// strictly after q.After when it is set.
+	DueExhaustions(ctx context.Context, q ExhaustionQuery) ([]Exhaustion, error)
+
+	// AcknowledgeExhaustion settles an unacknowledged exhaustion at at, which
+	// makes it prunable. It applies only for the exact identity and only
+	// once; a wrong attempt, a wrong claim id or a second acknowledgement
+	// reports false.
+	AcknowledgeExhaustion(ctx context.Context, id Identity, at time.Time) (bool, error)
+}
+
+// BatchStore is an optional capability of a [Store]: many adds in one
+// transaction and one durable commit. When the store has it, the intake
+// groups concurrent [Runner.Accept] calls into one AddBatch (group commit).
+type BatchStore interface {
+	// AddBatch records each update as [Store.Add] would, atomically and
+	// durably, and reports for each input, in order, whether it was newly
+	// recorded. Duplicates within the batch are allowed: the first one wins
+	// and the rest report false. On error nothing is recorded.
+	AddBatch(ctx context.Context, us []Incoming) ([]bool, error)
+}
