@@ -249,3 +249,68 @@ type BatchStore interface {
 	// and the rest report false. On error nothing is recorded.
 	AddBatch(ctx context.Context, us []Incoming) ([]bool, error)
 }
+
+// Row is the full state of one stored update, as operator tooling sees it.
+type Row struct {
+	UpdateID   int64
+	State      State
+	Attempts   int
+	ClaimID    string // empty when the row was never claimed
+	ReceivedAt time.Time
+	// DueAt is overloaded by state: the receipt time while pending, the lease
+	// end while processing, the retry time while failed, the exhaustion time
+	// of an unacknowledged exhaustion.
+	DueAt time.Time
+	// SettledAt is the zero time while the row is live or an unacknowledged
+	// exhaustion.
+	SettledAt time.Time
+	Error     string
+	Body      []byte
+}
+
+// Unacknowledged reports whether the row is an exhaustion still waiting for
+// its acknowledgement.
+func (r Row) Unacknowledged() bool {
+	return r.State == StateAbandoned && r.SettledAt.IsZero()
+}
+
+// ListQuery selects rows for [AdminStore.List].
+type ListQuery struct {
+	// State, when set, lists only rows in that state.
+	State State
+	// Unacknowledged, when set, lists only unacknowledged exhaustions.
+	Unacknowledged bool
+	// After, when non-nil, continues strictly after this update id.
+	After *int64
+	// Limit is the page size, at least 1.
+	Limit int
+}
+
+// Stats summarises a store for metrics and health checks.
+type Stats struct {
+	// Count is the number of rows per state.
+	Count map[State]int
+	// Unacknowledged is the number of unacknowledged exhaustions.
+	Unacknowledged int
+	// OldestPending is the receipt time of the oldest pending row, or the
+	// zero time when none is pending.
+	OldestPending time.Time
+}
+
+// AdminStore is an optional capability for operator tooling (the tgrelay
+// updates command, metrics). The runner never needs it.
+type AdminStore interface {
+	// List returns rows in ascending update id order.
+	List(ctx context.Context, q ListQuery) ([]Row, error)
+	// Get returns one row; ok is false when it does not exist.
+	Get(ctx context.Context, updateID int64) (row Row, ok bool, err error)
+	// Requeue puts a failed or abandoned row (an unacknowledged exhaustion
+	// included) back to pending with zero attempts, due at now, its error
+	// and settlement time cleared, so it is handled again from the start.
+	// It reports false, changing nothing, for a row in any other state or a
+	// missing row. The next claim generates a new claim id as always, so no
+	// earlier identity can adopt the requeued row.
+	Requeue(ctx context.Context, updateID int64, now time.Time) (bool, error)
+	// Stats counts rows by state.
+	Stats(ctx context.Context) (Stats, error)
+}
