@@ -1,0 +1,570 @@
+// Package memstore is the reference [intake.DurableStore]: every row lives in
+// a map in memory, guarded by one mutex.
+//
+// Like [testing/fstest.MapFS], it is deliberately simple and states its
+// limits. Nothing survives a restart: Add reports an update as recorded, the
+// intake answers Telegram, and if the process then exits before the update was
+// handled, the update is gone. Use it in tests, in examples, and for bots that
+// accept losing unhandled updates on a restart. It also serves one process
+// only; several processes cannot share it. For anything else use
+// sqlitestore or pgstore.
+//
+// Apart from durability, a [Store] follows the contract of
+// [intake.DurableStore] exactly and passes [storetest.Run] at the durable
+// level. It also implements [intake.BatchStore] and [intake.AdminStore].
+//
+// [storetest.Run]: https://pkg.go.dev/github.com/tgrelay/tgrelay/intake/storetest#Run
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// The capability levels a Store claims, checked at compile time.
+var (
+	_ intake.Store        = (*Store)(nil)
+	_ intake.FencedStore  = (*Store)(nil)
+	_ intake.DurableStore = (*Store)(nil)
+	_ intake.BatchStore   = (*Store)(nil)
+	_ intake.AdminStore   = (*Store)(nil)
+)
+
+// ErrInvalidQuery is returned (wrapped, with the offending field named) for a
+// query or option outside its documented range, such as a Limit below 1, a
+// MaxAttempts below 1 or a settlement with an unknown state.
+var ErrInvalidQuery = errors.New("memstore: invalid query")
+
+// Store keeps update rows in memory. It is safe for concurrent use by many
+// goroutines; every method is one step under the store's mutex, so no caller
+// ever sees a half-applied transition.
+//
+// Bodies are copied on the way in and on the way out: a caller can neither
+// change a stored body by reusing its slice nor by writing to a returned one.
+//
+// The zero value is not usable; create a Store with [New].
+type Store struct {
+	mu   sync.Mutex
+	rows map[int64]*row
+}
+
+// row is one stored update. settled distinguishes "no settlement time" from
+// a settlement at the zero time.
+type row struct {
+	state      intake.State
+	attempts   int
+	claimID    string
+	receivedAt time.Time
+	dueAt      time.Time
+	settledAt  time.Time
+	settled    bool
+	err        string
+	body       []byte
+}
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{rows: make(map[int64]*row)}
+}
+
+// claimableAt reports whether r can be claimed at now: a pending row always,
+// a failed row when its retry is due, a processing row when its lease ended
+// strictly before now.
+func (r *row) claimableAt(now time.Time) bool {
+	switch r.state {
+	case intake.StatePending:
+		return true
+	case intake.StateFailed:
+		return !r.dueAt.After(now)
+	case intake.StateProcessing:
+		return r.dueAt.Before(now)
+	default:
+		return false
+	}
+}
+
+// liveAt reports whether r is processing under a lease that is live at at
+// (lease end >= at).
+func (r *row) liveAt(at time.Time) bool {
+	return r.state == intake.StateProcessing && !r.dueAt.Before(at)
+}
+
+// matches reports whether r currently carries exactly this identity.
+func (r *row) matches(id intake.Identity) bool {
+	return r.attempts == id.Attempt && r.claimID == id.ClaimID
+}
+
+// unacknowledged reports whether r is an exhaustion awaiting acknowledgement.
+func (r *row) unacknowledged() bool {
+	return r.state == intake.StateAbandoned && !r.settled
+}
+
+// Add records u as a new pending row and reports true, or reports false when
+// the update id is already stored in any state.
+func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memstore: add: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addLocked(u), nil
+}
+
+// AddBatch records each update as [Store.Add] would, all under one lock, and
+// reports for each input, in order, whether it was newly recorded. Of
+// duplicates within the batch the first wins.
+func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memstore: add batch: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	added := make([]bool, len(us))
+	for i, u := range us {
+		added[i] = s.addLocked(u)
+	}
+	return added, nil
+}
+
+func (s *Store) addLocked(u intake.Incoming) bool {
+	if _, ok := s.rows[u.UpdateID]; ok {
+		return false
+	}
+	s.rows[u.UpdateID] = &row{
+		state:      intake.StatePending,
+		receivedAt: u.ReceivedAt,
+		dueAt:      u.ReceivedAt,
+		body:       bytes.Clone(u.Body),
+	}
+	return true
+}
+
+// Claim takes the row if it is claimable at opts.Now and returns the new
+// attempt number; see [intake.Store.Claim]. A spent row is abandoned with
+// [intake.ErrorAttemptsSpent] instead.
+func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (int, bool, error) {
+	id, ok, err := s.claim(ctx, "claim", updateID, opts)
+	return id.Attempt, ok, err
+}
+
+// ClaimOwned is [Store.Claim] returning the full identity of the claim, with
+// a fresh random (version 4 UUID) claim id.
+func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.claim(ctx, "claim owned", updateID, opts)
+}
+
+func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return intake.Identity{}, false, fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	if opts.MaxAttempts < 1 {
+		return intake.Identity{}, false, fmt.Errorf("%w: %s: MaxAttempts %d is less than 1", ErrInvalidQuery, op, opts.MaxAttempts)
+	}
+	// Generate the id before locking: it needs no state, and a failure then
+	// changes nothing.
+	claimID, err := newClaimID()
+	if err != nil {
+		return intake.Identity{}, false, fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[updateID]
+	if !ok || !r.claimableAt(opts.Now) {
+		return intake.Identity{}, false, nil
+	}
+	if r.attempts >= opts.MaxAttempts {
+		// Spend: the row had its attempts (a process may have crashed on
+		// the last one) and is abandoned instead of taken.
+		r.state = intake.StateAbandoned
+		r.dueAt = opts.Now
+		r.err = intake.ErrorAttemptsSpent
+		r.settled = !opts.DurableExhaustion
+		r.settledAt = time.Time{}
+		if r.settled {
+			r.settledAt = opts.Now
+		}
+		if r.claimID == "" {
+			r.claimID = claimID
+		}
+		return intake.Identity{}, false, nil
+	}
+	r.state = intake.StateProcessing
+	r.attempts++
+	r.dueAt = opts.LeaseUntil
+	r.err = ""
+	r.claimID = claimID
+	return intake.Identity{UpdateID: updateID, Attempt: r.attempts, ClaimID: claimID}, true, nil
+}
+
+func newClaimID() (string, error) {
+	u, err := uuid.NewRandom()
+	if err != nil {
+		return "", fmt.Errorf("generate claim id: %w", err)
+	}
+	return u.String(), nil
+}
+
+// Renew extends the live lease of attempt attempt to leaseUntil, never
+// shortening it; see [intake.Store.Renew].
+func (s *Store) Renew(ctx context.Context, updateID int64, attempt int, leaseUntil, now time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memstore: renew: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[updateID]
+	if !ok || r.attempts != attempt {
+		return false, nil
+	}
+	return r.renew(leaseUntil, now), nil
+}
+
+// RenewOwned is [Store.Renew] for exactly this identity.
+func (s *Store) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memstore: renew owned: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[id.UpdateID]
+	if !ok || !r.matches(id) {
+		return false, nil
+	}
+	return r.renew(leaseUntil, now), nil
+}
+
+func (r *row) renew(leaseUntil, now time.Time) bool {
+	if !r.liveAt(now) {
+		return false
+	}
+	if leaseUntil.After(r.dueAt) {
+		r.dueAt = leaseUntil
+	}
+	return true
+}
+
+// Owns reports whether id holds a live lease at at. In memory there is no
+// transaction to join: the answer can be stale as soon as it returns.
+func (s *Store) Owns(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memstore: owns: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[id.UpdateID]
+	return ok && r.matches(id) && r.liveAt(at), nil
+}
+
+// Settle ends attempt attempt while its lease is live at st.At; see
+// [intake.Store.Settle]. A settlement state other than completed, failed or
+// abandoned is an error wrapping [ErrInvalidQuery].
+func (s *Store) Settle(ctx context.Context, updateID int64, attempt int, st intake.Settlement) (bool, error) {
+	if err := checkSettlement(ctx, "settle", st); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[updateID]
+	if !ok || r.attempts != attempt {
+		return false, nil
+	}
+	return r.settle(st), nil
+}
+
+// SettleOwned is [Store.Settle] for exactly this identity.
+func (s *Store) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	if err := checkSettlement(ctx, "settle owned", st); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[id.UpdateID]
+	if !ok || !r.matches(id) {
+		return false, nil
+	}
+	return r.settle(st), nil
+}
+
+func checkSettlement(ctx context.Context, op string, st intake.Settlement) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	switch st.State {
+	case intake.StateCompleted, intake.StateFailed, intake.StateAbandoned:
+		return nil
+	default:
+		return fmt.Errorf("%w: %s: settlement State %q is not completed, failed or abandoned", ErrInvalidQuery, op, st.State)
+	}
+}
+
+func (r *row) settle(st intake.Settlement) bool {
+	if !r.liveAt(st.At) {
+		return false
+	}
+	r.state = st.State
+	switch st.State {
+	case intake.StateCompleted:
+		r.settled, r.settledAt, r.err = true, st.At, ""
+	case intake.StateFailed:
+		r.dueAt, r.err = st.RetryAt, st.Error
+	case intake.StateAbandoned:
+		r.settled, r.settledAt, r.err = true, st.At, st.Error
+	}
+	return true
+}
+
+// Due lists, in ascending update id order and at most q.Limit, the pending
+// rows received at or before q.PendingBefore and the other rows claimable at
+// q.Now. A Limit below 1 is an error wrapping [ErrInvalidQuery].
+func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memstore: due: %w", err)
+	}
+	if q.Limit < 1 {
+		return nil, fmt.Errorf("%w: due: Limit %d is less than 1", ErrInvalidQuery, q.Limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []intake.StoredUpdate
+	for _, id := range s.sortedIDsLocked() {
+		r := s.rows[id]
+		due := r.claimableAt(q.Now)
+		if r.state == intake.StatePending {
+			due = !r.receivedAt.After(q.PendingBefore)
+		}
+		if !due {
+			continue
+		}
+		out = append(out, intake.StoredUpdate{UpdateID: id, Body: bytes.Clone(r.body)})
+		if len(out) == q.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// sortedIDsLocked returns every stored update id in ascending order. The
+// caller holds s.mu.
+func (s *Store) sortedIDsLocked() []int64 {
+	ids := make([]int64, 0, len(s.rows))
+	for id := range s.rows {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Prune deletes completed and abandoned rows settled strictly before before
+// and reports how many it deleted. Unacknowledged exhaustions stay.
+func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memstore: prune: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id, r := range s.rows {
+		terminal := r.state == intake.StateCompleted || r.state == intake.StateAbandoned
+		if terminal && r.settled && r.settledAt.Before(before) {
+			delete(s.rows, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Exhaust turns the live claim id into an unacknowledged exhaustion; see
+// [intake.DurableStore.Exhaust].
+func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memstore: exhaust: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[id.UpdateID]
+	if !ok || !r.matches(id) || !r.liveAt(at) {
+		return false, nil
+	}
+	r.state = intake.StateAbandoned
+	r.dueAt = at
+	r.settled, r.settledAt = false, time.Time{}
+	r.err = errText
+	return true, nil
+}
+
+// DueExhaustions lists unacknowledged exhaustions in ascending update id
+// order, at most q.Limit, strictly after q.After when set. A Limit below 1 is
+// an error wrapping [ErrInvalidQuery].
+func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memstore: due exhaustions: %w", err)
+	}
+	if q.Limit < 1 {
+		return nil, fmt.Errorf("%w: due exhaustions: Limit %d is less than 1", ErrInvalidQuery, q.Limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []intake.Exhaustion
+	for _, id := range s.sortedIDsLocked() {
+		r := s.rows[id]
+		if !r.unacknowledged() || (q.After != nil && id <= *q.After) {
+			continue
+		}
+		out = append(out, intake.Exhaustion{
+			Identity:    intake.Identity{UpdateID: id, Attempt: r.attempts, ClaimID: r.claimID},
+			Body:        bytes.Clone(r.body),
+			ExhaustedAt: r.dueAt,
+			Error:       r.err,
+		})
+		if len(out) == q.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// AcknowledgeExhaustion settles the unacknowledged exhaustion carrying
+// exactly id at at, once; see [intake.DurableStore.AcknowledgeExhaustion].
+func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memstore: acknowledge exhaustion: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[id.UpdateID]
+	if !ok || !r.unacknowledged() || !r.matches(id) {
+		return false, nil
+	}
+	r.settled, r.settledAt = true, at
+	return true, nil
+}
+
+// List returns rows in ascending update id order, filtered by q; see
+// [intake.AdminStore.List]. A Limit below 1 or an unknown State is an error
+// wrapping [ErrInvalidQuery].
+func (s *Store) List(ctx context.Context, q intake.ListQuery) ([]intake.Row, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memstore: list: %w", err)
+	}
+	if q.Limit < 1 {
+		return nil, fmt.Errorf("%w: list: Limit %d is less than 1", ErrInvalidQuery, q.Limit)
+	}
+	if q.State != "" && !knownState(q.State) {
+		return nil, fmt.Errorf("%w: list: unknown State %q", ErrInvalidQuery, q.State)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []intake.Row
+	for _, id := range s.sortedIDsLocked() {
+		r := s.rows[id]
+		switch {
+		case q.After != nil && id <= *q.After:
+			continue
+		case q.State != "" && r.state != q.State:
+			continue
+		case q.Unacknowledged && !r.unacknowledged():
+			continue
+		}
+		out = append(out, r.export(id))
+		if len(out) == q.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func knownState(st intake.State) bool {
+	switch st {
+	case intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned:
+		return true
+	}
+	return false
+}
+
+func (r *row) export(id int64) intake.Row {
+	out := intake.Row{
+		UpdateID:   id,
+		State:      r.state,
+		Attempts:   r.attempts,
+		ClaimID:    r.claimID,
+		ReceivedAt: r.receivedAt,
+		DueAt:      r.dueAt,
+		Error:      r.err,
+		Body:       bytes.Clone(r.body),
+	}
+	if r.settled {
+		out.SettledAt = r.settledAt
+	}
+	return out
+}
+
+// Get returns the row of updateID; ok is false when it is not stored.
+func (s *Store) Get(ctx context.Context, updateID int64) (intake.Row, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return intake.Row{}, false, fmt.Errorf("memstore: get: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[updateID]
+	if !ok {
+		return intake.Row{}, false, nil
+	}
+	return r.export(updateID), true, nil
+}
+
+// Requeue puts a failed or abandoned row back to pending with zero attempts,
+// due at now; see [intake.AdminStore.Requeue]. The last claim id stays on
+// the row for the record; the next claim replaces it.
+func (s *Store) Requeue(ctx context.Context, updateID int64, now time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memstore: requeue: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[updateID]
+	if !ok || (r.state != intake.StateFailed && r.state != intake.StateAbandoned) {
+		return false, nil
+	}
+	r.state = intake.StatePending
+	r.attempts = 0
+	r.dueAt = now
+	r.err = ""
+	r.settled, r.settledAt = false, time.Time{}
+	return true, nil
+}
+
+// Stats counts rows by state. Count has an entry for each of the five
+// states, zero included.
+func (s *Store) Stats(ctx context.Context) (intake.Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return intake.Stats{}, fmt.Errorf("memstore: stats: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := intake.Stats{Count: map[intake.State]int{
+		intake.StatePending:    0,
+		intake.StateProcessing: 0,
+		intake.StateFailed:     0,
+		intake.StateCompleted:  0,
+		intake.StateAbandoned:  0,
+	}}
+	for _, r := range s.rows {
+		st.Count[r.state]++
+		if r.unacknowledged() {
+			st.Unacknowledged++
+		}
+		if r.state == intake.StatePending && (st.OldestPending.IsZero() || r.receivedAt.Before(st.OldestPending)) {
+			st.OldestPending = r.receivedAt
+		}
+	}
+	return st, nil
+}
