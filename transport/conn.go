@@ -1,0 +1,133 @@
+package transport
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// countingConn counts the bytes the kernel accepted from Write. It wraps the
+// raw TCP connection, beneath TLS, so a request's first byte is the first
+// byte the socket took: the counter is the proof of the dispatch boundary.
+type countingConn struct {
+	net.Conn
+	written atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.written.Add(int64(n))
+	return n, err
+}
+
+// limitReader fails with errLimit once more than remaining bytes were asked
+// for; it sits under the bufio.Reader, so it counts raw bytes of an answer.
+type limitReader struct {
+	r         io.Reader
+	remaining int64
+	hit       bool
+}
+
+var errLimit = errors.New("transport: response limit reached")
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.remaining <= 0 {
+		l.hit = true
+		return 0, errLimit
+	}
+	if int64(len(p)) > l.remaining {
+		p = p[:l.remaining]
+	}
+	n, err := l.r.Read(p)
+	l.remaining -= int64(n)
+	return n, err
+}
+
+// persistConn is one HTTP/1.1 connection. It carries at most one request at
+// a time: it is either owned by one RoundTrip or idle in the pool.
+type persistConn struct {
+	raw       *countingConn // raw TCP, counting
+	conn      net.Conn      // what requests are written to (TLS or raw)
+	lim       *limitReader
+	br        *bufio.Reader
+	idleSince time.Time
+}
+
+func newPersistConn(raw *countingConn, conn net.Conn) *persistConn {
+	lim := &limitReader{r: conn}
+	return &persistConn{raw: raw, conn: conn, lim: lim, br: bufio.NewReaderSize(lim, 4096)}
+}
+
+func (pc *persistConn) close() { pc.conn.Close() }
+
+// usable reports whether an idle connection can carry a request: the peer
+// has neither closed it nor sent anything unsolicited.
+func (pc *persistConn) usable() bool {
+	if pc.br.Buffered() > 0 {
+		return false
+	}
+	return !peekClosed(pc.raw.Conn)
+}
+
+// getIdle takes the most recently used idle connection for key that is
+// still usable, closing the stale ones it meets.
+func (t *Transport) getIdle(key string) *persistConn {
+	now := t.cfg.Test.NowFunc()
+	for {
+		t.mu.Lock()
+		list := t.idle[key]
+		if len(list) == 0 {
+			t.mu.Unlock()
+			return nil
+		}
+		pc := list[len(list)-1]
+		list[len(list)-1] = nil
+		t.idle[key] = list[:len(list)-1]
+		if len(t.idle[key]) == 0 {
+			delete(t.idle, key)
+		}
+		t.mu.Unlock()
+		if now.Sub(pc.idleSince) < t.cfg.IdleConnTimeout && pc.usable() {
+			return pc
+		}
+		pc.close()
+	}
+}
+
+// putIdle returns pc to the pool, or closes it when the pool for key is
+// full or keep-alive is off.
+func (t *Transport) putIdle(key string, pc *persistConn) {
+	if t.cfg.DisableKeepAlives {
+		pc.close()
+		return
+	}
+	pc.idleSince = t.cfg.Test.NowFunc()
+	t.mu.Lock()
+	if t.closed || len(t.idle[key]) >= t.cfg.MaxIdleConnsPerHost {
+		t.mu.Unlock()
+		pc.close()
+		return
+	}
+	t.idle[key] = append(t.idle[key], pc)
+	t.mu.Unlock()
+}
+
+// CloseIdleConnections closes every idle connection. Connections carrying a
+// request are not affected and return to the pool afterwards.
+func (t *Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = make(map[string][]*persistConn)
+	t.mu.Unlock()
+	for _, list := range idle {
+		for _, pc := range list {
+			pc.close()
+		}
+	}
+}
+
+// newTunnelReader reads a proxy's CONNECT answer one small buffer at a time.
+func newTunnelReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, 512) }
