@@ -7,13 +7,16 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
 // finishFunc completes one connection attempt on a connected TCP socket
 // (proxy CONNECT, TLS handshake). It returns the usable connection, or the
 // stage and cause of its failure; on failure it has closed raw.
-type finishFunc func(ctx context.Context, raw *countingConn) (net.Conn, Stage, error)
+// progress reports the stage an attempt has entered, so that a budget
+// running out mid-handshake is reported at that stage.
+type finishFunc func(ctx context.Context, raw *countingConn, progress func(Stage)) (net.Conn, Stage, error)
 
 type lookupResult struct {
 	v6    bool
@@ -42,6 +45,23 @@ func stageRank(s Stage) int {
 	}
 	return 0
 }
+
+var stagesByRank = []Stage{StageRequest, StageLookup, StageConnect, StageProxy, StageTLS}
+
+// furthest tracks the furthest stage any attempt has entered.
+type furthest struct{ rank atomic.Int32 }
+
+func (f *furthest) enter(s Stage) {
+	r := int32(stageRank(s))
+	for {
+		old := f.rank.Load()
+		if old >= r || f.rank.CompareAndSwap(old, r) {
+			return
+		}
+	}
+}
+
+func (f *furthest) stage() Stage { return stagesByRank[f.rank.Load()] }
 
 // DialContext resolves address ("host:port") and races TCP connections to
 // its addresses as RFC 8305 describes, within Config.ConnectTimeout, using
@@ -117,6 +137,8 @@ func (t *Transport) race(ctx context.Context, network, host, port string, finish
 	var lookupErrs []error
 	var lastErr error
 	lastStage := StageConnect
+	reached := &furthest{}
+	reached.enter(StageConnect)
 
 	attemptTimer := time.NewTimer(time.Hour)
 	attemptTimer.Stop()
@@ -143,7 +165,7 @@ func (t *Transport) race(ctx context.Context, network, host, port string, finish
 		attemptTimer.Reset(t.cfg.AttemptDelay)
 		addr := netip.AddrPortFrom(a, uint16(portNum)).String()
 		go func() {
-			results <- t.attempt(ctx, addr, finish)
+			results <- t.attempt(ctx, addr, finish, reached.enter)
 		}()
 	}
 	// abandon hands the in-flight attempts to a goroutine that closes any
@@ -215,6 +237,9 @@ func (t *Transport) race(ctx context.Context, network, host, port string, finish
 		case <-ctx.Done():
 			abandon()
 			stage := lastStage
+			if r := reached.stage(); stageRank(r) > stageRank(stage) {
+				stage = r
+			}
 			if !begun {
 				stage = StageLookup
 			}
@@ -228,7 +253,7 @@ func (t *Transport) race(ctx context.Context, network, host, port string, finish
 }
 
 // attempt dials one address and finishes the connection.
-func (t *Transport) attempt(ctx context.Context, addr string, finish finishFunc) attemptResult {
+func (t *Transport) attempt(ctx context.Context, addr string, finish finishFunc, progress func(Stage)) attemptResult {
 	c, err := t.cfg.DialFunc(ctx, "tcp", addr)
 	if err != nil {
 		return attemptResult{stage: StageConnect, err: err}
@@ -241,7 +266,7 @@ func (t *Transport) attempt(ctx context.Context, addr string, finish finishFunc)
 	if finish == nil {
 		return attemptResult{conn: cc}
 	}
-	conn, stage, err := finish(ctx, cc)
+	conn, stage, err := finish(ctx, cc, progress)
 	if err != nil {
 		return attemptResult{stage: stage, err: err}
 	}

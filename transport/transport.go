@@ -286,9 +286,10 @@ func (t *Transport) connect(ctx context.Context, d destination) (*persistConn, e
 		dialAddr = canonicalAddr(d.proxy)
 	}
 	host, port, _ := net.SplitHostPort(dialAddr)
-	finish := func(ctx context.Context, cc *countingConn) (net.Conn, Stage, error) {
+	finish := func(ctx context.Context, cc *countingConn, progress func(Stage)) (net.Conn, Stage, error) {
 		conn := net.Conn(cc)
 		if d.proxy != nil {
+			progress(StageProxy)
 			if d.proxy.Scheme == "https" {
 				tc := tls.Client(conn, t.tlsConfig(trimBrackets(d.proxy.Hostname())))
 				if err := tc.HandshakeContext(ctx); err != nil {
@@ -303,6 +304,7 @@ func (t *Transport) connect(ctx context.Context, d destination) (*persistConn, e
 			}
 		}
 		if d.scheme == "https" {
+			progress(StageTLS)
 			tc := tls.Client(conn, t.tlsConfig(d.host))
 			if err := tc.HandshakeContext(ctx); err != nil {
 				tc.Close()

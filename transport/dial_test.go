@@ -1,0 +1,247 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tgrelay/tgrelay/transport"
+)
+
+// fakeNet is a deterministic network for the connection race, run inside a
+// synctest bubble: every address behaves as its mode says, and each dial is
+// recorded with its (virtual) time since start.
+type fakeNet struct {
+	start time.Time
+	mode  map[string]string // ip -> "hole" (never answers), "fail" (refused at once), "ok"
+	v4    []string
+	v6    []string
+	delay map[string]time.Duration // "ip4"/"ip6" -> answer delay; absent = at once
+
+	mu    sync.Mutex
+	dials []dialRecord
+}
+
+type dialRecord struct {
+	ip string
+	at time.Duration
+}
+
+func (f *fakeNet) lookup(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if d, ok := f.delay[network]; ok {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	list := f.v4
+	if network == "ip6" {
+		list = f.v6
+	}
+	var out []netip.Addr
+	for _, s := range list {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out, nil
+}
+
+func (f *fakeNet) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	ap := netip.MustParseAddrPort(address)
+	ip := ap.Addr().String()
+	f.mu.Lock()
+	f.dials = append(f.dials, dialRecord{ip, time.Since(f.start)})
+	f.mu.Unlock()
+	switch f.mode[ip] {
+	case "ok":
+		c1, c2 := net.Pipe()
+		c2.Close()
+		return c1, nil
+	case "hole":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	default:
+		return nil, errors.New("connection refused (simulated)")
+	}
+}
+
+func (f *fakeNet) records() []dialRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.dials)
+}
+
+func (f *fakeNet) transport(t *testing.T, cfg transport.Config) *transport.Transport {
+	t.Helper()
+	cfg.LookupFunc = f.lookup
+	cfg.DialFunc = f.dial
+	tr, err := transport.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.start = time.Now()
+	return tr
+}
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func TestRaceStaircase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeNet{mode: map[string]string{"10.0.0.1": "hole", "10.0.0.2": "hole", "10.0.0.3": "ok"},
+			v4: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}}
+		tr := f.transport(t, transport.Config{})
+		c, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		c.Close()
+		want := []dialRecord{{"10.0.0.1", 0}, {"10.0.0.2", ms(250)}, {"10.0.0.3", ms(500)}}
+		if got := f.records(); !slices.Equal(got, want) {
+			t.Errorf("dials = %v, want %v (a new attempt every 250 ms, none cancelled)", got, want)
+		}
+	})
+}
+
+func TestRaceFailureStartsNextAttemptAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeNet{mode: map[string]string{"10.0.0.1": "fail", "10.0.0.2": "ok"},
+			v4: []string{"10.0.0.1", "10.0.0.2"}}
+		tr := f.transport(t, transport.Config{AttemptDelay: transport.MaxAttemptDelay})
+		c, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		c.Close()
+		want := []dialRecord{{"10.0.0.1", 0}, {"10.0.0.2", 0}}
+		if got := f.records(); !slices.Equal(got, want) {
+			t.Errorf("dials = %v, want %v", got, want)
+		}
+	})
+}
+
+func TestRaceInterleavesFamilies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeNet{mode: map[string]string{},
+			v4: []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"},
+			v6: []string{"2001:db8::1", "2001:db8::2"}}
+		tr := f.transport(t, transport.Config{})
+		_, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
+		assertNotDispatched(t, err, transport.StageConnect)
+		var got []string
+		for _, r := range f.records() {
+			got = append(got, r.ip)
+			if r.at != 0 {
+				t.Errorf("dial of %s at %v, want 0 (each failure starts the next at once)", r.ip, r.at)
+			}
+		}
+		want := []string{"2001:db8::1", "192.0.2.1", "2001:db8::2", "192.0.2.2", "192.0.2.3"}
+		if !slices.Equal(got, want) {
+			t.Errorf("dial order = %v, want %v", got, want)
+		}
+	})
+}
+
+func TestRaceResolutionDelay(t *testing.T) {
+	t.Run("late AAAA within the delay is waited for", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeNet{mode: map[string]string{"2001:db8::1": "ok", "192.0.2.1": "ok"},
+				v4: []string{"192.0.2.1"}, v6: []string{"2001:db8::1"},
+				delay: map[string]time.Duration{"ip6": ms(30)}}
+			tr := f.transport(t, transport.Config{})
+			c, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			want := []dialRecord{{"2001:db8::1", ms(30)}}
+			if got := f.records(); !slices.Equal(got, want) {
+				t.Errorf("dials = %v, want %v", got, want)
+			}
+		})
+	})
+	t.Run("AAAA later than the delay joins the race", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeNet{mode: map[string]string{"2001:db8::1": "ok", "192.0.2.1": "hole"},
+				v4: []string{"192.0.2.1"}, v6: []string{"2001:db8::1"},
+				delay: map[string]time.Duration{"ip6": ms(200)}}
+			tr := f.transport(t, transport.Config{})
+			c, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			want := []dialRecord{{"192.0.2.1", ms(50)}, {"2001:db8::1", ms(300)}}
+			if got := f.records(); !slices.Equal(got, want) {
+				t.Errorf("dials = %v, want %v", got, want)
+			}
+		})
+	})
+}
+
+func TestRaceBudgetCoversLookupAndConnect(t *testing.T) {
+	t.Run("connect", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeNet{mode: map[string]string{"192.0.2.1": "hole", "192.0.2.2": "hole"},
+				v4: []string{"192.0.2.1", "192.0.2.2"}, delay: map[string]time.Duration{"ip4": ms(400), "ip6": ms(400)}}
+			tr := f.transport(t, transport.Config{ConnectTimeout: time.Second})
+			_, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
+			assertNotDispatched(t, err, transport.StageConnect)
+			if !errors.Is(err, transport.ErrConnectTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v, want ErrConnectTimeout and DeadlineExceeded", err)
+			}
+			if got := time.Since(f.start); got != time.Second {
+				t.Errorf("gave up after %v, want exactly the 1 s budget (lookup included)", got)
+			}
+			want := []dialRecord{{"192.0.2.1", ms(400)}, {"192.0.2.2", ms(650)}}
+			if got := f.records(); !slices.Equal(got, want) {
+				t.Errorf("dials = %v, want %v", got, want)
+			}
+		})
+	})
+	t.Run("lookup never answers", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeNet{delay: map[string]time.Duration{"ip4": time.Hour, "ip6": time.Hour}}
+			tr := f.transport(t, transport.Config{ConnectTimeout: time.Second})
+			_, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
+			assertNotDispatched(t, err, transport.StageLookup)
+			if !errors.Is(err, transport.ErrConnectTimeout) {
+				t.Errorf("err = %v, want ErrConnectTimeout", err)
+			}
+			if got := time.Since(f.start); got != time.Second {
+				t.Errorf("gave up after %v, want the 1 s budget", got)
+			}
+		})
+	})
+}
+
+func TestRaceLookupFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, err := transport.New(transport.Config{
+			LookupFunc: func(ctx context.Context, network, host string) ([]netip.Addr, error) {
+				return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tr.DialContext(t.Context(), "tcp", "telegram.test:443")
+		assertNotDispatched(t, err, transport.StageLookup)
+		var dnsErr *net.DNSError
+		if !errors.As(err, &dnsErr) {
+			t.Errorf("err = %v, want the resolver's *net.DNSError inside", err)
+		}
+		f := &fakeNet{}
+		tr = f.transport(t, transport.Config{})
+		_, err = tr.DialContext(t.Context(), "tcp", "telegram.test:443")
+		assertNotDispatched(t, err, transport.StageLookup)
+		if !errors.Is(err, transport.ErrNoAddress) {
+			t.Errorf("err = %v, want ErrNoAddress", err)
+		}
+	})
+}
