@@ -1,0 +1,292 @@
+package intake
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Attempt is the identity of one attempt on one update, handed to
+// [Config.AttemptHandler]. Every attempt, a retry included, has a new
+// Identity. Persist all three identity fields with a domain write and guard
+// the write with the store's Owns check inside the same transaction.
+type Attempt struct {
+	Identity
+	lease *lease
+	store FencedStore
+}
+
+// LeaseUntil returns the end of the last lease the store confirmed for
+// this attempt. It moves forward with every renewal.
+func (a Attempt) LeaseUntil() time.Time {
+	if a.lease == nil {
+		return time.Time{}
+	}
+	a.lease.mu.Lock()
+	defer a.lease.mu.Unlock()
+	return a.lease.until
+}
+
+// Owns asks the store whether this attempt still holds a live lease now.
+// Outside the transaction of a domain write it is only advisory: use the
+// store's transaction-scoped check (OwnsTx) to fence a write.
+func (a Attempt) Owns(ctx context.Context) (bool, error) {
+	if a.store == nil {
+		return false, nil
+	}
+	return a.store.Owns(ctx, a.Identity, now())
+}
+
+// lease tracks one attempt's ownership while its handler runs.
+type lease struct {
+	mu     sync.Mutex
+	id     Identity
+	until  time.Time // last lease the store confirmed
+	active bool      // cleared when the handler has returned
+	lost   bool
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+}
+
+// loseLocked cancels the handler's context with an ownership-lost cause,
+// once.
+func (l *lease) loseLocked(err error) bool {
+	if l.lost {
+		return false
+	}
+	l.lost = true
+	l.cancel(&OwnershipLostError{Identity: l.id, Err: err})
+	return true
+}
+
+// attempt claims job j, runs the handler under a renewed lease and settles
+// the outcome. It returns the exhaustion it recorded, if any, for delivery.
+func (r *Runner) attempt(rn *run, j job) *Exhaustion {
+	leaseFor := r.cfg.LeaseDuration
+	taken := now()
+	opts := ClaimOpts{Now: taken, LeaseUntil: taken.Add(leaseFor), MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil}
+	cctx, ccancel := context.WithTimeout(rn.ctx, leaseFor)
+	var (
+		id  Identity
+		ok  bool
+		err error
+	)
+	if r.fenced != nil {
+		id, ok, err = r.fenced.ClaimOwned(cctx, j.id, opts)
+	} else {
+		id.UpdateID = j.id
+		id.Attempt, ok, err = r.store.Claim(cctx, j.id, opts)
+	}
+	ccancel()
+	if err != nil {
+		r.storeError(StepClaim, j.id, err)
+		return nil
+	}
+	if !ok {
+		return nil // someone else holds it, it is not due, or its attempts were spent
+	}
+	if f := r.cfg.Observer.ClaimFunc; f != nil {
+		guard(func() { f(id) })
+	}
+
+	hctx, hcancel := context.WithCancelCause(rn.ctx)
+	defer hcancel(nil)
+	l := &lease{id: id, until: opts.LeaseUntil, active: true, cancel: hcancel}
+	l.mu.Lock()
+	l.timer = time.AfterFunc(opts.LeaseUntil.Sub(now()), func() { r.leaseDeadline(l) })
+	l.mu.Unlock()
+	rctx, rcancel := context.WithCancel(rn.ctx)
+	rn.wg.Add(1)
+	go r.renewLoop(rn, rctx, l)
+
+	var herr error
+	if j.bad {
+		herr = ErrUnparsableBody
+	} else {
+		herr = r.callHandler(hctx, Update{ID: j.id, Body: j.body}, Attempt{Identity: id, lease: l, store: r.fenced})
+	}
+
+	// The handler returned: nothing a renewal learns from now on changes
+	// anything.
+	l.mu.Lock()
+	l.active = false
+	l.timer.Stop()
+	l.mu.Unlock()
+	rcancel()
+
+	if herr == nil {
+		r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
+		return nil
+	}
+	return r.fail(rn, l, j, herr)
+}
+
+// callHandler runs the configured handler, turning a panic into an error.
+func (r *Runner) callHandler(ctx context.Context, u Update, a Attempt) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v}
+		}
+	}()
+	if r.cfg.AttemptHandler != nil {
+		return r.cfg.AttemptHandler(ctx, u, a)
+	}
+	return r.cfg.Handler(ctx, u)
+}
+
+// leaseDeadline fires when the last confirmed lease ends.
+func (r *Runner) leaseDeadline(l *lease) {
+	l.mu.Lock()
+	if !l.active || now().Before(l.until) {
+		l.mu.Unlock() // settled, or a renewal moved the deadline meanwhile
+		return
+	}
+	lost := l.loseLocked(nil)
+	l.mu.Unlock()
+	if lost {
+		r.leaseLost(l.id)
+	}
+}
+
+// renewLoop renews the lease every quarter of it, one renewal at a time,
+// until ctx ends (the handler returned).
+func (r *Runner) renewLoop(rn *run, ctx context.Context, l *lease) {
+	defer rn.wg.Done()
+	leaseFor := r.cfg.LeaseDuration
+	t := time.NewTicker(max(leaseFor/4, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		at := now()
+		until := at.Add(leaseFor)
+		sctx, cancel := context.WithTimeout(ctx, leaseFor)
+		var (
+			ok  bool
+			err error
+		)
+		if r.fenced != nil {
+			ok, err = r.fenced.RenewOwned(sctx, l.id, until, at)
+		} else {
+			ok, err = r.store.Renew(sctx, l.id.UpdateID, l.id.Attempt, until, at)
+		}
+		cancel()
+		l.mu.Lock()
+		if !l.active || l.lost {
+			l.mu.Unlock() // a late answer after settlement changes nothing
+			return
+		}
+		switch {
+		case err != nil:
+			l.mu.Unlock()
+			// Keep the last proven deadline: the lease may still be ours.
+			r.storeError(StepRenew, l.id.UpdateID, err)
+		case ok:
+			if until.After(l.until) {
+				l.until = until
+				l.timer.Reset(until.Sub(now()))
+			}
+			l.mu.Unlock()
+		default:
+			lost := l.loseLocked(nil)
+			l.mu.Unlock()
+			if lost {
+				r.leaseLost(l.id)
+			}
+		}
+	}
+}
+
+func (r *Runner) leaseLost(id Identity) {
+	r.log.Info("intake: attempt lost ownership", "update_id", id.UpdateID, "attempt", id.Attempt)
+	if f := r.cfg.Observer.LeaseLostFunc; f != nil {
+		guard(func() { f(id) })
+	}
+}
+
+// settle applies s to the attempt and reports whether the store applied it.
+// A refusal or a store error means the attempt lost the row.
+func (r *Runner) settle(rn *run, l *lease, s Settlement) bool {
+	ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
+	defer cancel()
+	var (
+		ok  bool
+		err error
+	)
+	if r.fenced != nil {
+		ok, err = r.fenced.SettleOwned(ctx, l.id, s)
+	} else {
+		ok, err = r.store.Settle(ctx, l.id.UpdateID, l.id.Attempt, s)
+	}
+	if err != nil {
+		r.storeError(StepSettle, l.id.UpdateID, err)
+	}
+	if ok {
+		if f := r.cfg.Observer.SettleFunc; f != nil {
+			guard(func() { f(l.id, s.State) })
+		}
+		return true
+	}
+	r.ownershipLostAfter(l, err)
+	return false
+}
+
+// ownershipLostAfter records that a settlement or exhaustion was refused.
+func (r *Runner) ownershipLostAfter(l *lease, err error) {
+	l.mu.Lock()
+	lost := l.loseLocked(err)
+	l.mu.Unlock()
+	if lost {
+		r.leaseLost(l.id)
+	}
+}
+
+// fail settles a failed attempt: a retry, an exhaustion, or an abandonment.
+func (r *Runner) fail(rn *run, l *lease, j job, herr error) *Exhaustion {
+	d := decide(r.policy, herr, l.id.Attempt, r.cfg.MaxAttempts)
+	if d.guarded {
+		r.log.Warn("intake: retry policy panicked or returned a negative delay; using the default backoff",
+			"update_id", l.id.UpdateID, "attempt", l.id.Attempt)
+	}
+	msg := errorText(herr)
+	at := now()
+	retrying := d.retry
+	var exh *Exhaustion
+	switch {
+	case !d.retry && r.durable != nil:
+		ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
+		ok, err := r.durable.Exhaust(ctx, l.id, at, msg)
+		cancel()
+		if err != nil {
+			r.storeError(StepSettle, l.id.UpdateID, err)
+		}
+		if ok {
+			exh = &Exhaustion{Identity: l.id, Body: j.body, ExhaustedAt: at, Error: msg}
+			if f := r.cfg.Observer.ExhaustFunc; f != nil {
+				e := *exh
+				guard(func() { f(e) })
+			}
+		} else {
+			r.ownershipLostAfter(l, err)
+			retrying = true // the row is still processing: a reclaim will run it
+		}
+	case !d.retry:
+		if !r.settle(rn, l, Settlement{State: StateAbandoned, At: at, Error: msg}) {
+			retrying = true
+		}
+	default:
+		if !r.settle(rn, l, Settlement{State: StateFailed, At: at, RetryAt: at.Add(d.delay), Error: msg}) {
+			retrying = true
+		}
+	}
+	r.log.Info("intake: attempt failed", "update_id", l.id.UpdateID, "attempt", l.id.Attempt,
+		"retrying", retrying, "err", msg)
+	if f := r.cfg.Observer.FailureFunc; f != nil {
+		fl := Failure{Identity: l.id, Err: herr, Retrying: retrying}
+		guard(func() { f(fl) })
+	}
+	return exh
+}

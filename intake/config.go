@@ -1,0 +1,261 @@
+package intake
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults of [Config], used when a field is left at its zero value.
+const (
+	// DefaultMaxAttempts is the attempt ceiling of one update.
+	DefaultMaxAttempts = 5
+	// DefaultLeaseDuration is the lease one attempt takes and renews every
+	// quarter of it.
+	DefaultLeaseDuration = 120 * time.Second
+	// DefaultPendingGrace is how long a pending row waits for the process
+	// that recorded it before a periodic sweep lists it.
+	DefaultPendingGrace = 60 * time.Second
+	// DefaultSweepInterval is the period of the background sweep.
+	DefaultSweepInterval = 30 * time.Second
+	// DefaultRetention is how long settled rows are kept so that Telegram's
+	// re-deliveries are refused as duplicates.
+	DefaultRetention = 24 * time.Hour
+	// DefaultMaxConcurrent is the global bound on handlers running at once,
+	// attempts and exhaustion deliveries together.
+	DefaultMaxConcurrent = 32
+	// DefaultPageSize is how many due rows, and how many due exhaustions,
+	// one sweep lists.
+	DefaultPageSize = 100
+	// DefaultMaxQueued is how many updates and exhaustions one runner keeps
+	// scheduled (running or waiting on their chat line) at once.
+	DefaultMaxQueued = 1024
+	// DefaultMaxBatch is how many concurrent [Runner.Accept] calls one group
+	// commit ([BatchStore.AddBatch]) records at most.
+	DefaultMaxBatch = 256
+)
+
+// Limits of [Config]: a value outside them is refused by [New].
+const (
+	MaxMaxAttempts    = 1000
+	MinLeaseDuration  = 10 * time.Millisecond
+	MaxLeaseDuration  = 24 * time.Hour
+	MaxPendingGrace   = 24 * time.Hour
+	MinSweepInterval  = time.Millisecond
+	MaxSweepInterval  = 24 * time.Hour
+	MaxRetention      = 365 * 24 * time.Hour
+	MaxMaxConcurrent  = 10000
+	MaxPageSize       = 10000
+	MaxMaxQueued      = 1 << 20
+	MaxMaxBatch       = 10000
+	MaxRetryDelay     = 24 * time.Hour // a longer delay from any policy is cut to this
+	defaultRetryBase  = 5 * time.Second
+	defaultRetryLimit = 15 * time.Minute
+)
+
+// Step names the store step that failed, as reported to
+// [Observer.StoreErrorFunc].
+type Step string
+
+// The store steps.
+const (
+	// StepClaim: Claim or ClaimOwned failed.
+	StepClaim Step = "claim"
+	// StepRenew: Renew or RenewOwned failed.
+	StepRenew Step = "renew"
+	// StepSettle: Settle, SettleOwned, Exhaust or AcknowledgeExhaustion
+	// failed.
+	StepSettle Step = "settle"
+	// StepSweep: a background sweep failed (Due, DueExhaustions or Prune).
+	// Errors of [Runner.Sweep] and [Runner.Start] are returned instead.
+	StepSweep Step = "sweep"
+)
+
+// Failure is one failed attempt, as reported to [Observer.FailureFunc].
+type Failure struct {
+	Identity
+	// Err is the handler's error (a recovered panic becomes an error).
+	Err error
+	// Retrying reports that the update will run again: a retry was
+	// scheduled, or the store refused the settlement so the row will be
+	// reclaimed when its lease lapses. False when it was abandoned or
+	// exhausted.
+	Retrying bool
+}
+
+// Observer receives the runner's events, for logs and metrics. Every field
+// is optional. The funcs are called synchronously from the runner's
+// goroutines, concurrently, so they must be fast and safe for concurrent
+// use; a panic in one is recovered and ignored (an observer cannot lose an
+// update). The zero Observer observes nothing.
+type Observer struct {
+	// AcceptFunc sees the outcome of every [Runner.Accept] that parsed or
+	// refused a body (updateID is -1 for Invalid). Store errors are not
+	// reported here; Accept returns them.
+	AcceptFunc func(updateID int64, a Acceptance)
+	// ClaimFunc sees every attempt taken.
+	ClaimFunc func(id Identity)
+	// SettleFunc sees every settlement the store applied: completed, failed
+	// (a retry is due) or abandoned.
+	SettleFunc func(id Identity, s State)
+	// FailureFunc sees every failed attempt.
+	FailureFunc func(f Failure)
+	// LeaseLostFunc sees every attempt that lost its ownership (renewal or
+	// settlement refused, or the last proven lease ended).
+	LeaseLostFunc func(id Identity)
+	// ExhaustFunc sees every exhaustion the store recorded for an attempt of
+	// this runner.
+	ExhaustFunc func(e Exhaustion)
+	// ExhaustionFailureFunc sees every [Config.ExhaustionHandler] call that
+	// failed; the exhaustion stays due and is delivered again.
+	ExhaustionFailureFunc func(e Exhaustion, err error)
+	// AcknowledgeFunc sees every exhaustion acknowledged.
+	AcknowledgeFunc func(id Identity)
+	// StoreErrorFunc sees every store error the runner could not return to
+	// a caller, with the step that failed. updateID is -1 for StepSweep.
+	StoreErrorFunc func(step Step, updateID int64, err error)
+}
+
+// Config configures a [Runner]. [New] copies it, so later changes to the
+// caller's value have no effect. Zero numeric fields take their DefaultX
+// value; a negative or out-of-range value is an error.
+type Config struct {
+	// Store records and claims updates. Required. Its capabilities
+	// ([FencedStore], [DurableStore], [BatchStore]) are detected once, by
+	// New. With a FencedStore every claim is fenced (ClaimOwned).
+	Store Store
+
+	// Handler handles one update. Exactly one of Handler and
+	// AttemptHandler is required. A nil error completes the update; an
+	// error fails the attempt (see RetryFunc, [Abandon], [RetryAfter]); a
+	// panic is recovered and fails it. ctx is cancelled with an
+	// [*OwnershipLostError] cause when the attempt loses its lease, and
+	// when [Runner.Close] gives up waiting.
+	Handler func(ctx context.Context, u Update) error
+
+	// AttemptHandler is Handler with the attempt's fenced [Attempt]
+	// identity, to guard domain writes with the store's Owns check in the
+	// same transaction. It requires a [FencedStore].
+	AttemptHandler func(ctx context.Context, u Update, a Attempt) error
+
+	// ExhaustionHandler receives every update whose handling ended for
+	// good (attempts spent, abandoned, or its stored body unparsable),
+	// at least once, until it returns nil, which acknowledges it. It
+	// requires a [DurableStore]. Without it, such updates are settled as
+	// abandoned and only reported to [Observer.FailureFunc].
+	ExhaustionHandler func(ctx context.Context, e Exhaustion) error
+
+	// RetryFunc decides, after failed attempt number attempt (1-based, below
+	// MaxAttempts), whether to retry and after how long. Nil means
+	// [DefaultRetry]. It is not consulted when the error carries a
+	// handler's own outcome ([Abandon], [RetryAfter]) or when attempts are
+	// spent. A panic, or a negative delay, falls back to [Backoff]; a
+	// delay above [MaxRetryDelay] is cut to it. It may be called
+	// concurrently.
+	RetryFunc func(err error, attempt int) (delay time.Duration, retry bool)
+
+	// MaxAttempts is the attempt ceiling of one update, 1 to
+	// [MaxMaxAttempts]. Defaults to [DefaultMaxAttempts].
+	MaxAttempts int
+	// LeaseDuration is the lease one attempt takes; it is renewed every
+	// quarter of it. It also bounds every store call the runner makes on
+	// its own. [MinLeaseDuration] to [MaxLeaseDuration]; defaults to
+	// [DefaultLeaseDuration].
+	LeaseDuration time.Duration
+	// PendingGrace is how long a pending row is left to the process that
+	// recorded it before a periodic sweep lists it. Up to
+	// [MaxPendingGrace]; defaults to [DefaultPendingGrace] (zero cannot be
+	// expressed: use a nanosecond).
+	PendingGrace time.Duration
+	// SweepInterval is the period of the background sweep started by
+	// [Runner.Start]. [MinSweepInterval] to [MaxSweepInterval]; defaults to
+	// [DefaultSweepInterval].
+	SweepInterval time.Duration
+	// Retention is how long settled rows are kept before a sweep prunes
+	// them. Up to [MaxRetention]; defaults to [DefaultRetention].
+	Retention time.Duration
+	// MaxConcurrent bounds the handlers running at once, attempts and
+	// exhaustion deliveries together, 1 to [MaxMaxConcurrent]. Defaults
+	// to [DefaultMaxConcurrent].
+	MaxConcurrent int
+	// PageSize is how many due rows, and how many due exhaustions, one
+	// sweep takes over, 1 to [MaxPageSize]. Defaults to [DefaultPageSize].
+	PageSize int
+	// MaxQueued bounds the updates and exhaustions scheduled in this
+	// process (running, or waiting on their chat line or for a slot), 1 to
+	// [MaxMaxQueued]. An accepted update beyond it is recorded but left for
+	// a sweep, which runs as soon as room frees. Defaults to
+	// [DefaultMaxQueued].
+	MaxQueued int
+	// MaxBatch bounds how many concurrent Accept calls share one
+	// [BatchStore.AddBatch], 1 to [MaxMaxBatch]. Defaults to
+	// [DefaultMaxBatch]. Unused when the store is not a BatchStore.
+	MaxBatch int
+
+	// Observer receives events. The zero value observes nothing.
+	Observer Observer
+	// Logger receives store errors and failed attempts, never bodies. Nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// fill returns a copy of c with defaults filled in, or an error naming the
+// first invalid field.
+func (c Config) fill() (Config, error) {
+	if c.Store == nil {
+		return c, fmt.Errorf("intake: Config.Store is required")
+	}
+	if (c.Handler == nil) == (c.AttemptHandler == nil) {
+		return c, fmt.Errorf("intake: exactly one of Config.Handler and Config.AttemptHandler is required")
+	}
+	if c.AttemptHandler != nil {
+		if _, ok := c.Store.(FencedStore); !ok {
+			return c, fmt.Errorf("intake: Config.AttemptHandler requires a FencedStore, and %T is not one", c.Store)
+		}
+	}
+	if c.ExhaustionHandler != nil {
+		if _, ok := c.Store.(DurableStore); !ok {
+			return c, fmt.Errorf("intake: Config.ExhaustionHandler requires a DurableStore, and %T is not one", c.Store)
+		}
+	}
+	var err error
+	fillInt := func(name string, v *int, def, lo, hi int) {
+		if err != nil {
+			return
+		}
+		if *v == 0 {
+			*v = def
+		}
+		if *v < lo || *v > hi {
+			err = fmt.Errorf("intake: Config.%s is %d, want %d to %d (zero means %d)", name, *v, lo, hi, def)
+		}
+	}
+	fillDur := func(name string, v *time.Duration, def, lo, hi time.Duration) {
+		if err != nil {
+			return
+		}
+		if *v == 0 {
+			*v = def
+		}
+		if *v < lo || *v > hi {
+			err = fmt.Errorf("intake: Config.%s is %v, want %v to %v (zero means %v)", name, *v, lo, hi, def)
+		}
+	}
+	fillInt("MaxAttempts", &c.MaxAttempts, DefaultMaxAttempts, 1, MaxMaxAttempts)
+	fillDur("LeaseDuration", &c.LeaseDuration, DefaultLeaseDuration, MinLeaseDuration, MaxLeaseDuration)
+	fillDur("PendingGrace", &c.PendingGrace, DefaultPendingGrace, time.Nanosecond, MaxPendingGrace)
+	fillDur("SweepInterval", &c.SweepInterval, DefaultSweepInterval, MinSweepInterval, MaxSweepInterval)
+	fillDur("Retention", &c.Retention, DefaultRetention, time.Nanosecond, MaxRetention)
+	fillInt("MaxConcurrent", &c.MaxConcurrent, DefaultMaxConcurrent, 1, MaxMaxConcurrent)
+	fillInt("PageSize", &c.PageSize, DefaultPageSize, 1, MaxPageSize)
+	fillInt("MaxQueued", &c.MaxQueued, DefaultMaxQueued, 1, MaxMaxQueued)
+	fillInt("MaxBatch", &c.MaxBatch, DefaultMaxBatch, 1, MaxMaxBatch)
+	if err != nil {
+		return c, err
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}

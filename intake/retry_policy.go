@@ -1,0 +1,87 @@
+package intake
+
+import (
+	"errors"
+	"time"
+
+	"github.com/tgrelay/tgrelay/botapi"
+)
+
+// Backoff is the default delay before retry number attempt (the attempt that
+// failed, from 1): 5s × 4^(attempt−1), capped at 15 minutes. An attempt
+// below 1 counts as 1.
+func Backoff(attempt int) time.Duration {
+	d := defaultRetryBase
+	for i := 1; i < attempt; i++ {
+		d *= 4
+		if d >= defaultRetryLimit {
+			return defaultRetryLimit
+		}
+	}
+	return d
+}
+
+// DefaultRetry is the retry policy used when [Config.RetryFunc] is nil. It
+// classifies err with [botapi.Classify]: a failure that Telegram proves
+// permanent (evidence other than none, not retryable — a blocked user, an
+// invalid message) is abandoned; anything else is retried after the larger
+// of [Backoff](attempt) and the retry_after Telegram asked for. A plain
+// application error carries no evidence and is therefore retried.
+func DefaultRetry(err error, attempt int) (time.Duration, bool) {
+	f := botapi.Classify(err)
+	if f.Evidence != botapi.EvidenceNone && !f.Retryable {
+		return 0, false
+	}
+	return max(Backoff(attempt), f.RetryAfter), true
+}
+
+// retryDecision is the outcome of one failed attempt.
+type retryDecision struct {
+	retry bool
+	delay time.Duration
+	// guarded is set when the policy panicked or answered nonsense and the
+	// default backoff was used instead.
+	guarded bool
+}
+
+// decide applies, in order: the attempt ceiling, the handler's own verdict
+// ([Abandon], [RetryAfter]), the unparsable-body rule, then the policy,
+// guarded against panics and negative delays.
+func decide(policy func(error, int) (time.Duration, bool), err error, attempt, maxAttempts int) retryDecision {
+	if attempt >= maxAttempts {
+		return retryDecision{}
+	}
+	if errors.Is(err, ErrUnparsableBody) {
+		return retryDecision{}
+	}
+	var ab *AbandonError
+	if errors.As(err, &ab) {
+		return retryDecision{}
+	}
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		return retryDecision{retry: true, delay: clampDelay(ra.Delay)}
+	}
+	d, ok, panicked := callPolicy(policy, err, attempt)
+	if panicked || (ok && d < 0) {
+		return retryDecision{retry: true, delay: Backoff(attempt), guarded: true}
+	}
+	if !ok {
+		return retryDecision{}
+	}
+	return retryDecision{retry: true, delay: clampDelay(d)}
+}
+
+func callPolicy(policy func(error, int) (time.Duration, bool), err error, attempt int) (d time.Duration, ok, panicked bool) {
+	defer func() {
+		if recover() != nil {
+			d, ok, panicked = 0, false, true
+		}
+	}()
+	d, ok = policy(err, attempt)
+	return d, ok, false
+}
+
+func clampDelay(d time.Duration) time.Duration {
+	return min(max(d, 0), MaxRetryDelay)
+}

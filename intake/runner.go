@@ -1,0 +1,571 @@
+package intake
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// Runner records Telegram updates and handles each one at least once, under
+// a renewable lease, in chat order within the process, with at most
+// [Config.MaxConcurrent] handlers at a time.
+//
+// The lifecycle is [New], [Runner.Start], then [Runner.Close]; a closed
+// Runner may be started again. [Runner.Accept] works at any time: before
+// Start (and after Close) it records without scheduling, and a later
+// start-up sweep takes the update over. All methods are safe for concurrent
+// use.
+type Runner struct {
+	cfg     Config
+	store   Store
+	fenced  FencedStore  // set when the store is fenced
+	durable DurableStore // set when an exhaustion handler is configured
+	batch   *committer   // set when the store is a BatchStore
+	policy  func(error, int) (time.Duration, bool)
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	started  bool       // Accept schedules
+	gen      uint64     // bumped by Start and Close
+	starting *startCall // the start in flight
+	closing  chan struct{}
+	run      *run  // the current lifecycle; nil before the first Start or Sweep and after Close
+	cursor   int64 // exhaustion paging cursor; -1 when unset
+}
+
+// run is one lifecycle: everything Start (or a Sweep) schedules until Close.
+type run struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	sem     *semaphore.Weighted
+	wg      sync.WaitGroup // every goroutine of this run
+	stop    chan struct{}  // closed to stop the background sweeper
+	kick    chan struct{}  // a catch-up sweep is wanted (capacity 1)
+	stopped bool
+
+	// Guarded by Runner.mu.
+	draining   bool                // Close began: claim nothing new
+	lines      map[string]*line    // chat lines with work
+	queued     map[int64]struct{}  // update ids scheduled as attempts
+	delivering map[int64]struct{}  // update ids whose exhaustion is being delivered
+	idle       chan struct{}       // closed while nothing is queued or delivering
+	backlog    bool                // something was not scheduled for lack of room
+	sweeping   bool                // the background sweeper runs
+}
+
+// line is the queue of one chat: its updates run one after the other.
+type line struct {
+	jobs []job
+}
+
+// job is one scheduled update.
+type job struct {
+	id   int64
+	body []byte
+	bad  bool // the body is not an update: exhaust or abandon without handling
+}
+
+type startCall struct {
+	done chan struct{}
+	err  error
+}
+
+// New returns a Runner for cfg, or an error naming the first invalid field.
+// It copies cfg and detects the store's capabilities once.
+func New(cfg Config) (*Runner, error) {
+	c, err := cfg.fill()
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{cfg: c, store: c.Store, policy: c.RetryFunc, log: c.Logger, cursor: -1}
+	if r.policy == nil {
+		r.policy = DefaultRetry
+	}
+	if fs, ok := c.Store.(FencedStore); ok {
+		r.fenced = fs
+	}
+	if c.ExhaustionHandler != nil {
+		r.durable = c.Store.(DurableStore) // checked by fill
+	}
+	if bs, ok := c.Store.(BatchStore); ok {
+		r.batch = newCommitter(bs, c.MaxBatch, c.LeaseDuration)
+	}
+	return r, nil
+}
+
+// now is the intake clock: wall time truncated to milliseconds, the
+// precision every store keeps.
+func now() time.Time { return time.Now().Truncate(time.Millisecond) }
+
+// Accept parses body as a Telegram update, records it durably, and, while
+// the runner is started, schedules it. It returns [Invalid] (recording
+// nothing) when body is not a JSON object with a non-negative integer
+// update_id, [Duplicate] when that update_id is already recorded, and
+// [Accepted] otherwise. The raw bytes are recorded, not a re-encoding;
+// Accept does not retain body. An error means the store could not record
+// the update (the webhook answers 503 so Telegram re-delivers it).
+//
+// With a [BatchStore], concurrent calls share one [BatchStore.AddBatch];
+// a call that finds no commit in progress commits at once.
+func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
+	p, err := parseUpdate(body)
+	if err != nil {
+		r.observeAccept(-1, Invalid)
+		return Invalid, nil
+	}
+	in := Incoming{UpdateID: p.id, Body: body, ReceivedAt: now()}
+	var added bool
+	if r.batch != nil {
+		added, err = r.batch.add(ctx, in)
+	} else {
+		added, err = r.store.Add(ctx, in)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("intake: record update %d: %w", p.id, err)
+	}
+	if !added {
+		r.observeAccept(p.id, Duplicate)
+		return Duplicate, nil
+	}
+	r.observeAccept(p.id, Accepted)
+	r.mu.Lock()
+	if r.started && r.run != nil {
+		r.scheduleLocked(r.run, p.id, body, p.line, false)
+	}
+	r.mu.Unlock()
+	return Accepted, nil
+}
+
+// Start begins handling: a first sweep takes over everything due, pending
+// rows included however fresh (no grace), then a background sweep runs
+// every [Config.SweepInterval] with the pending grace. Start is idempotent:
+// concurrent callers share one start and its result, and a call on a
+// started runner returns nil at once. When the first sweep fails, Start
+// returns its error and may be called again. ctx bounds only the first
+// sweep; handlers run until [Runner.Close].
+func (r *Runner) Start(ctx context.Context) error {
+	if err := r.lockOpen(ctx); err != nil {
+		return err
+	}
+	if r.started {
+		sc := r.starting
+		r.mu.Unlock()
+		if sc == nil {
+			return nil
+		}
+		select {
+		case <-sc.done:
+			return sc.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	sc := &startCall{done: make(chan struct{})}
+	r.started = true
+	r.gen++
+	gen := r.gen
+	r.starting = sc
+	rn := r.ensureRunLocked(ctx)
+	r.mu.Unlock()
+
+	_, err := r.sweep(ctx, rn, now())
+
+	r.mu.Lock()
+	if r.starting == sc {
+		r.starting = nil
+	}
+	if err != nil {
+		if r.gen == gen {
+			r.started = false
+		}
+		sc.err = fmt.Errorf("intake: start: %w", err)
+	} else if r.gen == gen && !rn.stopped && !rn.sweeping {
+		rn.sweeping = true
+		rn.wg.Add(1)
+		go r.sweepLoop(rn)
+	}
+	close(sc.done)
+	r.mu.Unlock()
+	return sc.err
+}
+
+// Sweep runs one sweep now, without [Runner.Start]: it schedules the due
+// rows (pending ones only after the pending grace) and the due exhaustions,
+// prunes settled rows older than the retention, and returns how many
+// updates and exhaustions it newly scheduled. The scheduled work runs in
+// the background; [Runner.Idle] waits for it and [Runner.Close] ends it.
+func (r *Runner) Sweep(ctx context.Context) (int, error) {
+	if err := r.lockOpen(ctx); err != nil {
+		return 0, err
+	}
+	rn := r.ensureRunLocked(ctx)
+	r.mu.Unlock()
+	t := now()
+	n, err := r.sweep(ctx, rn, t.Add(-r.cfg.PendingGrace))
+	if err != nil {
+		return n, fmt.Errorf("intake: sweep: %w", err)
+	}
+	return n, nil
+}
+
+// Idle waits until nothing is scheduled: no update on a chat line and no
+// exhaustion being delivered. It returns ctx.Err() when ctx ends first.
+func (r *Runner) Idle(ctx context.Context) error {
+	r.mu.Lock()
+	rn := r.run
+	var ch chan struct{}
+	if rn != nil {
+		ch = rn.idle
+	}
+	r.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops scheduling (updates waiting on a chat line are left in the
+// store for a later sweep), stops the background sweep, and waits for the
+// handlers in flight. When ctx ends first it cancels the handlers' contexts
+// with cause [ErrClosed] and returns ctx.Err() without waiting further;
+// handlers that ignore their context then finish in the background, and
+// their attempts are retried after their leases lapse. Close is
+// idempotent, and Close without Start returns nil. A later Start begins a
+// new lifecycle.
+func (r *Runner) Close(ctx context.Context) error {
+	r.mu.Lock()
+	for r.closing != nil { // another Close runs: wait for it, then re-check
+		ch := r.closing
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		r.mu.Lock()
+	}
+	r.started = false
+	r.gen++
+	rn := r.run
+	if rn == nil {
+		r.mu.Unlock()
+		return nil
+	}
+	closing := make(chan struct{})
+	r.closing = closing
+	sc := r.starting
+	rn.draining = true
+	if !rn.stopped {
+		rn.stopped = true
+		close(rn.stop)
+	}
+	r.mu.Unlock()
+
+	defer func() {
+		r.mu.Lock()
+		if r.run == rn {
+			r.run = nil
+		}
+		r.closing = nil
+		close(closing)
+		r.mu.Unlock()
+	}()
+
+	if sc != nil {
+		select {
+		case <-sc.done:
+		case <-ctx.Done():
+			rn.cancel(ErrClosed)
+			return ctx.Err()
+		}
+	}
+	drained := make(chan struct{})
+	go func() {
+		rn.wg.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+		rn.cancel(ErrClosed)
+		return nil
+	case <-ctx.Done():
+		rn.cancel(ErrClosed)
+		return ctx.Err()
+	}
+}
+
+// lockOpen waits for a Close in progress to finish and returns with r.mu
+// held, or returns ctx.Err() without it.
+func (r *Runner) lockOpen(ctx context.Context) error {
+	for {
+		r.mu.Lock()
+		ch := r.closing
+		if ch == nil {
+			return nil
+		}
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// ensureRunLocked returns the current lifecycle, creating it when needed.
+// Its context keeps ctx's values but not its cancellation.
+func (r *Runner) ensureRunLocked(ctx context.Context) *run {
+	if r.run != nil {
+		return r.run
+	}
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	idle := make(chan struct{})
+	close(idle)
+	r.run = &run{
+		ctx:        rctx,
+		cancel:     cancel,
+		sem:        semaphore.NewWeighted(int64(r.cfg.MaxConcurrent)),
+		stop:       make(chan struct{}),
+		kick:       make(chan struct{}, 1),
+		lines:      make(map[string]*line),
+		queued:     make(map[int64]struct{}),
+		delivering: make(map[int64]struct{}),
+		idle:       idle,
+	}
+	return r.run
+}
+
+// sweepLoop is the background sweep of one lifecycle.
+func (r *Runner) sweepLoop(rn *run) {
+	defer rn.wg.Done()
+	t := time.NewTicker(r.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		var pendingBefore time.Time
+		select {
+		case <-rn.stop:
+			return
+		case <-t.C:
+			pendingBefore = now().Add(-r.cfg.PendingGrace)
+		case <-rn.kick:
+			// Room freed after an accepted update found none: take over
+			// what this process recorded, without waiting for the grace.
+			pendingBefore = now()
+		}
+		ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
+		_, err := r.sweep(ctx, rn, pendingBefore)
+		cancel()
+		if err != nil {
+			r.storeError(StepSweep, -1, err)
+		}
+	}
+}
+
+// sweep lists due rows and exhaustions, schedules them on rn, and prunes.
+func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (int, error) {
+	at := now()
+	// Rows already scheduled here are listed again while due; widen the
+	// page by their number so they cannot starve the rest.
+	r.mu.Lock()
+	limit := r.cfg.PageSize + len(rn.queued)
+	r.mu.Unlock()
+	if pendingBefore.After(at) {
+		pendingBefore = at
+	}
+	rows, err := r.store.Due(ctx, DueQuery{Now: at, PendingBefore: pendingBefore, Limit: limit})
+	if err != nil {
+		return 0, fmt.Errorf("list due updates: %w", err)
+	}
+	n := 0
+	for _, row := range rows {
+		p, perr := parseUpdate(row.Body)
+		key := p.line
+		if perr != nil {
+			key = "update:" + strconv.FormatInt(row.UpdateID, 10)
+		}
+		r.mu.Lock()
+		if r.scheduleLocked(rn, row.UpdateID, row.Body, key, perr != nil) {
+			n++
+		}
+		r.mu.Unlock()
+	}
+	if r.durable != nil {
+		m, err := r.sweepExhaustions(ctx, rn)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	if _, err := r.store.Prune(ctx, at.Add(-r.cfg.Retention)); err != nil {
+		return n, fmt.Errorf("prune settled updates: %w", err)
+	}
+	return n, nil
+}
+
+// sweepExhaustions schedules one page of due exhaustions, continuing after
+// the page of the previous sweep so that exhaustions whose delivery keeps
+// failing cannot hide the ones after them.
+func (r *Runner) sweepExhaustions(ctx context.Context, rn *run) (int, error) {
+	r.mu.Lock()
+	cursor := r.cursor
+	r.mu.Unlock()
+	q := ExhaustionQuery{Limit: r.cfg.PageSize}
+	if cursor >= 0 {
+		q.After = &cursor
+	}
+	page, err := r.durable.DueExhaustions(ctx, q)
+	if err != nil {
+		return 0, fmt.Errorf("list due exhaustions: %w", err)
+	}
+	if len(page) == 0 && cursor >= 0 {
+		q.After = nil
+		if page, err = r.durable.DueExhaustions(ctx, q); err != nil {
+			return 0, fmt.Errorf("list due exhaustions: %w", err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(page) == 0 {
+		r.cursor = -1
+	} else {
+		r.cursor = page[len(page)-1].UpdateID
+	}
+	n := 0
+	for _, e := range page {
+		if r.scheduleExhaustionLocked(rn, e, false) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// scheduleLocked puts update id on its chat line unless it is scheduled
+// already, the lifecycle is draining, or MaxQueued is reached (then a
+// catch-up sweep is requested for when room frees). It reports whether the
+// update was newly scheduled.
+func (r *Runner) scheduleLocked(rn *run, id int64, body []byte, key string, bad bool) bool {
+	if rn.draining {
+		return false
+	}
+	if _, ok := rn.queued[id]; ok {
+		return false
+	}
+	if _, ok := rn.delivering[id]; ok {
+		return false
+	}
+	if len(rn.queued)+len(rn.delivering) >= r.cfg.MaxQueued {
+		rn.backlog = true
+		return false
+	}
+	r.busyLocked(rn)
+	rn.queued[id] = struct{}{}
+	ln := rn.lines[key]
+	if ln == nil {
+		ln = &line{}
+		rn.lines[key] = ln
+		rn.wg.Add(1)
+		go r.runLine(rn, key, ln)
+	}
+	ln.jobs = append(ln.jobs, job{id: id, body: body, bad: bad})
+	return true
+}
+
+// busyLocked notes that work is about to be scheduled.
+func (r *Runner) busyLocked(rn *run) {
+	if len(rn.queued)+len(rn.delivering) == 0 {
+		rn.idle = make(chan struct{})
+	}
+}
+
+// doneLocked notes that scheduled work ended.
+func (r *Runner) doneLocked(rn *run) {
+	n := len(rn.queued) + len(rn.delivering)
+	if n == 0 {
+		close(rn.idle)
+	}
+	if rn.backlog && n <= r.cfg.MaxQueued/2 && !rn.draining {
+		rn.backlog = false
+		select {
+		case rn.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// runLine runs the jobs of one chat line in order, each under a slot of the
+// global semaphore. A line waiting for its predecessor holds no slot.
+func (r *Runner) runLine(rn *run, key string, ln *line) {
+	defer rn.wg.Done()
+	for {
+		r.mu.Lock()
+		if len(ln.jobs) == 0 {
+			delete(rn.lines, key)
+			r.mu.Unlock()
+			return
+		}
+		j := ln.jobs[0]
+		ln.jobs[0] = job{}
+		ln.jobs = ln.jobs[1:]
+		draining := rn.draining
+		r.mu.Unlock()
+
+		var exh *Exhaustion
+		if !draining && rn.sem.Acquire(rn.ctx, 1) == nil {
+			exh = r.attempt(rn, j)
+			rn.sem.Release(1)
+		}
+
+		r.mu.Lock()
+		delete(rn.queued, j.id)
+		if exh != nil {
+			r.scheduleExhaustionLocked(rn, *exh, true)
+		}
+		r.doneLocked(rn)
+		r.mu.Unlock()
+	}
+}
+
+// storeError reports a store failure the runner cannot return to a caller.
+func (r *Runner) storeError(step Step, updateID int64, err error) {
+	r.log.Warn("intake: store error", "step", string(step), "update_id", updateID, "err", err)
+	if f := r.cfg.Observer.StoreErrorFunc; f != nil {
+		guard(func() { f(step, updateID, err) })
+	}
+}
+
+func (r *Runner) observeAccept(id int64, a Acceptance) {
+	if f := r.cfg.Observer.AcceptFunc; f != nil {
+		guard(func() { f(id, a) })
+	}
+}
+
+// guard runs an observer, swallowing its panic: an observer cannot lose an
+// update.
+func guard(f func()) {
+	defer func() { _ = recover() }()
+	f()
+}
+
+// errorText returns err's message, guarding against an Error method that
+// panics.
+func errorText(err error) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = fmt.Sprintf("%T (its Error method panicked)", err)
+		}
+	}()
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}

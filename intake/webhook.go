@@ -1,0 +1,150 @@
+package intake
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+)
+
+// DefaultMaxBodyBytes is the default body limit of a [Webhook]: 1 MiB.
+// Telegram's updates are far smaller.
+const DefaultMaxBodyBytes = 1 << 20
+
+// MaxMaxBodyBytes is the largest body limit a [Webhook] accepts.
+const MaxMaxBodyBytes = 64 << 20
+
+// SecretHeader is the header Telegram sends the webhook's secret_token in.
+const SecretHeader = "X-Telegram-Bot-Api-Secret-Token"
+
+// WebhookConfig configures a [Webhook]. [NewWebhook] copies it.
+type WebhookConfig struct {
+	// Runner records the updates. Required.
+	Runner *Runner
+	// Secret is the secret_token given to setWebhook: 1 to 256 characters
+	// of A-Z, a-z, 0-9, _ and -. Required unless InsecureNoSecret is set.
+	// It never appears in a log line or an error.
+	Secret string
+	// InsecureNoSecret accepts requests without checking the secret
+	// header, for local tests only. Anyone who can reach the endpoint can
+	// then inject updates.
+	InsecureNoSecret bool
+	// MaxBodyBytes bounds the request body, 1 to [MaxMaxBodyBytes]; a
+	// larger body is answered 413. Zero means [DefaultMaxBodyBytes].
+	MaxBodyBytes int64
+	// Logger receives store failures (never the body or the secret). Nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Webhook is the http.Handler Telegram posts updates to. It answers:
+//
+//   - 405 with Allow: POST for any other method;
+//   - 403 when the secret header is missing or wrong (checked before the
+//     body is read, in constant time that also hides the secret's length);
+//   - 413 when the body exceeds the limit;
+//   - 400 when the body is not a Telegram update;
+//   - 200 once the update is recorded durably, or was already recorded;
+//   - 503 when the store failed, so that Telegram delivers it again.
+//
+// The Content-Type header is ignored. Responses have no body. A Webhook is
+// safe for concurrent use.
+type Webhook struct {
+	runner   *Runner
+	check    bool
+	secret   [sha256.Size]byte
+	maxBytes int64
+	log      *slog.Logger
+}
+
+// NewWebhook returns a Webhook for cfg, or an error naming the invalid
+// field (never the secret's value).
+func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
+	if cfg.Runner == nil {
+		return nil, errors.New("intake: WebhookConfig.Runner is required")
+	}
+	w := &Webhook{runner: cfg.Runner, check: !cfg.InsecureNoSecret, maxBytes: cfg.MaxBodyBytes, log: cfg.Logger}
+	switch {
+	case cfg.InsecureNoSecret && cfg.Secret != "":
+		return nil, errors.New("intake: WebhookConfig.Secret and InsecureNoSecret are both set")
+	case cfg.InsecureNoSecret:
+	case cfg.Secret == "":
+		return nil, errors.New("intake: WebhookConfig.Secret is required (or set InsecureNoSecret for local tests)")
+	case !validSecret(cfg.Secret):
+		return nil, errors.New("intake: WebhookConfig.Secret must be 1 to 256 characters of A-Z, a-z, 0-9, _ and -")
+	default:
+		w.secret = sha256.Sum256([]byte(cfg.Secret))
+	}
+	if w.maxBytes == 0 {
+		w.maxBytes = DefaultMaxBodyBytes
+	}
+	if w.maxBytes < 1 || w.maxBytes > MaxMaxBodyBytes {
+		return nil, fmt.Errorf("intake: WebhookConfig.MaxBodyBytes is %d, want 1 to %d (zero means %d)",
+			cfg.MaxBodyBytes, MaxMaxBodyBytes, DefaultMaxBodyBytes)
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	return w, nil
+}
+
+func validSecret(s string) bool {
+	if len(s) < 1 || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ServeHTTP implements http.Handler.
+func (w *Webhook) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		rw.Header().Set("Allow", http.MethodPost)
+		rw.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	if w.check && !w.authorized(req) {
+		rw.WriteHeader(http.StatusForbidden)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, w.maxBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			rw.WriteHeader(http.StatusRequestEntityTooLarge)
+			return
+		}
+		rw.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	a, err := w.runner.Accept(req.Context(), body)
+	switch {
+	case err != nil:
+		w.log.Warn("intake: webhook could not record an update", "err", err)
+		rw.WriteHeader(http.StatusServiceUnavailable)
+	case a == Invalid:
+		rw.WriteHeader(http.StatusBadRequest)
+	default:
+		rw.WriteHeader(http.StatusOK)
+	}
+}
+
+// authorized compares the secret header with the configured secret in
+// constant time. Hashing both first makes the comparison independent of the
+// secret's length too.
+func (w *Webhook) authorized(req *http.Request) bool {
+	got, ok := req.Header[http.CanonicalHeaderKey(SecretHeader)]
+	if !ok || len(got) != 1 {
+		return false
+	}
+	sum := sha256.Sum256([]byte(got[0]))
+	return subtle.ConstantTimeCompare(sum[:], w.secret[:]) == 1
+}
