@@ -1,0 +1,265 @@
+package telegramtest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// ControlPrefix is the path prefix of the JSON control API, served when
+// Config.ControlAPI is true. See the package doc for its endpoints.
+const ControlPrefix = "/_sandbox/"
+
+// MaxControlBodyBytes bounds a control API request body.
+const MaxControlBodyBytes = 1 << 20
+
+type controlUpdate struct {
+	UpdateID        int64  `json:"update_id"`
+	ChatID          int64  `json:"chat_id"`
+	Kind            string `json:"kind"`
+	MessageID       int64  `json:"message_id"`
+	CallbackQueryID string `json:"callback_query_id,omitempty"`
+	Filtered        bool   `json:"filtered,omitempty"`
+}
+
+type controlLimit struct {
+	Count int   `json:"count"`
+	PerMS int64 `json:"per_ms"`
+}
+
+type controlFault struct {
+	Method     string    `json:"method"`
+	Kind       FaultKind `json:"kind"`
+	Nth        int       `json:"nth"`
+	Times      int       `json:"times"`
+	DelayMS    int64     `json:"delay_ms"`
+	JitterMS   int64     `json:"jitter_ms"`
+	Status     int       `json:"status"`
+	RetryAfter int       `json:"retry_after"`
+	StallMS    int64     `json:"stall_ms"`
+	Size       int       `json:"size"`
+}
+
+type controlReq struct {
+	Type       ChatType     `json:"type"`
+	Title      string       `json:"title"`
+	FirstName  string       `json:"first_name"`
+	UserID     int64        `json:"user_id"`
+	MemberIDs  []int64      `json:"member_ids"`
+	ChatID     int64        `json:"chat_id"`
+	MessageID  int64        `json:"message_id"`
+	Text       string       `json:"text"`
+	Command    string       `json:"command"`
+	Args       string       `json:"args"`
+	Data       string       `json:"data"`
+	Blocked    *bool        `json:"blocked"`
+	Disabled   bool         `json:"disabled"`
+	Bot        controlLimit `json:"bot"`
+	Chat       controlLimit `json:"chat"`
+	Group      controlLimit `json:"group"`
+	controlFault
+}
+
+// controlError is a control API failure: its status and message.
+type controlError struct {
+	code int
+	msg  string
+}
+
+func (e *controlError) Error() string { return e.msg }
+
+func cerr(code int, format string, args ...any) error {
+	return &controlError{code, fmt.Sprintf(format, args...)}
+}
+
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
+	var req controlReq
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxControlBodyBytes+1))
+		if err != nil {
+			return
+		}
+		if len(body) > MaxControlBodyBytes {
+			writeJSON(w, 413, map[string]string{"error": fmt.Sprintf("body over %d bytes", MaxControlBodyBytes)})
+			return
+		}
+		if len(body) > 0 {
+			if err := json.Unmarshal(body, &req); err != nil {
+				writeJSON(w, 400, map[string]string{"error": "invalid JSON: " + err.Error()})
+				return
+			}
+		}
+	}
+	res, err := s.control(r, req)
+	if err != nil {
+		code := 400
+		if ce, ok := errors.AsType[*controlError](err); ok {
+			code = ce.code
+		}
+		writeJSON(w, code, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, 200, res)
+}
+
+func (s *Server) control(r *http.Request, req controlReq) (any, error) {
+	route := r.Method + " " + r.URL.Path[len(ControlPrefix)-1:]
+	switch route {
+	case "GET /":
+		return map[string]any{"url": s.URL, "token": s.Token, "bot": s.botUser(false)}, nil
+	case "POST /users":
+		if req.FirstName == "" {
+			return nil, cerr(400, "first_name is required")
+		}
+		return s.NewUser(req.FirstName), nil
+	case "POST /users/block":
+		u, err := s.userByID(req.UserID)
+		if err != nil {
+			return nil, err
+		}
+		blocked := req.Blocked == nil || *req.Blocked
+		return true, s.SetBlocked(u, blocked)
+	case "POST /users/deactivate":
+		u, err := s.userByID(req.UserID)
+		if err != nil {
+			return nil, err
+		}
+		return true, s.Deactivate(u)
+	case "GET /chats":
+		return s.Chats(), nil
+	case "POST /chats":
+		return s.controlNewChat(req)
+	case "POST /chats/upgrade":
+		c, err := s.chatByID(req.ChatID)
+		if err != nil {
+			return nil, err
+		}
+		return s.UpgradeGroup(c)
+	case "POST /chats/kick":
+		c, err := s.chatByID(req.ChatID)
+		if err != nil {
+			return nil, err
+		}
+		return true, s.KickBot(c)
+	case "POST /send", "POST /command", "POST /press":
+		c, err := s.chatByID(req.ChatID)
+		if err != nil {
+			return nil, err
+		}
+		u, err := s.userByID(req.UserID)
+		if err != nil {
+			return nil, err
+		}
+		var upd Update
+		switch route {
+		case "POST /send":
+			upd, err = s.SendText(c, u, req.Text)
+		case "POST /command":
+			upd, err = s.SendCommand(c, u, req.Command, req.Args)
+		default:
+			upd, err = s.PressButton(c, u, req.MessageID, req.Data)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return controlUpdate{upd.ID, upd.ChatID, upd.Kind, upd.MessageID, upd.CallbackQueryID, upd.Filtered}, nil
+	case "GET /messages":
+		if q := r.URL.Query().Get("chat_id"); q != "" {
+			id, err := strconv.ParseInt(q, 10, 64)
+			if err != nil {
+				return nil, cerr(400, "chat_id is not an integer")
+			}
+			return orEmpty(s.MessagesTo(id)), nil
+		}
+		return orEmpty(s.Messages()), nil
+	case "GET /deliveries":
+		return orEmpty(s.Deliveries()), nil
+	case "GET /repeats":
+		return orEmpty(s.Repeats()), nil
+	case "GET /duplicate-deliveries":
+		return orEmpty(s.DuplicateDeliveries()), nil
+	case "GET /calls":
+		return s.Calls(), nil
+	case "POST /faults":
+		f := req.controlFault
+		return true, s.Arm(Fault{
+			Method: f.Method, Kind: f.Kind, Nth: f.Nth, Times: f.Times,
+			Delay: ms(f.DelayMS), Jitter: ms(f.JitterMS), Status: f.Status,
+			RetryAfter: f.RetryAfter, Stall: ms(f.StallMS), Size: f.Size,
+		})
+	case "DELETE /faults":
+		s.Disarm()
+		return true, nil
+	case "POST /limits":
+		return true, s.SetLimits(Limits{
+			Disabled: req.Disabled,
+			Bot:      Limit{req.Bot.Count, ms(req.Bot.PerMS)},
+			Chat:     Limit{req.Chat.Count, ms(req.Chat.PerMS)},
+			Group:    Limit{req.Group.Count, ms(req.Group.PerMS)},
+		})
+	case "POST /reset":
+		s.Reset()
+		return true, nil
+	}
+	return nil, cerr(404, "no control endpoint %s; see the telegramtest package doc", route)
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func orEmpty[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
+}
+
+func (s *Server) controlNewChat(req controlReq) (any, error) {
+	if req.Type == ChatPrivate {
+		u, err := s.userByID(req.UserID)
+		if err != nil {
+			return nil, err
+		}
+		return s.NewPrivateChat(u)
+	}
+	var members []User
+	for _, id := range req.MemberIDs {
+		u, err := s.userByID(id)
+		if err != nil {
+			return nil, err
+		}
+		members = append(members, u)
+	}
+	switch req.Type {
+	case ChatGroup:
+		return s.NewGroup(req.Title, members...)
+	case ChatSupergroup:
+		return s.NewSupergroup(req.Title, members...)
+	case ChatChannel:
+		return s.NewChannel(req.Title)
+	}
+	return nil, cerr(400, "type must be private, group, supergroup or channel")
+}
+
+func (s *Server) userByID(id int64) (User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.st.users[id]
+	if !ok {
+		return User{}, cerr(404, "%v %d", ErrUnknownUser, id)
+	}
+	return u.User, nil
+}
+
+func (s *Server) chatByID(id int64) (Chat, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.st.chats[id]
+	if !ok {
+		return Chat{}, cerr(404, "%v %d", ErrUnknownChat, id)
+	}
+	return c.Chat, nil
+}

@@ -1,0 +1,173 @@
+package telegramtest
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// Message is one message the server accepted from the bot: a send, copy,
+// forward or edit. It is a plain value, a snapshot.
+type Message struct {
+	ChatID    int64     `json:"chat_id"`
+	MessageID int64     `json:"message_id"`
+	ThreadID  int64     `json:"thread_id,omitempty"`
+	Method    string    `json:"method"` // sendMessage, copyMessage, forwardMessage, sendPhoto, sendDocument, editMessageText
+	Text      string    `json:"text"`   // as sent (markup included), or the caption
+	Time      time.Time `json:"time"`   // from Config.NowFunc
+}
+
+// Delivery is one offer of an update to the bot: a webhook attempt, or an
+// update returned by getUpdates. It is a plain value, a snapshot.
+type Delivery struct {
+	UpdateID int64  `json:"update_id"`
+	ChatID   int64  `json:"chat_id"`
+	Via      string `json:"via"` // "webhook" or "getUpdates"
+	// Attempt counts the offers of this update, from 1.
+	Attempt int `json:"attempt"`
+	// Status is the webhook's HTTP status, or 0 when none was received.
+	Status int `json:"status"`
+	// Err is Telegram's wording of a failed attempt ("Wrong response from
+	// the webhook: 500 Internal Server Error", "Read timeout expired").
+	Err string `json:"error,omitempty"`
+	// Reached is true when the request reached the bot (its headers were
+	// written), so the bot may have seen the update.
+	Reached bool `json:"reached"`
+	// GaveUp is true on the last attempt, after which the update is dropped.
+	GaveUp   bool          `json:"gave_up,omitempty"`
+	Start    time.Time     `json:"start"`
+	Duration time.Duration `json:"duration"`
+}
+
+// TextCount is how many times one chat received one text.
+type TextCount struct {
+	ChatID int64  `json:"chat_id"`
+	Text   string `json:"text"`
+	Count  int    `json:"count"`
+}
+
+// Messages returns a copy of the ledger of accepted messages, in order.
+func (s *Server) Messages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.st.ledger)
+}
+
+// MessagesTo returns the accepted messages of one chat, in order.
+func (s *Server) MessagesTo(chatID int64) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.st.ledger {
+		if m.ChatID == chatID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Deliveries returns a copy of the ledger of delivery attempts, in order
+// of completion (at most Config.MaxDeliveries; see DroppedDeliveries).
+func (s *Server) Deliveries() []Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.st.deliveries)
+}
+
+// DroppedDeliveries is how many of the oldest delivery records were
+// dropped to keep the ledger within Config.MaxDeliveries.
+func (s *Server) DroppedDeliveries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.droppedDeliv
+}
+
+// TextCounts counts the new messages (sends, copies and forwards, not
+// edits) per (chat, text), sorted by chat then text.
+func (s *Server) TextCounts() []TextCount {
+	s.mu.Lock()
+	type key struct {
+		chat int64
+		text string
+	}
+	counts := map[key]int{}
+	for _, m := range s.st.ledger {
+		if m.Method != "editMessageText" {
+			counts[key{m.ChatID, m.Text}]++
+		}
+	}
+	s.mu.Unlock()
+	out := make([]TextCount, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, TextCount{ChatID: k.chat, Text: k.text, Count: n})
+	}
+	slices.SortFunc(out, func(a, b TextCount) int {
+		if a.ChatID != b.ChatID {
+			if a.ChatID < b.ChatID {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Text, b.Text)
+	})
+	return out
+}
+
+// Repeats returns the (chat, text) pairs received more than once: empty
+// when no chat received the same text twice.
+func (s *Server) Repeats() []TextCount {
+	var out []TextCount
+	for _, tc := range s.TextCounts() {
+		if tc.Count > 1 {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
+// DuplicateDeliveries returns, in ascending order, the update ids the bot
+// may have seen more than once: offered more than once with the request
+// reaching the bot each time (a re-delivery after a timeout or a non-2xx
+// answer, or getUpdates returning an unconfirmed update again).
+func (s *Server) DuplicateDeliveries() []int64 {
+	s.mu.Lock()
+	n := map[int64]int{}
+	for _, d := range s.st.deliveries {
+		if d.Reached {
+			n[d.UpdateID]++
+		}
+	}
+	s.mu.Unlock()
+	var out []int64
+	for id, c := range n {
+		if c > 1 {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Calls returns how many times each Bot API method was called (with a
+// valid token), by the name the caller used.
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.st.calls))
+	for k, v := range s.st.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Reset forgets every user, chat, update, message, delivery, fault and
+// the webhook, and restores Config.Limits; the token and URL stay.
+// Deliveries in flight finish unrecorded.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	epoch := s.st.epoch + 1
+	s.st = newState(s.cfg.Limits)
+	s.st.epoch = epoch
+	s.wakeLocked()
+}

@@ -1,0 +1,325 @@
+package telegramtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrDeactivated means a deactivated user tried to act.
+var ErrDeactivated = errors.New("telegramtest: user is deactivated")
+
+// Update is an update the server made from a simulated user's action, as a
+// plain value.
+type Update struct {
+	// ID is the update_id; ids increase by one per update.
+	ID int64
+	// ChatID is the chat the update belongs to.
+	ChatID int64
+	// Kind is "message" or "callback_query".
+	Kind string
+	// MessageID is the user's new message, or the message whose button was
+	// pressed.
+	MessageID int64
+	// CallbackQueryID is the id answerCallbackQuery takes, for a button
+	// press.
+	CallbackQueryID string
+	// Filtered is true when allowed_updates excludes Kind: the bot will
+	// never see this update (and ID is 0).
+	Filtered bool
+	// JSON is the update as the bot receives it.
+	JSON []byte
+}
+
+// pendingUpdate waits in the queue until getUpdates confirms it or the
+// webhook accepts it.
+type pendingUpdate struct {
+	Update
+	attempts  int
+	notBefore time.Time
+	inflight  bool
+}
+
+type callbackState struct {
+	chatID, messageID int64
+	answered          bool
+	answer            string
+}
+
+// SendText makes from send text in chat c, as a user types it. A text
+// starting with "/" carries a bot_command entity, as Telegram adds one.
+// from must be the private chat's user; in a group they join if needed.
+// A user who blocked the bot unblocks it by writing, as in Telegram.
+func (s *Server) SendText(c Chat, from User, text string) (Update, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, us, err := s.actorLocked(c, from)
+	if err != nil {
+		return Update{}, err
+	}
+	if s.st.stored >= s.cfg.MaxMessages {
+		return Update{}, ErrLedgerFull
+	}
+	if len(s.st.pending) >= s.cfg.MaxPendingUpdates {
+		return Update{}, ErrQueueFull
+	}
+	if cs.Type == ChatPrivate {
+		us.blocked = false
+	} else {
+		cs.members[us.ID] = true
+	}
+	m := &storedMsg{fromUser: us.ID, text: text}
+	if strings.HasPrefix(text, "/") {
+		cmd, _, _ := strings.Cut(text, " ")
+		m.entities = []apiEntity{{Type: "bot_command", Offset: 0, Length: len([]rune(cmd))}}
+	}
+	s.storeLocked(cs, m)
+	am := s.apiMessageOf(cs, m)
+	return s.enqueueLocked(Update{ChatID: cs.ID, Kind: "message", MessageID: m.id}, func(id int64) any {
+		return struct {
+			UpdateID int64       `json:"update_id"`
+			Message  *apiMessage `json:"message"`
+		}{id, am}
+	}), nil
+}
+
+// SendCommand makes from send "/command args" (args may be empty); in
+// groups the command is addressed to the bot ("/command@bot_username").
+func (s *Server) SendCommand(c Chat, from User, command, args string) (Update, error) {
+	text := "/" + strings.TrimPrefix(command, "/")
+	if c.Type == ChatGroup || c.Type == ChatSupergroup {
+		s.mu.Lock()
+		text += "@" + s.cfg.BotUsername
+		s.mu.Unlock()
+	}
+	if args != "" {
+		text += " " + args
+	}
+	return s.SendText(c, from, text)
+}
+
+// PressButton makes from press the inline button with callback_data data
+// on message messageID, which the bot sent in chat c. It fails with
+// ErrUnknownMessage unless that message exists, is the bot's, and has
+// such a button.
+func (s *Server) PressButton(c Chat, from User, messageID int64, data string) (Update, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, us, err := s.actorLocked(c, from)
+	if err != nil {
+		return Update{}, err
+	}
+	m, ok := cs.msgs[messageID]
+	if !ok || !m.fromBot || !hasButton(m.markup, data) {
+		return Update{}, ErrUnknownMessage
+	}
+	if len(s.st.pending) >= s.cfg.MaxPendingUpdates || len(s.st.callbacks) >= s.cfg.MaxPendingUpdates {
+		return Update{}, ErrQueueFull
+	}
+	s.st.nextCallback++
+	qid := fmt.Sprintf("%d%010d", s.botID%100000, s.st.nextCallback)
+	type apiCallback struct {
+		ID           string      `json:"id"`
+		From         apiUser     `json:"from"`
+		Message      *apiMessage `json:"message"`
+		ChatInstance string      `json:"chat_instance"`
+		Data         string      `json:"data"`
+	}
+	cb := apiCallback{
+		ID:           qid,
+		From:         apiUser{ID: us.ID, FirstName: us.FirstName, LastName: us.LastName, Username: us.Username, LanguageCode: us.LanguageCode},
+		Message:      s.apiMessageOf(cs, m),
+		ChatInstance: fmt.Sprint(-cs.ID*7 + 3),
+		Data:         data,
+	}
+	u := s.enqueueLocked(Update{ChatID: cs.ID, Kind: "callback_query", MessageID: m.id, CallbackQueryID: qid}, func(id int64) any {
+		return struct {
+			UpdateID      int64       `json:"update_id"`
+			CallbackQuery apiCallback `json:"callback_query"`
+		}{id, cb}
+	})
+	if !u.Filtered {
+		s.st.callbacks[qid] = callbackState{chatID: cs.ID, messageID: m.id}
+	}
+	return u, nil
+}
+
+// CallbackAnswer returns the text answerCallbackQuery gave for query id,
+// and whether it was answered.
+func (s *Server) CallbackAnswer(id string) (text string, answered bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cb := s.st.callbacks[id]
+	return cb.answer, cb.answered
+}
+
+func hasButton(markup json.RawMessage, data string) bool {
+	var kb struct {
+		InlineKeyboard [][]struct {
+			CallbackData *string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if len(markup) == 0 || json.Unmarshal(markup, &kb) != nil {
+		return false
+	}
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			if b.CallbackData != nil && *b.CallbackData == data {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Server) actorLocked(c Chat, from User) (*chatState, *userState, error) {
+	cs, ok := s.st.chats[c.ID]
+	if !ok {
+		return nil, nil, ErrUnknownChat
+	}
+	us, ok := s.st.users[from.ID]
+	if !ok {
+		return nil, nil, ErrUnknownUser
+	}
+	switch {
+	case cs.migratedTo != 0:
+		return nil, nil, ErrChatMigrated
+	case cs.Type == ChatChannel:
+		return nil, nil, ErrChannel
+	case cs.Type == ChatPrivate && cs.UserID != us.ID:
+		return nil, nil, fmt.Errorf("%w: user %d is not in private chat %d", ErrUnknownUser, us.ID, cs.ID)
+	case us.deactivated:
+		return nil, nil, ErrDeactivated
+	}
+	return cs, us, nil
+}
+
+// enqueueLocked gives u the next update_id, unless allowed_updates filters
+// it out, and queues it for the bot.
+func (s *Server) enqueueLocked(u Update, body func(id int64) any) Update {
+	if len(s.st.webhook.allowed) > 0 && !slices.Contains(s.st.webhook.allowed, u.Kind) {
+		u.Filtered = true
+		return u
+	}
+	u.ID = s.st.nextUpdateID
+	s.st.nextUpdateID++
+	u.JSON, _ = json.Marshal(body(u.ID)) // plain structs: cannot fail
+	s.st.pending = append(s.st.pending, &pendingUpdate{Update: u})
+	s.wakeLocked()
+	return u
+}
+
+// PendingUpdates returns how many updates wait for the bot.
+func (s *Server) PendingUpdates() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.st.pending)
+}
+
+// removePendingLocked drops u from the queue if it is still there.
+func (s *Server) removePendingLocked(u *pendingUpdate) {
+	if i := slices.Index(s.st.pending, u); i >= 0 {
+		s.st.pending = slices.Delete(s.st.pending, i, i+1)
+	}
+}
+
+func (s *Server) getUpdates(ctx context.Context, p params) (any, *apiError) {
+	offset, _, err := p.int64("offset")
+	if err != nil {
+		return nil, badRequest("offset is invalid")
+	}
+	limit, ok, err := p.int64("limit")
+	if err != nil {
+		return nil, badRequest("limit is invalid")
+	}
+	if !ok || limit > 100 {
+		limit = 100
+	}
+	limit = max(limit, 1)
+	secs, _, err := p.int64("timeout")
+	if err != nil {
+		return nil, badRequest("timeout is invalid")
+	}
+	timeout := min(time.Duration(max(secs, 0))*time.Second, s.cfg.MaxPollTimeout)
+	var allowed []string
+	if raw := p.get("allowed_updates"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &allowed); err != nil {
+			return nil, badRequest("can't parse allowed_updates JSON array")
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.webhook.url != "" {
+		return nil, &apiError{code: 409, desc: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"}
+	}
+	if p.has("allowed_updates") {
+		s.st.webhook.allowed = allowed
+	}
+	s.st.pollGen++
+	gen := s.st.pollGen
+	epoch := s.st.epoch
+	s.wakeLocked() // ends an older long poll with 409, as Telegram does
+	// Confirm: updates below offset are forgotten; a negative offset keeps
+	// only the last -offset updates.
+	switch {
+	case offset > 0:
+		s.st.pending = slices.DeleteFunc(s.st.pending, func(u *pendingUpdate) bool { return u.ID < offset })
+	case offset < 0:
+		if keep := int(min(-offset, int64(len(s.st.pending)))); keep < len(s.st.pending) {
+			s.st.pending = slices.Delete(s.st.pending, 0, len(s.st.pending)-keep)
+		}
+		offset = 0
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		var out []json.RawMessage
+		for _, u := range s.st.pending {
+			if len(out) >= int(limit) {
+				break
+			}
+			if u.ID >= offset {
+				u.attempts++
+				out = append(out, u.JSON)
+				s.recordDeliveryLocked(Delivery{UpdateID: u.ID, ChatID: u.ChatID, Via: "getUpdates", Attempt: u.attempts, Status: 200, Reached: true, Start: s.now()})
+			}
+		}
+		wait := time.Until(deadline)
+		if len(out) > 0 || wait <= 0 {
+			if out == nil {
+				out = []json.RawMessage{}
+			}
+			return out, nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		t := time.NewTimer(wait)
+		var closed bool
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-ctx.Done():
+			closed = true
+		case <-s.ctx.Done():
+			closed = true
+		}
+		t.Stop()
+		s.mu.Lock()
+		if closed {
+			return []json.RawMessage{}, nil
+		}
+		if s.st.epoch != epoch {
+			return []json.RawMessage{}, nil
+		}
+		if s.st.pollGen != gen {
+			return nil, &apiError{code: 409, desc: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}
+		}
+		if s.st.webhook.url != "" {
+			return nil, &apiError{code: 409, desc: "Conflict: terminated by setWebhook request"}
+		}
+	}
+}
