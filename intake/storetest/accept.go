@@ -1,0 +1,197 @@
+package storetest
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+func addCases() []testCase {
+	return []testCase{
+		{name: "OneRecordPerUpdateID", rule: "one record per update id", run: addOnce},
+		{name: "BodiesRoundTrip", rule: "bodies are stored byte for byte", run: bodiesRoundTrip},
+		{name: "UpdateIDRange", rule: "update ids 0 and 2^40 round-trip", run: updateIDRange},
+		{name: "PendingGrace", rule: "a pending row is due once received at or before PendingBefore", run: pendingGrace},
+	}
+}
+
+// addOnce: rule 1. A new id is recorded once; a second Add of the same id,
+// whatever its body and whatever the row's state, reports false and keeps
+// the first body.
+func addOnce(c *checker) {
+	if !c.add(1, 0) {
+		c.errorf("Add(1) of a new update id reported false")
+	}
+	if c.addBody(1, []byte(`{"update_id":1,"other":true}`), 1) {
+		c.errorf("a second Add(1), with another body, reported true while the row is pending")
+	}
+	rows := c.due(10, 10, 10)
+	if len(rows) != 1 || rows[0].UpdateID != 1 {
+		c.fatalf("Due(now 10ms) listed %v; want exactly update 1", storedIDs(rows))
+	}
+	if !bytes.Equal(rows[0].Body, body(1)) {
+		c.errorf("after a duplicate Add the body is %q; want the first body %q", rows[0].Body, body(1))
+	}
+	c.mustClaim(1, claimOpts(10, 100, defaultMax), 1)
+	if c.add(1, 11) {
+		c.errorf("Add(1) reported true while the row is processing")
+	}
+	if !c.settle(1, 1, completed(20)) {
+		c.fatalf("Settle(1, attempt 1, completed at 20ms) of a live lease reported false")
+	}
+	if c.add(1, 21) {
+		c.errorf("Add(1) reported true while the row is completed and not yet pruned")
+	}
+}
+
+// bigBody is a JSON body of exactly 1 MiB.
+func bigBody() []byte {
+	const size = 1 << 20
+	head, tail := `{"update_id":4,"text":"`, `"}`
+	return []byte(head + strings.Repeat("ж1", (size-len(head)-len(tail))/3) + tail + strings.Repeat(" ", (size-len(head)-len(tail))%3))
+}
+
+// bodiesRoundTrip: bodies come back byte for byte, from every listing, and
+// neither the caller's slice nor a returned slice aliases the stored body.
+func bodiesRoundTrip(c *checker) {
+	bodies := map[int64][]byte{
+		1: []byte("{\"update_id\":1,\"message\":{\"text\":\"héllo wörld — 你好 — مرحبا — 🌍🚀 — e\u0301 — \u200d\"}}"),
+		2: []byte(`{"update_id":2,"message":{"text":"quotes \" backslash \\ escapes \u0000 \n \t \u2028 \ud83d\ude00"}}`),
+		3: []byte("{\n  \"update_id\" : 3 ,\r\n\t\"spaced\": [ 1 , 2 ]\n}\n"),
+		4: bigBody(),
+	}
+	if n := len(bodies[4]); n != 1<<20 {
+		c.fatalf("internal: big body has %d bytes", n)
+	}
+	for _, id := range []int64{1, 2, 3, 4} {
+		in := bytes.Clone(bodies[id])
+		if !c.addBody(id, in, 0) {
+			c.fatalf("Add(%d) of a new update id reported false", id)
+		}
+		// The store must have copied what it keeps.
+		for i := range in {
+			in[i] = 'X'
+		}
+	}
+	compare := func(where string, id int64, got []byte) {
+		if want := bodies[id]; !bytes.Equal(got, want) {
+			c.errorf("%s returned the body of update %d changed: %s", where, id, describeDiff(got, want))
+		}
+	}
+	rows := c.due(0, 0, 10)
+	if got := storedIDs(rows); !slices.Equal(got, []int64{1, 2, 3, 4}) {
+		c.fatalf("Due listed %v; want [1 2 3 4]", got)
+	}
+	for _, r := range rows {
+		compare("Due", r.UpdateID, r.Body)
+		for i := range r.Body {
+			r.Body[i] = 'Y'
+		}
+	}
+	for _, r := range c.due(0, 0, 10) {
+		compare("Due, after the caller wrote into an earlier result,", r.UpdateID, r.Body)
+	}
+	if c.admin != nil {
+		for id := range bodies {
+			row, ok := c.get(id)
+			if !ok {
+				c.errorf("Get(%d) found no row", id)
+				continue
+			}
+			compare("Get", id, row.Body)
+		}
+	}
+	if c.durable != nil {
+		for _, id := range []int64{1, 4} {
+			ident := c.mustClaimOwned(id, claimOpts(0, 10, defaultMax), 1)
+			if !c.exhaust(ident, 1, "body check") {
+				c.fatalf("Exhaust(%s, at 1ms) of a live claim reported false", fmtID(ident))
+			}
+			if e, ok := c.findExhaustion(id); !ok {
+				c.errorf("DueExhaustions did not list exhausted update %d", id)
+			} else {
+				compare("DueExhaustions", id, e.Body)
+			}
+		}
+	}
+}
+
+// describeDiff says how got differs from want, briefly.
+func describeDiff(got, want []byte) string {
+	n := min(len(got), len(want))
+	i := 0
+	for i < n && got[i] == want[i] {
+		i++
+	}
+	end := min(i+16, len(got))
+	return fmt.Sprintf("%d bytes, want %d; first difference at byte %d (got %q)", len(got), len(want), i, got[i:end])
+}
+
+func storedIDs(rows []intake.StoredUpdate) []int64 {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.UpdateID
+	}
+	return ids
+}
+
+// updateIDRange: the smallest update id and a large one (2^40, beyond 32
+// bits) are stored, ordered, claimed and reported exactly.
+func updateIDRange(c *checker) {
+	const big = int64(1) << 40
+	for _, id := range []int64{big, 0, 5} {
+		c.mustAdd(id, 0)
+	}
+	rows := c.due(0, 0, 10)
+	if got := storedIDs(rows); !slices.Equal(got, []int64{0, 5, big}) {
+		c.fatalf("Due listed %v; want [0 5 %d] in update id order", got, big)
+	}
+	for _, r := range rows {
+		if !bytes.Equal(r.Body, body(r.UpdateID)) {
+			c.errorf("Due returned the body of update %d as %q; want %q", r.UpdateID, r.Body, body(r.UpdateID))
+		}
+	}
+	c.mustClaim(big, claimOpts(0, 10, defaultMax), 1)
+	if !c.settle(big, 1, failedAt(1, 20, "retry")) {
+		c.errorf("Settle(%d, attempt 1, failed at 1ms) of a live lease reported false", big)
+	}
+	if got := c.dueIDs(20, 0, 10); !slices.Equal(got, []int64{0, 5, big}) {
+		c.errorf("Due(now 20ms) listed %v; want [0 5 %d] (the failed row is due at 20ms)", got, big)
+	}
+	if c.fenced != nil {
+		for _, ident := range []intake.Identity{
+			c.mustClaimOwned(0, claimOpts(20, 30, defaultMax), 1),
+			c.mustClaimOwned(big, claimOpts(20, 30, defaultMax), 2),
+		} {
+			if !c.owns(ident, 25) {
+				c.errorf("Owns(%s, at 25ms) = false for the holder of a lease to 30ms", fmtID(ident))
+			}
+		}
+	}
+	if c.admin != nil {
+		for _, id := range []int64{0, big} {
+			if row, ok := c.get(id); !ok || row.UpdateID != id {
+				c.errorf("Get(%d) = row of update %d, %v; want update %d", id, row.UpdateID, ok, id)
+			}
+		}
+	}
+}
+
+// pendingGrace: Due lists a pending row only once received at or before
+// PendingBefore (inclusive, to the millisecond), but Claim takes a pending
+// row at any time.
+func pendingGrace(c *checker) {
+	c.mustAdd(1, 7)
+	if got := c.dueIDs(100, 6, 10); len(got) != 0 {
+		c.errorf("Due(pending before 6ms) listed %v; update 1 was received at 7ms", got)
+	}
+	if got := c.dueIDs(100, 7, 10); !slices.Equal(got, []int64{1}) {
+		c.errorf("Due(pending before 7ms) listed %v; want [1], received at exactly 7ms", got)
+	}
+	if attempt, ok := c.claim(1, claimOpts(0, 10, defaultMax)); !ok || attempt != 1 {
+		c.errorf("Claim(1, now 0ms) of a pending row received at 7ms = attempt %d, %v; want attempt 1 (a pending row is always claimable)", attempt, ok)
+	}
+}

@@ -1,0 +1,326 @@
+package storetest
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+func adminCases() []testCase {
+	return []testCase{
+		{name: "GetFields", rule: "Get shows the row as the contract defines its fields", needs: capAdmin, run: adminGet},
+		{name: "ListFiltersAndCursor", rule: "List filters by state and pages in update id order after its cursor", needs: capAdmin, run: adminList},
+		{name: "Requeue", rule: "Requeue restarts only failed and abandoned rows, under a new claim id", needs: capAdmin, run: adminRequeue},
+		{name: "Stats", rule: "Stats counts rows by state and finds the oldest pending", needs: capAdmin, run: adminStats},
+	}
+}
+
+// wantRow is what a case expects of a row.
+type wantRow struct {
+	state             intake.State
+	attempts          int
+	claimID           string
+	ignoreClaim       bool // the claim id is not compared (a base store's claim)
+	receivedMS, dueMS int64
+	settledMS         int64 // -1: the zero time
+	errText           string
+	unacknowledged    bool
+}
+
+func (c *checker) expectRow(when string, id int64, w wantRow) {
+	row, ok := c.get(id)
+	if !ok {
+		c.errorf("%s: Get(%d) found no row", when, id)
+		return
+	}
+	var diffs []string
+	diff := func(field string, got, want any) {
+		diffs = append(diffs, fmt.Sprintf("%s %v, want %v", field, got, want))
+	}
+	if row.UpdateID != id {
+		diff("UpdateID", row.UpdateID, id)
+	}
+	if row.State != w.state {
+		diff("State", row.State, w.state)
+	}
+	if row.Attempts != w.attempts {
+		diff("Attempts", row.Attempts, w.attempts)
+	}
+	if !w.ignoreClaim && row.ClaimID != w.claimID {
+		diff("ClaimID", fmt.Sprintf("%q", row.ClaimID), fmt.Sprintf("%q", w.claimID))
+	}
+	if !row.ReceivedAt.Equal(at(w.receivedMS)) {
+		diff("ReceivedAt", offset(row.ReceivedAt), offset(at(w.receivedMS)))
+	}
+	if !row.DueAt.Equal(at(w.dueMS)) {
+		diff("DueAt", offset(row.DueAt), offset(at(w.dueMS)))
+	}
+	if w.settledMS < 0 && !row.SettledAt.IsZero() {
+		diff("SettledAt", offset(row.SettledAt), "zero time")
+	} else if w.settledMS >= 0 && !row.SettledAt.Equal(at(w.settledMS)) {
+		diff("SettledAt", offset(row.SettledAt), offset(at(w.settledMS)))
+	}
+	if row.Error != w.errText {
+		diff("Error", fmt.Sprintf("%q", row.Error), fmt.Sprintf("%q", w.errText))
+	}
+	if row.Unacknowledged() != w.unacknowledged {
+		diff("Unacknowledged()", row.Unacknowledged(), w.unacknowledged)
+	}
+	if !bytes.Equal(row.Body, body(id)) {
+		diff("Body", fmt.Sprintf("%q", row.Body), fmt.Sprintf("%q", body(id)))
+	}
+	for _, d := range diffs {
+		c.errorf("%s: Get(%d): %s", when, id, d)
+	}
+}
+
+// claimFor claims id with ClaimOwned when the store is fenced and returns
+// the claim id; below the fenced level it claims with Claim, and the claim
+// id is unknown (a base store need not record one).
+func (c *checker) claimFor(id int64, o intake.ClaimOpts, attempt int) (claimID string) {
+	if c.fenced != nil {
+		return c.mustClaimOwned(id, o, attempt).ClaimID
+	}
+	c.mustClaim(id, o, attempt)
+	return ""
+}
+
+// adminGet: Get of a missing row, then of one row through its life.
+func adminGet(c *checker) {
+	if row, ok := c.get(1); ok {
+		c.errorf("Get(1) of a missing row found %+v", row)
+	}
+	c.mustAdd(1, 5)
+	c.expectRow("pending", 1, wantRow{state: intake.StatePending, receivedMS: 5, dueMS: 5, settledMS: -1})
+	claim := c.claimFor(1, claimOpts(6, 20, defaultMax), 1)
+	c.expectRow("processing", 1, wantRow{state: intake.StateProcessing, attempts: 1, claimID: claim, ignoreClaim: c.fenced == nil, receivedMS: 5, dueMS: 20, settledMS: -1})
+	if c.fenced == nil {
+		return // the rest compares claim ids
+	}
+	if !c.settle(1, 1, failedAt(7, 30, "boom")) {
+		c.fatalf("Settle(1, attempt 1, failed at 7ms) reported false for the holder")
+	}
+	c.expectRow("failed", 1, wantRow{state: intake.StateFailed, attempts: 1, claimID: claim, receivedMS: 5, dueMS: 30, settledMS: -1, errText: "boom"})
+	claim = c.claimFor(1, claimOpts(30, 40, defaultMax), 2)
+	if !c.settle(1, 2, completed(31)) {
+		c.fatalf("Settle(1, attempt 2, completed at 31ms) reported false for the holder")
+	}
+	c.expectRow("completed", 1, wantRow{state: intake.StateCompleted, attempts: 2, claimID: claim, receivedMS: 5, dueMS: 40, settledMS: 31})
+	c.mustAdd(2, 5)
+	claim = c.claimFor(2, claimOpts(6, 20, defaultMax), 1)
+	if !c.settle(2, 1, abandoned(8, "gave up")) {
+		c.fatalf("Settle(2, attempt 1, abandoned at 8ms) reported false for the holder")
+	}
+	c.expectRow("abandoned", 2, wantRow{state: intake.StateAbandoned, attempts: 1, claimID: claim, receivedMS: 5, dueMS: 20, settledMS: 8, errText: "gave up"})
+	if c.durable == nil {
+		return
+	}
+	c.mustAdd(3, 5)
+	ident := c.mustClaimOwned(3, claimOpts(6, 20, defaultMax), 1)
+	if !c.exhaust(ident, 9, "terminal") {
+		c.fatalf("Exhaust(%s, at 9ms) reported false for the holder", fmtID(ident))
+	}
+	c.expectRow("exhausted", 3, wantRow{state: intake.StateAbandoned, attempts: 1, claimID: ident.ClaimID, receivedMS: 5, dueMS: 9, settledMS: -1, errText: "terminal", unacknowledged: true})
+}
+
+func rowIDs(rows []intake.Row) []int64 {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.UpdateID
+	}
+	return ids
+}
+
+// adminList: one row per state (and an exhaustion when durable), listed
+// with each filter, then paged.
+func adminList(c *checker) {
+	for id := int64(1); id <= 6; id++ {
+		c.mustAdd(id, 0)
+	}
+	// 1 pending, 2 processing, 3 failed, 4 completed, 5 abandoned, 6 pending
+	// or (durable) an unacknowledged exhaustion.
+	for _, id := range []int64{2, 3, 4, 5} {
+		c.mustClaim(id, claimOpts(0, 100, defaultMax), 1)
+	}
+	settles := map[int64]intake.Settlement{3: failedAt(1, 50, "x"), 4: completed(1), 5: abandoned(1, "y")}
+	for _, id := range []int64{3, 4, 5} {
+		if !c.settle(id, 1, settles[id]) {
+			c.fatalf("Settle(%d, attempt 1, %s) reported false for the holder", id, settles[id].State)
+		}
+	}
+	pending := []int64{1, 6}
+	abandonedIDs := []int64{5}
+	if c.durable != nil {
+		ident := c.mustClaimOwned(6, claimOpts(0, 100, defaultMax), 1)
+		if !c.exhaust(ident, 1, "z") {
+			c.fatalf("Exhaust(%s) reported false for the holder", fmtID(ident))
+		}
+		pending, abandonedIDs = []int64{1}, []int64{5, 6}
+	}
+	list := func(q intake.ListQuery) []int64 {
+		rows, err := c.admin.List(c.ctx, q)
+		c.failed(fmt.Sprintf("List(%+v)", q), err)
+		if len(rows) > q.Limit {
+			c.errorf("List(limit %d) returned %d rows", q.Limit, len(rows))
+		}
+		return rowIDs(rows)
+	}
+	checks := []struct {
+		what string
+		q    intake.ListQuery
+		want []int64
+	}{
+		{"all", intake.ListQuery{Limit: 10}, []int64{1, 2, 3, 4, 5, 6}},
+		{"pending", intake.ListQuery{State: intake.StatePending, Limit: 10}, pending},
+		{"processing", intake.ListQuery{State: intake.StateProcessing, Limit: 10}, []int64{2}},
+		{"failed", intake.ListQuery{State: intake.StateFailed, Limit: 10}, []int64{3}},
+		{"completed", intake.ListQuery{State: intake.StateCompleted, Limit: 10}, []int64{4}},
+		{"abandoned", intake.ListQuery{State: intake.StateAbandoned, Limit: 10}, abandonedIDs},
+		{"first page of 4", intake.ListQuery{Limit: 4}, []int64{1, 2, 3, 4}},
+		{"after 4", intake.ListQuery{After: ptr(4), Limit: 4}, []int64{5, 6}},
+		{"after 6", intake.ListQuery{After: ptr(6), Limit: 4}, nil},
+		{"pending after 1", intake.ListQuery{State: intake.StatePending, After: ptr(1), Limit: 10}, pending[1:]},
+	}
+	if c.durable != nil {
+		checks = append(checks, struct {
+			what string
+			q    intake.ListQuery
+			want []int64
+		}{"unacknowledged", intake.ListQuery{Unacknowledged: true, Limit: 10}, []int64{6}})
+	}
+	for _, ch := range checks {
+		if got := list(ch.q); !slices.Equal(got, ch.want) {
+			c.errorf("List(%s) listed %v; want %v", ch.what, got, ch.want)
+		}
+	}
+}
+
+// adminRequeue: only failed and abandoned rows (an unacknowledged exhaustion
+// included) go back to pending; the next claim is attempt 1 under a new
+// claim id, and no earlier identity adopts the row.
+func adminRequeue(c *checker) {
+	requeue := func(id int64, nowMS int64) bool {
+		ok, err := c.admin.Requeue(c.ctx, id, at(nowMS))
+		c.failed(fmt.Sprintf("Requeue(%d)", id), err)
+		return ok
+	}
+	for id := int64(1); id <= 5; id++ {
+		c.mustAdd(id, 0)
+	}
+	claims := map[int64]string{}
+	for _, id := range []int64{2, 3, 4, 5} {
+		claims[id] = c.claimFor(id, claimOpts(0, 100, defaultMax), 1)
+	}
+	for id, s := range map[int64]intake.Settlement{3: failedAt(1, 50, "x"), 4: completed(1), 5: abandoned(1, "y")} {
+		if !c.settle(id, 1, s) {
+			c.fatalf("Settle(%d, attempt 1, %s) reported false for the holder", id, s.State)
+		}
+	}
+	for id, what := range map[int64]string{99: "a missing row", 1: "a pending row", 2: "a processing row", 4: "a completed row"} {
+		if requeue(id, 10) {
+			c.errorf("Requeue of %s (update %d) reported true", what, id)
+		}
+	}
+	c.expectRow("after a refused requeue", 2, wantRow{state: intake.StateProcessing, attempts: 1, claimID: claims[2], ignoreClaim: c.fenced == nil, dueMS: 100, settledMS: -1})
+	for _, id := range []int64{3, 5} {
+		if !requeue(id, 10) {
+			c.errorf("Requeue of update %d reported false", id)
+			continue
+		}
+		row, ok := c.get(id)
+		if !ok || row.State != intake.StatePending || row.Attempts != 0 || row.Error != "" || !row.SettledAt.IsZero() || !row.DueAt.Equal(at(10)) {
+			c.errorf("after Requeue(%d, now 10ms), Get = state %s, attempts %d, error %q, settled %s, due %s, found %v; want pending, 0, no error, zero time, 10ms",
+				id, row.State, row.Attempts, row.Error, offset(row.SettledAt), offset(row.DueAt), ok)
+		}
+		if requeue(id, 11) {
+			c.errorf("a second Requeue(%d) of the now pending row reported true", id)
+		}
+		newClaim := c.claimFor(id, claimOpts(12, 100, defaultMax), 1)
+		if c.fenced != nil && newClaim == claims[id] {
+			c.errorf("the claim of the requeued update %d reused the claim id %q", id, newClaim)
+		}
+	}
+	if c.durable == nil {
+		return
+	}
+	c.mustAdd(6, 0)
+	ident := c.mustClaimOwned(6, claimOpts(0, 100, defaultMax), 1)
+	if !c.exhaust(ident, 1, "z") {
+		c.fatalf("Exhaust(%s) reported false for the holder", fmtID(ident))
+	}
+	if !requeue(6, 10) {
+		c.fatalf("Requeue of an unacknowledged exhaustion reported false")
+	}
+	if _, ok := c.findExhaustion(6); ok {
+		c.errorf("DueExhaustions still lists update 6 after it was requeued")
+	}
+	if c.ack(ident, 11) {
+		c.errorf("the exhausted identity %s acknowledged the requeued row", fmtID(ident))
+	}
+	fresh := c.mustClaimOwned(6, claimOpts(12, 100, defaultMax), 1)
+	if fresh.ClaimID == ident.ClaimID {
+		c.errorf("the claim of the requeued exhaustion reused the claim id %q", ident.ClaimID)
+	}
+	if c.owns(ident, 13) || c.settleOwned(ident, completed(13)) {
+		c.errorf("the identity %s from before the requeue owns or settles the requeued row, claimed as %s", fmtID(ident), fmtID(fresh))
+	}
+}
+
+// adminStats: the counts per state, the unacknowledged count and the oldest
+// pending receipt time, before and after changes.
+func adminStats(c *checker) {
+	stats := func(when string) intake.Stats {
+		st, err := c.admin.Stats(c.ctx)
+		c.failed("Stats ("+when+")", err)
+		return st
+	}
+	st := stats("empty")
+	for _, s := range []intake.State{intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned} {
+		if st.Count[s] != 0 {
+			c.errorf("Stats of an empty store counts %d %s rows", st.Count[s], s)
+		}
+	}
+	if st.Unacknowledged != 0 || !st.OldestPending.IsZero() {
+		c.errorf("Stats of an empty store: unacknowledged %d, oldest pending %s; want 0 and the zero time", st.Unacknowledged, offset(st.OldestPending))
+	}
+	for id, received := range map[int64]int64{1: 30, 2: 10, 3: 20, 4: 0, 5: 0, 6: 0, 7: 0} {
+		c.mustAdd(id, received)
+	}
+	c.mustClaim(4, claimOpts(0, 100, defaultMax), 1) // processing
+	for _, id := range []int64{5, 6, 7} {
+		c.mustClaim(id, claimOpts(0, 100, defaultMax), 1)
+	}
+	for id, s := range map[int64]intake.Settlement{5: failedAt(1, 50, "x"), 6: completed(1), 7: abandoned(1, "y")} {
+		if !c.settle(id, 1, s) {
+			c.fatalf("Settle(%d, attempt 1, %s) reported false for the holder", id, s.State)
+		}
+	}
+	want := map[intake.State]int{intake.StatePending: 3, intake.StateProcessing: 1, intake.StateFailed: 1, intake.StateCompleted: 1, intake.StateAbandoned: 1}
+	wantUnack := 0
+	if c.durable != nil {
+		c.mustAdd(8, 0)
+		ident := c.mustClaimOwned(8, claimOpts(0, 100, defaultMax), 1)
+		if !c.exhaust(ident, 1, "z") {
+			c.fatalf("Exhaust(%s) reported false for the holder", fmtID(ident))
+		}
+		want[intake.StateAbandoned], wantUnack = 2, 1
+	}
+	st = stats("one row per state")
+	for s, n := range want {
+		if st.Count[s] != n {
+			c.errorf("Stats counts %d %s rows; want %d", st.Count[s], s, n)
+		}
+	}
+	if st.Unacknowledged != wantUnack {
+		c.errorf("Stats counts %d unacknowledged exhaustions; want %d", st.Unacknowledged, wantUnack)
+	}
+	if !st.OldestPending.Equal(at(10)) {
+		c.errorf("Stats.OldestPending is %s; want 10ms, the earliest receipt among the pending rows 1, 2, 3", offset(st.OldestPending))
+	}
+	c.mustClaim(2, claimOpts(40, 100, defaultMax), 1)
+	if st = stats("after claiming the oldest pending"); !st.OldestPending.Equal(at(20)) || st.Count[intake.StatePending] != 2 {
+		c.errorf("after the oldest pending row was claimed, Stats has oldest pending %s and %d pending; want 20ms and 2", offset(st.OldestPending), st.Count[intake.StatePending])
+	}
+}

@@ -1,0 +1,268 @@
+package storetest
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// Cursor paging: pagedExhaustions rows listed pageLimit at a time, so the
+// second page must be reached through the cursor.
+const (
+	pagedExhaustions = 150
+	pageLimit        = 100
+)
+
+func exhaustCases() []testCase {
+	return []testCase{
+		{name: "CrashOnLastAttempt", rule: "a crash on the last attempt leaves a durable exhaustion until its exact acknowledgement", needs: capDurable, run: crashOnLastAttempt},
+		{name: "TerminalRefusal", rule: "Exhaust turns the exact live claim into an unacknowledged exhaustion", needs: capDurable, run: terminalRefusal},
+		{name: "ExpiredAttemptCannotExhaust", rule: "an expired or stale attempt cannot exhaust", needs: capDurable, run: expiredCannotExhaust},
+		{name: "CursorAfter", rule: "DueExhaustions pages in update id order strictly after its cursor", needs: capDurable, run: cursorAfter},
+		{name: "CursorPastFirstPage", rule: "every exhaustion is reachable through the cursor", needs: capDurable, run: cursorPastFirstPage},
+		{name: "BaseDurableClaim", rule: "a base claim with DurableExhaustion leaves a visible exhaustion with a claim id", needs: capDurable, run: baseDurableClaim},
+	}
+}
+
+// exhaustionIDs lists the update ids of es.
+func exhaustionIDs(es []intake.Exhaustion) []int64 {
+	ids := make([]int64, len(es))
+	for i, e := range es {
+		ids[i] = e.UpdateID
+	}
+	return ids
+}
+
+// crashOnLastAttempt: rule 10, first part. The holder of the last attempt
+// disappears; the next claim spends the row into an exhaustion that keeps
+// the crashed claim's identity, is never pruned, and is acknowledged once,
+// by that identity only.
+func crashOnLastAttempt(c *checker) {
+	const id = 11
+	if !c.addBody(id, []byte(`"crash"`), 0) {
+		c.fatalf("Add(%d) of a new update id reported false", id)
+	}
+	durable := func(nowMS, leaseMS int64) intake.ClaimOpts {
+		o := claimOpts(nowMS, leaseMS, 1)
+		o.DurableExhaustion = true
+		return o
+	}
+	crashed := c.mustClaimOwned(id, durable(0, 10), 1)
+	if got, ok := c.claimOwned(id, durable(11, 20)); ok {
+		c.errorf("a reclaim at 11ms of a row whose one attempt is spent took %s", fmtID(got))
+	}
+	es := c.dueExhaustions(10, nil)
+	if len(es) != 1 {
+		c.fatalf("DueExhaustions listed %v after the spend; want update %d", exhaustionIDs(es), id)
+	}
+	e := es[0]
+	if e.Identity != crashed {
+		c.errorf("the exhaustion carries %s; want the crashed claim's identity %s", fmtID(e.Identity), fmtID(crashed))
+	}
+	if !bytes.Equal(e.Body, []byte(`"crash"`)) {
+		c.errorf("the exhaustion's body is %q; want %q", e.Body, `"crash"`)
+	}
+	if e.Error != intake.ErrorAttemptsSpent {
+		c.errorf("the exhaustion's error is %q; want %q", e.Error, intake.ErrorAttemptsSpent)
+	}
+	if !e.ExhaustedAt.Equal(at(11)) {
+		c.errorf("the exhaustion's time is %s; want 11ms, the spending claim's now", offset(e.ExhaustedAt))
+	}
+	if n := c.prune(1000); n != 0 {
+		c.errorf("Prune(before 1000ms) deleted %d rows; an unacknowledged exhaustion is never pruned", n)
+	}
+	if c.ack(wrongClaim(crashed), 20) {
+		c.errorf("AcknowledgeExhaustion with a wrong claim id reported true")
+	}
+	if c.ack(intake.Identity{UpdateID: id, Attempt: 2, ClaimID: crashed.ClaimID}, 20) {
+		c.errorf("AcknowledgeExhaustion with attempt 2 (the exhaustion is attempt 1) reported true")
+	}
+	if !c.ack(crashed, 20) {
+		c.fatalf("AcknowledgeExhaustion(%s, at 20ms) with the exact identity reported false", fmtID(crashed))
+	}
+	if c.ack(crashed, 21) {
+		c.errorf("a second AcknowledgeExhaustion with the exact identity reported true")
+	}
+	if got := exhaustionIDs(c.dueExhaustions(10, nil)); len(got) != 0 {
+		c.errorf("DueExhaustions listed %v after the acknowledgement", got)
+	}
+	if got := c.dueIDs(1000, 1000, 10); len(got) != 0 {
+		c.errorf("Due listed %v after the acknowledgement", got)
+	}
+	if n := c.prune(20); n != 0 {
+		c.errorf("Prune(before 20ms) deleted %d rows; the acknowledgement at 20ms is not strictly before", n)
+	}
+	if n := c.prune(21); n != 1 {
+		c.errorf("Prune(before 21ms) deleted %d rows; want 1, acknowledged at 20ms", n)
+	}
+}
+
+// terminalRefusal: rule 10, second part, and what an exhausted row refuses.
+func terminalRefusal(c *checker) {
+	const id = 12
+	c.mustAdd(id, 0)
+	ident := c.mustClaimOwned(id, claimOpts(0, 10, defaultMax), 1)
+	if c.exhaust(wrongClaim(ident), 1, "wrong") {
+		c.errorf("Exhaust with a wrong claim id reported true")
+	}
+	if !c.exhaust(ident, 1, "terminal refusal") {
+		c.fatalf("Exhaust(%s, at 1ms) of the live claim reported false", fmtID(ident))
+	}
+	es := c.dueExhaustions(10, nil)
+	switch {
+	case len(es) != 1:
+		c.errorf("DueExhaustions listed %v; want [%d]", exhaustionIDs(es), id)
+	case es[0].Identity != ident:
+		c.errorf("the exhaustion carries %s; want %s", fmtID(es[0].Identity), fmtID(ident))
+	case es[0].Error != "terminal refusal":
+		c.errorf("the exhaustion's error is %q; want %q", es[0].Error, "terminal refusal")
+	case !es[0].ExhaustedAt.Equal(at(1)):
+		c.errorf("the exhaustion's time is %s; want 1ms", offset(es[0].ExhaustedAt))
+	case !bytes.Equal(es[0].Body, body(id)):
+		c.errorf("the exhaustion's body is %q; want %q", es[0].Body, body(id))
+	}
+	if c.exhaust(ident, 2, "again") {
+		c.errorf("a second Exhaust of the same claim reported true")
+	}
+	if c.owns(ident, 2) || c.renewOwned(ident, 20, 2) || c.settleOwned(ident, completed(2)) {
+		c.errorf("an exhausted claim still owns, renews or settles its row")
+	}
+	if got, ok := c.claimOwned(id, claimOpts(100, 200, 5)); ok {
+		c.errorf("a claim took the exhausted row (%s)", fmtID(got))
+	}
+	if got := c.dueIDs(1000, 1000, 10); len(got) != 0 {
+		c.errorf("Due listed %v; an exhaustion is not due for handling", got)
+	}
+	if !c.ack(ident, 3) {
+		c.errorf("AcknowledgeExhaustion(%s) reported false", fmtID(ident))
+	}
+}
+
+// expiredCannotExhaust: rule 10, third part. Exhaust needs a live lease; a
+// lapsed attempt can neither exhaust nor block the reclaim, and after the
+// reclaim the stale attempt still cannot exhaust.
+func expiredCannotExhaust(c *checker) {
+	const id = 13
+	c.mustAdd(id, 0)
+	first := c.mustClaimOwned(id, claimOpts(0, 10, defaultMax), 1)
+	if c.exhaust(first, 11, "too late") {
+		c.errorf("Exhaust(%s, at 11ms) reported true after the lease lapsed at 10ms", fmtID(first))
+	}
+	second := c.mustClaimOwned(id, claimOpts(11, 50, defaultMax), 2)
+	if c.exhaust(first, 12, "stale") {
+		c.errorf("the stale first attempt exhausted the row held by %s", fmtID(second))
+	}
+	if es := c.dueExhaustions(10, nil); len(es) != 0 {
+		c.errorf("DueExhaustions listed %v after refused exhaustions", exhaustionIDs(es))
+	}
+	if !c.owns(second, 12) {
+		c.errorf("Owns(%s, at 12ms) = false after the refused exhaustions", fmtID(second))
+	}
+}
+
+// cursorAfter: rule 10, fourth part, plus order and limit.
+func cursorAfter(c *checker) {
+	for _, id := range []int64{14, 11, 13, 12} {
+		c.mustAdd(id, 0)
+	}
+	for _, id := range []int64{14, 11, 12} {
+		ident := c.mustClaimOwned(id, claimOpts(0, 10, defaultMax), 1)
+		if !c.exhaust(ident, 1, "terminal") {
+			c.fatalf("Exhaust(%s) of a live claim reported false", fmtID(ident))
+		}
+	}
+	c.mustClaimOwned(13, claimOpts(0, 10, defaultMax), 1) // processing: not listed
+	checks := []struct {
+		limit int
+		after *int64
+		want  []int64
+	}{
+		{10, nil, []int64{11, 12, 14}},
+		{10, ptr(12), []int64{14}},
+		{2, nil, []int64{11, 12}},
+		{1, ptr(11), []int64{12}},
+		{10, ptr(14), nil},
+		{10, ptr(0), []int64{11, 12, 14}},
+	}
+	for _, ch := range checks {
+		if got := exhaustionIDs(c.dueExhaustions(ch.limit, ch.after)); !slices.Equal(got, ch.want) {
+			c.errorf("DueExhaustions(limit %d, after %s) listed %v; want %v", ch.limit, fmtAfter(ch.after), got, ch.want)
+		}
+	}
+}
+
+// cursorPastFirstPage: more exhaustions than one page; paging with the last
+// id of each page reaches every one, in order, each once.
+func cursorPastFirstPage(c *checker) {
+	var want []int64
+	for i := range pagedExhaustions {
+		id := int64(1000 + 3*i) // gaps, so "after" is not "after + 1"
+		want = append(want, id)
+		c.mustAdd(id, 0)
+		o := claimOpts(0, 10, 1)
+		o.DurableExhaustion = true
+		c.mustClaim(id, o, 1)
+		spend := o
+		spend.Now, spend.LeaseUntil = at(11), at(20)
+		if _, ok := c.claim(id, spend); ok {
+			c.fatalf("a claim at 11ms of update %d with its one attempt spent reported true", id)
+		}
+	}
+	var got []int64
+	var after *int64
+	for page := 0; ; page++ {
+		es := c.dueExhaustions(pageLimit, after)
+		if len(es) > pageLimit {
+			c.fatalf("DueExhaustions(limit %d) returned %d rows", pageLimit, len(es))
+		}
+		if len(es) == 0 {
+			break
+		}
+		if page > pagedExhaustions/pageLimit+1 {
+			c.fatalf("DueExhaustions did not end after %d pages: the cursor does not advance", page)
+		}
+		got = append(got, exhaustionIDs(es)...)
+		after = ptr(es[len(es)-1].UpdateID)
+	}
+	if !slices.Equal(got, want) {
+		c.errorf("paging DueExhaustions by %d reached %d exhaustions (%s); want all %d in update id order", pageLimit, len(got), summarize(got), len(want))
+	}
+}
+
+// summarize shows the ends of a long id list.
+func summarize(ids []int64) string {
+	if len(ids) <= 6 {
+		return fmt.Sprint(ids)
+	}
+	return fmt.Sprintf("%v … %v", ids[:3], ids[len(ids)-3:])
+}
+
+// baseDurableClaim: rule 10, fifth part. A base Claim with DurableExhaustion
+// spends into an exhaustion that DueExhaustions lists with a claim id, so it
+// can be acknowledged.
+func baseDurableClaim(c *checker) {
+	const id = 15
+	c.mustAdd(id, 0)
+	o := claimOpts(0, 10, 1)
+	o.DurableExhaustion = true
+	c.mustClaim(id, o, 1)
+	o.Now, o.LeaseUntil = at(11), at(20)
+	if attempt, ok := c.claim(id, o); ok {
+		c.errorf("a base claim at 11ms with the one attempt spent took attempt %d", attempt)
+	}
+	e, ok := c.findExhaustion(id)
+	if !ok {
+		c.fatalf("a base durable claim became an invisible exhaustion: DueExhaustions does not list update %d", id)
+	}
+	if e.ClaimID == "" || e.Attempt != 1 {
+		c.errorf("the base durable exhaustion carries %s; want attempt 1 with a claim id", fmtID(e.Identity))
+	}
+	if e.Error != intake.ErrorAttemptsSpent || !e.ExhaustedAt.Equal(at(11)) {
+		c.errorf("the base durable exhaustion has error %q at %s; want %q at 11ms", e.Error, offset(e.ExhaustedAt), intake.ErrorAttemptsSpent)
+	}
+	if !c.ack(e.Identity, 12) {
+		c.errorf("AcknowledgeExhaustion(%s) of the listed identity reported false", fmtID(e.Identity))
+	}
+}

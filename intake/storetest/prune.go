@@ -1,0 +1,134 @@
+package storetest
+
+func pruneCases() []testCase {
+	return []testCase{
+		{name: "ForgetsSettled", rule: "settled updates are forgotten after pruning", run: pruneForgetsSettled},
+		{name: "KeepsUnsettledRows", rule: "rows without a settlement time are never pruned", run: pruneKeepsUnsettled},
+		{name: "SpendSettlesAtClaimTime", rule: "a spend without DurableExhaustion settles the row at the claim's now", run: spendSettles},
+		{name: "RecycledRowRefusesOldIdentity", rule: "after prune and re-add, attempt numbers repeat but claim ids never do", needs: capFenced, run: recycledRow},
+	}
+}
+
+// pruneForgetsSettled: rule 5. The bound is strict, a pruned id can be added
+// again, a pending one cannot.
+func pruneForgetsSettled(c *checker) {
+	c.mustAdd(3, 0)
+	c.mustClaim(3, claimOpts(30, 100, defaultMax), 1)
+	if !c.settle(3, 1, abandoned(36, "gave up")) {
+		c.fatalf("Settle(3, attempt 1, abandoned at 36ms) of a live lease reported false")
+	}
+	c.mustAdd(4, 0)
+	if n := c.prune(36); n != 0 {
+		c.errorf("Prune(before 36ms) deleted %d rows; the row settled at 36ms is not strictly before", n)
+	}
+	if n := c.prune(37); n != 1 {
+		c.errorf("Prune(before 37ms) deleted %d rows; want exactly 1, the row settled at 36ms", n)
+	}
+	if !c.add(3, 40) {
+		c.errorf("Add(3) after its row was pruned reported false")
+	}
+	if c.add(4, 40) {
+		c.errorf("Add(4) reported true: the pending row 4 was pruned")
+	}
+}
+
+// pruneKeepsUnsettled: pending, processing and failed rows, and
+// unacknowledged exhaustions, survive any prune; only the settled row goes.
+func pruneKeepsUnsettled(c *checker) {
+	for id := int64(1); id <= 5; id++ {
+		c.mustAdd(id, 0)
+	}
+	c.mustClaim(2, claimOpts(0, 10, defaultMax), 1) // processing, lease lapsed at 10ms
+	c.mustClaim(3, claimOpts(0, 10, defaultMax), 1)
+	if !c.settle(3, 1, failedAt(1, 5, "x")) { // failed, due since 5ms
+		c.fatalf("Settle(3, attempt 1, failed at 1ms) of a live lease reported false")
+	}
+	c.mustClaim(4, claimOpts(0, 10, defaultMax), 1)
+	if !c.settle(4, 1, completed(2)) {
+		c.fatalf("Settle(4, attempt 1, completed at 2ms) of a live lease reported false")
+	}
+	kept := []int64{1, 2, 3, 5} // 5 stays pending below the durable level
+	if c.durable != nil {
+		id := c.mustClaimOwned(5, claimOpts(0, 10, defaultMax), 1)
+		if !c.exhaust(id, 1, "terminal") {
+			c.fatalf("Exhaust(%s, at 1ms) of a live claim reported false", fmtID(id))
+		}
+	}
+	if n := c.prune(1_000_000); n != 1 {
+		c.errorf("Prune(before 1000000ms) deleted %d rows; want 1, only the completed row 4", n)
+	}
+	for _, id := range kept {
+		if c.add(id, 1) {
+			c.errorf("Add(%d) reported true after a prune: the unsettled row was deleted", id)
+		}
+	}
+	if !c.add(4, 1) {
+		c.errorf("Add(4) after its completed row was pruned reported false")
+	}
+}
+
+// spendSettles: a non-durable spend sets the settlement time to the claim's
+// now, so the row is prunable strictly after it, and is no exhaustion.
+func spendSettles(c *checker) {
+	c.mustAdd(1, 0)
+	c.mustClaim(1, claimOpts(0, 10, 1), 1)
+	if attempt, ok := c.claim(1, claimOpts(20, 30, 1)); ok {
+		c.errorf("a claim at 20ms of a row with its one attempt spent took attempt %d", attempt)
+	}
+	if c.durable != nil {
+		if e, ok := c.findExhaustion(1); ok {
+			c.errorf("a spend without DurableExhaustion left an unacknowledged exhaustion %s", fmtID(e.Identity))
+		}
+	}
+	if n := c.prune(20); n != 0 {
+		c.errorf("Prune(before 20ms) deleted %d rows; the spend at 20ms settled the row at 20ms", n)
+	}
+	if n := c.prune(21); n != 1 {
+		c.errorf("Prune(before 21ms) deleted %d rows; want 1, the row spent (and settled) at 20ms", n)
+	}
+}
+
+// recycledRow: after a prune and re-add the attempt numbers start over, the
+// claim ids do not, and the identity of the pruned row can never own,
+// renew, settle, exhaust or acknowledge the new one.
+func recycledRow(c *checker) {
+	c.mustAdd(1, 0)
+	old := c.mustClaimOwned(1, claimOpts(0, 100, defaultMax), 1)
+	if !c.settleOwned(old, completed(5)) {
+		c.fatalf("SettleOwned(%s, completed at 5ms) reported false for the holder", fmtID(old))
+	}
+	if n := c.prune(6); n != 1 {
+		c.fatalf("Prune(before 6ms) deleted %d rows; want 1", n)
+	}
+	if !c.add(1, 6) {
+		c.fatalf("Add(1) after its row was pruned reported false")
+	}
+	recycled := c.mustClaimOwned(1, claimOpts(7, 100, defaultMax), old.Attempt)
+	if recycled.ClaimID == old.ClaimID {
+		c.errorf("the re-added row's claim reused the pruned row's claim id %q", old.ClaimID)
+	}
+	if c.owns(old, 8) {
+		c.errorf("the pruned identity %s owns the recycled row", fmtID(old))
+	}
+	if c.renewOwned(old, 200, 8) {
+		c.errorf("the pruned identity %s renewed the recycled row", fmtID(old))
+	}
+	if c.settleOwned(old, completed(8)) {
+		c.errorf("the pruned identity %s settled the recycled row", fmtID(old))
+	}
+	if c.durable == nil {
+		return
+	}
+	if c.exhaust(old, 9, "stale") {
+		c.errorf("the pruned identity %s exhausted the recycled row", fmtID(old))
+	}
+	if !c.exhaust(recycled, 10, "terminal") {
+		c.fatalf("Exhaust(%s, at 10ms) reported false for the holder", fmtID(recycled))
+	}
+	if c.ack(old, 11) {
+		c.errorf("the pruned identity %s acknowledged the recycled row's exhaustion", fmtID(old))
+	}
+	if !c.ack(recycled, 12) {
+		c.errorf("AcknowledgeExhaustion(%s) of its own exhaustion reported false", fmtID(recycled))
+	}
+}

@@ -1,0 +1,103 @@
+package storetest
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// Race parameters: racers goroutines claim the same row at once, in
+// raceRounds rounds on fresh rows (more rounds, more chances to catch a
+// store that is only usually atomic).
+const (
+	racers       = 8
+	raceRounds   = 4
+	raceFirstID  = 600
+	raceMaxTries = 5
+)
+
+func raceCases() []testCase {
+	return []testCase{
+		{name: "Claim", rule: "of concurrent claims exactly one takes the update", run: raceClaim},
+		{name: "ClaimOwned", rule: "of concurrent fenced claims exactly one takes the update", needs: capFenced, run: raceClaimOwned},
+	}
+}
+
+// race runs claim from racers goroutines released together, and returns the
+// attempt (or identity) each winner got. Errors and panics are reported.
+func race[T any](c *checker, what string, id int64, claim func() (T, bool, error)) []T {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []T
+		start   = make(chan struct{})
+	)
+	for range racers {
+		wg.Go(func() {
+			defer c.recoverPanic()
+			<-start
+			v, ok, err := claim()
+			if err != nil {
+				c.errorf("a concurrent %s of update %d returned an error: %v", what, id, err)
+				return
+			}
+			if ok {
+				mu.Lock()
+				winners = append(winners, v)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return winners
+}
+
+// raceClaim: rule 6.
+func raceClaim(c *checker) {
+	for round := range raceRounds {
+		id := int64(raceFirstID + round)
+		c.mustAdd(id, 0)
+		won := race(c, "claim", id, func() (int, bool, error) {
+			return c.store.Claim(c.ctx, id, claimOpts(1, 100, raceMaxTries))
+		})
+		if len(won) != 1 {
+			sort.Ints(won)
+			c.errorf("%d of %d concurrent claims took update %d (attempts %v); exactly one must", len(won), racers, id, won)
+			continue
+		}
+		if won[0] != 1 {
+			c.errorf("the one concurrent claim of update %d got attempt %d; want 1", id, won[0])
+		}
+		if attempt, ok := c.claim(id, claimOpts(2, 200, raceMaxTries)); ok {
+			c.errorf("after the race, a claim at 2ms took update %d (attempt %d) under the winner's live lease", id, attempt)
+		}
+	}
+}
+
+// raceClaimOwned: rule 7.
+func raceClaimOwned(c *checker) {
+	for round := range raceRounds {
+		id := int64(raceFirstID + round)
+		c.mustAdd(id, 0)
+		won := race(c, "fenced claim", id, func() (intake.Identity, bool, error) {
+			return c.fenced.ClaimOwned(c.ctx, id, claimOpts(1, 100, raceMaxTries))
+		})
+		if len(won) != 1 {
+			var ids []string
+			for _, w := range won {
+				ids = append(ids, fmtID(w))
+			}
+			c.errorf("%d of %d concurrent fenced claims took update %d (%v); exactly one must", len(won), racers, id, ids)
+			continue
+		}
+		w := won[0]
+		if w.Attempt != 1 || w.UpdateID != id || w.ClaimID == "" {
+			c.errorf("the one concurrent fenced claim of update %d got %s; want attempt 1 with a claim id", id, fmtID(w))
+		}
+		if !c.owns(w, 50) {
+			c.errorf("Owns(%s, at 50ms) = false for the winner of the race", fmtID(w))
+		}
+	}
+}

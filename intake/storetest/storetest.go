@@ -1,0 +1,341 @@
+// Package storetest checks that an [intake.Store] implementation keeps the
+// store contract, in the manner of [testing/fstest.TestFS] and
+// golang.org/x/net/nettest.TestConn.
+//
+// A store author calls [Run] from a test:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) intake.Store {
+//			return mystore.Open(t.TempDir())
+//		})
+//	}
+//
+// Run it with the race detector (go test -race): several cases race claims
+// from many goroutines, and a store that is only safe by luck shows there.
+//
+// Every case is a named subtest that gets a fresh store from the factory. A
+// case reports every violation it sees with t.Error and keeps going; a store
+// method that returns an error ends that case only. A watchdog fails a case
+// that does not finish within [CaseTimeout], so a deadlocked store fails
+// instead of hanging the test binary.
+//
+// The cases follow the store's capability level: base cases run for every
+// [intake.Store], fence cases only for an [intake.FencedStore], exhaustion
+// cases only for an [intake.DurableStore], and the batch and admin cases only
+// for an [intake.BatchStore] or [intake.AdminStore]. Run logs the level it
+// detected and the cases it skipped.
+//
+// Times handed to the store are whole milliseconds after a fixed base time;
+// violation messages name them as offsets such as "50ms".
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// CaseTimeout is how long one case may run before the watchdog fails it as
+// deadlocked. The slowest case makes about 450 store calls.
+const CaseTimeout = time.Minute
+
+// Run checks the store contract against stores made by newStore, one fresh
+// store per case, each case a subtest of t. newStore runs on the case's own
+// t, so it can use t.TempDir and t.Cleanup; it may call t.Fatal. It is also
+// called once up front to detect the capability level.
+//
+// Cases run one after another, never in parallel: a factory may share one
+// database server between stores, and the race cases should contend only with
+// themselves.
+func Run(t *testing.T, newStore func(t *testing.T) intake.Store) {
+	t.Helper()
+	probe := newStore(t)
+	if probe == nil {
+		t.Fatal("storetest: newStore returned a nil store")
+	}
+	caps := detect(probe)
+	plan := planCases(caps)
+	t.Log("storetest: " + plan.describe(caps))
+	for _, g := range plan.groups {
+		t.Run(g.name, func(t *testing.T) {
+			for _, tc := range g.cases {
+				t.Run(tc.name, func(t *testing.T) {
+					store := newStore(t)
+					if store == nil {
+						t.Fatal("storetest: newStore returned a nil store")
+					}
+					runCase(t.Context(), tc, store, caps, func(msg string) { t.Error(msg) })
+				})
+			}
+		})
+	}
+}
+
+// Check is [Run] for callers without a *testing.T, such as a command that
+// checks a database before it is put to use. It runs every case the store's
+// level allows, each on a fresh store from newStore, and returns all
+// violations joined with [errors.Join] (nil when the store conforms). Each
+// violation's message reads "storetest: <group>/<case>: <rule>: <what
+// happened>".
+//
+// Check cannot clean up after newStore; a caller whose stores hold resources
+// releases them after Check returns. Cancelling ctx ends the check early;
+// the cases cut short report the cancellation as store errors.
+func Check(ctx context.Context, newStore func() (intake.Store, error)) error {
+	var errs []error
+	for _, v := range check(ctx, newStore).violations {
+		errs = append(errs, v)
+	}
+	return errors.Join(errs...)
+}
+
+// violation is one broken rule, as Check reports it.
+type violation struct {
+	caseName string // group/case
+	msg      string // "<rule>: <what happened>"
+}
+
+func (v violation) Error() string {
+	return "storetest: " + v.caseName + ": " + v.msg
+}
+
+// checkResult is what a check found, for Check and for this package's tests.
+type checkResult struct {
+	caps       capabilities
+	plan       plan
+	violations []violation
+}
+
+func check(ctx context.Context, newStore func() (intake.Store, error)) checkResult {
+	probe, err := newStore()
+	if err != nil || probe == nil {
+		return checkResult{violations: []violation{{caseName: "setup", msg: fmt.Sprintf("newStore failed: store %v, error %v", probe, err)}}}
+	}
+	res := checkResult{caps: detect(probe)}
+	res.plan = planCases(res.caps)
+	var mu sync.Mutex
+	for _, g := range res.plan.groups {
+		for _, tc := range g.cases {
+			name := g.name + "/" + tc.name
+			report := func(msg string) {
+				mu.Lock()
+				defer mu.Unlock()
+				res.violations = append(res.violations, violation{caseName: name, msg: msg})
+			}
+			store, err := newStore()
+			if err != nil || store == nil {
+				report(fmt.Sprintf("newStore failed: store %v, error %v", store, err))
+				continue
+			}
+			runCase(ctx, tc, store, res.caps, report)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return res
+}
+
+// runCase runs one case on store under the watchdog. report receives each
+// violation, formatted; it may be called from several goroutines.
+func runCase(ctx context.Context, tc testCase, store intake.Store, caps capabilities, report func(string)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rep := &reporter{rule: tc.rule, report: report}
+	c := newChecker(ctx, store, rep)
+	if got := detect(store); got != caps {
+		rep.errorf("newStore made stores of different capabilities: this one is %s, the first was %s", got, caps)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer c.recoverPanic()
+		tc.run(c)
+	}()
+	watchdog := time.NewTimer(CaseTimeout)
+	defer watchdog.Stop()
+	select {
+	case <-done:
+	case <-watchdog.C:
+		rep.errorf("the case did not finish within %v: the store deadlocked, or a method ignores its ctx", CaseTimeout)
+		// The case goroutine may still be blocked in the store; whatever
+		// it reports from now on is dropped.
+		rep.close()
+	}
+}
+
+// reporter formats violations of one case's rule and forwards them until the
+// case is closed by its watchdog. Safe for concurrent use.
+type reporter struct {
+	rule   string
+	mu     sync.Mutex
+	closed bool
+	report func(string)
+}
+
+func (r *reporter) errorf(format string, args ...any) {
+	msg := r.rule + ": " + fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.report(msg)
+	}
+}
+
+func (r *reporter) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+}
+
+// capabilities is the set of contract interfaces a store implements.
+type capabilities uint8
+
+const (
+	capFenced capabilities = 1 << iota
+	capDurable
+	capBatch
+	capAdmin
+)
+
+func detect(s intake.Store) capabilities {
+	var c capabilities
+	if _, ok := s.(intake.FencedStore); ok {
+		c |= capFenced
+	}
+	if _, ok := s.(intake.DurableStore); ok {
+		c |= capDurable
+	}
+	if _, ok := s.(intake.BatchStore); ok {
+		c |= capBatch
+	}
+	if _, ok := s.(intake.AdminStore); ok {
+		c |= capAdmin
+	}
+	return c
+}
+
+// level names the contract level: durable, fenced or base.
+func (c capabilities) level() string {
+	switch {
+	case c&capDurable != 0:
+		return "durable"
+	case c&capFenced != 0:
+		return "fenced"
+	default:
+		return "base"
+	}
+}
+
+func (c capabilities) String() string {
+	parts := []string{c.level()}
+	if c&capBatch != 0 {
+		parts = append(parts, "batch")
+	}
+	if c&capAdmin != 0 {
+		parts = append(parts, "admin")
+	}
+	return strings.Join(parts, "+")
+}
+
+// needsName names the interface a capability bit stands for.
+func needsName(c capabilities) string {
+	switch c {
+	case capFenced:
+		return "intake.FencedStore"
+	case capDurable:
+		return "intake.DurableStore"
+	case capBatch:
+		return "intake.BatchStore"
+	case capAdmin:
+		return "intake.AdminStore"
+	}
+	return "?"
+}
+
+// testCase is one property of the contract.
+type testCase struct {
+	name  string       // subtest name
+	rule  string       // the rule, as violation messages start
+	needs capabilities // zero for the base level
+	run   func(c *checker)
+}
+
+type group struct {
+	name  string
+	cases []testCase
+}
+
+// allGroups lists every case, grouped as the subtests are.
+func allGroups() []group {
+	return []group{
+		{"Add", addCases()},
+		{"Claim", claimCases()},
+		{"Race", raceCases()},
+		{"Fence", fenceCases()},
+		{"Prune", pruneCases()},
+		{"Exhaust", exhaustCases()},
+		{"Batch", batchCases()},
+		{"Admin", adminCases()},
+	}
+}
+
+// plan is the cases to run for one capability set, and those skipped.
+type plan struct {
+	groups  []group
+	skipped []string // "group/case (needs X)"
+}
+
+func planCases(caps capabilities) plan {
+	var p plan
+	for _, g := range allGroups() {
+		run := group{name: g.name}
+		var skipped []testCase
+		for _, tc := range g.cases {
+			if tc.needs&caps == tc.needs {
+				run.cases = append(run.cases, tc)
+			} else {
+				skipped = append(skipped, tc)
+			}
+		}
+		if len(run.cases) > 0 {
+			p.groups = append(p.groups, run)
+		}
+		if len(run.cases) == 0 && len(skipped) > 0 {
+			p.skipped = append(p.skipped, fmt.Sprintf("%s (needs %s)", g.name, needsName(skipped[0].needs&^caps&-(skipped[0].needs&^caps))))
+			continue
+		}
+		for _, tc := range skipped {
+			missing := tc.needs &^ caps
+			p.skipped = append(p.skipped, fmt.Sprintf("%s/%s (needs %s)", g.name, tc.name, needsName(missing&-missing)))
+		}
+	}
+	return p
+}
+
+func (p plan) describe(caps capabilities) string {
+	n := 0
+	for _, g := range p.groups {
+		n += len(g.cases)
+	}
+	s := fmt.Sprintf("detected level %s (%s); running %d cases", caps.level(), caps, n)
+	if len(p.skipped) == 0 {
+		return s + "; nothing skipped"
+	}
+	return s + "; skipped: " + strings.Join(p.skipped, ", ")
+}
+
+// recoverPanic turns a panic in a case into a violation, so a store that
+// panics fails its case instead of the test binary.
+func (c *checker) recoverPanic() {
+	if v := recover(); v != nil {
+		c.rep.errorf("the store panicked: %v\n%s", v, debug.Stack())
+	}
+}
