@@ -49,13 +49,13 @@ type run struct {
 	stopped bool
 
 	// Guarded by Runner.mu.
-	draining   bool                // Close began: claim nothing new
-	lines      map[string]*line    // chat lines with work
-	queued     map[int64]struct{}  // update ids scheduled as attempts
-	delivering map[int64]struct{}  // update ids whose exhaustion is being delivered
-	idle       chan struct{}       // closed while nothing is queued or delivering
-	backlog    bool                // something was not scheduled for lack of room
-	sweeping   bool                // the background sweeper runs
+	draining   bool               // Close began: claim nothing new
+	lines      map[string]*line   // chat lines with work
+	queued     map[int64]struct{} // update ids scheduled as attempts
+	delivering map[int64]struct{} // update ids whose exhaustion is being delivered
+	idle       chan struct{}      // closed while nothing is queued or delivering
+	backlog    bool               // something was not scheduled for lack of room
+	sweeping   bool               // the background sweeper runs
 }
 
 // line is the queue of one chat: its updates run one after the other.
