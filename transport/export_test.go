@@ -1,0 +1,19 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+)
+
+// ReadResponseForTest parses data as the answer to a POST with the same
+// limit logic RoundTrip uses.
+func ReadResponseForTest(data []byte, limit int64) (*http.Response, error) {
+	lim := &limitReader{r: bytes.NewReader(data), remaining: limit}
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/", nil)
+	resp, err := readResponse(bufio.NewReader(lim), req)
+	if err != nil && lim.hit {
+		return nil, ErrResponseTooLarge
+	}
+	return resp, err
+}
