@@ -1,0 +1,36 @@
+// Package sqlitestore is the embedded default store of the intake: an
+// [intake.DurableStore], [intake.BatchStore] and [intake.AdminStore] on one
+// table of an SQLite database file, through the pure-Go driver
+// modernc.org/sqlite.
+//
+// # Durability
+//
+// [Open] puts the file in WAL mode with synchronous=FULL, so every commit is
+// on disk before it returns and an update is durable before Telegram is
+// answered. [Config.Synchronous] "NORMAL" trades that for throughput; its
+// doc spells out what can be lost. A batch of adds ([Store.AddBatch]) is one
+// transaction and one fsync, which is what makes the intake's group commit
+// fast.
+//
+// # Concurrency
+//
+// Open keeps a single writer connection (transactions begin with BEGIN
+// IMMEDIATE) and a small pool of read-only connections. Every state change is
+// one conditional statement, never a read followed by a write, so several
+// processes can share one file: SQLite's write lock orders them, and
+// busy_timeout makes them wait for each other rather than fail.
+//
+// # Fencing a domain write
+//
+// A handler that writes to the same database file guards that write with
+// [Store.OwnsTx] inside its own BEGIN IMMEDIATE transaction, opened on
+// [Store.DB]. Then a handler whose claim was lost can never commit.
+//
+// # Schema
+//
+// The table and its indexes come from embedded, numbered migrations
+// (migration/NNN_name.up.sql), applied by Open and New. A table created
+// before claim identities existed gains its claim_id column in place, and
+// two processes racing that upgrade both succeed. [Migrations] and [Schema]
+// return the SQL for teams that apply schema changes themselves.
+package sqlitestore

@@ -1,0 +1,158 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// claimableSQL is the claimable predicate at ?2 (now): a pending row always,
+// a failed row once its retry is due, a processing row only once its lease
+// ended strictly before now (a lease is live through its end inclusive).
+const claimableSQL = `(state = 'pending' OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2))`
+
+// Statement texts; {{table}} is replaced by the validated table name. Every
+// state change is one statement, so it is atomic without a transaction.
+const (
+	// ?1 update_id, ?2 body, ?3 received_at.
+	addSQL = `INSERT INTO "{{table}}" (update_id, body, state, attempts, due_at, received_at)
+VALUES (?1, ?2, 'pending', 0, ?3, ?3) ON CONFLICT (update_id) DO NOTHING`
+
+	// ?1 update_id, ?2 now, ?3 lease end, ?4 max attempts, ?5 durable
+	// exhaustion, ?6 fresh claim id, ?7 the spent error text. A claimable row
+	// below the ceiling is taken; one at the ceiling is spent (abandoned),
+	// keeping its claim id or filling a fresh one. Both in one statement.
+	claimSQL = `UPDATE "{{table}}" SET
+    state      = CASE WHEN attempts < ?4 THEN 'processing' ELSE 'abandoned' END,
+    attempts   = CASE WHEN attempts < ?4 THEN attempts + 1 ELSE attempts END,
+    due_at     = CASE WHEN attempts < ?4 THEN ?3 ELSE ?2 END,
+    error      = CASE WHEN attempts < ?4 THEN NULL ELSE ?7 END,
+    settled_at = CASE WHEN attempts < ?4 OR ?5 THEN NULL ELSE ?2 END,
+    claim_id   = CASE WHEN attempts < ?4 THEN ?6 ELSE coalesce(claim_id, ?6) END
+WHERE update_id = ?1 AND ` + claimableSQL + `
+RETURNING state, attempts, claim_id`
+
+	// ?1 update_id, ?2 attempt, ?3 lease end, ?4 now [, ?5 claim id].
+	renewSQL = `UPDATE "{{table}}" SET due_at = max(due_at, ?3)
+WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND due_at >= ?4`
+	renewOwnedSQL = renewSQL + ` AND claim_id = ?5`
+
+	// ?1 update_id, ?2 attempt, ?3 state, ?4 at, ?5 retry at, ?6 error
+	// [, ?7 claim id].
+	settleSQL = `UPDATE "{{table}}" SET
+    state      = ?3,
+    settled_at = CASE WHEN ?3 = 'failed' THEN NULL ELSE ?4 END,
+    due_at     = CASE WHEN ?3 = 'failed' THEN ?5 ELSE due_at END,
+    error      = CASE WHEN ?3 = 'completed' THEN NULL ELSE ?6 END
+WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND due_at >= ?4`
+	settleOwnedSQL = settleSQL + ` AND claim_id = ?7`
+
+	// ?1 update_id, ?2 attempt, ?3 claim id, ?4 at.
+	ownsSQL = `SELECT 1 FROM "{{table}}"
+WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4`
+
+	// ?1 pending before, ?2 now, ?3 limit. The partial index {{table}}_live
+	// (whose predicate the state IN term matches) yields live rows in
+	// update id order, so the scan stops after limit matches and never
+	// visits finished rows. Without INDEXED BY the planner, lacking
+	// statistics, prefers an OR of (state, due_at) range scans followed by a
+	// sort of every match, which reads the whole backlog on every sweep.
+	dueSQL = `SELECT update_id, body FROM "{{table}}" INDEXED BY "{{table}}_live"
+WHERE state IN ('pending', 'processing', 'failed')
+  AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2))
+ORDER BY update_id LIMIT ?3`
+
+	// ?1 before.
+	pruneSQL = `DELETE FROM "{{table}}"
+WHERE settled_at < ?1 AND state IN ('completed', 'abandoned')`
+
+	// ?1 update_id, ?2 attempt, ?3 claim id, ?4 at, ?5 error.
+	exhaustSQL = `UPDATE "{{table}}" SET state = 'abandoned', due_at = ?4, settled_at = NULL, error = ?5
+WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4`
+
+	// ?1 limit [, ?2 after].
+	dueExhaustionsSQL = `SELECT update_id, body, attempts, claim_id, due_at, error FROM "{{table}}"
+WHERE state = 'abandoned' AND settled_at IS NULL AND claim_id IS NOT NULL
+ORDER BY update_id LIMIT ?1`
+	dueExhaustionsAfterSQL = `SELECT update_id, body, attempts, claim_id, due_at, error FROM "{{table}}"
+WHERE state = 'abandoned' AND settled_at IS NULL AND claim_id IS NOT NULL AND update_id > ?2
+ORDER BY update_id LIMIT ?1`
+
+	// ?1 update_id, ?2 attempt, ?3 claim id, ?4 at.
+	acknowledgeSQL = `UPDATE "{{table}}" SET settled_at = ?4
+WHERE update_id = ?1 AND state = 'abandoned' AND settled_at IS NULL AND attempts = ?2 AND claim_id = ?3`
+
+	// ?1 update_id, ?2 now.
+	requeueSQL = `UPDATE "{{table}}" SET state = 'pending', attempts = 0, due_at = ?2, settled_at = NULL, error = NULL
+WHERE update_id = ?1 AND state IN ('failed', 'abandoned')`
+
+	rowColumns = `update_id, state, attempts, claim_id, received_at, due_at, settled_at, error, body`
+
+	// ?1 update_id.
+	getSQL = `SELECT ` + rowColumns + ` FROM "{{table}}" WHERE update_id = ?1`
+
+	statsSQL = `SELECT state, count(*) FROM "{{table}}" GROUP BY state`
+
+	statsExtraSQL = `SELECT
+    (SELECT count(*) FROM "{{table}}" WHERE state = 'abandoned' AND settled_at IS NULL),
+    (SELECT min(received_at) FROM "{{table}}" WHERE state = 'pending')`
+)
+
+// queries holds the statements prepared once at construction.
+type queries struct {
+	ownsSQL, listSQL string
+
+	add, claim, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
+	owns, due, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra                   *sql.Stmt
+}
+
+func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
+	fill := func(text string) string { return strings.ReplaceAll(text, tablePlaceholder, table) }
+	q.ownsSQL = fill(ownsSQL)
+	q.listSQL = fill(`SELECT ` + rowColumns + ` FROM "{{table}}"`)
+	for _, p := range []struct {
+		db   *sql.DB
+		dst  **sql.Stmt
+		text string
+	}{
+		{w, &q.add, addSQL},
+		{w, &q.claim, claimSQL},
+		{w, &q.renew, renewSQL},
+		{w, &q.renewOwned, renewOwnedSQL},
+		{w, &q.settle, settleSQL},
+		{w, &q.settleOwned, settleOwnedSQL},
+		{w, &q.prune, pruneSQL},
+		{w, &q.exhaust, exhaustSQL},
+		{w, &q.acknowledge, acknowledgeSQL},
+		{w, &q.requeue, requeueSQL},
+		{r, &q.owns, ownsSQL},
+		{r, &q.due, dueSQL},
+		{r, &q.dueExhaustions, dueExhaustionsSQL},
+		{r, &q.dueExhaustionsAfter, dueExhaustionsAfterSQL},
+		{r, &q.get, getSQL},
+		{r, &q.stats, statsSQL},
+		{r, &q.statsExtra, statsExtraSQL},
+	} {
+		st, err := p.db.PrepareContext(ctx, fill(p.text))
+		if err != nil {
+			return fmt.Errorf("sqlitestore: prepare: %w", err)
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+func (q *queries) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{
+		q.add, q.claim, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
+		q.owns, q.due, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra,
+	} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

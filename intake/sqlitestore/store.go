@@ -1,0 +1,561 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// Defaults and limits of [Config].
+const (
+	// DefaultTable is the table name used when Config.Table is empty.
+	DefaultTable = "telegram_updates"
+	// DefaultSynchronous is the synchronous mode used by Open when
+	// Config.Synchronous is empty.
+	DefaultSynchronous = "FULL"
+	// DefaultBusyTimeout is how long Open's connections wait for another
+	// connection's lock when Config.BusyTimeout is zero.
+	DefaultBusyTimeout = 5 * time.Second
+	// MaxBusyTimeout is the largest accepted Config.BusyTimeout.
+	MaxBusyTimeout = 10 * time.Minute
+	// DefaultReadConns is the size of Open's reader pool when
+	// Config.ReadConns is zero.
+	DefaultReadConns = 4
+	// MaxReadConns is the largest accepted Config.ReadConns.
+	MaxReadConns = 64
+)
+
+// ErrInvalidConfig is wrapped by every error that rejects a [Config] field or
+// a path; the message names the field.
+var ErrInvalidConfig = errors.New("sqlitestore: invalid config")
+
+// ErrInvalidQuery is wrapped by the error a method returns for an argument
+// outside the contract (a Limit or MaxAttempts below 1, a settlement state
+// that is not final). A refusal decided by a row's state is never an error.
+var ErrInvalidQuery = errors.New("sqlitestore: invalid query")
+
+// tableNamePattern is the whole accepted syntax of Config.Table.
+var tableNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// Config configures [Open] and [New]. The zero value is valid: table
+// "telegram_updates", synchronous=FULL, a 5 s busy timeout and four reader
+// connections. Open and New copy it; later changes have no effect.
+type Config struct {
+	// Table is the name of the update table. It must match
+	// ^[A-Za-z_][A-Za-z0-9_]{0,62}$ and is checked before it reaches any SQL.
+	// Defaults to [DefaultTable].
+	Table string
+
+	// Synchronous is SQLite's synchronous mode for the writer connection of
+	// [Open]: "FULL" or "NORMAL". Defaults to [DefaultSynchronous].
+	//
+	// With FULL every commit fsyncs the write-ahead log before it returns, so
+	// an update [intake.Store.Add] reported is on disk before Telegram is
+	// answered, even across a power loss or an OS crash.
+	//
+	// NORMAL is an opt-in for throughput: the database stays consistent, but
+	// the last transactions committed before a power loss or an OS crash may
+	// be rolled back (a crash of this process alone loses nothing). An update
+	// lost that way was already answered 200, so Telegram does not deliver it
+	// again: it is gone. Choose NORMAL only if that is acceptable.
+	//
+	// Must be empty with [New], which uses the caller's handle as configured.
+	Synchronous string
+
+	// BusyTimeout is how long a connection of [Open] waits for a lock held by
+	// another connection or process before failing with SQLITE_BUSY; whole
+	// milliseconds, at most [MaxBusyTimeout]. Zero means
+	// [DefaultBusyTimeout]. Must be zero with [New].
+	BusyTimeout time.Duration
+
+	// ReadConns is the number of read-only connections [Open] keeps for
+	// listing and ownership reads, besides its single writer connection;
+	// 1 to [MaxReadConns]. Zero means [DefaultReadConns]. Must be zero with
+	// [New].
+	ReadConns int
+}
+
+// Store is an [intake.DurableStore], [intake.BatchStore] and
+// [intake.AdminStore] on one SQLite table. Its methods are safe for
+// concurrent use, and several processes may share one database file: every
+// state change is one conditional statement, serialised by SQLite's write
+// lock.
+//
+// Times are stored as integer milliseconds since the Unix epoch.
+type Store struct {
+	table string
+	// w runs every write; for Open it has exactly one connection.
+	w *sql.DB
+	// r runs plain reads; it is w for New.
+	r *sql.DB
+	// owned reports whether Close closes w and r (Open) or not (New).
+	owned bool
+
+	q queries
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Compile-time checks of the capabilities Store claims.
+var (
+	_ intake.DurableStore = (*Store)(nil)
+	_ intake.BatchStore   = (*Store)(nil)
+	_ intake.AdminStore   = (*Store)(nil)
+)
+
+// Open opens (creating if needed) the SQLite database file at path in WAL
+// mode, creates or upgrades the update table (see [Migrations]) and returns a
+// store that owns its connections: one writer connection, opened with
+// BEGIN IMMEDIATE transactions, and a pool of read-only connections. Call
+// [Store.Close] to release them.
+//
+// path is a file path; an empty path or ":memory:" is refused (an in-memory
+// database is private to each connection, so use memstore instead).
+func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
+	return open(ctx, path, cfg, hooks{})
+}
+
+// hooks are unexported test seams, set through export_test.go.
+type hooks struct {
+	beforeAlter func()
+}
+
+func open(ctx context.Context, path string, cfg Config, h hooks) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("%w: path %q must be a plain file path", ErrInvalidConfig, path)
+	}
+	cfg, err := cfg.withDefaults(true)
+	if err != nil {
+		return nil, err
+	}
+	busy := strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10)
+	base := "file:" + escapePath(path) + "?_pragma=busy_timeout(" + busy + ")"
+
+	w, err := sql.Open("sqlite", base+
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous("+cfg.Synchronous+")&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	// The first connection switches the file to WAL before any reader opens
+	// it, and surfaces an unusable path here rather than on first use.
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+
+	r, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s for reading: %w", path, err)
+	}
+	r.SetMaxOpenConns(cfg.ReadConns)
+	r.SetMaxIdleConns(cfg.ReadConns)
+
+	s, err := build(ctx, w, r, true, cfg.Table, h)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// New wraps a database handle the caller opened with the "sqlite" driver of
+// modernc.org/sqlite, creates or upgrades the update table, and returns a
+// store that uses db for reads and writes. Close does not close db.
+//
+// The caller configures db: WAL mode, a busy_timeout, a synchronous mode
+// (FULL for the guarantee described at [Config.Synchronous]) and, for
+// [Store.OwnsTx], _txlock=immediate. One open connection
+// (db.SetMaxOpenConns(1)) avoids SQLITE_BUSY between the handle's own
+// connections. Config.Synchronous, BusyTimeout and ReadConns must be zero.
+func New(ctx context.Context, db *sql.DB, cfg Config) (*Store, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: nil *sql.DB passed to New", ErrInvalidConfig)
+	}
+	cfg, err := cfg.withDefaults(false)
+	if err != nil {
+		return nil, err
+	}
+	return build(ctx, db, db, false, cfg.Table, hooks{})
+}
+
+// withDefaults validates cfg and fills its defaults. forOpen tells whether
+// the connection options apply.
+func (cfg Config) withDefaults(forOpen bool) (Config, error) {
+	if cfg.Table == "" {
+		cfg.Table = DefaultTable
+	}
+	if err := validateTable(cfg.Table); err != nil {
+		return cfg, err
+	}
+	if !forOpen {
+		switch {
+		case cfg.Synchronous != "":
+			return cfg, fmt.Errorf("%w: Config.Synchronous applies only to Open; configure the handle given to New", ErrInvalidConfig)
+		case cfg.BusyTimeout != 0:
+			return cfg, fmt.Errorf("%w: Config.BusyTimeout applies only to Open; configure the handle given to New", ErrInvalidConfig)
+		case cfg.ReadConns != 0:
+			return cfg, fmt.Errorf("%w: Config.ReadConns applies only to Open", ErrInvalidConfig)
+		}
+		return cfg, nil
+	}
+	switch cfg.Synchronous {
+	case "":
+		cfg.Synchronous = DefaultSynchronous
+	case "FULL", "NORMAL":
+	default:
+		return cfg, fmt.Errorf("%w: Config.Synchronous %q: want \"FULL\" or \"NORMAL\"", ErrInvalidConfig, cfg.Synchronous)
+	}
+	switch {
+	case cfg.BusyTimeout == 0:
+		cfg.BusyTimeout = DefaultBusyTimeout
+	case cfg.BusyTimeout < 0 || cfg.BusyTimeout > MaxBusyTimeout || cfg.BusyTimeout%time.Millisecond != 0:
+		return cfg, fmt.Errorf("%w: Config.BusyTimeout %v: want whole milliseconds in (0, %v]", ErrInvalidConfig, cfg.BusyTimeout, MaxBusyTimeout)
+	}
+	switch {
+	case cfg.ReadConns == 0:
+		cfg.ReadConns = DefaultReadConns
+	case cfg.ReadConns < 1 || cfg.ReadConns > MaxReadConns:
+		return cfg, fmt.Errorf("%w: Config.ReadConns %d: want 1 to %d", ErrInvalidConfig, cfg.ReadConns, MaxReadConns)
+	}
+	return cfg, nil
+}
+
+// validateTable checks a table name against tableNamePattern.
+func validateTable(table string) error {
+	if !tableNamePattern.MatchString(table) {
+		return fmt.Errorf("%w: Config.Table %q: must match %s", ErrInvalidConfig, table, tableNamePattern)
+	}
+	return nil
+}
+
+// escapePath percent-encodes the characters that end or escape the path of
+// an SQLite URI filename.
+func escapePath(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+}
+
+func build(ctx context.Context, w, r *sql.DB, owned bool, table string, h hooks) (*Store, error) {
+	if err := migrate(ctx, w, table, h.beforeAlter); err != nil {
+		return nil, err
+	}
+	s := &Store{table: table, w: w, r: r, owned: owned}
+	if err := s.q.prepare(ctx, w, r, table); err != nil {
+		s.q.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Table returns the name of the update table.
+func (s *Store) Table() string { return s.table }
+
+// DB returns the handle the store writes through: for [Open], its single
+// writer connection, whose transactions begin with BEGIN IMMEDIATE. Open a
+// domain transaction on it for [Store.OwnsTx]. While such a transaction is
+// open it holds that one connection, so do not call the store's writing
+// methods from inside it; they would wait for it to end.
+func (s *Store) DB() *sql.DB { return s.w }
+
+// Close releases the store's prepared statements and, for a store from
+// [Open], its connections. It is safe to call more than once; later calls
+// return the first result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = s.q.close()
+		if s.owned {
+			s.closeErr = errors.Join(s.closeErr, s.r.Close(), s.w.Close())
+		}
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("sqlitestore: close: %w", s.closeErr)
+		}
+	})
+	return s.closeErr
+}
+
+// ms converts an intake time to stored milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS converts stored milliseconds back to a UTC time.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// newClaimID returns a fresh, random claim id.
+func newClaimID() string { return uuid.NewString() }
+
+// Add implements [intake.Store.Add].
+func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
+	res, err := s.q.add.ExecContext(ctx, u.UpdateID, u.Body, ms(u.ReceivedAt))
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: add %d: %w", u.UpdateID, err)
+	}
+	return affected(res, "add", u.UpdateID)
+}
+
+// AddBatch implements [intake.BatchStore.AddBatch]: the whole batch is one
+// transaction and one durable commit; on error nothing is recorded.
+func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
+	out := make([]bool, len(us))
+	if len(us) == 0 {
+		return out, nil
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: add batch: begin: %w", err)
+	}
+	defer tx.Rollback() // a no-op after Commit
+	st := tx.StmtContext(ctx, s.q.add)
+	for i, u := range us {
+		res, err := st.ExecContext(ctx, u.UpdateID, u.Body, ms(u.ReceivedAt))
+		if err != nil {
+			return nil, fmt.Errorf("sqlitestore: add batch: update %d: %w", u.UpdateID, err)
+		}
+		if out[i], err = affected(res, "add batch", u.UpdateID); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: add batch: commit: %w", err)
+	}
+	return out, nil
+}
+
+// Claim implements [intake.Store.Claim]. Like [Store.ClaimOwned] it stores a
+// fresh claim id.
+func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (int, bool, error) {
+	id, ok, err := s.ClaimOwned(ctx, updateID, opts)
+	return id.Attempt, ok, err
+}
+
+// ClaimOwned implements [intake.FencedStore.ClaimOwned]. Taking the row and
+// spending it (attempts already at opts.MaxAttempts) are one conditional
+// UPDATE, so no other claim can come between the check and the change.
+func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
+	if opts.MaxAttempts < 1 {
+		return intake.Identity{}, false, fmt.Errorf("%w: claim %d: MaxAttempts %d is below 1", ErrInvalidQuery, updateID, opts.MaxAttempts)
+	}
+	var (
+		state    string
+		attempts int
+		claimID  string
+	)
+	err := s.q.claim.QueryRowContext(ctx, updateID, ms(opts.Now), ms(opts.LeaseUntil),
+		opts.MaxAttempts, opts.DurableExhaustion, newClaimID(), intake.ErrorAttemptsSpent).Scan(&state, &attempts, &claimID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return intake.Identity{}, false, nil
+	}
+	if err != nil {
+		return intake.Identity{}, false, fmt.Errorf("sqlitestore: claim %d: %w", updateID, err)
+	}
+	if intake.State(state) != intake.StateProcessing {
+		return intake.Identity{}, false, nil // spent: abandoned instead
+	}
+	return intake.Identity{UpdateID: updateID, Attempt: attempts, ClaimID: claimID}, true, nil
+}
+
+// Renew implements [intake.Store.Renew].
+func (s *Store) Renew(ctx context.Context, updateID int64, attempt int, leaseUntil, now time.Time) (bool, error) {
+	res, err := s.q.renew.ExecContext(ctx, updateID, attempt, ms(leaseUntil), ms(now))
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: renew %d: %w", updateID, err)
+	}
+	return affected(res, "renew", updateID)
+}
+
+// RenewOwned implements [intake.FencedStore.RenewOwned].
+func (s *Store) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
+	res, err := s.q.renewOwned.ExecContext(ctx, id.UpdateID, id.Attempt, ms(leaseUntil), ms(now), id.ClaimID)
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: renew %d: %w", id.UpdateID, err)
+	}
+	return affected(res, "renew", id.UpdateID)
+}
+
+// checkSettlement refuses a settlement state other than the three final ones.
+func checkSettlement(updateID int64, st intake.Settlement) error {
+	switch st.State {
+	case intake.StateCompleted, intake.StateFailed, intake.StateAbandoned:
+		return nil
+	}
+	return fmt.Errorf("%w: settle %d: state %q is not completed, failed or abandoned", ErrInvalidQuery, updateID, st.State)
+}
+
+// Settle implements [intake.Store.Settle].
+func (s *Store) Settle(ctx context.Context, updateID int64, attempt int, st intake.Settlement) (bool, error) {
+	if err := checkSettlement(updateID, st); err != nil {
+		return false, err
+	}
+	res, err := s.q.settle.ExecContext(ctx, updateID, attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error)
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: settle %d: %w", updateID, err)
+	}
+	return affected(res, "settle", updateID)
+}
+
+// SettleOwned implements [intake.FencedStore.SettleOwned].
+func (s *Store) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	if err := checkSettlement(id.UpdateID, st); err != nil {
+		return false, err
+	}
+	res, err := s.q.settleOwned.ExecContext(ctx, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: settle %d: %w", id.UpdateID, err)
+	}
+	return affected(res, "settle", id.UpdateID)
+}
+
+// Owns implements [intake.FencedStore.Owns] as a plain read outside any
+// transaction: its answer can be stale by the time the caller acts on it.
+// For a domain write, use [Store.OwnsTx] inside that write's transaction.
+func (s *Store) Owns(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	return scanOwns(s.q.owns.QueryRowContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at)), id.UpdateID)
+}
+
+// OwnsTx is [Store.Owns] inside the caller's own write transaction tx, on
+// the same database file: call it first, make the domain write only when it
+// reports true, and commit. The answer then holds until the commit, so a
+// handler whose lease was lost (and whose update another worker reclaimed)
+// can never commit its write, and effects happen exactly once.
+//
+// tx must have been begun with BEGIN IMMEDIATE: through [Store.DB] of a
+// store from [Open], or a handle opened with _txlock=immediate. BEGIN
+// IMMEDIATE takes SQLite's write lock at the start, so no reclaim can commit
+// between this check and the transaction's commit. With a deferred BEGIN the
+// check would only read a snapshot: a reclaim could commit in between, and
+// the write would then fail with SQLITE_BUSY_SNAPSHOT at once, without
+// waiting for busy_timeout, instead of being ordered after the reclaim.
+func (s *Store) OwnsTx(ctx context.Context, tx *sql.Tx, id intake.Identity, at time.Time) (bool, error) {
+	return scanOwns(tx.QueryRowContext(ctx, s.q.ownsSQL, id.UpdateID, id.Attempt, id.ClaimID, ms(at)), id.UpdateID)
+}
+
+func scanOwns(row *sql.Row, updateID int64) (bool, error) {
+	var one int
+	err := row.Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: owns %d: %w", updateID, err)
+	}
+	return true, nil
+}
+
+// Due implements [intake.Store.Due].
+func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	if q.Limit < 1 {
+		return nil, fmt.Errorf("%w: due: Limit %d is below 1", ErrInvalidQuery, q.Limit)
+	}
+	rows, err := s.q.due.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: due: %w", err)
+	}
+	defer rows.Close()
+	var out []intake.StoredUpdate
+	for rows.Next() {
+		var u intake.StoredUpdate
+		if err := rows.Scan(&u.UpdateID, &u.Body); err != nil {
+			return nil, fmt.Errorf("sqlitestore: due: %w", err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: due: %w", err)
+	}
+	return out, nil
+}
+
+// Prune implements [intake.Store.Prune].
+func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
+	res, err := s.q.prune.ExecContext(ctx, ms(before))
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: prune: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: prune: %w", err)
+	}
+	return int(n), nil
+}
+
+// Exhaust implements [intake.DurableStore.Exhaust].
+func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
+	res, err := s.q.exhaust.ExecContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at), errText)
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: exhaust %d: %w", id.UpdateID, err)
+	}
+	return affected(res, "exhaust", id.UpdateID)
+}
+
+// DueExhaustions implements [intake.DurableStore.DueExhaustions]. A row
+// without a claim id (possible only through writes from outside the store)
+// cannot be acknowledged and is not listed.
+func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
+	if q.Limit < 1 {
+		return nil, fmt.Errorf("%w: due exhaustions: Limit %d is below 1", ErrInvalidQuery, q.Limit)
+	}
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if q.After == nil {
+		rows, err = s.q.dueExhaustions.QueryContext(ctx, q.Limit)
+	} else {
+		rows, err = s.q.dueExhaustionsAfter.QueryContext(ctx, q.Limit, *q.After)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: due exhaustions: %w", err)
+	}
+	defer rows.Close()
+	var out []intake.Exhaustion
+	for rows.Next() {
+		var (
+			e     intake.Exhaustion
+			at    int64
+			errTx sql.NullString
+		)
+		if err := rows.Scan(&e.UpdateID, &e.Body, &e.Attempt, &e.ClaimID, &at, &errTx); err != nil {
+			return nil, fmt.Errorf("sqlitestore: due exhaustions: %w", err)
+		}
+		e.ExhaustedAt = fromMS(at)
+		e.Error = errTx.String
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: due exhaustions: %w", err)
+	}
+	return out, nil
+}
+
+// AcknowledgeExhaustion implements [intake.DurableStore.AcknowledgeExhaustion].
+func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	res, err := s.q.acknowledge.ExecContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at))
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: acknowledge %d: %w", id.UpdateID, err)
+	}
+	return affected(res, "acknowledge", id.UpdateID)
+}
+
+// affected reports whether a statement changed a row.
+func affected(res sql.Result, op string, updateID int64) (bool, error) {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: %s %d: %w", op, updateID, err)
+	}
+	return n > 0, nil
+}

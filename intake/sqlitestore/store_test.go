@@ -1,0 +1,385 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/intake/storetest"
+)
+
+// base is a fixed intake clock reading; tests move it by hand.
+var base = time.UnixMilli(1_772_355_600_000).UTC()
+
+// openStore opens a store on a fresh file in t's temp dir and closes it at
+// the end of the test.
+func openStore(t *testing.T, cfg sqlitestore.Config) (*sqlitestore.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "intake.db")
+	s, err := sqlitestore.Open(t.Context(), path, cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s, path
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) intake.Store {
+		s, _ := openStore(t, sqlitestore.Config{})
+		return s
+	})
+}
+
+// TestConformanceNew runs the suite on a store that wraps a caller's handle
+// configured as New's doc asks, with a non-default table name.
+func TestConformanceNew(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) intake.Store {
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "app.db")+
+			"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(1)
+		t.Cleanup(func() { db.Close() })
+		s, err := sqlitestore.New(t.Context(), db, sqlitestore.Config{Table: "bot_updates"})
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestConfigIsValidatedBeforeUse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		name  string
+		path  string
+		cfg   sqlitestore.Config
+		field string // named in the error; empty means the config is valid
+	}{
+		{name: "injection", cfg: sqlitestore.Config{Table: `x"; DROP TABLE y; --`}, field: "Config.Table"},
+		{name: "dash", cfg: sqlitestore.Config{Table: "telegram-updates"}, field: "Config.Table"},
+		{name: "leading digit", cfg: sqlitestore.Config{Table: "1updates"}, field: "Config.Table"},
+		{name: "64 characters", cfg: sqlitestore.Config{Table: strings.Repeat("a", 64)}, field: "Config.Table"},
+		{name: "space", cfg: sqlitestore.Config{Table: "a b"}, field: "Config.Table"},
+		{name: "63 characters", cfg: sqlitestore.Config{Table: strings.Repeat("a", 63)}},
+		{name: "keyword", cfg: sqlitestore.Config{Table: "select"}},
+		{name: "underscore", cfg: sqlitestore.Config{Table: "_u9"}},
+		{name: "synchronous OFF", cfg: sqlitestore.Config{Synchronous: "OFF"}, field: "Config.Synchronous"},
+		{name: "synchronous lower case", cfg: sqlitestore.Config{Synchronous: "full"}, field: "Config.Synchronous"},
+		{name: "synchronous NORMAL", cfg: sqlitestore.Config{Synchronous: "NORMAL"}},
+		{name: "busy timeout negative", cfg: sqlitestore.Config{BusyTimeout: -time.Second}, field: "Config.BusyTimeout"},
+		{name: "busy timeout too long", cfg: sqlitestore.Config{BusyTimeout: sqlitestore.MaxBusyTimeout + time.Millisecond}, field: "Config.BusyTimeout"},
+		{name: "busy timeout sub-millisecond", cfg: sqlitestore.Config{BusyTimeout: 1500 * time.Microsecond}, field: "Config.BusyTimeout"},
+		{name: "read conns negative", cfg: sqlitestore.Config{ReadConns: -1}, field: "Config.ReadConns"},
+		{name: "read conns too many", cfg: sqlitestore.Config{ReadConns: sqlitestore.MaxReadConns + 1}, field: "Config.ReadConns"},
+		{name: "empty path", path: "-", field: "path"},
+		{name: "memory path", path: ":memory:", field: "path"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(dir, strings.Repeat("x", i+1)+".db")
+			switch tc.path {
+			case "-":
+				path = ""
+			case "":
+			default:
+				path = tc.path
+			}
+			s, err := sqlitestore.Open(t.Context(), path, tc.cfg)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				t.Cleanup(func() { s.Close() })
+				if _, err := s.Add(t.Context(), intake.Incoming{UpdateID: 1, Body: []byte("{}"), ReceivedAt: base}); err != nil {
+					t.Fatalf("Add: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open accepted %+v", tc.cfg)
+			}
+			if !errors.Is(err, sqlitestore.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("Open error %q: want ErrInvalidConfig naming %s", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestConfigTableCheckedBeforeSQL(t *testing.T) {
+	t.Parallel()
+	// Migrations and New check the name too, before any statement runs.
+	if _, err := sqlitestore.Migrations("a-b"); !errors.Is(err, sqlitestore.ErrInvalidConfig) {
+		t.Errorf("Migrations(a-b) error = %v, want ErrInvalidConfig", err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = sqlitestore.New(t.Context(), db, sqlitestore.Config{Table: "x; DROP TABLE sqlite_master"})
+	if !errors.Is(err, sqlitestore.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Table") {
+		t.Fatalf("New error = %v, want ErrInvalidConfig naming Config.Table", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("New with a bad name touched the database: %d objects, %v", n, err)
+	}
+	// Options New cannot apply are refused, not ignored.
+	for _, cfg := range []sqlitestore.Config{{Synchronous: "FULL"}, {BusyTimeout: time.Second}, {ReadConns: 2}} {
+		if _, err := sqlitestore.New(t.Context(), db, cfg); !errors.Is(err, sqlitestore.ErrInvalidConfig) {
+			t.Errorf("New(%+v) error = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	if _, err := sqlitestore.New(t.Context(), nil, sqlitestore.Config{}); !errors.Is(err, sqlitestore.ErrInvalidConfig) {
+		t.Errorf("New(nil) error = %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestOpenConfiguresDurability(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sync string
+		want int // PRAGMA synchronous: 1 NORMAL, 2 FULL
+	}{{"", 2}, {"FULL", 2}, {"NORMAL", 1}} {
+		s, _ := openStore(t, sqlitestore.Config{Synchronous: tc.sync})
+		var mode string
+		var sync int
+		if err := s.DB().QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DB().QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil {
+			t.Fatal(err)
+		}
+		if mode != "wal" || sync != tc.want {
+			t.Errorf("Synchronous %q: journal_mode %s, synchronous %d; want wal, %d", tc.sync, mode, sync, tc.want)
+		}
+	}
+}
+
+func TestAddBatchIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, sqlitestore.Config{})
+	ctx := t.Context()
+	in := func(id int64) intake.Incoming {
+		return intake.Incoming{UpdateID: id, Body: []byte(`{"update_id":1}`), ReceivedAt: base}
+	}
+	// A real constraint in the database makes the middle row fail.
+	if _, err := s.DB().Exec(`CREATE TRIGGER refuse_13 BEFORE INSERT ON telegram_updates
+		WHEN NEW.update_id = 13 BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddBatch(ctx, []intake.Incoming{in(1), in(13), in(2)}); err == nil {
+		t.Fatal("AddBatch with a refused row succeeded")
+	}
+	for _, id := range []int64{1, 2, 13} {
+		if _, ok, err := s.Get(ctx, id); err != nil || ok {
+			t.Errorf("after a failed batch, Get(%d) = %v, %v; want no row", id, ok, err)
+		}
+	}
+
+	if ok, err := s.Add(ctx, in(7)); err != nil || !ok {
+		t.Fatalf("Add(7) = %v, %v", ok, err)
+	}
+	got, err := s.AddBatch(ctx, []intake.Incoming{in(5), in(7), in(5), in(6)})
+	if err != nil {
+		t.Fatalf("AddBatch: %v", err)
+	}
+	if want := []bool{true, false, false, true}; !slices.Equal(got, want) {
+		t.Errorf("AddBatch = %v, want %v (existing and repeated ids report false)", got, want)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Count[intake.StatePending] != 3 {
+		t.Errorf("pending rows = %d, want 3", st.Count[intake.StatePending])
+	}
+
+	// A cancelled context records nothing.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.AddBatch(cctx, []intake.Incoming{in(20), in(21)}); err == nil {
+		t.Error("AddBatch with a cancelled context succeeded")
+	}
+	if _, ok, _ := s.Get(ctx, 20); ok {
+		t.Error("a cancelled batch recorded a row")
+	}
+}
+
+// TestOwnsTxFencesADomainWrite uses OwnsTx the way a handler does: in a
+// BEGIN IMMEDIATE transaction on the store's file, check, write, commit.
+func TestOwnsTxFencesADomainWrite(t *testing.T) {
+	t.Parallel()
+	s, path := openStore(t, sqlitestore.Config{})
+	ctx := t.Context()
+	if _, err := s.DB().Exec(`CREATE TABLE replies (update_id INTEGER PRIMARY KEY, text TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(ctx, intake.Incoming{UpdateID: 42, Body: []byte("{}"), ReceivedAt: base}); err != nil {
+		t.Fatal(err)
+	}
+	lease := base.Add(time.Minute)
+	first, ok, err := s.ClaimOwned(ctx, 42, intake.ClaimOpts{Now: base, LeaseUntil: lease, MaxAttempts: 5})
+	if err != nil || !ok {
+		t.Fatalf("ClaimOwned = %v, %v", ok, err)
+	}
+
+	// write is the handler's domain transaction for identity id at time at.
+	write := func(id intake.Identity, at time.Time, text string) (bool, error) {
+		tx, err := s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			return false, err
+		}
+		defer tx.Rollback()
+		owns, err := s.OwnsTx(ctx, tx, id, at)
+		if err != nil || !owns {
+			return false, err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO replies VALUES (?1, ?2)`, id.UpdateID, text); err != nil {
+			return false, err
+		}
+		return true, tx.Commit()
+	}
+
+	// While the owner's transaction is open, a reclaim through another
+	// connection to the file cannot slip in: it waits for the write lock
+	// (here only 20 ms, so it gives up with SQLITE_BUSY).
+	other, err := sqlitestore.Open(ctx, path, sqlitestore.Config{BusyTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owns, err := s.OwnsTx(ctx, tx, first, lease); err != nil || !owns {
+		t.Fatalf("OwnsTx at the lease end = %v, %v; want true", owns, err)
+	}
+	late := intake.ClaimOpts{Now: lease.Add(time.Millisecond), LeaseUntil: lease.Add(time.Minute), MaxAttempts: 5}
+	if _, ok, err := other.ClaimOwned(ctx, 42, late); err == nil {
+		t.Fatalf("a reclaim committed inside the owner's transaction (ok=%v)", ok)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO replies VALUES (42, 'first')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	// After the lease lapsed, another worker reclaims; the first identity
+	// can no longer pass the fence, the second one can.
+	second, ok, err := other.ClaimOwned(ctx, 42, late)
+	if err != nil || !ok || second.Attempt != 2 || second.ClaimID == first.ClaimID {
+		t.Fatalf("reclaim = %+v, %v, %v; want attempt 2 with a new claim id", second, ok, err)
+	}
+	if _, err := s.DB().Exec(`DELETE FROM replies`); err != nil {
+		t.Fatal(err)
+	}
+	if wrote, err := write(first, late.Now, "stale"); err != nil || wrote {
+		t.Errorf("stale identity wrote = %v, %v; want refused", wrote, err)
+	}
+	if wrote, err := write(second, late.Now, "fresh"); err != nil || !wrote {
+		t.Errorf("live identity wrote = %v, %v; want written", wrote, err)
+	}
+	var texts []string
+	rows, err := s.DB().Query(`SELECT text FROM replies`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		texts = append(texts, s)
+	}
+	rows.Close()
+	if !slices.Equal(texts, []string{"fresh"}) {
+		t.Errorf("domain rows = %q, want only the live identity's", texts)
+	}
+	// The non-transactional twin agrees.
+	if owns, err := s.Owns(ctx, first, late.Now); err != nil || owns {
+		t.Errorf("Owns(stale) = %v, %v", owns, err)
+	}
+}
+
+// TestDueUsesTheLiveIndex pins the query plan that keeps sweeps from walking
+// finished rows.
+func TestDueUsesTheLiveIndex(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, sqlitestore.Config{})
+	due := strings.ReplaceAll(sqlitestore.DueSQL, "{{table}}", "telegram_updates")
+	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+due, 1, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	joined := strings.Join(plan, "; ")
+	if !strings.Contains(joined, "telegram_updates_live") || strings.Contains(joined, "TEMP B-TREE") {
+		t.Errorf("due plan = %q; want the partial index telegram_updates_live and no sort", joined)
+	}
+}
+
+func TestLargeIDsAndTimesRoundTrip(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, sqlitestore.Config{})
+	ctx := t.Context()
+	id := int64(1) << 40
+	at := time.UnixMilli(9_999_999_999_999).UTC()
+	body := []byte("{\"update_id\":1099511627776,\"x\":\"\x00\xff\"}")
+	if ok, err := s.Add(ctx, intake.Incoming{UpdateID: id, Body: body, ReceivedAt: at}); err != nil || !ok {
+		t.Fatalf("Add = %v, %v", ok, err)
+	}
+	r, ok, err := s.Get(ctx, id)
+	if err != nil || !ok {
+		t.Fatalf("Get = %v, %v", ok, err)
+	}
+	if r.UpdateID != id || !r.ReceivedAt.Equal(at) || !r.DueAt.Equal(at) || string(r.Body) != string(body) || !r.SettledAt.IsZero() {
+		t.Errorf("row = %+v; want id 2^40, times %v and the body byte for byte", r, at)
+	}
+}
+
+func TestCloseIsIdempotent(t *testing.T) {
+	t.Parallel()
+	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "c.db"), sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := s.Add(t.Context(), intake.Incoming{UpdateID: 1, Body: []byte("{}"), ReceivedAt: base}); err == nil {
+		t.Fatal("Add after Close succeeded")
+	}
+}
