@@ -45,22 +45,22 @@ type controlFault struct {
 }
 
 type controlReq struct {
-	Type       ChatType     `json:"type"`
-	Title      string       `json:"title"`
-	FirstName  string       `json:"first_name"`
-	UserID     int64        `json:"user_id"`
-	MemberIDs  []int64      `json:"member_ids"`
-	ChatID     int64        `json:"chat_id"`
-	MessageID  int64        `json:"message_id"`
-	Text       string       `json:"text"`
-	Command    string       `json:"command"`
-	Args       string       `json:"args"`
-	Data       string       `json:"data"`
-	Blocked    *bool        `json:"blocked"`
-	Disabled   bool         `json:"disabled"`
-	Bot        controlLimit `json:"bot"`
-	Chat       controlLimit `json:"chat"`
-	Group      controlLimit `json:"group"`
+	Type      ChatType     `json:"type"`
+	Title     string       `json:"title"`
+	FirstName string       `json:"first_name"`
+	UserID    int64        `json:"user_id"`
+	MemberIDs []int64      `json:"member_ids"`
+	ChatID    int64        `json:"chat_id"`
+	MessageID int64        `json:"message_id"`
+	Text      string       `json:"text"`
+	Command   string       `json:"command"`
+	Args      string       `json:"args"`
+	Data      string       `json:"data"`
+	Blocked   *bool        `json:"blocked"`
+	Disabled  bool         `json:"disabled"`
+	Bot       controlLimit `json:"bot"`
+	Chat      controlLimit `json:"chat"`
+	Group     controlLimit `json:"group"`
 	controlFault
 }
 

@@ -88,11 +88,11 @@ func (p *params) set(k, v string) error {
 
 func (p *params) parseJSON(body []byte) error {
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
+	if err := json.Unmarshal(body, &m); err != nil { // also refuses arrays and scalars
 		return fmt.Errorf("%w: json: %w", errBadParams, err)
 	}
 	if m == nil {
-		return fmt.Errorf("%w: json body is not an object", errBadParams)
+		return nil // a JSON null body carries no parameters
 	}
 	for k, raw := range m {
 		raw = bytes.TrimSpace(raw)

@@ -270,4 +270,3 @@ func (s *Server) recordDeliveryLocked(d Delivery) {
 	}
 	s.st.deliveries = append(s.st.deliveries, d)
 }
-
