@@ -1,0 +1,456 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
+)
+
+// The broken stores below wrap memstore and break exactly one thing each,
+// so each test can say which violations the suite must name, and that it
+// names no others.
+
+// baseOnly exposes only the six methods of intake.Store.
+type baseOnly struct{ m *memstore.Store }
+
+func (s baseOnly) Add(ctx context.Context, u intake.Incoming) (bool, error) { return s.m.Add(ctx, u) }
+func (s baseOnly) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
+	return s.m.Claim(ctx, id, o)
+}
+func (s baseOnly) Renew(ctx context.Context, id int64, attempt int, lease, now time.Time) (bool, error) {
+	return s.m.Renew(ctx, id, attempt, lease, now)
+}
+func (s baseOnly) Settle(ctx context.Context, id int64, attempt int, st intake.Settlement) (bool, error) {
+	return s.m.Settle(ctx, id, attempt, st)
+}
+func (s baseOnly) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	return s.m.Due(ctx, q)
+}
+func (s baseOnly) Prune(ctx context.Context, before time.Time) (int, error) {
+	return s.m.Prune(ctx, before)
+}
+
+// fencedOnly exposes intake.FencedStore and nothing more.
+type fencedOnly struct{ baseOnly }
+
+func (s fencedOnly) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.m.ClaimOwned(ctx, id, o)
+}
+func (s fencedOnly) RenewOwned(ctx context.Context, id intake.Identity, lease, now time.Time) (bool, error) {
+	return s.m.RenewOwned(ctx, id, lease, now)
+}
+func (s fencedOnly) Owns(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	return s.m.Owns(ctx, id, at)
+}
+func (s fencedOnly) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	return s.m.SettleOwned(ctx, id, st)
+}
+
+// farFuture is a Now at which every processing or failed row is claimable:
+// the broken claims below use it to write without the store's own check.
+var farFuture = time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// nonAtomicClaim reads the row, decides, yields, then writes: the classic
+// read-then-write claim. With careless set it also ignores leases and retry
+// times when it decides. It must run in a synctest bubble, where the yield
+// (a sleep) deterministically lets every racer read before any writes.
+type nonAtomicClaim struct {
+	*memstore.Store
+	careless bool
+}
+
+func (s nonAtomicClaim) decide(ctx context.Context, id int64, o intake.ClaimOpts) (take bool, err error) {
+	row, ok, err := s.Get(ctx, id)
+	if err != nil || !ok {
+		return false, err
+	}
+	claimable := row.State == intake.StatePending ||
+		(row.State == intake.StateFailed && !row.DueAt.After(o.Now)) ||
+		(row.State == intake.StateProcessing && row.DueAt.Before(o.Now))
+	if s.careless {
+		claimable = row.State == intake.StatePending || row.State == intake.StateFailed || row.State == intake.StateProcessing
+	}
+	if !claimable || row.Attempts >= o.MaxAttempts {
+		return false, nil
+	}
+	time.Sleep(time.Millisecond)
+	return true, nil
+}
+
+func (s nonAtomicClaim) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
+	take, err := s.decide(ctx, id, o)
+	if err != nil || !take {
+		// Not taking: let memstore do the refusal or the spend.
+		return s.Store.Claim(ctx, id, o)
+	}
+	o.Now = farFuture
+	return s.Store.Claim(ctx, id, o)
+}
+
+func (s nonAtomicClaim) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	take, err := s.decide(ctx, id, o)
+	if err != nil || !take {
+		return s.Store.ClaimOwned(ctx, id, o)
+	}
+	o.Now = farFuture
+	return s.Store.ClaimOwned(ctx, id, o)
+}
+
+// ignoresClaimID replaces the claim id of every identity passed to method
+// by the row's current one, so that method compares only update id and
+// attempt.
+type ignoresClaimID struct {
+	*memstore.Store
+	method string
+}
+
+func (s ignoresClaimID) fix(ctx context.Context, method string, id intake.Identity) intake.Identity {
+	if method != s.method {
+		return id
+	}
+	if row, ok, err := s.Get(ctx, id.UpdateID); err == nil && ok {
+		id.ClaimID = row.ClaimID
+	}
+	return id
+}
+
+func (s ignoresClaimID) RenewOwned(ctx context.Context, id intake.Identity, lease, now time.Time) (bool, error) {
+	return s.Store.RenewOwned(ctx, s.fix(ctx, "RenewOwned", id), lease, now)
+}
+func (s ignoresClaimID) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	return s.Store.SettleOwned(ctx, s.fix(ctx, "SettleOwned", id), st)
+}
+func (s ignoresClaimID) Owns(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	return s.Store.Owns(ctx, s.fix(ctx, "Owns", id), at)
+}
+func (s ignoresClaimID) Exhaust(ctx context.Context, id intake.Identity, at time.Time, text string) (bool, error) {
+	return s.Store.Exhaust(ctx, s.fix(ctx, "Exhaust", id), at, text)
+}
+func (s ignoresClaimID) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	return s.Store.AcknowledgeExhaustion(ctx, s.fix(ctx, "AcknowledgeExhaustion", id), at)
+}
+
+// settleAlwaysTrue is a fenced-only store whose SettleOwned reports true
+// whether or not it settled.
+type settleAlwaysTrue struct{ fencedOnly }
+
+func (s settleAlwaysTrue) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	_, err := s.fencedOnly.SettleOwned(ctx, id, st)
+	return true, err
+}
+
+// errPruneBroken is what failingPrune returns.
+var errPruneBroken = errors.New("disk on fire")
+
+// failingPrune cannot prune.
+type failingPrune struct{ *memstore.Store }
+
+func (failingPrune) Prune(context.Context, time.Time) (int, error) { return 0, errPruneBroken }
+
+// hangingDue never answers Due, not even when its ctx is cancelled, until
+// release is closed.
+type hangingDue struct {
+	*memstore.Store
+	release chan struct{}
+}
+
+func (s hangingDue) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	<-s.release
+	return s.Store.Due(ctx, q)
+}
+
+// panickingRenew panics in Renew.
+type panickingRenew struct{ *memstore.Store }
+
+func (panickingRenew) Renew(context.Context, int64, int, time.Time, time.Time) (bool, error) {
+	panic("renew exploded")
+}
+
+// factory returns a Check factory of fresh stores made by wrap.
+func factory(wrap func(*memstore.Store) intake.Store) func() (intake.Store, error) {
+	return func() (intake.Store, error) { return wrap(memstore.New()), nil }
+}
+
+// failing returns the sorted names of the cases with violations.
+func failing(res checkResult) []string {
+	var names []string
+	for _, v := range res.violations {
+		if !slices.Contains(names, v.caseName) {
+			names = append(names, v.caseName)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// requireCases fails unless exactly the named cases reported violations.
+func requireCases(t *testing.T, res checkResult, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	if got := failing(res); !slices.Equal(got, want) {
+		t.Errorf("cases with violations = %q\nwant %q\nviolations:\n%s", got, want, dump(res))
+	}
+}
+
+// requireMessage fails unless caseName reported a violation containing
+// each fragment.
+func requireMessage(t *testing.T, res checkResult, caseName string, fragments ...string) {
+	t.Helper()
+	for _, v := range res.violations {
+		if v.caseName != caseName {
+			continue
+		}
+		ok := true
+		for _, f := range fragments {
+			ok = ok && strings.Contains(v.msg, f)
+		}
+		if ok {
+			return
+		}
+	}
+	t.Errorf("no violation of %s contains %q; violations:\n%s", caseName, fragments, dump(res))
+}
+
+func dump(res checkResult) string {
+	var b strings.Builder
+	for _, v := range res.violations {
+		b.WriteString("\t" + v.Error() + "\n")
+	}
+	return b.String()
+}
+
+func TestMemstoreConforms(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return m }))
+	if len(res.violations) != 0 {
+		t.Errorf("memstore has violations:\n%s", dump(res))
+	}
+	if res.caps.level() != "durable" || len(res.plan.skipped) != 0 {
+		t.Errorf("memstore detected as %s, skipped %v; want durable, nothing skipped", res.caps, res.plan.skipped)
+	}
+}
+
+func TestLevelsAndSkips(t *testing.T) {
+	t.Parallel()
+	t.Run("base", func(t *testing.T) {
+		t.Parallel()
+		res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return baseOnly{m} }))
+		if len(res.violations) != 0 {
+			t.Errorf("a base-level memstore has violations:\n%s", dump(res))
+		}
+		want := "detected level base (base); running 15 cases; skipped: Race/ClaimOwned (needs intake.FencedStore), " +
+			"Fence (needs intake.FencedStore), Prune/RecycledRowRefusesOldIdentity (needs intake.FencedStore), " +
+			"Exhaust (needs intake.DurableStore), Batch (needs intake.BatchStore), Admin (needs intake.AdminStore)"
+		if got := res.plan.describe(res.caps); got != want {
+			t.Errorf("log line\n got %q\nwant %q", got, want)
+		}
+	})
+	t.Run("fenced", func(t *testing.T) {
+		t.Parallel()
+		res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return fencedOnly{baseOnly{m}} }))
+		if len(res.violations) != 0 {
+			t.Errorf("a fenced-level memstore has violations:\n%s", dump(res))
+		}
+		if got := res.plan.describe(res.caps); !strings.HasPrefix(got, "detected level fenced (fenced); running 23 cases; skipped: Exhaust (needs intake.DurableStore)") {
+			t.Errorf("log line %q", got)
+		}
+	})
+}
+
+// TestReadThenWriteClaim: a claim that decides on a read and writes later
+// lets every racer win; only the race cases can see it.
+func TestReadThenWriteClaim(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return nonAtomicClaim{Store: m} }))
+		requireCases(t, res, "Race/Claim", "Race/ClaimOwned")
+		for id := raceFirstID; id < raceFirstID+raceRounds; id++ {
+			requireMessage(t, res, "Race/Claim", "of concurrent claims exactly one takes the update: 8 of 8 concurrent claims took update "+strconv.Itoa(id))
+			requireMessage(t, res, "Race/ClaimOwned", "8 of 8 concurrent fenced claims took update "+strconv.Itoa(id))
+		}
+	})
+}
+
+// TestCarelessClaim: a read-then-write claim that also ignores the lease
+// takes live leases, in sequence and in the race.
+func TestCarelessClaim(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return nonAtomicClaim{Store: m, careless: true} }))
+		requireMessage(t, res, "Claim/LiveLeaseNotTaken", "a live lease is not taken, a lapsed one is: a claim at 50ms took the live lease of attempt 1")
+		requireMessage(t, res, "Claim/FailedRetryAndSpend", "a claim at 29ms took the failed row before its retry")
+		requireMessage(t, res, "Race/Claim", "8 of 8 concurrent claims took update 600")
+		requireMessage(t, res, "Race/ClaimOwned", "8 of 8 concurrent fenced claims took update 600")
+	})
+}
+
+func TestIgnoresClaimID(t *testing.T) {
+	t.Parallel()
+	type expect struct{ caseName, fragment string }
+	tests := []struct {
+		method string
+		cases  []string
+		expect []expect
+	}{
+		{
+			method: "Owns",
+			cases:  []string{"Admin/Requeue", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
+			expect: []expect{
+				{"Fence/ExpiresAndNeverAdopts", "Owns with a wrong claim id (right update and attempt) = true"},
+				{"Fence/ExpiresAndNeverAdopts", "owns the recycled row"},
+				{"Fence/AllThreeFieldsCompared", "Owns accepted the current identity with a wrong claim id"},
+				{"Prune/RecycledRowRefusesOldIdentity", "owns the recycled row"},
+				{"Admin/Requeue", "from before the requeue owns or settles the requeued row"},
+			},
+		},
+		{
+			method: "RenewOwned",
+			cases:  []string{"Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
+			expect: []expect{
+				{"Fence/ExpiresAndNeverAdopts", "RenewOwned with a wrong claim id (right update and attempt) reported true"},
+				{"Prune/RecycledRowRefusesOldIdentity", "renewed the recycled row"},
+				{"Fence/AllThreeFieldsCompared", "RenewOwned accepted the current identity with a wrong claim id"},
+			},
+		},
+		{
+			method: "SettleOwned",
+			cases:  []string{"Admin/Requeue", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
+			expect: []expect{
+				{"Fence/ExpiresAndNeverAdopts", "SettleOwned with a wrong claim id reported true on the recycled row"},
+				{"Prune/RecycledRowRefusesOldIdentity", "settled the recycled row"},
+				{"Fence/AllThreeFieldsCompared", "SettleOwned accepted the current attempt with the first claim id"},
+				{"Admin/Requeue", "from before the requeue owns or settles the requeued row"},
+			},
+		},
+		{
+			method: "Exhaust",
+			cases:  []string{"Exhaust/TerminalRefusal", "Prune/RecycledRowRefusesOldIdentity"},
+			expect: []expect{
+				{"Exhaust/TerminalRefusal", "Exhaust turns the exact live claim into an unacknowledged exhaustion: Exhaust with a wrong claim id reported true"},
+				{"Prune/RecycledRowRefusesOldIdentity", "exhausted the recycled row"},
+			},
+		},
+		{
+			method: "AcknowledgeExhaustion",
+			cases:  []string{"Exhaust/CrashOnLastAttempt", "Prune/RecycledRowRefusesOldIdentity"},
+			expect: []expect{
+				{"Exhaust/CrashOnLastAttempt", "AcknowledgeExhaustion with a wrong claim id reported true"},
+				{"Prune/RecycledRowRefusesOldIdentity", "acknowledged the recycled row's exhaustion"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method, func(t *testing.T) {
+			t.Parallel()
+			res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return ignoresClaimID{m, tt.method} }))
+			requireCases(t, res, tt.cases...)
+			for _, e := range tt.expect {
+				requireMessage(t, res, e.caseName, e.fragment)
+			}
+		})
+	}
+}
+
+func TestSettleAlwaysTrue(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleAlwaysTrue{fencedOnly{baseOnly{m}}} }))
+	if res.caps.level() != "fenced" {
+		t.Fatalf("level %s; want fenced", res.caps.level())
+	}
+	requireCases(t, res,
+		"Fence/AllThreeFieldsCompared",
+		"Fence/ExpiresAndNeverAdopts",
+		"Fence/OwnsOnlyWhileProcessing",
+		"Fence/SettleAfterLeaseRefused",
+		"Prune/RecycledRowRefusesOldIdentity",
+	)
+	requireMessage(t, res, "Fence/SettleAfterLeaseRefused", "a fenced settlement after the lease lapsed is refused: SettleOwned(", "completed at 11ms) reported true after the lease lapsed at 10ms")
+	requireMessage(t, res, "Fence/OwnsOnlyWhileProcessing", "a second SettleOwned(", "reported true after it completed")
+}
+
+// TestFailingPrune: a store method that returns an error ends only the
+// cases that call it, each with one violation naming the call.
+func TestFailingPrune(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return failingPrune{m} }))
+	want := []string{
+		"Exhaust/CrashOnLastAttempt",
+		"Fence/ExpiresAndNeverAdopts",
+		"Prune/ForgetsSettled",
+		"Prune/KeepsUnsettledRows",
+		"Prune/RecycledRowRefusesOldIdentity",
+		"Prune/SpendSettlesAtClaimTime",
+	}
+	requireCases(t, res, want...)
+	if len(res.violations) != len(want) {
+		t.Errorf("%d violations; want one per case:\n%s", len(res.violations), dump(res))
+	}
+	requireMessage(t, res, "Prune/ForgetsSettled", "settled updates are forgotten after pruning: Prune(before 36ms) returned an error: disk on fire")
+}
+
+func TestWatchdog(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return hangingDue{m, release} }))
+		close(release) // let the abandoned case goroutines finish
+		requireMessage(t, res, "Claim/LiveLeaseNotTaken", "the case did not finish within 1m0s: the store deadlocked, or a method ignores its ctx")
+		if got := failing(res); slices.Contains(got, "Race/Claim") || slices.Contains(got, "Fence/SettleAfterLeaseRefused") {
+			t.Errorf("cases that never call Due failed: %q", got)
+		}
+		synctest.Wait()
+	})
+}
+
+func TestPanickingStore(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return panickingRenew{m} }))
+	requireMessage(t, res, "Claim/RenewNeverShortens", "the store panicked: renew exploded")
+	if got := failing(res); slices.Contains(got, "Race/Claim") {
+		t.Errorf("a case that never renews failed: %q", got)
+	}
+}
+
+// TestCheckJoinsViolations: Check returns every violation as its own error,
+// prefixed with the package, case and rule.
+func TestCheckJoinsViolations(t *testing.T) {
+	t.Parallel()
+	err := Check(t.Context(), factory(func(m *memstore.Store) intake.Store { return failingPrune{m} }))
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) {
+		t.Fatalf("Check returned %v; want joined errors", err)
+	}
+	errs := joined.Unwrap()
+	if len(errs) != 6 {
+		t.Errorf("Check returned %d errors; want 6:\n%v", len(errs), err)
+	}
+	want := "storetest: Prune/ForgetsSettled: settled updates are forgotten after pruning: Prune(before 36ms) returned an error: disk on fire"
+	if !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == want }) {
+		t.Errorf("no error reads %q:\n%v", want, err)
+	}
+	if err := Check(t.Context(), factory(func(m *memstore.Store) intake.Store { return m })); err != nil {
+		t.Errorf("Check(memstore) = %v; want nil", err)
+	}
+}
+
+func TestCheckFactoryError(t *testing.T) {
+	t.Parallel()
+	err := Check(t.Context(), func() (intake.Store, error) { return nil, errors.New("no database") })
+	if err == nil || !strings.Contains(err.Error(), "storetest: setup: newStore failed") || !strings.Contains(err.Error(), "no database") {
+		t.Errorf("Check with a failing factory = %v", err)
+	}
+}
+
+// TestRun drives the *testing.T entry point on a conforming store.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	Run(t, func(*testing.T) intake.Store { return memstore.New() })
+}
