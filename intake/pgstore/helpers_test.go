@@ -1,0 +1,100 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/pgstore"
+	"github.com/tgrelay/tgrelay/internal/pgtest"
+)
+
+// newPool returns a pool on a fresh database, closed when the test ends.
+func newPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	return poolFor(t, pgtest.URL(t))
+}
+
+func poolFor(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// newStore returns a store on a fresh database and its pool.
+func newStore(t *testing.T) (*pgstore.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := newPool(t)
+	st, err := pgstore.New(t.Context(), pool, pgstore.Config{})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return st, pool
+}
+
+var tableSeq atomic.Int64
+
+// uniqueTable names a table no other test in this binary uses.
+func uniqueTable() string { return fmt.Sprintf("updates_%d", tableSeq.Add(1)) }
+
+// base is the tests' clock origin: 13-digit Unix milliseconds.
+var base = time.UnixMilli(1_767_225_600_000).UTC()
+
+func at(msOffset int64) time.Time { return base.Add(time.Duration(msOffset) * time.Millisecond) }
+
+func claimOpts(nowMS, leaseMS int64) intake.ClaimOpts {
+	return intake.ClaimOpts{Now: at(nowMS), LeaseUntil: at(leaseMS), MaxAttempts: 5}
+}
+
+func mustAdd(t *testing.T, st intake.Store, id int64, receivedMS int64) {
+	t.Helper()
+	ok, err := st.Add(t.Context(), intake.Incoming{UpdateID: id, Body: fmt.Appendf(nil, `{"update_id":%d}`, id), ReceivedAt: at(receivedMS)})
+	if err != nil || !ok {
+		t.Fatalf("Add(%d) = %v, %v; want true", id, ok, err)
+	}
+}
+
+func mustClaimOwned(t *testing.T, st *pgstore.Store, id int64, o intake.ClaimOpts) intake.Identity {
+	t.Helper()
+	ident, ok, err := st.ClaimOwned(t.Context(), id, o)
+	if err != nil || !ok {
+		t.Fatalf("ClaimOwned(%d) = %v, %v, %v; want a claim", id, ident, ok, err)
+	}
+	return ident
+}
+
+// waitFor polls cond until it holds, failing the test after limit. It is for
+// conditions only observable by asking the database.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("gave up after %v waiting for %s", limit, what)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package pgstore
+
+import "strings"
+
+// queries holds every statement of a Store with its table name filled in.
+// Every parameter carries an explicit cast, and every state change is one
+// conditional statement.
+type queries struct {
+	add, addBatch                        string
+	claim, claimOwned, claimOwnedDurable string
+	renew, renewOwned                    string
+	settle, settleOwned                  string
+	due, prune                           string
+	owns                                 string
+	exhaust, dueExhaustions              string
+	acknowledge                          string
+	list, get, requeue, stats            string
+}
+
+// claimable is the claim predicate: a pending row always; a failed row whose
+// retry time has come; a processing row whose lease ended strictly before
+// now ($2).
+const claimable = `(state = 'pending'
+	   OR (state = 'failed' AND due_at <= $2::bigint)
+	   OR (state = 'processing' AND due_at < $2::bigint))`
+
+// The claim statements take the row when attempts remain and otherwise spend
+// it, in one UPDATE. Every right-hand side reads the row as it was.
+// $1 update id, $2 now, $3 lease end, $4 max attempts, $5 'attempts spent',
+// and for owned claims $6 the new claim id.
+const claimSet = `
+	state      = CASE WHEN attempts < $4::integer THEN 'processing' ELSE 'abandoned' END,
+	attempts   = CASE WHEN attempts < $4::integer THEN attempts + 1 ELSE attempts END,
+	due_at     = CASE WHEN attempts < $4::integer THEN $3::bigint ELSE $2::bigint END,
+	error      = CASE WHEN attempts < $4::integer THEN NULL ELSE $5::text END`
+
+func buildQueries(table string) queries {
+	r := strings.NewReplacer("{{table}}", table, "{{claimable}}", claimable, "{{claimSet}}", claimSet)
+	f := func(s string) string { return r.Replace(s) }
+	return queries{
+		add: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at)
+			VALUES ($1::bigint, $2::bytea, 'pending', 0, $3::bigint, $3::bigint)
+			ON CONFLICT (update_id) DO NOTHING`),
+		addBatch: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at)
+			SELECT u.id, u.body, 'pending', 0, u.at, u.at
+			FROM unnest($1::bigint[], $2::bytea[], $3::bigint[]) AS u(id, body, at)
+			ON CONFLICT (update_id) DO NOTHING
+			RETURNING update_id`),
+
+		claim: f(`UPDATE {{table}} SET {{claimSet}},
+				settled_at = CASE WHEN attempts < $4::integer THEN settled_at ELSE $2::bigint END
+			WHERE update_id = $1::bigint AND {{claimable}}
+			RETURNING state, attempts`),
+		claimOwned: f(`UPDATE {{table}} SET {{claimSet}},
+				settled_at = CASE WHEN attempts < $4::integer THEN settled_at ELSE $2::bigint END,
+				claim_id   = CASE WHEN attempts < $4::integer THEN $6::text ELSE COALESCE(claim_id, $6::text) END
+			WHERE update_id = $1::bigint AND {{claimable}}
+			RETURNING state, attempts, claim_id`),
+		// A durable spend leaves settled_at NULL: an unacknowledged exhaustion.
+		claimOwnedDurable: f(`UPDATE {{table}} SET {{claimSet}},
+				settled_at = CASE WHEN attempts < $4::integer THEN settled_at ELSE NULL END,
+				claim_id   = CASE WHEN attempts < $4::integer THEN $6::text ELSE COALESCE(claim_id, $6::text) END
+			WHERE update_id = $1::bigint AND {{claimable}}
+			RETURNING state, attempts, claim_id`),
+
+		// $1 update id, $2 attempt, $3 lease end, $4 now, $5 claim id.
+		// Renewal never shortens a lease and never revives an expired one.
+		renew: f(`UPDATE {{table}} SET due_at = GREATEST(due_at, $3::bigint)
+			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
+			  AND due_at >= $4::bigint`),
+		renewOwned: f(`UPDATE {{table}} SET due_at = GREATEST(due_at, $3::bigint)
+			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
+			  AND due_at >= $4::bigint AND claim_id = $5::text`),
+
+		// $1 update id, $2 attempt, $3 state, $4 at, $5 retry at, $6 error,
+		// $7 claim id. Applies only while the lease is live at $4.
+		settle: f(`UPDATE {{table}} SET
+				state      = $3::text,
+				due_at     = CASE WHEN $3::text = 'failed' THEN $5::bigint ELSE due_at END,
+				settled_at = CASE WHEN $3::text = 'failed' THEN NULL ELSE $4::bigint END,
+				error      = CASE WHEN $3::text = 'completed' THEN NULL ELSE $6::text END
+			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
+			  AND due_at >= $4::bigint`),
+		settleOwned: f(`UPDATE {{table}} SET
+				state      = $3::text,
+				due_at     = CASE WHEN $3::text = 'failed' THEN $5::bigint ELSE due_at END,
+				settled_at = CASE WHEN $3::text = 'failed' THEN NULL ELSE $4::bigint END,
+				error      = CASE WHEN $3::text = 'completed' THEN NULL ELSE $6::text END
+			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
+			  AND due_at >= $4::bigint AND claim_id = $7::text`),
+
+		// $1 now, $2 pending before, $3 limit.
+		due: f(`SELECT update_id, body FROM {{table}}
+			WHERE (state = 'pending' AND received_at <= $2::bigint)
+			   OR (state = 'failed' AND due_at <= $1::bigint)
+			   OR (state = 'processing' AND due_at < $1::bigint)
+			ORDER BY update_id
+			LIMIT $3::integer
+			FOR UPDATE SKIP LOCKED`),
+		prune: f(`DELETE FROM {{table}}
+			WHERE state IN ('completed', 'abandoned') AND settled_at < $1::bigint`),
+
+		// $1 update id, $2 attempt, $3 claim id, $4 at.
+		owns: f(`SELECT true FROM {{table}}
+			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
+			  AND claim_id = $3::text AND due_at >= $4::bigint
+			FOR UPDATE`),
+		// $1 update id, $2 attempt, $3 claim id, $4 at, $5 error.
+		exhaust: f(`UPDATE {{table}} SET state = 'abandoned', due_at = $4::bigint, settled_at = NULL, error = $5::text
+			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
+			  AND claim_id = $3::text AND due_at >= $4::bigint`),
+		// $1 after (NULL: from the start), $2 limit.
+		dueExhaustions: f(`SELECT update_id, body, attempts, claim_id, due_at, error FROM {{table}}
+			WHERE state = 'abandoned' AND settled_at IS NULL AND claim_id IS NOT NULL
+			  AND ($1::bigint IS NULL OR update_id > $1::bigint)
+			ORDER BY update_id
+			LIMIT $2::integer`),
+		// $1 update id, $2 attempt, $3 claim id, $4 at.
+		acknowledge: f(`UPDATE {{table}} SET settled_at = $4::bigint
+			WHERE update_id = $1::bigint AND state = 'abandoned' AND settled_at IS NULL
+			  AND attempts = $2::integer AND claim_id = $3::text`),
+
+		// $1 state (NULL: any), $2 unacknowledged only, $3 after, $4 limit.
+		list: f(`SELECT ` + rowColumns + ` FROM {{table}}
+			WHERE ($1::text IS NULL OR state = $1::text)
+			  AND (NOT $2::boolean OR (state = 'abandoned' AND settled_at IS NULL))
+			  AND ($3::bigint IS NULL OR update_id > $3::bigint)
+			ORDER BY update_id
+			LIMIT $4::integer`),
+		get: f(`SELECT ` + rowColumns + ` FROM {{table}} WHERE update_id = $1::bigint`),
+		// $1 update id, $2 now. Leaves claim_id: the next claim replaces it.
+		requeue: f(`UPDATE {{table}} SET state = 'pending', attempts = 0, due_at = $2::bigint,
+				error = NULL, settled_at = NULL
+			WHERE update_id = $1::bigint AND state IN ('failed', 'abandoned')`),
+		stats: f(`SELECT state, count(*),
+				count(*) FILTER (WHERE state = 'abandoned' AND settled_at IS NULL),
+				min(received_at) FILTER (WHERE state = 'pending')
+			FROM {{table}} GROUP BY state`),
+	}
+}
+
+// rowColumns are the columns of an [intake.Row], in scanRow's order.
+const rowColumns = `update_id, state, attempts, claim_id, received_at, due_at, settled_at, error, body`

@@ -1,0 +1,462 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// DefaultTable is the table a [Store] uses when [Config.Table] is empty.
+const DefaultTable = "telegram_updates"
+
+// Errors a caller can branch on with [errors.Is]. They arrive wrapped with
+// the operation, the table and the server's own error.
+var (
+	// ErrNoTable reports that the store's table does not exist: it was never
+	// created ([Config.NoCreate] is set and the schema was not applied) or
+	// it was dropped.
+	ErrNoTable = errors.New("pgstore: table does not exist")
+	// ErrNotMigrated reports that the table predates claim identities (it
+	// lacks the claim_id column), so fenced and durable methods cannot run.
+	// Apply [Schema] to the table.
+	ErrNotMigrated = errors.New("pgstore: table lacks the claim identity migration")
+)
+
+// Config configures [New]. The zero value uses [DefaultTable] and creates or
+// upgrades it.
+type Config struct {
+	// Table is the update table's name; see [ValidateTable]. Defaults to
+	// [DefaultTable].
+	Table string
+	// NoCreate, when set, leaves the schema alone: New only checks that the
+	// table exists, and fails with [ErrNoTable] otherwise. Set it when your
+	// own migrations apply [Schema] (or [Migrations]). A table made by
+	// migration 1 alone still serves the base [intake.Store] methods; fenced
+	// and durable methods then fail with [ErrNotMigrated]. When unset
+	// (the default), New applies [Schema], which creates a missing table and
+	// upgrades an older one.
+	NoCreate bool
+}
+
+// Store is an [intake.DurableStore], [intake.BatchStore] and
+// [intake.AdminStore] on a PostgreSQL table, for many processes on many
+// machines sharing one database.
+//
+// Every state change is one conditional SQL statement, so concurrent claims
+// of one row by any number of processes cannot both win. Times are stored as
+// Unix milliseconds of the intake's clock. [Store.Due] skips rows locked by
+// other transactions (FOR UPDATE SKIP LOCKED), so concurrent sweepers do not
+// stampede the same rows. [Store.OwnsTx] and [Store.OwnsSQLTx] fence a
+// domain write inside the caller's own transaction.
+//
+// The base methods (Add, Claim, Renew, Settle, Due, Prune, AddBatch, and
+// Requeue) never touch the claim_id column unless a claim asks for durable
+// exhaustion, so they keep working on a table made before claim identities
+// existed.
+//
+// A Store is safe for concurrent use. It does not own the pool: closing the
+// pool is the caller's job, and Store has no Close.
+type Store struct {
+	pool  *pgxpool.Pool
+	table string
+	q     queries
+}
+
+// Compile-time checks of the capability levels Store claims.
+var (
+	_ intake.DurableStore = (*Store)(nil)
+	_ intake.BatchStore   = (*Store)(nil)
+	_ intake.AdminStore   = (*Store)(nil)
+)
+
+// New returns a store over the caller's pool. Unless cfg.NoCreate is set it
+// applies [Schema] first (in one transaction, serialised with other
+// processes by an advisory lock), so the table exists and is current when
+// New returns; with cfg.NoCreate it checks that the table exists. The pool
+// stays the caller's; New keeps no reference to cfg.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("pgstore: New: nil pool")
+	}
+	if cfg.Table == "" {
+		cfg.Table = DefaultTable
+	}
+	if err := ValidateTable(cfg.Table); err != nil {
+		return nil, fmt.Errorf("pgstore: Config.Table: %w", err)
+	}
+	s := &Store{pool: pool, table: cfg.Table, q: buildQueries(cfg.Table)}
+	if cfg.NoCreate {
+		var exists bool
+		if err := pool.QueryRow(ctx, "SELECT to_regclass($1::text) IS NOT NULL", cfg.Table).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("pgstore: New: check table %s: %w", cfg.Table, err)
+		}
+		if !exists {
+			return nil, fmt.Errorf("%w: %s (Config.NoCreate is set: apply pgstore.Schema(%q) first)", ErrNoTable, cfg.Table, cfg.Table)
+		}
+		return s, nil
+	}
+	if err := applySchema(ctx, pool, cfg.Table); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// applySchema runs Schema(table) in one transaction under a transaction-level
+// advisory lock, so two processes upgrading at once run it one after the
+// other instead of racing on the catalogs.
+func applySchema(ctx context.Context, pool *pgxpool.Pool, table string) error {
+	ddl, err := Schema(table)
+	if err != nil {
+		return err
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1::text))", "tgrelay.pgstore.schema:"+table); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, ddl)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: New: apply schema to %s: %w", table, err)
+	}
+	return nil
+}
+
+// Table returns the name of the store's table.
+func (s *Store) Table() string { return s.table }
+
+// fail wraps a database error with the operation, mapping a missing table to
+// [ErrNoTable] and a missing claim_id column to [ErrNotMigrated].
+func (s *Store) fail(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "42P01": // undefined_table
+			return fmt.Errorf("%w: %s (%s; apply pgstore.Schema(%q) or leave Config.NoCreate unset): %w",
+				ErrNoTable, s.table, op, s.table, err)
+		case "42703": // undefined_column
+			if strings.Contains(pgErr.Message, "claim_id") {
+				return fmt.Errorf("%w: %s has no claim_id column, which %s needs; apply pgstore.Schema(%q) (migration 2) before using fenced or durable methods: %w",
+					ErrNotMigrated, s.table, op, s.table, err)
+			}
+		}
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
+}
+
+// ms converts an intake time to stored Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS converts stored Unix milliseconds back to a time, in UTC.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// body returns b, or an empty non-nil slice: the column is NOT NULL.
+func body(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// Add implements [intake.Store.Add] with INSERT … ON CONFLICT DO NOTHING.
+func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
+	tag, err := s.pool.Exec(ctx, s.q.add, u.UpdateID, body(u.Body), ms(u.ReceivedAt))
+	if err != nil {
+		return false, s.fail("add", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// AddBatch implements [intake.BatchStore.AddBatch] as one multi-row INSERT
+// (one statement, one transaction, one commit). Duplicates within us are
+// removed before the insert, so the first one wins.
+func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
+	out := make([]bool, len(us))
+	if len(us) == 0 {
+		return out, nil
+	}
+	first := make(map[int64]int, len(us)) // update id → index of its first occurrence
+	ids := make([]int64, 0, len(us))
+	bodies := make([][]byte, 0, len(us))
+	ats := make([]int64, 0, len(us))
+	for i, u := range us {
+		if _, dup := first[u.UpdateID]; dup {
+			continue
+		}
+		first[u.UpdateID] = i
+		ids = append(ids, u.UpdateID)
+		bodies = append(bodies, body(u.Body))
+		ats = append(ats, ms(u.ReceivedAt))
+	}
+	rows, err := s.pool.Query(ctx, s.q.addBatch, ids, bodies, ats)
+	if err != nil {
+		return nil, s.fail("add batch", err)
+	}
+	inserted, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, s.fail("add batch", err)
+	}
+	for _, id := range inserted {
+		out[first[id]] = true
+	}
+	return out, nil
+}
+
+// Claim implements [intake.Store.Claim] as one conditional UPDATE that either
+// takes the row or, when its attempts are spent, abandons it. It does not
+// touch claim_id unless opts.DurableExhaustion is set: then it is
+// [Store.ClaimOwned] (and needs the claim_id migration), so that a spent row
+// becomes an exhaustion that can be acknowledged.
+func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (int, bool, error) {
+	if opts.DurableExhaustion {
+		id, ok, err := s.ClaimOwned(ctx, updateID, opts)
+		return id.Attempt, ok, err
+	}
+	if err := checkClaimOpts(opts); err != nil {
+		return 0, false, err
+	}
+	var state string
+	var attempts int
+	err := s.pool.QueryRow(ctx, s.q.claim, updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.ErrorAttemptsSpent).
+		Scan(&state, &attempts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, s.fail("claim", err)
+	}
+	if intake.State(state) != intake.StateProcessing {
+		return 0, false, nil // spent and abandoned
+	}
+	return attempts, true, nil
+}
+
+// ClaimOwned implements [intake.FencedStore.ClaimOwned]: the transition of
+// [Store.Claim] that also stores a fresh random claim id (UUID v4). A row
+// spent under opts.DurableExhaustion keeps its last claim id (or gets a fresh
+// one if it never had one) and becomes an unacknowledged exhaustion.
+func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
+	if err := checkClaimOpts(opts); err != nil {
+		return intake.Identity{}, false, err
+	}
+	sql := s.q.claimOwned
+	if opts.DurableExhaustion {
+		sql = s.q.claimOwnedDurable
+	}
+	var (
+		state    string
+		attempts int
+		claimID  string
+	)
+	err := s.pool.QueryRow(ctx, sql, updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.ErrorAttemptsSpent, uuid.NewString()).
+		Scan(&state, &attempts, &claimID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return intake.Identity{}, false, nil
+	}
+	if err != nil {
+		return intake.Identity{}, false, s.fail("claim owned", err)
+	}
+	if intake.State(state) != intake.StateProcessing {
+		return intake.Identity{}, false, nil
+	}
+	return intake.Identity{UpdateID: updateID, Attempt: attempts, ClaimID: claimID}, true, nil
+}
+
+func checkClaimOpts(opts intake.ClaimOpts) error {
+	if opts.MaxAttempts < 1 {
+		return fmt.Errorf("pgstore: claim: ClaimOpts.MaxAttempts %d: must be at least 1", opts.MaxAttempts)
+	}
+	return nil
+}
+
+// Renew implements [intake.Store.Renew]. It does not touch claim_id.
+func (s *Store) Renew(ctx context.Context, updateID int64, attempt int, leaseUntil, now time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, s.q.renew, updateID, attempt, ms(leaseUntil), ms(now))
+	if err != nil {
+		return false, s.fail("renew", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// RenewOwned implements [intake.FencedStore.RenewOwned].
+func (s *Store) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, s.q.renewOwned, id.UpdateID, id.Attempt, ms(leaseUntil), ms(now), id.ClaimID)
+	if err != nil {
+		return false, s.fail("renew owned", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Settle implements [intake.Store.Settle]. It does not touch claim_id.
+func (s *Store) Settle(ctx context.Context, updateID int64, attempt int, st intake.Settlement) (bool, error) {
+	if err := checkSettlement(st); err != nil {
+		return false, err
+	}
+	tag, err := s.pool.Exec(ctx, s.q.settle, updateID, attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error)
+	if err != nil {
+		return false, s.fail("settle", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// SettleOwned implements [intake.FencedStore.SettleOwned].
+func (s *Store) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	if err := checkSettlement(st); err != nil {
+		return false, err
+	}
+	tag, err := s.pool.Exec(ctx, s.q.settleOwned, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)
+	if err != nil {
+		return false, s.fail("settle owned", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func checkSettlement(st intake.Settlement) error {
+	switch st.State {
+	case intake.StateCompleted, intake.StateFailed, intake.StateAbandoned:
+		return nil
+	}
+	return fmt.Errorf("pgstore: settle: Settlement.State %q: want completed, failed or abandoned", st.State)
+}
+
+// Due implements [intake.Store.Due]. Rows locked by another transaction (a
+// claim in flight, a domain transaction holding [Store.OwnsTx], another
+// sweeper's [Store.DueTx]) are skipped (FOR UPDATE SKIP LOCKED) rather than
+// waited for; run on the pool, the locks last only for the statement.
+func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	return s.due(ctx, s.pool, q)
+}
+
+// DueTx is [Store.Due] inside the caller's transaction: the listed rows stay
+// locked until tx ends, so sweepers that each list a page in their own
+// transaction get disjoint pages.
+func (s *Store) DueTx(ctx context.Context, tx pgx.Tx, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	return s.due(ctx, tx, q)
+}
+
+// querier is what a pool and a pgx transaction have in common.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (s *Store) due(ctx context.Context, db querier, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	if q.Limit < 1 {
+		return nil, fmt.Errorf("pgstore: due: DueQuery.Limit %d: must be at least 1", q.Limit)
+	}
+	rows, err := db.Query(ctx, s.q.due, ms(q.Now), ms(q.PendingBefore), q.Limit)
+	if err != nil {
+		return nil, s.fail("due", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (intake.StoredUpdate, error) {
+		var u intake.StoredUpdate
+		err := r.Scan(&u.UpdateID, &u.Body)
+		return u, err
+	})
+	if err != nil {
+		return nil, s.fail("due", err)
+	}
+	return out, nil
+}
+
+// Prune implements [intake.Store.Prune].
+func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, s.q.prune, ms(before))
+	if err != nil {
+		return 0, s.fail("prune", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Owns implements [intake.FencedStore.Owns]. It selects the row FOR UPDATE,
+// but on the pool that lock ends with the statement, so it proves nothing
+// about a later write. To fence a domain write, check ownership inside the
+// write's transaction: [Store.OwnsTx] with a pgx transaction,
+// [Store.OwnsSQLTx] with a database/sql one, or the SQL function
+// <table>_owns from any language.
+func (s *Store) Owns(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	return s.owns(ctx, s.pool, "owns", id, at)
+}
+
+// OwnsTx reports, inside the caller's pgx transaction tx, whether id still
+// holds a live lease at at, and locks the update's row (FOR UPDATE) when it
+// does. The lock lasts until tx commits or rolls back, so no other worker
+// can reclaim the update in between: a domain write made in tx after OwnsTx
+// reported true commits only under the live claim, and a reclaim waits for
+// it. Write only when it reports true; roll back otherwise.
+//
+// tx must be on the store's database. See [Store.OwnsSQLTx] for database/sql
+// transactions and [Store.Owns] for the unfenced check.
+func (s *Store) OwnsTx(ctx context.Context, tx pgx.Tx, id intake.Identity, at time.Time) (bool, error) {
+	return s.owns(ctx, tx, "owns in transaction", id, at)
+}
+
+func (s *Store) owns(ctx context.Context, db querier, op string, id intake.Identity, at time.Time) (bool, error) {
+	var owned bool
+	err := db.QueryRow(ctx, s.q.owns, id.UpdateID, id.Attempt, id.ClaimID, ms(at)).Scan(&owned)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.fail(op, err)
+	}
+	return owned, nil
+}
+
+// Exhaust implements [intake.DurableStore.Exhaust].
+func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, s.q.exhaust, id.UpdateID, id.Attempt, id.ClaimID, ms(at), errText)
+	if err != nil {
+		return false, s.fail("exhaust", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// DueExhaustions implements [intake.DurableStore.DueExhaustions]. A row
+// without a claim id (possible only through writes from outside the store)
+// cannot be acknowledged and is not listed; [Store.List] shows it and
+// [Store.Requeue] revives it.
+func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
+	if q.Limit < 1 {
+		return nil, fmt.Errorf("pgstore: due exhaustions: ExhaustionQuery.Limit %d: must be at least 1", q.Limit)
+	}
+	rows, err := s.pool.Query(ctx, s.q.dueExhaustions, q.After, q.Limit)
+	if err != nil {
+		return nil, s.fail("due exhaustions", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (intake.Exhaustion, error) {
+		var (
+			e      intake.Exhaustion
+			at     int64
+			errTxt *string
+		)
+		err := r.Scan(&e.UpdateID, &e.Body, &e.Attempt, &e.ClaimID, &at, &errTxt)
+		e.ExhaustedAt = fromMS(at)
+		if errTxt != nil {
+			e.Error = *errTxt
+		}
+		return e, err
+	})
+	if err != nil {
+		return nil, s.fail("due exhaustions", err)
+	}
+	return out, nil
+}
+
+// AcknowledgeExhaustion implements [intake.DurableStore.AcknowledgeExhaustion].
+func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, s.q.acknowledge, id.UpdateID, id.Attempt, id.ClaimID, ms(at))
+	if err != nil {
+		return false, s.fail("acknowledge exhaustion", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
