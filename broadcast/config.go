@@ -1,0 +1,172 @@
+package broadcast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Defaults and bounds of [Config].
+const (
+	// DefaultRate is the default of Config.Rate: sends started per second,
+	// below Telegram's bot-wide 30/s.
+	DefaultRate = 25.0
+	// MaxRate bounds Config.Rate.
+	MaxRate = 10_000.0
+	// DefaultConcurrency is the default of Config.Concurrency.
+	DefaultConcurrency = 8
+	// MaxConcurrency bounds Config.Concurrency.
+	MaxConcurrency = 256
+	// DefaultMaxAttempts is the default of Config.MaxAttempts.
+	DefaultMaxAttempts = 5
+	// MaxMaxAttempts bounds Config.MaxAttempts.
+	MaxMaxAttempts = 100
+	// DefaultMaxRetryDelay is the default of Config.MaxRetryDelay.
+	DefaultMaxRetryDelay = 60 * time.Second
+	// MaxBackoff caps the transient backoff (1 s doubling, no jitter).
+	MaxBackoff = 60 * time.Second
+	// DefaultSendTimeout is the default of Config.SendTimeout.
+	DefaultSendTimeout = 60 * time.Second
+	// MaxSendTimeout bounds Config.SendTimeout.
+	MaxSendTimeout = 10 * time.Minute
+	// DefaultProgressInterval is the default of Config.ProgressInterval.
+	DefaultProgressInterval = 10 * time.Second
+	// MaxNameLen is the longest broadcast name.
+	MaxNameLen = 128
+)
+
+// ErrInvalidName is returned (wrapped) for a name that is not 1–128 of
+// [A-Za-z0-9._-] starting with a letter or digit.
+var ErrInvalidName = errors.New("broadcast: invalid name")
+
+// Config configures one [Run]. Run copies it.
+type Config struct {
+	// Name identifies the broadcast; running the same name again resumes
+	// it. 1–128 characters of letters, digits, '.', '_' and '-', starting
+	// with a letter or digit. Required.
+	Name string
+	// Dir is the state root. The broadcast keeps its files in Dir/Name/:
+	// audience.json (the snapshot), journal.ndjson and lock. Required.
+	Dir string
+	// AudienceFunc returns the recipients. It is called once, on the first
+	// run; the validated, de-duplicated result is written as a snapshot that
+	// every later run uses (a changed audience is ignored). It may be nil
+	// when the snapshot exists.
+	AudienceFunc func(ctx context.Context) ([]Recipient, error)
+	// SendFunc delivers the message to one recipient and returns the
+	// provider's refusal as it came (for the default classifier, an error
+	// from package botapi). It is called from several goroutines at once
+	// (Config.Concurrency). Its ctx is not cancelled when the run is
+	// stopped or halted, so a send in flight finishes and is recorded; it
+	// carries the Config.SendTimeout deadline. Required unless DryRun.
+	SendFunc func(ctx context.Context, r Recipient) error
+	// ClassifyFunc turns a send error into a [Verdict]. Nil means
+	// [Classify]. An invalid verdict ends the run with [ErrInvalidVerdict].
+	ClassifyFunc func(err error) Verdict
+	// Rate is the number of sends (retries included) started per second,
+	// across all senders, through one token bucket. Zero means DefaultRate;
+	// it must be at most MaxRate.
+	Rate float64
+	// Concurrency is the most sends in flight at once. Zero means
+	// DefaultConcurrency; 1..MaxConcurrency.
+	Concurrency int
+	// MaxAttempts is the most tries of one recipient on retryable failures.
+	// Zero means DefaultMaxAttempts; 1..MaxMaxAttempts.
+	MaxAttempts int
+	// MaxRetryDelay is the longest provider wait (retry_after) the run
+	// honours; a longer one halts the broadcast with the recipient pending.
+	// It also caps the transient backoff. Zero means DefaultMaxRetryDelay;
+	// at most MaxRetryAfter.
+	MaxRetryDelay time.Duration
+	// SendTimeout bounds each SendFunc call. Zero means DefaultSendTimeout;
+	// at most MaxSendTimeout.
+	SendTimeout time.Duration
+	// ProgressFunc, when set, receives a report at the start, after a
+	// settled recipient once ProgressInterval has passed since the last one,
+	// and at the end. Calls never overlap; a panic in it is recovered.
+	ProgressFunc func(Report)
+	// ProgressInterval is the least time between two running reports. Zero
+	// means DefaultProgressInterval; negative means after every recipient.
+	ProgressInterval time.Duration
+	// DryRun counts the audience and the journal's outcomes without taking
+	// the lock, writing any file or sending.
+	DryRun bool
+}
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := (c|0x20) >= 'a' && (c|0x20) <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || (c != '.' && c != '_' && c != '-')) {
+			return false
+		}
+	}
+	return true
+}
+
+// withDefaults validates c and returns a copy with defaults filled in. An
+// invalid field is an error naming it.
+func (c Config) withDefaults() (Config, error) {
+	if !validName(c.Name) {
+		return c, fmt.Errorf("%w: Config.Name %.140q", ErrInvalidName, c.Name)
+	}
+	if c.Dir == "" {
+		return c, errors.New("broadcast: Config.Dir is required")
+	}
+	if c.SendFunc == nil && !c.DryRun {
+		return c, errors.New("broadcast: Config.SendFunc is required")
+	}
+	if c.ClassifyFunc == nil {
+		c.ClassifyFunc = Classify
+	}
+	switch {
+	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > MaxRate:
+		return c, fmt.Errorf("broadcast: Config.Rate must be in (0, %v], got %v", MaxRate, c.Rate)
+	case c.Rate == 0:
+		c.Rate = DefaultRate
+	}
+	switch {
+	case c.Concurrency < 0 || c.Concurrency > MaxConcurrency:
+		return c, fmt.Errorf("broadcast: Config.Concurrency must be in 1..%d, got %d", MaxConcurrency, c.Concurrency)
+	case c.Concurrency == 0:
+		c.Concurrency = DefaultConcurrency
+	}
+	switch {
+	case c.MaxAttempts < 0 || c.MaxAttempts > MaxMaxAttempts:
+		return c, fmt.Errorf("broadcast: Config.MaxAttempts must be in 1..%d, got %d", MaxMaxAttempts, c.MaxAttempts)
+	case c.MaxAttempts == 0:
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	switch {
+	case c.MaxRetryDelay < 0 || c.MaxRetryDelay > MaxRetryAfter:
+		return c, fmt.Errorf("broadcast: Config.MaxRetryDelay must be in 0..%v, got %v", MaxRetryAfter, c.MaxRetryDelay)
+	case c.MaxRetryDelay == 0:
+		c.MaxRetryDelay = DefaultMaxRetryDelay
+	}
+	switch {
+	case c.SendTimeout < 0 || c.SendTimeout > MaxSendTimeout:
+		return c, fmt.Errorf("broadcast: Config.SendTimeout must be in 0..%v, got %v", MaxSendTimeout, c.SendTimeout)
+	case c.SendTimeout == 0:
+		c.SendTimeout = DefaultSendTimeout
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = DefaultProgressInterval
+	}
+	return c, nil
+}
+
+// backoff returns the transient delay before attempt+1: 1 s doubling, capped
+// at min(MaxBackoff, MaxRetryDelay), at least 1 ms, no jitter.
+func (c *Config) backoff(attempt int) time.Duration {
+	ceiling := max(time.Millisecond, min(MaxBackoff, c.MaxRetryDelay))
+	d := min(time.Second, ceiling)
+	for i := 1; i < attempt && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}

@@ -1,0 +1,262 @@
+package broadcast
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+)
+
+// Outcome is the final state of one recipient in a broadcast.
+type Outcome string
+
+// The outcomes of a recipient. A recipient without one is pending.
+const (
+	// OutcomeDelivered: Telegram accepted the message.
+	OutcomeDelivered Outcome = "delivered"
+	// OutcomeUnreachable: the recipient blocked the bot, is gone or never started
+	// it. Never sent again.
+	OutcomeUnreachable Outcome = "unreachable"
+	// OutcomeFailed: refused for a reason about neither the recipient nor
+	// the message, or retries ran out. Never sent again.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeUncertain: the message may or may not have arrived (an ambiguous
+	// failure, or a crash between intent and outcome). Never sent again
+	// automatically.
+	OutcomeUncertain Outcome = "uncertain"
+)
+
+// Journal line markers besides the outcomes.
+const (
+	markSending  = "sending"  // intent, written before a recipient's first send
+	markReleased = "released" // back to pending (halt or stop before any outcome)
+)
+
+// maxJournalLine bounds one journal line; longer lines are skipped on replay.
+const maxJournalLine = 256
+
+// entry is one journal line:
+//
+//	{"i":N,"s":"sending"} | {"i":N,"s":"released"} | {"i":N,"o":"<outcome>","r":"<reason>","m":<new chat id>}
+type entry struct {
+	I int    `json:"i"`
+	S string `json:"s,omitempty"`
+	O string `json:"o,omitempty"`
+	R string `json:"r,omitempty"`
+	M int64  `json:"m,omitempty"`
+}
+
+// state of a recipient during replay.
+type state uint8
+
+const (
+	statePending state = iota
+	stateSending
+	stateDelivered
+	stateUnreachable
+	stateFailed
+	stateUncertain
+)
+
+func (s state) final() bool { return s >= stateDelivered }
+
+var outcomeState = map[string]state{
+	string(OutcomeDelivered): stateDelivered, string(OutcomeUnreachable): stateUnreachable,
+	string(OutcomeFailed): stateFailed, string(OutcomeUncertain): stateUncertain,
+}
+
+// parseEntry reads one journal line strictly: exactly the keys of one line
+// form, an index in [0, total), a known marker or outcome, a reason of at
+// most MaxReasonLen bytes. Anything else (torn, unknown keys, repeats) is
+// refused.
+func parseEntry(line []byte, total int) (entry, bool) {
+	if len(line) == 0 || len(line) > maxJournalLine || line[0] != '{' {
+		return entry{}, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var raw map[string]json.RawMessage
+	if err := dec.Decode(&raw); err != nil || dec.More() {
+		return entry{}, false
+	}
+	var e entry
+	if err := json.Unmarshal(line, &e); err != nil {
+		return entry{}, false
+	}
+	idx, ok := raw["i"]
+	if !ok || !isCanonicalInt(idx) || e.I < 0 || e.I >= total {
+		return entry{}, false
+	}
+	_, hasS := raw["s"]
+	_, hasO := raw["o"]
+	_, hasR := raw["r"]
+	m, hasM := raw["m"]
+	for k := range raw {
+		if k != "i" && k != "s" && k != "o" && k != "r" && k != "m" {
+			return entry{}, false
+		}
+	}
+	switch {
+	case hasS && !hasO && !hasR && !hasM:
+		return e, e.S == markSending || e.S == markReleased
+	case hasO && !hasS:
+		if _, ok := outcomeState[e.O]; !ok || len(e.R) > MaxReasonLen {
+			return entry{}, false
+		}
+		if hasM && (!isCanonicalInt(m) || e.M == 0) {
+			return entry{}, false
+		}
+		return e, true
+	}
+	return entry{}, false
+}
+
+// isCanonicalInt reports whether a JSON value is a plain integer literal.
+func isCanonicalInt(b json.RawMessage) bool {
+	_, err := strconv.ParseInt(string(b), 10, 64)
+	return err == nil
+}
+
+// replayResult is the state of every recipient after replay.
+type replayResult struct {
+	states   []state
+	migrated map[int]int64
+	skipped  int // lines refused
+}
+
+// replay reads a journal. Blank, torn and invalid lines are skipped (a torn
+// last line from a crash is expected). An outcome is final: later lines for
+// that recipient are ignored. "sending" marks an intent; "released" returns
+// the recipient to pending.
+func replay(r io.Reader, total int) (replayResult, error) {
+	res := replayResult{states: make([]state, total), migrated: map[int]int64{}}
+	br := bufio.NewReaderSize(r, 4096)
+	for {
+		line, err := readLine(br)
+		if len(line) > 0 {
+			if e, ok := parseEntry(line, total); ok {
+				apply(&res, e)
+			} else if len(bytes.TrimSpace(line)) > 0 {
+				res.skipped++
+			}
+		}
+		if err == io.EOF {
+			return res, nil
+		}
+		if err != nil {
+			return res, fmt.Errorf("broadcast: read journal: %w", err)
+		}
+	}
+}
+
+// readLine returns the next line without its newline; a line longer than
+// maxJournalLine is returned truncated to maxJournalLine+1 bytes (so it is
+// refused) and the rest is discarded.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line) <= maxJournalLine {
+			line = append(line, chunk[:min(len(chunk), maxJournalLine+1-len(line))]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), err
+	}
+}
+
+func apply(res *replayResult, e entry) {
+	cur := res.states[e.I]
+	if cur.final() {
+		return
+	}
+	switch {
+	case e.O != "":
+		res.states[e.I] = outcomeState[e.O]
+		if e.M != 0 {
+			res.migrated[e.I] = e.M
+		}
+	case e.S == markSending:
+		res.states[e.I] = stateSending
+	case e.S == markReleased:
+		res.states[e.I] = statePending
+	}
+}
+
+// journal appends lines to the journal file, each durable (fsynced) before
+// append returns; concurrent appends share one fsync (group commit). Every
+// append checks the lock first.
+type journal struct {
+	checkLock func() error
+
+	mu      sync.Mutex // serialises writes
+	f       *os.File
+	written uint64 // lines written
+
+	syncMu sync.Mutex // serialises fsyncs
+	synced uint64     // lines known durable
+}
+
+// openJournal opens (creating it durably if absent) the journal at path.
+func openJournal(path string, checkLock func() error) (*journal, error) {
+	if err := checkLock(); err != nil {
+		return nil, err
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("broadcast: open journal: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return &journal{checkLock: checkLock, f: f}, nil
+}
+
+// append writes e as one line and returns once it is durable.
+func (j *journal) append(e entry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("broadcast: encode journal line: %w", err)
+	}
+	line = append(line, '\n')
+	j.mu.Lock()
+	if err := j.checkLock(); err != nil {
+		j.mu.Unlock()
+		return err
+	}
+	if _, err := j.f.Write(line); err != nil {
+		j.mu.Unlock()
+		return fmt.Errorf("broadcast: write journal: %w", err)
+	}
+	j.written++
+	seq := j.written
+	j.mu.Unlock()
+
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	if j.synced >= seq {
+		return nil
+	}
+	j.mu.Lock()
+	target := j.written
+	j.mu.Unlock()
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("broadcast: sync journal: %w", err)
+	}
+	j.synced = target
+	return nil
+}
+
+func (j *journal) close() error { return j.f.Close() }

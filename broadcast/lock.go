@@ -1,0 +1,85 @@
+//go:build unix
+
+package broadcast
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// ErrLocked is returned (wrapped) by [Run] when another runner holds the
+// broadcast's lock.
+var ErrLocked = errors.New("broadcast: already running")
+
+// ErrLockLost is returned (wrapped) by [Run] when the lock file the runner
+// holds is no longer the one at the lock path (it was removed or replaced).
+// A runner that lost its lock neither sends nor writes again.
+var ErrLockLost = errors.New("broadcast: lock lost")
+
+// fileLock is an exclusive kernel lock (flock) on a lock file. The kernel
+// drops it when its holder dies, so it is never reclaimed by age. It is
+// never unlinked: removing it would let two runners lock two different
+// files.
+type fileLock struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File // nil once released
+}
+
+// acquireLock takes the lock at path without waiting.
+func acquireLock(path string) (*fileLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("broadcast: open lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is held by another process", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("broadcast: lock %s: %w", path, err)
+	}
+	l := &fileLock{path: path, f: f}
+	if err := l.check(); err != nil {
+		l.release()
+		// The file was replaced between open and flock: another runner may
+		// hold the new one.
+		return nil, fmt.Errorf("%w: lock file replaced while locking", ErrLocked)
+	}
+	return l, nil
+}
+
+// check fails unless the lock is held and the lock path still names the
+// locked file (same device and inode).
+func (l *fileLock) check() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return fmt.Errorf("%w: released", ErrLockLost)
+	}
+	held, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrLockLost, err)
+	}
+	now, err := os.Stat(l.path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrLockLost, err)
+	}
+	if !os.SameFile(held, now) {
+		return fmt.Errorf("%w: %s was replaced", ErrLockLost, l.path)
+	}
+	return nil
+}
+
+// release drops the lock. It is idempotent.
+func (l *fileLock) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		l.f.Close() // closing the descriptor drops the flock
+		l.f = nil
+	}
+}

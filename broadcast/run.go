@@ -1,0 +1,473 @@
+package broadcast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// State says where a broadcast stands in a [Report].
+type State string
+
+// The states of a [Report].
+const (
+	// StateRunning: a progress report of a run in progress.
+	StateRunning State = "running"
+	// StateFinished: every recipient has an outcome.
+	StateFinished State = "finished"
+	// StateHalted: a verdict halted the run (Report.Halt says which);
+	// run the same name again once the cause is fixed.
+	StateHalted State = "halted"
+	// StateStopped: the caller's context ended the run.
+	StateStopped State = "stopped"
+	// StateDryRun: counts only; nothing was written or sent.
+	StateDryRun State = "dry-run"
+)
+
+// Report counts a broadcast's recipients by outcome. Total = Delivered +
+// Unreachable + Failed + Uncertain + Pending.
+type Report struct {
+	Name  string
+	State State
+	Total int // audience size after de-duplication
+
+	Delivered   int
+	Unreachable int
+	Failed      int
+	Uncertain   int
+	Pending     int
+	Migrated    int // recipients whose chat moved, sent to the new id (any outcome)
+
+	Halt *Verdict // the verdict that halted the run, when State is StateHalted
+}
+
+// file names inside the broadcast's state directory.
+const (
+	snapshotFile = "audience.json"
+	journalFile  = "journal.ndjson"
+	lockFile     = "lock"
+)
+
+// Run sends a broadcast, or resumes it by name, and returns how it ended.
+//
+// On the first run it calls Config.AudienceFunc, validates and de-duplicates
+// the recipients and writes them as a snapshot; later runs use the snapshot.
+// Every recipient gets an intent line in the journal before its first send
+// and an outcome line after; a recipient found with an intent and no
+// outcome becomes uncertain and is never sent again automatically. Up to
+// Config.Concurrency sends are in flight under one token bucket of
+// Config.Rate; a retry_after pauses every sender.
+//
+// Run holds an exclusive kernel lock on Dir/Name/lock for its whole
+// duration; a second Run of the same name fails with [ErrLocked]. The lock
+// is checked before every send and every journal write; a runner that lost
+// it ends with [ErrLockLost] and writes nothing more.
+//
+// Cancelling ctx stops the run: no new send starts, sends in flight finish
+// and are recorded, waiting recipients are released, and the report's State
+// is [StateStopped] (the error is nil). An error is returned for invalid
+// options, a lost lock, an I/O failure or an invalid verdict; the journal
+// then keeps the intents of unfinished recipients, so the next run records
+// them uncertain.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(c.Dir, c.Name)
+	if c.DryRun {
+		return dryRun(ctx, &c, dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("broadcast: state dir: %w", err)
+	}
+	lock, err := acquireLock(filepath.Join(dir, lockFile))
+	if err != nil {
+		return nil, err
+	}
+	defer lock.release()
+
+	audience, err := loadAudience(ctx, &c, dir, lock.check)
+	if err != nil {
+		return nil, err
+	}
+	res, err := replayFile(filepath.Join(dir, journalFile), len(audience))
+	if err != nil {
+		return nil, err
+	}
+	j, err := openJournal(filepath.Join(dir, journalFile), lock.check)
+	if err != nil {
+		return nil, err
+	}
+	defer j.close()
+
+	r := &runner{cfg: &c, lock: lock, journal: j, audience: audience, states: res.states,
+		migrated: res.migrated, limiter: rate.NewLimiter(rate.Limit(c.Rate), 1)}
+	// Crash recovery: an intent without an outcome may have been delivered.
+	for i, s := range r.states {
+		if s == stateSending {
+			if err := j.append(entry{I: i, O: string(OutcomeUncertain), R: "interrupted"}); err != nil {
+				return nil, err
+			}
+			r.states[i] = stateUncertain
+		}
+	}
+	return r.run(ctx)
+}
+
+// loadAudience reads the snapshot, or computes, validates and writes it.
+func loadAudience(ctx context.Context, c *Config, dir string, checkLock func() error) ([]Recipient, error) {
+	path := filepath.Join(dir, snapshotFile)
+	rs, ok, err := readSnapshot(path)
+	if err != nil || ok {
+		return rs, err
+	}
+	if c.AudienceFunc == nil {
+		return nil, errors.New("broadcast: Config.AudienceFunc is required on the first run")
+	}
+	rs, err = c.AudienceFunc(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("broadcast: audience: %w", err)
+	}
+	if rs, err = dedupe(rs); err != nil {
+		return nil, err
+	}
+	if checkLock == nil { // dry run: nothing is written
+		return rs, nil
+	}
+	if err := writeSnapshot(path, rs, checkLock); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+func replayFile(path string, total int) (replayResult, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return replayResult{states: make([]state, total), migrated: map[int]int64{}}, nil
+	}
+	if err != nil {
+		return replayResult{}, fmt.Errorf("broadcast: open journal: %w", err)
+	}
+	defer f.Close()
+	return replay(f, total)
+}
+
+// dryRun counts without locking, writing or sending. A stale intent counts
+// as uncertain, as the next real run will record it.
+func dryRun(ctx context.Context, c *Config, dir string) (*Report, error) {
+	audience, err := loadAudience(ctx, c, dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := replayFile(filepath.Join(dir, journalFile), len(audience))
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range res.states {
+		if s == stateSending {
+			res.states[i] = stateUncertain
+		}
+	}
+	r := &runner{cfg: c, audience: audience, states: res.states, migrated: res.migrated}
+	rep := r.report(StateDryRun)
+	r.progress(rep)
+	return &rep, nil
+}
+
+// runner is the state of one run.
+type runner struct {
+	cfg      *Config
+	lock     *fileLock
+	journal  *journal
+	audience []Recipient
+	limiter  *rate.Limiter
+
+	mu         sync.Mutex
+	states     []state
+	migrated   map[int]int64
+	pauseUntil time.Time
+	halt       *Verdict
+	fatal      error
+	lastReport time.Time
+	cancel     context.CancelFunc
+
+	progressMu sync.Mutex
+}
+
+// report counts the states; the caller holds r.mu (or runs alone).
+func (r *runner) report(s State) Report {
+	rep := Report{Name: r.cfg.Name, State: s, Total: len(r.audience), Migrated: len(r.migrated), Halt: r.halt}
+	for _, st := range r.states {
+		switch st {
+		case stateDelivered:
+			rep.Delivered++
+		case stateUnreachable:
+			rep.Unreachable++
+		case stateFailed:
+			rep.Failed++
+		case stateUncertain:
+			rep.Uncertain++
+		default:
+			rep.Pending++
+		}
+	}
+	return rep
+}
+
+// progress hands rep to Config.ProgressFunc, one call at a time, recovering
+// a panic.
+func (r *runner) progress(rep Report) {
+	if r.cfg.ProgressFunc == nil {
+		return
+	}
+	r.progressMu.Lock()
+	defer r.progressMu.Unlock()
+	defer func() { _ = recover() }()
+	r.cfg.ProgressFunc(rep)
+}
+
+func (r *runner) run(ctx context.Context) (*Report, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.cancel = cancel
+
+	r.mu.Lock()
+	r.lastReport = time.Now()
+	start := r.report(StateRunning)
+	r.mu.Unlock()
+	r.progress(start)
+
+	sem := make(chan struct{}, r.cfg.Concurrency)
+	var wg sync.WaitGroup
+dispatch:
+	for i := range r.audience {
+		r.mu.Lock()
+		settled := r.states[i] != statePending
+		r.mu.Unlock()
+		if settled {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-runCtx.Done():
+			break dispatch
+		}
+		if runCtx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r.deliver(runCtx, i)
+		})
+	}
+	wg.Wait()
+
+	r.mu.Lock()
+	fatal := r.fatal
+	end := StateFinished
+	switch {
+	case r.halt != nil:
+		end = StateHalted
+	case r.report(StateRunning).Pending > 0:
+		end = StateStopped
+	}
+	rep := r.report(end)
+	r.mu.Unlock()
+	if fatal != nil {
+		return nil, fatal
+	}
+	r.progress(rep)
+	return &rep, nil
+}
+
+// fail records a fatal error and stops the run.
+func (r *runner) fail(err error) {
+	r.mu.Lock()
+	if r.fatal == nil {
+		r.fatal = err
+	}
+	r.mu.Unlock()
+	r.cancel()
+}
+
+// halted records the first halting verdict and stops the run.
+func (r *runner) halted(v Verdict) {
+	r.mu.Lock()
+	if r.halt == nil {
+		r.halt = &v
+	}
+	r.mu.Unlock()
+	r.cancel()
+}
+
+// settle journals the outcome of recipient i and records it.
+func (r *runner) settle(i int, st state, reason string, migratedTo int64) {
+	o := map[state]Outcome{stateDelivered: OutcomeDelivered, stateUnreachable: OutcomeUnreachable,
+		stateFailed: OutcomeFailed, stateUncertain: OutcomeUncertain}[st]
+	if err := r.journal.append(entry{I: i, O: string(o), R: reason, M: migratedTo}); err != nil {
+		r.fail(err)
+		return
+	}
+	r.mu.Lock()
+	r.states[i] = st
+	if migratedTo != 0 {
+		r.migrated[i] = migratedTo
+	}
+	var rep *Report
+	if now := time.Now(); now.Sub(r.lastReport) >= r.cfg.ProgressInterval {
+		r.lastReport = now
+		x := r.report(StateRunning)
+		rep = &x
+	}
+	r.mu.Unlock()
+	if rep != nil {
+		r.progress(*rep)
+	}
+}
+
+// release journals that recipient i goes back to pending.
+func (r *runner) release(i int) {
+	if err := r.journal.append(entry{I: i, S: markReleased}); err != nil {
+		r.fail(err)
+	}
+}
+
+// deliver runs the intent, attempts and outcome of recipient i.
+func (r *runner) deliver(ctx context.Context, i int) {
+	if err := r.journal.append(entry{I: i, S: markSending}); err != nil {
+		r.fail(err)
+		return
+	}
+	target := r.audience[i]
+	var migratedTo int64
+	maxAttempts := r.cfg.MaxAttempts
+	for attempt := 1; ; attempt++ {
+		if err := r.pace(ctx); err != nil {
+			r.release(i)
+			return
+		}
+		if err := r.lock.check(); err != nil {
+			r.fail(err)
+			return
+		}
+		if ctx.Err() != nil {
+			r.release(i)
+			return
+		}
+		err := r.send(ctx, target)
+		if err == nil {
+			r.settle(i, stateDelivered, "", migratedTo)
+			return
+		}
+		v := r.cfg.ClassifyFunc(err)
+		if verr := v.Validate(); verr != nil {
+			r.fail(fmt.Errorf("broadcast: recipient %d: %w", i, verr))
+			return
+		}
+		switch v.Kind {
+		case KindAmbiguous:
+			r.settle(i, stateUncertain, v.Reason, migratedTo)
+			r.halted(v)
+			return
+		case KindPermanent:
+			switch {
+			case v.Stop:
+				r.release(i)
+				r.halted(v)
+			case v.Unreachable:
+				r.settle(i, stateUnreachable, v.Reason, migratedTo)
+			default:
+				r.settle(i, stateFailed, v.Reason, migratedTo)
+			}
+			return
+		case KindMigrated:
+			if migratedTo != 0 {
+				r.settle(i, stateFailed, "migrated-twice", migratedTo)
+				return
+			}
+			migratedTo = v.MigrateTo
+			target = ChatID(v.MigrateTo)
+			maxAttempts++ // the resend to the new chat is one more try
+			continue
+		case KindRetryAfter:
+			if v.RetryAfter > r.cfg.MaxRetryDelay {
+				r.release(i)
+				r.halted(v)
+				return
+			}
+			r.pauseAll(v.RetryAfter)
+		}
+		if attempt >= maxAttempts {
+			r.settle(i, stateFailed, v.Reason, migratedTo)
+			return
+		}
+		if v.Kind == KindTransient {
+			if err := sleep(ctx, r.cfg.backoff(attempt)); err != nil {
+				r.release(i)
+				return
+			}
+		}
+	}
+}
+
+// send calls SendFunc with a context that is not cancelled by a stop or a
+// halt (the send in flight finishes and is recorded) but carries the
+// SendTimeout deadline.
+func (r *runner) send(ctx context.Context, target Recipient) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.SendTimeout)
+	defer cancel()
+	return r.cfg.SendFunc(sctx, target)
+}
+
+// pauseAll makes every sender wait d from now.
+func (r *runner) pauseAll(d time.Duration) {
+	r.mu.Lock()
+	if until := time.Now().Add(d); until.After(r.pauseUntil) {
+		r.pauseUntil = until
+	}
+	r.mu.Unlock()
+}
+
+// pace waits for a global pause to end and for a token of the rate limiter.
+func (r *runner) pace(ctx context.Context) error {
+	for {
+		r.mu.Lock()
+		wait := time.Until(r.pauseUntil)
+		r.mu.Unlock()
+		if wait > 0 {
+			if err := sleep(ctx, wait); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.limiter.Wait(ctx); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		paused := time.Now().Before(r.pauseUntil)
+		r.mu.Unlock()
+		if !paused {
+			return nil
+		}
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
