@@ -1,12 +1,348 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
 )
 
-// runIntakeAccept is not written yet.
+// Goals of the intake-accept scenario (from the issue).
+const (
+	acceptGoalSQLiteVsSingle = 3.0
+	acceptGoalPGVsSingle     = 2.0
+	acceptGoalVsCeiling      = 0.5
+	acceptGoalP99            = 25 * time.Millisecond
+)
+
+// acceptSecret is the webhook secret the clients send.
+const acceptSecret = "bench-secret-0123456789"
+
+// acceptVariant is one server under test: a store behind the real webhook,
+// or the non-durable ceiling.
+type acceptVariant struct {
+	key     string // RESULT key prefix
+	label   string
+	url     string
+	client  *http.Client
+	store   intake.Store // nil for the ceiling
+	posted  int64        // requests answered 200, warm-up included
+	updates int
+	elapsed time.Duration
+	lat     []time.Duration
+}
+
+// runIntakeAccept puts 100 concurrent webhook clients against the real
+// intake webhook over loopback HTTP: group commit vs one transaction per
+// update, on SQLite and PostgreSQL, and a non-durable channel handler as the
+// ceiling, in alternating rounds.
 func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
-	return errors.New("scenario not implemented yet")
+	fs := flag.NewFlagSet("intake-accept", flag.ContinueOnError)
+	fs.SetOutput(out)
+	n := fs.Int("n", 2000, "updates each variant receives per round")
+	rounds := fs.Int("rounds", 3, "rounds; every round runs every variant once, in rotating order")
+	clients := fs.Int("clients", 100, "concurrent HTTP clients")
+	withPG := fs.Bool("pg", true, "also run on a throwaway PostgreSQL cluster")
+	pgConns := fs.Int("pg-conns", 32, "PostgreSQL pool size (the same for both PostgreSQL variants)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *n < 1 || *rounds < 1 || *clients < 1 || *pgConns < 1 {
+		return errors.New("-n, -rounds, -clients and -pg-conns must be at least 1")
+	}
+
+	backends, cleanup, err := intakeBackends(ctx, out, *withPG, *pgConns)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	var (
+		variants []*acceptVariant
+		closers  []func()
+	)
+	defer func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}()
+	for _, b := range backends {
+		for _, mode := range []string{"group", "single"} {
+			store, release, err := b.open(ctx, "accept_"+mode)
+			if err != nil {
+				return fmt.Errorf("%s: %w", b.name, err)
+			}
+			closers = append(closers, func() { release() })
+			label := b.name + " group commit"
+			if mode == "single" {
+				store = intakeSingleStore{store}
+				label = b.name + " 1 tx per update"
+			}
+			v, stop, err := acceptServeWebhook(store)
+			if err != nil {
+				return err
+			}
+			closers = append(closers, stop)
+			v.key, v.label, v.store = b.name+"_"+mode, label, store
+			variants = append(variants, v)
+		}
+	}
+	ceiling, stop, err := acceptServeCeiling()
+	if err != nil {
+		return err
+	}
+	closers = append(closers, stop)
+	variants = append(variants, ceiling)
+
+	fmt.Fprintf(out, "intake-accept: %d clients POST distinct updates over loopback HTTP to the webhook handler\n", *clients)
+	fmt.Fprintf(out, "%d updates per variant per round, %d rounds, variants alternate in rotating order; GOMAXPROCS=%d\n",
+		*n, *rounds, runtime.GOMAXPROCS(0))
+	for _, b := range backends {
+		fmt.Fprintf(out, "  %s: %s\n", b.name, b.about)
+	}
+	fmt.Fprintln(out, "  ceiling: a handler that reads the body and pushes it to a channel (nothing durable)")
+
+	var nextID atomic.Int64
+	// Warm-up: open the keep-alive connections and the databases' caches.
+	for _, v := range variants {
+		if err := acceptFire(ctx, v, *clients, 2**clients, &nextID, false); err != nil {
+			return fmt.Errorf("%s warm-up: %w", v.label, err)
+		}
+	}
+	for r := range *rounds {
+		for i := range variants {
+			v := variants[(r+i)%len(variants)]
+			if err := acceptFire(ctx, v, *clients, *n, &nextID, true); err != nil {
+				return fmt.Errorf("%s round %d: %w", v.label, r+1, err)
+			}
+		}
+	}
+
+	// Every 200 must be a recorded row.
+	for _, v := range variants {
+		if v.store == nil {
+			continue
+		}
+		st, err := intakeRecorded(ctx, v.store)
+		if err != nil {
+			return err
+		}
+		if got := int64(st.Count[intake.StatePending]); got != v.posted {
+			return fmt.Errorf("%s: %d updates answered 200 but %d recorded", v.label, v.posted, got)
+		}
+	}
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(out)
+	fmt.Fprintln(tw, "variant\tupdates/s\tp50 ms\tp99 ms\trecorded\t")
+	res := map[string]*acceptVariant{}
+	for _, v := range variants {
+		slices.Sort(v.lat)
+		res[v.key] = v
+		recorded := "-"
+		if v.store != nil {
+			recorded = fmt.Sprint(v.posted)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t\n", v.label, v.rate(),
+			intakeMS(intakeQuantile(v.lat, 0.50)), intakeMS(intakeQuantile(v.lat, 0.99)), recorded)
+	}
+	tw.Flush()
+
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measure\tvalue\tgoal\t")
+	result := []string{"RESULT intake-accept"}
+	kv := func(k string, format string, v float64) {
+		result = append(result, fmt.Sprintf("%s="+format, k, v))
+	}
+	kv("ceiling_ups", "%.0f", ceiling.rate())
+	for _, b := range backends {
+		g, s := res[b.name+"_group"], res[b.name+"_single"]
+		goal := acceptGoalSQLiteVsSingle
+		if b.name == "postgres" {
+			goal = acceptGoalPGVsSingle
+		}
+		vsSingle := g.rate() / s.rate()
+		vsCeiling := g.rate() / ceiling.rate()
+		p99 := intakeQuantile(g.lat, 0.99)
+		fmt.Fprintf(tw, "%s group / 1 tx per update\t%.2fx\t>= %.1fx %s\t\n", b.name, vsSingle, goal, intakeGoal(vsSingle >= goal))
+		fmt.Fprintf(tw, "%s group / ceiling\t%.2fx\t>= %.1fx %s\t\n", b.name, vsCeiling, acceptGoalVsCeiling, intakeGoal(vsCeiling >= acceptGoalVsCeiling))
+		fmt.Fprintf(tw, "%s group p99\t%s ms\t<= %s ms %s\t\n", b.name, intakeMS(p99), intakeMS(acceptGoalP99), intakeGoal(p99 <= acceptGoalP99))
+		kv(b.name+"_group_ups", "%.0f", g.rate())
+		kv(b.name+"_single_ups", "%.0f", s.rate())
+		kv(b.name+"_group_p50_ms", "%.2f", float64(intakeQuantile(g.lat, 0.5))/1e6)
+		kv(b.name+"_group_p99_ms", "%.2f", float64(p99)/1e6)
+		kv(b.name+"_single_p99_ms", "%.2f", float64(intakeQuantile(s.lat, 0.99))/1e6)
+		kv(b.name+"_group_vs_single", "%.2f", vsSingle)
+		kv(b.name+"_group_vs_ceiling", "%.2f", vsCeiling)
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, strings.Join(result, " "))
+	return nil
+}
+
+func (v *acceptVariant) rate() float64 {
+	if v.elapsed <= 0 {
+		return 0
+	}
+	return float64(v.updates) / v.elapsed.Seconds()
+}
+
+// acceptServeWebhook serves the real intake webhook over store (runner
+// created, not started: Accept records without handling) on a loopback
+// port.
+func acceptServeWebhook(store intake.Store) (*acceptVariant, func(), error) {
+	runner, err := intake.New(intake.Config{
+		Store:   store,
+		Handler: func(context.Context, intake.Update) error { return nil },
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	hook, err := intake.NewWebhook(intake.WebhookConfig{Runner: runner, Secret: acceptSecret})
+	if err != nil {
+		return nil, nil, err
+	}
+	return acceptServe(hook)
+}
+
+// acceptServeCeiling serves the non-durable baseline: read the body (under
+// the same limit) and push it to a channel drained by one goroutine.
+func acceptServeCeiling() (*acceptVariant, func(), error) {
+	ch := make(chan []byte, 1024)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for range ch {
+		}
+	}()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, intake.DefaultMaxBodyBytes))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		ch <- body
+		w.WriteHeader(http.StatusOK)
+	})
+	v, stop, err := acceptServe(h)
+	if err != nil {
+		close(ch)
+		return nil, nil, err
+	}
+	v.key, v.label = "ceiling", "ceiling (channel, not durable)"
+	return v, func() { stop(); close(ch); <-drained }, nil
+}
+
+// acceptServe runs h on a real http.Server on 127.0.0.1:0 and returns a
+// variant with a keep-alive client for it.
+func acceptServe(h http.Handler) (*acceptVariant, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	tr := &http.Transport{MaxIdleConns: 1000, MaxIdleConnsPerHost: 1000, IdleConnTimeout: time.Minute}
+	v := &acceptVariant{url: "http://" + ln.Addr().String() + "/telegram", client: &http.Client{Transport: tr, Timeout: time.Minute}}
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-served
+		tr.CloseIdleConnections()
+	}
+	return v, stop, nil
+}
+
+// acceptFire posts n distinct updates to v from clients goroutines and, when
+// record is set, adds the wall time and the latencies to v.
+func acceptFire(ctx context.Context, v *acceptVariant, clients, n int, nextID *atomic.Int64, record bool) error {
+	var (
+		left    atomic.Int64
+		mu      sync.Mutex
+		lat     = make([]time.Duration, 0, n)
+		firstMu sync.Mutex
+		first   error
+	)
+	left.Store(int64(n))
+	fail := func(err error) {
+		firstMu.Lock()
+		if first == nil {
+			first = err
+		}
+		firstMu.Unlock()
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range clients {
+		wg.Go(func() {
+			mine := make([]time.Duration, 0, n/clients+1)
+			defer func() {
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			}()
+			for left.Add(-1) >= 0 && ctx.Err() == nil {
+				body := intakeUpdateBody(nextID.Add(1))
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, v.url, bytes.NewReader(body))
+				if err != nil {
+					fail(err)
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set(intake.SecretHeader, acceptSecret)
+				t0 := time.Now()
+				resp, err := v.client.Do(req)
+				if err != nil {
+					fail(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mine = append(mine, time.Since(t0))
+				if resp.StatusCode != http.StatusOK {
+					fail(fmt.Errorf("answered %s", resp.Status))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if first != nil {
+		return first
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	v.posted += int64(n)
+	if record {
+		v.updates += n
+		v.elapsed += elapsed
+		v.lat = append(v.lat, lat...)
+	}
+	return nil
 }

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/pgstore"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/pgtest"
+)
+
+// intakeBackend is a database the intake scenarios run on. open returns a
+// fresh, empty store (its own file or table) named label, and a function
+// that releases it.
+type intakeBackend struct {
+	name  string // "sqlite" or "postgres"
+	about string // how it is configured, for the table header
+	open  func(ctx context.Context, label string) (intake.Store, func() error, error)
+}
+
+// intakeBackends prepares SQLite (synchronous=FULL, files in a temporary
+// directory) and, when withPG is set, a throwaway durable PostgreSQL cluster
+// with one pool of pgConns connections. When PostgreSQL cannot be started it
+// says so on out and returns SQLite alone. The returned function removes
+// everything.
+func intakeBackends(ctx context.Context, out io.Writer, withPG bool, pgConns int) ([]intakeBackend, func(), error) {
+	dir, err := os.MkdirTemp("", "tgrelay-bench-intake-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanups := []func(){func() { os.RemoveAll(dir) }}
+	cleanup := func() {
+		for _, f := range slices.Backward(cleanups) {
+			f()
+		}
+	}
+	backends := []intakeBackend{{
+		name:  "sqlite",
+		about: "SQLite (modernc) WAL, synchronous=FULL, one writer connection",
+		open: func(ctx context.Context, label string) (intake.Store, func() error, error) {
+			s, err := sqlitestore.Open(ctx, filepath.Join(dir, label+".db"), sqlitestore.Config{})
+			if err != nil {
+				return nil, nil, err
+			}
+			return s, s.Close, nil
+		},
+	}}
+	if !withPG {
+		fmt.Fprintln(out, "postgres: skipped (-pg=false); reporting SQLite only")
+		return backends, cleanup, nil
+	}
+
+	cluster, err := pgtest.Start(ctx, pgtest.Options{}) // durable: fsync and synchronous_commit on
+	if err != nil {
+		if ctx.Err() != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		hint := ""
+		if errors.Is(err, pgtest.ErrNotInstalled) {
+			hint = " (apt-get install postgresql)"
+		}
+		fmt.Fprintf(out, "postgres: UNAVAILABLE%s: %v\npostgres: reporting SQLite only\n", hint, err)
+		return backends, cleanup, nil
+	}
+	cleanups = append(cleanups, func() { cluster.Stop() })
+	dbURL, err := cluster.CreateDatabase(ctx)
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("postgres: create database: %w", err)
+	}
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	pcfg.MaxConns = int32(pgConns)
+	pcfg.MinConns = int32(pgConns)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("postgres: pool: %w", err)
+	}
+	cleanups = append(cleanups, pool.Close)
+	var version string
+	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("postgres: %w", err)
+	}
+	backends = append(backends, intakeBackend{
+		name:  "postgres",
+		about: fmt.Sprintf("PostgreSQL %s local (Unix socket), fsync and synchronous_commit on, pgx pool of %d", version, pgConns),
+		open: func(ctx context.Context, label string) (intake.Store, func() error, error) {
+			s, err := pgstore.New(ctx, pool, pgstore.Config{Table: label})
+			if err != nil {
+				return nil, nil, err
+			}
+			drop := func() error {
+				_, err := pool.Exec(context.Background(), "DROP TABLE "+label)
+				return err
+			}
+			return s, drop, nil
+		},
+	})
+	return backends, cleanup, nil
+}
+
+// intakeSingleStore hides every optional capability of a store, BatchStore
+// included, so the runner adds one update per transaction: the naive store a
+// user would otherwise write.
+type intakeSingleStore struct{ intake.Store }
+
+// intakeUpdateBody is a realistic private-chat text message update, each on
+// its own chat so that the runner's per-chat ordering never serialises them.
+func intakeUpdateBody(id int64) []byte {
+	return fmt.Appendf(nil, `{"update_id":%d,"message":{"message_id":%d,"from":{"id":%d,"is_bot":false,"first_name":"Ada","language_code":"en"},"chat":{"id":%d,"first_name":"Ada","type":"private"},"date":1764417600,"text":"hello from the intake benchmark"}}`,
+		id, id, 100000+id, 100000+id)
+}
+
+// intakeQuantile returns the q quantile of sorted latencies (nearest rank).
+func intakeQuantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+// intakeMS formats a duration in milliseconds.
+func intakeMS(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
+
+// intakeGoal renders whether a measured value meets its goal.
+func intakeGoal(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// intakeRecorded counts the rows of a store by state (it must be an
+// AdminStore, possibly wrapped in intakeSingleStore).
+func intakeRecorded(ctx context.Context, s intake.Store) (intake.Stats, error) {
+	if w, ok := s.(intakeSingleStore); ok {
+		s = w.Store
+	}
+	a, ok := s.(intake.AdminStore)
+	if !ok {
+		return intake.Stats{}, fmt.Errorf("%T has no Stats", s)
+	}
+	return a.Stats(ctx)
+}
