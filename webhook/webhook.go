@@ -1,0 +1,327 @@
+// Package webhook decides who may point a bot's Telegram webhook where.
+//
+// A bot has one webhook. Two deployments that both call setWebhook on start
+// take it from each other silently, and updates go to whichever started last.
+// This package makes the webhook owned: the address tgrelay registers carries
+// an owner tag derived from the webhook secret (an HMAC of a fixed context,
+// never the secret itself), so a process can tell its own webhook from
+// another's. [Claim] sets the webhook only when it is already this secret's,
+// or when the operator names the current owner's host to take over from;
+// [Check] reports whether the webhook still points here; [Delete] removes it
+// only under the same rules.
+//
+// Messages name hosts only, never paths or queries, since another
+// deployment's path may itself be a secret.
+package webhook
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
+)
+
+// Caller makes one Bot API call and returns Telegram's raw result.
+// [*github.com/tgrelay/tgrelay/botapi.Client] implements it.
+type Caller interface {
+	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
+}
+
+// HostNone is the owner host of a bot without a webhook (a polling bot), and
+// the value of [ClaimConfig.TakeoverFrom] that takes over from one.
+const HostNone = "none"
+
+// HostUnknown is the owner host reported for a webhook address that does not
+// parse.
+const HostUnknown = "unknown"
+
+// OwnerParam is the query parameter that carries the owner tag.
+const OwnerParam = "owner"
+
+// ownerContext is the fixed message the owner tag authenticates. Changing it
+// would orphan every webhook registered before.
+const ownerContext = "tgrelay:telegram-webhook-owner"
+
+// ownerTagLen is the length of the owner tag in hex digits (64 bits).
+const ownerTagLen = 16
+
+var secretShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+
+// ErrBadSecret reports a webhook secret Telegram would refuse: it must be 1 to
+// 256 characters of A-Z, a-z, 0-9, _ and -.
+var ErrBadSecret = errors.New("webhook: a secret is 1-256 characters of A-Z, a-z, 0-9, _ and -")
+
+// OwnerTag returns the owner tag of a secret: the first 16 hex digits of
+// HMAC-SHA256 keyed with the secret over a fixed context. It is deterministic
+// per secret and does not reveal it.
+func OwnerTag(secret string) (string, error) {
+	if !secretShape.MatchString(secret) {
+		return "", ErrBadSecret
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ownerContext))
+	return hex.EncodeToString(mac.Sum(nil))[:ownerTagLen], nil
+}
+
+// TaggedURL returns rawURL with the owner tag of secret as its owner query
+// parameter, replacing any there. The path is untouched.
+func TaggedURL(rawURL, secret string) (string, error) {
+	tag, err := OwnerTag(secret)
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", errors.New("webhook: the webhook address must be an absolute http or https URL")
+	}
+	q := u.Query()
+	q.Set(OwnerParam, tag)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// Reason says why a claim was refused.
+type Reason string
+
+const (
+	// ReasonOwnedElsewhere: the webhook points to another address, or to
+	// none, and the operator did not name its host as TakeoverFrom.
+	ReasonOwnedElsewhere Reason = "owned-elsewhere"
+	// ReasonOtherSecret: the webhook points to this address but carries the
+	// owner tag of another secret.
+	ReasonOtherSecret Reason = "other-secret"
+	// ReasonNotConfirmed: setWebhook answered, but getWebhookInfo afterwards
+	// does not show this address.
+	ReasonNotConfirmed Reason = "not-confirmed"
+)
+
+// ClaimError is a refused or unconfirmed claim. It names the host that holds
+// the webhook, never its path.
+type ClaimError struct {
+	Reason Reason
+	// OwnerHost is the host the webhook points to, HostNone or HostUnknown.
+	OwnerHost string
+}
+
+func (e *ClaimError) Error() string {
+	switch e.Reason {
+	case ReasonOtherSecret:
+		return fmt.Sprintf("webhook: the webhook at host %s was set with another secret; to replace it, take over from %q", e.OwnerHost, e.OwnerHost)
+	case ReasonNotConfirmed:
+		return fmt.Sprintf("webhook: setWebhook was not confirmed: the webhook now points to host %s", e.OwnerHost)
+	default:
+		return fmt.Sprintf("webhook: the webhook belongs to host %s; to take it over, name %q as the host to take over from", e.OwnerHost, e.OwnerHost)
+	}
+}
+
+// ClaimConfig describes the webhook to claim.
+type ClaimConfig struct {
+	// URL is the public address Telegram posts to, without the owner tag.
+	URL string
+	// Secret is the webhook secret Telegram sends in the
+	// X-Telegram-Bot-Api-Secret-Token header. It also derives the owner tag.
+	Secret string
+	// TakeoverFrom, when it equals the host the webhook currently points to
+	// (HostNone for a polling bot), allows replacing another owner's webhook.
+	// Empty means never take over.
+	TakeoverFrom string
+	// AllowedUpdates is sent as allowed_updates when non-nil.
+	AllowedUpdates []string
+	// MaxConnections is sent as max_connections when non-zero; 1..100.
+	MaxConnections int
+	// DropPendingUpdates is sent as drop_pending_updates. Defaults to false:
+	// updates Telegram holds are kept.
+	DropPendingUpdates bool
+}
+
+// ClaimResult is a successful claim.
+type ClaimResult struct {
+	// URL is the tagged address now registered.
+	URL string
+	// TakenFrom is the host taken over from; empty when the webhook was
+	// already this secret's.
+	TakenFrom string
+	// PendingUpdates is Telegram's pending_update_count after the claim.
+	PendingUpdates int
+}
+
+// info is what getWebhookInfo said.
+type info struct {
+	URL                  string `json:"url"`
+	PendingUpdateCount   int    `json:"pending_update_count"`
+	LastErrorDate        int64  `json:"last_error_date"`
+	LastErrorMessage     string `json:"last_error_message"`
+	MaxConnections       int    `json:"max_connections"`
+	HasCustomCertificate bool   `json:"has_custom_certificate"`
+}
+
+func getInfo(ctx context.Context, c Caller) (info, error) {
+	raw, err := c.Call(ctx, "getWebhookInfo", struct{}{})
+	if err != nil {
+		return info{}, fmt.Errorf("webhook: getWebhookInfo: %w", err)
+	}
+	var in info
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return info{}, fmt.Errorf("webhook: getWebhookInfo answered an unexpected shape: %w", err)
+	}
+	return in, nil
+}
+
+// hostOf returns the host of a registered webhook address, HostNone for
+// none and HostUnknown when it does not parse.
+func hostOf(raw string) string {
+	if raw == "" {
+		return HostNone
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return HostUnknown
+	}
+	return u.Host
+}
+
+// withoutOwner returns raw with its owner parameter removed, for telling
+// "this address, another secret" from "another address".
+func withoutOwner(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	q := u.Query()
+	q.Del(OwnerParam)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Claim sets the webhook to cfg.URL, tagged with the owner tag of cfg.Secret,
+// only if it is this secret's already or cfg.TakeoverFrom names the host it
+// currently points to. A refusal is a *[ClaimError] and calls no setWebhook.
+// After setWebhook it reads the webhook back and reports ReasonNotConfirmed
+// when Telegram does not show the tagged address.
+func Claim(ctx context.Context, c Caller, cfg ClaimConfig) (ClaimResult, error) {
+	tagged, err := TaggedURL(cfg.URL, cfg.Secret)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	if cfg.MaxConnections != 0 && (cfg.MaxConnections < 1 || cfg.MaxConnections > 100) {
+		return ClaimResult{}, fmt.Errorf("webhook: MaxConnections %d is outside 1..100", cfg.MaxConnections)
+	}
+	before, err := getInfo(ctx, c)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	owner := hostOf(before.URL)
+	owned := before.URL == tagged
+	if !owned && cfg.TakeoverFrom != owner {
+		reason := ReasonOwnedElsewhere
+		if before.URL != "" && withoutOwner(before.URL) == withoutOwner(tagged) {
+			reason = ReasonOtherSecret
+		}
+		return ClaimResult{}, &ClaimError{Reason: reason, OwnerHost: owner}
+	}
+	params := map[string]any{
+		"url":                  tagged,
+		"secret_token":         cfg.Secret,
+		"drop_pending_updates": cfg.DropPendingUpdates,
+	}
+	if cfg.AllowedUpdates != nil {
+		params["allowed_updates"] = cfg.AllowedUpdates
+	}
+	if cfg.MaxConnections != 0 {
+		params["max_connections"] = cfg.MaxConnections
+	}
+	if _, err := c.Call(ctx, "setWebhook", params); err != nil {
+		return ClaimResult{}, fmt.Errorf("webhook: setWebhook: %w", err)
+	}
+	after, err := getInfo(ctx, c)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	if after.URL != tagged {
+		return ClaimResult{}, &ClaimError{Reason: ReasonNotConfirmed, OwnerHost: hostOf(after.URL)}
+	}
+	res := ClaimResult{URL: tagged, PendingUpdates: after.PendingUpdateCount}
+	if !owned {
+		res.TakenFrom = owner
+	}
+	return res, nil
+}
+
+// State is the webhook as [Check] found it.
+type State struct {
+	// Owned reports whether the webhook is the tagged address of this URL and
+	// secret.
+	Owned bool
+	// OwnerHost is the host the webhook points to, HostNone or HostUnknown.
+	OwnerHost string
+	// PendingUpdates is Telegram's pending_update_count.
+	PendingUpdates int
+	// LastErrorAt and LastError are Telegram's last delivery error; zero and
+	// empty when it reported none.
+	LastErrorAt time.Time
+	LastError   string
+}
+
+// Check reports whether the webhook still points to rawURL tagged with
+// secret's owner tag, and Telegram's last delivery error.
+func Check(ctx context.Context, c Caller, rawURL, secret string) (State, error) {
+	tagged, err := TaggedURL(rawURL, secret)
+	if err != nil {
+		return State{}, err
+	}
+	in, err := getInfo(ctx, c)
+	if err != nil {
+		return State{}, err
+	}
+	st := State{
+		Owned:          in.URL == tagged,
+		OwnerHost:      hostOf(in.URL),
+		PendingUpdates: in.PendingUpdateCount,
+	}
+	if in.LastErrorDate > 0 && in.LastErrorMessage != "" {
+		st.LastErrorAt = time.Unix(in.LastErrorDate, 0)
+		st.LastError = in.LastErrorMessage
+	}
+	return st, nil
+}
+
+// Delete removes the webhook only when it was set with secret (its address
+// carries secret's owner tag, whatever its path), or when takeoverFrom names
+// the host it points to. Pending updates are kept. A bot without a webhook is
+// left alone and reported as success.
+func Delete(ctx context.Context, c Caller, secret, takeoverFrom string) error {
+	tag, err := OwnerTag(secret)
+	if err != nil {
+		return err
+	}
+	in, err := getInfo(ctx, c)
+	if err != nil {
+		return err
+	}
+	owner := hostOf(in.URL)
+	if owner == HostNone {
+		return nil
+	}
+	if ownerTagOf(in.URL) != tag && takeoverFrom != owner {
+		return &ClaimError{Reason: ReasonOwnedElsewhere, OwnerHost: owner}
+	}
+	if _, err := c.Call(ctx, "deleteWebhook", map[string]any{"drop_pending_updates": false}); err != nil {
+		return fmt.Errorf("webhook: deleteWebhook: %w", err)
+	}
+	return nil
+}
+
+// ownerTagOf returns the owner parameter of a registered address, or "".
+func ownerTagOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get(OwnerParam)
+}

@@ -1,0 +1,241 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/webhook"
+)
+
+const (
+	secret = "s3cret-webhook_token"
+	other  = "another-secret"
+	addr   = "https://bot.example.com/tg/hook"
+)
+
+// recorder wraps a Caller and records the methods called, in order.
+type recorder struct {
+	c       webhook.Caller
+	methods []string
+	params  []map[string]any
+}
+
+func (r *recorder) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	r.methods = append(r.methods, method)
+	b, _ := json.Marshal(params)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	r.params = append(r.params, m)
+	return r.c.Call(ctx, method, params)
+}
+
+func setup(t *testing.T) (*telegramtest.Server, *recorder) {
+	t.Helper()
+	srv := telegramtest.NewServer(telegramtest.Config{})
+	t.Cleanup(srv.Close)
+	c, err := botapi.New(srv.Token, botapi.Config{APIRoot: srv.URL, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, &recorder{c: c}
+}
+
+// set registers a webhook directly, as another deployment would.
+func set(t *testing.T, r *recorder, url, secretToken string) {
+	t.Helper()
+	if _, err := r.c.Call(t.Context(), "setWebhook", map[string]any{"url": url, "secret_token": secretToken}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOwnerTag(t *testing.T) {
+	t.Parallel()
+	a, err := webhook.OwnerTag(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := webhook.OwnerTag(secret)
+	c, _ := webhook.OwnerTag(other)
+	if a != b || a == c || len(a) != 16 {
+		t.Fatalf("tags: %q %q %q; want deterministic, distinct, 16 hex digits", a, b, c)
+	}
+	if strings.Contains(a, secret) {
+		t.Fatal("tag contains the secret")
+	}
+	for _, bad := range []string{"", "has space", "ünicode", strings.Repeat("a", 257)} {
+		if _, err := webhook.OwnerTag(bad); !errors.Is(err, webhook.ErrBadSecret) {
+			t.Errorf("OwnerTag(%q) = %v, want ErrBadSecret", bad, err)
+		}
+	}
+}
+
+func TestTaggedURL(t *testing.T) {
+	t.Parallel()
+	got, err := webhook.TaggedURL("https://h.example/p/a?x=1&owner=stale", secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := webhook.OwnerTag(secret)
+	if want := "https://h.example/p/a?owner=" + tag + "&x=1"; got != want {
+		t.Fatalf("TaggedURL = %q, want %q", got, want)
+	}
+	if _, err := webhook.TaggedURL("ftp://h/p", secret); err == nil {
+		t.Fatal("ftp URL accepted")
+	}
+}
+
+func TestClaimPollingBotNeedsTakeoverFromNone(t *testing.T) {
+	t.Parallel()
+	_, r := setup(t)
+	_, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret})
+	var ce *webhook.ClaimError
+	if !errors.As(err, &ce) || ce.Reason != webhook.ReasonOwnedElsewhere || ce.OwnerHost != webhook.HostNone {
+		t.Fatalf("claim of a polling bot = %v, want owned-elsewhere by none", err)
+	}
+	if strings.Join(r.methods, ",") != "getWebhookInfo" {
+		t.Fatalf("calls = %v, want only getWebhookInfo", r.methods)
+	}
+	res, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: webhook.HostNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TakenFrom != webhook.HostNone || !strings.HasPrefix(res.URL, addr+"?owner=") {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestClaimRefusesForeignWebhookNamingHostOnly(t *testing.T) {
+	t.Parallel()
+	_, r := setup(t)
+	set(t, r, "https://other.example.net/very/secret/path", "x")
+	r.methods = nil
+	_, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: "third.example"})
+	var ce *webhook.ClaimError
+	if !errors.As(err, &ce) || ce.Reason != webhook.ReasonOwnedElsewhere || ce.OwnerHost != "other.example.net" {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "secret/path") || !strings.Contains(err.Error(), "other.example.net") {
+		t.Fatalf("message %q must name the host and not the path", err)
+	}
+	if len(r.methods) != 1 {
+		t.Fatalf("calls = %v, want no setWebhook", r.methods)
+	}
+}
+
+func TestClaimSameAddressOtherSecret(t *testing.T) {
+	t.Parallel()
+	_, r := setup(t)
+	tagged, _ := webhook.TaggedURL(addr, other)
+	set(t, r, tagged, other)
+	_, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret})
+	var ce *webhook.ClaimError
+	if !errors.As(err, &ce) || ce.Reason != webhook.ReasonOtherSecret {
+		t.Fatalf("err = %v, want other-secret", err)
+	}
+	if strings.Contains(err.Error(), other) || strings.Contains(err.Error(), secret) {
+		t.Fatal("a secret reached the error message")
+	}
+}
+
+func TestClaimRefreshesOwnAndTakesOverNamedHost(t *testing.T) {
+	t.Parallel()
+	srv, r := setup(t)
+	set(t, r, "https://old.example.org/hook", "x")
+	res, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{
+		URL: addr, Secret: secret, TakeoverFrom: "old.example.org",
+		AllowedUpdates: []string{"message"}, MaxConnections: 7,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TakenFrom != "old.example.org" {
+		t.Fatalf("TakenFrom = %q", res.TakenFrom)
+	}
+	r.methods, r.params = nil, nil
+	res, err = webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TakenFrom != "" {
+		t.Fatalf("refresh reported a takeover from %q", res.TakenFrom)
+	}
+	if got := strings.Join(r.methods, ","); got != "getWebhookInfo,setWebhook,getWebhookInfo" {
+		t.Fatalf("calls = %s", got)
+	}
+	p := r.params[1]
+	if p["secret_token"] != secret || p["drop_pending_updates"] != false {
+		t.Fatalf("setWebhook params = %v", p)
+	}
+	st, err := webhook.Check(t.Context(), r, addr, secret)
+	if err != nil || !st.Owned || st.OwnerHost != "bot.example.com" {
+		t.Fatalf("Check = %+v, %v", st, err)
+	}
+	_ = srv
+}
+
+func TestClaimValidates(t *testing.T) {
+	t.Parallel()
+	_, r := setup(t)
+	if _, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: "bad secret"}); !errors.Is(err, webhook.ErrBadSecret) {
+		t.Fatalf("bad secret: %v", err)
+	}
+	if _, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret, MaxConnections: 101}); err == nil {
+		t.Fatal("MaxConnections 101 accepted")
+	}
+	if len(r.methods) != 0 {
+		t.Fatalf("invalid configs called %v", r.methods)
+	}
+}
+
+func TestCheckReportsMoveAndDelete(t *testing.T) {
+	t.Parallel()
+	_, r := setup(t)
+	if _, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: webhook.HostNone}); err != nil {
+		t.Fatal(err)
+	}
+	set(t, r, "https://intruder.example/h", "y")
+	st, err := webhook.Check(t.Context(), r, addr, secret)
+	if err != nil || st.Owned || st.OwnerHost != "intruder.example" {
+		t.Fatalf("Check after move = %+v, %v", st, err)
+	}
+	var ce *webhook.ClaimError
+	if err := webhook.Delete(t.Context(), r, secret, ""); !errors.As(err, &ce) {
+		t.Fatalf("Delete of a foreign webhook = %v", err)
+	}
+	if err := webhook.Delete(t.Context(), r, secret, "intruder.example"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = webhook.Check(t.Context(), r, addr, secret)
+	if st.OwnerHost != webhook.HostNone {
+		t.Fatalf("after delete the webhook points to %q", st.OwnerHost)
+	}
+	if err := webhook.Delete(t.Context(), r, secret, ""); err != nil {
+		t.Fatalf("Delete without a webhook = %v", err)
+	}
+}
+
+// ignoring answers setWebhook with success without passing it on, as a
+// Telegram that did not keep the webhook would look.
+type ignoring struct{ webhook.Caller }
+
+func (i ignoring) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if method == "setWebhook" {
+		return json.RawMessage("true"), nil
+	}
+	return i.Caller.Call(ctx, method, params)
+}
+
+func TestClaimNotConfirmed(t *testing.T) {
+	t.Parallel()
+	_, r := setup(t)
+	_, err := webhook.Claim(t.Context(), ignoring{r}, webhook.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: webhook.HostNone})
+	var ce *webhook.ClaimError
+	if !errors.As(err, &ce) || ce.Reason != webhook.ReasonNotConfirmed || ce.OwnerHost != webhook.HostNone {
+		t.Fatalf("err = %v, want not-confirmed", err)
+	}
+}
