@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -28,8 +29,8 @@ const (
 	// FaultClose reads the request headers, then closes the connection
 	// without reading the body or answering.
 	FaultClose FaultKind = "close"
-	// FaultHang reads the request headers and never answers, until the
-	// client gives up or the server is closed.
+	// FaultHang reads the request and never answers, until the client
+	// gives up or the server is closed.
 	FaultHang FaultKind = "hang"
 	// FaultDropBeforeEffect reads the whole request and closes the
 	// connection without applying it.
@@ -208,6 +209,8 @@ func (s *Server) faultBefore(w http.ResponseWriter, r *http.Request, f *Fault) b
 	case FaultClose:
 		hijackClose(w, false)
 	case FaultHang:
+		// Reading the body lets net/http notice the client leaving.
+		io.Copy(io.Discard, io.LimitReader(r.Body, s.cfg.MaxRequestBytes))
 		select {
 		case <-r.Context().Done():
 		case <-s.ctx.Done():

@@ -377,11 +377,6 @@ func TestWebhookMaxConnections(t *testing.T) {
 	}
 	recv(t, arrived, "first delivery")
 	recv(t, arrived, "second delivery")
-	select {
-	case <-arrived:
-		t.Fatal("a third delivery started while two were in flight and max_connections is 2")
-	case <-time.After(50 * time.Millisecond): // a window for a wrong third delivery to show; passing does not depend on it
-	}
 	close(release)
 	waitFor(t, "all five delivered", func() bool { return srv.PendingUpdates() == 0 })
 	if p := h.peak.Load(); p > 2 {
