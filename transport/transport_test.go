@@ -363,7 +363,7 @@ func TestIdleConnectionClosedByServer(t *testing.T) {
 				return
 			}
 			io.WriteString(c, okResponse) // keep-alive framing ...
-			c.Close()                      // ... then the server drops the idle connection
+			c.Close()                     // ... then the server drops the idle connection
 			closed <- struct{}{}
 		})
 		tr := newTransport(t, transport.Config{})
