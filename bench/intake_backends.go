@@ -137,7 +137,9 @@ func intakeQuantile(sorted []time.Duration, q float64) time.Duration {
 }
 
 // intakeMS formats a duration in milliseconds.
-func intakeMS(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
+func intakeMS(d time.Duration) string {
+	return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond))
+}
 
 // intakeGoal renders whether a measured value meets its goal.
 func intakeGoal(ok bool) string {
