@@ -212,7 +212,7 @@ var fences = []fence{
 		}
 		t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 		var owned bool
-		if err := tx.QueryRow(t.Context(), "SELECT "+st.Table()+"_owns($1, $2, $3, $4)", id.UpdateID, id.Attempt, id.ClaimID, when.UnixMilli()).Scan(&owned); err != nil {
+		if err := tx.QueryRow(t.Context(), "SELECT "+st.Table()+"_owns(update_id => $1, attempt => $2, claim_id => $3, at_ms => $4)", id.UpdateID, id.Attempt, id.ClaimID, when.UnixMilli()).Scan(&owned); err != nil {
 			t.Fatal(err)
 		}
 		writeEffect(t, tx, id)
