@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,6 +164,9 @@ func (s *Server) start(useTLS bool) {
 	s.wg.Add(1)
 	go s.dispatchWebhooks()
 }
+
+// Certificate returns the certificate served after StartTLS, or nil.
+func (s *Server) Certificate() *x509.Certificate { return s.ts.Certificate() }
 
 // Client returns an HTTP client that trusts the server (also after
 // StartTLS). Close closes its idle connections.

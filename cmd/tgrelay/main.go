@@ -1,0 +1,197 @@
+// Command tgrelay makes a Telegram bot keep its promises: it receives
+// updates durably, relays them to a bot in any language, and sends
+// messages and broadcasts with honest outcomes.
+//
+// Usage:
+//
+//	tgrelay <command> [flags]
+//	tgrelay help [command]
+//	tgrelay version
+//
+// Run "tgrelay help" for the list of commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// command is one subcommand. Its run function parses its own flags (with
+// [parseFlags]), writes only to the writers it is given, and returns when
+// ctx is cancelled (SIGINT or SIGTERM) if it runs until stopped.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands is the command table; adding a subcommand is one line here and
+// one file (<name>.go) defining its run function.
+func commands() []command {
+	return []command{
+		{"sandbox", "run a fake Telegram Bot API server with a control API, for integration tests", runSandbox},
+	}
+}
+
+// Exit codes of run.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError is a misuse of the command line. run prints it with its hint
+// and exits with exitUsage.
+type usageError struct {
+	msg  string
+	hint string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// run executes the command line args (without the program name) and
+// returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return help(ctx, args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, versionString())
+		return exitOK
+	}
+	cmd, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "tgrelay: unknown command %q\nRun 'tgrelay help' for the list of commands.\n", args[0])
+		return exitUsage
+	}
+	return report(cmd.name, cmd.run(ctx, args[1:], stdout, stderr), stderr)
+}
+
+// report turns a command's error into an exit code, printing it.
+func report(name string, err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if ue, ok := errors.AsType[*usageError](err); ok {
+		fmt.Fprintf(stderr, "tgrelay %s: %s\n", name, ue.msg)
+		if ue.hint != "" {
+			fmt.Fprintln(stderr, ue.hint)
+		}
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "tgrelay %s: %v\n", name, err)
+	return exitError
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func help(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stdout)
+		return exitOK
+	}
+	cmd, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "tgrelay help: unknown command %q\nRun 'tgrelay help' for the list of commands.\n", args[0])
+		return exitUsage
+	}
+	// A command prints its own usage for -h, and does nothing else.
+	return report(cmd.name, cmd.run(ctx, []string{"-h"}, stdout, stdout), stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, "tgrelay makes a Telegram bot keep its promises.\n\nUsage:\n\n\ttgrelay <command> [flags]\n\nCommands:\n\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "\t%-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\t%-10s %s\n\t%-10s %s\n", "help", "show help for a command", "version", "print the version")
+	fmt.Fprint(w, "\nRun 'tgrelay help <command>' for a command's flags.\n")
+}
+
+// parseFlags parses args with fs, which the command set up with its flags
+// and a Usage that writes to fs.Output(). -h prints the usage to stdout
+// and returns flag.ErrHelp; a bad flag or a stray argument is a
+// *usageError with a hint.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard) // errors are reported once, by report
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return flag.ErrHelp
+	}
+	hint := fmt.Sprintf("Run 'tgrelay help %s' for usage.", fs.Name())
+	if err != nil {
+		return &usageError{msg: err.Error(), hint: hint}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), hint: hint}
+	}
+	return nil
+}
+
+// commandUsage returns a FlagSet Usage function printing text (the
+// command's description, with a leading usage line) and the flags.
+func commandUsage(fs *flag.FlagSet, text string) func() {
+	return func() {
+		w := fs.Output()
+		fmt.Fprint(w, strings.TrimLeft(text, "\n"))
+		fmt.Fprint(w, "\nFlags:\n\n")
+		fs.PrintDefaults()
+	}
+}
+
+// versionString is the module version (or VCS revision) and Go version.
+func versionString() string {
+	v, rev, dirty := "(devel)", "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " " + rev
+		if dirty {
+			v += "+dirty"
+		}
+	}
+	return fmt.Sprintf("tgrelay %s %s", v, runtime.Version())
+}

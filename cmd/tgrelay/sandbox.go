@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/tgrelay/tgrelay/telegramtest"
+)
+
+// DefaultSandboxAddr is where `tgrelay sandbox` listens by default.
+const DefaultSandboxAddr = "127.0.0.1:8081"
+
+const sandboxHelp = `
+Usage: tgrelay sandbox [-addr 127.0.0.1:8081] [-tls [-cert file]] [-token T] [-no-limits]
+
+Sandbox runs a fake Telegram Bot API server (package telegramtest) until
+SIGINT or SIGTERM, so that a bot written in any language can run its
+integration tests against it. It prints the Bot API URL and the token:
+point the bot at URL/bot<token>/<method> instead of https://api.telegram.org.
+
+The fake speaks getMe, sendMessage, copyMessage, forwardMessage,
+editMessageText, deleteMessage, answerCallbackQuery, sendPhoto, sendDocument,
+setWebhook, deleteWebhook, getWebhookInfo and getUpdates, with Telegram's
+rate limits, refusals and error wording.
+
+A JSON control API under /_sandbox/ drives it:
+
+  GET    /_sandbox/                      url, token and bot
+  POST   /_sandbox/users                 {"first_name"} -> user
+  POST   /_sandbox/users/block           {"user_id", "blocked": true|false}
+  POST   /_sandbox/users/deactivate      {"user_id"}
+  GET    /_sandbox/chats                 -> [chat]
+  POST   /_sandbox/chats                 {"type": "private", "user_id"} or
+                                         {"type": "group"|"supergroup", "title", "member_ids"} or
+                                         {"type": "channel", "title"} -> chat
+  POST   /_sandbox/chats/upgrade         {"chat_id"} -> the new supergroup
+  POST   /_sandbox/chats/kick            {"chat_id"}
+  POST   /_sandbox/send                  {"chat_id", "user_id", "text"} -> update
+  POST   /_sandbox/command               {"chat_id", "user_id", "command", "args"} -> update
+  POST   /_sandbox/press                 {"chat_id", "user_id", "message_id", "data"} -> update
+  GET    /_sandbox/messages[?chat_id=N]  messages the bot sent
+  GET    /_sandbox/deliveries            every offer of an update to the bot
+  GET    /_sandbox/repeats               chats that got the same text twice
+  GET    /_sandbox/duplicate-deliveries  updates the bot may have seen twice
+  GET    /_sandbox/calls                 Bot API calls per method
+  POST   /_sandbox/faults                {"method", "kind", "nth", "times", "delay_ms", "jitter_ms",
+                                          "status", "retry_after", "stall_ms", "size"}
+  DELETE /_sandbox/faults                disarm all faults
+  POST   /_sandbox/limits                {"disabled", "bot"|"chat"|"group": {"count", "per_ms"}}
+  POST   /_sandbox/reset                 forget everything but the token
+
+Fault kinds: refuse_connection, reset, close, hang, drop_before_effect,
+drop_after_effect, server_error, proxy_error, too_many_requests, slow_body,
+huge_body; an empty kind only adds delay_ms. Details:
+go doc github.com/tgrelay/tgrelay/telegramtest
+`
+
+func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
+	addr := fs.String("addr", DefaultSandboxAddr, "`address` to listen on (port 0 picks a free one)")
+	useTLS := fs.Bool("tls", false, "serve HTTPS with a self-signed certificate")
+	certOut := fs.String("cert", "", "with -tls, write the certificate (PEM) to `file` for clients to trust")
+	token := fs.String("token", "", "bot `token` to accept, shaped <digits>:<30-40 characters> (default random)")
+	noLimits := fs.Bool("no-limits", false, "turn Telegram's rate limits off")
+	fs.Usage = commandUsage(fs, sandboxHelp)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	hint := "Run 'tgrelay help sandbox' for usage."
+	if *certOut != "" && !*useTLS {
+		return &usageError{msg: "-cert needs -tls", hint: hint}
+	}
+	var logMu sync.Mutex
+	cfg := telegramtest.Config{
+		Token:      *token,
+		ControlAPI: true,
+		Limits:     telegramtest.Limits{Disabled: *noLimits},
+		Logf: func(format string, args ...any) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			fmt.Fprintf(stderr, format+"\n", args...)
+		},
+	}
+	if err := cfg.Validate(); err != nil {
+		return &usageError{msg: err.Error(), hint: hint}
+	}
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := telegramtest.NewUnstartedServerOn(cfg, l)
+	if *useTLS {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	defer srv.Close()
+	if *certOut != "" {
+		b := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+		if err := os.WriteFile(*certOut, b, 0o644); err != nil {
+			return fmt.Errorf("write certificate: %w", err)
+		}
+	}
+	fmt.Fprintf(stdout, "Bot API:     %s\n", srv.URL)
+	fmt.Fprintf(stdout, "Token:       %s\n", srv.Token)
+	fmt.Fprintf(stdout, "Control API: %s%s\n", srv.URL, telegramtest.ControlPrefix)
+	fmt.Fprintf(stdout, "Try:         curl %s/bot%s/getMe\n", srv.URL, srv.Token)
+	<-ctx.Done()
+	srv.Close()
+	fmt.Fprintln(stdout, "sandbox stopped")
+	return nil
+}
