@@ -186,6 +186,22 @@ func (t *Transport) readBody(ctx context.Context, req *http.Request) ([]byte, er
 		}
 		return nil, nil
 	}
+	check := func(b []byte, err error) ([]byte, error) {
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("transport: reading request body: %w", err)
+		}
+		if int64(len(b)) > t.cfg.MaxRequestBytes {
+			return nil, fmt.Errorf("%w (limit %d bytes)", ErrRequestTooLarge, t.cfg.MaxRequestBytes)
+		}
+		return b, nil
+	}
+	if req.GetBody != nil && req.ContentLength >= 0 && req.ContentLength <= t.cfg.MaxRequestBytes {
+		// An in-memory body (http.NewRequest sets GetBody for bytes and
+		// strings readers) cannot block: read it here.
+		b := make([]byte, 0, req.ContentLength+1)
+		return check(readAllInto(b, io.LimitReader(req.Body, t.cfg.MaxRequestBytes+1)))
+	}
 	type result struct {
 		b   []byte
 		err error
@@ -197,17 +213,27 @@ func (t *Transport) readBody(ctx context.Context, req *http.Request) ([]byte, er
 	}()
 	select {
 	case r := <-done:
-		req.Body.Close()
-		if r.err != nil {
-			return nil, fmt.Errorf("transport: reading request body: %w", r.err)
-		}
-		if int64(len(r.b)) > t.cfg.MaxRequestBytes {
-			return nil, fmt.Errorf("%w (limit %d bytes)", ErrRequestTooLarge, t.cfg.MaxRequestBytes)
-		}
-		return r.b, nil
+		return check(r.b, r.err)
 	case <-ctx.Done():
 		req.Body.Close() // unblocks the reader for bodies that honour Close
 		return nil, context.Cause(ctx)
+	}
+}
+
+// readAllInto appends everything r yields to b.
+func readAllInto(b []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
 	}
 }
 

@@ -123,7 +123,12 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 		if resp.StatusCode < 200 {
 			continue // interim answer (100 Continue, 103 Early Hints): no body
 		}
-		body, err := io.ReadAll(resp.Body)
+		var body []byte
+		if resp.ContentLength > 0 && resp.ContentLength < 1<<20 {
+			body, err = readAllInto(make([]byte, 0, resp.ContentLength+1), resp.Body)
+		} else {
+			body, err = io.ReadAll(resp.Body)
+		}
 		resp.Body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("transport: reading response body: %w", err)
