@@ -100,12 +100,30 @@ WHERE update_id = ?1 AND state IN ('failed', 'abandoned')`
     (SELECT min(received_at) FROM "{{table}}" WHERE state = 'pending')`
 )
 
+// batchRows is how many rows one INSERT statement of AddBatch carries (3
+// parameters each, far below SQLite's limit of 32766).
+const batchRows = 100
+
+// addManySQL is addSQL for rows rows, returning the ids it inserted.
+func addManySQL(table string, rows int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO "` + table + `" (update_id, body, state, attempts, due_at, received_at) VALUES `)
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(?%d, ?%d, 'pending', 0, ?%d, ?%d)", 3*i+1, 3*i+2, 3*i+3, 3*i+3)
+	}
+	b.WriteString(" ON CONFLICT (update_id) DO NOTHING RETURNING update_id")
+	return b.String()
+}
+
 // queries holds the statements prepared once at construction.
 type queries struct {
 	ownsSQL, listSQL string
 
-	add, claim, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
-	owns, due, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra                   *sql.Stmt
+	add, addMany, claim, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
+	owns, due, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra                            *sql.Stmt
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
@@ -118,6 +136,7 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		text string
 	}{
 		{w, &q.add, addSQL},
+		{w, &q.addMany, addManySQL(tablePlaceholder, batchRows)},
 		{w, &q.claim, claimSQL},
 		{w, &q.renew, renewSQL},
 		{w, &q.renewOwned, renewOwnedSQL},
@@ -147,7 +166,7 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 func (q *queries) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
-		q.add, q.claim, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
+		q.add, q.addMany, q.claim, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
 		q.owns, q.due, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra,
 	} {
 		if st != nil {

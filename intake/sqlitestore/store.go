@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,7 +310,8 @@ func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 }
 
 // AddBatch implements [intake.BatchStore.AddBatch]: the whole batch is one
-// transaction and one durable commit; on error nothing is recorded.
+// transaction and one durable commit; on error nothing is recorded. Rows are
+// inserted [batchRows] to a statement.
 func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
 	out := make([]bool, len(us))
 	if len(us) == 0 {
@@ -320,18 +322,41 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 		return nil, fmt.Errorf("sqlitestore: add batch: begin: %w", err)
 	}
 	defer tx.Rollback() // a no-op after Commit
-	st := tx.StmtContext(ctx, s.q.add)
-	for i, u := range us {
-		res, err := st.ExecContext(ctx, u.UpdateID, u.Body, ms(u.ReceivedAt))
-		if err != nil {
-			return nil, fmt.Errorf("sqlitestore: add batch: update %d: %w", u.UpdateID, err)
+	added := make(map[int64]bool, len(us))
+	args := make([]any, 0, 3*batchRows)
+	for chunk := range slices.Chunk(us, batchRows) {
+		args = args[:0]
+		for _, u := range chunk {
+			args = append(args, u.UpdateID, u.Body, ms(u.ReceivedAt))
 		}
-		if out[i], err = affected(res, "add batch", u.UpdateID); err != nil {
-			return nil, err
+		var rows *sql.Rows
+		if len(chunk) == batchRows {
+			rows, err = tx.StmtContext(ctx, s.q.addMany).QueryContext(ctx, args...)
+		} else {
+			rows, err = tx.QueryContext(ctx, addManySQL(s.table, len(chunk)), args...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
+			}
+			added[id] = true
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: add batch: commit: %w", err)
+	}
+	// The first occurrence of an inserted id is the one that inserted it.
+	for i, u := range us {
+		out[i] = added[u.UpdateID]
+		delete(added, u.UpdateID)
 	}
 	return out, nil
 }

@@ -215,6 +215,35 @@ func TestAddBatchIsOneTransaction(t *testing.T) {
 		t.Errorf("pending rows = %d, want 3", st.Count[intake.StatePending])
 	}
 
+	// Batches longer than one INSERT statement: a repeat in a later
+	// statement reports false, and a refused row in a later statement rolls
+	// back the earlier ones too.
+	var big []intake.Incoming
+	for id := int64(100); id < 350; id++ {
+		big = append(big, in(id))
+	}
+	big[180] = in(100)
+	got, err = s.AddBatch(ctx, big)
+	if err != nil {
+		t.Fatalf("AddBatch(250 rows): %v", err)
+	}
+	for i, ok := range got {
+		if ok != (i != 180) {
+			t.Errorf("AddBatch(250 rows)[%d] = %v", i, ok)
+		}
+	}
+	big = big[:0]
+	for id := int64(400); id < 550; id++ {
+		big = append(big, in(id))
+	}
+	big[130] = in(13)
+	if _, err := s.AddBatch(ctx, big); err == nil {
+		t.Fatal("AddBatch with a refused row in its second statement succeeded")
+	}
+	if _, ok, err := s.Get(ctx, 400); err != nil || ok {
+		t.Errorf("after a failed long batch, Get(400) = %v, %v; want no row", ok, err)
+	}
+
 	// A cancelled context records nothing.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
