@@ -10,10 +10,9 @@
 // sqlitestore or pgstore.
 //
 // Apart from durability, a [Store] follows the contract of
-// [intake.DurableStore] exactly and passes [storetest.Run] at the durable
-// level. It also implements [intake.BatchStore] and [intake.AdminStore].
-//
-// [storetest.Run]: https://pkg.go.dev/github.com/tgrelay/tgrelay/intake/storetest#Run
+// [intake.DurableStore] exactly and passes
+// [github.com/tgrelay/tgrelay/intake/storetest.Run] at the durable level. It
+// also implements [intake.BatchStore] and [intake.AdminStore].
 package memstore
 
 import (

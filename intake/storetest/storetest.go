@@ -86,8 +86,9 @@ func Run(t *testing.T, newStore func(t *testing.T) intake.Store) {
 // happened>".
 //
 // Check cannot clean up after newStore; a caller whose stores hold resources
-// releases them after Check returns. Cancelling ctx ends the check early;
-// the cases cut short report the cancellation as store errors.
+// releases them after Check returns. Cancelling ctx ends the check early:
+// the case running reports the cancellation as a store error (if the store
+// honours ctx), and each case not yet run reports that it was not run.
 func Check(ctx context.Context, newStore func() (intake.Store, error)) error {
 	var errs []error
 	for _, v := range check(ctx, newStore).violations {
@@ -124,6 +125,10 @@ func check(ctx context.Context, newStore func() (intake.Store, error)) checkResu
 	for _, g := range res.plan.groups {
 		for _, tc := range g.cases {
 			name := g.name + "/" + tc.name
+			if err := ctx.Err(); err != nil {
+				res.violations = append(res.violations, violation{caseName: name, msg: fmt.Sprintf("not run: %v", err)})
+				continue
+			}
 			report := func(msg string) {
 				mu.Lock()
 				defer mu.Unlock()

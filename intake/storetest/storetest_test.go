@@ -454,3 +454,16 @@ func TestRun(t *testing.T) {
 	t.Parallel()
 	Run(t, func(*testing.T) intake.Store { return memstore.New() })
 }
+
+// TestCheckCancelled: a cancelled check reports every case as not run
+// instead of running them against a dead ctx.
+func TestCheckCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	res := check(ctx, factory(func(m *memstore.Store) intake.Store { return m }))
+	if len(res.violations) != 34 {
+		t.Errorf("%d violations; want one per case (34):\n%s", len(res.violations), dump(res))
+	}
+	requireMessage(t, res, "Add/OneRecordPerUpdateID", "not run: context canceled")
+}
