@@ -34,8 +34,10 @@ type Delivery struct {
 	// written), so the bot may have seen the update.
 	Reached bool `json:"reached"`
 	// GaveUp is true on the last attempt, after which the update is dropped.
-	GaveUp   bool          `json:"gave_up,omitempty"`
-	Start    time.Time     `json:"start"`
+	GaveUp bool `json:"gave_up,omitempty"`
+	// Start is when the offer began, from Config.NowFunc.
+	Start time.Time `json:"start"`
+	// Duration is how long a webhook attempt took, in real time.
 	Duration time.Duration `json:"duration"`
 }
 

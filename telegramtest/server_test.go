@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -94,6 +95,7 @@ func TestConfigValidate(t *testing.T) {
 		{telegramtest.Config{Webhook: telegramtest.WebhookConfig{Timeout: -1}}, "Webhook.Timeout"},
 		{telegramtest.Config{Limits: telegramtest.Limits{Chat: telegramtest.Limit{Count: 1}}}, "Limits.Chat.Per"},
 		{telegramtest.Config{Faults: []telegramtest.Fault{{Kind: "boom"}}}, "Fault.Kind"},
+		{telegramtest.Config{Faults: []telegramtest.Fault{{Kind: telegramtest.FaultHugeBody, Size: telegramtest.MaxFaultSize + 1}}}, "Fault.Size"},
 		{telegramtest.Config{Faults: []telegramtest.Fault{{Kind: telegramtest.FaultRefuseConnection, Method: "getMe"}}}, "Fault.Method"},
 	} {
 		err := tc.cfg.Validate()
@@ -391,4 +393,40 @@ func TestBounds(t *testing.T) {
 			t.Errorf("getUpdates = %s", a.Result)
 		}
 	})
+}
+
+func TestDeliveryLedgerBound(t *testing.T) {
+	t.Parallel()
+	cfg := noLimits()
+	cfg.MaxDeliveries = 2
+	f := setup(t, cfg)
+	upd, _ := f.srv.SendText(f.chat, f.user, "hi")
+	for range 3 {
+		getUpdates(t, f.srv, nil) // never confirmed: offered again each time
+	}
+	d := f.srv.Deliveries()
+	if len(d) != 2 || f.srv.DroppedDeliveries() != 1 || d[0].Attempt != 2 || d[1].Attempt != 3 || d[1].UpdateID != upd.ID {
+		t.Errorf("deliveries = %+v, dropped %d; want the last 2 of 3 and 1 dropped", d, f.srv.DroppedDeliveries())
+	}
+}
+
+func TestWebhookAnswerIsReadBounded(t *testing.T) {
+	t.Parallel()
+	f := setup(t, fastWebhook())
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Far more than MaxWebhookResponseBytes; the server stops reading.
+		chunk := bytes.Repeat([]byte("x"), 32<<10)
+		for range 4 * telegramtest.MaxWebhookResponseBytes / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(big.Close)
+	wantOK(t, call(t, f.srv, "setWebhook", map[string]any{"url": big.URL}))
+	f.srv.SendText(f.chat, f.user, "hi")
+	waitFor(t, "the delivery", func() bool { return f.srv.PendingUpdates() == 0 })
+	if d := f.srv.Deliveries(); len(d) != 1 || d[0].Status != 200 {
+		t.Errorf("deliveries = %+v", d)
+	}
 }

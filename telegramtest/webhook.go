@@ -181,7 +181,7 @@ func (s *Server) pickLocked(now time.Time) (jobs []delivery, next time.Time) {
 // deliver makes one webhook attempt and records its outcome.
 func (s *Server) deliver(j delivery) {
 	defer s.wg.Done()
-	start := time.Now()
+	start, at := time.Now(), s.now()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Webhook.Timeout)
 	defer cancel()
 	var wrote atomic.Bool
@@ -222,7 +222,7 @@ func (s *Server) deliver(j delivery) {
 	ok := status >= 200 && status <= 299
 	d := Delivery{
 		UpdateID: j.u.ID, ChatID: j.u.ChatID, Via: "webhook", Attempt: j.attempt,
-		Status: status, Err: msg, Reached: wrote.Load(), Start: start, Duration: time.Since(start),
+		Status: status, Err: msg, Reached: wrote.Load(), Start: at, Duration: time.Since(start),
 	}
 
 	s.mu.Lock()
