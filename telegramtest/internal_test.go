@@ -25,8 +25,9 @@ func TestWindow(t *testing.T) {
 	var w window
 	t0 := time.Unix(0, 0)
 	// Sends every 400 ms: 0 and 400 fit; 800 waits 200 ms (until 0 leaves
-	// the window); 1200 fits (0 left); 1600 waits for 400 to leave.
-	want := []time.Duration{0, 0, 200 * time.Millisecond, 0, 200 * time.Millisecond}
+	// the window); 1200 fits (0 left); 1600 fits (400 left); 2000 waits
+	// 200 ms for 1200 to leave.
+	want := []time.Duration{0, 0, 200 * time.Millisecond, 0, 0, 200 * time.Millisecond}
 	for i, wantWait := range want {
 		now := t0.Add(time.Duration(i) * 400 * time.Millisecond)
 		got := w.wait(now, l)
