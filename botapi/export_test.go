@@ -1,0 +1,4 @@
+package botapi
+
+// ParseResponse exposes parseResponse to the fuzz test.
+var ParseResponse = parseResponse
