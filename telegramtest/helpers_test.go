@@ -186,3 +186,13 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 		panic("unreachable")
 	}
 }
+
+// waitIdle waits, bounded, until no update is pending on srv.
+func waitIdle(t *testing.T, srv *telegramtest.Server, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+	defer cancel()
+	if err := srv.WaitIdle(ctx); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}

@@ -425,7 +425,7 @@ func TestWebhookAnswerIsReadBounded(t *testing.T) {
 	t.Cleanup(big.Close)
 	wantOK(t, call(t, f.srv, "setWebhook", map[string]any{"url": big.URL}))
 	f.srv.SendText(f.chat, f.user, "hi")
-	waitFor(t, "the delivery", func() bool { return f.srv.PendingUpdates() == 0 })
+	waitIdle(t, f.srv, "the delivery")
 	if d := f.srv.Deliveries(); len(d) != 1 || d[0].Status != 200 {
 		t.Errorf("deliveries = %+v", d)
 	}

@@ -220,6 +220,28 @@ func (s *Server) PendingUpdates() int {
 	return len(s.st.pending)
 }
 
+// WaitIdle waits until no update waits for the bot: every update was
+// accepted by the webhook, confirmed through getUpdates, given up or
+// dropped. It returns ctx's error when ctx ends first, and an error when
+// the server is closed.
+func (s *Server) WaitIdle(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n, ch := len(s.st.pending), s.changed
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("telegramtest: waiting for %d pending update(s): %w", n, ctx.Err())
+		case <-s.ctx.Done():
+			return errClosed
+		}
+	}
+}
+
 // removePendingLocked drops u from the queue if it is still there.
 func (s *Server) removePendingLocked(u *pendingUpdate) {
 	if i := slices.Index(s.st.pending, u); i >= 0 {
@@ -263,7 +285,6 @@ func (s *Server) getUpdates(ctx context.Context, p params) (any, *apiError) {
 	s.st.pollGen++
 	gen := s.st.pollGen
 	epoch := s.st.epoch
-	s.wakeLocked() // ends an older long poll with 409, as Telegram does
 	// Confirm: updates below offset are forgotten; a negative offset keeps
 	// only the last -offset updates.
 	switch {
@@ -275,6 +296,7 @@ func (s *Server) getUpdates(ctx context.Context, p params) (any, *apiError) {
 		}
 		offset = 0
 	}
+	s.wakeLocked() // ends an older long poll with 409, as Telegram does, and wakes WaitIdle
 	deadline := time.Now().Add(timeout)
 	for {
 		var out []json.RawMessage

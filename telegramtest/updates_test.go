@@ -1,7 +1,9 @@
 package telegramtest_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -245,7 +247,7 @@ func TestWebhookRedeliversOn500(t *testing.T) {
 	if a.Description != "Webhook was set" {
 		t.Errorf("setWebhook description = %q", a.Description)
 	}
-	waitFor(t, "re-delivery after a 500", func() bool { return f.srv.PendingUpdates() == 0 })
+	waitIdle(t, f.srv, "re-delivery after a 500")
 	got := h.received()
 	if len(got) != 2 || got[0].UpdateID != upd.ID || got[1].UpdateID != upd.ID {
 		t.Fatalf("webhook received %+v, want update %d twice", got, upd.ID)
@@ -284,14 +286,14 @@ func TestWebhookRedeliversOnTimeoutAndGivesUp(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	wantOK(t, call(t, f.srv, "setWebhook", map[string]any{"url": h.srv.URL}))
 	slow, _ := f.srv.SendText(f.chat, f.user, "slow")
-	waitFor(t, "re-delivery after a timeout", func() bool { return f.srv.PendingUpdates() == 0 })
+	waitIdle(t, f.srv, "re-delivery after a timeout")
 	d := f.srv.Deliveries()
 	if len(d) != 2 || d[0].UpdateID != slow.ID || d[0].Err != "Read timeout expired" || d[0].Status != 0 || !d[0].Reached || d[1].Status != 200 {
 		t.Fatalf("deliveries = %+v", d)
 	}
 
 	fails, _ := f.srv.SendText(f.chat, f.user, "always fails")
-	waitFor(t, "the update to be given up", func() bool { return f.srv.PendingUpdates() == 0 })
+	waitIdle(t, f.srv, "the update to be given up")
 	var attempts []telegramtest.Delivery
 	for _, x := range f.srv.Deliveries() {
 		if x.UpdateID == fails.ID {
@@ -345,7 +347,7 @@ func TestWebhookOneAtATimePerChat(t *testing.T) {
 	if got := recv(t, entered, "a2 to arrive"); got != "a2" {
 		t.Fatalf("after a1 = %q, want a2", got)
 	}
-	waitFor(t, "chat A to drain", func() bool { return srv.PendingUpdates() == 0 })
+	waitIdle(t, srv, "chat A to drain")
 	var order []string
 	for _, u := range h.received() {
 		if u.Message.Chat.ID == chatA.ID {
@@ -378,7 +380,7 @@ func TestWebhookMaxConnections(t *testing.T) {
 	recv(t, arrived, "first delivery")
 	recv(t, arrived, "second delivery")
 	close(release)
-	waitFor(t, "all five delivered", func() bool { return srv.PendingUpdates() == 0 })
+	waitIdle(t, srv, "all five delivered")
 	if p := h.peak.Load(); p > 2 {
 		t.Errorf("%d deliveries at once, max_connections is 2", p)
 	}
@@ -425,5 +427,22 @@ func TestWebhookSettings(t *testing.T) {
 	}
 	if a := call(t, f.srv, "deleteWebhook", nil); a.Description != "Webhook is already deleted" {
 		t.Errorf("deleteWebhook twice = %q", a.Description)
+	}
+}
+
+func TestWaitIdle(t *testing.T) {
+	t.Parallel()
+	f := setup(t, noLimits())
+	upd, _ := f.srv.SendText(f.chat, f.user, "hi")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := f.srv.WaitIdle(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitIdle with an update pending and ctx cancelled = %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.srv.WaitIdle(t.Context()) }()
+	getUpdates(t, f.srv, map[string]any{"offset": upd.ID + 1})
+	if err := recv(t, done, "WaitIdle to return after the update was confirmed"); err != nil {
+		t.Error(err)
 	}
 }
