@@ -1,0 +1,39 @@
+// Package broadcast sends one message to many Telegram chats at the Bot
+// API's rate limit, resumable by name after any crash, and never sends a
+// recipient the message twice unless the journal records it uncertain, and
+// never resends an uncertain recipient automatically.
+//
+// A broadcast is a function with an end, [Run], not a resource. It keeps its
+// state in Config.Dir/Config.Name/:
+//
+//   - audience.json, the snapshot of the recipients: computed once,
+//     validated and de-duplicated, written atomically (a private temp file,
+//     fsync, a hard link that never replaces, a directory fsync) and used by
+//     every later run;
+//   - journal.ndjson, an append-only journal with an intent line before a
+//     recipient's first send, an outcome line after it (delivered,
+//     unreachable, failed, uncertain), and a released line when a halted or
+//     stopped recipient goes back to pending; each line is durable before the
+//     step that depends on it, and torn or invalid lines are skipped on
+//     replay;
+//   - lock, an exclusive kernel lock (flock) that dies with its holder and is
+//     never reclaimed by age; it is checked before every send and every
+//     journal write.
+//
+// # Sending
+//
+// Up to Config.Concurrency sends are in flight at once, under one token
+// bucket of Config.Rate sends per second, so the rate is reached even when
+// each request takes 100 ms. A failed send is classified into a [Verdict]
+// (by default with [Classify], built on botapi.Classify): retry after
+// Telegram's wait (pausing every sender), retry with a capped doubling
+// backoff, record the recipient unreachable or failed, halt with the
+// recipient pending (a refused message), resend once to a migrated chat, or
+// record it uncertain and halt (an outcome nobody can know). Halting or
+// stopping starts no new send, waits for the sends in flight and records
+// their outcomes.
+//
+// [Sender] builds the usual SendFunc: a text (sendMessage, optionally HTML
+// checked with package tghtml) or a copy of a prepared message
+// (copyMessage) through a botapi.Client.
+package broadcast
