@@ -54,6 +54,7 @@ type run struct {
 	queued     map[int64]struct{} // update ids scheduled as attempts
 	delivering map[int64]struct{} // update ids whose exhaustion is being delivered
 	idle       chan struct{}      // closed while nothing is queued or delivering
+	quiet      bool               // idle is closed
 	backlog    bool               // something was not scheduled for lack of room
 	sweeping   bool               // the background sweeper runs
 }
@@ -341,6 +342,7 @@ func (r *Runner) ensureRunLocked(ctx context.Context) *run {
 		queued:     make(map[int64]struct{}),
 		delivering: make(map[int64]struct{}),
 		idle:       idle,
+		quiet:      true,
 	}
 	return r.run
 }
@@ -482,7 +484,8 @@ func (r *Runner) scheduleLocked(rn *run, id int64, body []byte, key string, bad 
 
 // busyLocked notes that work is about to be scheduled.
 func (r *Runner) busyLocked(rn *run) {
-	if len(rn.queued)+len(rn.delivering) == 0 {
+	if rn.quiet {
+		rn.quiet = false
 		rn.idle = make(chan struct{})
 	}
 }
@@ -490,7 +493,8 @@ func (r *Runner) busyLocked(rn *run) {
 // doneLocked notes that scheduled work ended.
 func (r *Runner) doneLocked(rn *run) {
 	n := len(rn.queued) + len(rn.delivering)
-	if n == 0 {
+	if n == 0 && !rn.quiet {
+		rn.quiet = true
 		close(rn.idle)
 	}
 	if rn.backlog && n <= r.cfg.MaxQueued/2 && !rn.draining {
@@ -526,10 +530,10 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		}
 
 		r.mu.Lock()
-		delete(rn.queued, j.id)
 		if exh != nil {
 			r.scheduleExhaustionLocked(rn, *exh, true)
 		}
+		delete(rn.queued, j.id)
 		r.doneLocked(rn)
 		r.mu.Unlock()
 	}
