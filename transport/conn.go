@@ -106,7 +106,7 @@ func (t *Transport) putIdle(key string, pc *persistConn) {
 	}
 	pc.idleSince = t.cfg.Test.NowFunc()
 	t.mu.Lock()
-	if t.closed || len(t.idle[key]) >= t.cfg.MaxIdleConnsPerHost {
+	if len(t.idle[key]) >= t.cfg.MaxIdleConnsPerHost {
 		t.mu.Unlock()
 		pc.close()
 		return

@@ -129,15 +129,18 @@ func TestRaceInterleavesFamilies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeNet{mode: map[string]string{},
 			v4: []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"},
-			v6: []string{"2001:db8::1", "2001:db8::2"}}
+			v6: []string{"2001:db8::1", "2001:db8::2"},
+			// A first, AAAA within the resolution delay: both lists are
+			// known before the first attempt.
+			delay: map[string]time.Duration{"ip6": ms(10)}}
 		tr := f.transport(t, transport.Config{})
 		_, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
 		assertNotDispatched(t, err, transport.StageConnect)
 		var got []string
 		for _, r := range f.records() {
 			got = append(got, r.ip)
-			if r.at != 0 {
-				t.Errorf("dial of %s at %v, want 0 (each failure starts the next at once)", r.ip, r.at)
+			if r.at != ms(10) {
+				t.Errorf("dial of %s at %v, want 10ms (each failure starts the next at once)", r.ip, r.at)
 			}
 		}
 		want := []string{"2001:db8::1", "192.0.2.1", "2001:db8::2", "192.0.2.2", "192.0.2.3"}

@@ -12,8 +12,10 @@ type Stage string
 // The stages of a request before its first byte is written, in order.
 const (
 	// StageRequest: the request itself could not be prepared (an
-	// unsupported URL scheme, a body that could not be read or was too
-	// large, a caller's context ended before the connection was sought).
+	// unsupported URL scheme, an invalid header, a body that could not be
+	// read or was too large, a caller's context ended before the connection
+	// was sought), or writing it on an established connection failed before
+	// the socket accepted any byte of it.
 	StageRequest Stage = "request"
 	// StageLookup: the host name could not be resolved (resolver error, no
 	// address, or the connect budget ended during the lookup).

@@ -40,9 +40,8 @@ import (
 type Transport struct {
 	cfg Config
 
-	mu     sync.Mutex
-	idle   map[string][]*persistConn
-	closed bool
+	mu   sync.Mutex
+	idle map[string][]*persistConn
 }
 
 // New returns a Transport configured by a copy of cfg, or an error naming
@@ -94,6 +93,10 @@ func WithResponseTimeout(ctx context.Context, d time.Duration) context.Context {
 // If it ends after, the error wraps the context's error and the outcome is
 // unknown. A response timeout after the first byte wraps
 // [ErrResponseTimeout]; a too large answer wraps [ErrResponseTooLarge].
+//
+// A body that is not in memory is read on a helper goroutine so the context
+// can end the wait; on cancellation the body is closed, and a body whose
+// Read ignores Close keeps that goroutine until Read returns.
 //
 // If a reused keep-alive connection fails before any byte of the request
 // reached it, the request is written on a newly established connection
