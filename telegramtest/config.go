@@ -46,6 +46,9 @@ const (
 	MaxCaptionLength = 1024
 	// MaxCallbackAnswerLength is the limit of answerCallbackQuery's text.
 	MaxCallbackAnswerLength = 200
+	// DefaultMaxControlObjects bounds the users plus chats the control API
+	// creates.
+	DefaultMaxControlObjects = 100000
 	// MaxFaults bounds how many faults may be armed at once.
 	MaxFaults = 1000
 )
@@ -103,6 +106,10 @@ type Config struct {
 	// MaxDeliveries bounds the ledger of delivery attempts. Defaults to
 	// DefaultMaxDeliveries.
 	MaxDeliveries int
+	// MaxControlObjects bounds the users plus chats that may exist when the
+	// control API creates one (the Go API is not bounded: the test owns
+	// it). Defaults to DefaultMaxControlObjects.
+	MaxControlObjects int
 	// MaxRequestBytes bounds a request body. Defaults to
 	// DefaultMaxRequestBytes.
 	MaxRequestBytes int64
@@ -180,6 +187,7 @@ func (c Config) Validate() error {
 		{"MaxMessages", c.MaxMessages < 0, ">= 0"},
 		{"MaxDeliveries", c.MaxDeliveries < 0, ">= 0"},
 		{"MaxRequestBytes", c.MaxRequestBytes < 0, ">= 0"},
+		{"MaxControlObjects", c.MaxControlObjects < 0, ">= 0"},
 		{"Webhook.Timeout", c.Webhook.Timeout < 0, ">= 0"},
 		{"Webhook.MaxAttempts", c.Webhook.MaxAttempts < 0, ">= 0"},
 		{"Webhook.Backoff", c.Webhook.Backoff < 0, ">= 0"},
@@ -251,6 +259,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxDeliveries == 0 {
 		c.MaxDeliveries = DefaultMaxDeliveries
+	}
+	if c.MaxControlObjects == 0 {
+		c.MaxControlObjects = DefaultMaxControlObjects
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes

@@ -108,6 +108,14 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) control(r *http.Request, req controlReq) (any, error) {
 	route := r.Method + " " + r.URL.Path[len(ControlPrefix)-1:]
+	if route == "POST /users" || route == "POST /chats" || route == "POST /chats/upgrade" {
+		s.mu.Lock()
+		n := len(s.st.users) + len(s.st.chats)
+		s.mu.Unlock()
+		if n >= s.cfg.MaxControlObjects {
+			return nil, cerr(409, "%d users and chats exist, the limit (Config.MaxControlObjects); POST /_sandbox/reset to start over", n)
+		}
+	}
 	switch route {
 	case "GET /":
 		return map[string]any{"url": s.URL, "token": s.Token, "bot": s.botUser(false)}, nil

@@ -129,3 +129,19 @@ func TestControlAPI(t *testing.T) {
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestControlAPIObjectBound(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, telegramtest.Config{ControlAPI: true, MaxControlObjects: 2})
+	var u telegramtest.User
+	control(t, srv, "POST", "/_sandbox/users", map[string]any{"first_name": "A"}, &u)
+	control(t, srv, "POST", "/_sandbox/chats", map[string]any{"type": "private", "user_id": u.ID}, nil)
+	var e struct{ Error string }
+	if code := control(t, srv, "POST", "/_sandbox/users", map[string]any{"first_name": "B"}, &e); code != 409 || !strings.Contains(e.Error, "MaxControlObjects") {
+		t.Errorf("third object = %d %q, want 409 naming the limit", code, e.Error)
+	}
+	control(t, srv, "POST", "/_sandbox/reset", nil, nil)
+	if code := control(t, srv, "POST", "/_sandbox/users", map[string]any{"first_name": "B"}, &u); code != 200 {
+		t.Errorf("after reset = %d", code)
+	}
+}

@@ -243,6 +243,10 @@ func (s *Server) faultBefore(w http.ResponseWriter, r *http.Request, f *Fault) b
 func (s *Server) faultAnswer(ctx context.Context, w http.ResponseWriter, f *Fault, env envelope) {
 	b, _ := json.Marshal(env) // plain structs: cannot fail
 	rc := http.NewResponseController(w)
+	// Close must not wait for a client that stopped reading: it makes
+	// blocked writes fail at once.
+	stop := context.AfterFunc(s.ctx, func() { rc.SetWriteDeadline(time.Now()) })
+	defer stop()
 	w.Header().Set("Content-Type", "application/json")
 	if f.Kind == FaultSlowBody {
 		stall := f.Stall

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -265,4 +266,25 @@ func TestHTTPClientSeesRefusedConnectionBeforeResponse(t *testing.T) {
 	if n := srv.Calls()["getMe"]; n != 1 {
 		t.Errorf("getMe served %d times, want 1 (refused connections serve nothing)", n)
 	}
+}
+
+func TestCloseDoesNotWaitForAClientThatStoppedReading(t *testing.T) {
+	t.Parallel()
+	srv := telegramtest.NewServer(telegramtest.Config{})
+	srv.Arm(telegramtest.Fault{Method: "getMe", Kind: telegramtest.FaultHugeBody, Size: 256 << 20})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /bot%s/getMe HTTP/1.1\r\nHost: x\r\n\r\n", srv.Token)
+	// The client never reads: the server's writes block once the socket
+	// buffers are full.
+	waitFor(t, "the call to start", func() bool { return srv.Inflight() == 1 })
+	closed := make(chan struct{})
+	go func() {
+		srv.Close()
+		close(closed)
+	}()
+	recv(t, closed, "Close to return")
 }
