@@ -409,6 +409,35 @@ func TestIdleConnectionClosedByServer(t *testing.T) {
 	})
 }
 
+func TestIdleConnectionWithUnsolicitedBytesIsNotReused(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if _, _, err := readRequest(br); err != nil {
+				return
+			}
+			// A framed answer followed by bytes nobody asked for.
+			io.WriteString(c, okResponse+"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+		}
+	})
+	tr := newTransport(t, transport.Config{})
+	for i := range 2 {
+		resp, err := send(t.Context(), tr, srv.url())
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != `{"ok":true}` {
+			t.Errorf("request %d got %q: a stray answer was taken as the answer", i, body)
+		}
+	}
+	if n := srv.accepts.Load(); n != 2 {
+		t.Errorf("accepts = %d, want 2 (a connection with stray bytes must not be reused)", n)
+	}
+}
+
 // flakyConn fails its next Write without writing anything once armed, as a
 // socket reset by the peer does.
 type flakyConn struct {
