@@ -1,0 +1,153 @@
+package intake_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
+)
+
+// Rows already scheduled here cannot starve the rest: each sweep widens its
+// page by their number.
+func TestSweepDoesNotStarveBehindScheduledRows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		for id := int64(1); id <= 10; id++ {
+			if _, err := store.Add(t.Context(), intake.Incoming{UpdateID: id, Body: msg(id, 1), ReceivedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		release := make(chan struct{})
+		var handled []int64
+		r := newRunner(t, intake.Config{
+			Store:        store,
+			PageSize:     2,
+			PendingGrace: time.Nanosecond,
+			Handler: func(_ context.Context, u intake.Update) error {
+				handled = append(handled, u.ID)
+				<-release
+				return nil
+			},
+		})
+		start(t, r) // schedules 1 and 2; 1 runs and blocks the chat's line
+		time.Sleep(time.Millisecond)
+		// Row 1 is claimed (not due); 2 is due and scheduled. A fixed page of
+		// 2 would list rows 2 and 3 forever after the next sweep.
+		var got []int
+		for range 3 {
+			got = append(got, sweep(t, r))
+		}
+		close(release)
+		idle(t, r)
+		if want := []int{3, 3, 2}; !slices.Equal(got, want) {
+			t.Fatalf("sweeps scheduled %v, want %v", got, want)
+		}
+		if !slices.Equal(handled, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
+			t.Fatalf("handled %v, want 1..10 in order", handled)
+		}
+	})
+}
+
+// MaxQueued bounds what one runner holds scheduled. An accepted update
+// beyond it is recorded but not scheduled; when room frees, a catch-up
+// sweep takes it over without waiting for the pending grace.
+func TestMaxQueuedBoundAndCatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		release := make(chan struct{})
+		var handled []int64
+		r := newRunner(t, intake.Config{
+			Store:     store,
+			MaxQueued: 2,
+			Handler: func(_ context.Context, u intake.Update) error {
+				handled = append(handled, u.ID)
+				if u.ID == 1 {
+					<-release
+				}
+				return nil
+			},
+		})
+		start(t, r)
+		t0 := time.Now()
+		for id := int64(1); id <= 3; id++ {
+			mustAccept(t, r, msg(id, 1), intake.Accepted)
+		}
+		synctest.Wait()
+		if n, err := r.Sweep(t.Context()); err != nil || n != 0 {
+			t.Fatalf("sweep with a full queue = %d, %v; want nothing scheduled", n, err)
+		}
+		close(release)
+		synctest.Wait()
+		idle(t, r)
+		if !slices.Equal(handled, []int64{1, 2, 3}) {
+			t.Fatalf("handled %v, want [1 2 3]", handled)
+		}
+		if waited := time.Since(t0); waited != 0 {
+			t.Fatalf("the update beyond MaxQueued waited %v (the pending grace?)", waited)
+		}
+	})
+}
+
+// An observer that panics cannot lose an update.
+func TestPanickingObserverIsIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		boom := func() { panic("observer bug") }
+		calls := 0
+		r := newRunner(t, intake.Config{
+			Store: store,
+			Handler: func(context.Context, intake.Update) error {
+				calls++
+				if calls == 1 {
+					return errBoom
+				}
+				return nil
+			},
+			RetryFunc: func(error, int) (time.Duration, bool) { return 0, true },
+			Observer: intake.Observer{
+				AcceptFunc:     func(int64, intake.Acceptance) { boom() },
+				ClaimFunc:      func(intake.Identity) { boom() },
+				SettleFunc:     func(intake.Identity, intake.State) { boom() },
+				FailureFunc:    func(intake.Failure) { boom() },
+				StoreErrorFunc: func(intake.Step, int64, error) { boom() },
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		idle(t, r)
+		sweep(t, r)
+		idle(t, r)
+		if got := row(t, store, 1); got.State != intake.StateCompleted || calls != 2 {
+			t.Fatalf("row %q after %d calls, want completed after 2", got.State, calls)
+		}
+	})
+}
+
+// The observer hears every step of a successful update.
+func TestObserverEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ev recorder
+		r := newRunner(t, intake.Config{
+			Store:   memstore.New(),
+			Handler: nop,
+			Observer: intake.Observer{
+				AcceptFunc: func(id int64, a intake.Acceptance) { ev.add("%v %d", a, id) },
+				ClaimFunc:  func(id intake.Identity) { ev.add("claim %d/%d", id.UpdateID, id.Attempt) },
+				SettleFunc: func(id intake.Identity, s intake.State) { ev.add("settle %d %s", id.UpdateID, s) },
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		idle(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Duplicate)
+		mustAccept(t, r, []byte(`[]`), intake.Invalid)
+		want := []string{"accepted 1", "claim 1/1", "settle 1 completed", "duplicate 1", "invalid -1"}
+		if got := ev.get(); !slices.Equal(got, want) {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	})
+}
