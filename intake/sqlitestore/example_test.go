@@ -12,8 +12,6 @@ import (
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 )
 
-func contextBackground() context.Context { return context.Background() }
-
 // A handler fences its domain write with OwnsTx in a BEGIN IMMEDIATE
 // transaction on the store's own handle.
 func Example() {

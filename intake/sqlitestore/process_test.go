@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,7 +27,7 @@ const (
 // for "go" on stdin, tries to claim every row once and prints "won <id>
 // <claim id>" for each claim it got. It returns the exit code.
 func claimChild(path string) int {
-	ctx := contextBackground()
+	ctx := context.Background()
 	s, err := sqlitestore.Open(ctx, path, sqlitestore.Config{BusyTimeout: time.Minute})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)

@@ -122,8 +122,9 @@ var (
 // BEGIN IMMEDIATE transactions, and a pool of read-only connections. Call
 // [Store.Close] to release them.
 //
-// path is a file path; an empty path or ":memory:" is refused (an in-memory
-// database is private to each connection, so use memstore instead).
+// path is a plain file path; an empty path, ":memory:" and "file:" URIs are
+// refused (an in-memory database is private to each connection, so use
+// memstore instead; Open builds its own URI to set its options).
 func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	return open(ctx, path, cfg, hooks{})
 }
@@ -272,7 +273,9 @@ func (s *Store) Table() string { return s.table }
 // writer connection, whose transactions begin with BEGIN IMMEDIATE. Open a
 // domain transaction on it for [Store.OwnsTx]. While such a transaction is
 // open it holds that one connection, so do not call the store's writing
-// methods from inside it; they would wait for it to end.
+// methods from inside it: they wait for the connection, which is a deadlock
+// when the goroutine holding the transaction is the one waiting. The
+// store's reads ([Store.Owns], [Store.Due], ...) use other connections.
 func (s *Store) DB() *sql.DB { return s.w }
 
 // Close releases the store's prepared statements and, for a store from
