@@ -13,7 +13,9 @@ const (
 	// DefaultRate is the default of Config.Rate: sends started per second,
 	// below Telegram's bot-wide 30/s.
 	DefaultRate = 25.0
-	// MaxRate bounds Config.Rate.
+	// MinRate and MaxRate bound Config.Rate; MinRate keeps every pacing
+	// wait under 100 s.
+	MinRate = 0.01
 	MaxRate = 10_000.0
 	// DefaultConcurrency is the default of Config.Concurrency.
 	DefaultConcurrency = 8
@@ -67,7 +69,7 @@ type Config struct {
 	ClassifyFunc func(err error) Verdict
 	// Rate is the number of sends (retries included) started per second,
 	// across all senders, through one token bucket. Zero means DefaultRate;
-	// it must be at most MaxRate.
+	// otherwise it must be in [MinRate, MaxRate].
 	Rate float64
 	// Concurrency is the most sends in flight at once. Zero means
 	// DefaultConcurrency; 1..MaxConcurrency.
@@ -125,8 +127,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.ClassifyFunc = Classify
 	}
 	switch {
-	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > MaxRate:
-		return c, fmt.Errorf("broadcast: Config.Rate must be in (0, %v], got %v", MaxRate, c.Rate)
+	case math.IsNaN(c.Rate) || c.Rate < 0 || (c.Rate > 0 && c.Rate < MinRate) || c.Rate > MaxRate:
+		return c, fmt.Errorf("broadcast: Config.Rate must be in [%v, %v], got %v", MinRate, MaxRate, c.Rate)
 	case c.Rate == 0:
 		c.Rate = DefaultRate
 	}

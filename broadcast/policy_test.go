@@ -291,6 +291,7 @@ func TestInvalidConfig(t *testing.T) {
 		"Rate NaN":             func(c *Config) { c.Rate = math.NaN() },
 		"Rate Inf":             func(c *Config) { c.Rate = math.Inf(1) },
 		"Rate above max":       func(c *Config) { c.Rate = MaxRate + 1 },
+		"Rate below min":       func(c *Config) { c.Rate = MinRate / 2 },
 		"Concurrency negative": func(c *Config) { c.Concurrency = -1 },
 		"Concurrency above":    func(c *Config) { c.Concurrency = MaxConcurrency + 1 },
 		"MaxAttempts negative": func(c *Config) { c.MaxAttempts = -1 },
@@ -514,4 +515,20 @@ func TestHaltWaitsForInFlight(t *testing.T) {
 			t.Fatalf("journal has %d delivered, report %d", n, rep.Delivered)
 		}
 	})
+}
+
+// An audience above MaxRecipients is refused before anything is written.
+func TestAudienceTooLarge(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	cfg := h.config()
+	cfg.AudienceFunc = func(context.Context) ([]Recipient, error) {
+		return make([]Recipient, MaxRecipients+1), nil
+	}
+	if _, err := Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "MaxRecipients") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "b", snapshotFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("snapshot written: %v", err)
+	}
 }

@@ -84,8 +84,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if c.DryRun {
 		return dryRun(ctx, &c, dir)
 	}
+	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("broadcast: state dir: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		if err := syncDir(c.Dir); err != nil {
+			return nil, err
+		}
 	}
 	lock, err := acquireLock(filepath.Join(dir, lockFile))
 	if err != nil {
@@ -229,6 +235,11 @@ func (r *runner) progress(rep Report) {
 	}
 	r.progressMu.Lock()
 	defer r.progressMu.Unlock()
+	r.callProgress(rep)
+}
+
+// callProgress calls Config.ProgressFunc, recovering a panic in it.
+func (r *runner) callProgress(rep Report) {
 	defer func() { _ = recover() }()
 	r.cfg.ProgressFunc(rep)
 }
@@ -321,16 +332,29 @@ func (r *runner) settle(i int, st state, reason string, migratedTo int64) {
 	if migratedTo != 0 {
 		r.migrated[i] = migratedTo
 	}
-	var rep *Report
+	due := false
 	if now := time.Now(); now.Sub(r.lastReport) >= r.cfg.ProgressInterval {
 		r.lastReport = now
-		x := r.report(StateRunning)
-		rep = &x
+		due = true
 	}
 	r.mu.Unlock()
-	if rep != nil {
-		r.progress(*rep)
+	if due {
+		r.progressNow()
 	}
+}
+
+// progressNow reports the current counts. Holding progressMu while counting
+// keeps successive reports monotonic.
+func (r *runner) progressNow() {
+	if r.cfg.ProgressFunc == nil {
+		return
+	}
+	r.progressMu.Lock()
+	defer r.progressMu.Unlock()
+	r.mu.Lock()
+	rep := r.report(StateRunning)
+	r.mu.Unlock()
+	r.callProgress(rep)
 }
 
 // release journals that recipient i goes back to pending.

@@ -12,8 +12,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// MaxRecipients is the largest audience a broadcast takes.
-const MaxRecipients = 10_000_000
+// MaxRecipients is the largest audience a broadcast takes (before
+// de-duplication); split a larger one into several broadcasts.
+const MaxRecipients = 1 << 20
 
 // maxSnapshotBytes bounds the snapshot file read: MaxRecipients ids of up to
 // 33 bytes and a separator.
