@@ -21,6 +21,8 @@ var (
 	// ErrChatMigrated means the group was upgraded to a supergroup; users
 	// write in the supergroup now.
 	ErrChatMigrated = errors.New("telegramtest: group was upgraded to a supergroup")
+	// ErrDeactivated means a deactivated user tried to act.
+	ErrDeactivated = errors.New("telegramtest: user is deactivated")
 	// ErrChannel means users cannot write in a channel.
 	ErrChannel = errors.New("telegramtest: users cannot write in a channel")
 	// ErrQueueFull means Config.MaxPendingUpdates updates already wait.

@@ -85,7 +85,8 @@
 // serves a JSON API under [ControlPrefix] so that bots written in any
 // language can drive it. Requests are JSON objects (at most
 // [MaxControlBodyBytes]); answers are JSON, and failures are
-// {"error": "..."} with status 400 or 404.
+// {"error": "..."} with status 400, 404, 409 (Config.MaxControlObjects
+// reached) or 413.
 //
 //	GET    /_sandbox/                      {"url", "token", "bot"}
 //	POST   /_sandbox/users                 {"first_name"} → user

@@ -3,15 +3,11 @@ package telegramtest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 )
-
-// ErrDeactivated means a deactivated user tried to act.
-var ErrDeactivated = errors.New("telegramtest: user is deactivated")
 
 // Update is an update the server made from a simulated user's action, as a
 // plain value.
