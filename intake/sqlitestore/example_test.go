@@ -58,3 +58,20 @@ func Example() {
 	// added: true claimed attempt: 1 true
 	// wrote: true settled: true
 }
+
+// Migrations gives the schema steps for teams that apply schema changes with
+// their own tool; Schema joins them into one script.
+func ExampleMigrations() {
+	ms, err := sqlitestore.Migrations("bot_updates")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range ms {
+		fmt.Printf("%03d %s\n", m.Version, m.Name)
+	}
+	// Output:
+	// 001 create_table
+	// 002 add_claim_id
+	// 003 due_index
+	// 004 partial_indexes
+}
