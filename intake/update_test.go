@@ -1,0 +1,120 @@
+package intake_test
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+func TestParseUpdate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		body string
+		id   int64 // -1: invalid
+	}{
+		{`{"update_id":0}`, 0},
+		{`{"update_id":42,"message":{"chat":{"id":1}}}`, 42},
+		{` {"message":{},"update_id": 9223372036854775807 } `, math.MaxInt64},
+		{`{"update_id":9223372036854775808}`, -1},
+		{`{"update_id":99999999999999999999}`, -1},
+		{`{"update_id":"42"}`, -1},
+		{`{"update_id":1.5}`, -1},
+		{`{"update_id":1.0}`, -1},
+		{`{"update_id":1e3}`, -1},
+		{`{"update_id":-1}`, -1},
+		{`{"update_id":-0}`, -1},
+		{`{"update_id":01}`, -1},
+		{`{"update_id":null}`, -1},
+		{`{"update_id":true}`, -1},
+		{`{"message":{}}`, -1},
+		{`[{"update_id":1}]`, -1},
+		{`null`, -1},
+		{`42`, -1},
+		{``, -1},
+		{`{"update_id":1`, -1},
+		{`{"update_id":1}}`, -1},
+		{`{"update_id":1} {"update_id":2}`, -1},
+		{`{"update_id":1,}`, -1},
+		{"{\"update_id\":1,\"text\":\"\xff\"}", 1}, // invalid UTF-8 inside a string is tolerated, as encoding/json does
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			id, err := intake.ParseUpdate([]byte(tc.body))
+			if tc.id < 0 {
+				if err == nil {
+					t.Fatalf("ParseUpdate = %d, want an error", id)
+				}
+				return
+			}
+			if err != nil || id != tc.id {
+				t.Fatalf("ParseUpdate = %d, %v; want %d", id, err, tc.id)
+			}
+		})
+	}
+}
+
+func TestLineKey(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ body, want string }{
+		{`{"update_id":1,"message":{"chat":{"id":-100123},"from":{"id":7}}}`, "chat:-100123"},
+		{`{"update_id":1,"callback_query":{"from":{"id":7},"message":{"chat":{"id":55}}}}`, "chat:55"},
+		{`{"update_id":1,"inline_query":{"from":{"id":7}}}`, "chat:7"},
+		{`{"update_id":1,"my_chat_member":{"chat":{"id":"@channel"}}}`, "chat:@channel"},
+		{`{"update_id":1,"poll_answer":{"voter_chat":{"id":3}}}`, "chat:3"},
+		{`{"update_id":1,"message_reaction_count":{"user":{"id":4}}}`, "chat:4"},
+		{`{"update_id":8,"poll":{"id":"p1"}}`, "update:8"},
+		{`{"update_id":8,"message":{"chat":{"id":true}}}`, "update:8"},
+		{`{"update_id":8,"x":1,"message":{"chat":{"id":2}},"edited_message":{"chat":{"id":3}}}`, "chat:2"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := intake.LineKey([]byte(tc.body)); got != tc.want {
+				t.Fatalf("line of %s = %q, want %q", tc.body, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAcceptanceString(t *testing.T) {
+	t.Parallel()
+	for a, want := range map[intake.Acceptance]string{intake.Accepted: "accepted", intake.Duplicate: "duplicate", intake.Invalid: "invalid", 0: "Acceptance(0)"} {
+		if a.String() != want {
+			t.Errorf("%d.String() = %q, want %q", int(a), a.String(), want)
+		}
+	}
+}
+
+// FuzzParseUpdate checks the parser never panics, and that what it accepts
+// is a JSON object whose update_id is the integer it returned.
+func FuzzParseUpdate(f *testing.F) {
+	for _, s := range []string{
+		`{"update_id":1,"message":{"chat":{"id":1},"text":"hi"}}`,
+		`{"update_id":"1"}`, `{"update_id":1.5}`, `{"update_id":-1}`, `[]`, `null`,
+		`{"update_id":9223372036854775807}`, `{"update_id":9223372036854775808}`,
+		`{"callback_query":{"message":{"chat":{"id":"x"}}},"update_id":3}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		id, err := intake.ParseUpdate(body)
+		_ = intake.LineKey(body)
+		if err != nil {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(body, &m); err != nil || m == nil {
+			t.Fatalf("accepted %q, which is not a JSON object: %v", body, err)
+		}
+		raw, ok := m["update_id"]
+		if !ok {
+			t.Fatalf("accepted %q without update_id", body)
+		}
+		n, perr := strconv.ParseInt(string(raw), 10, 64)
+		if id < 0 || perr != nil || n != id {
+			// With duplicate keys encoding/json keeps the last one; the
+			// parser must agree on a valid id for the last.
+			t.Fatalf("accepted %q as %d, update_id is %s", body, id, raw)
+		}
+	})
+}
