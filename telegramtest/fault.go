@@ -22,6 +22,8 @@ const (
 	// FaultRefuseConnection resets the next accepted connections before
 	// reading anything (Method must be empty: it acts before a request is
 	// read). A client sees a reset or EOF, having sent at most its request.
+	// Only new connections count: a keep-alive connection already open is
+	// not affected.
 	FaultRefuseConnection FaultKind = "refuse_connection"
 	// FaultReset reads the request headers, then resets the connection
 	// (TCP RST) without reading the body.

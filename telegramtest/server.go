@@ -165,11 +165,13 @@ func (s *Server) start(useTLS bool) {
 	go s.dispatchWebhooks()
 }
 
-// Certificate returns the certificate served after StartTLS, or nil.
+// Certificate returns the certificate served after StartTLS, or nil. It
+// must be called after Start.
 func (s *Server) Certificate() *x509.Certificate { return s.ts.Certificate() }
 
 // Client returns an HTTP client that trusts the server (also after
-// StartTLS). Close closes its idle connections.
+// StartTLS). Close closes its idle connections. It must be called after
+// Start.
 func (s *Server) Client() *http.Client { return s.ts.Client() }
 
 // Close stops the server: it closes the listener, ends every server-side

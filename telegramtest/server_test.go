@@ -430,3 +430,23 @@ func TestWebhookAnswerIsReadBounded(t *testing.T) {
 		t.Errorf("deliveries = %+v", d)
 	}
 }
+
+func TestChannelPost(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, noLimits())
+	reader := srv.NewUser("Reader")
+	ch, _ := srv.NewChannel("Daily News")
+	a := call(t, srv, "sendMessage", map[string]any{"chat_id": "@" + ch.Username, "text": "Vote",
+		"reply_markup": map[string]any{"inline_keyboard": [][]map[string]string{{{"text": "+1", "callback_data": "up"}}}}})
+	wantOK(t, a)
+	if !strings.Contains(string(a.Result), `"sender_chat"`) || strings.Contains(string(a.Result), `"from"`) {
+		t.Errorf("channel post = %s, want sender_chat and no from", a.Result)
+	}
+	post := decode[sentMessage](t, a.Result)
+	if _, err := srv.PressButton(ch, reader, post.MessageID, "up"); err != nil {
+		t.Errorf("PressButton in a channel = %v", err)
+	}
+	if _, err := srv.SendText(ch, reader, "comment"); !errors.Is(err, telegramtest.ErrChannel) {
+		t.Errorf("SendText in a channel = %v, want ErrChannel", err)
+	}
+}

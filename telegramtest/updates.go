@@ -53,7 +53,7 @@ type callbackState struct {
 func (s *Server) SendText(c Chat, from User, text string) (Update, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cs, us, err := s.actorLocked(c, from)
+	cs, us, err := s.actorLocked(c, from, false)
 	if err != nil {
 		return Update{}, err
 	}
@@ -99,13 +99,13 @@ func (s *Server) SendCommand(c Chat, from User, command, args string) (Update, e
 }
 
 // PressButton makes from press the inline button with callback_data data
-// on message messageID, which the bot sent in chat c. It fails with
+// on message messageID, which the bot sent in chat c (channels included). It fails with
 // ErrUnknownMessage unless that message exists, is the bot's, and has
 // such a button.
 func (s *Server) PressButton(c Chat, from User, messageID int64, data string) (Update, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cs, us, err := s.actorLocked(c, from)
+	cs, us, err := s.actorLocked(c, from, true)
 	if err != nil {
 		return Update{}, err
 	}
@@ -172,7 +172,9 @@ func hasButton(markup json.RawMessage, data string) bool {
 	return false
 }
 
-func (s *Server) actorLocked(c Chat, from User) (*chatState, *userState, error) {
+// actorLocked checks that from may act in c; pressing a button is allowed
+// in channels too, writing is not.
+func (s *Server) actorLocked(c Chat, from User, pressing bool) (*chatState, *userState, error) {
 	cs, ok := s.st.chats[c.ID]
 	if !ok {
 		return nil, nil, ErrUnknownChat
@@ -184,7 +186,7 @@ func (s *Server) actorLocked(c Chat, from User) (*chatState, *userState, error) 
 	switch {
 	case cs.migratedTo != 0:
 		return nil, nil, ErrChatMigrated
-	case cs.Type == ChatChannel:
+	case cs.Type == ChatChannel && !pressing:
 		return nil, nil, ErrChannel
 	case cs.Type == ChatPrivate && cs.UserID != us.ID:
 		return nil, nil, fmt.Errorf("%w: user %d is not in private chat %d", ErrUnknownUser, us.ID, cs.ID)
