@@ -1,0 +1,257 @@
+package forward_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
+)
+
+// endpoint is a real HTTP app endpoint that answers with a scripted status
+// and records what it received.
+type endpoint struct {
+	mu       sync.Mutex
+	status   int
+	header   http.Header
+	requests []*received
+}
+
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+func newEndpoint(t *testing.T, status int, header http.Header) (*endpoint, *httptest.Server) {
+	t.Helper()
+	e := &endpoint{status: status, header: header}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		e.mu.Lock()
+		e.requests = append(e.requests, &received{header: r.Header.Clone(), body: body})
+		status, header := e.status, e.header
+		e.mu.Unlock()
+		for k, v := range header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(srv.Close)
+	return e, srv
+}
+
+func (e *endpoint) got() []*received {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*received(nil), e.requests...)
+}
+
+var attempt = intake.Attempt{Identity: intake.Identity{UpdateID: 42, Attempt: 2, ClaimID: "c-1"}}
+
+func newForwarder(t *testing.T, cfg forward.Config) *forward.Forwarder {
+	t.Helper()
+	f, err := forward.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestHandleSendsBodyAndIdentity(t *testing.T) {
+	t.Parallel()
+	e, srv := newEndpoint(t, http.StatusNoContent, nil)
+	f := newForwarder(t, forward.Config{URL: srv.URL, Header: http.Header{"Authorization": {"Bearer app"}}})
+	body := []byte(`{"update_id":42,"message":{"text":"hi"}}`)
+	if err := f.Handle(t.Context(), intake.Update{ID: 42, Body: body}, attempt); err != nil {
+		t.Fatal(err)
+	}
+	got := e.got()
+	if len(got) != 1 {
+		t.Fatalf("%d requests, want 1", len(got))
+	}
+	h := got[0].header
+	if string(got[0].body) != string(body) ||
+		h.Get(forward.HeaderUpdateID) != "42" || h.Get(forward.HeaderAttempt) != "2" ||
+		h.Get(forward.HeaderClaimID) != "c-1" || h.Get(forward.HeaderKind) != "update" ||
+		h.Get("Authorization") != "Bearer app" || h.Get("Content-Type") != "application/json" {
+		t.Fatalf("request = %q %v", got[0].body, h)
+	}
+}
+
+func TestHandleStatusMapping(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		status     int
+		retryAfter string
+		want       string // "ok", "abandon", "retry-after", "retry"
+		wantDelay  time.Duration
+	}{
+		{"200", 200, "", "ok", 0},
+		{"202", 202, "", "ok", 0},
+		{"400 refuses for good", 400, "", "abandon", 0},
+		{"404 refuses for good", 404, "", "abandon", 0},
+		{"422 refuses for good", 422, "", "abandon", 0},
+		{"429 with Retry-After", 429, "7", "retry-after", 7 * time.Second},
+		{"503 with Retry-After", 503, "2", "retry-after", 2 * time.Second},
+		{"429 without Retry-After", 429, "", "retry", 0},
+		{"503 without Retry-After", 503, "", "retry", 0},
+		{"500", 500, "", "retry", 0},
+		{"502 with Retry-After is plain retry", 502, "5", "retry", 0},
+		{"408 is retried", 408, "", "retry", 0},
+		{"huge Retry-After is capped", 429, "999999999", "retry-after", forward.MaxRetryAfter},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var h http.Header
+			if tc.retryAfter != "" {
+				h = http.Header{"Retry-After": {tc.retryAfter}}
+			}
+			_, srv := newEndpoint(t, tc.status, h)
+			err := newForwarder(t, forward.Config{URL: srv.URL}).Handle(t.Context(), intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}, attempt)
+			var ab *intake.AbandonError
+			var ra *intake.RetryAfterError
+			var se *forward.StatusError
+			switch tc.want {
+			case "ok":
+				if err != nil {
+					t.Fatalf("err = %v, want nil", err)
+				}
+				return
+			case "abandon":
+				if !errors.As(err, &ab) {
+					t.Fatalf("err = %v, want an AbandonError", err)
+				}
+			case "retry-after":
+				if !errors.As(err, &ra) || ra.Delay != tc.wantDelay {
+					t.Fatalf("err = %v, want RetryAfter %v", err, tc.wantDelay)
+				}
+			case "retry":
+				if err == nil || errors.As(err, &ab) || errors.As(err, &ra) {
+					t.Fatalf("err = %v, want a plain retryable error", err)
+				}
+			}
+			if !errors.As(err, &se) || se.Code != tc.status {
+				t.Fatalf("err = %v, want a StatusError %d", err, tc.status)
+			}
+		})
+	}
+}
+
+func TestHandleConnectionErrorIsRetriedAndHidesAddress(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: connections are refused
+	f := newForwarder(t, forward.Config{URL: "http://" + addr + "/hook?key=app-credential"})
+	err = f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
+	var ab *intake.AbandonError
+	if err == nil || errors.As(err, &ab) {
+		t.Fatalf("err = %v, want a retryable error", err)
+	}
+	if strings.Contains(err.Error(), "app-credential") {
+		t.Fatalf("error %q contains the endpoint's query", err)
+	}
+}
+
+func TestHandleTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	f := newForwarder(t, forward.Config{URL: srv.URL, Timeout: 50 * time.Millisecond})
+	err := f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a deadline error", err)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []forward.Config{
+		{},
+		{URL: "not a url"},
+		{URL: "ftp://x/y"},
+		{URL: "http://x", Timeout: -time.Second},
+		{URL: "http://x", Timeout: 2 * forward.MaxTimeout},
+		{ExhaustionURL: "/relative"},
+	} {
+		if _, err := forward.New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted", cfg)
+		}
+	}
+}
+
+// TestThroughRunner wires a Forwarder into a real intake Runner: a refused
+// update ends as an exhaustion, which is forwarded and acknowledged.
+func TestThroughRunner(t *testing.T) {
+	t.Parallel()
+	app, appSrv := newEndpoint(t, http.StatusOK, nil)
+	exh, exhSrv := newEndpoint(t, http.StatusOK, nil)
+	f := newForwarder(t, forward.Config{URL: appSrv.URL, ExhaustionURL: exhSrv.URL})
+	st := memstore.New()
+	r, err := intake.New(intake.Config{Store: st, AttemptHandler: f.Handle, ExhaustionHandler: f.HandleExhaustion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+
+	if _, err := r.Accept(t.Context(), []byte(`{"update_id":1,"message":{"chat":{"id":5},"text":"ok"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Idle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	app.mu.Lock()
+	app.status = http.StatusBadRequest
+	app.mu.Unlock()
+	if _, err := r.Accept(t.Context(), []byte(`{"update_id":2,"message":{"chat":{"id":5},"text":"poison"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Idle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(app.got()); n != 2 {
+		t.Fatalf("app got %d requests, want 2 (no retry of a 400)", n)
+	}
+	got := exh.got()
+	if len(got) != 1 {
+		t.Fatalf("exhaustion endpoint got %d requests, want 1", len(got))
+	}
+	var p forward.ExhaustionPayload
+	if err := json.Unmarshal(got[0].body, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.UpdateID != 2 || p.Attempt != 1 || p.ClaimID == "" || !strings.Contains(p.Error, "400") || !strings.Contains(string(p.Update), "poison") {
+		t.Fatalf("payload = %+v", p)
+	}
+	if got[0].header.Get(forward.HeaderKind) != "exhaustion" || got[0].header.Get(forward.HeaderClaimID) != p.ClaimID {
+		t.Fatalf("headers = %v", got[0].header)
+	}
+	left, err := st.DueExhaustions(t.Context(), intake.ExhaustionQuery{Limit: 10})
+	if err != nil || len(left) != 0 {
+		t.Fatalf("exhaustions left after a 2xx: %v, %v", left, err)
+	}
+}
