@@ -28,7 +28,8 @@ const trAnswer = `{"ok":true,"result":{"message_id":4821,"from":{"id":987654321,
 // runTransport posts sendMessage-sized JSON to a local HTTP/1.1 TLS server
 // through three clients, alternating them round by round:
 //
-//   - tgrelay: transport.NewClient trusting the test certificate;
+//   - tgrelay: transport.New with its defaults (MaxIdleConnsPerHost 32),
+//     trusting the test certificate;
 //   - default: an http.Client over a clone of http.DefaultTransport (Go's
 //     defaults: MaxIdleConnsPerHost 2) trusting the test certificate;
 //   - per-request: the same clone with DisableKeepAlives, so every request
@@ -63,7 +64,7 @@ func runTransport(ctx context.Context, args []string, out io.Writer) error {
 	tlsCfg := &tls.Config{RootCAs: roots}
 	noProxy := func(*http.Request) (*url.URL, error) { return nil, nil }
 
-	ours, err := transport.New(transport.Config{TLSConfig: tlsCfg, Proxy: noProxy, MaxIdleConnsPerHost: *concurrency})
+	ours, err := transport.New(transport.Config{TLSConfig: tlsCfg, Proxy: noProxy}) // defaults otherwise
 	if err != nil {
 		return err
 	}

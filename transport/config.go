@@ -37,8 +37,10 @@ const (
 	// up to 50 MB).
 	DefaultMaxRequestBytes = 50 << 20
 	// DefaultMaxIdleConnsPerHost bounds the idle keep-alive connections kept
-	// per destination (scheme, host, port and proxy).
-	DefaultMaxIdleConnsPerHost = 8
+	// per destination (scheme, host, port and proxy). A Telegram sender
+	// talks to one host, and a broadcast window of about 30 concurrent sends
+	// (Telegram's per-bot rate) should not pay a TLS handshake per message.
+	DefaultMaxIdleConnsPerHost = 32
 	// DefaultIdleConnTimeout is how long an idle connection may be reused.
 	// It is kept well below common server keep-alive timeouts (nginx: 75 s)
 	// to make a server-side close racing a new request rare.

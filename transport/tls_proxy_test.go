@@ -168,3 +168,42 @@ func TestProxyFunctionErrorHidesItsText(t *testing.T) {
 		t.Errorf("error leaks the proxy password: %v", err)
 	}
 }
+
+func TestHTTPSProxy(t *testing.T) {
+	t.Parallel()
+	srv, requests := newTLSServer(t)
+	p := newConnectProxy(t, false)
+	// Put TLS in front of the proxy with the server's own certificate,
+	// which the client trusts and which is valid for 127.0.0.1.
+	front := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
+		tc := tls.Server(c, srv.TLS)
+		defer tc.Close()
+		up, err := net.Dial("tcp", p.addr)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		done := make(chan struct{})
+		go func() {
+			io.Copy(up, tc)
+			up.(*net.TCPConn).CloseWrite()
+			close(done)
+		}()
+		io.Copy(tc, up)
+		tc.Close()
+		<-done
+	})
+	tr := newTransport(t, transport.Config{TLSConfig: trusting(srv), Proxy: proxyAt("https://" + front.addr)})
+	resp, err := send(t.Context(), tr, srv.URL)
+	if err != nil {
+		t.Fatalf("RoundTrip through an https proxy: %v", err)
+	}
+	resp.Body.Close()
+	if requests.Load() != 1 {
+		t.Errorf("requests = %d, want 1", requests.Load())
+	}
+	// An untrusted https proxy fails at stage proxy.
+	tr = newTransport(t, transport.Config{Proxy: proxyAt("https://" + front.addr)})
+	_, err = send(t.Context(), tr, srv.URL)
+	assertNotDispatched(t, err, transport.StageProxy)
+}

@@ -575,3 +575,51 @@ func TestIdlePoolIsBounded(t *testing.T) {
 	wg.Wait()
 	waitFor(t, "the pool to close the connections it cannot keep", func() bool { return srv.open.Load() == 2 })
 }
+
+func TestConfigResponseTimeout(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
+		if _, _, err := readRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.Copy(io.Discard, c) // never answers
+	})
+	tr := newTransport(t, transport.Config{ResponseTimeout: 50 * time.Millisecond})
+	_, err := send(t.Context(), tr, srv.url())
+	assertUnknown(t, err)
+	if !errors.Is(err, transport.ErrResponseTimeout) {
+		t.Errorf("err = %v, want ErrResponseTimeout", err)
+	}
+}
+
+func TestRequestCloseSendsConnectionClose(t *testing.T) {
+	t.Parallel()
+	heads := make(chan string, 2)
+	srv := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, _, err := readRequest(br)
+			if err != nil {
+				return
+			}
+			heads <- req.Header.Get("Connection")
+			io.WriteString(c, okResponse)
+		}
+	})
+	tr := newTransport(t, transport.Config{})
+	for range 2 {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.url()+secretPath, strings.NewReader(payload))
+		req.Close = true
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if h := <-heads; h != "close" {
+			t.Errorf("Connection header = %q, want close", h)
+		}
+	}
+	if n := srv.accepts.Load(); n != 2 {
+		t.Errorf("accepts = %d, want 2 (Request.Close must not reuse)", n)
+	}
+}
