@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/pgstore"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+)
+
+// defaultDB is the --db of every command that opens the update store.
+const defaultDB = "./tgrelay.db"
+
+// updateStore is the store a --db names, with every capability the relay and
+// the admin commands use.
+type updateStore interface {
+	intake.DurableStore
+	intake.BatchStore
+	intake.AdminStore
+}
+
+// openedStore is an open update store and what releases it.
+type openedStore struct {
+	updateStore
+	// kind is "sqlite" or "postgres", for logs and the demo report.
+	kind  string
+	close func()
+}
+
+// Close releases the store's connections.
+func (s *openedStore) Close() { s.close() }
+
+// openStore opens the update store named by db: a postgres:// or
+// postgresql:// URL for PostgreSQL (several processes on several machines may
+// share it), anything else a SQLite file path (the embedded default). The
+// choice is an explicit switch on the scheme, never a registry. The table is
+// created or upgraded unless noCreate is set (when migrations own it).
+func openStore(ctx context.Context, db, table string, noCreate bool) (*openedStore, error) {
+	if db == "" {
+		return nil, &usageError{msg: "--db is empty", hint: "Give a SQLite file path or a postgres:// URL."}
+	}
+	switch {
+	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+		pool, err := pgxpool.New(ctx, db)
+		if err != nil {
+			// pgx's parse errors may quote the URL, password included.
+			return nil, errors.New("open PostgreSQL: the --db URL does not parse as a PostgreSQL connection string")
+		}
+		st, err := pgstore.New(ctx, pool, pgstore.Config{Table: table, NoCreate: noCreate})
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+		return &openedStore{updateStore: st, kind: "postgres", close: pool.Close}, nil
+	case strings.Contains(db, "://"):
+		return nil, &usageError{msg: "--db scheme is not supported", hint: "Give a SQLite file path or a postgres:// URL."}
+	default:
+		if noCreate {
+			return nil, &usageError{msg: "--no-create applies to PostgreSQL only", hint: "The SQLite store always creates or upgrades its table."}
+		}
+		st, err := sqlitestore.Open(ctx, db, sqlitestore.Config{Table: table})
+		if err != nil {
+			return nil, fmt.Errorf("open SQLite store %s: %w", db, err)
+		}
+		return &openedStore{updateStore: st, kind: "sqlite", close: func() { _ = st.Close() }}, nil
+	}
+}
