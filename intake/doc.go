@@ -6,5 +6,65 @@
 // three capability levels, each a Go interface the [Runner] detects once at
 // construction: [Store] (the six atomic steps), [FencedStore] (claims with a
 // persisted [Identity] that fences every write) and [DurableStore] (a terminal
-// failure kept as an exhaustion record until acknowledged).
+// failure kept as an exhaustion record until acknowledged). A store that is
+// also a [BatchStore] gets group commit.
+//
+// # Receiving
+//
+// [Webhook] is the http.Handler for Telegram's webhook. It checks the
+// secret header (in constant time, before reading the body), bounds the
+// body, and calls [Runner.Accept], which records the raw body keyed by its
+// update_id. Only then does Telegram get its 200; a store failure answers
+// 503 so Telegram delivers the update again, and a repeat of a recorded
+// update_id (within [Config.Retention]) is answered 200 and not recorded
+// again. Long polling calls [Runner.Accept] the same way.
+//
+// Concurrent Accept calls on a [BatchStore] share one AddBatch: a call that
+// finds no commit in progress commits at once, and callers that arrive
+// meanwhile are committed together next (at most [Config.MaxBatch] per
+// commit). There is no batching window, so an idle intake adds no latency.
+//
+// # Handling
+//
+// Each update runs on the line of its chat (taken from the first payload's
+// chat, message.chat, from, user or voter_chat id; an update with none runs
+// alone), so updates of one chat run in order within a process, and
+// different chats run in parallel, at most [Config.MaxConcurrent] handlers
+// at a time. A line waiting for its predecessor holds no slot. At most
+// [Config.MaxQueued] updates and exhaustions are scheduled in one process;
+// the rest wait in the store for a sweep.
+//
+// An attempt claims its row (ClaimOwned on a [FencedStore]) with a lease of
+// [Config.LeaseDuration], renews it every quarter lease, one renewal at a
+// time, and settles it when the handler returns: completed on nil, failed
+// with a retry time, or given up. A handler's context is cancelled with an
+// [*OwnershipLostError] cause when a renewal is refused or the last lease
+// the store confirmed ends. That signal is advisory: with
+// [Config.AttemptHandler] the handler receives the attempt's [Identity],
+// and a domain write guarded by the store's Owns check inside its own
+// transaction is authoritative, even when workers are killed mid-write.
+//
+// Delivery is at least once: a handler that finished but whose settlement
+// was lost runs again. Handlers must be idempotent (or fence their writes).
+//
+// # Retries and exhaustion
+//
+// A failed attempt is retried after the delay [Config.RetryFunc] (by
+// default [DefaultRetry]) decides, until [Config.MaxAttempts]. A handler
+// can decide itself by returning [Abandon] or [RetryAfter]. With a
+// [Config.ExhaustionHandler] (and a [DurableStore]) an update that is given
+// up becomes an exhaustion in its own row, atomically, and is delivered to
+// that handler at least once, after any restart, until it returns nil.
+// Without one it is settled as abandoned and reported to the [Observer].
+//
+// # Lifecycle
+//
+// [Runner.Start] sweeps once (taking over everything due, without the
+// pending grace) and then every [Config.SweepInterval]. [Runner.Sweep] runs
+// one pass on demand; [Runner.Idle] waits until nothing is scheduled;
+// [Runner.Close] stops scheduling and drains, cancelling handlers when its
+// context ends.
+//
+// Every time the intake passes to a store is its own clock, truncated to
+// milliseconds; tests run it under testing/synctest.
 package intake
