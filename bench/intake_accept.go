@@ -57,8 +57,16 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	clients := fs.Int("clients", 100, "concurrent HTTP clients")
 	withPG := fs.Bool("pg", true, "also run on a throwaway PostgreSQL cluster")
 	pgConns := fs.Int("pg-conns", 32, "PostgreSQL pool size (the same for both PostgreSQL variants)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := intakeProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if *n < 1 || *rounds < 1 || *clients < 1 || *pgConns < 1 {
 		return errors.New("-n, -rounds, -clients and -pg-conns must be at least 1")

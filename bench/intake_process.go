@@ -52,8 +52,16 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 	workers := fs.Int("workers", 32, "concurrent handlers (runner MaxConcurrent) and raw loop goroutines")
 	withPG := fs.Bool("pg", true, "also run on a throwaway PostgreSQL cluster")
 	pgConns := fs.Int("pg-conns", 40, "PostgreSQL pool size")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := intakeProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if *n < 1 || *n > intake.MaxPageSize || *rounds < 1 || *workers < 1 || *pgConns < 1 {
 		return fmt.Errorf("-n must be 1 to %d; -rounds, -workers and -pg-conns at least 1", intake.MaxPageSize)
