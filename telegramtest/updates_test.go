@@ -446,3 +446,30 @@ func TestWaitIdle(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestWebhookToATLSTargetAndGroupCommands(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, fastWebhook())
+	got := make(chan gotUpdate, 1)
+	target := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var u gotUpdate
+		json.NewDecoder(r.Body).Decode(&u)
+		got <- u
+	}))
+	t.Cleanup(target.Close)
+	wantOK(t, call(t, srv, "setWebhook", map[string]any{"url": target.URL}))
+	u := srv.NewUser("Ada")
+	g, _ := srv.NewSupergroup("Team", u)
+	upd, err := srv.SendCommand(g, u, "/report", "today")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := recv(t, got, "the update at the self-signed HTTPS target")
+	if m.UpdateID != upd.ID || m.Message.Text != "/report@telegramtest_bot today" || m.Message.Chat.ID != g.ID {
+		t.Errorf("update = %+v", m)
+	}
+	if e := m.Message.Entities; len(e) != 1 || e[0].Length != len("/report@telegramtest_bot") {
+		t.Errorf("entities = %+v", e)
+	}
+	waitIdle(t, srv, "the delivery to be recorded")
+}
