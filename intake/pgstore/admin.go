@@ -33,7 +33,8 @@ func (s *Store) List(ctx context.Context, q intake.ListQuery) ([]intake.Row, err
 	return out, nil
 }
 
-// Get implements [intake.AdminStore.Get].
+// Get implements [intake.AdminStore.Get]. Like [Store.List], it needs the
+// claim identity migration.
 func (s *Store) Get(ctx context.Context, updateID int64) (intake.Row, bool, error) {
 	row, err := scanRow(s.pool.QueryRow(ctx, s.q.get, updateID))
 	if errors.Is(err, pgx.ErrNoRows) {
