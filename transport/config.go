@@ -107,11 +107,11 @@ type Config struct {
 	// [net.Dialer]'s DialContext.
 	DialFunc DialFunc
 	// Test holds hooks for tests of this package; leave it zero.
-	Test TestConfig
+	Test TestHooks
 }
 
-// TestConfig holds test-only hooks of [Config].
-type TestConfig struct {
+// TestHooks holds test-only hooks of [Config].
+type TestHooks struct {
 	// NowFunc replaces time.Now for idle-connection expiry. Nil means
 	// time.Now.
 	NowFunc func() time.Time

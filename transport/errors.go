@@ -9,7 +9,9 @@ import (
 // single byte of it reaching a socket. It appears in [NotDispatchedError].
 type Stage string
 
-// The stages of a request before its first byte is written, in order.
+// The stages of a request before its first byte is written, in the order a
+// request passes them (StageRequest also covers a write that failed before
+// the socket accepted any byte).
 const (
 	// StageRequest: the request itself could not be prepared (an
 	// unsupported URL scheme, an invalid header, a body that could not be

@@ -511,7 +511,7 @@ func TestIdleTimeoutDropsOldConnections(t *testing.T) {
 	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	tr := newTransport(t, transport.Config{
 		IdleConnTimeout: time.Minute,
-		Test:            transport.TestConfig{NowFunc: func() time.Time { return time.Unix(0, now.Load()) }},
+		Test:            transport.TestHooks{NowFunc: func() time.Time { return time.Unix(0, now.Load()) }},
 	})
 	for i, advance := range []time.Duration{0, 59 * time.Second, 61 * time.Second} {
 		now.Add(int64(advance))
