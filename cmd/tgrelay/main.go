@@ -46,6 +46,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"sandbox", "run a fake Telegram Bot API server with a control API, for integration tests", runSandbox},
+		{"serve", "receive updates durably (webhook or long polling) and forward them to your bot's endpoint", runServe},
 	}
 }
 
