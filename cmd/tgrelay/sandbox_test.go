@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -292,4 +294,13 @@ func TestSandboxBinary(t *testing.T) {
 	if !strings.Contains(rest.String(), "sandbox stopped") {
 		t.Errorf("stdout = %q", rest.String())
 	}
+}
+
+func tlsClient(t *testing.T, pemBytes []byte) *http.Client {
+	t.Helper()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		t.Fatal("the written certificate is not PEM")
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
