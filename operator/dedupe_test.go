@@ -169,7 +169,7 @@ func TestDedupeFlush(t *testing.T) {
 		d.Admit("db down 2", "ops")
 		d.Admit("db down 3", "ops")
 		d.Admit("disk full", "")
-		d.Admit("queue stuck", "") // over budget
+		d.Admit("queue stuck", "")  // over budget
 		d.Admit("db down 4", "ops") // still a repeat
 		next, ok := d.NextFlush()
 		if !ok || next.Sub(start) <= time.Minute {
