@@ -180,7 +180,11 @@ type Config struct {
 	// to [DefaultMaxConcurrent].
 	MaxConcurrent int
 	// PageSize is how many due rows, and how many due exhaustions, one
-	// sweep takes over, 1 to [MaxPageSize]. Defaults to [DefaultPageSize].
+	// sweep takes over, 1 to [MaxPageSize]. A sweep lists PageSize rows
+	// plus as many as are already scheduled in this process (those are
+	// skipped), so rows scheduled here can never starve the rest; a listing
+	// is therefore at most PageSize + MaxQueued rows. Defaults to
+	// [DefaultPageSize].
 	PageSize int
 	// MaxQueued bounds the updates and exhaustions scheduled in this
 	// process (running, or waiting on their chat line or for a slot), 1 to

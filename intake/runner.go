@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -136,7 +137,7 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	r.observeAccept(p.id, Accepted)
 	r.mu.Lock()
 	if r.started && r.run != nil {
-		r.scheduleLocked(r.run, p.id, body, p.line, false)
+		r.scheduleLocked(r.run, p.id, bytes.Clone(body), p.line, false)
 	}
 	r.mu.Unlock()
 	return Accepted, nil
