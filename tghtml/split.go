@@ -3,6 +3,7 @@ package tghtml
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"unicode"
 )
@@ -18,48 +19,72 @@ const MinLimit = 2
 var ErrLimit = errors.New("tghtml: limit too small")
 
 // flat is the visible text of a tree as runes, with prefix sums of their
-// UTF-16 lengths and the rune ranges of atomic elements.
+// UTF-16 lengths and, per position, whether a cut there would fall inside an
+// atomic element.
 type flat struct {
 	runes  []rune
-	pre    []int    // pre[k] = UTF-16 units of runes[:k]
-	atomic [][2]int // [start, end) rune ranges of tg-emoji and tg-time
+	pre    []int  // pre[k] = UTF-16 units of runes[:k]
+	inside []bool // inside[k]: position k is strictly inside a tg-emoji or tg-time
+	tree   []measured
+}
+
+// measured is a node with the rune length of its visible text and the start
+// offsets of its children, so a slice can skip what lies outside its range.
+type measured struct {
+	n      *Node
+	length int
+	kids   []measured
+	starts []int // starts[i] = offset of kids[i] within this node
 }
 
 func flatten(nodes []Node) *flat {
 	f := &flat{}
-	f.walk(nodes)
+	f.tree, _ = f.walk(nodes)
 	f.pre = make([]int, len(f.runes)+1)
 	for i, r := range f.runes {
 		f.pre[i+1] = f.pre[i] + runeLen16(r)
 	}
+	if f.inside == nil {
+		f.inside = make([]bool, len(f.runes)+1)
+	}
 	return f
 }
 
-func (f *flat) walk(nodes []Node) {
+// walk appends the text of nodes to f.runes, marks the inside of atomic
+// elements, and returns the measured nodes and the start offsets.
+func (f *flat) walk(nodes []Node) ([]measured, []int) {
+	ms := make([]measured, len(nodes))
+	starts := make([]int, len(nodes))
+	base := len(f.runes)
 	for i := range nodes {
 		n := &nodes[i]
+		start := len(f.runes)
+		starts[i] = start - base
+		ms[i].n = n
 		if n.Tag == TagText {
 			f.runes = append(f.runes, []rune(n.Text)...)
-			continue
+		} else {
+			ms[i].kids, ms[i].starts = f.walk(n.Children)
+			if isAtomic(n.Tag) {
+				if f.inside == nil {
+					f.inside = make([]bool, 0, 64)
+				}
+				for len(f.inside) <= len(f.runes) {
+					f.inside = append(f.inside, false)
+				}
+				for k := start + 1; k < len(f.runes); k++ {
+					f.inside[k] = true
+				}
+			}
 		}
-		start := len(f.runes)
-		f.walk(n.Children)
-		if isAtomic(n.Tag) {
-			f.atomic = append(f.atomic, [2]int{start, len(f.runes)})
-		}
+		ms[i].length = len(f.runes) - start
 	}
+	return ms, starts
 }
 
 // allowed reports whether a cut at rune position k keeps atomic elements
 // whole.
-func (f *flat) allowed(k int) bool {
-	for _, a := range f.atomic {
-		if a[0] < k && k < a[1] {
-			return false
-		}
-	}
-	return true
-}
+func (f *flat) allowed(k int) bool { return k >= len(f.inside) || !f.inside[k] }
 
 // maxEnd returns the largest k ≥ from with pre[k]-pre[from] ≤ room.
 func (f *flat) maxEnd(from, room int) int {
@@ -83,40 +108,54 @@ func (f *flat) lastWhere(from, end int, ok func(k int) bool) int {
 
 func (f *flat) isSpaceAt(k int) bool { return k < len(f.runes) && unicode.IsSpace(f.runes[k]) }
 
-// slice returns the part of nodes whose visible text lies in runes [a, b),
-// keeping the elements around it (so tags cut by the range are closed and
-// reopened with their attributes). An atomic element the range cuts keeps
-// only its text. pos is the rune position where nodes start; it returns the
-// position after them.
-func slice(nodes []Node, a, b int, pos *int) []Node {
+// slice returns the part of the tree whose visible text lies in runes
+// [a, b), keeping the elements around it (so tags cut by the range are
+// closed and reopened with their attributes). An atomic element the range
+// cuts keeps only its text. base is the rune offset of ms.
+func slice(ms []measured, starts []int, base, a, b int) []Node {
 	var out []Node
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Tag == TagText {
-			rs := []rune(n.Text)
-			s, e := max(a-*pos, 0), min(b-*pos, len(rs))
-			*pos += len(rs)
+	// Skip the nodes that end before a.
+	i := sort.Search(len(ms), func(i int) bool { return base+starts[i]+ms[i].length > a })
+	for ; i < len(ms); i++ {
+		m := &ms[i]
+		pos := base + starts[i]
+		if pos >= b {
+			break
+		}
+		if m.n.Tag == TagText {
+			rs := []rune(m.n.Text)
+			s, e := max(a-pos, 0), min(b-pos, len(rs))
 			if s < e {
 				out = appendTextNode(out, string(rs[s:e]))
 			}
 			continue
 		}
-		start := *pos
-		kids := slice(n.Children, a, b, pos)
+		kids := slice(m.kids, m.starts, pos, a, b)
 		if len(kids) == 0 {
 			continue
 		}
-		if isAtomic(n.Tag) && (start < a || *pos > b) {
+		if isAtomic(m.n.Tag) && (pos < a || pos+m.length > b) {
 			for _, k := range kids {
 				out = appendTextNode(out, k.Text)
 			}
 			continue
 		}
-		c := *n
+		c := *m.n
 		c.Children = kids
 		out = append(out, c)
 	}
 	return out
+}
+
+// render renders the part of f's tree in runes [a, b).
+func (f *flat) render(a, b int) string {
+	starts := make([]int, len(f.tree))
+	off := 0
+	for i := range f.tree {
+		starts[i] = off
+		off += f.tree[i].length
+	}
+	return Render(slice(f.tree, starts, 0, a, b))
 }
 
 func appendTextNode(out []Node, s string) []Node {
@@ -162,8 +201,7 @@ func Truncate(markup string, limit int) (string, error) {
 	for cut > 0 && unicode.IsSpace(f.runes[cut-1]) {
 		cut--
 	}
-	pos := 0
-	return Render(slice(nodes, 0, cut, &pos)) + Escape(Ellipsis), nil
+	return f.render(0, cut) + Escape(Ellipsis), nil
 }
 
 // Split cuts markup into parts that are each valid on their own and whose
@@ -201,8 +239,7 @@ func Split(markup string, limit int) ([]string, error) {
 			end--
 		}
 		if end > from {
-			pos := 0
-			parts = append(parts, Render(slice(nodes, from, end, &pos)))
+			parts = append(parts, f.render(from, end))
 		}
 		from = cut
 		for from < len(f.runes) && unicode.IsSpace(f.runes[from]) {
