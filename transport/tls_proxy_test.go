@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,8 @@ func newTLSServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"ok":true,"result":{}}`))
 	}))
+	// The untrusted-certificate tests make the server log handshake errors.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	return srv, &requests
