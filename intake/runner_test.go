@@ -100,4 +100,65 @@ func TestHandlerReceivesRawBody(t *testing.T) {
 
 var errBoom = errors.New("boom")
 
-var _ = time.Second
+// Accept does not keep the caller's slice: reusing it changes nothing.
+func TestAcceptDoesNotRetainBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		got := make(chan string, 1)
+		release := make(chan struct{})
+		r := newRunner(t, intake.Config{
+			Store: memstore.New(),
+			Handler: func(_ context.Context, u intake.Update) error {
+				<-release
+				got <- string(u.Body)
+				return nil
+			},
+		})
+		start(t, r)
+		buf := msg(1, 1)
+		want := string(buf)
+		mustAccept(t, r, buf, intake.Accepted)
+		for i := range buf {
+			buf[i] = 'x'
+		}
+		close(release)
+		if body := <-got; body != want {
+			t.Fatalf("handler saw %q, want %q", body, want)
+		}
+	})
+}
+
+// Sweep works without Start: it hands what is due to the handlers, Idle
+// waits for them and Close ends the lifecycle.
+func TestSweepWithoutStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		var handled []int64
+		r, err := intake.New(intake.Config{
+			Store:   store,
+			Handler: func(_ context.Context, u intake.Update) error { handled = append(handled, u.ID); return nil },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		if n := sweep(t, r); n != 0 {
+			t.Fatalf("sweep within the pending grace scheduled %d", n)
+		}
+		time.Sleep(intake.DefaultPendingGrace)
+		if n := sweep(t, r); n != 1 {
+			t.Fatalf("sweep after the grace scheduled %d, want 1", n)
+		}
+		idle(t, r)
+		if err := r.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if len(handled) != 1 || row(t, store, 1).State != intake.StateCompleted {
+			t.Fatalf("handled %v, want [1] completed", handled)
+		}
+		mustAccept(t, r, msg(2, 1), intake.Accepted) // not started: recorded only
+		synctest.Wait()
+		if len(handled) != 1 {
+			t.Fatalf("an Accept without Start was handled")
+		}
+	})
+}
