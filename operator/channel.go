@@ -573,7 +573,6 @@ func (c *Channel) Close() {
 		return
 	}
 	c.closed = true
-	c.cancel()
 	if c.flushTimer != nil {
 		c.flushTimer.Stop()
 	}
@@ -589,7 +588,10 @@ func (c *Channel) Close() {
 			drops = append(drops, Drop{Topic: s.Topic, Text: s.Text, Reason: DropClosed})
 		}
 	}
+	// Queued messages are reported before the in-flight send is cancelled,
+	// so drops arrive in the order the messages were posted.
 	c.report(drops...)
+	c.cancel()
 	if done != nil {
 		<-done
 	}

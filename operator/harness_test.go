@@ -154,7 +154,7 @@ func (c *clock) gaps() []time.Duration {
 // requests are timed by the returned clock.
 func newClient(t *testing.T, srv *botServer) (*botapi.Client, *clock) {
 	t.Helper()
-	clk := &clock{base: &http.Transport{DisableKeepAlives: true}}
+	clk := &clock{base: newClientHTTP().Transport}
 	c, err := botapi.New(testToken, botapi.Config{APIRoot: srv.URL, HTTPClient: &http.Client{Transport: clk}})
 	if err != nil {
 		t.Fatal(err)
@@ -223,4 +223,9 @@ func drain(t *testing.T, ch *operator.Channel) {
 	if err := ch.Drain(ctx); err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
+}
+
+// newClientHTTP returns an HTTP client that keeps no connection alive.
+func newClientHTTP() *http.Client {
+	return &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 }
