@@ -268,3 +268,38 @@ func containsAll(s string, subs ...string) bool {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// Exhaustion deliveries and attempts share the one MaxConcurrent bound.
+func TestExhaustionDeliveriesShareConcurrencyBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		for id := int64(1); id <= 3; id++ {
+			exhausted(t, store, id, msg(id, id))
+		}
+		for id := int64(4); id <= 6; id++ {
+			if _, err := store.Add(t.Context(), intake.Incoming{UpdateID: id, Body: msg(id, id), ReceivedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var running, peak, done atomic.Int32
+		work := func() {
+			n := running.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(time.Second)
+			running.Add(-1)
+			done.Add(1)
+		}
+		r := newRunner(t, intake.Config{
+			Store:             store,
+			MaxConcurrent:     2,
+			Handler:           func(context.Context, intake.Update) error { work(); return nil },
+			ExhaustionHandler: func(context.Context, intake.Exhaustion) error { work(); return nil },
+		})
+		start(t, r)
+		idle(t, r)
+		if peak.Load() != 2 || done.Load() != 6 {
+			t.Fatalf("peak %d over %d handled, want 2 over 6", peak.Load(), done.Load())
+		}
+	})
+}
