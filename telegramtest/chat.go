@@ -108,6 +108,7 @@ type state struct {
 	callbacks    map[string]callbackState
 	webhook      webhookState
 	pollGen      uint64 // a new getUpdates ends the previous one
+	polling      int    // long polls waiting now
 	ledger       []Message
 	deliveries   []Delivery
 	droppedDeliv int

@@ -14,3 +14,10 @@ func (s *Server) Inflight() int {
 	defer s.mu.Unlock()
 	return len(s.reqs)
 }
+
+// Polling is how many getUpdates calls are waiting for updates.
+func (s *Server) Polling() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.polling
+}

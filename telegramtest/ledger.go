@@ -168,8 +168,8 @@ func (s *Server) Calls() map[string]int {
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	epoch := s.st.epoch + 1
+	epoch, polling := s.st.epoch+1, s.st.polling
 	s.st = newState(s.cfg.Limits)
-	s.st.epoch = epoch
+	s.st.epoch, s.st.polling = epoch, polling // waiting polls end and count themselves out
 	s.wakeLocked()
 }

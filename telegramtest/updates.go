@@ -316,6 +316,7 @@ func (s *Server) getUpdates(ctx context.Context, p params) (any, *apiError) {
 			return out, nil
 		}
 		ch := s.changed
+		s.st.polling++
 		s.mu.Unlock()
 		t := time.NewTimer(wait)
 		var closed bool
@@ -329,6 +330,7 @@ func (s *Server) getUpdates(ctx context.Context, p params) (any, *apiError) {
 		}
 		t.Stop()
 		s.mu.Lock()
+		s.st.polling--
 		if closed {
 			return []json.RawMessage{}, nil
 		}

@@ -116,7 +116,7 @@ func TestLongPollWakesOnUpdate(t *testing.T) {
 		json.Unmarshal(a.Result, &us)
 		polled <- us
 	}()
-	waitFor(t, "the long poll to start", func() bool { return srv.Calls()["getUpdates"] == 1 })
+	waitFor(t, "the long poll to wait", func() bool { return srv.Polling() == 1 })
 	upd, err := srv.SendText(c, u, "wake up")
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestGetUpdatesConflicts(t *testing.T) {
 		}
 		first <- a
 	}()
-	waitFor(t, "the first long poll", func() bool { return srv.Calls()["getUpdates"] == 1 })
+	waitFor(t, "the first long poll", func() bool { return srv.Polling() == 1 })
 	second := make(chan answer, 1)
 	go func() {
 		a, err := tryCall(t.Context(), srv, "getUpdates", map[string]any{"timeout": 50})
@@ -151,7 +151,7 @@ func TestGetUpdatesConflicts(t *testing.T) {
 	}()
 	wantError(t, recv(t, first, "the first poll to be terminated"), 409,
 		"Conflict: terminated by other getUpdates request; make sure that only one bot instance is running")
-	waitFor(t, "the second long poll", func() bool { return srv.Calls()["getUpdates"] == 2 })
+	waitFor(t, "the second long poll", func() bool { return srv.Polling() == 1 && srv.Calls()["getUpdates"] == 2 })
 	wantOK(t, call(t, srv, "setWebhook", map[string]any{"url": "http://127.0.0.1:1/hook"}))
 	wantError(t, recv(t, second, "the second poll to be terminated"), 409, "Conflict: terminated by setWebhook request")
 	wantError(t, call(t, srv, "getUpdates", nil), 409,
