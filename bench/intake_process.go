@@ -52,6 +52,7 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 	workers := fs.Int("workers", 32, "concurrent handlers (runner MaxConcurrent) and raw loop goroutines")
 	withPG := fs.Bool("pg", true, "also run on a throwaway PostgreSQL cluster")
 	pgConns := fs.Int("pg-conns", 40, "PostgreSQL pool size")
+	pageSize := fs.Int("page-size", 0, "runner PageSize (0 means -n, so the start-up sweep takes the whole backlog); MaxQueued is -n")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -63,8 +64,11 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 		}
 		defer stop()
 	}
-	if *n < 1 || *n > intake.MaxPageSize || *rounds < 1 || *workers < 1 || *pgConns < 1 {
-		return fmt.Errorf("-n must be 1 to %d; -rounds, -workers and -pg-conns at least 1", intake.MaxPageSize)
+	if *n < 1 || *n > intake.MaxPageSize || *rounds < 1 || *workers < 1 || *pgConns < 1 || *pageSize < 0 || *pageSize > intake.MaxPageSize {
+		return fmt.Errorf("-n and -page-size must be 1 to %d; -rounds, -workers and -pg-conns at least 1", intake.MaxPageSize)
+	}
+	if *pageSize == 0 {
+		*pageSize = *n
 	}
 	backends, cleanup, err := intakeBackends(ctx, out, *withPG, *pgConns)
 	if err != nil {
@@ -77,7 +81,7 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 	for _, b := range backends {
 		fmt.Fprintf(out, "  %s: %s\n", b.name, b.about)
 	}
-	fmt.Fprintln(out, "  runner: intake.Runner started over a preloaded backlog (one chat per update), fenced claims, renewal timers, observer")
+	fmt.Fprintf(out, "  runner: intake.Runner started over a preloaded backlog (one chat per update), PageSize %d, MaxQueued %d; fenced claims, lease timers, observer\n", *pageSize, *n)
 	fmt.Fprintln(out, "  raw: goroutines calling ClaimOwned + SettleOwned on the store directly, ids known in advance")
 
 	runnerT := map[string]*processTotals{}
@@ -97,7 +101,7 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 				if err != nil {
 					return fmt.Errorf("%s: %w", b.name, err)
 				}
-				d, err := processOnce(ctx, v, store, *n, *workers)
+				d, err := processOnce(ctx, v, store, *n, *workers, *pageSize)
 				if rerr := release(); err == nil && rerr != nil {
 					err = rerr
 				}
@@ -136,7 +140,7 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 // processOnce preloads n pending updates into store, processes them all with
 // variant "runner" or "raw", checks that every one completed exactly once,
 // and returns the processing time.
-func processOnce(ctx context.Context, variant string, store intake.Store, n, workers int) (time.Duration, error) {
+func processOnce(ctx context.Context, variant string, store intake.Store, n, workers, pageSize int) (time.Duration, error) {
 	batcher, ok := store.(intake.BatchStore)
 	if !ok {
 		return 0, fmt.Errorf("%T is not a BatchStore", store)
@@ -159,7 +163,7 @@ func processOnce(ctx context.Context, variant string, store intake.Store, n, wor
 		err error
 	)
 	if variant == "runner" {
-		d, err = processRunner(ctx, store, n, workers)
+		d, err = processRunner(ctx, store, n, workers, pageSize)
 	} else {
 		d, err = processRaw(ctx, store.(intake.FencedStore), n, workers)
 	}
@@ -178,7 +182,7 @@ func processOnce(ctx context.Context, variant string, store intake.Store, n, wor
 
 // processRunner starts an intake Runner over the backlog and waits until it
 // has settled all n updates as completed.
-func processRunner(ctx context.Context, store intake.Store, n, workers int) (time.Duration, error) {
+func processRunner(ctx context.Context, store intake.Store, n, workers, pageSize int) (time.Duration, error) {
 	var (
 		completed atomic.Int64
 		handled   atomic.Int64
@@ -192,7 +196,7 @@ func processRunner(ctx context.Context, store intake.Store, n, workers int) (tim
 			return nil
 		},
 		MaxConcurrent: workers,
-		PageSize:      n,
+		PageSize:      pageSize,
 		MaxQueued:     n,
 		Observer: intake.Observer{
 			SettleFunc: func(_ intake.Identity, s intake.State) {
