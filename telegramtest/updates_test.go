@@ -473,3 +473,26 @@ func TestWebhookToATLSTargetAndGroupCommands(t *testing.T) {
 	}
 	waitIdle(t, srv, "the delivery to be recorded")
 }
+
+func TestResetEndsWaitingPolls(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, noLimits())
+	done := make(chan answer, 1)
+	go func() {
+		a, err := tryCall(t.Context(), srv, "getUpdates", map[string]any{"timeout": 50})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- a
+	}()
+	waitFor(t, "the long poll to wait", func() bool { return srv.Polling() == 1 })
+	srv.Reset()
+	a := recv(t, done, "the poll to end after Reset")
+	wantOK(t, a)
+	if string(a.Result) != "[]" {
+		t.Errorf("poll after Reset = %s", a.Result)
+	}
+	if n := srv.Polling(); n != 0 {
+		t.Errorf("Polling = %d after the poll ended", n)
+	}
+}
