@@ -221,7 +221,39 @@ func openJournal(path string, checkLock func() error) (*journal, error) {
 			return nil, err
 		}
 	}
+	if err := terminateTornTail(path, f); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return &journal{checkLock: checkLock, f: f}, nil
+}
+
+// terminateTornTail ends a torn last line (one without its newline, left by
+// a crash) with a newline, so the next line appended stays whole.
+func terminateTornTail(path string, f *os.File) error {
+	r, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("broadcast: open journal: %w", err)
+	}
+	defer r.Close()
+	info, err := r.Stat()
+	if err != nil || info.Size() == 0 {
+		return err
+	}
+	last := make([]byte, 1)
+	if _, err := r.ReadAt(last, info.Size()-1); err != nil {
+		return fmt.Errorf("broadcast: read journal: %w", err)
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		return fmt.Errorf("broadcast: write journal: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("broadcast: sync journal: %w", err)
+	}
+	return nil
 }
 
 // append writes e as one line and returns once it is durable.
