@@ -42,6 +42,8 @@ var (
 	// ErrInvalidMethod: the method name is empty, longer than
 	// MaxMethodBytes, or not made of A-Z a-z 0-9 _.
 	ErrInvalidMethod = errors.New("botapi: invalid method name")
+	// ErrNotConfigured: Call was made on a Client not built by New.
+	ErrNotConfigured = errors.New("botapi: Client must be created with New")
 	// ErrResponseTooLarge: the answer's body exceeded MaxResponseBytes.
 	// The request was sent, so the outcome of the call is unknown.
 	ErrResponseTooLarge = errors.New("botapi: response exceeded MaxResponseBytes")
@@ -64,7 +66,9 @@ type Config struct {
 	MaxResponseBytes int64
 }
 
-// Client calls the Bot API for one bot. It is safe for concurrent use.
+// Client calls the Bot API for one bot. It is safe for concurrent use. Build
+// it with [New]; the zero Client is not configured, and its Call fails with
+// [ErrNotConfigured].
 type Client struct {
 	token    string
 	root     string
@@ -217,6 +221,9 @@ func (c *Client) requestError(method string, err error) *RequestError {
 // failure without an answer is a [*RequestError]. At most MaxResponseBytes of
 // the answer are read. Cancelling ctx ends the call.
 func (c *Client) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if c == nil || c.http == nil {
+		return nil, ErrNotConfigured
+	}
 	if !validMethod(method) {
 		return nil, ErrInvalidMethod
 	}
