@@ -3,6 +3,7 @@ package intake_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -148,6 +149,50 @@ func TestObserverEvents(t *testing.T) {
 		want := []string{"accepted 1", "claim 1/1", "settle 1 completed", "duplicate 1", "invalid -1"}
 		if got := ev.get(); !slices.Equal(got, want) {
 			t.Fatalf("events %q, want %q", got, want)
+		}
+	})
+}
+
+// A line waiting for its predecessor holds no slot: with two slots, one
+// busy chat with a queue cannot keep another chat waiting.
+func TestWaitingLineHoldsNoSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var mu sync.Mutex
+		var order []int64
+		r := newRunner(t, intake.Config{
+			Store:         memstore.New(),
+			MaxConcurrent: 2,
+			Handler: func(_ context.Context, u intake.Update) error {
+				mu.Lock()
+				order = append(order, u.ID)
+				mu.Unlock()
+				if u.ID == 1 {
+					<-release
+				}
+				return nil
+			},
+		})
+		start(t, r)
+		for id := int64(1); id <= 4; id++ { // 1..3 on chat 1, 4 on chat 2
+			chat := int64(1)
+			if id == 4 {
+				chat = 2
+			}
+			mustAccept(t, r, msg(id, chat), intake.Accepted)
+		}
+		synctest.Wait()
+		mu.Lock()
+		got := slices.Clone(order)
+		mu.Unlock()
+		close(release)
+		slices.Sort(got)
+		if !slices.Equal(got, []int64{1, 4}) {
+			t.Fatalf("while update 1 runs: handled %v, want 1 and 4", got)
+		}
+		idle(t, r)
+		if !slices.Equal(order[2:], []int64{2, 3}) {
+			t.Fatalf("handled %v, want 2 then 3 after 1 and 4", order)
 		}
 	})
 }
