@@ -41,15 +41,15 @@ type Runner struct {
 
 // run is one lifecycle: everything Start (or a Sweep) schedules until Close.
 type run struct {
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	sem     *semaphore.Weighted
-	wg      sync.WaitGroup // every goroutine of this run
-	stop    chan struct{}  // closed to stop the background sweeper
-	kick    chan struct{}  // a catch-up sweep is wanted (capacity 1)
-	stopped bool
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	sem    *semaphore.Weighted
+	wg     sync.WaitGroup // every goroutine of this run
+	stop   chan struct{}  // closed to stop the background sweeper
+	kick   chan struct{}  // a catch-up sweep is wanted (capacity 1)
 
 	// Guarded by Runner.mu.
+	stopped    bool               // stop is closed
 	draining   bool               // Close began: claim nothing new
 	lines      map[string]*line   // chat lines with work
 	queued     map[int64]struct{} // update ids scheduled as attempts
