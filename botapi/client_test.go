@@ -601,3 +601,20 @@ func TestRedact(t *testing.T) {
 		t.Errorf("Client.Redact = %q\nwant %q", got, want)
 	}
 }
+
+// Reference §5.5 case 7: a transport failure whose message holds the token
+// URL becomes an error that names the method and not the token.
+func TestTransportFailureNamesMethod(t *testing.T) {
+	t.Parallel()
+	c, err := botapi.New(realToken, botapi.Config{HTTPClient: &http.Client{Transport: leakyTransport{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Call(t.Context(), "getMe", nil)
+	if err == nil || !strings.Contains(err.Error(), "getMe") || strings.Contains(err.Error(), secretOf(realToken)) {
+		t.Errorf("err = %v, want one naming getMe without the token", err)
+	}
+	if !strings.Contains(err.Error(), "1234567890:[redacted]") {
+		t.Errorf("err = %v, want the redacted URL kept readable", err)
+	}
+}
