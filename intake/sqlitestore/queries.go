@@ -53,6 +53,14 @@ WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND due_at >= ?4
 	ownsSQL = `SELECT 1 FROM "{{table}}"
 WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4`
 
+	// ownsTxSQL is ownsSQL as a write that changes nothing: running it takes
+	// SQLite's write lock for the caller's transaction (even a deferred one),
+	// so no other connection can commit a reclaim before that transaction
+	// ends. Same parameters as ownsSQL.
+	ownsTxSQL = `UPDATE "{{table}}" SET due_at = due_at
+WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4
+RETURNING 1`
+
 	// ?1 pending before, ?2 now, ?3 limit. The partial index {{table}}_live
 	// (whose predicate the state IN term matches) yields live rows in
 	// update id order, so the scan stops after limit matches and never
@@ -120,7 +128,7 @@ func addManySQL(table string, rows int) string {
 
 // queries holds the statements prepared once at construction.
 type queries struct {
-	ownsSQL, listSQL string
+	ownsTxSQL, listSQL string
 
 	add, addMany, claim, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
 	owns, due, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra                            *sql.Stmt
@@ -128,7 +136,7 @@ type queries struct {
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
 	fill := func(text string) string { return strings.ReplaceAll(text, tablePlaceholder, table) }
-	q.ownsSQL = fill(ownsSQL)
+	q.ownsTxSQL = fill(ownsTxSQL)
 	q.listSQL = fill(`SELECT ` + rowColumns + ` FROM "{{table}}"`)
 	for _, p := range []struct {
 		db   *sql.DB

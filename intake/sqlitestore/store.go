@@ -461,15 +461,19 @@ func (s *Store) Owns(ctx context.Context, id intake.Identity, at time.Time) (boo
 // handler whose lease was lost (and whose update another worker reclaimed)
 // can never commit its write, and effects happen exactly once.
 //
-// tx must have been begun with BEGIN IMMEDIATE: through [Store.DB] of a
-// store from [Open], or a handle opened with _txlock=immediate. BEGIN
-// IMMEDIATE takes SQLite's write lock at the start, so no reclaim can commit
-// between this check and the transaction's commit. With a deferred BEGIN the
-// check would only read a snapshot: a reclaim could commit in between, and
-// the write would then fail with SQLITE_BUSY_SNAPSHOT at once, without
-// waiting for busy_timeout, instead of being ordered after the reclaim.
+// The check is a conditional UPDATE that changes nothing, so it takes
+// SQLite's write lock for tx: from then until tx ends no other connection
+// or process can commit anything to the file, a reclaim included.
+//
+// Begin tx with BEGIN IMMEDIATE: through [Store.DB] of a store from [Open],
+// or a handle opened with _txlock=immediate. Then the write lock is taken at
+// BEGIN, waiting under busy_timeout for other writers. In a deferred
+// transaction that has already read, taking the lock here fails at once
+// with SQLITE_BUSY_SNAPSHOT whenever another connection committed since
+// that read, without waiting: still safe (the write is refused with an
+// error), but it fails work that IMMEDIATE would have let wait its turn.
 func (s *Store) OwnsTx(ctx context.Context, tx *sql.Tx, id intake.Identity, at time.Time) (bool, error) {
-	return scanOwns(tx.QueryRowContext(ctx, s.q.ownsSQL, id.UpdateID, id.Attempt, id.ClaimID, ms(at)), id.UpdateID)
+	return scanOwns(tx.QueryRowContext(ctx, s.q.ownsTxSQL, id.UpdateID, id.Attempt, id.ClaimID, ms(at)), id.UpdateID)
 }
 
 func scanOwns(row *sql.Row, updateID int64) (bool, error) {

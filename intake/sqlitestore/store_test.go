@@ -345,6 +345,32 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 	if !slices.Equal(texts, []string{"fresh"}) {
 		t.Errorf("domain rows = %q, want only the live identity's", texts)
 	}
+	// Even in a deferred transaction (a handle without _txlock=immediate),
+	// OwnsTx itself takes the write lock: a reclaim cannot commit until the
+	// transaction ends.
+	plain, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	dtx, err := plain.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owns, err := s.OwnsTx(ctx, dtx, second, late.Now); err != nil || !owns {
+		t.Fatalf("OwnsTx in a deferred transaction = %v, %v; want true", owns, err)
+	}
+	later := intake.ClaimOpts{Now: late.LeaseUntil.Add(time.Millisecond), LeaseUntil: late.LeaseUntil.Add(time.Minute), MaxAttempts: 5}
+	if _, ok, err := other.ClaimOwned(ctx, 42, later); err == nil {
+		t.Fatalf("a reclaim committed inside a deferred transaction after OwnsTx (ok=%v)", ok)
+	}
+	if err := dtx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if third, ok, err := other.ClaimOwned(ctx, 42, later); err != nil || !ok || third.Attempt != 3 {
+		t.Fatalf("reclaim after the deferred transaction = %+v, %v, %v; want attempt 3", third, ok, err)
+	}
+
 	// The non-transactional twin agrees.
 	if owns, err := s.Owns(ctx, first, late.Now); err != nil || owns {
 		t.Errorf("Owns(stale) = %v, %v", owns, err)
