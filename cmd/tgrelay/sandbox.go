@@ -18,6 +18,7 @@ const DefaultSandboxAddr = "127.0.0.1:8081"
 
 const sandboxHelp = `
 Usage: tgrelay sandbox [-addr 127.0.0.1:8081] [-tls [-cert file]] [-token T] [-no-limits]
+                       [-webhook-timeout 60s] [-webhook-backoff 1s] [-webhook-attempts 10]
 
 Sandbox runs a fake Telegram Bot API server (package telegramtest) until
 SIGINT or SIGTERM, so that a bot written in any language can run its
@@ -68,6 +69,9 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	certOut := fs.String("cert", "", "with -tls, write the certificate (PEM) to `file` for clients to trust")
 	token := fs.String("token", "", "bot `token` to accept, shaped <digits>:<30-40 characters> (default random)")
 	noLimits := fs.Bool("no-limits", false, "turn Telegram's rate limits off")
+	hookTimeout := fs.Duration("webhook-timeout", telegramtest.DefaultWebhookTimeout, "how long a webhook delivery waits for the bot's answer")
+	hookBackoff := fs.Duration("webhook-backoff", telegramtest.DefaultWebhookBackoff, "wait before re-delivering a failed update; doubles per attempt")
+	hookAttempts := fs.Int("webhook-attempts", telegramtest.DefaultWebhookMaxAttempts, "deliveries of one update before it is given up")
 	fs.Usage = commandUsage(fs, sandboxHelp)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -76,11 +80,20 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *certOut != "" && !*useTLS {
 		return &usageError{msg: "-cert needs -tls", hint: hint}
 	}
+	if *hookTimeout <= 0 || *hookBackoff <= 0 || *hookAttempts <= 0 {
+		return &usageError{msg: "-webhook-timeout, -webhook-backoff and -webhook-attempts must be positive", hint: hint}
+	}
 	var logMu sync.Mutex
 	cfg := telegramtest.Config{
 		Token:      *token,
 		ControlAPI: true,
 		Limits:     telegramtest.Limits{Disabled: *noLimits},
+		Webhook: telegramtest.WebhookConfig{
+			Timeout:     *hookTimeout,
+			Backoff:     *hookBackoff,
+			MaxBackoff:  max(*hookBackoff, telegramtest.DefaultWebhookMaxBackoff),
+			MaxAttempts: *hookAttempts,
+		},
 		Logf: func(format string, args ...any) {
 			logMu.Lock()
 			defer logMu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -303,4 +304,58 @@ func tlsClient(t *testing.T, pemBytes []byte) *http.Client {
 		t.Fatal("the written certificate is not PEM")
 	}
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+func TestSandboxWebhookFlags(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stdout := newLineWriter()
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, []string{"sandbox", "-addr", "127.0.0.1:0", "-webhook-backoff", "1ms", "-webhook-attempts", "2"}, stdout, io.Discard)
+	}()
+	base, token := sandboxInfo(t, stdout.lines)
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError) // always fails: given up after 2 attempts
+	}))
+	defer hook.Close()
+	var ok struct {
+		OK bool `json:"ok"`
+	}
+	postJSON(t, c, base+"/bot"+token+"/setWebhook", map[string]any{"url": hook.URL}, &ok)
+	if !ok.OK {
+		t.Fatal("setWebhook failed")
+	}
+	var user, chat struct {
+		ID int64 `json:"id"`
+	}
+	postJSON(t, c, base+"/_sandbox/users", map[string]any{"first_name": "Ada"}, &user)
+	postJSON(t, c, base+"/_sandbox/chats", map[string]any{"type": "private", "user_id": user.ID}, &chat)
+	postJSON(t, c, base+"/_sandbox/send", map[string]any{"chat_id": chat.ID, "user_id": user.ID, "text": "hi"}, nil)
+
+	var deliveries []struct {
+		Attempt int  `json:"attempt"`
+		Status  int  `json:"status"`
+		GaveUp  bool `json:"gave_up"`
+	}
+	deadline := time.Now().Add(waitLimit)
+	for len(deliveries) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries = %+v after %v, want 2 attempts", deliveries, waitLimit)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the control API; it has no push
+		getJSON(t, c, base+"/_sandbox/deliveries", &deliveries)
+	}
+	if deliveries[0].Status != 500 || deliveries[1].Attempt != 2 || !deliveries[1].GaveUp {
+		t.Errorf("deliveries = %+v, want two 500s, the second given up (-webhook-attempts 2)", deliveries)
+	}
+	c.CloseIdleConnections()
+	cancel()
+	if code := <-exited; code != exitOK {
+		t.Errorf("exit code = %d", code)
+	}
 }
