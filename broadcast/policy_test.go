@@ -532,3 +532,38 @@ func TestAudienceTooLarge(t *testing.T) {
 		t.Fatalf("snapshot written: %v", err)
 	}
 }
+
+// The lock replaced while several sends are in flight: none of their
+// outcomes is written, and no further send starts.
+func TestLockReplacedWithSendsInFlight(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	lockPath := filepath.Join(h.dir, "b", lockFile)
+	var arrived sync.WaitGroup
+	arrived.Add(4)
+	replaced := make(chan struct{})
+	h.result = func(_ context.Context, r Recipient, _ int) error {
+		arrived.Done()
+		if r.ID == 1 {
+			arrived.Wait() // all four in flight
+			must(t, os.Rename(lockPath, lockPath+".old"))
+			must(t, os.WriteFile(lockPath, nil, 0o600))
+			close(replaced)
+		}
+		<-replaced
+		return nil
+	}
+	cfg := h.config(1, 2, 3, 4, 5, 6, 7, 8)
+	cfg.Concurrency = 4
+	_, err := Run(t.Context(), cfg)
+	if !errors.Is(err, ErrLockLost) {
+		t.Fatalf("err = %v, want ErrLockLost", err)
+	}
+	if n := len(h.sent()); n != 4 {
+		t.Fatalf("%d sends, want the 4 in flight only", n)
+	}
+	j := h.journal()
+	if strings.Count(j, `"s":"sending"`) != 4 || strings.Contains(j, `"o":`) || strings.Contains(j, "released") {
+		t.Fatalf("journal after the loss:\n%s", j)
+	}
+}
