@@ -116,8 +116,8 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	variants = append(variants, ceiling)
 
 	fmt.Fprintf(out, "intake-accept: %d clients POST distinct updates over loopback HTTP to the webhook handler\n", *clients)
-	fmt.Fprintf(out, "%d updates per variant per round, %d rounds, variants alternate in rotating order; GOMAXPROCS=%d\n",
-		*n, *rounds, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(out, "%d updates per variant per round, %d rounds, variants alternate in rotating order; GOMAXPROCS=%d, load average %s\n",
+		*n, *rounds, runtime.GOMAXPROCS(0), intakeLoadAverage())
 	for _, b := range backends {
 		fmt.Fprintf(out, "  %s: %s\n", b.name, b.about)
 	}

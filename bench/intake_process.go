@@ -76,8 +76,8 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer cleanup()
 
-	fmt.Fprintf(out, "intake-process: claim, no-op handler, settle; %d at once; %d updates per variant per round, %d rounds; GOMAXPROCS=%d\n",
-		*workers, *n, *rounds, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(out, "intake-process: claim, no-op handler, settle; %d at once; %d updates per variant per round, %d rounds; GOMAXPROCS=%d, load average %s\n",
+		*workers, *n, *rounds, runtime.GOMAXPROCS(0), intakeLoadAverage())
 	for _, b := range backends {
 		fmt.Fprintf(out, "  %s: %s\n", b.name, b.about)
 	}
