@@ -438,3 +438,33 @@ func TestCloseIsIdempotent(t *testing.T) {
 		t.Fatal("Add after Close succeeded")
 	}
 }
+
+// TestWriterIsOneImmediateConnection checks the writer layout Open promises:
+// one connection, whose transactions hold the write lock from BEGIN.
+func TestWriterIsOneImmediateConnection(t *testing.T) {
+	t.Parallel()
+	s, path := openStore(t, sqlitestore.Config{})
+	ctx := t.Context()
+	if got := s.DB().Stats().MaxOpenConnections; got != 1 {
+		t.Errorf("writer MaxOpenConnections = %d, want 1", got)
+	}
+	other, err := sqlitestore.Open(ctx, path, sqlitestore.Config{BusyTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No statement ran in tx yet; BEGIN IMMEDIATE already holds the lock.
+	if _, err := other.Add(ctx, intake.Incoming{UpdateID: 1, Body: []byte("{}"), ReceivedAt: base}); err == nil {
+		t.Error("another connection wrote while a writer transaction was open")
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := other.Add(ctx, intake.Incoming{UpdateID: 1, Body: []byte("{}"), ReceivedAt: base}); err != nil || !ok {
+		t.Errorf("Add after the transaction = %v, %v", ok, err)
+	}
+}
