@@ -100,7 +100,9 @@ type SendFunc func(ctx context.Context, m Message) error
 // Config configures a [Channel]. [New] copies it (the maps and slices too);
 // an invalid field is an error naming it.
 type Config struct {
-	// ChatID is the operator chat. Required.
+	// ChatID is the operator chat. Required. Sends are paced for this one
+	// chat; when Telegram reports that the group migrated to a supergroup,
+	// the channel re-targets the new chat id for this and later messages.
 	ChatID int64
 	// Topics maps topic names to forum message_thread_id values (positive).
 	// A topic not listed posts to the chat itself.
@@ -122,7 +124,10 @@ type Config struct {
 	// DefaultMinInterval.
 	MinInterval time.Duration
 	// MaxAttempts is how many times one message is sent. Zero means
-	// DefaultMaxAttempts; at most MaxMaxAttempts.
+	// DefaultMaxAttempts; at most MaxMaxAttempts. Only not-dispatched
+	// sends, Telegram's 429 and Telegram's own 5xx are retried; a 429's
+	// retry_after is waited in full (botapi bounds it by
+	// botapi.MaxRetryAfter), and Close ends that wait.
 	MaxAttempts int
 	// SendTimeout bounds one send attempt. Zero means DefaultSendTimeout.
 	SendTimeout time.Duration
