@@ -47,6 +47,10 @@ func commands() []command {
 	return []command{
 		{"sandbox", "run a fake Telegram Bot API server with a control API, for integration tests", runSandbox},
 		{"serve", "receive updates durably (webhook or long polling) and forward them to your bot's endpoint", runServe},
+		{"demo", "an offline end-to-end run: sandbox, serve, an echo bot, retries, poison, a crash", runDemo},
+		{"updates", "list, show, acknowledge and requeue stored updates (--db)", runUpdates},
+		{"webhook", "set, check or delete the bot's webhook under the ownership rules", runWebhook},
+		{"send", "send one message and report its honest outcome (exit code per outcome)", runSend},
 	}
 }
 
