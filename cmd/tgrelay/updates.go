@@ -1,0 +1,428 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// Bounds of `tgrelay updates ls` and `exhausted`.
+const (
+	// defaultListLimit is the page size when --limit is not given.
+	defaultListLimit = 50
+	// maxListLimit is the largest --limit accepted.
+	maxListLimit = 1000
+	// maxErrorColumn is how many characters of a row's error the table shows
+	// (show and --json print it whole).
+	maxErrorColumn = 60
+)
+
+const updatesHelp = `
+Usage: tgrelay updates <ls|show|exhausted|ack|requeue> [flags] [ID]
+
+Updates inspects and repairs the update store that serve writes (--db: a
+SQLite file path, or a postgres:// URL).
+
+  ls [--state S] [--limit N] [--after ID]   rows in update id order
+  show ID                                   one row in full, body included
+  exhausted [--limit N] [--after ID]        unacknowledged exhaustions
+  ack ID --attempt N --claim-id C           acknowledge one exhaustion by its
+                                            exact identity (from show or exhausted)
+  ack ID --yes                              acknowledge the row's current
+                                            exhaustion, whatever its identity
+  requeue ID                                put a failed or abandoned row back
+                                            to pending, from attempt zero
+
+ack without --attempt and --claim-id refuses unless --yes is given: the exact
+identity is what an app fences with, and acknowledging "whatever is there" is
+an operator's deliberate choice. Either way the store applies the
+acknowledgement only for that exact identity, once; a wrong identity, a row
+that is not an unacknowledged exhaustion or a second ack exits 1.
+
+States: pending, processing, failed, completed, abandoned. --json prints JSON
+instead of a table. Exit status: 0 done, 1 refused or failed, 2 usage.
+`
+
+// updatesFlags are the flags every updates subcommand accepts.
+type updatesFlags struct {
+	db       string
+	table    string
+	asJSON   bool
+	state    string
+	limit    int
+	after    int64
+	hasAfter bool
+	attempt  int
+	claimID  string
+	yes      bool
+}
+
+func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("updates", flag.ContinueOnError)
+	var f updatesFlags
+	fs.StringVar(&f.db, "db", defaultDB, "update store: a SQLite file `path` or a postgres:// URL")
+	fs.StringVar(&f.table, "table", "", "update `table` name (default the store's)")
+	fs.BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
+	fs.StringVar(&f.state, "state", "", "ls: only rows in this `state`")
+	fs.IntVar(&f.limit, "limit", defaultListLimit, fmt.Sprintf("ls, exhausted: at most `N` rows (1..%d)", maxListLimit))
+	fs.Func("after", "ls, exhausted: rows strictly after this update `ID`", func(s string) error {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		f.after, f.hasAfter = v, true
+		return nil
+	})
+	fs.IntVar(&f.attempt, "attempt", 0, "ack: the exhaustion's attempt `N`")
+	fs.StringVar(&f.claimID, "claim-id", "", "ack: the exhaustion's claim `id`")
+	fs.BoolVar(&f.yes, "yes", false, "ack: acknowledge the row's current exhaustion without naming its identity")
+	fs.Usage = commandUsage(fs, updatesHelp)
+	pos, err := parseInterleaved(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	hint := "Run 'tgrelay help updates' for usage."
+	if len(pos) == 0 {
+		return &usageError{msg: "missing subcommand (ls, show, exhausted, ack or requeue)", hint: hint}
+	}
+	sub, rest := pos[0], pos[1:]
+	var id int64
+	switch sub {
+	case "ls", "exhausted":
+		if len(rest) > 0 {
+			return &usageError{msg: fmt.Sprintf("unexpected argument %q", rest[0]), hint: hint}
+		}
+		if f.limit < 1 || f.limit > maxListLimit {
+			return &usageError{msg: fmt.Sprintf("--limit must be 1..%d", maxListLimit), hint: hint}
+		}
+	case "show", "ack", "requeue":
+		if len(rest) != 1 {
+			return &usageError{msg: sub + " takes exactly one update ID", hint: hint}
+		}
+		id, err = strconv.ParseInt(rest[0], 10, 64)
+		if err != nil || id < 0 {
+			return &usageError{msg: fmt.Sprintf("update ID %q is not a non-negative integer", rest[0]), hint: hint}
+		}
+	default:
+		return &usageError{msg: fmt.Sprintf("unknown subcommand %q", sub), hint: hint}
+	}
+	var state intake.State
+	if f.state != "" {
+		state = intake.State(f.state)
+		switch state {
+		case intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned:
+		default:
+			return &usageError{msg: fmt.Sprintf("--state %q is not a state", f.state), hint: "States: pending, processing, failed, completed, abandoned."}
+		}
+		if sub != "ls" {
+			return &usageError{msg: "--state applies to ls only", hint: hint}
+		}
+	}
+	if sub == "ack" {
+		named := f.attempt != 0 || f.claimID != ""
+		if named && (f.attempt < 1 || f.claimID == "") {
+			return &usageError{msg: "ack needs both --attempt (at least 1) and --claim-id", hint: hint}
+		}
+		if named && f.yes {
+			return &usageError{msg: "ack takes either --attempt and --claim-id, or --yes, not both", hint: hint}
+		}
+	}
+
+	st, err := openStore(ctx, f.db, f.table, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	u := &updatesCmd{store: st, out: stdout, json: f.asJSON}
+	switch sub {
+	case "ls":
+		q := intake.ListQuery{State: state, Limit: f.limit}
+		if f.hasAfter {
+			q.After = &f.after
+		}
+		return u.list(ctx, q)
+	case "exhausted":
+		q := intake.ListQuery{Unacknowledged: true, Limit: f.limit}
+		if f.hasAfter {
+			q.After = &f.after
+		}
+		return u.list(ctx, q)
+	case "show":
+		return u.show(ctx, id)
+	case "ack":
+		return u.ack(ctx, id, f)
+	default: // requeue
+		return u.requeue(ctx, id)
+	}
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// positional arguments (`ack 42 --attempt 3`), which the flag package alone
+// stops at. It returns the positional arguments; "--" ends flag parsing.
+func parseInterleaved(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	hint := fmt.Sprintf("Run 'tgrelay help %s' for usage.", fs.Name())
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil, flag.ErrHelp
+		}
+		if err != nil {
+			return nil, &usageError{msg: err.Error(), hint: hint}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// The flag package consumed a "--" itself if it was the stopper.
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// updatesCmd runs one updates subcommand against an open store.
+type updatesCmd struct {
+	store updateStore
+	out   io.Writer
+	json  bool
+}
+
+// rowJSON is a row as --json prints it.
+type rowJSON struct {
+	UpdateID       int64           `json:"update_id"`
+	State          intake.State    `json:"state"`
+	Unacknowledged bool            `json:"unacknowledged,omitempty"`
+	Attempts       int             `json:"attempts"`
+	ClaimID        string          `json:"claim_id,omitempty"`
+	ReceivedAt     time.Time       `json:"received_at"`
+	DueAt          *time.Time      `json:"due_at,omitempty"`
+	SettledAt      *time.Time      `json:"settled_at,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	Body           json.RawMessage `json:"body,omitempty"`
+}
+
+func toRowJSON(r intake.Row, withBody bool) rowJSON {
+	j := rowJSON{
+		UpdateID:       r.UpdateID,
+		State:          r.State,
+		Unacknowledged: r.Unacknowledged(),
+		Attempts:       r.Attempts,
+		ClaimID:        r.ClaimID,
+		ReceivedAt:     r.ReceivedAt.UTC(),
+		Error:          r.Error,
+	}
+	if !r.DueAt.IsZero() {
+		t := r.DueAt.UTC()
+		j.DueAt = &t
+	}
+	if !r.SettledAt.IsZero() {
+		t := r.SettledAt.UTC()
+		j.SettledAt = &t
+	}
+	if withBody {
+		if json.Valid(r.Body) {
+			j.Body = json.RawMessage(r.Body)
+		} else {
+			// A body that is not JSON is shown as a JSON string.
+			b, _ := json.Marshal(string(r.Body))
+			j.Body = b
+		}
+	}
+	return j
+}
+
+func (u *updatesCmd) writeJSON(v any) error {
+	enc := json.NewEncoder(u.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (u *updatesCmd) list(ctx context.Context, q intake.ListQuery) error {
+	rows, err := u.store.List(ctx, q)
+	if err != nil {
+		return fmt.Errorf("list updates: %w", err)
+	}
+	if u.json {
+		out := make([]rowJSON, 0, len(rows))
+		for _, r := range rows {
+			out = append(out, toRowJSON(r, false))
+		}
+		return u.writeJSON(out)
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(u.out, "no updates")
+		return err
+	}
+	tw := tabwriter.NewWriter(u.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "UPDATE_ID\tSTATE\tATTEMPT\tCLAIM_ID\tRECEIVED\tDUE\tERROR")
+	for _, r := range rows {
+		state := string(r.State)
+		if r.Unacknowledged() {
+			state = "exhausted"
+		}
+		claim := r.ClaimID
+		if claim == "" {
+			claim = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.UpdateID, state, r.Attempts, claim,
+			fmtTime(r.ReceivedAt), fmtTime(r.DueAt), oneLine(r.Error, maxErrorColumn))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rows) == q.Limit {
+		_, err := fmt.Fprintf(u.out, "more may follow: --after %d\n", rows[len(rows)-1].UpdateID)
+		return err
+	}
+	return nil
+}
+
+func (u *updatesCmd) get(ctx context.Context, id int64) (intake.Row, error) {
+	r, ok, err := u.store.Get(ctx, id)
+	if err != nil {
+		return intake.Row{}, fmt.Errorf("get update %d: %w", id, err)
+	}
+	if !ok {
+		return intake.Row{}, fmt.Errorf("update %d is not in the store", id)
+	}
+	return r, nil
+}
+
+func (u *updatesCmd) show(ctx context.Context, id int64) error {
+	r, err := u.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if u.json {
+		return u.writeJSON(toRowJSON(r, true))
+	}
+	state := string(r.State)
+	if r.Unacknowledged() {
+		state += " (unacknowledged exhaustion)"
+	}
+	tw := tabwriter.NewWriter(u.out, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(tw, "update_id:\t%d\n", r.UpdateID)
+	fmt.Fprintf(tw, "state:\t%s\n", state)
+	fmt.Fprintf(tw, "attempt:\t%d\n", r.Attempts)
+	fmt.Fprintf(tw, "claim_id:\t%s\n", orDash(r.ClaimID))
+	fmt.Fprintf(tw, "received:\t%s\n", fmtTime(r.ReceivedAt))
+	fmt.Fprintf(tw, "due:\t%s\n", fmtTime(r.DueAt))
+	fmt.Fprintf(tw, "settled:\t%s\n", fmtTime(r.SettledAt))
+	fmt.Fprintf(tw, "error:\t%s\n", orDash(r.Error))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, r.Body, "", "  ") == nil {
+		_, err = fmt.Fprintf(u.out, "body:\n%s\n", pretty.Bytes())
+	} else {
+		_, err = fmt.Fprintf(u.out, "body (not JSON):\n%q\n", r.Body)
+	}
+	return err
+}
+
+// ackResult is what ack prints with --json.
+type ackResult struct {
+	UpdateID     int64  `json:"update_id"`
+	Attempt      int    `json:"attempt"`
+	ClaimID      string `json:"claim_id"`
+	Acknowledged bool   `json:"acknowledged"`
+}
+
+func (u *updatesCmd) ack(ctx context.Context, id int64, f updatesFlags) error {
+	ident := intake.Identity{UpdateID: id, Attempt: f.attempt, ClaimID: f.claimID}
+	if f.claimID == "" {
+		r, err := u.get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !r.Unacknowledged() {
+			return fmt.Errorf("update %d is not an unacknowledged exhaustion (state %s)", id, r.State)
+		}
+		ident.Attempt, ident.ClaimID = r.Attempts, r.ClaimID
+		if !f.yes {
+			return &usageError{
+				msg:  fmt.Sprintf("ack names no identity; update %d is exhausted at attempt %d, claim id %s", id, r.Attempts, r.ClaimID),
+				hint: fmt.Sprintf("Run 'tgrelay updates ack %d --attempt %d --claim-id %s', or add --yes to acknowledge it as it is.", id, r.Attempts, r.ClaimID),
+			}
+		}
+	}
+	ok, err := u.store.AcknowledgeExhaustion(ctx, ident, time.Now())
+	if err != nil {
+		return fmt.Errorf("acknowledge update %d: %w", id, err)
+	}
+	if !ok {
+		return fmt.Errorf("update %d: no unacknowledged exhaustion with attempt %d and claim id %s (wrong identity, already acknowledged, or requeued)", id, ident.Attempt, ident.ClaimID)
+	}
+	if u.json {
+		return u.writeJSON(ackResult{UpdateID: id, Attempt: ident.Attempt, ClaimID: ident.ClaimID, Acknowledged: true})
+	}
+	_, err = fmt.Fprintf(u.out, "acknowledged update %d (attempt %d, claim id %s)\n", id, ident.Attempt, ident.ClaimID)
+	return err
+}
+
+func (u *updatesCmd) requeue(ctx context.Context, id int64) error {
+	ok, err := u.store.Requeue(ctx, id, time.Now())
+	if err != nil {
+		return fmt.Errorf("requeue update %d: %w", id, err)
+	}
+	if !ok {
+		r, found, gerr := u.store.Get(ctx, id)
+		switch {
+		case gerr != nil:
+			return fmt.Errorf("update %d was not requeued", id)
+		case !found:
+			return fmt.Errorf("update %d is not in the store", id)
+		default:
+			return fmt.Errorf("update %d is %s; only failed or abandoned rows can be requeued", id, r.State)
+		}
+	}
+	if u.json {
+		return u.writeJSON(map[string]any{"update_id": id, "requeued": true})
+	}
+	_, err = fmt.Fprintf(u.out, "requeued update %d: pending, attempt 0\n", id)
+	return err
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine flattens s to one line of at most n characters.
+func oneLine(s string, n int) string {
+	if s == "" {
+		return "-"
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

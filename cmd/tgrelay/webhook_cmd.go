@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tgrelay/tgrelay/webhook"
+)
+
+const webhookHelp = `
+Usage: tgrelay webhook <set|check|delete> [--url URL] [--secret S] [--takeover-from HOST]
+                       [--token T] [--api-root URL]
+
+Webhook manages the bot's single Telegram webhook under tgrelay's ownership
+rules. The address tgrelay registers carries an owner tag derived from the
+webhook secret (never the secret itself), so a deployment can tell its own
+webhook from another's.
+
+  set --url URL      point the webhook at URL, only if it is already this
+                     secret's, or --takeover-from names the host it points to
+                     now ("none" for a bot without a webhook)
+  check --url URL    exit 0 if the webhook is this URL with this secret's tag;
+                     print Telegram's pending count and last delivery error
+  delete             remove the webhook, under the same rules as set
+
+Refusals name the current owner's host only (another deployment's path may
+itself be a secret) and exit 1. The secret comes from --secret or
+TGRELAY_WEBHOOK_SECRET, the token from --token or TGRELAY_TOKEN; the
+environment keeps them out of the process list. Neither is ever printed.
+`
+
+func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+	var bf botFlags
+	bf.register(fs)
+	rawURL := fs.String("url", "", "public HTTPS `URL` Telegram posts to (set, check)")
+	secret := fs.String("secret", "", "webhook `secret`, 1-256 of A-Z a-z 0-9 _ - (default $"+envWebhookSecret+")")
+	takeover := fs.String("takeover-from", "", "set, delete: `host` of the current owner to take over from (\"none\" for no webhook)")
+	fs.Usage = commandUsage(fs, webhookHelp)
+	pos, err := parseInterleaved(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	hint := "Run 'tgrelay help webhook' for usage."
+	if len(pos) != 1 {
+		return &usageError{msg: "give exactly one subcommand: set, check or delete", hint: hint}
+	}
+	sub := pos[0]
+	switch sub {
+	case "set", "check":
+		if *rawURL == "" {
+			return &usageError{msg: sub + " needs --url", hint: hint}
+		}
+	case "delete":
+	default:
+		return &usageError{msg: fmt.Sprintf("unknown subcommand %q", sub), hint: hint}
+	}
+	if sub == "check" && *takeover != "" {
+		return &usageError{msg: "--takeover-from applies to set and delete", hint: hint}
+	}
+	if *secret == "" {
+		*secret = os.Getenv(envWebhookSecret)
+	}
+	if *secret == "" {
+		return &usageError{msg: "no webhook secret", hint: "Set " + envWebhookSecret + " or pass --secret."}
+	}
+	if _, err := webhook.OwnerTag(*secret); err != nil {
+		return &usageError{msg: err.Error(), hint: hint}
+	}
+	c, err := bf.client("webhook")
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "set":
+		res, err := webhook.Claim(ctx, c, webhook.ClaimConfig{URL: *rawURL, Secret: *secret, TakeoverFrom: *takeover})
+		if err != nil {
+			return webhookError("set", err)
+		}
+		if res.TakenFrom != "" {
+			fmt.Fprintf(stdout, "webhook taken over from %s\n", res.TakenFrom)
+		}
+		fmt.Fprintf(stdout, "webhook set: %s (pending updates: %d)\n", res.URL, res.PendingUpdates)
+		return nil
+	case "check":
+		st, err := webhook.Check(ctx, c, *rawURL, *secret)
+		if err != nil {
+			return webhookError("check", err)
+		}
+		if st.Owned {
+			fmt.Fprintf(stdout, "webhook is ours (pending updates: %d)\n", st.PendingUpdates)
+		} else {
+			fmt.Fprintf(stdout, "webhook is NOT ours: it points to %s (pending updates: %d)\n", st.OwnerHost, st.PendingUpdates)
+		}
+		if st.LastError != "" {
+			fmt.Fprintf(stdout, "last delivery error at %s: %s\n", fmtTime(st.LastErrorAt), st.LastError)
+		}
+		if !st.Owned {
+			return fmt.Errorf("the webhook points to %s, not here", st.OwnerHost)
+		}
+		return nil
+	default: // delete
+		if err := webhook.Delete(ctx, c, *secret, *takeover); err != nil {
+			return webhookError("delete", err)
+		}
+		fmt.Fprintln(stdout, "webhook deleted (pending updates kept)")
+		return nil
+	}
+}
+
+// webhookError explains a refusal (host only) or wraps a call failure.
+func webhookError(sub string, err error) error {
+	var ce *webhook.ClaimError
+	if errors.As(err, &ce) {
+		switch ce.Reason {
+		case webhook.ReasonOwnedElsewhere:
+			return fmt.Errorf("refused: the webhook belongs to %s; to take it over, pass --takeover-from %s", ce.OwnerHost, ce.OwnerHost)
+		case webhook.ReasonOtherSecret:
+			return fmt.Errorf("refused: the webhook at %s was set with another secret; to take it over, pass --takeover-from %s", ce.OwnerHost, ce.OwnerHost)
+		default:
+			return fmt.Errorf("%s: %w", sub, err)
+		}
+	}
+	return fmt.Errorf("webhook %s: %w", sub, err)
+}
