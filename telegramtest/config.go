@@ -124,7 +124,8 @@ type Config struct {
 	// Logf receives the server's rare log lines (a Close that waits long).
 	// Nil means log.Printf. Lines never contain the token.
 	Logf func(format string, args ...any)
-	// Seed seeds jitter and random ids, for repeatable runs. Zero means a
+	// Seed seeds the random token and latency jitter, for repeatable runs
+	// (the same Seed gives the same Token). Zero means a
 	// random seed.
 	Seed uint64
 }

@@ -23,7 +23,7 @@ import (
 // Server is a fake Telegram Bot API server on a real loopback socket, in the
 // manner of httptest.Server. Create it with [NewServer], or with
 // [NewUnstartedServer] to change [Server.Config] first, and stop it with
-// [Server.Close]. All methods are safe for concurrent use.
+// [Server.Close]. Once started, its methods are safe for concurrent use.
 type Server struct {
 	// URL is the Bot API root, with no trailing slash; a call goes to
 	// URL + "/bot" + Token + "/" + method. Set by Start.

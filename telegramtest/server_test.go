@@ -450,3 +450,13 @@ func TestChannelPost(t *testing.T) {
 		t.Errorf("SendText in a channel = %v, want ErrChannel", err)
 	}
 }
+
+func TestSeedMakesTheTokenRepeatable(t *testing.T) {
+	t.Parallel()
+	a := newServer(t, telegramtest.Config{Seed: 42})
+	b := newServer(t, telegramtest.Config{Seed: 42})
+	c := newServer(t, telegramtest.Config{Seed: 43})
+	if a.Token != b.Token || a.Token == c.Token {
+		t.Errorf("tokens for seeds 42, 42, 43 = %q %q %q", a.Token, b.Token, c.Token)
+	}
+}
