@@ -47,6 +47,7 @@ func commands() []command {
 	return []command{
 		{"sandbox", "run a fake Telegram Bot API server with a control API, for integration tests", runSandbox},
 		{"serve", "receive updates durably (webhook or long polling) and forward them to your bot's endpoint", runServe},
+		{"broadcast", "send one message to many chats at the rate limit, resumable by name, never twice", runBroadcast},
 		{"demo", "an offline end-to-end run: sandbox, serve, an echo bot, retries, poison, a crash", runDemo},
 		{"updates", "list, show, acknowledge and requeue stored updates (--db)", runUpdates},
 		{"webhook", "set, check or delete the bot's webhook under the ownership rules", runWebhook},
