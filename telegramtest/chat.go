@@ -105,6 +105,7 @@ type state struct {
 	usernames    map[string]int64 // lower-case @username → chat id
 	stored       int              // messages in all chats, bounded by MaxMessages
 	pending      []*pendingUpdate // in update_id order
+	pendingChats map[int64]int    // pending updates per chat
 	callbacks    map[string]callbackState
 	webhook      webhookState
 	pollGen      uint64 // a new getUpdates ends the previous one
@@ -129,6 +130,7 @@ func newState(l Limits) state {
 		chats:        map[int64]*chatState{},
 		usernames:    map[string]int64{},
 		callbacks:    map[string]callbackState{},
+		pendingChats: map[int64]int{},
 		limits:       l,
 		rate:         newRateState(),
 		calls:        map[string]int{},

@@ -21,3 +21,23 @@ func (s *Server) Polling() int {
 	defer s.mu.Unlock()
 	return s.st.polling
 }
+
+// PendingChatsConsistent reports whether the per-chat count of pending
+// updates matches the queue.
+func (s *Server) PendingChatsConsistent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := map[int64]int{}
+	for _, u := range s.st.pending {
+		want[u.ChatID]++
+	}
+	if len(want) != len(s.st.pendingChats) {
+		return false
+	}
+	for k, v := range want {
+		if s.st.pendingChats[k] != v {
+			return false
+		}
+	}
+	return true
+}

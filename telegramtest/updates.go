@@ -207,6 +207,7 @@ func (s *Server) enqueueLocked(u Update, body func(id int64) any) Update {
 	s.st.nextUpdateID++
 	u.JSON, _ = json.Marshal(body(u.ID)) // plain structs: cannot fail
 	s.st.pending = append(s.st.pending, &pendingUpdate{Update: u})
+	s.st.pendingChats[u.ChatID]++
 	s.wakeLocked()
 	return u
 }
@@ -244,6 +245,18 @@ func (s *Server) WaitIdle(ctx context.Context) error {
 func (s *Server) removePendingLocked(u *pendingUpdate) {
 	if i := slices.Index(s.st.pending, u); i >= 0 {
 		s.st.pending = slices.Delete(s.st.pending, i, i+1)
+		if s.st.pendingChats[u.ChatID]--; s.st.pendingChats[u.ChatID] <= 0 {
+			delete(s.st.pendingChats, u.ChatID)
+		}
+	}
+}
+
+// setPendingLocked replaces the queue and recounts its chats.
+func (s *Server) setPendingLocked(p []*pendingUpdate) {
+	s.st.pending = p
+	clear(s.st.pendingChats)
+	for _, u := range p {
+		s.st.pendingChats[u.ChatID]++
 	}
 }
 
@@ -287,10 +300,10 @@ func (s *Server) getUpdates(ctx context.Context, p params) (any, *apiError) {
 	// only the last -offset updates.
 	switch {
 	case offset > 0:
-		s.st.pending = slices.DeleteFunc(s.st.pending, func(u *pendingUpdate) bool { return u.ID < offset })
+		s.setPendingLocked(slices.DeleteFunc(s.st.pending, func(u *pendingUpdate) bool { return u.ID < offset }))
 	case offset < 0:
 		if keep := int(min(-offset, int64(len(s.st.pending)))); keep < len(s.st.pending) {
-			s.st.pending = slices.Delete(s.st.pending, 0, len(s.st.pending)-keep)
+			s.setPendingLocked(slices.Delete(s.st.pending, 0, len(s.st.pending)-keep))
 		}
 		offset = 0
 	}

@@ -95,6 +95,9 @@ func TestGetUpdatesOffset(t *testing.T) {
 	if n := f.srv.PendingUpdates(); n != 0 {
 		t.Errorf("pending = %d, want 0", n)
 	}
+	if !f.srv.PendingChatsConsistent() {
+		t.Error("per-chat pending counts drifted from the queue")
+	}
 	// Unconfirmed updates returned twice are duplicate deliveries.
 	if d := f.srv.DuplicateDeliveries(); !slices.Equal(d, sent) {
 		t.Errorf("DuplicateDeliveries = %v, want %v", d, sent)
@@ -354,6 +357,9 @@ func TestWebhookOneAtATimePerChat(t *testing.T) {
 			order = append(order, u.Message.Text)
 		}
 	}
+	if !srv.PendingChatsConsistent() {
+		t.Error("per-chat pending counts drifted from the queue")
+	}
 	if !slices.Equal(order, []string{"a1", "a2"}) {
 		t.Errorf("chat A received %v, want [a1 a2]", order)
 	}
@@ -414,7 +420,7 @@ func TestWebhookSettings(t *testing.T) {
 	wantOK(t, call(t, f.srv, "getUpdates", map[string]any{"allowed_updates": []string{}}))
 	f.srv.SendText(f.chat, f.user, "to drop")
 	wantOK(t, call(t, f.srv, "setWebhook", map[string]any{"url": "http://127.0.0.1:1/x", "drop_pending_updates": true}))
-	if n := f.srv.PendingUpdates(); n != 0 {
+	if n := f.srv.PendingUpdates(); n != 0 || !f.srv.PendingChatsConsistent() {
 		t.Errorf("pending after drop_pending_updates = %d", n)
 	}
 	info := decode[webhookInfo](t, call(t, f.srv, "getWebhookInfo", nil).Result)

@@ -56,7 +56,7 @@ func (s *Server) setWebhookLocked(p params) (any, *apiError) {
 		s.st.webhook.allowed = allowed
 	}
 	if p.bool("drop_pending_updates") {
-		s.st.pending = nil
+		s.setPendingLocked(nil)
 	}
 	w := &s.st.webhook
 	w.url, w.secret, w.maxConn = raw, secret, maxConn
@@ -66,7 +66,7 @@ func (s *Server) setWebhookLocked(p params) (any, *apiError) {
 
 func (s *Server) deleteWebhookLocked(p params) (any, *apiError) {
 	if p.bool("drop_pending_updates") {
-		s.st.pending = nil
+		s.setPendingLocked(nil)
 	}
 	w := &s.st.webhook
 	was := w.url
@@ -156,7 +156,9 @@ func (s *Server) pickLocked(now time.Time) (jobs []delivery, next time.Time) {
 	}
 	seen := map[int64]bool{}
 	for _, u := range s.st.pending {
-		if w.inflight >= w.maxConn {
+		// Past max_connections, or once every chat with updates has been
+		// seen, nothing further can start.
+		if w.inflight >= w.maxConn || len(seen) >= len(s.st.pendingChats) {
 			break
 		}
 		if seen[u.ChatID] || w.busy[u.ChatID] {
