@@ -52,7 +52,8 @@
 // max_connections at once, one at a time per chat in update_id order, and
 // re-delivers after a non-2xx answer or a timeout with doubling backoff, up
 // to [WebhookConfig.MaxAttempts]; each failure sets getWebhookInfo's
-// last_error_date and last_error_message.
+// last_error_date and last_error_message. [Server.WaitIdle] waits until no
+// update is pending.
 //
 // # Limits
 //
