@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// statsTimeout bounds the store query behind the state gauges of one
+// scrape, and the readiness probe.
+const statsTimeout = 5 * time.Second
+
+// relayMetrics are serve's Prometheus metrics, on a registry of their own
+// (no global state). Label values come from fixed sets, never from input.
+type relayMetrics struct {
+	reg *prometheus.Registry
+
+	accepted       prometheus.Counter
+	duplicate      prometheus.Counter
+	rejected       *prometheus.CounterVec // reason
+	attempts       prometheus.Counter
+	failures       *prometheus.CounterVec // reason
+	settlements    *prometheus.CounterVec // state
+	leasesLost     prometheus.Counter
+	exhausted      prometheus.Counter
+	acknowledged   prometheus.Counter
+	exhaustFailed  prometheus.Counter
+	storeErrors    *prometheus.CounterVec // step
+	forwardSeconds *prometheus.HistogramVec
+	pollBatches    prometheus.Counter
+	pollErrors     prometheus.Counter
+	webhookOwned   prometheus.Gauge
+}
+
+// Rejection reasons of tgrelay_updates_rejected_total.
+const (
+	rejectInvalid      = "invalid"
+	rejectUnauthorized = "unauthorized"
+	rejectTooLarge     = "too_large"
+	rejectMethod       = "method"
+	rejectStoreError   = "store_error"
+)
+
+// newRelayMetrics registers serve's metrics; stats reads the store's
+// counts at scrape time.
+func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMetrics {
+	reg := prometheus.NewRegistry()
+	m := &relayMetrics{
+		reg:       reg,
+		accepted:  prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_updates_accepted_total", Help: "Updates newly recorded (webhook or long polling)."}),
+		duplicate: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_updates_duplicate_total", Help: "Updates received again and not recorded again."}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_updates_rejected_total",
+			Help: "Updates refused, by reason: invalid (not an update), unauthorized (wrong secret), too_large, method, store_error (Telegram delivers again)."}, []string{"reason"}),
+		attempts: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_attempts_total", Help: "Forward attempts started (claims taken)."}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_attempt_failures_total",
+			Help: "Failed forward attempts, by reason: http_429, http_503, http_4xx, http_5xx, timeout, connection, cancelled, panic, unparsable, other."}, []string{"reason"}),
+		settlements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_settlements_total", Help: "Attempt settlements applied, by resulting state."}, []string{"state"}),
+		leasesLost:  prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_leases_lost_total", Help: "Attempts that lost their lease."}),
+		exhausted:   prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustions_total", Help: "Updates given up and kept as exhaustions."}),
+		acknowledged: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustions_acknowledged_total",
+			Help: "Exhaustions acknowledged by the exhaustion endpoint."}),
+		exhaustFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustion_delivery_failures_total",
+			Help: "Failed deliveries to the exhaustion endpoint (delivered again later)."}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_store_errors_total", Help: "Store errors of the runner, by step."}, []string{"step"}),
+		forwardSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tgrelay_forward_duration_seconds",
+			Help: "Time of one forward to the bot's endpoint, by outcome (ok or error).", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"outcome"}),
+		pollBatches:  prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_poll_batches_total", Help: "getUpdates batches recorded in full and confirmed."}),
+		pollErrors:   prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_poll_errors_total", Help: "Failed getUpdates calls or batches (retried)."}),
+		webhookOwned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tgrelay_webhook_owned", Help: "1 while the last webhook check found the webhook pointing here, 0 when it moved; absent in polling mode."}),
+	}
+	for _, r := range []string{rejectInvalid, rejectUnauthorized, rejectTooLarge, rejectMethod, rejectStoreError} {
+		m.rejected.WithLabelValues(r)
+	}
+	reg.MustRegister(m.accepted, m.duplicate, m.rejected, m.attempts, m.failures, m.settlements, m.leasesLost,
+		m.exhausted, m.acknowledged, m.exhaustFailed, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
+		newStatsCollector(stats),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// handler serves the registry in Prometheus' exposition format.
+func (m *relayMetrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Timeout: statsTimeout + time.Second})
+}
+
+// registerWebhookOwned exposes tgrelay_webhook_owned (webhook mode only).
+func (m *relayMetrics) registerWebhookOwned() { m.reg.MustRegister(m.webhookOwned) }
+
+// observer feeds the runner's events into the metrics.
+func (m *relayMetrics) observer() intake.Observer {
+	return intake.Observer{
+		AcceptFunc: func(_ int64, a intake.Acceptance) {
+			switch a {
+			case intake.Accepted:
+				m.accepted.Inc()
+			case intake.Duplicate:
+				m.duplicate.Inc()
+			case intake.Invalid:
+				m.rejected.WithLabelValues(rejectInvalid).Inc()
+			}
+		},
+		ClaimFunc:     func(intake.Identity) { m.attempts.Inc() },
+		SettleFunc:    func(_ intake.Identity, s intake.State) { m.settlements.WithLabelValues(string(s)).Inc() },
+		FailureFunc:   func(f intake.Failure) { m.failures.WithLabelValues(failureReason(f.Err)).Inc() },
+		LeaseLostFunc: func(intake.Identity) { m.leasesLost.Inc() },
+		ExhaustFunc:   func(intake.Exhaustion) { m.exhausted.Inc() },
+		ExhaustionFailureFunc: func(_ intake.Exhaustion, err error) {
+			if !errors.Is(err, errKeptForAdmin) {
+				m.exhaustFailed.Inc()
+			}
+		},
+		AcknowledgeFunc: func(intake.Identity) { m.acknowledged.Inc() },
+		StoreErrorFunc:  func(step intake.Step, _ int64, _ error) { m.storeErrors.WithLabelValues(string(step)).Inc() },
+	}
+}
+
+// failureReason maps a failed attempt's error to a fixed label value.
+func failureReason(err error) string {
+	var se *forward.StatusError
+	var pe *intake.PanicError
+	var ol *intake.OwnershipLostError
+	var ne net.Error
+	switch {
+	case errors.As(err, &se):
+		switch {
+		case se.Code == http.StatusTooManyRequests:
+			return "http_429"
+		case se.Code == http.StatusServiceUnavailable:
+			return "http_503"
+		case se.Code >= 400 && se.Code < 500:
+			return "http_4xx"
+		default:
+			return "http_5xx"
+		}
+	case errors.As(err, &pe):
+		return "panic"
+	case errors.Is(err, intake.ErrUnparsableBody):
+		return "unparsable"
+	case errors.As(err, &ol), errors.Is(err, context.Canceled), errors.Is(err, intake.ErrClosed):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.As(err, &ne):
+		return "connection"
+	default:
+		return "other"
+	}
+}
+
+// timedForward wraps an attempt handler to observe its duration.
+func (m *relayMetrics) timedForward(h func(context.Context, intake.Update, intake.Attempt) error) func(context.Context, intake.Update, intake.Attempt) error {
+	return func(ctx context.Context, u intake.Update, a intake.Attempt) error {
+		start := time.Now()
+		err := h(ctx, u, a)
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		m.forwardSeconds.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+		return err
+	}
+}
+
+// wrapWebhook counts the webhook's refusals by the status it answered.
+// (Invalid bodies are counted by the observer, which also sees polling.)
+func (m *relayMetrics) wrapWebhook(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		switch sw.code {
+		case http.StatusForbidden:
+			m.rejected.WithLabelValues(rejectUnauthorized).Inc()
+		case http.StatusRequestEntityTooLarge:
+			m.rejected.WithLabelValues(rejectTooLarge).Inc()
+		case http.StatusMethodNotAllowed:
+			m.rejected.WithLabelValues(rejectMethod).Inc()
+		case http.StatusServiceUnavailable:
+			m.rejected.WithLabelValues(rejectStoreError).Inc()
+		}
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wrote {
+		s.code, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// statsCollector reads the store's counts at scrape time.
+type statsCollector struct {
+	stats                        func(context.Context) (intake.Stats, error)
+	rows, pendingExh, oldest, up *prometheus.Desc
+}
+
+func newStatsCollector(stats func(context.Context) (intake.Stats, error)) *statsCollector {
+	return &statsCollector{
+		stats:      stats,
+		rows:       prometheus.NewDesc("tgrelay_updates", "Stored updates by state.", []string{"state"}, nil),
+		pendingExh: prometheus.NewDesc("tgrelay_exhaustions_pending", "Unacknowledged exhaustions in the store.", nil, nil),
+		oldest:     prometheus.NewDesc("tgrelay_oldest_pending_age_seconds", "Age of the oldest pending update; 0 when none is pending.", nil, nil),
+		up:         prometheus.NewDesc("tgrelay_store_up", "1 when the store answered the scrape's query, 0 otherwise.", nil, nil),
+	}
+}
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.rows
+	ch <- c.pendingExh
+	ch <- c.oldest
+	ch <- c.up
+}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+	defer cancel()
+	st, err := c.stats(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for _, s := range []intake.State{intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned} {
+		ch <- prometheus.MustNewConstMetric(c.rows, prometheus.GaugeValue, float64(st.Count[s]), string(s))
+	}
+	ch <- prometheus.MustNewConstMetric(c.pendingExh, prometheus.GaugeValue, float64(st.Unacknowledged))
+	age := 0.0
+	if !st.OldestPending.IsZero() {
+		age = max(time.Since(st.OldestPending).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
+}
