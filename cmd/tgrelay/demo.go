@@ -3,10 +3,472 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/transport"
 )
 
-// runDemo runs `tgrelay demo`. (Being written.)
+// Defaults and bounds of `tgrelay demo`.
+const (
+	demoDefaultUsers    = 3
+	demoDefaultMessages = 4
+	demoMaxUsers        = 20
+	demoMaxMessages     = 50
+	// demoDefaultTimeout bounds the whole demo.
+	demoDefaultTimeout = 90 * time.Second
+	// demoPhaseTimeout bounds the wait for one phase's replies.
+	demoPhaseTimeout = 45 * time.Second
+	// demoBotDelay is the example bot's simulated work per reply, so that
+	// updates are in flight when the relay is killed.
+	demoBotDelay = 15 * time.Millisecond
+	// demoSecret is the sandbox webhook's secret (the sandbox is offline).
+	demoSecret = "tgrelay_demo_secret"
+)
+
+const demoHelp = `
+Usage: tgrelay demo [--users N] [--messages N] [--keep]
+
+Demo runs tgrelay end to end, offline, in well under a minute:
+
+  1. a sandbox Telegram (package telegramtest) with simulated users;
+  2. 'tgrelay serve' as a child process, on a SQLite store in a temp dir,
+     receiving the sandbox's webhook and forwarding to
+  3. an example bot endpoint that echoes every text back through tgrelay's
+     transport.
+
+Users chat with the bot. One update fails twice at the bot (500) and is
+retried; one is poison (400): it becomes an exhaustion, delivered to the bot's
+exhaustion endpoint and acknowledged. Then the relay is killed with SIGKILL
+in mid-stream, users keep writing, and it is restarted.
+
+A live view prints one line per event; the final report is drawn from the
+store and the sandbox's ledger. The exit status is 0 only if every check in
+the report holds.
+`
+
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("demo: not implemented yet")
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	users := fs.Int("users", demoDefaultUsers, fmt.Sprintf("simulated users (1..%d)", demoMaxUsers))
+	messages := fs.Int("messages", demoDefaultMessages, fmt.Sprintf("messages per user per phase (2..%d)", demoMaxMessages))
+	keep := fs.Bool("keep", false, "keep the temp dir (store and relay log) afterwards")
+	timeout := fs.Duration("timeout", demoDefaultTimeout, "bound of the whole run")
+	relayBin := fs.String("relay-bin", "", "tgrelay `binary` to run serve from (default this executable)")
+	fs.Usage = commandUsage(fs, demoHelp)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	hint := "Run 'tgrelay help demo' for usage."
+	if *users < 2 || *users > demoMaxUsers {
+		return &usageError{msg: fmt.Sprintf("--users must be 2..%d", demoMaxUsers), hint: hint}
+	}
+	if *messages < 2 || *messages > demoMaxMessages {
+		return &usageError{msg: fmt.Sprintf("--messages must be 2..%d", demoMaxMessages), hint: hint}
+	}
+	if *timeout <= 0 {
+		return &usageError{msg: "--timeout must be positive", hint: hint}
+	}
+	bin := *relayBin
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find this executable to run serve: %w", err)
+		}
+		bin = exe
+	}
+	dir, err := os.MkdirTemp("", "tgrelay-demo-")
+	if err != nil {
+		return err
+	}
+	if !*keep {
+		defer os.RemoveAll(dir)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	d := &demo{
+		view:     newDemoView(stdout),
+		dir:      dir,
+		bin:      bin,
+		users:    *users,
+		messages: *messages,
+	}
+	err = d.run(ctx)
+	if *keep || err != nil {
+		fmt.Fprintf(stdout, "store and relay log kept in %s\n", dir)
+		if err != nil && !*keep {
+			// The log explains a failure; keep it.
+			dir = ""
+		}
+	}
+	return err
 }
+
+// demoView prints the live view: one line per event, with the time since
+// the start. Safe for concurrent use.
+type demoView struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+}
+
+func newDemoView(w io.Writer) *demoView { return &demoView{w: w, start: time.Now()} }
+
+func (v *demoView) printf(format string, args ...any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fmt.Fprintf(v.w, "%6.2fs  %s\n", time.Since(v.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// demoMessage is one text a simulated user sent.
+type demoMessage struct {
+	updateID int64
+	chatID   int64
+	text     string
+	phase    int
+}
+
+// demo is one run of `tgrelay demo`.
+type demo struct {
+	view     *demoView
+	dir      string
+	bin      string
+	users    int
+	messages int
+
+	sandbox *telegramtest.Server
+	bot     *demoBot
+	relay   *demoRelay
+	people  []telegramtest.User
+	chats   []telegramtest.Chat
+	sent    []demoMessage
+
+	flakyID, poisonID    int64
+	killInFlight         int
+	sentWhileDown        int
+	firstPID, secondPID  int
+	dbPath, relayLogPath string
+}
+
+func (d *demo) run(ctx context.Context) error {
+	d.view.printf("demo   temp dir %s", d.dir)
+	d.sandbox = telegramtest.NewServer(telegramtest.Config{
+		ControlAPI: true,
+		Limits:     telegramtest.Limits{Disabled: true},
+		Webhook: telegramtest.WebhookConfig{
+			Timeout:     5 * time.Second,
+			Backoff:     50 * time.Millisecond,
+			MaxBackoff:  500 * time.Millisecond,
+			MaxAttempts: 200,
+		},
+		Logf: func(string, ...any) {},
+	})
+	defer d.sandbox.Close()
+	d.view.printf("sandbox Telegram Bot API at %s", d.sandbox.URL)
+
+	// The example bot, calling the sandbox's Bot API through tgrelay's transport.
+	hc, err := transport.NewClient(transport.Config{Proxy: noProxy})
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	api, err := botapi.New(d.sandbox.Token, botapi.Config{APIRoot: d.sandbox.URL, HTTPClient: hc})
+	if err != nil {
+		return err
+	}
+	d.bot = newDemoBot(api, d.view, demoBotDelay)
+	bl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	botSrv := &http.Server{Handler: d.bot.handler(), ReadHeaderTimeout: 5 * time.Second}
+	botDone := make(chan struct{})
+	go func() { defer close(botDone); _ = botSrv.Serve(bl) }()
+	defer func() { botSrv.Close(); <-botDone }()
+	botURL := "http://" + bl.Addr().String()
+	d.view.printf("bot    example echo bot at %s/update (exhaustions: /exhaustion)", botURL)
+
+	// The relay.
+	listen, err := freeLoopbackAddr()
+	if err != nil {
+		return err
+	}
+	admin, err := freeLoopbackAddr()
+	if err != nil {
+		return err
+	}
+	d.dbPath = filepath.Join(d.dir, "tgrelay.db")
+	d.relayLogPath = filepath.Join(d.dir, "relay.log")
+	logf, err := os.Create(d.relayLogPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	d.relay = &demoRelay{
+		bin: d.bin,
+		args: []string{
+			"--db", d.dbPath,
+			"--api-root", d.sandbox.URL,
+			"--listen", listen,
+			"--path", "/telegram",
+			"--public-url", "http://" + listen + "/telegram",
+			"--takeover-from", "none",
+			"--webhook-check-interval", "0",
+			"--forward", botURL + "/update",
+			"--exhaustion-forward", botURL + "/exhaustion",
+			"--max-attempts", "5",
+			"--lease", "2s",
+			"--backoff-base", "100ms",
+			"--sweep-interval", "200ms",
+			"--pending-grace", "200ms",
+			"--drain-timeout", "5s",
+			"--admin-listen", admin,
+		},
+		env:       childEnv("TGRELAY_TOKEN="+d.sandbox.Token, "TGRELAY_WEBHOOK_SECRET="+demoSecret),
+		adminAddr: admin,
+		log:       logf,
+	}
+	defer d.relay.kill()
+	if d.firstPID, err = d.relay.start(ctx); err != nil {
+		return err
+	}
+	d.view.printf("relay  tgrelay serve started (pid %d): webhook %s → %s/update, store %s", d.firstPID, listen, botURL, d.dbPath)
+
+	if err := d.makeUsers(); err != nil {
+		return err
+	}
+	if err := d.phaseOne(ctx); err != nil {
+		return err
+	}
+	if err := d.phaseTwo(ctx); err != nil {
+		return err
+	}
+	if err := d.sandbox.WaitIdle(ctx); err != nil {
+		return fmt.Errorf("sandbox still holds updates: %w", err)
+	}
+	if err := d.relay.stop(); err != nil {
+		d.view.printf("relay  stopped with %v", err)
+	} else {
+		d.view.printf("relay  stopped (SIGTERM, drained)")
+	}
+	return d.report(ctx)
+}
+
+// noProxy keeps the demo's loopback calls away from any configured proxy.
+func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
+
+func (d *demo) makeUsers() error {
+	names := []string{"Ada", "Bob", "Cleo", "Dev", "Eve", "Finn", "Gus", "Hana", "Ivo", "Jun",
+		"Kai", "Lea", "Max", "Nia", "Oto", "Pia", "Quin", "Rui", "Sol", "Tao"}
+	for i := range d.users {
+		u := d.sandbox.NewUser(names[i])
+		c, err := d.sandbox.NewPrivateChat(u)
+		if err != nil {
+			return err
+		}
+		d.people = append(d.people, u)
+		d.chats = append(d.chats, c)
+	}
+	return nil
+}
+
+// say makes user i send text.
+func (d *demo) say(i int, text string, phase int) (demoMessage, error) {
+	up, err := d.sandbox.SendText(d.chats[i], d.people[i], text)
+	if err != nil {
+		return demoMessage{}, fmt.Errorf("user %s: %w", d.people[i].FirstName, err)
+	}
+	m := demoMessage{updateID: up.ID, chatID: d.chats[i].ID, text: text, phase: phase}
+	d.sent = append(d.sent, m)
+	d.view.printf("user   %s says %q (update %d)", d.people[i].FirstName, text, up.ID)
+	return m, nil
+}
+
+// demoWaitFor polls cond until it holds, failing after limit or when ctx ends.
+func demoWaitFor(ctx context.Context, limit time.Duration, what string, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// phaseOne: every user writes; one message is flaky, one is poison.
+func (d *demo) phaseOne(ctx context.Context) error {
+	d.view.printf("phase 1: users chat; one update fails twice, one is poison")
+	var ids []int64
+	for j := range d.messages {
+		for i := range d.users {
+			text := fmt.Sprintf("hello %d from %s", j+1, d.people[i].FirstName)
+			switch {
+			case j == 1 && i == 0:
+				text = "this one is " + demoFlaky
+			case j == 1 && i == 1:
+				text = "a " + demoPoison + " pill"
+			}
+			m, err := d.say(i, text, 1)
+			if err != nil {
+				return err
+			}
+			switch {
+			case j == 1 && i == 0:
+				d.flakyID = m.updateID
+			case j == 1 && i == 1:
+				d.poisonID = m.updateID
+			default:
+			}
+			if m.updateID != d.poisonID {
+				ids = append(ids, m.updateID)
+			}
+		}
+	}
+	return demoWaitFor(ctx, demoPhaseTimeout, "phase 1 replies and the exhaustion", func() bool {
+		return d.bot.answered(ids) == len(ids) && d.bot.exhaustionCount() >= 1
+	})
+}
+
+// phaseTwo: users write while the relay is killed and restarted.
+func (d *demo) phaseTwo(ctx context.Context) error {
+	d.view.printf("phase 2: users keep writing; the relay is killed (SIGKILL) mid-stream and restarted")
+	var before, all []int64
+	half := d.messages / 2
+	for j := range half {
+		for i := range d.users {
+			m, err := d.say(i, fmt.Sprintf("still there? %d from %s", j+1, d.people[i].FirstName), 2)
+			if err != nil {
+				return err
+			}
+			before = append(before, m.updateID)
+		}
+	}
+	// Kill as soon as the first reply of this burst is out: the rest is
+	// stored, in flight at the bot, or still at the sandbox.
+	first := make(chan struct{})
+	var once sync.Once
+	d.bot.setHook(func(id int64) {
+		if slices.Contains(before, id) {
+			once.Do(func() { close(first) })
+		}
+	})
+	t := time.NewTimer(demoPhaseTimeout)
+	select {
+	case <-first:
+		t.Stop()
+	case <-t.C:
+		return errors.New("no phase 2 reply within the phase timeout")
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+	d.bot.setHook(nil)
+	d.relay.kill()
+	d.killInFlight = len(before) - d.bot.answered(before)
+	d.view.printf("relay  SIGKILL (pid %d) with %d of %d new updates not yet answered", d.firstPID, d.killInFlight, len(before))
+	all = append(all, before...)
+	for j := half; j < d.messages; j++ {
+		for i := range d.users {
+			m, err := d.say(i, fmt.Sprintf("still there? %d from %s", j+1, d.people[i].FirstName), 2)
+			if err != nil {
+				return err
+			}
+			all = append(all, m.updateID)
+			d.sentWhileDown++
+		}
+	}
+	d.view.printf("sandbox %d updates wait for the webhook while the relay is down", d.sandbox.PendingUpdates())
+	var err error
+	if d.secondPID, err = d.relay.start(ctx); err != nil {
+		return err
+	}
+	d.view.printf("relay  restarted (pid %d) on the same store", d.secondPID)
+	if err := demoWaitFor(ctx, demoPhaseTimeout, "phase 2 replies", func() bool { return d.bot.answered(all) == len(all) }); err != nil {
+		return err
+	}
+	// Attempts the killed relay held stay leased until their lease ends;
+	// then the restarted relay takes them over. Wait until the store is
+	// settled (another reader of the same SQLite file, as an operator's
+	// 'tgrelay updates' would be).
+	st, err := openStore(ctx, d.dbPath, "", false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var last intake.Stats
+	err = demoWaitFor(ctx, demoPhaseTimeout, "the store to settle", func() bool {
+		s, err := st.Stats(ctx)
+		if err != nil {
+			return false
+		}
+		if live(s) != live(last) && live(s) > 0 {
+			d.view.printf("store  %d updates leased by the killed relay, waiting for their leases to end", live(s))
+		}
+		last = s
+		return live(s) == 0 && s.Unacknowledged == 0
+	})
+	return err
+}
+
+// live counts the rows still to be handled.
+func live(s intake.Stats) int {
+	return s.Count[intake.StatePending] + s.Count[intake.StateProcessing] + s.Count[intake.StateFailed]
+}
+
+// demoCheck is one line of the report.
+type demoCheck struct {
+	ok   bool
+	text string
+}
+
+func (d *demo) report(ctx context.Context) error {
+	st, err := openStore(ctx, d.dbPath, "", false)
+	if err != nil {
+		return fmt.Errorf("open the store for the report: %w", err)
+	}
+	defer st.Close()
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		return fmt.Errorf("store stats: %w", err)
+	}
+	rows, err := st.List(ctx, listAll(len(d.sent)))
+	if err != nil {
+		return fmt.Errorf("store list: %w", err)
+	}
+	checks := d.checks(stats, rows)
+	fmt.Fprintln(d.view.w, "\nreport")
+	failed := 0
+	for _, c := range checks {
+		mark := "ok  "
+		if !c.ok {
+			mark = "FAIL"
+			failed++
+		}
+		fmt.Fprintf(d.view.w, "  %s  %s\n", mark, c.text)
+	}
+	if failed > 0 {
+		fmt.Fprintf(d.view.w, "demo FAILED: %d of %d checks (relay log: %s)\n", failed, len(checks), d.relayLogPath)
+		return errDemoFailed
+	}
+	fmt.Fprintf(d.view.w, "demo passed: %d checks in %.1fs\n", len(checks), time.Since(d.view.start).Seconds())
+	return nil
+}
+
+// listAll selects every row, with one spare to detect extra rows.
+func listAll(n int) intake.ListQuery { return intake.ListQuery{Limit: n + 1} }
