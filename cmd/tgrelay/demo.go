@@ -63,7 +63,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	users := fs.Int("users", demoDefaultUsers, fmt.Sprintf("simulated users (1..%d)", demoMaxUsers))
 	messages := fs.Int("messages", demoDefaultMessages, fmt.Sprintf("messages per user per phase (2..%d)", demoMaxMessages))
-	keep := fs.Bool("keep", false, "keep the temp dir (store and relay log) afterwards")
+	keep := fs.Bool("keep", false, "keep the temp dir (store and relay log) afterwards; it is always kept after a failure")
+	parent := fs.String("dir", "", "`directory` to make the temp dir in (default the system's)")
 	timeout := fs.Duration("timeout", demoDefaultTimeout, "bound of the whole run")
 	relayBin := fs.String("relay-bin", "", "tgrelay `binary` to run serve from (default this executable)")
 	fs.Usage = commandUsage(fs, demoHelp)
@@ -88,12 +89,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		bin = exe
 	}
-	dir, err := os.MkdirTemp("", "tgrelay-demo-")
+	dir, err := os.MkdirTemp(*parent, "tgrelay-demo-")
 	if err != nil {
 		return err
-	}
-	if !*keep {
-		defer os.RemoveAll(dir)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -106,11 +104,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	err = d.run(ctx)
 	if *keep || err != nil {
+		// After a failure the relay log explains it: keep it.
 		fmt.Fprintf(stdout, "store and relay log kept in %s\n", dir)
-		if err != nil && !*keep {
-			// The log explains a failure; keep it.
-			dir = ""
-		}
+	} else {
+		_ = os.RemoveAll(dir)
 	}
 	return err
 }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildDemoBinary builds this command into a temp dir: the demo runs serve
+// as a child process of the binary, which a test binary cannot be.
+func buildDemoBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tgrelay")
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestDemoPasses(t *testing.T) {
+	t.Parallel()
+	bin := buildDemoBinary(t)
+	var out bytes.Buffer
+	err := runDemo(t.Context(), []string{"--relay-bin", bin, "--dir", t.TempDir()}, &out, &out)
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"relay  tgrelay serve started (pid ",
+		"simulated outage → 500, relay will retry",
+		"is poison → 400, refused for good",
+		"→ 200, acknowledged",
+		"relay  SIGKILL (pid ",
+		"relay  restarted (pid ",
+		"\nreport\n",
+		"ok    recorded: 24 user messages, 24 rows in the store (0 missing)",
+		"ok    settled: 23 completed, 1 abandoned; 0 pending/processing/failed, 0 unacknowledged exhaustions",
+		"ok    replies: 23 echo replies for 23 messages (poison excepted), exactly one each; 0 wrong, 0 uncertain, 0 chats got a text twice",
+		"completed on attempt 3 (bot saw attempts [1 2 3])",
+		"exhausted, delivered to the exhaustion endpoint (true), acknowledged (true)",
+		"after restart (pid ",
+		"12 of 12 completed and answered",
+		"ok    sandbox: 0 updates left undelivered",
+		"demo passed: 7 checks",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "FAIL") {
+		t.Errorf("a check failed")
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
+
+func TestDemoRelayThatNeverStarts(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("false")
+	if err != nil {
+		t.Skip("no false(1) on this system")
+	}
+	var out bytes.Buffer
+	err = runDemo(t.Context(), []string{"--relay-bin", bin, "--dir", t.TempDir()}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "relay exited before it was ready") {
+		t.Fatalf("demo with a relay that exits: %v\n%s", err, out.String())
+	}
+}
+
+func TestDemoUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--users", "1"},
+		{"--users", "21"},
+		{"--messages", "1"},
+		{"--messages", "51"},
+		{"--timeout", "0s"},
+		{"extra"},
+	} {
+		var out bytes.Buffer
+		err := runDemo(t.Context(), args, &out, &out)
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: err = %v, want a usage error", args, err)
+		}
+	}
+}
