@@ -50,9 +50,11 @@ func Migrations(table string) ([]Migration, error) {
 	return loadMigrations(table)
 }
 
-// Schema returns the SQL of all [Migrations] for table as one script. A step
-// that adds a column is included as is; run it only on a table that lacks
-// the column (SQLite has no ADD COLUMN IF NOT EXISTS).
+// Schema returns the SQL of all [Migrations] for table as one script, for an
+// empty database or a table made by the first migration alone: the step that
+// adds claim_id is included as is, and fails on a table that already has the
+// column (SQLite has no ADD COLUMN IF NOT EXISTS). [Open] and [New] skip it
+// then.
 func Schema(table string) (string, error) {
 	ms, err := Migrations(table)
 	if err != nil {
