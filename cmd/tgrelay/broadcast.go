@@ -277,6 +277,10 @@ func broadcastRun(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		redact = client.Redact
+		// A wrong token or --api-root is found before anything is written.
+		if _, err := client.Call(ctx, "getMe", nil); err != nil {
+			return fmt.Errorf("checking the bot with getMe (nothing was sent or written): %w", err)
+		}
 		send, err := broadcast.Sender(client, msg)
 		if err != nil {
 			return usage("%v", err)
@@ -297,7 +301,7 @@ func broadcastRun(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return errors.New(redact(err.Error()))
 	}
-	writeBroadcastReport(stdout, rep)
+	writeBroadcastReport(stdout, rep, true)
 	switch rep.State {
 	case broadcast.StateHalted:
 		return &exitCodeError{code: exitBroadcastHalted, msg: redact(haltMessage(rep))}
@@ -459,7 +463,7 @@ func broadcastStatus(ctx context.Context, args []string, stdout io.Writer) error
 	if o.json {
 		return json.NewEncoder(stdout).Encode(newBroadcastCounts(rep))
 	}
-	writeBroadcastReport(stdout, rep)
+	writeBroadcastReport(stdout, rep, false)
 	return nil
 }
 
@@ -494,10 +498,11 @@ func reportState(rep *broadcast.Report) string {
 	return "incomplete"
 }
 
-// writeBroadcastReport prints the counts of a report.
-func writeBroadcastReport(w io.Writer, rep *broadcast.Report) {
+// writeBroadcastReport prints the counts of a report; fromRun marks the
+// report of `run` (where a dry run says so), not of `status`.
+func writeBroadcastReport(w io.Writer, rep *broadcast.Report, fromRun bool) {
 	state := reportState(rep)
-	if rep.State == broadcast.StateDryRun {
+	if fromRun && rep.State == broadcast.StateDryRun {
 		state = "dry run (nothing sent, nothing written); " + state
 	}
 	fmt.Fprintf(w, "broadcast %s: %s\n", rep.Name, state)

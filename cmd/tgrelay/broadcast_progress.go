@@ -55,6 +55,7 @@ type broadcastProgress struct {
 	start     time.Time
 	doneStart int // recipients with an outcome when this run started
 	bar       *progressbar.ProgressBar
+	lastDraw  time.Time // of the bar
 }
 
 func newBroadcastProgress(mode broadcastProgressMode, w io.Writer, name string, rate float64, now func() time.Time) *broadcastProgress {
@@ -80,9 +81,9 @@ func (p *broadcastProgress) report(rep broadcast.Report) {
 				progressbar.OptionSetItsString("msg"),
 				progressbar.OptionSetPredictTime(true),
 				progressbar.OptionSetElapsedTime(true),
-				progressbar.OptionThrottle(broadcastBarThrottle),
 				progressbar.OptionSetWidth(30),
 			)
+			p.lastDraw = p.start
 		}
 		if rep.State == broadcast.StateRunning {
 			return
@@ -91,7 +92,13 @@ func (p *broadcastProgress) report(rep broadcast.Report) {
 	final := rep.State != broadcast.StateRunning
 	switch p.mode {
 	case progressBar:
-		_ = p.bar.Set64(int64(done - p.doneStart)) // a write error on stderr is not worth failing the broadcast
+		// The bar is drawn at most every broadcastBarThrottle, and always at
+		// the end (the bar's own throttle would skip the last state). A
+		// write error on stderr is not worth failing the broadcast.
+		if now := p.nowFunc(); final || now.Sub(p.lastDraw) >= broadcastBarThrottle {
+			p.lastDraw = now
+			_ = p.bar.Set64(int64(done - p.doneStart))
+		}
 		if final {
 			_ = p.bar.Exit()
 			fmt.Fprintln(p.w)
