@@ -3,10 +3,287 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
-// runRelay is not written yet.
+// Defaults of the relay scenario.
+const (
+	relayDefaultUpdates = 3000
+	relayDefaultRounds  = 3
+	// relayDefaultConns is Telegram's default max_connections: how many
+	// webhook requests it keeps in flight at once.
+	relayDefaultConns = 40
+	relayDefaultChats = 200
+	// relayRunTimeout bounds one measured run.
+	relayRunTimeout = 2 * time.Minute
+	// relaySecret is the webhook secret of every variant.
+	relaySecret = "bench_relay_secret"
+	// relayWebhookPath is serve's and the baseline's webhook path.
+	relayWebhookPath = "/telegram"
+)
+
+// runRelay measures updates per second from a webhook load generator through
+// `tgrelay serve` (child processes of the built binary, SQLite and
+// PostgreSQL) to a forward endpoint, alternating with a non-durable forwarder
+// (an in-process handler that forwards each webhook request straight to the
+// same endpoint before answering, storing nothing).
+//
+// The load generator plays Telegram: -conns concurrent connections POST
+// Telegram-shaped updates (spread over -chats chats) with the secret header,
+// and re-post any update not answered 200, as Telegram re-delivers. It
+// posts straight to the webhook over loopback rather than through
+// telegramtest's webhook delivery, so the sandbox's own cost (one delivery
+// at a time per chat, its ledger) does not cap what is measured: the goal is
+// serve. A run ends when the endpoint has received every update at least
+// once; the rate is updates / that time.
 func runRelay(ctx context.Context, args []string, out io.Writer) error {
-	return errors.New("scenario not implemented yet")
+	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
+	fs.SetOutput(out)
+	n := fs.Int("updates", relayDefaultUpdates, "updates per measured run")
+	rounds := fs.Int("rounds", relayDefaultRounds, "rounds; each runs every variant once, alternating")
+	conns := fs.Int("conns", relayDefaultConns, "concurrent webhook connections (Telegram's max_connections)")
+	chats := fs.Int("chats", relayDefaultChats, "chats the updates are spread over (serve keeps each chat in order)")
+	withPG := fs.Bool("pg", true, "also run serve on a throwaway durable PostgreSQL")
+	concurrency := fs.Int("concurrency", 0, "serve --concurrency (0: serve's default)")
+	bin := fs.String("bin", "", "tgrelay binary (default: go build github.com/tgrelay/tgrelay/cmd/tgrelay)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *n < 1 || *rounds < 1 || *conns < 1 || *chats < 1 || *concurrency < 0 {
+		return errors.New("-updates, -rounds, -conns and -chats must be positive, -concurrency not negative")
+	}
+	dir, err := os.MkdirTemp("", "tgrelay-bench-relay-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if *bin == "" {
+		*bin = filepath.Join(dir, "tgrelay")
+		fmt.Fprintln(out, "building tgrelay ...")
+		b, err := exec.CommandContext(ctx, "go", "build", "-o", *bin, "github.com/tgrelay/tgrelay/cmd/tgrelay").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go build: %v\n%s", err, b)
+		}
+	}
+
+	// serve needs a Bot API at start; nothing is sent through it.
+	tg := telegramtest.NewServer(telegramtest.Config{Logf: func(string, ...any) {}})
+	defer tg.Close()
+
+	sink, err := startRelaySink()
+	if err != nil {
+		return err
+	}
+	defer sink.close()
+
+	var variants []*relayVariant
+	serveArgs := func(db string) []string {
+		a := []string{"--db", db, "--api-root", tg.URL, "--forward", sink.url,
+			"--webhook-check-interval", "0", "--log-level", "warn"}
+		if *concurrency > 0 {
+			a = append(a, "--concurrency", strconv.Itoa(*concurrency))
+		}
+		return a
+	}
+	sq, err := startRelayServe(ctx, "serve-sqlite", *bin, serveArgs(filepath.Join(dir, "relay.db")), tg.Token, dir)
+	if err != nil {
+		return err
+	}
+	defer sq.stop()
+	variants = append(variants, &relayVariant{name: "serve-sqlite", about: "tgrelay serve, SQLite WAL synchronous=FULL (default store)", url: sq.webhookURL})
+
+	if *withPG {
+		cluster, err := pgtest.Start(ctx, pgtest.Options{}) // durable: fsync on
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			fmt.Fprintf(out, "postgres: UNAVAILABLE: %v; reporting SQLite only\n", err)
+		} else {
+			defer cluster.Stop()
+			dbURL, err := cluster.CreateDatabase(ctx)
+			if err != nil {
+				return fmt.Errorf("postgres: %w", err)
+			}
+			pg, err := startRelayServe(ctx, "serve-postgres", *bin, serveArgs(dbURL), tg.Token, dir)
+			if err != nil {
+				return err
+			}
+			defer pg.stop()
+			variants = append(variants, &relayVariant{name: "serve-postgres", about: "tgrelay serve, PostgreSQL (throwaway cluster, fsync on)", url: pg.webhookURL})
+		}
+	}
+
+	base, err := startNaiveForwarder(sink.url, *conns)
+	if err != nil {
+		return err
+	}
+	defer base.close()
+	variants = append(variants, &relayVariant{name: "non-durable", about: "baseline: forward each webhook request straight away, store nothing", url: base.url})
+
+	fmt.Fprintf(out, "relay: %d updates per run over %d chats, %d webhook connections, %d rounds\n", *n, *chats, *conns, *rounds)
+	for _, v := range variants {
+		fmt.Fprintf(out, "  %-15s %s\n", v.name, v.about)
+	}
+	gen := newRelayLoad(*conns, *chats)
+	defer gen.close()
+
+	// Warm-up: connections, caches, table pages.
+	for _, v := range variants {
+		if _, err := gen.run(ctx, sink, v.url, min(*n, 300)); err != nil {
+			return fmt.Errorf("%s warm-up: %w", v.name, err)
+		}
+	}
+	for r := 1; r <= *rounds; r++ {
+		for _, v := range variants {
+			res, err := gen.run(ctx, sink, v.url, *n)
+			if err != nil {
+				return fmt.Errorf("%s round %d: %w", v.name, r, err)
+			}
+			v.results = append(v.results, res)
+			fmt.Fprintf(out, "round %d  %-15s %8.0f updates/s  (accepted in %v, forwarded in %v, p50 %v, p99 %v, re-posts %d, duplicates %d)\n",
+				r, v.name, res.rate(), res.accepted.Round(time.Millisecond), res.forwarded.Round(time.Millisecond),
+				res.p50.Round(100*time.Microsecond), res.p99.Round(100*time.Microsecond), res.reposts, res.duplicates)
+		}
+	}
+
+	baseRate := variants[len(variants)-1].median().rate()
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tmedian updates/s\tp50 latency\tp99 latency\tvs non-durable\t")
+	for _, v := range variants {
+		m := v.median()
+		fmt.Fprintf(tw, "%s\t%.0f\t%v\t%v\t%.2fx\t\n", v.name, m.rate(), m.p50.Round(100*time.Microsecond), m.p99.Round(100*time.Microsecond), m.rate()/baseRate)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	kv := []string{"updates=" + strconv.Itoa(*n), "rounds=" + strconv.Itoa(*rounds), "conns=" + strconv.Itoa(*conns), "chats=" + strconv.Itoa(*chats)}
+	for _, v := range variants {
+		key := strings.ReplaceAll(strings.TrimPrefix(v.name, "serve-"), "-", "_")
+		kv = append(kv, fmt.Sprintf("%s_ups=%.0f", key, v.median().rate()))
+	}
+	for _, v := range variants[:len(variants)-1] {
+		key := strings.TrimPrefix(v.name, "serve-")
+		kv = append(kv, fmt.Sprintf("%s_ratio=%.2f", key, v.median().rate()/baseRate))
+	}
+	fmt.Fprintf(out, "RESULT relay %s\n", strings.Join(kv, " "))
+	return nil
+}
+
+// relayVariant is one side of the comparison and its measured runs.
+type relayVariant struct {
+	name, about string
+	url         string
+	results     []relayResult
+}
+
+// median returns the run with the median rate.
+func (v *relayVariant) median() relayResult {
+	rs := slices.Clone(v.results)
+	slices.SortFunc(rs, func(a, b relayResult) int {
+		switch {
+		case a.rate() < b.rate():
+			return -1
+		case a.rate() > b.rate():
+			return 1
+		}
+		return 0
+	})
+	return rs[len(rs)/2]
+}
+
+// relayServe is a `tgrelay serve` child process.
+type relayServe struct {
+	cmd        *exec.Cmd
+	done       chan error
+	webhookURL string
+}
+
+func startRelayServe(ctx context.Context, name, bin string, args []string, token, dir string) (*relayServe, error) {
+	listen, err := relayFreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	admin, err := relayFreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close() // the child holds its own descriptor
+	args = append([]string{"serve", "--listen", listen, "--path", relayWebhookPath, "--admin-listen", admin}, args...)
+	cmd := exec.Command(bin, args...)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TGRELAY_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "TGRELAY_TOKEN="+token, "TGRELAY_WEBHOOK_SECRET="+relaySecret)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	s := &relayServe{cmd: cmd, done: make(chan error, 1), webhookURL: "http://" + listen + relayWebhookPath}
+	go func() { s.done <- cmd.Wait() }()
+	if err := relayWaitReady(ctx, admin, s.done); err != nil {
+		s.stop()
+		b, _ := os.ReadFile(logf.Name())
+		return nil, fmt.Errorf("%s: %w\n%s", name, err, b)
+	}
+	return s, nil
+}
+
+// relayWaitReady polls /readyz until 200, the process exits, or 30 s pass.
+func relayWaitReady(ctx context.Context, admin string, done chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c := &http.Client{Timeout: time.Second}
+	defer c.CloseIdleConnections()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("exited before ready: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("not ready: %w", ctx.Err())
+		case <-tick.C:
+		}
+		if resp, err := c.Get("http://" + admin + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+}
+
+// stop ends the process: SIGTERM, then SIGKILL after 10 s.
+func (s *relayServe) stop() {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
 }
