@@ -57,6 +57,7 @@ type run struct {
 	idle       chan struct{}      // closed while nothing is queued or delivering
 	quiet      bool               // idle is closed
 	backlog    bool               // something was not scheduled for lack of room
+	refill     bool               // the last sweep filled its page: more may be due
 	sweeping   bool               // the background sweeper runs
 }
 
@@ -361,8 +362,10 @@ func (r *Runner) sweepLoop(rn *run) {
 		case <-t.C:
 			pendingBefore = now().Add(-r.cfg.PendingGrace)
 		case <-rn.kick:
-			// Room freed after an accepted update found none: take over
-			// what this process recorded, without waiting for the grace.
+			// Room freed after an accepted update found none, or the last
+			// page was full and has mostly run: take over the rest at once,
+			// without the grace, as the start-up sweep does (claims are
+			// atomic, so a row another process recorded is still safe).
 			pendingBefore = now()
 		}
 		ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
@@ -389,6 +392,11 @@ func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (i
 	if err != nil {
 		return 0, fmt.Errorf("list due updates: %w", err)
 	}
+	// A full page means more rows may be due than one page holds: sweep
+	// again as soon as this page has mostly run, not a SweepInterval later.
+	r.mu.Lock()
+	rn.refill = len(rows) == limit
+	r.mu.Unlock()
 	n := 0
 	for _, row := range rows {
 		p, perr := parseUpdate(row.Body)
@@ -498,8 +506,10 @@ func (r *Runner) doneLocked(rn *run) {
 		rn.quiet = true
 		close(rn.idle)
 	}
-	if rn.backlog && n <= r.cfg.MaxQueued/2 && !rn.draining {
+	refill := rn.refill && len(rn.queued) <= r.cfg.PageSize/2
+	if (refill || rn.backlog && n <= r.cfg.MaxQueued/2) && !rn.draining {
 		rn.backlog = false
+		rn.refill = false
 		select {
 		case rn.kick <- struct{}{}:
 		default:

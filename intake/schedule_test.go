@@ -196,3 +196,48 @@ func TestWaitingLineHoldsNoSlot(t *testing.T) {
 		}
 	})
 }
+
+// A backlog larger than one page drains without waiting a SweepInterval
+// per page: a full page asks for the next one as soon as it has mostly run.
+func TestBacklogLargerThanAPageDrainsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		const n = 250
+		for id := int64(1); id <= n; id++ {
+			if _, err := store.Add(t.Context(), intake.Incoming{UpdateID: id, Body: msg(id, id), ReceivedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		handled := 0
+		r := newRunner(t, intake.Config{
+			Store:         store,
+			PageSize:      100,
+			SweepInterval: time.Hour,
+			Handler: func(context.Context, intake.Update) error {
+				mu.Lock()
+				handled++
+				mu.Unlock()
+				return nil
+			},
+		})
+		t0 := time.Now()
+		start(t, r)
+		for {
+			synctest.Wait()
+			mu.Lock()
+			h := handled
+			mu.Unlock()
+			if h == n || time.Since(t0) > 2*time.Hour {
+				break
+			}
+			time.Sleep(time.Millisecond) // let the bubble's clock move if the runner waits on a timer
+		}
+		if handled != n {
+			t.Fatalf("handled %d of %d", handled, n)
+		}
+		if waited := time.Since(t0); waited >= time.Hour {
+			t.Fatalf("the backlog waited %v: a SweepInterval per page", waited)
+		}
+	})
+}
