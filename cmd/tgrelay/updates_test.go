@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -262,4 +264,49 @@ func TestUpdatesUsage(t *testing.T) {
 	if code := run(context.Background(), []string{"updates", "show", "1", "--db", db}, &out, &out); code != exitError {
 		t.Errorf("run updates show missing: exit %d", code)
 	}
+}
+
+// FuzzParseInterleaved checks the argument parser of updates and webhook on
+// arbitrary command lines: it never panics, returns the positional arguments
+// in their order, and never takes a flag for a positional argument.
+func FuzzParseInterleaved(f *testing.F) {
+	for _, seed := range []string{
+		"ack 42 --attempt 3 --claim-id abc",
+		"--db x.db ls --state failed",
+		"show -- -5",
+		"ls --limit",
+		"ack 1 --yes=true extra",
+		"--json --after 9 exhausted",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Fields(line)
+		fs := flag.NewFlagSet("updates", flag.ContinueOnError)
+		fs.String("db", "", "")
+		fs.Int("attempt", 0, "")
+		fs.String("claim-id", "", "")
+		fs.Bool("yes", false, "")
+		fs.Bool("json", false, "")
+		pos, err := parseInterleaved(fs, args, io.Discard)
+		if err != nil {
+			return
+		}
+		// pos is a subsequence of args.
+		j := 0
+		for _, a := range args {
+			if j < len(pos) && a == pos[j] {
+				j++
+			}
+		}
+		if j != len(pos) {
+			t.Fatalf("positional %q is not a subsequence of %q", pos, args)
+		}
+		dashdash := slices.Index(args, "--")
+		for _, p := range pos {
+			if strings.HasPrefix(p, "-") && len(p) > 1 && dashdash < 0 {
+				t.Fatalf("flag %q returned as positional from %q", p, args)
+			}
+		}
+	})
 }
