@@ -699,7 +699,7 @@ func (s *server) startWebhook(ctx, bgCtx context.Context) error {
 		})
 		var ce *webhook.ClaimError
 		if errors.As(err, &ce) {
-			return &usageError{msg: "webhook not set: " + err.Error(),
+			return &usageError{msg: fmt.Sprintf("webhook not set (%s): %v", ce.Reason, err),
 				hint: "To take it over, pass --takeover-from " + ce.OwnerHost + " (after stopping whatever uses it)."}
 		}
 		if err != nil {
@@ -727,6 +727,7 @@ func (s *server) startWebhook(ctx, bgCtx context.Context) error {
 func (s *server) checkWebhook(ctx context.Context) {
 	t := time.NewTicker(s.o.webhookCheck)
 	defer t.Stop()
+	lastOwner := "" // the foreign owner last warned about; "" while owned
 	for {
 		select {
 		case <-ctx.Done():
@@ -743,9 +744,17 @@ func (s *server) checkWebhook(ctx context.Context) {
 			}
 		case !st.Owned:
 			s.metrics.webhookOwned.Set(0)
+			if st.OwnerHost == lastOwner {
+				continue // warned already; the gauge stays 0
+			}
+			lastOwner = st.OwnerHost
 			s.log.Warn("serve: the webhook moved away from this relay; updates now go elsewhere",
 				"owner_host", st.OwnerHost, "hint", "restart with --takeover-from "+st.OwnerHost+" to take it back")
 		default:
+			if lastOwner != "" {
+				s.log.Info("serve: the webhook points here again")
+				lastOwner = ""
+			}
 			s.metrics.webhookOwned.Set(1)
 			if st.LastError != "" {
 				s.log.Info("serve: webhook owned; Telegram reports a delivery error", "last_error", st.LastError, "at", st.LastErrorAt)

@@ -1,0 +1,845 @@
+package main
+
+// Tests of `tgrelay serve` run the real binary, built once per test binary,
+// against telegramtest (the fake Bot API, in this process) and a recording
+// bot endpoint (httptest, in this process).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/telegramtest"
+)
+
+// waitTimeout bounds every wait of these tests; a wait that runs out fails
+// loudly.
+const waitTimeout = 45 * time.Second
+
+// testSecret is a realistic webhook secret; it must never reach a log.
+const testSecret = "s3cr3t-Webhook_Value-9f8e7d6c5b4a"
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// tgrelayBinary builds the binary once per test binary, into a directory
+// under the system temp dir that a later run reuses.
+func tgrelayBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("tgrelay-serve-test-%d", os.Getuid()))
+		if buildErr = os.MkdirAll(dir, 0o755); buildErr != nil {
+			return
+		}
+		buildPath = filepath.Join(dir, "tgrelay")
+		out, err := exec.Command("go", "build", "-o", buildPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildPath
+}
+
+// serveWaitFor polls cond every few milliseconds until it holds, failing the
+// test after waitTimeout.
+func serveWaitFor(t *testing.T, what string, cond func() bool, procs ...*serveProc) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			for _, p := range procs {
+				t.Logf("serve stderr:\n%s", p.stderr)
+			}
+			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// serveBuffer is a bytes.Buffer safe for a writer process and a reader test.
+type serveBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *serveBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *serveBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveProc is one running `tgrelay serve` process.
+type serveProc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *serveBuffer
+	done           chan struct{}
+	exitErr        error
+	webhook, admin string
+}
+
+// logLines returns the JSON log lines with msg.
+func (r *serveProc) logLines(msg string) []map[string]any {
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(r.stderr.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (r *serveProc) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM and waits for the exit.
+func (r *serveProc) stop(t *testing.T) error {
+	t.Helper()
+	if !r.exited() {
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(waitTimeout):
+		_ = r.cmd.Process.Kill()
+		<-r.done
+		t.Fatalf("serve did not stop within %v after SIGTERM; stderr:\n%s", waitTimeout, r.stderr)
+	}
+	return r.exitErr
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (r *serveProc) kill() {
+	_ = r.cmd.Process.Kill()
+	<-r.done
+}
+
+// runServeProc starts serve with args (JSON logs) and the environment env (the
+// test's own TGRELAY_ variables removed), without waiting for it.
+func runServeProc(t *testing.T, env []string, args ...string) *serveProc {
+	t.Helper()
+	bin := tgrelayBinary(t)
+	r := &serveProc{stdout: &serveBuffer{}, stderr: &serveBuffer{}, done: make(chan struct{})}
+	r.cmd = exec.Command(bin, append([]string{"serve", "--log-format", "json"}, args...)...)
+	r.cmd.Dir = t.TempDir()
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TGRELAY_") {
+			r.cmd.Env = append(r.cmd.Env, kv)
+		}
+	}
+	r.cmd.Env = append(r.cmd.Env, env...)
+	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.exitErr = r.cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() {
+		if !r.exited() {
+			r.stop(t)
+		}
+	})
+	return r
+}
+
+// startServeProc starts serve and waits until it receives (its "receiving" log
+// line), reading the webhook and admin addresses from it.
+func startServeProc(t *testing.T, env []string, args ...string) *serveProc {
+	t.Helper()
+	r := runServeProc(t, env, args...)
+	serveWaitFor(t, "serve to start receiving", func() bool {
+		if r.exited() {
+			t.Fatalf("serve exited early (%v); stderr:\n%s", r.exitErr, r.stderr)
+		}
+		for _, msg := range []string{"serve: receiving by webhook", "serve: receiving by long polling"} {
+			if ls := r.logLines(msg); len(ls) > 0 {
+				r.webhook, _ = ls[0]["webhook"].(string)
+				r.admin, _ = ls[0]["admin"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	return r
+}
+
+// endpointHit is one request the bot endpoint received.
+type endpointHit struct {
+	attempt int
+	claimID string
+	serveProc   string
+}
+
+// botEndpoint is the bot's HTTP endpoint, recording every forward.
+type botEndpoint struct {
+	srv *httptest.Server
+	// respond decides the answer to attempt n (from 1) of an update; nil
+	// answers 200.
+	respond func(updateID int64, n int) (status int, retryAfter string)
+
+	mu          sync.Mutex
+	hits        map[int64][]endpointHit
+	exhaustions []forward.ExhaustionPayload
+	exhHeaders  []http.Header
+}
+
+func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEndpoint {
+	t.Helper()
+	e := &botEndpoint{respond: respond, hits: map[int64][]endpointHit{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /update", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		id, err := intake.ParseUpdate(body)
+		hdrID, _ := strconv.ParseInt(r.Header.Get(forward.HeaderUpdateID), 10, 64)
+		attempt, _ := strconv.Atoi(r.Header.Get(forward.HeaderAttempt))
+		if err != nil || hdrID != id || attempt < 1 || r.Header.Get(forward.HeaderClaimID) == "" {
+			t.Errorf("forward without a consistent identity: body id %d (%v), headers %v", id, err, r.Header)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		e.mu.Lock()
+		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(forward.HeaderClaimID), serveProc: r.Header.Get("X-Relay")})
+		n := len(e.hits[id])
+		e.mu.Unlock()
+		status, ra := http.StatusOK, ""
+		if e.respond != nil {
+			status, ra = e.respond(id, n)
+		}
+		if ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
+		w.WriteHeader(status)
+	})
+	mux.HandleFunc("POST /exhaustion", func(w http.ResponseWriter, r *http.Request) {
+		var p forward.ExhaustionPayload
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			t.Errorf("exhaustion payload: %v", err)
+		}
+		e.mu.Lock()
+		e.exhaustions = append(e.exhaustions, p)
+		e.exhHeaders = append(e.exhHeaders, r.Header.Clone())
+		e.mu.Unlock()
+	})
+	e.srv = httptest.NewServer(mux)
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *botEndpoint) url() string           { return e.srv.URL + "/update" }
+func (e *botEndpoint) exhaustionURL() string { return e.srv.URL + "/exhaustion" }
+
+func (e *botEndpoint) hitsOf(id int64) []endpointHit {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]endpointHit(nil), e.hits[id]...)
+}
+
+// distinct counts the updates forwarded at least once.
+func (e *botEndpoint) distinct() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.hits)
+}
+
+func (e *botEndpoint) exhaustionPayloads() []forward.ExhaustionPayload {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]forward.ExhaustionPayload(nil), e.exhaustions...)
+}
+
+// serveFakeTelegram starts a fake Bot API with fast webhook re-delivery.
+func serveFakeTelegram(t *testing.T) *telegramtest.Server {
+	t.Helper()
+	srv := telegramtest.NewServer(telegramtest.Config{
+		Webhook: telegramtest.WebhookConfig{Timeout: 10 * time.Second, Backoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, MaxAttempts: 1000},
+		Logf:    t.Logf,
+	})
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func serveBotClient(t *testing.T, srv *telegramtest.Server) *botapi.Client {
+	t.Helper()
+	c, err := botapi.New(srv.Token, botapi.Config{APIRoot: srv.URL, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// serveFreeAddr returns a loopback address that was free a moment ago (for a
+// public webhook URL that must be known before serve starts).
+func serveFreeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// sendChatter makes users write n messages over chats, round robin, and
+// returns the updates.
+func sendChatter(t *testing.T, srv *telegramtest.Server, chats, n int) []telegramtest.Update {
+	t.Helper()
+	type pair struct {
+		u telegramtest.User
+		c telegramtest.Chat
+	}
+	var ps []pair
+	for i := range chats {
+		u := srv.NewUser(fmt.Sprintf("User%d", i))
+		c, err := srv.NewPrivateChat(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, pair{u, c})
+	}
+	var ups []telegramtest.Update
+	for i := range n {
+		p := ps[i%len(ps)]
+		up, err := srv.SendText(p.c, p.u, fmt.Sprintf("message %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ups = append(ups, up)
+	}
+	return ups
+}
+
+func updateIDs(ups []telegramtest.Update) []int64 {
+	var ids []int64
+	for _, u := range ups {
+		ids = append(ids, u.ID)
+	}
+	return ids
+}
+
+// scrapeMetric returns the value of one series from /metrics ("name" or
+// `name{label="v"}`), or -1 when absent.
+func scrapeMetric(t *testing.T, admin, series string) float64 {
+	t.Helper()
+	resp, err := http.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatalf("scrapeMetric: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", series, err)
+			}
+			return v
+		}
+	}
+	return -1
+}
+
+// assertServeNoSecrets fails when any output of r holds the token, its secret
+// half, or the webhook secret.
+func assertServeNoSecrets(t *testing.T, r *serveProc, token string) {
+	t.Helper()
+	_, half, _ := strings.Cut(token, ":")
+	for name, out := range map[string]string{"stdout": r.stdout.String(), "stderr": r.stderr.String()} {
+		for what, s := range map[string]string{"token": token, "token secret half": half, "webhook secret": testSecret} {
+			if s != "" && strings.Contains(out, s) {
+				t.Errorf("%s of serve contains the %s:\n%s", name, what, out)
+			}
+		}
+	}
+}
+
+func TestServeWebhook(t *testing.T) {
+	t.Parallel()
+	srv := serveFakeTelegram(t)
+	ep := newBotEndpoint(t, nil)
+	addr := serveFreeAddr(t)
+	public := "http://" + addr + "/telegram"
+	db := filepath.Join(t.TempDir(), "relay.db")
+	// Token and secret by environment, as an operator would pass them.
+	r := startServeProc(t, []string{"TGRELAY_TOKEN=" + srv.Token, "TGRELAY_WEBHOOK_SECRET=" + testSecret},
+		"--api-root", srv.URL, "--db", db, "--listen", addr, "--public-url", public, "--takeover-from", "none",
+		"--forward", ep.url(), "--admin-listen", "127.0.0.1:0", "--log-level", "debug")
+
+	info, err := serveBotClient(t, srv).Call(t.Context(), "getWebhookInfo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(info), addr) || !strings.Contains(string(info), "owner=") {
+		t.Errorf("webhook after start = %s, want our address with an owner tag", info)
+	}
+	ups := sendChatter(t, srv, 3, 9)
+	ids := updateIDs(ups)
+	serveWaitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ids) })
+	for _, id := range ids {
+		hs := ep.hitsOf(id)
+		if hs[0].attempt != 1 {
+			t.Errorf("update %d first forward has attempt %d, want 1", id, hs[0].attempt)
+		}
+	}
+	serveWaitFor(t, "completed in the store", func() bool {
+		return scrapeMetric(t, r.admin, `tgrelay_updates{state="completed"}`) == float64(len(ids))
+	})
+	if got := scrapeMetric(t, r.admin, "tgrelay_updates_accepted_total"); got != float64(len(ids)) {
+		t.Errorf("tgrelay_updates_accepted_total = %v, want %d", got, len(ids))
+	}
+	if got := scrapeMetric(t, r.admin, "tgrelay_attempts_total"); got < float64(len(ids)) {
+		t.Errorf("tgrelay_attempts_total = %v, want >= %d", got, len(ids))
+	}
+	if got := scrapeMetric(t, r.admin, `tgrelay_forward_duration_seconds_count{outcome="ok"}`); got < float64(len(ids)) {
+		t.Errorf("forward latency count = %v, want >= %d", got, len(ids))
+	}
+	if got := scrapeMetric(t, r.admin, "tgrelay_webhook_owned"); got != 1 {
+		t.Errorf("tgrelay_webhook_owned = %v, want 1", got)
+	}
+
+	// Refusals are answered and counted by reason.
+	post := func(secret, body string) int {
+		req, _ := http.NewRequest(http.MethodPost, r.webhook, strings.NewReader(body))
+		if secret != "" {
+			req.Header.Set(intake.SecretHeader, secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("wrong-secret", `{"update_id": 1}`); code != http.StatusForbidden {
+		t.Errorf("wrong secret answered %d, want 403", code)
+	}
+	if code := post(testSecret, `{"no_update_id": true}`); code != http.StatusBadRequest {
+		t.Errorf("invalid body answered %d, want 400", code)
+	}
+	if code := post(testSecret, `{"update_id": 1, "x": "`+strings.Repeat("a", intake.DefaultMaxBodyBytes)+`"}`); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("huge body answered %d, want 413", code)
+	}
+	if code := post(testSecret, string(ups[0].JSON)); code != http.StatusOK {
+		t.Errorf("re-delivery answered %d, want 200", code)
+	}
+	for reason, want := range map[string]float64{"unauthorized": 1, "invalid": 1, "too_large": 1} {
+		if got := scrapeMetric(t, r.admin, `tgrelay_updates_rejected_total{reason="`+reason+`"}`); got != want {
+			t.Errorf("rejected{%s} = %v, want %v", reason, got, want)
+		}
+	}
+	if got := scrapeMetric(t, r.admin, "tgrelay_updates_duplicate_total"); got != 1 {
+		t.Errorf("tgrelay_updates_duplicate_total = %v, want 1", got)
+	}
+
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200} {
+		resp, err := http.Get(r.admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	if err := r.stop(t); err != nil {
+		t.Errorf("serve exit after SIGTERM: %v\n%s", err, r.stderr)
+	}
+	if len(r.logLines("serve: stopped")) != 1 {
+		t.Errorf("no clean stop logged:\n%s", r.stderr)
+	}
+	assertServeNoSecrets(t, r, srv.Token)
+}
+
+func TestServePollingKeepsExhaustionsForAdmin(t *testing.T) {
+	t.Parallel()
+	srv := serveFakeTelegram(t)
+	var poison atomic.Int64
+	poison.Store(-1)
+	ep := newBotEndpoint(t, func(id int64, _ int) (int, string) {
+		if id == poison.Load() {
+			return http.StatusUnprocessableEntity, ""
+		}
+		return http.StatusOK, ""
+	})
+	ups := sendChatter(t, srv, 2, 4)
+	poison.Store(ups[1].ID)
+	db := filepath.Join(t.TempDir(), "relay.db")
+	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
+		"--forward", ep.url(), "--admin-listen", "127.0.0.1:0", "--sweep-interval", "50ms")
+	serveWaitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
+	serveWaitFor(t, "the poison update kept as an unacknowledged exhaustion", func() bool {
+		return scrapeMetric(t, r.admin, "tgrelay_exhaustions_pending") == 1
+	})
+	serveWaitFor(t, "the rest completed", func() bool {
+		return scrapeMetric(t, r.admin, `tgrelay_updates{state="completed"}`) == float64(len(ups)-1)
+	})
+	if got := len(ep.hitsOf(ups[1].ID)); got != 1 {
+		t.Errorf("a 4xx update was forwarded %d times, want 1 (no retry)", got)
+	}
+	if got := scrapeMetric(t, r.admin, `tgrelay_attempt_failures_total{reason="http_4xx"}`); got != 1 {
+		t.Errorf(`failures{http_4xx} = %v, want 1`, got)
+	}
+	if err := r.stop(t); err != nil {
+		t.Errorf("serve exit: %v\n%s", err, r.stderr)
+	}
+	if n := srv.PendingUpdates(); n != 0 {
+		t.Errorf("Telegram still holds %d updates after a clean stop, want 0 (offset confirmed)", n)
+	}
+	// The exhaustion is durable and unacknowledged, for the admin commands.
+	st, err := openStore(t.Context(), db, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	row, ok, err := st.Get(t.Context(), ups[1].ID)
+	if err != nil || !ok || !row.Unacknowledged() {
+		t.Errorf("poison row = %+v, %v, %v; want an unacknowledged exhaustion", row, ok, err)
+	}
+	assertServeNoSecrets(t, r, srv.Token)
+}
+
+func TestServeForwardStatuses(t *testing.T) {
+	t.Parallel()
+	srv := serveFakeTelegram(t)
+	var busy, flaky, refused atomic.Int64
+	ep := newBotEndpoint(t, func(id int64, n int) (int, string) {
+		switch {
+		case id == busy.Load() && n == 1:
+			return http.StatusServiceUnavailable, "1"
+		case id == flaky.Load() && n == 1:
+			return http.StatusInternalServerError, ""
+		case id == refused.Load():
+			return http.StatusBadRequest, ""
+		}
+		return http.StatusOK, ""
+	})
+	ups := sendChatter(t, srv, 3, 3)
+	busy.Store(ups[0].ID)
+	flaky.Store(ups[1].ID)
+	refused.Store(ups[2].ID)
+	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", filepath.Join(t.TempDir(), "relay.db"),
+		"--poll", "--poll-timeout", "1s", "--forward", ep.url(), "--exhaustion-forward", ep.exhaustionURL(),
+		"--admin-listen", "127.0.0.1:0", "--sweep-interval", "50ms", "--backoff-base", "10ms")
+
+	serveWaitFor(t, "the 4xx update delivered as an exhaustion", func() bool { return len(ep.exhaustionPayloads()) >= 1 })
+	p := ep.exhaustionPayloads()[0]
+	if p.UpdateID != ups[2].ID || p.Attempt != 1 || p.ClaimID == "" || !strings.Contains(p.Error, "400") {
+		t.Errorf("exhaustion payload = %+v, want update %d attempt 1 with the 400", p, ups[2].ID)
+	}
+	if !bytes.Equal(p.Update, ups[2].JSON) {
+		t.Errorf("exhaustion carries %s, want the raw update %s", p.Update, ups[2].JSON)
+	}
+	serveWaitFor(t, "the exhaustion acknowledged", func() bool {
+		return scrapeMetric(t, r.admin, "tgrelay_exhaustions_acknowledged_total") == 1 && scrapeMetric(t, r.admin, "tgrelay_exhaustions_pending") == 0
+	})
+	serveWaitFor(t, "503 and 500 retried to success", func() bool {
+		return len(ep.hitsOf(ups[0].ID)) == 2 && len(ep.hitsOf(ups[1].ID)) == 2
+	})
+	for _, id := range []int64{ups[0].ID, ups[1].ID} {
+		hs := ep.hitsOf(id)
+		if hs[0].attempt != 1 || hs[1].attempt != 2 || hs[0].claimID == hs[1].claimID {
+			t.Errorf("update %d attempts %+v, want 1 then 2 with new claim ids", id, hs)
+		}
+	}
+	serveWaitFor(t, "both completed", func() bool { return scrapeMetric(t, r.admin, `tgrelay_updates{state="completed"}`) == 2 })
+	for reason, want := range map[string]float64{"http_503": 1, "http_5xx": 1, "http_4xx": 1} {
+		if got := scrapeMetric(t, r.admin, `tgrelay_attempt_failures_total{reason="`+reason+`"}`); got != want {
+			t.Errorf("failures{%s} = %v, want %v", reason, got, want)
+		}
+	}
+	if err := r.stop(t); err != nil {
+		t.Errorf("serve exit: %v", err)
+	}
+}
+
+func TestServeWebhookOwnership(t *testing.T) {
+	t.Parallel()
+	srv := serveFakeTelegram(t)
+	bot := serveBotClient(t, srv)
+	ep := newBotEndpoint(t, nil)
+	if _, err := bot.Call(t.Context(), "setWebhook", map[string]any{"url": "http://other.example:8443/secret-path"}); err != nil {
+		t.Fatal(err)
+	}
+	addr := serveFreeAddr(t)
+	base := []string{"--token", srv.Token, "--api-root", srv.URL, "--secret", testSecret, "--db", filepath.Join(t.TempDir(), "relay.db"),
+		"--listen", addr, "--public-url", "http://" + addr + "/telegram", "--forward", ep.url()}
+
+	// Refused: the webhook is another deployment's.
+	r := runServeProc(t, nil, base...)
+	select {
+	case <-r.done:
+	case <-time.After(waitTimeout):
+		t.Fatal("serve did not refuse")
+	}
+	var ee *exec.ExitError
+	if !errors.As(r.exitErr, &ee) || ee.ExitCode() != exitUsage {
+		t.Errorf("refused serve exit = %v, want code %d", r.exitErr, exitUsage)
+	}
+	for _, want := range []string{"owned-elsewhere", "--takeover-from other.example:8443"} {
+		if !strings.Contains(r.stderr.String(), want) {
+			t.Errorf("refusal lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr.String(), "secret-path") {
+		t.Errorf("refusal names the other owner's path:\n%s", r.stderr)
+	}
+	info, _ := bot.Call(t.Context(), "getWebhookInfo", nil)
+	if !strings.Contains(string(info), "other.example") {
+		t.Errorf("webhook changed by a refused serve: %s", info)
+	}
+	assertServeNoSecrets(t, r, srv.Token)
+
+	// Takeover naming the host, then a periodic check sees it move away.
+	r = startServeProc(t, nil, append(base, "--takeover-from", "other.example:8443", "--webhook-check-interval", "1s",
+		"--admin-listen", "127.0.0.1:0")...)
+	if ls := r.logLines("serve: webhook set"); len(ls) != 1 || ls[0]["taken_from"] != "other.example:8443" {
+		t.Errorf("takeover not logged: %v", ls)
+	}
+	ups := sendChatter(t, srv, 1, 1)
+	serveWaitFor(t, "an update through the taken webhook", func() bool { return ep.distinct() == 1 && len(ep.hitsOf(ups[0].ID)) == 1 })
+	if _, err := bot.Call(t.Context(), "setWebhook", map[string]any{"url": "http://intruder.example/hook"}); err != nil {
+		t.Fatal(err)
+	}
+	serveWaitFor(t, "the move warned about", func() bool {
+		ls := r.logLines("serve: the webhook moved away from this relay; updates now go elsewhere")
+		return len(ls) > 0 && ls[0]["owner_host"] == "intruder.example"
+	}, r)
+	if got := scrapeMetric(t, r.admin, "tgrelay_webhook_owned"); got != 0 {
+		t.Errorf("tgrelay_webhook_owned = %v after the move, want 0", got)
+	}
+	if err := r.stop(t); err != nil {
+		t.Errorf("serve exit: %v", err)
+	}
+	assertServeNoSecrets(t, r, srv.Token)
+}
+
+func TestServeKillAndRestartLosesNothing(t *testing.T) {
+	t.Parallel()
+	srv := serveFakeTelegram(t)
+	// A slow endpoint, so the kill lands mid-stream with forwards running.
+	ep := newBotEndpoint(t, func(int64, int) (int, string) {
+		time.Sleep(20 * time.Millisecond) // the endpoint's own work, not synchronisation
+		return http.StatusOK, ""
+	})
+	db := filepath.Join(t.TempDir(), "relay.db")
+	args := []string{"--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
+		"--forward", ep.url(), "--lease", "1s", "--sweep-interval", "100ms", "--backoff-base", "10ms", "--concurrency", "2"}
+	ups := sendChatter(t, srv, 4, 40)
+	r := startServeProc(t, nil, args...)
+	serveWaitFor(t, "some forwards before the kill", func() bool { return ep.distinct() >= 5 })
+	r.kill()
+	if ep.distinct() == len(ups) {
+		t.Log("every update was forwarded before the kill; the restart only re-checks")
+	}
+	r = startServeProc(t, nil, args...)
+	serveWaitFor(t, "every update forwarded after the restart", func() bool { return ep.distinct() == len(ups) })
+	// Every update ends completed in the store.
+	st, err := openStore(t.Context(), db, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	serveWaitFor(t, "every row completed", func() bool {
+		s, err := st.Stats(t.Context())
+		return err == nil && s.Count[intake.StateCompleted] == len(ups)
+	})
+	if err := r.stop(t); err != nil {
+		t.Errorf("serve exit: %v", err)
+	}
+	for _, u := range ups {
+		if len(ep.hitsOf(u.ID)) == 0 {
+			t.Errorf("update %d lost", u.ID)
+		}
+	}
+}
+
+// pgDatabase returns a fresh PostgreSQL database on a cluster this test
+// starts (or on TGRELAY_PG_URL's server), skipping loudly without
+// PostgreSQL unless TGRELAY_REQUIRE_PG=1. (pgtest.URL needs pgtest.Main as
+// the package's TestMain.)
+func pgDatabase(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var c *pgtest.Cluster
+	var err error
+	if u := os.Getenv(pgtest.EnvURL); u != "" {
+		c, err = pgtest.Attach(u)
+	} else {
+		c, err = pgtest.Start(ctx, pgtest.Options{Fast: true})
+	}
+	if errors.Is(err, pgtest.ErrNotInstalled) && os.Getenv(pgtest.EnvRequire) != "1" {
+		t.Skipf("*** SKIPPING a PostgreSQL test: %v (set %s=1 to fail instead)", err, pgtest.EnvRequire)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop() })
+	dbURL, err := c.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Dir() == "" {
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = c.DropDatabase(ctx, dbURL)
+		})
+	}
+	return dbURL
+}
+
+func TestServeTwoProcessesSharePostgres(t *testing.T) {
+	t.Parallel()
+	dbURL := pgDatabase(t)
+	srv := serveFakeTelegram(t)
+	ep := newBotEndpoint(t, func(int64, int) (int, string) {
+		time.Sleep(5 * time.Millisecond) // the endpoint's own work
+		return http.StatusOK, ""
+	})
+	// A round-robin load balancer in front of two replicas, as one public
+	// webhook address.
+	addrA, addrB := serveFreeAddr(t), serveFreeAddr(t)
+	var next atomic.Int64
+	targets := []*url.URL{{Scheme: "http", Host: addrA}, {Scheme: "http", Host: addrB}}
+	lb := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(targets[next.Add(1)%2])
+	}})
+	t.Cleanup(lb.Close)
+	args := func(addr, name string) []string {
+		return []string{"--token", srv.Token, "--api-root", srv.URL, "--secret", testSecret, "--db", dbURL,
+			"--listen", addr, "--public-url", lb.URL + "/telegram", "--takeover-from", "none",
+			"--forward", ep.url(), "--forward-header", "X-Relay: " + name, "--sweep-interval", "200ms", "--pending-grace", "1s"}
+	}
+	a := startServeProc(t, nil, args(addrA, "a")...)
+	b := startServeProc(t, nil, args(addrB, "b")...)
+	ups := sendChatter(t, srv, 8, 40)
+	serveWaitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
+	by := map[string]int{}
+	for _, u := range ups {
+		for _, h := range ep.hitsOf(u.ID) {
+			by[h.serveProc]++
+		}
+	}
+	if by["a"] == 0 || by["b"] == 0 {
+		t.Errorf("forwards by replica = %v, want both to share the work", by)
+	}
+	st, err := openStore(t.Context(), dbURL, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	serveWaitFor(t, "every row completed", func() bool {
+		s, err := st.Stats(t.Context())
+		return err == nil && s.Count[intake.StateCompleted] == len(ups)
+	})
+	for _, r := range []*serveProc{a, b} {
+		if err := r.stop(t); err != nil {
+			t.Errorf("serve exit: %v\n%s", err, r.stderr)
+		}
+		assertServeNoSecrets(t, r, srv.Token)
+	}
+}
+
+func TestServeFlagErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"no forward", nil, []string{"--token", "1:x"}, "--forward is required"},
+		{"bad forward", nil, []string{"--forward", "ftp://x"}, "--forward: want an absolute"},
+		{"bad env duration", []string{"TGRELAY_LEASE=soon"}, []string{"--forward", "http://127.0.0.1:1/"}, "TGRELAY_LEASE: invalid value for --lease"},
+		{"bad attempts", nil, []string{"--forward", "http://127.0.0.1:1/", "--max-attempts", "0"}, "--max-attempts 0"},
+		{"timeout above lease", nil, []string{"--forward", "http://127.0.0.1:1/", "--lease", "1s", "--forward-timeout", "2s"}, "--forward-timeout 2s must be below --lease"},
+		{"secret required", nil, []string{"--forward", "http://127.0.0.1:1/", "--token", "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}, "--secret (or TGRELAY_WEBHOOK_SECRET) is required"},
+		{"bad secret", []string{"TGRELAY_WEBHOOK_SECRET=has space"}, []string{"--forward", "http://127.0.0.1:1/"}, "--secret: webhook:"},
+		{"poll timeout", nil, []string{"--forward", "http://127.0.0.1:1/", "--poll", "--poll-timeout", "1500ms"}, "--poll-timeout"},
+		{"log format", nil, []string{"--forward", "http://127.0.0.1:1/", "--log-format", "xml"}, `--log-format "xml"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fs := newServeFlagSetForTest()
+			o := defineServeFlags(fs)
+			err := fs.Parse(tc.args)
+			if err == nil {
+				err = applyEnv(fs, envLookupIn(tc.env))
+			}
+			if err == nil {
+				err = o.validate()
+			}
+			if err == nil {
+				_, err = newLogger(io.Discard, o.logFormat, o.logLevel, &redactor{})
+			}
+			var ue *usageError
+			if !errors.As(err, &ue) || !strings.Contains(ue.msg, tc.want) {
+				t.Errorf("error = %v, want a usage error containing %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "has space") {
+				t.Errorf("error quotes the secret: %v", err)
+			}
+		})
+	}
+}
+
+func envLookupIn(env []string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		for _, kv := range env {
+			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
+				return v, true
+			}
+		}
+		return "", false
+	}
+}
+
+func newServeFlagSetForTest() *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
