@@ -93,7 +93,9 @@ Exit codes of run:
   2  a usage error: a bad flag, message or audience file; nothing was written
   3  halted: a refused message, a wait above --max-retry-delay, or an
      uncertain outcome; fix the cause, then run the same --name again
-  4  stopped by SIGINT or SIGTERM; run the same --name again to resume
+  4  stopped by SIGINT or SIGTERM (no new send starts; the sends in flight
+     finish, within --send-timeout, and are recorded); run the same --name
+     again to resume
 
 The token comes from --token or, better (it stays out of the process list),
 the TGRELAY_TOKEN environment variable; it never appears in the output.

@@ -299,11 +299,23 @@ func TestBroadcastHaltPending(t *testing.T) {
 	if got := f.status(t, "wait"); got != want {
 		t.Errorf("status = %+v, want %+v", got, want)
 	}
+	// The audience file changed meanwhile: the snapshot wins, and the new
+	// chat gets nothing.
+	newcomer, err := f.srv.NewPrivateChat(f.srv.NewUser("newcomer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.audience, []byte(strconv.FormatInt(newcomer.ID, 10)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r = f.runBC(t, t.Context(), f.args("wait", "--text", "news")...)
 	if r.code != exitOK {
 		t.Fatalf("resumed run = %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	f.requireEachOnce(t, "news")
+	if !strings.Contains(r.stderr, "snapshot is used") {
+		t.Errorf("stderr does not say the snapshot is used:\n%s", r.stderr)
+	}
+	f.requireEachOnce(t, "news") // also: the newcomer got nothing
 }
 
 // TestBroadcastWrongToken: a token Telegram refuses is found by getMe
