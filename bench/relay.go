@@ -22,7 +22,7 @@ import (
 
 // Defaults of the relay scenario.
 const (
-	relayDefaultUpdates = 3000
+	relayDefaultUpdates = 2000
 	relayDefaultRounds  = 3
 	// relayDefaultConns is Telegram's default max_connections: how many
 	// webhook requests it keeps in flight at once.
