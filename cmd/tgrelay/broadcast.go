@@ -374,7 +374,7 @@ func (o *broadcastRunOpts) message() (broadcast.Message, error) {
 	if o.html {
 		m.ParseMode = "HTML"
 		if p := tghtml.Check(text); p != nil {
-			return broadcast.Message{}, fmt.Errorf("%s: Telegram would refuse this HTML at byte %d: %v", src, p.Offset, p)
+			return broadcast.Message{}, fmt.Errorf("%s: Telegram would refuse this HTML: %v", src, p)
 		}
 		visible = tghtml.Text(text)
 	}
