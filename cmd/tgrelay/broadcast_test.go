@@ -853,3 +853,31 @@ func bcGet(t *testing.T, c *http.Client, url string, out any) {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 }
+
+func TestBroadcastProgressMode(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for _, tc := range []struct {
+		flag string
+		w    io.Writer
+		want broadcastProgressMode
+	}{
+		{"auto", w, progressLog}, // a pipe is not a terminal
+		{"auto", &bytes.Buffer{}, progressLog},
+		{"bar", &bytes.Buffer{}, progressBar},
+		{"log", w, progressLog},
+		{"none", w, progressNone},
+	} {
+		if got, err := progressMode(tc.flag, tc.w); err != nil || got != tc.want {
+			t.Errorf("progressMode(%q, %T) = %v, %v; want %v", tc.flag, tc.w, got, err, tc.want)
+		}
+	}
+	if _, err := progressMode("Bar", w); err == nil {
+		t.Error("progressMode accepted \"Bar\"")
+	}
+}
