@@ -356,15 +356,20 @@ func (d *demo) phaseTwo(ctx context.Context) error {
 			before = append(before, m.updateID)
 		}
 	}
-	// Kill as soon as the first reply of this burst is out: the rest is
-	// stored, in flight at the bot, or still at the sandbox.
+	// Kill as soon as the first reply of this burst is out, from the bot's
+	// hook (under its mutex, so no other reply goes out meanwhile): the rest
+	// is stored, waiting at the bot, or still at the sandbox.
 	first := make(chan struct{})
 	var once sync.Once
 	d.bot.setHook(func(id int64) {
 		if slices.Contains(before, id) {
-			once.Do(func() { close(first) })
+			once.Do(func() {
+				d.relay.kill()
+				close(first)
+			})
 		}
 	})
+	defer d.bot.setHook(nil)
 	t := time.NewTimer(demoPhaseTimeout)
 	select {
 	case <-first:
@@ -376,8 +381,8 @@ func (d *demo) phaseTwo(ctx context.Context) error {
 		return ctx.Err()
 	}
 	d.bot.setHook(nil)
-	d.relay.kill()
-	d.killInFlight = len(before) - d.bot.answered(before)
+	// The hook killed the relay right after the burst's first reply.
+	d.killInFlight = len(before) - 1
 	d.view.printf("relay  SIGKILL (pid %d) with %d of %d new updates not yet answered", d.firstPID, d.killInFlight, len(before))
 	all = append(all, before...)
 	for j := half; j < d.messages; j++ {

@@ -90,7 +90,7 @@ func (d *demo) checks(stats intake.Stats, rows []intake.Row) []demoCheck {
 			}
 		}
 	}
-	add(phase2 > 0 && done2 == phase2 && d.secondPID != 0,
+	add(phase2 > 0 && done2 == phase2 && d.secondPID != 0 && d.killInFlight > 0,
 		"crash: relay SIGKILLed (pid %d) with %d updates unanswered, %d more sent while down; after restart (pid %d) %d of %d completed and answered; %d re-deliveries answered without a second reply",
 		d.firstPID, d.killInFlight, d.sentWhileDown, d.secondPID, done2, phase2, bot.again)
 
