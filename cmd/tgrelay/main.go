@@ -106,6 +106,14 @@ func report(name string, err error, stderr io.Writer) int {
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "tgrelay %s: %v\n", name, err)
+	// A command whose outcomes have exit codes of their own (send,
+	// broadcast) returns an error that names its code.
+	if ec, ok := errors.AsType[interface {
+		error
+		ExitCode() int
+	}](err); ok {
+		return ec.ExitCode()
+	}
 	return exitError
 }
 
