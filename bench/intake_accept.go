@@ -43,6 +43,7 @@ type acceptVariant struct {
 	updates int
 	elapsed time.Duration
 	lat     []time.Duration
+	trace   *intakeBatchTrace // nil unless -trace-batches
 }
 
 // runIntakeAccept puts 100 concurrent webhook clients against the real
@@ -58,6 +59,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	withPG := fs.Bool("pg", true, "also run on a throwaway PostgreSQL cluster")
 	pgConns := fs.Int("pg-conns", 32, "PostgreSQL pool size (the same for both PostgreSQL variants)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	trace := fs.Bool("trace-batches", false, "report the size and commit time of every group commit batch")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -95,16 +97,20 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 			}
 			closers = append(closers, func() { release() })
 			label := b.name + " group commit"
+			var bt *intakeBatchTrace
 			if mode == "single" {
 				store = intakeSingleStore{store}
 				label = b.name + " 1 tx per update"
+			} else if bs, ok := store.(intake.BatchStore); ok && *trace {
+				bt = &intakeBatchTrace{Store: store, bs: bs}
+				store = bt
 			}
 			v, stop, err := acceptServeWebhook(store)
 			if err != nil {
 				return err
 			}
 			closers = append(closers, stop)
-			v.key, v.label, v.store = b.name+"_"+mode, label, store
+			v.key, v.label, v.store, v.trace = b.name+"_"+mode, label, store, bt
 			variants = append(variants, v)
 		}
 	}
@@ -130,6 +136,11 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("%s warm-up: %w", v.label, err)
 		}
 	}
+	for _, v := range variants {
+		if v.trace != nil {
+			v.trace.reset()
+		}
+	}
 	for r := range *rounds {
 		for i := range variants {
 			v := variants[(r+i)%len(variants)]
@@ -150,6 +161,15 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		}
 		if got := int64(st.Count[intake.StatePending]); got != v.posted {
 			return fmt.Errorf("%s: %d updates answered 200 but %d recorded", v.label, v.posted, got)
+		}
+	}
+
+	if *trace {
+		fmt.Fprintln(out, "\ngroup commit batches (measured rounds):")
+		for _, v := range variants {
+			if v.trace != nil {
+				v.trace.report(out, v.label)
+			}
 		}
 	}
 

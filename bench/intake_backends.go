@@ -152,9 +152,12 @@ func intakeGoal(ok bool) string {
 }
 
 // intakeRecorded counts the rows of a store by state (it must be an
-// AdminStore, possibly wrapped in intakeSingleStore).
+// AdminStore, possibly wrapped in intakeSingleStore or intakeBatchTrace).
 func intakeRecorded(ctx context.Context, s intake.Store) (intake.Stats, error) {
-	if w, ok := s.(intakeSingleStore); ok {
+	switch w := s.(type) {
+	case intakeSingleStore:
+		s = w.Store
+	case *intakeBatchTrace:
 		s = w.Store
 	}
 	a, ok := s.(intake.AdminStore)

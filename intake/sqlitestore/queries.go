@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // claimableSQL is the claimable predicate at ?2 (now): a pending row always,
@@ -126,12 +127,61 @@ func addManySQL(table string, rows int) string {
 	return b.String()
 }
 
+// errClosed is returned by AddBatch after [Store.Close].
+var errClosed = errors.New("sqlitestore: store closed")
+
+// addStmts caches AddBatch's multi-row INSERT statements by row count, each
+// prepared on first use: preparing a statement of a few dozen rows costs
+// more CPU than inserting them, and group commit forms batches of every
+// size. The cache holds at most batchRows statements. Safe for concurrent
+// use.
+type addStmts struct {
+	mu     sync.Mutex
+	closed bool
+	bySize [batchRows + 1]*sql.Stmt
+}
+
+// get returns the statement for rows rows (1 to batchRows), preparing it on
+// db if needed. It must not be called inside a transaction of db's only
+// connection, since preparing waits for a connection.
+func (a *addStmts) get(ctx context.Context, db *sql.DB, table string, rows int) (*sql.Stmt, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, errClosed
+	}
+	if st := a.bySize[rows]; st != nil {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, addManySQL(table, rows))
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: prepare: %w", err)
+	}
+	a.bySize[rows] = st
+	return st, nil
+}
+
+// close closes every cached statement; later calls of get fail.
+func (a *addStmts) close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	var errs []error
+	for i, st := range a.bySize {
+		if st != nil {
+			errs = append(errs, st.Close())
+			a.bySize[i] = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // queries holds the statements prepared once at construction.
 type queries struct {
 	ownsTxSQL, listSQL string
 
-	add, addMany, claim, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
-	owns, due, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra                            *sql.Stmt
+	add, claim, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
+	owns, due, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra                   *sql.Stmt
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
@@ -144,7 +194,6 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		text string
 	}{
 		{w, &q.add, addSQL},
-		{w, &q.addMany, addManySQL(tablePlaceholder, batchRows)},
 		{w, &q.claim, claimSQL},
 		{w, &q.renew, renewSQL},
 		{w, &q.renewOwned, renewOwnedSQL},
@@ -174,7 +223,7 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 func (q *queries) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
-		q.add, q.addMany, q.claim, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
+		q.add, q.claim, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
 		q.owns, q.due, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra,
 	} {
 		if st != nil {

@@ -103,7 +103,8 @@ type Store struct {
 	// owned reports whether Close closes w and r (Open) or not (New).
 	owned bool
 
-	q queries
+	q    queries
+	adds addStmts
 
 	closeOnce sync.Once
 	closeErr  error
@@ -283,7 +284,7 @@ func (s *Store) DB() *sql.DB { return s.w }
 // return the first result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = s.q.close()
+		s.closeErr = errors.Join(s.adds.close(), s.q.close())
 		if s.owned {
 			s.closeErr = errors.Join(s.closeErr, s.r.Close(), s.w.Close())
 		}
@@ -314,11 +315,26 @@ func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 
 // AddBatch implements [intake.BatchStore.AddBatch]: the whole batch is one
 // transaction and one durable commit; on error nothing is recorded. Rows are
-// inserted [batchRows] to a statement.
+// inserted up to [batchRows] to a statement, through statements prepared
+// once per row count (see addStmts).
 func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
 	out := make([]bool, len(us))
 	if len(us) == 0 {
 		return out, nil
+	}
+	// Prepared before the transaction takes the writer connection: at most
+	// two sizes, full chunks and the remainder.
+	var full, rest *sql.Stmt
+	var err error
+	if len(us) >= batchRows {
+		if full, err = s.adds.get(ctx, s.w, s.table, batchRows); err != nil {
+			return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
+		}
+	}
+	if r := len(us) % batchRows; r > 0 {
+		if rest, err = s.adds.get(ctx, s.w, s.table, r); err != nil {
+			return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
+		}
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -326,18 +342,17 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 	}
 	defer tx.Rollback() // a no-op after Commit
 	added := make(map[int64]bool, len(us))
-	args := make([]any, 0, 3*batchRows)
+	args := make([]any, 0, 3*min(len(us), batchRows))
 	for chunk := range slices.Chunk(us, batchRows) {
 		args = args[:0]
 		for _, u := range chunk {
 			args = append(args, u.UpdateID, u.Body, ms(u.ReceivedAt))
 		}
-		var rows *sql.Rows
-		if len(chunk) == batchRows {
-			rows, err = tx.StmtContext(ctx, s.q.addMany).QueryContext(ctx, args...)
-		} else {
-			rows, err = tx.QueryContext(ctx, addManySQL(s.table, len(chunk)), args...)
+		st := full
+		if len(chunk) < batchRows {
+			st = rest
 		}
+		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
 		}

@@ -255,6 +255,55 @@ func TestAddBatchIsOneTransaction(t *testing.T) {
 	}
 }
 
+// AddBatch prepares one statement per row count and reuses it: batches of
+// the same sizes again (a full statement plus a remainder, then the
+// remainder alone) insert the new rows and report the repeats, and after
+// Close the cached statements are gone.
+func TestAddBatchReusesStatementsUntilClose(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, sqlitestore.Config{})
+	ctx := t.Context()
+	batch := func(from, n int64) []intake.Incoming {
+		var us []intake.Incoming
+		for id := from; id < from+n; id++ {
+			us = append(us, intake.Incoming{UpdateID: id, Body: []byte(`{"update_id":1}`), ReceivedAt: base})
+		}
+		return us
+	}
+	for round, tc := range []struct {
+		from, n int64
+		newFrom int64 // ids from here on are new
+	}{
+		{1, 137, 1},
+		{100, 137, 138},
+		{1000, 37, 1000},
+		{1020, 37, 1037},
+	} {
+		got, err := s.AddBatch(ctx, batch(tc.from, tc.n))
+		if err != nil {
+			t.Fatalf("round %d: AddBatch: %v", round, err)
+		}
+		for i, ok := range got {
+			if want := tc.from+int64(i) >= tc.newFrom; ok != want {
+				t.Fatalf("round %d: AddBatch[%d] (id %d) = %v, want %v", round, i, tc.from+int64(i), ok, want)
+			}
+		}
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.Count[intake.StatePending], 236+57; got != want {
+		t.Errorf("pending rows = %d, want %d", got, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddBatch(ctx, batch(5000, 37)); err == nil {
+		t.Error("AddBatch after Close succeeded")
+	}
+}
+
 // TestOwnsTxFencesADomainWrite uses OwnsTx the way a handler does: in a
 // BEGIN IMMEDIATE transaction on the store's file, check, write, commit.
 func TestOwnsTxFencesADomainWrite(t *testing.T) {
