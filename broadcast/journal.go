@@ -192,17 +192,24 @@ func apply(res *replayResult, e entry) {
 }
 
 // journal appends lines to the journal file, each durable (fsynced) before
-// append returns; concurrent appends share one fsync (group commit). Every
-// append checks the lock first.
+// append returns. Concurrent appends are committed together (group commit):
+// lines queued while a flush is in progress go out in the next flush, with
+// one write and one fsync for all of them, so a line waits for at most the
+// flush in progress and its own. The lock is checked before a line is
+// queued and again before every write; after a failed write or fsync, or a
+// lost lock, every later append fails with the same error.
 type journal struct {
 	checkLock func() error
+	f         *os.File
 
-	mu      sync.Mutex // serialises writes
-	f       *os.File
-	written uint64 // lines written
-
-	syncMu sync.Mutex // serialises fsyncs
-	synced uint64     // lines known durable
+	mu       sync.Mutex
+	flushed  sync.Cond // broadcast when a flush ends
+	pending  []byte    // lines queued, not yet written
+	spare    []byte    // the buffer of the last flush, reused
+	queued   uint64    // lines queued so far
+	durable  uint64    // lines written and fsynced
+	flushing bool
+	err      error // the first write, sync or lock failure; sticky
 }
 
 // openJournal opens (creating it durably if absent) the journal at path.
@@ -225,7 +232,9 @@ func openJournal(path string, checkLock func() error) (*journal, error) {
 		f.Close()
 		return nil, err
 	}
-	return &journal{checkLock: checkLock, f: f}, nil
+	j := &journal{checkLock: checkLock, f: f}
+	j.flushed.L = &j.mu
+	return j, nil
 }
 
 // terminateTornTail ends a torn last line (one without its newline, left by
@@ -258,37 +267,97 @@ func terminateTornTail(path string, f *os.File) error {
 
 // append writes e as one line and returns once it is durable.
 func (j *journal) append(e entry) error {
-	line, err := json.Marshal(e)
-	if err != nil {
-		return fmt.Errorf("broadcast: encode journal line: %w", err)
-	}
-	line = append(line, '\n')
 	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
 	if err := j.checkLock(); err != nil {
-		j.mu.Unlock()
 		return err
 	}
-	if _, err := j.f.Write(line); err != nil {
-		j.mu.Unlock()
-		return fmt.Errorf("broadcast: write journal: %w", err)
+	j.pending = appendEntry(j.pending, e)
+	j.queued++
+	seq := j.queued
+	for j.durable < seq && j.err == nil {
+		if j.flushing {
+			j.flushed.Wait()
+			continue
+		}
+		j.flush()
 	}
-	j.written++
-	seq := j.written
-	j.mu.Unlock()
-
-	j.syncMu.Lock()
-	defer j.syncMu.Unlock()
-	if j.synced >= seq {
+	if j.durable >= seq {
 		return nil
 	}
-	j.mu.Lock()
-	target := j.written
+	return j.err
+}
+
+// flush writes every queued line with one write and one fsync. The caller
+// holds j.mu and no flush is in progress; j.mu is released meanwhile, so
+// other lines queue for the next flush.
+func (j *journal) flush() {
+	j.flushing = true
+	buf, target := j.pending, j.queued
+	j.pending = j.spare[:0]
 	j.mu.Unlock()
-	if err := j.f.Sync(); err != nil {
-		return fmt.Errorf("broadcast: sync journal: %w", err)
+
+	err := j.checkLock()
+	if err == nil {
+		if _, werr := j.f.Write(buf); werr != nil {
+			err = fmt.Errorf("broadcast: write journal: %w", werr)
+		}
 	}
-	j.synced = target
-	return nil
+	if err == nil {
+		if serr := j.f.Sync(); serr != nil {
+			err = fmt.Errorf("broadcast: sync journal: %w", serr)
+		}
+	}
+
+	j.mu.Lock()
+	j.spare = buf[:0]
+	j.flushing = false
+	if err != nil {
+		j.err = err
+	} else {
+		j.durable = target
+	}
+	j.flushed.Broadcast()
+}
+
+// appendEntry appends e as one journal line, newline included, exactly as
+// json.Marshal would encode it. The common lines (no reason, or a plain
+// ASCII one) are written by hand; anything else goes through json.Marshal.
+func appendEntry(b []byte, e entry) []byte {
+	if !plainJSON(e.S) || !plainJSON(e.O) || !plainJSON(e.R) {
+		line, err := json.Marshal(e)
+		if err != nil { // cannot happen: entry has only strings and integers
+			line = []byte("{}")
+		}
+		return append(append(b, line...), '\n')
+	}
+	b = append(b, `{"i":`...)
+	b = strconv.AppendInt(b, int64(e.I), 10)
+	for _, f := range [...]struct{ key, val string }{{`,"s":"`, e.S}, {`,"o":"`, e.O}, {`,"r":"`, e.R}} {
+		if f.val != "" {
+			b = append(append(append(b, f.key...), f.val...), '"')
+		}
+	}
+	if e.M != 0 {
+		b = append(b, `,"m":`...)
+		b = strconv.AppendInt(b, e.M, 10)
+	}
+	return append(b, '}', '\n')
+}
+
+// plainJSON reports whether s encodes as a JSON string without any escape
+// (json.Marshal also escapes <, > and &).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func (j *journal) close() error { return j.f.Close() }

@@ -187,6 +187,11 @@ func dryRun(ctx context.Context, c *Config, dir string) (*Report, error) {
 	return &rep, nil
 }
 
+// pipelineFactor × Config.Concurrency bounds the recipients between
+// dispatch and their outcome being durable: the window's, and those
+// writing their outcome after leaving it (see runner.run).
+const pipelineFactor = 2
+
 // runner is the state of one run.
 type runner struct {
 	cfg      *Config
@@ -203,6 +208,8 @@ type runner struct {
 	fatal      error
 	lastReport time.Time
 	cancel     context.CancelFunc
+
+	window chan struct{} // one token per send in flight (Config.Concurrency)
 
 	progressMu sync.Mutex
 }
@@ -255,7 +262,15 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.mu.Unlock()
 	r.progress(start)
 
-	sem := make(chan struct{}, r.cfg.Concurrency)
+	// The dispatcher takes each recipient's place in the window, in
+	// audience order, and the recipient's goroutine gives it back once its
+	// send has a verdict: at most Concurrency sends are in flight, and those
+	// holding a place but not yet sending wait for a token, so the bucket
+	// always has waiters. The outcome is written after the place is given
+	// back, so fsyncs never keep a place idle; pipeline bounds the
+	// goroutines still writing one.
+	pipeline := make(chan struct{}, pipelineFactor*r.cfg.Concurrency)
+	r.window = make(chan struct{}, r.cfg.Concurrency)
 	var wg sync.WaitGroup
 dispatch:
 	for i := range r.audience {
@@ -266,16 +281,23 @@ dispatch:
 			continue
 		}
 		select {
-		case sem <- struct{}{}:
+		case pipeline <- struct{}{}:
 		case <-runCtx.Done():
 			break dispatch
 		}
+		select {
+		case r.window <- struct{}{}:
+		case <-runCtx.Done():
+			<-pipeline
+			break dispatch
+		}
 		if runCtx.Err() != nil {
-			<-sem
+			<-r.window
+			<-pipeline
 			break
 		}
 		wg.Go(func() {
-			defer func() { <-sem }()
+			defer func() { <-pipeline }()
 			r.deliver(runCtx, i)
 		})
 	}
@@ -319,11 +341,13 @@ func (r *runner) halted(v Verdict) {
 	r.cancel()
 }
 
+// stateOutcome is the journal outcome of each final state.
+var stateOutcome = [...]Outcome{stateDelivered: OutcomeDelivered, stateUnreachable: OutcomeUnreachable,
+	stateFailed: OutcomeFailed, stateUncertain: OutcomeUncertain}
+
 // settle journals the outcome of recipient i and records it.
 func (r *runner) settle(i int, st state, reason string, migratedTo int64) {
-	o := map[state]Outcome{stateDelivered: OutcomeDelivered, stateUnreachable: OutcomeUnreachable,
-		stateFailed: OutcomeFailed, stateUncertain: OutcomeUncertain}[st]
-	if err := r.journal.append(entry{I: i, O: string(o), R: reason, M: migratedTo}); err != nil {
+	if err := r.journal.append(entry{I: i, O: string(stateOutcome[st]), R: reason, M: migratedTo}); err != nil {
 		r.fail(err)
 		return
 	}
@@ -364,30 +388,55 @@ func (r *runner) release(i int) {
 	}
 }
 
-// deliver runs the intent, attempts and outcome of recipient i.
+// deliver runs the attempts and the outcome of recipient i, holding the
+// place in the window the dispatcher took for it. Each attempt waits for a
+// token; the intent is written (durably) after the first token, just
+// before the first send, so a recipient still waiting for its turn when the
+// run stops or crashes stays plainly pending. The place is given back once
+// the verdict is known and a halt it causes is in effect (so no further
+// send starts on a halting verdict), before the outcome is written.
 func (r *runner) deliver(ctx context.Context, i int) {
-	if err := r.journal.append(entry{I: i, S: markSending}); err != nil {
-		r.fail(err)
-		return
+	held := true
+	free := func() { // gives the place in the window back, once
+		if held {
+			held = false
+			<-r.window
+		}
+	}
+	defer free()
+	intent := false // the intent line is durable
+	stop := func() {
+		free()
+		if intent {
+			r.release(i)
+		}
 	}
 	target := r.audience[i]
 	var migratedTo int64
 	maxAttempts := r.cfg.MaxAttempts
 	for attempt := 1; ; attempt++ {
 		if err := r.pace(ctx); err != nil {
-			r.release(i)
+			stop()
 			return
+		}
+		if !intent {
+			if err := r.journal.append(entry{I: i, S: markSending}); err != nil {
+				r.fail(err)
+				return
+			}
+			intent = true
 		}
 		if err := r.lock.check(); err != nil {
 			r.fail(err)
 			return
 		}
 		if ctx.Err() != nil {
-			r.release(i)
+			stop()
 			return
 		}
 		err := r.send(ctx, target)
 		if err == nil {
+			free()
 			r.settle(i, stateDelivered, "", migratedTo)
 			return
 		}
@@ -398,22 +447,27 @@ func (r *runner) deliver(ctx context.Context, i int) {
 		}
 		switch v.Kind {
 		case KindAmbiguous:
-			r.settle(i, stateUncertain, v.Reason, migratedTo)
 			r.halted(v)
+			free()
+			r.settle(i, stateUncertain, v.Reason, migratedTo)
 			return
 		case KindPermanent:
 			switch {
 			case v.Stop:
-				r.release(i)
 				r.halted(v)
+				free()
+				r.release(i)
 			case v.Unreachable:
+				free()
 				r.settle(i, stateUnreachable, v.Reason, migratedTo)
 			default:
+				free()
 				r.settle(i, stateFailed, v.Reason, migratedTo)
 			}
 			return
 		case KindMigrated:
 			if migratedTo != 0 {
+				free()
 				r.settle(i, stateFailed, "migrated-twice", migratedTo)
 				return
 			}
@@ -423,19 +477,20 @@ func (r *runner) deliver(ctx context.Context, i int) {
 			continue
 		case KindRetryAfter:
 			if v.RetryAfter > r.cfg.MaxRetryDelay {
-				r.release(i)
 				r.halted(v)
+				stop()
 				return
 			}
 			r.pauseAll(v.RetryAfter)
 		}
 		if attempt >= maxAttempts {
+			free()
 			r.settle(i, stateFailed, v.Reason, migratedTo)
 			return
 		}
 		if v.Kind == KindTransient {
 			if err := sleep(ctx, r.cfg.backoff(attempt)); err != nil {
-				r.release(i)
+				stop()
 				return
 			}
 		}
