@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +36,7 @@ func runBroadcastRate(ctx context.Context, args []string, out io.Writer) error {
 	window := fs.Duration("window", 4*time.Second, "length of each measured run")
 	warmup := fs.Duration("warmup", time.Second, "start of the steady window within each run")
 	rounds := fs.Int("rounds", 2, "rounds (each runs both senders, alternately)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,6 +52,17 @@ func runBroadcastRate(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New("need warmup < window, rounds ≥ 1, recipients ≥ 1")
 	}
 
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+
+	// The fake must not be the bottleneck: its rate limits are off (a 429
+	// would count as an error below and fail the run), and the only delay is
+	// the configured latency.
 	srv := telegramtest.NewServer(telegramtest.Config{Limits: telegramtest.Limits{Disabled: true}, Logf: func(string, ...any) {}})
 	defer srv.Close()
 	if err := srv.Arm(telegramtest.Fault{Method: "sendMessage", Delay: *latency, Times: -1}); err != nil {
@@ -74,15 +86,31 @@ func runBroadcastRate(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The window is sized from the latency observed against this fake on
+	// this machine right now (HTTP, JSON and scheduling on top of the
+	// configured delay), not only from the configured one.
+	calChat, err := srv.NewPrivateChat(srv.NewUser("calibration"))
+	if err != nil {
+		return err
+	}
+	observed, err := observeLatency(ctx, send, broadcast.ChatID(calChat.ID))
+	if err != nil {
+		return err
+	}
+	sizing := max(*latency, observed)
+
 	stateRoot, err := os.MkdirTemp("", "bench-broadcast-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(stateRoot)
 
-	fmt.Fprintf(out, "broadcast-rate: %d recipients, %v latency per call, %v runs measured from %v, %d rounds\n\n",
+	fmt.Fprintf(out, "broadcast-rate: %d recipients, %v latency per call, %v runs measured from %v, %d rounds\n",
 		*recipients, *latency, *window, *warmup, *rounds)
-	fmt.Fprintf(out, "%-10s %-22s %5s %13s %11s %9s\n", "rate/s", "sender", "round", "configured/s", "achieved/s", "achieved%")
+	fmt.Fprintf(out, "observed latency before the runs (p90 of %d calls): %v; window = broadcast.WindowFor(rate, %v) = ceil(2 × rate × latency), %d..%d\n\n",
+		calibrationCalls, observed.Round(100*time.Microsecond), sizing.Round(100*time.Microsecond),
+		broadcast.DefaultConcurrency, broadcast.MaxConcurrency)
+	fmt.Fprintf(out, "%-10s %-22s %5s %13s %11s %9s %14s\n", "rate/s", "sender", "round", "configured/s", "achieved/s", "achieved%", "p50/p99 call")
 
 	type key struct {
 		rate     float64
@@ -91,7 +119,7 @@ func runBroadcastRate(ctx context.Context, args []string, out io.Writer) error {
 	achieved := map[key][]float64{}
 	run := 0
 	for _, r := range rateList {
-		conc := windowFor(r, *latency)
+		conc := broadcast.WindowFor(r, sizing)
 		for round := 1; round <= *rounds; round++ {
 			for _, windowed := range []bool{true, false} {
 				if err := ctx.Err(); err != nil {
@@ -117,9 +145,14 @@ func runBroadcastRate(ctx context.Context, args []string, out io.Writer) error {
 				if err != nil {
 					return fmt.Errorf("%s at %v/s: %w", name, r, err)
 				}
+				if n, first := rec.failures(); n > 0 {
+					return fmt.Errorf("%s at %v/s: %d sends failed (the fake must not refuse), first: %w", name, r, n, first)
+				}
 				got := rec.rate(t0.Add(*warmup), t0.Add(*window))
 				achieved[key{r, windowed}] = append(achieved[key{r, windowed}], got)
-				fmt.Fprintf(out, "%-10g %-22s %5d %13g %11.1f %8.0f%%\n", r, name, round, r, got, 100*got/r)
+				p50, p99 := rec.latency()
+				fmt.Fprintf(out, "%-10g %-22s %5d %13g %11.1f %8.0f%% %14s\n", r, name, round, r, got, 100*got/r,
+					fmt.Sprintf("%.0f/%.0f ms", ms(p50), ms(p99)))
 			}
 		}
 	}
@@ -138,14 +171,6 @@ func runBroadcastRate(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// windowFor is the concurrency that lets rate be reached when each call takes
-// latency: rate × latency in flight, with half again as margin, at least the
-// default and at most broadcast.MaxConcurrency.
-func windowFor(r float64, latency time.Duration) int {
-	n := int(math.Ceil(r * latency.Seconds() * 1.5))
-	return min(broadcast.MaxConcurrency, max(broadcast.DefaultConcurrency, n))
-}
-
 // oneAtATime is the baseline: a rate limiter and a loop, one send in flight.
 func oneAtATime(ctx context.Context, r float64, chats []broadcast.Recipient, send func(context.Context, broadcast.Recipient) error) error {
 	lim := rate.NewLimiter(rate.Limit(r), 1)
@@ -160,18 +185,50 @@ func oneAtATime(ctx context.Context, r float64, chats []broadcast.Recipient, sen
 	return nil
 }
 
-// startRecorder wraps a send and records when each send started.
+// startRecorder wraps a send and records when each send started, how long
+// it took and whether it failed (a send cut short by the end of the run's
+// window is not a failure).
 type startRecorder struct {
-	send   func(context.Context, broadcast.Recipient) error
-	mu     sync.Mutex
-	starts []time.Time
+	send      func(context.Context, broadcast.Recipient) error
+	mu        sync.Mutex
+	starts    []time.Time
+	durations []time.Duration
+	failed    int
+	first     error
 }
 
 func (s *startRecorder) do(ctx context.Context, r broadcast.Recipient) error {
+	t := time.Now()
 	s.mu.Lock()
-	s.starts = append(s.starts, time.Now())
+	s.starts = append(s.starts, t)
 	s.mu.Unlock()
-	return s.send(ctx, r)
+	err := s.send(ctx, r)
+	d := time.Since(t)
+	s.mu.Lock()
+	s.durations = append(s.durations, d)
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		s.failed++
+		if s.first == nil {
+			s.first = err
+		}
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// failures returns how many sends failed and the first error.
+func (s *startRecorder) failures() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed, s.first
+}
+
+// latency returns the median and 99th percentile of the send durations.
+func (s *startRecorder) latency() (p50, p99 time.Duration) {
+	s.mu.Lock()
+	ds := slices.Clone(s.durations)
+	s.mu.Unlock()
+	return percentile(ds, 0.50), percentile(ds, 0.99)
 }
 
 // rate returns the sends started per second in [from, to).

@@ -37,6 +37,11 @@ const (
 	DefaultProgressInterval = 10 * time.Second
 	// MaxNameLen is the longest broadcast name.
 	MaxNameLen = 128
+	// BurstWindow sizes the token bucket: it holds Rate × BurstWindow
+	// tokens (at least one), so sends that the scheduler or a slow fsync
+	// held back catch up instead of losing their turn. Over any second at
+	// most Rate sends start, plus that burst.
+	BurstWindow = 20 * time.Millisecond
 )
 
 // ErrInvalidName is returned (wrapped) for a name that is not 1–128 of
@@ -68,11 +73,14 @@ type Config struct {
 	// [Classify]. An invalid verdict ends the run with [ErrInvalidVerdict].
 	ClassifyFunc func(err error) Verdict
 	// Rate is the number of sends (retries included) started per second,
-	// across all senders, through one token bucket. Zero means DefaultRate;
-	// otherwise it must be in [MinRate, MaxRate].
+	// across all senders, through one token bucket of Rate × BurstWindow
+	// tokens (at least one). Zero means DefaultRate; otherwise it must be
+	// in [MinRate, MaxRate].
 	Rate float64
 	// Concurrency is the most sends in flight at once. Zero means
-	// DefaultConcurrency; 1..MaxConcurrency.
+	// DefaultConcurrency; 1..MaxConcurrency. To reach Rate, it must exceed
+	// Rate × the time one send takes; [WindowFor] sizes it from a latency
+	// the caller observed.
 	Concurrency int
 	// MaxAttempts is the most tries of one recipient on retryable failures.
 	// Zero means DefaultMaxAttempts; 1..MaxMaxAttempts.
@@ -160,6 +168,30 @@ func (c Config) withDefaults() (Config, error) {
 		c.ProgressInterval = DefaultProgressInterval
 	}
 	return c, nil
+}
+
+// burst is the token bucket's size: Rate × BurstWindow, at least 1.
+func (c *Config) burst() int {
+	return max(1, int(c.Rate*BurstWindow.Seconds()))
+}
+
+// WindowFor returns a Config.Concurrency that lets rate (sends per second)
+// be reached when one send takes latency, as observed (for instance the
+// time a getMe or the first sends took), not only as expected: twice the
+// sends in flight at that latency, so that as many again wait for their
+// token and a latency spike or a slow journal fsync up to one latency long
+// does not leave the rate unused. The result is within
+// DefaultConcurrency..MaxConcurrency; a rate or latency that is not
+// positive gives DefaultConcurrency.
+func WindowFor(rate float64, latency time.Duration) int {
+	if !(rate > 0) || latency <= 0 {
+		return DefaultConcurrency
+	}
+	n := math.Ceil(2 * rate * latency.Seconds())
+	if n >= MaxConcurrency {
+		return MaxConcurrency
+	}
+	return max(DefaultConcurrency, int(n))
 }
 
 // backoff returns the transient delay before attempt+1: 1 s doubling, capped

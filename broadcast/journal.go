@@ -195,9 +195,9 @@ func apply(res *replayResult, e entry) {
 // append returns. Concurrent appends are committed together (group commit):
 // lines queued while a flush is in progress go out in the next flush, with
 // one write and one fsync for all of them, so a line waits for at most the
-// flush in progress and its own. The lock is checked before a line is
-// queued and again before every write; after a failed write or fsync, or a
-// lost lock, every later append fails with the same error.
+// flush in progress and its own. The lock is checked before every write, so
+// no line reaches the file after the lock is lost; after a failed write or
+// fsync, or a lost lock, every later append fails with the same error.
 type journal struct {
 	checkLock func() error
 	f         *os.File
@@ -271,9 +271,6 @@ func (j *journal) append(e entry) error {
 	defer j.mu.Unlock()
 	if j.err != nil {
 		return j.err
-	}
-	if err := j.checkLock(); err != nil {
-		return err
 	}
 	j.pending = appendEntry(j.pending, e)
 	j.queued++

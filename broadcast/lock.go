@@ -26,7 +26,8 @@ var ErrLockLost = errors.New("broadcast: lock lost")
 type fileLock struct {
 	path string
 	mu   sync.Mutex
-	f    *os.File // nil once released
+	f    *os.File    // nil once released
+	held os.FileInfo // the locked file's identity, taken once it is locked
 }
 
 // acquireLock takes the lock at path without waiting.
@@ -42,7 +43,12 @@ func acquireLock(path string) (*fileLock, error) {
 		}
 		return nil, fmt.Errorf("broadcast: lock %s: %w", path, err)
 	}
-	l := &fileLock{path: path, f: f}
+	held, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("broadcast: lock %s: %w", path, err)
+	}
+	l := &fileLock{path: path, f: f, held: held}
 	if err := l.check(); err != nil {
 		l.release()
 		// The file was replaced between open and flock: another runner may
@@ -53,22 +59,19 @@ func acquireLock(path string) (*fileLock, error) {
 }
 
 // check fails unless the lock is held and the lock path still names the
-// locked file (same device and inode).
+// locked file (same device and inode). The locked file's own identity never
+// changes while it is open, so only the path is looked up each time.
 func (l *fileLock) check() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return fmt.Errorf("%w: released", ErrLockLost)
 	}
-	held, err := l.f.Stat()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrLockLost, err)
-	}
 	now, err := os.Stat(l.path)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrLockLost, err)
 	}
-	if !os.SameFile(held, now) {
+	if !os.SameFile(l.held, now) {
 		return fmt.Errorf("%w: %s was replaced", ErrLockLost, l.path)
 	}
 	return nil

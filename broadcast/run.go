@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer j.close()
 
 	r := &runner{cfg: &c, lock: lock, journal: j, audience: audience, states: res.states,
-		migrated: res.migrated, limiter: rate.NewLimiter(rate.Limit(c.Rate), 1)}
+		migrated: res.migrated, limiter: rate.NewLimiter(rate.Limit(c.Rate), c.burst())}
 	// Crash recovery: an intent without an outcome may have been delivered.
 	for i, s := range r.states {
 		if s == stateSending {
