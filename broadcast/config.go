@@ -38,9 +38,11 @@ const (
 	// MaxNameLen is the longest broadcast name.
 	MaxNameLen = 128
 	// BurstWindow sizes the token bucket: it holds Rate × BurstWindow
-	// tokens (at least one), so sends that the scheduler or a slow fsync
-	// held back catch up instead of losing their turn. Over any second at
-	// most Rate sends start, plus that burst.
+	// tokens (at least one; 20 at 1000/s, 1 at 30/s) and starts full, so
+	// sends that the scheduler or a slow fsync held back catch up instead
+	// of losing their turn. Over any second at most Rate tokens are handed
+	// out, plus that burst; a send starts once it has its token (and, the
+	// first time, once its intent line is durable).
 	BurstWindow = 20 * time.Millisecond
 )
 

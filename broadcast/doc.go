@@ -24,7 +24,13 @@
 //
 // Up to Config.Concurrency sends are in flight at once, under one token
 // bucket of Config.Rate sends per second, so the rate is reached even when
-// each request takes 100 ms. A failed send is classified into a [Verdict]
+// each request takes 100 ms ([WindowFor] sizes the window from an observed
+// latency). A recipient takes its place in the window in audience order,
+// waits for a token, writes its intent and sends; its outcome is written
+// after it leaves the window, so journal fsyncs never hold a place idle.
+// Concurrent journal lines share one write and one fsync (group commit),
+// and each line is still durable before the step that depends on it. A
+// failed send is classified into a [Verdict]
 // (by default with [Classify], built on botapi.Classify): retry after
 // Telegram's wait (pausing every sender), retry with a capped doubling
 // backoff, record the recipient unreachable or failed, halt with the
