@@ -208,9 +208,9 @@ func startServeProc(t *testing.T, env []string, args ...string) *serveProc {
 
 // endpointHit is one request the bot endpoint received.
 type endpointHit struct {
-	attempt int
-	claimID string
-	serveProc   string
+	attempt   int
+	claimID   string
+	relayName string
 }
 
 // botEndpoint is the bot's HTTP endpoint, recording every forward.
@@ -241,7 +241,7 @@ func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEn
 			return
 		}
 		e.mu.Lock()
-		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(forward.HeaderClaimID), serveProc: r.Header.Get("X-Relay")})
+		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(forward.HeaderClaimID), relayName: r.Header.Get("X-Relay")})
 		n := len(e.hits[id])
 		e.mu.Unlock()
 		status, ra := http.StatusOK, ""
@@ -761,7 +761,7 @@ func TestServeTwoProcessesSharePostgres(t *testing.T) {
 	by := map[string]int{}
 	for _, u := range ups {
 		for _, h := range ep.hitsOf(u.ID) {
-			by[h.serveProc]++
+			by[h.relayName]++
 		}
 	}
 	if by["a"] == 0 || by["b"] == 0 {
@@ -842,4 +842,131 @@ func newServeFlagSetForTest() *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	return fs
+}
+
+func TestServeSandboxWithoutToken(t *testing.T) {
+	t.Parallel()
+	ep := newBotEndpoint(t, nil)
+	r := startServeProc(t, nil, "--db", filepath.Join(t.TempDir(), "relay.db"), "--listen", "127.0.0.1:0",
+		"--forward", ep.url(), "--admin-listen", "127.0.0.1:0")
+	var api, token string
+	for line := range strings.SplitSeq(r.stdout.String(), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Bot API:"); ok {
+			api = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Token:"); ok {
+			token = strings.TrimSpace(v)
+		}
+	}
+	if api == "" || token == "" || !strings.Contains(r.stdout.String(), "/_sandbox/send") {
+		t.Fatalf("sandbox banner lacks the URL, the token or the control API how-to:\n%s", r.stdout)
+	}
+	// A simulated user writes through the control API, as the banner says.
+	control := func(path, body string) map[string]any {
+		resp, err := http.Post(api+telegramtest.ControlPrefix+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("control %s: %d %v", path, resp.StatusCode, err)
+		}
+		return m
+	}
+	user := control("users", `{"first_name":"Ada"}`)
+	id := int64(user["id"].(float64))
+	control("chats", fmt.Sprintf(`{"type":"private","user_id":%d}`, id))
+	up := control("send", fmt.Sprintf(`{"chat_id":%d,"user_id":%d,"text":"hello"}`, id, id))
+	uid := int64(up["update_id"].(float64))
+	serveWaitFor(t, "the sandbox user's message forwarded", func() bool { return len(ep.hitsOf(uid)) == 1 }, r)
+	if err := r.stop(t); err != nil {
+		t.Errorf("serve exit: %v", err)
+	}
+	// The sandbox token is printed on purpose, in the banner only, never
+	// in a log line.
+	if strings.Contains(r.stderr.String(), token) {
+		t.Errorf("logs contain the sandbox token:\n%s", r.stderr)
+	}
+}
+
+func TestServeGracefulDrain(t *testing.T) {
+	t.Parallel()
+	srv := serveFakeTelegram(t)
+	entered := make(chan int64, 16)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	ep := newBotEndpoint(t, func(id int64, _ int) (int, string) {
+		entered <- id
+		<-release
+		return http.StatusOK, ""
+	})
+	// Registered after the endpoint, so it runs before the endpoint's Close.
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	db := filepath.Join(t.TempDir(), "relay.db")
+	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
+		"--forward", ep.url(), "--drain-timeout", "30s")
+	ups := sendChatter(t, srv, 1, 1)
+	select {
+	case <-entered:
+	case <-time.After(waitTimeout):
+		t.Fatal("the forward never reached the endpoint")
+	}
+	// SIGTERM while the forward runs: serve stops receiving and waits.
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	serveWaitFor(t, "serve to start draining", func() bool { return len(r.logLines("serve: stopping: no new updates; draining")) == 1 }, r)
+	if r.exited() {
+		t.Fatal("serve exited with a forward still running inside the drain timeout")
+	}
+	releaseOnce.Do(func() { close(release) })
+	if err := r.stop(t); err != nil {
+		t.Errorf("serve exit: %v\n%s", err, r.stderr)
+	}
+	st, err := openStore(t.Context(), db, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	row, ok, err := st.Get(t.Context(), ups[0].ID)
+	if err != nil || !ok || row.State != intake.StateCompleted || row.Attempts != 1 {
+		t.Errorf("drained update = %+v (%v, %v), want completed on its only attempt", row, ok, err)
+	}
+}
+
+func TestServeDrainDeadlineCancels(t *testing.T) {
+	t.Parallel()
+	srv := serveFakeTelegram(t)
+	entered := make(chan int64, 16)
+	release := make(chan struct{})
+	ep := newBotEndpoint(t, func(id int64, _ int) (int, string) {
+		entered <- id
+		<-release // an endpoint that never finishes while serve drains
+		return http.StatusOK, ""
+	})
+	// Registered after the endpoint, so it runs before the endpoint's Close.
+	t.Cleanup(func() { close(release) })
+	db := filepath.Join(t.TempDir(), "relay.db")
+	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
+		"--forward", ep.url(), "--drain-timeout", "200ms")
+	ups := sendChatter(t, srv, 1, 1)
+	select {
+	case <-entered:
+	case <-time.After(waitTimeout):
+		t.Fatal("the forward never reached the endpoint")
+	}
+	if err := r.stop(t); err != nil {
+		t.Errorf("serve exit: %v\n%s", err, r.stderr)
+	}
+	if len(r.logLines("serve: drain deadline passed; running forwards were cancelled and will be retried")) != 1 {
+		t.Errorf("the cancelled drain was not logged:\n%s", r.stderr)
+	}
+	st, err := openStore(t.Context(), db, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	row, ok, err := st.Get(t.Context(), ups[0].ID)
+	if err != nil || !ok || row.State == intake.StateCompleted {
+		t.Errorf("cancelled update = %+v (%v, %v), want it left to be retried, not completed", row, ok, err)
+	}
 }
