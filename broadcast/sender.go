@@ -42,9 +42,7 @@ func Sender(c *botapi.Client, m Message) (func(ctx context.Context, r Recipient)
 			return nil, fmt.Errorf("%w: a copy takes FromChatID and MessageID only", ErrInvalidMessage)
 		}
 		return func(ctx context.Context, r Recipient) error {
-			_, err := c.Call(ctx, "copyMessage", map[string]any{
-				"chat_id": r.ChatIDValue(), "from_chat_id": m.FromChatID, "message_id": m.MessageID,
-			})
+			_, err := c.Call(ctx, "copyMessage", &copyParams{ChatID: r.ChatIDValue(), FromChatID: m.FromChatID, MessageID: m.MessageID})
 			return err
 		}, nil
 	}
@@ -59,11 +57,22 @@ func Sender(c *botapi.Client, m Message) (func(ctx context.Context, r Recipient)
 		return nil, fmt.Errorf("%w: visible text of %d UTF-16 units, want 1..%d", ErrInvalidMessage, n, tghtml.TextLimit)
 	}
 	return func(ctx context.Context, r Recipient) error {
-		params := map[string]any{"chat_id": r.ChatIDValue(), "text": m.Text}
-		if m.ParseMode != "" {
-			params["parse_mode"] = m.ParseMode
-		}
-		_, err := c.Call(ctx, "sendMessage", params)
+		_, err := c.Call(ctx, "sendMessage", &textParams{ChatID: r.ChatIDValue(), Text: m.Text, ParseMode: m.ParseMode})
 		return err
 	}, nil
+}
+
+// textParams and copyParams are the parameters of sendMessage and
+// copyMessage; structs rather than maps, so a send builds no map and
+// encodes without sorting keys.
+type textParams struct {
+	ChatID    any    `json:"chat_id"`
+	Text      string `json:"text"`
+	ParseMode string `json:"parse_mode,omitempty"`
+}
+
+type copyParams struct {
+	ChatID     any   `json:"chat_id"`
+	FromChatID int64 `json:"from_chat_id"`
+	MessageID  int64 `json:"message_id"`
 }
