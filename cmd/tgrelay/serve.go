@@ -44,6 +44,9 @@ const (
 	// minWebhookCheckEvery bounds --webhook-check-interval from below, so
 	// the check cannot hammer the Bot API.
 	minWebhookCheckEvery = time.Second
+	// cancelGrace bounds the wait, after the drain deadline cancelled the
+	// handlers, for them to record their outcome before the store closes.
+	cancelGrace = 2 * time.Second
 	// startTimeout bounds the first sweep and the webhook claim at start.
 	startTimeout = time.Minute
 	// Bounds of the webhook and admin HTTP servers.
@@ -421,6 +424,12 @@ func (s *server) cleanup() {
 		if s.runnerUp {
 			if err := s.runner.Close(dctx); err != nil {
 				s.log.Warn("serve: drain deadline passed; running forwards were cancelled and will be retried", "err", err)
+				// Give the cancelled handlers a moment to record their
+				// outcome before the store closes; whatever is left is
+				// retried after its lease.
+				ictx, icancel := context.WithTimeout(context.Background(), cancelGrace)
+				_ = s.runner.Idle(ictx)
+				icancel()
 			}
 		}
 		if s.bgCancel != nil {
