@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -42,6 +43,7 @@ type acceptVariant struct {
 	posted  int64        // requests answered 200, warm-up included
 	updates int
 	elapsed time.Duration
+	cpu     time.Duration // process CPU time (user+system) of the measured rounds
 	lat     []time.Duration
 	trace   *intakeBatchTrace // nil unless -trace-batches
 }
@@ -105,7 +107,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 				bt = &intakeBatchTrace{Store: store, bs: bs}
 				store = bt
 			}
-			v, stop, err := acceptServeWebhook(store)
+			v, stop, err := acceptServeWebhook(store, *cpuProfile != "")
 			if err != nil {
 				return err
 			}
@@ -114,7 +116,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 			variants = append(variants, v)
 		}
 	}
-	ceiling, stop, err := acceptServeCeiling()
+	ceiling, stop, err := acceptServeCeiling(*cpuProfile != "")
 	if err != nil {
 		return err
 	}
@@ -128,6 +130,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "  %s: %s\n", b.name, b.about)
 	}
 	fmt.Fprintln(out, "  ceiling: a handler that reads the body and pushes it to a channel (nothing durable)")
+	fmt.Fprintln(out, "  CPU µs/update: this process's CPU time (clients, server, SQLite) per update; PostgreSQL's own processes are not counted")
 
 	var nextID atomic.Int64
 	// Warm-up: open the keep-alive connections and the databases' caches.
@@ -175,7 +178,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(out)
-	fmt.Fprintln(tw, "variant\tupdates/s\tp50 ms\tp99 ms\trecorded\t")
+	fmt.Fprintln(tw, "variant\tupdates/s\tp50 ms\tp99 ms\tCPU µs/update\trecorded\t")
 	res := map[string]*acceptVariant{}
 	for _, v := range variants {
 		slices.Sort(v.lat)
@@ -184,8 +187,9 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		if v.store != nil {
 			recorded = fmt.Sprint(v.posted)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t\n", v.label, v.rate(),
-			intakeMS(intakeQuantile(v.lat, 0.50)), intakeMS(intakeQuantile(v.lat, 0.99)), recorded)
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%.0f\t%s\t\n", v.label, v.rate(),
+			intakeMS(intakeQuantile(v.lat, 0.50)), intakeMS(intakeQuantile(v.lat, 0.99)),
+			float64(v.cpu.Microseconds())/float64(max(v.updates, 1)), recorded)
 	}
 	tw.Flush()
 
@@ -233,7 +237,7 @@ func (v *acceptVariant) rate() float64 {
 // acceptServeWebhook serves the real intake webhook over store (runner
 // created, not started: Accept records without handling) on a loopback
 // port.
-func acceptServeWebhook(store intake.Store) (*acceptVariant, func(), error) {
+func acceptServeWebhook(store intake.Store, profile bool) (*acceptVariant, func(), error) {
 	runner, err := intake.New(intake.Config{
 		Store:   store,
 		Handler: func(context.Context, intake.Update) error { return nil },
@@ -245,12 +249,12 @@ func acceptServeWebhook(store intake.Store) (*acceptVariant, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return acceptServe(hook)
+	return acceptServe(hook, profile)
 }
 
 // acceptServeCeiling serves the non-durable baseline: read the body (under
 // the same limit) and push it to a channel drained by one goroutine.
-func acceptServeCeiling() (*acceptVariant, func(), error) {
+func acceptServeCeiling(profile bool) (*acceptVariant, func(), error) {
 	ch := make(chan []byte, 1024)
 	drained := make(chan struct{})
 	go func() {
@@ -271,7 +275,7 @@ func acceptServeCeiling() (*acceptVariant, func(), error) {
 		ch <- body
 		w.WriteHeader(http.StatusOK)
 	})
-	v, stop, err := acceptServe(h)
+	v, stop, err := acceptServe(h, profile)
 	if err != nil {
 		close(ch)
 		return nil, nil, err
@@ -282,10 +286,20 @@ func acceptServeCeiling() (*acceptVariant, func(), error) {
 
 // acceptServe runs h on a real http.Server on 127.0.0.1:0 and returns a
 // variant with a keep-alive client for it.
-func acceptServe(h http.Handler) (*acceptVariant, func(), error) {
+func acceptServe(h http.Handler, profile bool) (*acceptVariant, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, err
+	}
+	v := &acceptVariant{}
+	if profile {
+		// Server goroutines carry the variant's key as a profile label
+		// (pprof -tagfocus variant=sqlite_group).
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			pprof.SetGoroutineLabels(pprof.WithLabels(r.Context(), pprof.Labels("variant", v.key)))
+			inner.ServeHTTP(w, r)
+		})
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan struct{})
@@ -294,7 +308,7 @@ func acceptServe(h http.Handler) (*acceptVariant, func(), error) {
 		srv.Serve(ln)
 	}()
 	tr := &http.Transport{MaxIdleConns: 1000, MaxIdleConnsPerHost: 1000, IdleConnTimeout: time.Minute}
-	v := &acceptVariant{url: "http://" + ln.Addr().String() + "/telegram", client: &http.Client{Transport: tr, Timeout: time.Minute}}
+	v.url, v.client = "http://"+ln.Addr().String()+"/telegram", &http.Client{Transport: tr, Timeout: time.Minute}
 	stop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -324,9 +338,11 @@ func acceptFire(ctx context.Context, v *acceptVariant, clients, n int, nextID *a
 		firstMu.Unlock()
 	}
 	var wg sync.WaitGroup
+	cpu0 := intakeCPUTime()
 	start := time.Now()
 	for range clients {
 		wg.Go(func() {
+			pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("variant", v.key, "side", "client")))
 			mine := make([]time.Duration, 0, n/clients+1)
 			defer func() {
 				mu.Lock()
@@ -360,6 +376,7 @@ func acceptFire(ctx context.Context, v *acceptVariant, clients, n int, nextID *a
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := intakeCPUTime() - cpu0
 	if first != nil {
 		return first
 	}
@@ -370,6 +387,7 @@ func acceptFire(ctx context.Context, v *acceptVariant, clients, n int, nextID *a
 	if record {
 		v.updates += n
 		v.elapsed += elapsed
+		v.cpu += cpu
 		v.lat = append(v.lat, lat...)
 	}
 	return nil

@@ -20,6 +20,8 @@ type intakeBatchTrace struct {
 	mu    sync.Mutex
 	sizes []int
 	took  []time.Duration
+	gaps  []time.Duration // from the end of one AddBatch to the start of the next
+	last  time.Time
 }
 
 func (t *intakeBatchTrace) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
@@ -27,6 +29,10 @@ func (t *intakeBatchTrace) AddBatch(ctx context.Context, us []intake.Incoming) (
 	out, err := t.bs.AddBatch(ctx, us)
 	d := time.Since(t0)
 	t.mu.Lock()
+	if !t.last.IsZero() {
+		t.gaps = append(t.gaps, t0.Sub(t.last))
+	}
+	t.last = t0.Add(d)
 	t.sizes = append(t.sizes, len(us))
 	t.took = append(t.took, d)
 	t.mu.Unlock()
@@ -35,7 +41,7 @@ func (t *intakeBatchTrace) AddBatch(ctx context.Context, us []intake.Incoming) (
 
 func (t *intakeBatchTrace) reset() {
 	t.mu.Lock()
-	t.sizes, t.took = nil, nil
+	t.sizes, t.took, t.gaps, t.last = nil, nil, nil, time.Time{}
 	t.mu.Unlock()
 }
 
@@ -53,7 +59,15 @@ func (t *intakeBatchTrace) report(w io.Writer, label string) {
 	for _, s := range t.sizes {
 		sum += s
 	}
-	fmt.Fprintf(w, "  %s: %d AddBatch, size mean %.1f p50 %d max %d; commit ms p50 %s p90 %s p99 %s max %s\n",
-		label, len(took), float64(sum)/float64(len(sizes)), sizes[len(sizes)/2], sizes[len(sizes)-1],
-		intakeMS(intakeQuantile(took, 0.5)), intakeMS(intakeQuantile(took, 0.9)), intakeMS(intakeQuantile(took, 0.99)), intakeMS(took[len(took)-1]))
+	var busy time.Duration
+	for _, d := range t.took {
+		busy += d
+	}
+	gaps := slices.Clone(t.gaps)
+	slices.Sort(gaps)
+	fmt.Fprintf(w, "  %s: %d AddBatch calls, %.2f s in AddBatch; rows per batch mean %.1f, p50 %d, max %d\n",
+		label, len(took), busy.Seconds(), float64(sum)/float64(len(sizes)), sizes[len(sizes)/2], sizes[len(sizes)-1])
+	fmt.Fprintf(w, "    AddBatch ms p50 %s p90 %s p99 %s max %s; idle between batches ms p50 %s p90 %s\n",
+		intakeMS(intakeQuantile(took, 0.5)), intakeMS(intakeQuantile(took, 0.9)), intakeMS(intakeQuantile(took, 0.99)), intakeMS(took[len(took)-1]),
+		intakeMS(intakeQuantile(gaps, 0.5)), intakeMS(intakeQuantile(gaps, 0.9)))
 }
