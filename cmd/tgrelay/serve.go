@@ -162,7 +162,7 @@ func (l *headerList) Set(v string) error {
 
 func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	o := &serveOptions{}
-	fs.StringVar(&o.token, "token", "", "bot `token` (empty: run against a built-in sandbox)")
+	fs.StringVar(&o.token, "token", "", "bot `token` (empty: run against a built-in sandbox); prefer the environment variable, since command lines are visible to other users")
 	fs.StringVar(&o.apiRoot, "api-root", "", "Bot API root `URL` for a local Bot API server (default https://api.telegram.org)")
 	fs.StringVar(&o.sandboxListen, "sandbox-listen", defaultSandboxListen, "`address` of the built-in sandbox when there is no token")
 	fs.StringVar(&o.db, "db", defaultDB, "update store: SQLite file `path` or postgres:// URL")

@@ -1,0 +1,95 @@
+package poll_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/poll"
+)
+
+// resultCaller answers every getUpdates with a fixed raw result, as a Bot
+// API client hands it over.
+type resultCaller struct{ result []byte }
+
+func (c resultCaller) Call(context.Context, string, any) (json.RawMessage, error) {
+	return json.RawMessage(c.result), nil
+}
+
+// FuzzBatch feeds arbitrary getUpdates results through one turn of the
+// poller: it never panics, hands every element over byte for byte, and
+// moves the offset only past update ids it saw in a batch that was fully
+// recorded.
+func FuzzBatch(f *testing.F) {
+	for _, seed := range []string{
+		`[]`,
+		`[{"update_id":1,"message":{"text":"hi"}}]`,
+		`[{"update_id":5},{"update_id":3},{"update_id":9}]`,
+		`[{"no_id":true},{"update_id":2}]`,
+		`[1,"x",null,{"update_id":-4}]`,
+		`[{"update_id":9223372036854775807}]`,
+		`{"update_id":1}`,
+		`not json`,
+		``,
+	} {
+		f.Add([]byte(seed), false)
+		f.Add([]byte(seed), true)
+	}
+	f.Fuzz(func(t *testing.T, result []byte, failAccept bool) {
+		var mu sync.Mutex
+		var handed [][]byte
+		accept := func(_ context.Context, body []byte) (intake.Acceptance, error) {
+			mu.Lock()
+			handed = append(handed, append([]byte(nil), body...))
+			mu.Unlock()
+			if failAccept {
+				return 0, context.DeadlineExceeded
+			}
+			if _, err := intake.ParseUpdate(body); err != nil {
+				return intake.Invalid, nil
+			}
+			return intake.Accepted, nil
+		}
+		p, err := poll.New(poll.Config{Caller: resultCaller{result}, AcceptFunc: accept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Once(context.Background())
+		var elems []json.RawMessage
+		if json.Unmarshal(result, &elems) != nil || len(elems) > poll.MaxLimit {
+			if err == nil {
+				t.Fatalf("a result that is not an array of at most %d elements was accepted", poll.MaxLimit)
+			}
+			if p.Offset() != 0 {
+				t.Fatalf("offset moved to %d on a bad result", p.Offset())
+			}
+			return
+		}
+		if len(handed) != len(elems) {
+			t.Fatalf("handed %d elements, want %d", len(handed), len(elems))
+		}
+		if failAccept && len(elems) > 0 {
+			if err == nil || p.Offset() != 0 {
+				t.Fatalf("failed accepts: err %v, offset %d; want an error and the offset kept", err, p.Offset())
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Once = %v", err)
+		}
+		var want int64
+		for _, e := range elems {
+			var head struct {
+				UpdateID *int64 `json:"update_id"`
+			}
+			if json.Unmarshal(e, &head) == nil && head.UpdateID != nil {
+				want = max(want, *head.UpdateID+1)
+			}
+		}
+		if p.Offset() != want {
+			t.Fatalf("offset = %d, want %d", p.Offset(), want)
+		}
+	})
+}
