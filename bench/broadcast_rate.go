@@ -36,6 +36,7 @@ func runBroadcastRate(ctx context.Context, args []string, out io.Writer) error {
 	window := fs.Duration("window", 4*time.Second, "length of each measured run")
 	warmup := fs.Duration("warmup", time.Second, "start of the steady window within each run")
 	rounds := fs.Int("rounds", 2, "rounds (each runs both senders, alternately)")
+	fixedWindow := fs.Int("concurrency", 0, "tgrelay's window; 0 sizes it with broadcast.WindowFor from the observed latency")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -120,6 +121,9 @@ func runBroadcastRate(ctx context.Context, args []string, out io.Writer) error {
 	run := 0
 	for _, r := range rateList {
 		conc := broadcast.WindowFor(r, sizing)
+		if *fixedWindow > 0 {
+			conc = *fixedWindow
+		}
 		for round := 1; round <= *rounds; round++ {
 			for _, windowed := range []bool{true, false} {
 				if err := ctx.Err(); err != nil {
