@@ -384,3 +384,26 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 }
+
+// The long poll outlasts the transport's default response timeout: the
+// poller extends it per call, so an idle poll is not an error.
+func TestLongPollOutlastsTransportTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hc, err := transport.NewClient(transport.Config{ResponseTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hc.CloseIdleConnections)
+	client, err := botapi.New(b.srv.Token, botapi.Config{APIRoot: b.srv.URL, HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := poll.New(poll.Config{Caller: client, AcceptFunc: b.runner.Accept, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Once(t.Context()); err != nil {
+		t.Fatalf("an idle 2 s long poll through a transport with a 1 s response timeout failed: %v", err)
+	}
+}

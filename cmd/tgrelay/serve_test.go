@@ -436,6 +436,12 @@ func TestServeWebhook(t *testing.T) {
 	if got := scrapeMetric(t, r.admin, `tgrelay_forward_duration_seconds_count{outcome="ok"}`); got < float64(len(ids)) {
 		t.Errorf("forward latency count = %v, want >= %d", got, len(ids))
 	}
+	if got := scrapeMetric(t, r.admin, "tgrelay_oldest_pending_age_seconds"); got != 0 {
+		t.Errorf("tgrelay_oldest_pending_age_seconds = %v with nothing pending, want 0", got)
+	}
+	if got := scrapeMetric(t, r.admin, "tgrelay_store_up"); got != 1 {
+		t.Errorf("tgrelay_store_up = %v, want 1", got)
+	}
 	if got := scrapeMetric(t, r.admin, "tgrelay_webhook_owned"); got != 1 {
 		t.Errorf("tgrelay_webhook_owned = %v, want 1", got)
 	}
