@@ -677,9 +677,22 @@ func TestServeKillAndRestartLosesNothing(t *testing.T) {
 	r := startServeProc(t, nil, args...)
 	serveWaitFor(t, "some forwards before the kill", func() bool { return ep.distinct() >= 5 })
 	r.kill()
-	if ep.distinct() == len(ups) {
-		t.Log("every update was forwarded before the kill; the restart only re-checks")
-	}
+	// The kill landed mid-stream: some updates were not completed yet.
+	func() {
+		st, err := openStore(t.Context(), db, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		s, err := st.Stats(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Count[intake.StateCompleted] >= len(ups) {
+			t.Fatalf("all %d updates were completed before the kill; the test did not kill mid-stream", len(ups))
+		}
+		t.Logf("at the kill: %v", s.Count)
+	}()
 	r = startServeProc(t, nil, args...)
 	serveWaitFor(t, "every update forwarded after the restart", func() bool { return ep.distinct() == len(ups) })
 	// Every update ends completed in the store.
