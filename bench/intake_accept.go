@@ -45,7 +45,10 @@ type acceptVariant struct {
 	elapsed time.Duration
 	cpu     time.Duration // process CPU time (user+system) of the measured rounds
 	lat     []time.Duration
-	trace   *intakeBatchTrace // nil unless -trace-batches
+	// Per measured round: updates/s and p99 latency.
+	roundRate []float64
+	roundP99  []time.Duration
+	trace     *intakeBatchTrace // nil unless -trace-batches
 }
 
 // runIntakeAccept puts 100 concurrent webhook clients against the real
@@ -55,8 +58,8 @@ type acceptVariant struct {
 func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("intake-accept", flag.ContinueOnError)
 	fs.SetOutput(out)
-	n := fs.Int("n", 2000, "updates each variant receives per round")
-	rounds := fs.Int("rounds", 3, "rounds; every round runs every variant once, in rotating order")
+	n := fs.Int("n", 1200, "updates each variant receives per round")
+	rounds := fs.Int("rounds", 5, "rounds; every round runs every variant once, in rotating order")
 	clients := fs.Int("clients", 100, "concurrent HTTP clients")
 	withPG := fs.Bool("pg", true, "also run on a throwaway PostgreSQL cluster")
 	pgConns := fs.Int("pg-conns", 32, "PostgreSQL pool size (the same for both PostgreSQL variants)")
@@ -207,12 +210,22 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		if b.name == "postgres" {
 			goal = acceptGoalPGVsSingle
 		}
-		vsSingle := g.rate() / s.rate()
-		vsCeiling := g.rate() / ceiling.rate()
+		// Goals on ratios are judged on the median of per-round ratios: the
+		// variants of one round run back to back, while a load spike from
+		// another process skews the pooled totals of whichever variant it
+		// hits. The pooled ratio is printed beside it.
+		vsSingle := intakeMedianRatio(g.roundRate, s.roundRate)
+		vsCeiling := intakeMedianRatio(g.roundRate, ceiling.roundRate)
+		pooledSingle, pooledCeiling := g.rate()/s.rate(), g.rate()/ceiling.rate()
 		p99 := intakeQuantile(g.lat, 0.99)
-		fmt.Fprintf(tw, "%s group / 1 tx per update\t%.2fx\t>= %.1fx %s\t\n", b.name, vsSingle, goal, intakeGoal(vsSingle >= goal))
-		fmt.Fprintf(tw, "%s group / ceiling\t%.2fx\t>= %.1fx %s\t\n", b.name, vsCeiling, acceptGoalVsCeiling, intakeGoal(vsCeiling >= acceptGoalVsCeiling))
-		fmt.Fprintf(tw, "%s group p99\t%s ms\t<= %s ms %s\t\n", b.name, intakeMS(p99), intakeMS(acceptGoalP99), intakeGoal(p99 <= acceptGoalP99))
+		fmt.Fprintf(tw, "%s group / 1 tx per update\t%.2fx (pooled %.2fx)\t>= %.1fx %s\t\n", b.name, vsSingle, pooledSingle, goal, intakeGoal(vsSingle >= goal))
+		fmt.Fprintf(tw, "%s group / ceiling\t%.2fx (pooled %.2fx)\t>= %.1fx %s\t\n", b.name, vsCeiling, pooledCeiling, acceptGoalVsCeiling, intakeGoal(vsCeiling >= acceptGoalVsCeiling))
+		fmt.Fprintf(tw, "%s group p99 (all rounds pooled)\t%s ms\t<= %s ms %s\t\n", b.name, intakeMS(p99), intakeMS(acceptGoalP99), intakeGoal(p99 <= acceptGoalP99))
+		rp := make([]string, len(g.roundP99))
+		for i, d := range g.roundP99 {
+			rp[i] = intakeMS(d)
+		}
+		fmt.Fprintf(tw, "%s group p99 per round\t%s ms\t\t\n", b.name, strings.Join(rp, " / "))
 		kv(b.name+"_group_ups", "%.0f", g.rate())
 		kv(b.name+"_single_ups", "%.0f", s.rate())
 		kv(b.name+"_group_p50_ms", "%.2f", float64(intakeQuantile(g.lat, 0.5))/1e6)
@@ -220,6 +233,8 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		kv(b.name+"_single_p99_ms", "%.2f", float64(intakeQuantile(s.lat, 0.99))/1e6)
 		kv(b.name+"_group_vs_single", "%.2f", vsSingle)
 		kv(b.name+"_group_vs_ceiling", "%.2f", vsCeiling)
+		kv(b.name+"_group_vs_single_pooled", "%.2f", pooledSingle)
+		kv(b.name+"_group_vs_ceiling_pooled", "%.2f", pooledCeiling)
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
@@ -389,6 +404,9 @@ func acceptFire(ctx context.Context, v *acceptVariant, clients, n int, nextID *a
 		v.elapsed += elapsed
 		v.cpu += cpu
 		v.lat = append(v.lat, lat...)
+		v.roundRate = append(v.roundRate, float64(n)/elapsed.Seconds())
+		slices.Sort(lat)
+		v.roundP99 = append(v.roundP99, intakeQuantile(lat, 0.99))
 	}
 	return nil
 }

@@ -139,6 +139,25 @@ func intakeQuantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[i]
 }
 
+// intakeMedianRatio returns the median of a[i]/b[i] over the rounds both
+// have (the mean of the middle two for an even count), or 0 for none.
+func intakeMedianRatio(a, b []float64) float64 {
+	var r []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			r = append(r, a[i]/b[i])
+		}
+	}
+	if len(r) == 0 {
+		return 0
+	}
+	slices.Sort(r)
+	if len(r)%2 == 1 {
+		return r[len(r)/2]
+	}
+	return (r[len(r)/2-1] + r[len(r)/2]) / 2
+}
+
 // intakeMS formats a duration in milliseconds.
 func intakeMS(d time.Duration) string {
 	return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond))
