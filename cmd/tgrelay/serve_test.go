@@ -50,11 +50,21 @@ var (
 )
 
 // tgrelayBinary builds the binary once per test binary, into a directory
-// under the system temp dir that a later run reuses.
+// under the system temp dir named after this process. There is no hook
+// after the last test of the package (TestMain is shared), so each build
+// first removes the directories of test processes that are gone.
 func tgrelayBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("tgrelay-serve-test-%d", os.Getuid()))
+		const prefix = "tgrelay-serve-test-"
+		old, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+		for _, d := range old {
+			pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), prefix))
+			if err == nil && pid != os.Getpid() && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+				_ = os.RemoveAll(d)
+			}
+		}
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d", prefix, os.Getpid()))
 		if buildErr = os.MkdirAll(dir, 0o755); buildErr != nil {
 			return
 		}
