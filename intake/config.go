@@ -143,8 +143,18 @@ type Config struct {
 	// good (attempts spent, abandoned, or its stored body unparsable),
 	// at least once, until it returns nil, which acknowledges it. It
 	// requires a [DurableStore]. Without it, such updates are settled as
-	// abandoned and only reported to [Observer.FailureFunc].
+	// abandoned and only reported to [Observer.FailureFunc], unless
+	// KeepExhaustions is set.
 	ExhaustionHandler func(ctx context.Context, e Exhaustion) error
+
+	// KeepExhaustions, without an ExhaustionHandler, keeps every update
+	// whose handling ended for good as an unacknowledged exhaustion record
+	// in the store, exactly as with a handler, but delivers it to nobody:
+	// it waits for operator tooling ([AdminStore], the tgrelay updates
+	// command) or another process's ExhaustionHandler to acknowledge or
+	// requeue it. It requires a [DurableStore]. With an ExhaustionHandler
+	// it changes nothing.
+	KeepExhaustions bool
 
 	// RetryFunc decides, after failed attempt number attempt (1-based, below
 	// MaxAttempts), whether to retry and after how long. Nil means
@@ -221,6 +231,11 @@ func (c Config) fill() (Config, error) {
 	if c.ExhaustionHandler != nil {
 		if _, ok := c.Store.(DurableStore); !ok {
 			return c, fmt.Errorf("intake: Config.ExhaustionHandler requires a DurableStore, and %T is not one", c.Store)
+		}
+	}
+	if c.KeepExhaustions {
+		if _, ok := c.Store.(DurableStore); !ok {
+			return c, fmt.Errorf("intake: Config.KeepExhaustions requires a DurableStore, and %T is not one", c.Store)
 		}
 	}
 	var err error

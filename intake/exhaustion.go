@@ -8,7 +8,7 @@ import "context"
 // place in MaxQueued; one found by a sweep needs room of its own. It
 // reports whether a delivery was newly scheduled.
 func (r *Runner) scheduleExhaustionLocked(rn *run, e Exhaustion, fromAttempt bool) bool {
-	if r.durable == nil || rn.draining {
+	if r.cfg.ExhaustionHandler == nil || rn.draining {
 		return false
 	}
 	if _, ok := rn.delivering[e.UpdateID]; ok {

@@ -228,6 +228,53 @@ func TestCapabilityRequirements(t *testing.T) {
 	if _, err := intake.New(intake.Config{Store: plain, Handler: nop, ExhaustionHandler: func(context.Context, intake.Exhaustion) error { return nil }}); err == nil || !containsAll(err.Error(), "ExhaustionHandler", "DurableStore") {
 		t.Fatalf("ExhaustionHandler with a plain store: %v", err)
 	}
+	if _, err := intake.New(intake.Config{Store: plain, Handler: nop, KeepExhaustions: true}); err == nil || !containsAll(err.Error(), "KeepExhaustions", "DurableStore") {
+		t.Fatalf("KeepExhaustions with a plain store: %v", err)
+	}
+}
+
+// KeepExhaustions without a handler leaves terminal failures (attempts
+// spent, abandoned, and a spend after a crash on the last attempt) as
+// unacknowledged exhaustion records for operator tooling, delivered to
+// nobody and never run again.
+func TestKeepExhaustionsWithoutHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultStore()
+		var runs atomic.Int32
+		r := newRunner(t, intake.Config{
+			Store:           store,
+			MaxAttempts:     1,
+			KeepExhaustions: true,
+			Handler: func(_ context.Context, u intake.Update) error {
+				runs.Add(1)
+				if u.ID == 2 {
+					return intake.Abandon(errBoom)
+				}
+				return errBoom
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		mustAccept(t, r, msg(2, 2), intake.Accepted)
+		idle(t, r)
+		for range 3 {
+			sweep(t, r)
+			idle(t, r)
+		}
+		page, err := store.DueExhaustions(t.Context(), intake.ExhaustionQuery{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) != 2 || page[0].UpdateID != 1 || page[1].UpdateID != 2 || page[0].Error != "boom" || page[0].ClaimID == "" {
+			t.Fatalf("kept exhaustions %+v, want updates 1 and 2 unacknowledged", page)
+		}
+		if n := runs.Load(); n != 2 {
+			t.Fatalf("handler ran %d times, want 2 (an exhaustion is never run again)", n)
+		}
+		if n := store.Calls("DueExhaustions"); n != 1 {
+			t.Fatalf("the runner listed exhaustions %d times (only the test's own call expected): nothing should deliver them", n-1)
+		}
+	})
 }
 
 // A plain Store (no fencing) still handles, retries and abandons.

@@ -196,3 +196,8 @@ func (r *recorder) get() []string {
 	defer r.mu.Unlock()
 	return append([]string(nil), r.events...)
 }
+
+func (s *faultStore) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
+	s.count("DueExhaustions")
+	return s.Store.DueExhaustions(ctx, q)
+}

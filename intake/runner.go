@@ -25,7 +25,7 @@ type Runner struct {
 	cfg     Config
 	store   Store
 	fenced  FencedStore  // set when the store is fenced
-	durable DurableStore // set when an exhaustion handler is configured
+	durable DurableStore // set when exhaustions are kept: an ExhaustionHandler or KeepExhaustions
 	batch   *committer   // set when the store is a BatchStore
 	policy  func(error, int) (time.Duration, bool)
 	log     *slog.Logger
@@ -92,7 +92,7 @@ func New(cfg Config) (*Runner, error) {
 	if fs, ok := c.Store.(FencedStore); ok {
 		r.fenced = fs
 	}
-	if c.ExhaustionHandler != nil {
+	if c.ExhaustionHandler != nil || c.KeepExhaustions {
 		r.durable = c.Store.(DurableStore) // checked by fill
 	}
 	if bs, ok := c.Store.(BatchStore); ok {
@@ -410,7 +410,7 @@ func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (i
 		}
 		r.mu.Unlock()
 	}
-	if r.durable != nil {
+	if r.cfg.ExhaustionHandler != nil {
 		m, err := r.sweepExhaustions(ctx, rn)
 		n += m
 		if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -109,7 +108,7 @@ func newLogger(w io.Writer, format, level string, red *redactor) (*slog.Logger, 
 	default:
 		return nil, &usageError{msg: fmt.Sprintf("--log-format %q is not one of %s", format, strings.Join(logFormats, ", "))}
 	}
-	return slog.New(&quietParked{Handler: h}), nil
+	return slog.New(h), nil
 }
 
 // lockedWriter serialises writes, since stderr may be shared with other
@@ -123,39 +122,4 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// quietParked lowers to debug the intake's warning about an exhaustion
-// handler that "failed" only because serve keeps exhaustions for the admin
-// commands (see errKeptForAdmin): that happens on every sweep by design.
-type quietParked struct{ slog.Handler }
-
-func (q *quietParked) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level > slog.LevelDebug && r.Message == "intake: exhaustion handler failed" {
-		parked := false
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "err" && strings.Contains(a.Value.String(), errKeptForAdmin.Error()) {
-				parked = true
-				return false
-			}
-			return true
-		})
-		if parked {
-			if !q.Handler.Enabled(ctx, slog.LevelDebug) {
-				return nil
-			}
-			r2 := slog.NewRecord(r.Time, slog.LevelDebug, r.Message, r.PC)
-			r.Attrs(func(a slog.Attr) bool { r2.AddAttrs(a); return true })
-			r = r2
-		}
-	}
-	return q.Handler.Handle(ctx, r)
-}
-
-func (q *quietParked) WithAttrs(as []slog.Attr) slog.Handler {
-	return &quietParked{Handler: q.Handler.WithAttrs(as)}
-}
-
-func (q *quietParked) WithGroup(name string) slog.Handler {
-	return &quietParked{Handler: q.Handler.WithGroup(name)}
 }

@@ -44,26 +44,3 @@ func TestLoggerRedactsEverywhere(t *testing.T) {
 		})
 	}
 }
-
-func TestLoggerQuietsParkedExhaustions(t *testing.T) {
-	t.Parallel()
-	var buf bytes.Buffer
-	log, err := newLogger(&buf, "json", "info", &redactor{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Warn("intake: exhaustion handler failed", "update_id", 1, "err", errKeptForAdmin.Error())
-	if buf.Len() != 0 {
-		t.Errorf("a parked exhaustion was logged at info level: %s", buf.String())
-	}
-	log.Warn("intake: exhaustion handler failed", "update_id", 2, "err", "endpoint answered 500")
-	if !strings.Contains(buf.String(), `"update_id":2`) || !strings.Contains(buf.String(), "WARN") {
-		t.Errorf("a real exhaustion delivery failure was not logged as a warning: %s", buf.String())
-	}
-	buf.Reset()
-	dlog, _ := newLogger(&buf, "json", "debug", &redactor{})
-	dlog.Warn("intake: exhaustion handler failed", "update_id", 3, "err", errKeptForAdmin.Error())
-	if !strings.Contains(buf.String(), `"level":"DEBUG"`) {
-		t.Errorf("a parked exhaustion is not a debug line at debug level: %s", buf.String())
-	}
-}

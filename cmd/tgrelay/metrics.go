@@ -108,18 +108,14 @@ func (m *relayMetrics) observer() intake.Observer {
 				m.rejected.WithLabelValues(rejectInvalid).Inc()
 			}
 		},
-		ClaimFunc:     func(intake.Identity) { m.attempts.Inc() },
-		SettleFunc:    func(_ intake.Identity, s intake.State) { m.settlements.WithLabelValues(string(s)).Inc() },
-		FailureFunc:   func(f intake.Failure) { m.failures.WithLabelValues(failureReason(f.Err)).Inc() },
-		LeaseLostFunc: func(intake.Identity) { m.leasesLost.Inc() },
-		ExhaustFunc:   func(intake.Exhaustion) { m.exhausted.Inc() },
-		ExhaustionFailureFunc: func(_ intake.Exhaustion, err error) {
-			if !errors.Is(err, errKeptForAdmin) {
-				m.exhaustFailed.Inc()
-			}
-		},
-		AcknowledgeFunc: func(intake.Identity) { m.acknowledged.Inc() },
-		StoreErrorFunc:  func(step intake.Step, _ int64, _ error) { m.storeErrors.WithLabelValues(string(step)).Inc() },
+		ClaimFunc:             func(intake.Identity) { m.attempts.Inc() },
+		SettleFunc:            func(_ intake.Identity, s intake.State) { m.settlements.WithLabelValues(string(s)).Inc() },
+		FailureFunc:           func(f intake.Failure) { m.failures.WithLabelValues(failureReason(f.Err)).Inc() },
+		LeaseLostFunc:         func(intake.Identity) { m.leasesLost.Inc() },
+		ExhaustFunc:           func(intake.Exhaustion) { m.exhausted.Inc() },
+		ExhaustionFailureFunc: func(intake.Exhaustion, error) { m.exhaustFailed.Inc() },
+		AcknowledgeFunc:       func(intake.Identity) { m.acknowledged.Inc() },
+		StoreErrorFunc:        func(step intake.Step, _ int64, _ error) { m.storeErrors.WithLabelValues(string(step)).Inc() },
 	}
 }
 

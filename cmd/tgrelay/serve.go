@@ -324,13 +324,6 @@ func (o *serveOptions) allowed() []string {
 	return out
 }
 
-// errKeptForAdmin is what the exhaustion handler of a serve without
-// --exhaustion-forward returns: the exhaustion stays unacknowledged in the
-// store, for 'tgrelay updates exhausted|ack|requeue'. (Without any
-// exhaustion handler the runner would settle such updates as plain
-// abandoned rows and nobody would be told.)
-var errKeptForAdmin = errors.New("kept unacknowledged for the admin commands (no --exhaustion-forward)")
-
 // retryFunc is serve's retry policy: every failure the endpoint did not
 // decide itself is retried after base × 4^(attempt−1), capped at
 // maxRetryBackoff.
@@ -567,7 +560,9 @@ func (s *server) newRunner() error {
 	if err != nil {
 		return fmt.Errorf("forward: %w", err)
 	}
-	exh := func(context.Context, intake.Exhaustion) error { return errKeptForAdmin }
+	// Without --exhaustion-forward, exhaustions stay unacknowledged in the
+	// store for 'tgrelay updates exhausted|ack|requeue'.
+	var exh func(context.Context, intake.Exhaustion) error
 	if o.exhaustionURL != "" {
 		exh = fwd.HandleExhaustion
 	}
@@ -575,6 +570,7 @@ func (s *server) newRunner() error {
 		Store:             s.store,
 		AttemptHandler:    s.metrics.timedForward(fwd.Handle),
 		ExhaustionHandler: exh,
+		KeepExhaustions:   true,
 		RetryFunc:         retryFunc(o.backoffBase),
 		MaxAttempts:       o.maxAttempts,
 		LeaseDuration:     o.lease,
