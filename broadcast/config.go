@@ -107,7 +107,11 @@ type Config struct {
 	DryRun bool
 }
 
-func validName(s string) bool {
+// ValidName reports whether s can name a broadcast: 1 to [MaxNameLen]
+// ASCII letters, digits, '.', '_' and '-', starting with a letter or digit,
+// so that it is a safe directory name. [Run] refuses any other name with
+// [ErrInvalidName]; tools that take a name from a user check it first.
+func ValidName(s string) bool {
 	if len(s) == 0 || len(s) > MaxNameLen {
 		return false
 	}
@@ -124,7 +128,7 @@ func validName(s string) bool {
 // withDefaults validates c and returns a copy with defaults filled in. An
 // invalid field is an error naming it.
 func (c Config) withDefaults() (Config, error) {
-	if !validName(c.Name) {
+	if !ValidName(c.Name) {
 		return c, fmt.Errorf("%w: Config.Name %.140q", ErrInvalidName, c.Name)
 	}
 	if c.Dir == "" {

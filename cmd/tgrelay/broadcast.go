@@ -390,13 +390,7 @@ func checkBroadcastName(name string) error {
 	if name == "" {
 		return errors.New("--name is required")
 	}
-	ok := len(name) <= broadcast.MaxNameLen
-	for i := 0; ok && i < len(name); i++ {
-		c := name[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		ok = alnum || i > 0 && (c == '.' || c == '_' || c == '-')
-	}
-	if !ok {
+	if !broadcast.ValidName(name) {
 		return fmt.Errorf("--name %.140q: want 1-%d of letters, digits, '.', '_', '-', starting with a letter or digit", name, broadcast.MaxNameLen)
 	}
 	return nil
