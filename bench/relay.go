@@ -32,6 +32,9 @@ const (
 	relayRunTimeout = 2 * time.Minute
 	// relaySecret is the webhook secret of every variant.
 	relaySecret = "bench_relay_secret"
+	// relayGoal is the target ratio of serve's rate to the non-durable
+	// forwarder's.
+	relayGoal = 0.5
 	// relayWebhookPath is serve's and the baseline's webhook path.
 	relayWebhookPath = "/telegram"
 )
@@ -179,7 +182,8 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	}
 	for _, v := range variants[:len(variants)-1] {
 		key := strings.TrimPrefix(v.name, "serve-")
-		kv = append(kv, fmt.Sprintf("%s_ratio=%.2f", key, v.median().rate()/baseRate))
+		ratio := v.median().rate() / baseRate
+		kv = append(kv, fmt.Sprintf("%s_ratio=%.2f %s_goal_0.5x=%t", key, ratio, key, ratio >= relayGoal))
 	}
 	fmt.Fprintf(out, "RESULT relay %s\n", strings.Join(kv, " "))
 	return nil

@@ -43,9 +43,10 @@ SQLite file path, or a postgres:// URL).
   requeue ID                                put a failed or abandoned row back
                                             to pending, from attempt zero
 
-ack without --attempt and --claim-id refuses unless --yes is given: the exact
-identity is what an app fences with, and acknowledging "whatever is there" is
-an operator's deliberate choice. Either way the store applies the
+ack without --attempt and --claim-id refuses unless --yes is given (exit 2,
+printing the identity to pass): the exact identity is what an app fences
+with, and acknowledging "whatever is there" is an operator's deliberate
+choice. Either way the store applies the
 acknowledgement only for that exact identity, once; a wrong identity, a row
 that is not an unacknowledged exhaustion or a second ack exits 1.
 
