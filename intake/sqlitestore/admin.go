@@ -71,11 +71,11 @@ func (s *Store) Get(ctx context.Context, updateID int64) (intake.Row, bool, erro
 // Requeue implements [intake.AdminStore.Requeue]. The receipt time is kept,
 // so a sweep lists the requeued row at once.
 func (s *Store) Requeue(ctx context.Context, updateID int64, now time.Time) (bool, error) {
-	res, err := s.q.requeue.ExecContext(ctx, updateID, ms(now))
-	if err != nil {
+	var n int64
+	if err := s.write(ctx, execOp(s.q.requeue, &n, updateID, ms(now))); err != nil {
 		return false, fmt.Errorf("sqlitestore: requeue %d: %w", updateID, err)
 	}
-	return affected(res, "requeue", updateID)
+	return n > 0, nil
 }
 
 // Stats implements [intake.AdminStore.Stats]. Count has an entry for each

@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/groupcommit"
 )
 
 // Defaults and limits of [Config].
@@ -105,6 +106,9 @@ type Store struct {
 
 	q    queries
 	adds addStmts
+	// writes groups concurrent single-statement writes into shared
+	// transactions (see writes.go).
+	writes groupcommit.Group[writeOp, error]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -260,6 +264,7 @@ func build(ctx context.Context, w, r *sql.DB, owned bool, table string, h hooks)
 		return nil, err
 	}
 	s := &Store{table: table, w: w, r: r, owned: owned}
+	s.writes = groupcommit.Group[writeOp, error]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
 	if err := s.q.prepare(ctx, w, r, table); err != nil {
 		s.q.close()
 		return nil, err
@@ -398,13 +403,22 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 		attempts int
 		claimID  string
 	)
-	err := s.q.claim.QueryRowContext(ctx, updateID, ms(opts.Now), ms(opts.LeaseUntil),
-		opts.MaxAttempts, opts.DurableExhaustion, newClaimID(), intake.ErrorAttemptsSpent).Scan(&state, &attempts, &claimID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return intake.Identity{}, false, nil
-	}
+	found := false
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := tx.StmtContext(ctx, s.q.claim).QueryRowContext(ctx, updateID, ms(opts.Now), ms(opts.LeaseUntil),
+			opts.MaxAttempts, opts.DurableExhaustion, newClaimID(), intake.ErrorAttemptsSpent).Scan(&state, &attempts, &claimID)
+		if errors.Is(err, sql.ErrNoRows) {
+			found = false
+			return nil
+		}
+		found = err == nil
+		return err
+	})
 	if err != nil {
 		return intake.Identity{}, false, fmt.Errorf("sqlitestore: claim %d: %w", updateID, err)
+	}
+	if !found {
+		return intake.Identity{}, false, nil
 	}
 	if intake.State(state) != intake.StateProcessing {
 		return intake.Identity{}, false, nil // spent: abandoned instead
@@ -414,20 +428,20 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 
 // Renew implements [intake.Store.Renew].
 func (s *Store) Renew(ctx context.Context, updateID int64, attempt int, leaseUntil, now time.Time) (bool, error) {
-	res, err := s.q.renew.ExecContext(ctx, updateID, attempt, ms(leaseUntil), ms(now))
-	if err != nil {
+	var n int64
+	if err := s.write(ctx, execOp(s.q.renew, &n, updateID, attempt, ms(leaseUntil), ms(now))); err != nil {
 		return false, fmt.Errorf("sqlitestore: renew %d: %w", updateID, err)
 	}
-	return affected(res, "renew", updateID)
+	return n > 0, nil
 }
 
 // RenewOwned implements [intake.FencedStore.RenewOwned].
 func (s *Store) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
-	res, err := s.q.renewOwned.ExecContext(ctx, id.UpdateID, id.Attempt, ms(leaseUntil), ms(now), id.ClaimID)
-	if err != nil {
+	var n int64
+	if err := s.write(ctx, execOp(s.q.renewOwned, &n, id.UpdateID, id.Attempt, ms(leaseUntil), ms(now), id.ClaimID)); err != nil {
 		return false, fmt.Errorf("sqlitestore: renew %d: %w", id.UpdateID, err)
 	}
-	return affected(res, "renew", id.UpdateID)
+	return n > 0, nil
 }
 
 // checkSettlement refuses a settlement state other than the three final ones.
@@ -444,11 +458,11 @@ func (s *Store) Settle(ctx context.Context, updateID int64, attempt int, st inta
 	if err := checkSettlement(updateID, st); err != nil {
 		return false, err
 	}
-	res, err := s.q.settle.ExecContext(ctx, updateID, attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error)
-	if err != nil {
+	var n int64
+	if err := s.write(ctx, execOp(s.q.settle, &n, updateID, attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error)); err != nil {
 		return false, fmt.Errorf("sqlitestore: settle %d: %w", updateID, err)
 	}
-	return affected(res, "settle", updateID)
+	return n > 0, nil
 }
 
 // SettleOwned implements [intake.FencedStore.SettleOwned].
@@ -456,11 +470,11 @@ func (s *Store) SettleOwned(ctx context.Context, id intake.Identity, st intake.S
 	if err := checkSettlement(id.UpdateID, st); err != nil {
 		return false, err
 	}
-	res, err := s.q.settleOwned.ExecContext(ctx, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)
-	if err != nil {
+	var n int64
+	if err := s.write(ctx, execOp(s.q.settleOwned, &n, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)); err != nil {
 		return false, fmt.Errorf("sqlitestore: settle %d: %w", id.UpdateID, err)
 	}
-	return affected(res, "settle", id.UpdateID)
+	return n > 0, nil
 }
 
 // Owns implements [intake.FencedStore.Owns] as a plain read outside any
@@ -542,11 +556,11 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 
 // Exhaust implements [intake.DurableStore.Exhaust].
 func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
-	res, err := s.q.exhaust.ExecContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at), errText)
-	if err != nil {
+	var n int64
+	if err := s.write(ctx, execOp(s.q.exhaust, &n, id.UpdateID, id.Attempt, id.ClaimID, ms(at), errText)); err != nil {
 		return false, fmt.Errorf("sqlitestore: exhaust %d: %w", id.UpdateID, err)
 	}
-	return affected(res, "exhaust", id.UpdateID)
+	return n > 0, nil
 }
 
 // DueExhaustions implements [intake.DurableStore.DueExhaustions]. A row
@@ -591,11 +605,11 @@ func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([
 
 // AcknowledgeExhaustion implements [intake.DurableStore.AcknowledgeExhaustion].
 func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
-	res, err := s.q.acknowledge.ExecContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at))
-	if err != nil {
+	var n int64
+	if err := s.write(ctx, execOp(s.q.acknowledge, &n, id.UpdateID, id.Attempt, id.ClaimID, ms(at))); err != nil {
 		return false, fmt.Errorf("sqlitestore: acknowledge %d: %w", id.UpdateID, err)
 	}
-	return affected(res, "acknowledge", id.UpdateID)
+	return n > 0, nil
 }
 
 // affected reports whether a statement changed a row.
