@@ -133,6 +133,7 @@ type StatusError struct {
 	RetryAfter time.Duration
 }
 
+// Error implements error.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("forward: %s endpoint answered %d %s", e.Kind, e.Code, http.StatusText(e.Code))
 }

@@ -109,6 +109,8 @@ type ClaimError struct {
 	OwnerHost string
 }
 
+// Error implements error. It names the owner's host and what to pass to
+// take over, never a path.
 func (e *ClaimError) Error() string {
 	switch e.Reason {
 	case ReasonOtherSecret:
