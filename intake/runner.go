@@ -124,7 +124,7 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	in := Incoming{UpdateID: p.id, Body: body, ReceivedAt: now()}
 	var added bool
 	if r.batch != nil {
-		added, err = r.batch.add(ctx, in)
+		added, err = r.batch.Do(ctx, in)
 	} else {
 		added, err = r.store.Add(ctx, in)
 	}
