@@ -75,11 +75,8 @@ func scanRow(r pgx.Row) (intake.Row, error) {
 // Requeue implements [intake.AdminStore.Requeue]. It leaves claim_id as it
 // was; the next claim replaces it, so no earlier identity matches again.
 func (s *Store) Requeue(ctx context.Context, updateID int64, now time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, s.q.requeue, updateID, ms(now))
-	if err != nil {
-		return false, s.fail("requeue", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	n, err := s.write(ctx, "requeue", writeReq{updateID: updateID, sql: s.q.requeue, args: []any{updateID, ms(now)}})
+	return n == 1, err
 }
 
 // Stats implements [intake.AdminStore.Stats]. Count has an entry for each of

@@ -14,6 +14,7 @@ type queries struct {
 	owns                                 string
 	exhaust, dueExhaustions              string
 	acknowledge                          string
+	lockRows                             string
 	list, get, requeue, stats            string
 }
 
@@ -119,6 +120,14 @@ func buildQueries(table string) queries {
 		acknowledge: f(`UPDATE {{table}} SET settled_at = $4::bigint
 			WHERE update_id = $1::bigint AND state = 'abandoned' AND settled_at IS NULL
 			  AND attempts = $2::integer AND claim_id = $3::text`),
+
+		// $1 update ids. Locks the rows of a shared write transaction that
+		// no other transaction holds, in update id order, with the lock an
+		// UPDATE takes; see writes.go.
+		lockRows: f(`SELECT update_id FROM {{table}}
+			WHERE update_id = ANY($1::bigint[])
+			ORDER BY update_id
+			FOR NO KEY UPDATE SKIP LOCKED`),
 
 		// $1 state (NULL: any), $2 unacknowledged only, $3 after, $4 limit.
 		list: f(`SELECT ` + rowColumns + ` FROM {{table}}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/groupcommit"
 )
 
 // DefaultTable is the table a [Store] uses when [Config.Table] is empty.
@@ -69,6 +70,10 @@ type Store struct {
 	pool  *pgxpool.Pool
 	table string
 	q     queries
+	// writes groups concurrent single-statement writes into shared
+	// transactions (see writes.go).
+	writes groupcommit.Group[writeReq, writeRes]
+	hooks  *testHooks
 }
 
 // Compile-time checks of the capability levels Store claims.
@@ -94,6 +99,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: Config.Table: %w", err)
 	}
 	s := &Store{pool: pool, table: cfg.Table, q: buildQueries(cfg.Table)}
+	s.writes = groupcommit.Group[writeReq, writeRes]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
 	if cfg.NoCreate {
 		var exists bool
 		if err := pool.QueryRow(ctx, "SELECT to_regclass($1::text) IS NOT NULL", cfg.Table).Scan(&exists); err != nil {
@@ -226,15 +232,15 @@ func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts
 	}
 	var state string
 	var attempts int
-	err := s.pool.QueryRow(ctx, s.q.claim, updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.ErrorAttemptsSpent).
-		Scan(&state, &attempts)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
+	n, err := s.write(ctx, "claim", writeReq{
+		updateID: updateID, sql: s.q.claim,
+		args: []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.ErrorAttemptsSpent},
+		dest: []any{&state, &attempts},
+	})
 	if err != nil {
-		return 0, false, s.fail("claim", err)
+		return 0, false, err
 	}
-	if intake.State(state) != intake.StateProcessing {
+	if n == 0 || intake.State(state) != intake.StateProcessing {
 		return 0, false, nil // spent and abandoned
 	}
 	return attempts, true, nil
@@ -257,15 +263,15 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 		attempts int
 		claimID  string
 	)
-	err := s.pool.QueryRow(ctx, sql, updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.ErrorAttemptsSpent, uuid.NewString()).
-		Scan(&state, &attempts, &claimID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return intake.Identity{}, false, nil
-	}
+	n, err := s.write(ctx, "claim owned", writeReq{
+		updateID: updateID, sql: sql,
+		args: []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.ErrorAttemptsSpent, uuid.NewString()},
+		dest: []any{&state, &attempts, &claimID},
+	})
 	if err != nil {
-		return intake.Identity{}, false, s.fail("claim owned", err)
+		return intake.Identity{}, false, err
 	}
-	if intake.State(state) != intake.StateProcessing {
+	if n == 0 || intake.State(state) != intake.StateProcessing {
 		return intake.Identity{}, false, nil
 	}
 	return intake.Identity{UpdateID: updateID, Attempt: attempts, ClaimID: claimID}, true, nil
@@ -280,20 +286,14 @@ func checkClaimOpts(opts intake.ClaimOpts) error {
 
 // Renew implements [intake.Store.Renew]. It does not touch claim_id.
 func (s *Store) Renew(ctx context.Context, updateID int64, attempt int, leaseUntil, now time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, s.q.renew, updateID, attempt, ms(leaseUntil), ms(now))
-	if err != nil {
-		return false, s.fail("renew", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	n, err := s.write(ctx, "renew", writeReq{updateID: updateID, sql: s.q.renew, args: []any{updateID, attempt, ms(leaseUntil), ms(now)}})
+	return n == 1, err
 }
 
 // RenewOwned implements [intake.FencedStore.RenewOwned].
 func (s *Store) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, s.q.renewOwned, id.UpdateID, id.Attempt, ms(leaseUntil), ms(now), id.ClaimID)
-	if err != nil {
-		return false, s.fail("renew owned", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	n, err := s.write(ctx, "renew owned", writeReq{updateID: id.UpdateID, sql: s.q.renewOwned, args: []any{id.UpdateID, id.Attempt, ms(leaseUntil), ms(now), id.ClaimID}})
+	return n == 1, err
 }
 
 // Settle implements [intake.Store.Settle]. It does not touch claim_id.
@@ -301,11 +301,8 @@ func (s *Store) Settle(ctx context.Context, updateID int64, attempt int, st inta
 	if err := checkSettlement(st); err != nil {
 		return false, err
 	}
-	tag, err := s.pool.Exec(ctx, s.q.settle, updateID, attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error)
-	if err != nil {
-		return false, s.fail("settle", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	n, err := s.write(ctx, "settle", writeReq{updateID: updateID, sql: s.q.settle, args: []any{updateID, attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error}})
+	return n == 1, err
 }
 
 // SettleOwned implements [intake.FencedStore.SettleOwned].
@@ -313,11 +310,8 @@ func (s *Store) SettleOwned(ctx context.Context, id intake.Identity, st intake.S
 	if err := checkSettlement(st); err != nil {
 		return false, err
 	}
-	tag, err := s.pool.Exec(ctx, s.q.settleOwned, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)
-	if err != nil {
-		return false, s.fail("settle owned", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	n, err := s.write(ctx, "settle owned", writeReq{updateID: id.UpdateID, sql: s.q.settleOwned, args: []any{id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID}})
+	return n == 1, err
 }
 
 func checkSettlement(st intake.Settlement) error {
@@ -414,11 +408,8 @@ func (s *Store) owns(ctx context.Context, db querier, op string, id intake.Ident
 
 // Exhaust implements [intake.DurableStore.Exhaust].
 func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, s.q.exhaust, id.UpdateID, id.Attempt, id.ClaimID, ms(at), errText)
-	if err != nil {
-		return false, s.fail("exhaust", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	n, err := s.write(ctx, "exhaust", writeReq{updateID: id.UpdateID, sql: s.q.exhaust, args: []any{id.UpdateID, id.Attempt, id.ClaimID, ms(at), errText}})
+	return n == 1, err
 }
 
 // DueExhaustions implements [intake.DurableStore.DueExhaustions]. A row
@@ -454,9 +445,6 @@ func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([
 
 // AcknowledgeExhaustion implements [intake.DurableStore.AcknowledgeExhaustion].
 func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, s.q.acknowledge, id.UpdateID, id.Attempt, id.ClaimID, ms(at))
-	if err != nil {
-		return false, s.fail("acknowledge exhaustion", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	n, err := s.write(ctx, "acknowledge exhaustion", writeReq{updateID: id.UpdateID, sql: s.q.acknowledge, args: []any{id.UpdateID, id.Attempt, id.ClaimID, ms(at)}})
+	return n == 1, err
 }

@@ -1,0 +1,21 @@
+package pgstore
+
+// BatchHooks observe the group commit of a store's writes; see testHooks.
+type BatchHooks struct {
+	// Enter is called by every write before it joins the group.
+	Enter func()
+	// Batch is called before a shared transaction runs its writes, with
+	// their update ids in the order they run.
+	Batch func(ids []int64)
+	// End is called after a shared transaction, with whether it committed.
+	End func(ids []int64, committed bool)
+}
+
+// SetBatchHooks installs h on s. Call it before s is used.
+func SetBatchHooks(s *Store, h BatchHooks) {
+	s.hooks = &testHooks{enter: h.Enter, batch: h.Batch, end: h.End}
+}
+
+// OrderWrites is orderWrites: the order a shared transaction runs writes of
+// these update ids in.
+func OrderWrites(ids []int64) []int { return orderWrites(ids) }
