@@ -53,7 +53,10 @@ type Config struct {
 // machines sharing one database.
 //
 // Every state change is one conditional SQL statement, so concurrent claims
-// of one row by any number of processes cannot both win. Times are stored as
+// of one row by any number of processes cannot both win. Concurrent state
+// changes made through one Store share a transaction and one commit (group
+// commit); a write whose row another transaction holds locked runs alone
+// instead, so it never stalls the others (see writes.go). Times are stored as
 // Unix milliseconds of the intake's clock. [Store.Due] skips rows locked by
 // other transactions (FOR UPDATE SKIP LOCKED), so concurrent sweepers do not
 // stampede the same rows. [Store.OwnsTx] and [Store.OwnsSQLTx] fence a

@@ -179,7 +179,7 @@ func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]writeRes, 
 	b.Queue(s.q.lockRows, rows)
 	br := s.pool.SendBatch(ctx, b)
 	tx := br.Tx()
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op once committed
+	defer func() { _ = tx.Rollback(ctx) }() // no-op once committed; closes the connection if ctx ended
 	locked, err := readLocked(br)
 	if cerr := br.Close(); err == nil {
 		err = cerr
