@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,21 @@ func logBatches(st *pgstore.Store, want int) *batchLog {
 	return l
 }
 
+// run calls f(0), and once it leads a shared transaction (held until all
+// want writes entered the store), f(1) … f(n-1) concurrently; it returns
+// when all have returned. The writes of f(1) … f(n-1) thus queue behind
+// f(0)'s.
+func (l *batchLog) run(t *testing.T, n int, f func(i int)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	wg.Go(func() { f(0) })
+	waitFor(t, bounded, "the first write to lead", func() (bool, error) { return l.first.Load(), nil })
+	for i := 1; i < n; i++ {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
+}
+
 // largest returns the size of the largest shared transaction.
 func (l *batchLog) largest(t *testing.T) int {
 	t.Helper()
@@ -107,17 +123,13 @@ func TestConcurrentWritesShareTransactions(t *testing.T) {
 
 	oks := make([]bool, n+1)
 	errs := make([]error, n+1)
-	var wg sync.WaitGroup
-	for i := range n + 1 {
-		wg.Go(func() {
-			if i == n { // a stale identity: refused, inside a shared transaction
-				oks[i], errs[i] = st.SettleOwned(t.Context(), stale, completed(10))
-				return
-			}
-			oks[i], errs[i] = st.SettleOwned(t.Context(), ids[i], completed(100))
-		})
-	}
-	wg.Wait()
+	l.run(t, n+1, func(i int) {
+		if i == n { // a stale identity: refused, inside a shared transaction
+			oks[i], errs[i] = st.SettleOwned(t.Context(), stale, completed(10))
+			return
+		}
+		oks[i], errs[i] = st.SettleOwned(t.Context(), ids[i], completed(100))
+	})
 	for i := range n {
 		if errs[i] != nil || !oks[i] {
 			t.Fatalf("settle %d = %v, %v; want true", i+1, oks[i], errs[i])
@@ -148,18 +160,14 @@ func TestFailingWriteInBatchDoesNotFailOthers(t *testing.T) {
 
 	oks := make([]bool, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			s := completed(100)
-			if i == n/2 {
-				// Not valid UTF-8: PostgreSQL refuses the text.
-				s = intake.Settlement{State: intake.StateFailed, At: at(100), RetryAt: at(200), Error: "bad \xff\x00"}
-			}
-			oks[i], errs[i] = st.SettleOwned(t.Context(), ids[i], s)
-		})
-	}
-	wg.Wait()
+	l.run(t, n, func(i int) {
+		s := completed(100)
+		if i == n/2 {
+			// Not valid UTF-8: PostgreSQL refuses the text.
+			s = intake.Settlement{State: intake.StateFailed, At: at(100), RetryAt: at(200), Error: "bad \xff\x00"}
+		}
+		oks[i], errs[i] = st.SettleOwned(t.Context(), ids[i], s)
+	})
 	if errs[n/2] == nil {
 		t.Fatalf("the invalid settlement succeeded (%v)", oks[n/2])
 	}
@@ -193,16 +201,12 @@ func TestBatchRunsWritesInUpdateIDOrder(t *testing.T) {
 	const n = 16
 	ids := claimRows(t, st, n)
 	l := logBatches(st, n)
-	var wg sync.WaitGroup
-	for i := range n {
+	l.run(t, n, func(i int) {
 		id := ids[(i*7)%n] // started out of order
-		wg.Go(func() {
-			if ok, err := st.RenewOwned(t.Context(), id, at(20_000), at(100)); err != nil || !ok {
-				t.Errorf("renew %d = %v, %v", id.UpdateID, ok, err)
-			}
-		})
-	}
-	wg.Wait()
+		if ok, err := st.RenewOwned(t.Context(), id, at(20_000), at(100)); err != nil || !ok {
+			t.Errorf("renew %d = %v, %v", id.UpdateID, ok, err)
+		}
+	})
 	if m := l.largest(t); m < 2 {
 		t.Fatalf("no shared transaction: %v", l.batches)
 	}
@@ -333,5 +337,48 @@ func TestCancelledWriteIsNotCommitted(t *testing.T) {
 	row, _, gerr := st.Get(t.Context(), ids[1].UpdateID)
 	if gerr != nil || row.State != intake.StateProcessing {
 		t.Fatalf("row 2 = %+v, %v; want still processing", row, gerr)
+	}
+}
+
+// TestLegacyClaimsShareATransactionWithARefusedOwnedClaim: on a table
+// without claim_id, an owned claim fails with ErrNotMigrated inside a shared
+// transaction; the base claims of that transaction still take their rows.
+func TestLegacyClaimsShareATransactionWithARefusedOwnedClaim(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	legacyTable(t, pool, "legacy")
+	st, err := pgstore.New(t.Context(), pool, pgstore.Config{Table: "legacy", NoCreate: true})
+	if err != nil {
+		t.Fatalf("New on a legacy table: %v", err)
+	}
+	const n = 8
+	for i := range n {
+		mustAdd(t, st, int64(i+1), 0)
+	}
+	l := logBatches(st, n)
+	attempts := make([]int, n)
+	oks := make([]bool, n)
+	errs := make([]error, n)
+	l.run(t, n, func(i int) {
+		if i == n-1 {
+			_, oks[i], errs[i] = st.ClaimOwned(t.Context(), int64(i+1), claimOpts(10, 100))
+			return
+		}
+		attempts[i], oks[i], errs[i] = st.Claim(t.Context(), int64(i+1), claimOpts(10, 100))
+	})
+	for i := range n - 1 {
+		if errs[i] != nil || !oks[i] || attempts[i] != 1 {
+			t.Fatalf("Claim %d = %d, %v, %v; want attempt 1", i+1, attempts[i], oks[i], errs[i])
+		}
+	}
+	if !errors.Is(errs[n-1], pgstore.ErrNotMigrated) || oks[n-1] {
+		t.Fatalf("ClaimOwned on a legacy table = %v, %v; want ErrNotMigrated", oks[n-1], errs[n-1])
+	}
+	if m := l.largest(t); m < 2 {
+		t.Fatalf("no shared transaction: %v", l.batches)
+	}
+	// Row n is still pending: the base claim takes it.
+	if a, ok, err := st.Claim(t.Context(), n, claimOpts(20, 100)); err != nil || !ok || a != 1 {
+		t.Fatalf("Claim %d after the refused owned claim = %d, %v, %v; want attempt 1", n, a, ok, err)
 	}
 }
