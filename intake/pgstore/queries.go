@@ -7,15 +7,41 @@ import "strings"
 // conditional statement.
 type queries struct {
 	add, addBatch                        string
-	claim, claimOwned, claimOwnedDurable string
-	renew, renewOwned                    string
-	settle, settleOwned                  string
+	claim, claimOwned, claimOwnedDurable writeSQL
+	renew, renewOwned                    writeSQL
+	settle, settleOwned                  writeSQL
 	due, prune                           string
 	owns                                 string
-	exhaust, dueExhaustions              string
-	acknowledge                          string
+	exhaust                              writeSQL
+	dueExhaustions                       string
+	acknowledge                          writeSQL
+	requeue                              writeSQL
+	list, get, stats                     string
 	lockRows                             string
-	list, get, requeue, stats            string
+}
+
+// writeSQL is a single-row write in its two forms. alone is the plain
+// conditional statement, run by itself. shared runs in a shared transaction
+// after lockRows (see writes.go), and changes the row only when lockRows
+// locked it: the extra condition is on the parameter alone, so for a row
+// lockRows skipped it is false before the row is looked at, and the
+// statement neither waits for the row's lock nor changes it.
+type writeSQL struct {
+	alone, shared string
+}
+
+// sharedWhere is how every single-row write selects its row.
+const sharedWhere = "WHERE update_id = $1::bigint"
+
+// lockedSetting is the transaction-local setting in which lockRows leaves
+// the ids it locked, as an array literal.
+const lockedSetting = "tgrelay.pgstore_locked_ids"
+
+// newWriteSQL builds both forms of stmt, a write that selects its row with
+// sharedWhere.
+func newWriteSQL(stmt string) writeSQL {
+	return writeSQL{alone: stmt, shared: strings.Replace(stmt, sharedWhere,
+		sharedWhere+" AND $1::bigint = ANY (current_setting('"+lockedSetting+"')::bigint[])", 1)}
 }
 
 // claimable is the claim predicate: a pending row always; a failed row whose
@@ -38,6 +64,7 @@ const claimSet = `
 func buildQueries(table string) queries {
 	r := strings.NewReplacer("{{table}}", table, "{{claimable}}", claimable, "{{claimSet}}", claimSet)
 	f := func(s string) string { return r.Replace(s) }
+	w := func(s string) writeSQL { return newWriteSQL(f(s)) }
 	return queries{
 		add: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at)
 			VALUES ($1::bigint, $2::bytea, 'pending', 0, $3::bigint, $3::bigint)
@@ -48,17 +75,17 @@ func buildQueries(table string) queries {
 			ON CONFLICT (update_id) DO NOTHING
 			RETURNING update_id`),
 
-		claim: f(`UPDATE {{table}} SET {{claimSet}},
+		claim: w(`UPDATE {{table}} SET {{claimSet}},
 				settled_at = CASE WHEN attempts < $4::integer THEN settled_at ELSE $2::bigint END
 			WHERE update_id = $1::bigint AND {{claimable}}
 			RETURNING state, attempts`),
-		claimOwned: f(`UPDATE {{table}} SET {{claimSet}},
+		claimOwned: w(`UPDATE {{table}} SET {{claimSet}},
 				settled_at = CASE WHEN attempts < $4::integer THEN settled_at ELSE $2::bigint END,
 				claim_id   = CASE WHEN attempts < $4::integer THEN $6::text ELSE COALESCE(claim_id, $6::text) END
 			WHERE update_id = $1::bigint AND {{claimable}}
 			RETURNING state, attempts, claim_id`),
 		// A durable spend leaves settled_at NULL: an unacknowledged exhaustion.
-		claimOwnedDurable: f(`UPDATE {{table}} SET {{claimSet}},
+		claimOwnedDurable: w(`UPDATE {{table}} SET {{claimSet}},
 				settled_at = CASE WHEN attempts < $4::integer THEN settled_at ELSE NULL END,
 				claim_id   = CASE WHEN attempts < $4::integer THEN $6::text ELSE COALESCE(claim_id, $6::text) END
 			WHERE update_id = $1::bigint AND {{claimable}}
@@ -66,23 +93,23 @@ func buildQueries(table string) queries {
 
 		// $1 update id, $2 attempt, $3 lease end, $4 now, $5 claim id.
 		// Renewal never shortens a lease and never revives an expired one.
-		renew: f(`UPDATE {{table}} SET due_at = GREATEST(due_at, $3::bigint)
+		renew: w(`UPDATE {{table}} SET due_at = GREATEST(due_at, $3::bigint)
 			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
 			  AND due_at >= $4::bigint`),
-		renewOwned: f(`UPDATE {{table}} SET due_at = GREATEST(due_at, $3::bigint)
+		renewOwned: w(`UPDATE {{table}} SET due_at = GREATEST(due_at, $3::bigint)
 			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
 			  AND due_at >= $4::bigint AND claim_id = $5::text`),
 
 		// $1 update id, $2 attempt, $3 state, $4 at, $5 retry at, $6 error,
 		// $7 claim id. Applies only while the lease is live at $4.
-		settle: f(`UPDATE {{table}} SET
+		settle: w(`UPDATE {{table}} SET
 				state      = $3::text,
 				due_at     = CASE WHEN $3::text = 'failed' THEN $5::bigint ELSE due_at END,
 				settled_at = CASE WHEN $3::text = 'failed' THEN NULL ELSE $4::bigint END,
 				error      = CASE WHEN $3::text = 'completed' THEN NULL ELSE $6::text END
 			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
 			  AND due_at >= $4::bigint`),
-		settleOwned: f(`UPDATE {{table}} SET
+		settleOwned: w(`UPDATE {{table}} SET
 				state      = $3::text,
 				due_at     = CASE WHEN $3::text = 'failed' THEN $5::bigint ELSE due_at END,
 				settled_at = CASE WHEN $3::text = 'failed' THEN NULL ELSE $4::bigint END,
@@ -107,7 +134,7 @@ func buildQueries(table string) queries {
 			  AND claim_id = $3::text AND due_at >= $4::bigint
 			FOR UPDATE`),
 		// $1 update id, $2 attempt, $3 claim id, $4 at, $5 error.
-		exhaust: f(`UPDATE {{table}} SET state = 'abandoned', due_at = $4::bigint, settled_at = NULL, error = $5::text
+		exhaust: w(`UPDATE {{table}} SET state = 'abandoned', due_at = $4::bigint, settled_at = NULL, error = $5::text
 			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
 			  AND claim_id = $3::text AND due_at >= $4::bigint`),
 		// $1 after (NULL: from the start), $2 limit.
@@ -117,17 +144,20 @@ func buildQueries(table string) queries {
 			ORDER BY update_id
 			LIMIT $2::integer`),
 		// $1 update id, $2 attempt, $3 claim id, $4 at.
-		acknowledge: f(`UPDATE {{table}} SET settled_at = $4::bigint
+		acknowledge: w(`UPDATE {{table}} SET settled_at = $4::bigint
 			WHERE update_id = $1::bigint AND state = 'abandoned' AND settled_at IS NULL
 			  AND attempts = $2::integer AND claim_id = $3::text`),
 
-		// $1 update ids. Locks the rows of a shared write transaction that
-		// no other transaction holds, in update id order, with the lock an
-		// UPDATE takes; see writes.go.
-		lockRows: f(`SELECT update_id FROM {{table}}
-			WHERE update_id = ANY($1::bigint[])
-			ORDER BY update_id
-			FOR NO KEY UPDATE SKIP LOCKED`),
+		// $1 update ids. Locks, in update id order, those of the rows that
+		// no other transaction holds, with the lock an UPDATE takes, answers
+		// their ids and leaves them in lockedSetting for the transaction's
+		// shared writes.
+		lockRows: f(`SELECT ids, set_config('` + lockedSetting + `', ids::text, true)
+			FROM (SELECT COALESCE(array_agg(update_id ORDER BY update_id), '{}') AS ids
+				FROM (SELECT update_id FROM {{table}}
+					WHERE update_id = ANY ($1::bigint[])
+					ORDER BY update_id
+					FOR NO KEY UPDATE SKIP LOCKED) AS locked) AS agg`),
 
 		// $1 state (NULL: any), $2 unacknowledged only, $3 after, $4 limit.
 		list: f(`SELECT ` + rowColumns + ` FROM {{table}}
@@ -138,7 +168,7 @@ func buildQueries(table string) queries {
 			LIMIT $4::integer`),
 		get: f(`SELECT ` + rowColumns + ` FROM {{table}} WHERE update_id = $1::bigint`),
 		// $1 update id, $2 now. Leaves claim_id: the next claim replaces it.
-		requeue: f(`UPDATE {{table}} SET state = 'pending', attempts = 0, due_at = $2::bigint,
+		requeue: w(`UPDATE {{table}} SET state = 'pending', attempts = 0, due_at = $2::bigint,
 				error = NULL, settled_at = NULL
 			WHERE update_id = $1::bigint AND state IN ('failed', 'abandoned')`),
 		stats: f(`SELECT state, count(*),

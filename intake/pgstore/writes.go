@@ -21,33 +21,47 @@ import (
 // them all durable before any of them returns. Each statement stays atomic
 // by itself, so sharing a commit changes no outcome.
 //
-// A shared transaction takes three round trips, whatever its size:
-//
-//  1. BEGIN and one SELECT … FOR NO KEY UPDATE SKIP LOCKED that locks the
-//     rows of the batch, in update id order;
-//  2. the writes whose rows it locked, sorted by update id (writes to one
-//     row keep their order), sent together as one pgx.Batch;
-//  3. COMMIT.
+// A shared transaction takes two round trips, whatever its size. The first
+// sends, as one pgx.Batch: BEGIN; lockRows, which locks the batch's rows in
+// update id order, skipping any row another transaction holds (FOR NO KEY
+// UPDATE SKIP LOCKED, the lock an UPDATE takes anyway), and leaves the ids
+// it locked in a transaction-local setting; then every write, sorted by
+// update id (writes to one row keep their order), each in its shared form
+// (see writeSQL). The second is COMMIT.
 //
 // Row locks. A shared transaction never waits for a row lock. A row can be
-// locked for long by someone else: an application's domain transaction that
-// holds it through [Store.OwnsTx] (which a reclaim, and the owner's own
+// held for long by someone else: an application's domain transaction that
+// locked it through [Store.OwnsTx] (which a reclaim, and the owner's own
 // renewal, must wait for, by design), another sweeper's [Store.DueTx], or
 // another process's write. Waiting inside a shared transaction would stall
 // every write of the batch, and every write queued behind it, for as long as
-// that domain transaction stays open. So the first statement skips locked
-// rows (SKIP LOCKED), and a write whose row it did not lock leaves the batch:
-// its caller runs it alone, on the pool and outside the group, exactly as
-// before group commit, so it waits for the lock (a reclaim still waits for
-// the fenced transaction's commit and then gets the next attempt) while
-// the group goes on. Because the writes that stay touch only rows the batch
-// already holds, a batch never waits and two processes' batches cannot
-// deadlock; locking in update id order and running the writes in that order
-// keep that true even if a lock were ever waited for. This was chosen over
-// lock_timeout: a timeout would stall the batch up to the timeout on every
-// fenced row and then redo the whole batch, and any value short enough to
-// keep the stall small is also short enough to trip on an ordinary commit
-// of another process.
+// that domain transaction stays open. So a write's shared form has one more
+// condition, on its parameters only: its row is among those lockRows
+// locked. For a row lockRows skipped, the condition is false before the row
+// is looked at, so the write neither waits for the row nor changes it; it
+// leaves the batch, and its caller runs it alone, on the pool and outside
+// the group, exactly as before group commit: it waits for the lock (a
+// reclaim still waits for the fenced transaction's commit and then gets the
+// next attempt) while the group goes on. A shared transaction thus only
+// writes rows it already holds and never waits, so two processes' shared
+// transactions cannot deadlock; taking the locks and running the writes in
+// update id order keeps that true even if a lock were ever waited for.
+//
+// This was chosen over SET LOCAL lock_timeout, which needs no lockRows. A
+// timeout stalls the batch, and the writes queued behind it, up to the
+// timeout each time a batched write meets a held row (an owner renewing its
+// lease while its domain transaction is open is the common case), then
+// redoes the batch; and a timeout short enough to keep that stall small
+// also trips on another process's ordinary commit of the same row.
+// Measured (go run ./bench intake-process, PostgreSQL, medians of four
+// alternating runs on 2 shared cores), the lock costs the store-only
+// benchmark some throughput and the relay none that shows:
+//
+//	                                    raw items/s  runner items/s  relay updates/s
+//	before group commit                        2700            2150             1150
+//	shared, lockRows in its own round trip     7340            4940                -
+//	shared, lockRows pipelined (this)          7560            5080             2200
+//	shared, no lock handling at all            8430            6550             2300
 //
 // Failures. If any statement of a shared transaction fails (or BEGIN does),
 // the transaction is rolled back and every write of it is run alone by its
@@ -67,7 +81,7 @@ const (
 // writeReq is one single-statement write of one row.
 type writeReq struct {
 	updateID int64
-	sql      string
+	sql      writeSQL
 	args     []any
 	// dest receives the values of a statement with RETURNING (one row at
 	// most); nil for a statement without. The values are valid only when
@@ -116,13 +130,13 @@ func (s *Store) write(ctx context.Context, op string, r writeReq) (int64, error)
 // writeAlone runs r as one autocommit statement on the pool.
 func (s *Store) writeAlone(ctx context.Context, r writeReq) (int64, error) {
 	if r.dest == nil {
-		tag, err := s.pool.Exec(ctx, r.sql, r.args...)
+		tag, err := s.pool.Exec(ctx, r.sql.alone, r.args...)
 		if err != nil {
 			return 0, err
 		}
 		return tag.RowsAffected(), nil
 	}
-	err := s.pool.QueryRow(ctx, r.sql, r.args...).Scan(r.dest...)
+	err := s.pool.QueryRow(ctx, r.sql.alone, r.args...).Scan(r.dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -166,38 +180,10 @@ func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]writeRes, 
 		ids[i] = r.updateID
 	}
 	order := orderWrites(ids)
-	rows := make([]int64, 0, len(reqs)) // distinct ids, ascending
-	for _, i := range order {
-		if n := len(rows); n == 0 || rows[n-1] != ids[i] {
-			rows = append(rows, ids[i])
-		}
-	}
 
-	// Round trip 1: begin, and lock the batch's rows that nobody else holds.
-	b := &pgx.Batch{}
-	b.BeginTx(pgx.TxOptions{})
-	b.Queue(s.q.lockRows, rows)
-	br := s.pool.SendBatch(ctx, b)
-	tx := br.Tx()
-	defer func() { _ = tx.Rollback(ctx) }() // no-op once committed; closes the connection if ctx ended
-	locked, err := readLocked(br)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return aloneAll()
-	}
-
-	// Round trip 2: the writes of the locked rows, in update id order.
-	run := make([]int, 0, len(order))
-	runIDs := make([]int64, 0, len(order))
-	for _, i := range order {
-		if _, ok := locked[ids[i]]; ok {
-			run = append(run, i)
-			runIDs = append(runIDs, ids[i])
-		} else {
-			res[i].alone = true
-		}
+	runIDs := make([]int64, len(order))
+	for k, i := range order {
+		runIDs[k] = ids[i]
 	}
 	if s.hooks != nil && s.hooks.batch != nil {
 		s.hooks.batch(runIDs)
@@ -206,70 +192,82 @@ func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]writeRes, 
 	if s.hooks != nil && s.hooks.end != nil {
 		defer func() { s.hooks.end(runIDs, committed) }()
 	}
-	if len(run) > 0 {
-		wb := &pgx.Batch{}
-		for _, i := range run {
-			wb.Queue(reqs[i].sql, reqs[i].args...)
-		}
-		wr := tx.SendBatch(ctx, wb)
-		err := readWrites(wr, reqs, run, res)
-		if cerr := wr.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return aloneAll()
+
+	// Round trip 1: begin, lock the batch's rows that nobody else holds, and
+	// run every write in update id order.
+	rows := make([]int64, 0, len(order)) // distinct ids, ascending
+	for _, id := range runIDs {
+		if n := len(rows); n == 0 || rows[n-1] != id {
+			rows = append(rows, id)
 		}
 	}
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	b.Queue(s.q.lockRows, rows)
+	for _, i := range order {
+		b.Queue(reqs[i].sql.shared, reqs[i].args...)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	tx := br.Tx()
+	defer func() { _ = tx.Rollback(ctx) }() // no-op once committed; closes the connection if ctx ended
+	err := readShared(br, reqs, order, res)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return aloneAll()
+	}
 
-	// Round trip 3: one commit for all of them.
+	// Round trip 2: one commit for all of them.
 	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("commit of %d shared writes: %w", len(run), err)
+		return nil, fmt.Errorf("commit of %d shared writes: %w", len(reqs), err)
 	}
 	committed = true
 	return res, nil
 }
 
-// readLocked reads the first batch's results: the begin, then the ids of the
-// rows locked.
-func readLocked(br pgx.BatchResults) (map[int64]struct{}, error) {
+// readShared reads a shared transaction's first round trip: the begin, the
+// rows locked, then the answers of reqs[order[0]], reqs[order[1]], … into
+// res, stopping at the first error. A write of a row that was not locked
+// changed nothing and is marked alone.
+func readShared(br pgx.BatchResults, reqs []writeReq, order []int, res []writeRes) error {
 	if _, err := br.Exec(); err != nil {
-		return nil, err
+		return err
 	}
-	rs, err := br.Query()
-	if err != nil {
-		return nil, err
+	var (
+		ids     []int64
+		setting string
+	)
+	if err := br.QueryRow().Scan(&ids, &setting); err != nil {
+		return err
 	}
-	got, err := pgx.CollectRows(rs, pgx.RowTo[int64])
-	if err != nil {
-		return nil, err
-	}
-	locked := make(map[int64]struct{}, len(got))
-	for _, id := range got {
-		locked[id] = struct{}{}
-	}
-	return locked, nil
-}
-
-// readWrites reads the results of the writes reqs[run[0]], reqs[run[1]], …
-// into res, stopping at the first error.
-func readWrites(wr pgx.BatchResults, reqs []writeReq, run []int, res []writeRes) error {
-	for _, i := range run {
-		if reqs[i].dest == nil {
-			tag, err := wr.Exec()
+	for _, i := range order {
+		r := reqs[i]
+		_, locked := slices.BinarySearch(ids, r.updateID)
+		var n int64
+		if r.dest == nil {
+			tag, err := br.Exec()
 			if err != nil {
 				return err
 			}
-			res[i].n = tag.RowsAffected()
-			continue
+			n = tag.RowsAffected()
+		} else {
+			err := br.QueryRow().Scan(r.dest...)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
+				return err
+			default:
+				n = 1
+			}
 		}
-		err := wr.QueryRow().Scan(reqs[i].dest...)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			res[i].n = 0
-		case err != nil:
-			return err
+		case locked:
+			res[i].n = n
+		case n != 0: // cannot happen: the shared form changes only locked rows
+			return fmt.Errorf("a shared write changed update %d, which it had not locked", r.updateID)
 		default:
-			res[i].n = 1
+			res[i].alone = true
 		}
 	}
 	return nil
