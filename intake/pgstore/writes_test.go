@@ -11,6 +11,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
+	"github.com/tgrelay/tgrelay/internal/pgtest"
 )
 
 // batchLog records a store's shared transactions. Its first transaction
@@ -380,5 +381,63 @@ func TestLegacyClaimsShareATransactionWithARefusedOwnedClaim(t *testing.T) {
 	// Row n is still pending: the base claim takes it.
 	if a, ok, err := st.Claim(t.Context(), n, claimOpts(20, 100)); err != nil || !ok || a != 1 {
 		t.Fatalf("Claim %d after the refused owned claim = %d, %v, %v; want attempt 1", n, a, ok, err)
+	}
+}
+
+// TestTwoStoresClaimingTheSameRowsEachWinOnce: two stores on one table (as
+// two processes would be) claim the same rows at once, in opposite orders.
+// Their shared transactions meet on rows the other holds; no claim fails,
+// none waits forever, and every row is won exactly once.
+func TestTwoStoresClaimingTheSameRowsEachWinOnce(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	table := uniqueTable()
+	var stores [2]*pgstore.Store
+	for k := range stores {
+		st, err := pgstore.New(t.Context(), poolFor(t, url), pgstore.Config{Table: table})
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		stores[k] = st
+	}
+	const rows, perStore = 200, 8
+	for id := int64(1); id <= rows; id++ {
+		mustAdd(t, stores[0], id, 0)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 4*bounded)
+	defer cancel()
+	var wins [rows + 1]atomic.Int32
+	var wg sync.WaitGroup
+	for k, st := range stores {
+		for g := range perStore {
+			wg.Go(func() {
+				for j := range rows {
+					id := int64(j + 1)
+					if k == 1 {
+						id = rows - int64(j)
+					}
+					if (int(id)+g)%perStore != 0 && (int(id)+g)%3 != 0 {
+						continue // each goroutine claims a spread subset
+					}
+					ident, ok, err := st.ClaimOwned(ctx, id, claimOpts(10, 10_000))
+					if err != nil {
+						t.Errorf("store %d: ClaimOwned(%d): %v", k, id, err)
+						return
+					}
+					if ok {
+						wins[id].Add(1)
+						if ident.Attempt != 1 {
+							t.Errorf("store %d won %d with attempt %d", k, id, ident.Attempt)
+						}
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for id := 1; id <= rows; id++ {
+		if w := wins[id].Load(); w != 1 {
+			t.Fatalf("row %d was won %d times", id, w)
+		}
 	}
 }
