@@ -19,3 +19,6 @@ func SetBatchHooks(s *Store, h BatchHooks) {
 // OrderWrites is orderWrites: the order a shared transaction runs writes of
 // these update ids in.
 func OrderWrites(ids []int64) []int { return orderWrites(ids) }
+
+// MaxWriteBatch is maxWriteBatch.
+const MaxWriteBatch = maxWriteBatch

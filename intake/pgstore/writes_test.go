@@ -441,3 +441,22 @@ func TestTwoStoresClaimingTheSameRowsEachWinOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedTransactionsAreBounded: more concurrent writes than
+// MaxWriteBatch queue up; no transaction takes more than MaxWriteBatch, and
+// the one after the held leader takes exactly that many.
+func TestSharedTransactionsAreBounded(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	n := pgstore.MaxWriteBatch + 40
+	ids := claimRows(t, st, n)
+	l := logBatches(st, n)
+	l.run(t, n, func(i int) {
+		if ok, err := st.SettleOwned(t.Context(), ids[i], completed(100)); err != nil || !ok {
+			t.Errorf("settle %d = %v, %v", i+1, ok, err)
+		}
+	})
+	if m := l.largest(t); m != pgstore.MaxWriteBatch {
+		t.Fatalf("largest shared transaction %d writes, want %d: %d transactions", m, pgstore.MaxWriteBatch, len(l.batches))
+	}
+}
