@@ -53,12 +53,13 @@ import (
 // lease while its domain transaction is open is the common case), then
 // redoes the batch; and a timeout short enough to keep that stall small
 // also trips on another process's ordinary commit of the same row.
-// Measured (go run ./bench intake-process, PostgreSQL, medians of four
-// alternating runs on 2 shared cores), the lock costs the store-only
-// benchmark some throughput and the relay none that shows:
+// Measured on 2 shared cores (PostgreSQL; go run ./bench intake-process
+// and go run ./bench relay; medians of alternating runs, the first row
+// against the final version in separate runs), the lock costs the
+// store-only benchmark some throughput and the relay none that shows:
 //
 //	                                    raw items/s  runner items/s  relay updates/s
-//	before group commit                        2700            2150             1150
+//	before group commit                        3000            2360             1180
 //	shared, lockRows in its own round trip     7340            4940                -
 //	shared, lockRows pipelined (this)          7560            5080             2200
 //	shared, no lock handling at all            8430            6550             2300
