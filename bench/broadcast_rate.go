@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -246,16 +245,4 @@ func (s *startRecorder) rate(from, to time.Time) float64 {
 		}
 	}
 	return float64(n) / to.Sub(from).Seconds()
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	ys := append([]float64(nil), xs...)
-	sort.Float64s(ys)
-	if len(ys)%2 == 1 {
-		return ys[len(ys)/2]
-	}
-	return (ys[len(ys)/2-1] + ys[len(ys)/2]) / 2
 }

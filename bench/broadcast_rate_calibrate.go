@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime/pprof"
-	"slices"
 	"sync"
 	"time"
 
@@ -48,33 +45,4 @@ func observeLatency(ctx context.Context, send func(context.Context, broadcast.Re
 		}
 	}
 	return percentile(ds, 0.90), nil
-}
-
-// percentile returns the p-quantile (nearest rank) of ds, or zero.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	return ds[min(len(ds)-1, int(p*float64(len(ds))))]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// startCPUProfile writes a CPU profile to path until the returned func is
-// called.
-func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }

@@ -137,7 +137,7 @@ func runHappyEyeballs(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "\ntgrelay is %.1fx faster to a connected socket (goal >= 5x: %s)\n", ratio, goal)
 	fmt.Fprintf(out, "RESULT happy-eyeballs tgrelay_ms=%.1f netdialer_ms=%.1f speedup=%.2f goal_5x=%t rounds=%d\n",
-		heMillis(med[0]), heMillis(med[1]), ratio, ratio >= 5, *rounds)
+		ms(med[0]), ms(med[1]), ratio, ratio >= 5, *rounds)
 	return nil
 }
 
@@ -181,5 +181,3 @@ func heMedian(ds []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
-
-func heMillis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

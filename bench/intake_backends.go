@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -185,23 +184,6 @@ func intakeRecorded(ctx context.Context, s intake.Store) (intake.Stats, error) {
 		return intake.Stats{}, fmt.Errorf("%T has no Stats", s)
 	}
 	return a.Stats(ctx)
-}
-
-// intakeProfile starts a CPU profile written to path; the returned function
-// stops it and closes the file.
-func intakeProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
 
 // intakeCPUTime returns the CPU time (user and system) this process has used

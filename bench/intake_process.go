@@ -58,7 +58,7 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if *cpuProfile != "" {
-		stop, err := intakeProfile(*cpuProfile)
+		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
 			return err
 		}
