@@ -86,3 +86,19 @@ func (l *fileLock) release() {
 		l.f = nil
 	}
 }
+
+// tryShared takes a non-blocking shared flock on f and drops it at once. It
+// reports true when an exclusive lock (a runner's) is held on the file.
+func tryShared(f *os.File, path string) (bool, error) {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("broadcast: probe lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
+		return false, fmt.Errorf("broadcast: probe lock %s: %w", path, err)
+	}
+	return false, nil
+}
