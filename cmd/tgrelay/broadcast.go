@@ -59,7 +59,7 @@ const broadcastHelp = `
 Usage: tgrelay broadcast run --name N --audience FILE (--text T [--html] | --text-file F [--html] |
                              --copy-from CHAT --message-id M) [--state-dir DIR] [--rate 25]
                              [--concurrency 8] [--dry-run] [--token T] [--api-root URL]
-       tgrelay broadcast status --name N [--state-dir DIR] [--json]
+       tgrelay broadcast status --name N [--state-dir DIR] [--list WHICH] [--json]
 
 Broadcast sends one message to many chats at Telegram's rate limit. It is
 resumable by name after any crash and never sends a chat the message twice:
@@ -82,9 +82,14 @@ On a terminal run shows a progress bar with the rate and the ETA; otherwise
 it writes a progress line to stderr every --progress-every. It ends with the
 counts on stdout.
 
-status prints the counts of a broadcast from its journal: delivered,
-unreachable, failed, uncertain, pending and total. It takes no lock and
-writes nothing, so it may run while the broadcast runs.
+status prints whether a runner holds the broadcast (running: yes/no) and
+the counts from its journal: delivered, unreachable, failed, uncertain,
+pending and total. With --list uncertain, failed, unreachable or all it also
+names those recipients, one per line in audience order (all adds the chats
+that moved to a new id); --json includes them as arrays. Uncertain recipients
+may or may not have the message: check them by hand. status takes no lock and
+writes nothing, so it may run while the broadcast runs; while it runs, a
+recipient whose send is in flight is counted and listed as uncertain.
 
 Exit codes of run:
 
@@ -185,14 +190,24 @@ func newBroadcastStatusFlags() (*flag.FlagSet, *broadcastStatusOpts) {
 	fs.StringVar(&o.name, "name", "", "broadcast `name` (required)")
 	fs.StringVar(&o.stateDir, "state-dir", "", "`directory` holding the broadcasts (as given to run)")
 	fs.BoolVar(&o.json, "json", false, "print the counts as one JSON object")
+	fs.StringVar(&o.list, "list", "", "also name the recipients `which`: uncertain, failed, unreachable or all")
 	return fs, o
 }
+
+// The values of `status --list`.
+const (
+	statusListUncertain   = "uncertain"
+	statusListFailed      = "failed"
+	statusListUnreachable = "unreachable"
+	statusListAll         = "all"
+)
 
 // broadcastStatusOpts are the flags of `tgrelay broadcast status`.
 type broadcastStatusOpts struct {
 	name     string
 	stateDir string
 	json     bool
+	list     string // "" or one of the list* constants
 }
 
 // broadcastHint is the hint of the broadcast command's usage errors.
@@ -438,29 +453,121 @@ func broadcastStatus(ctx context.Context, args []string, stdout io.Writer) error
 	if err := checkBroadcastName(o.name); err != nil {
 		return &usageError{msg: err.Error(), hint: broadcastHint}
 	}
+	switch o.list {
+	case "", statusListUncertain, statusListFailed, statusListUnreachable, statusListAll:
+	default:
+		return &usageError{msg: fmt.Sprintf("--list %q: want uncertain, failed, unreachable or all", o.list), hint: broadcastHint}
+	}
 	stateDir, err := resolveStateDir(o.stateDir)
 	if err != nil {
 		return &usageError{msg: err.Error(), hint: broadcastHint}
 	}
-	exists, err := broadcastExists(stateDir, o.name)
-	if err != nil {
-		return err
-	}
-	if !exists {
-		return fmt.Errorf("no broadcast %s in %s", o.name, stateDir)
-	}
-	// A dry run reads the snapshot and replays the journal without the lock
+	// Inspect reads the snapshot and replays the journal without the lock
 	// and without writing; a stale intent counts as uncertain, as the next
 	// run will record it.
-	rep, err := broadcast.Run(ctx, broadcast.Config{Name: o.name, Dir: stateDir, DryRun: true})
+	st, err := broadcast.Inspect(stateDir, o.name)
+	if errors.Is(err, broadcast.ErrNotFound) {
+		return fmt.Errorf("no broadcast %s in %s", o.name, stateDir)
+	}
 	if err != nil {
 		return err
 	}
 	if o.json {
-		return json.NewEncoder(stdout).Encode(newBroadcastCounts(rep))
+		return json.NewEncoder(stdout).Encode(newBroadcastStatusJSON(st, o.list))
 	}
-	writeBroadcastReport(stdout, rep, false)
+	fmt.Fprintf(stdout, "running: %s\n", yesNo(st.Running))
+	writeBroadcastReport(stdout, &st.Report, false)
+	writeBroadcastLists(stdout, st, o.list)
 	return nil
+}
+
+// yesNo spells a boolean for people.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// recipientList is one named list of recipients of a status.
+type recipientList struct {
+	name string
+	rs   []broadcast.Recipient
+}
+
+// statusLists returns the lists of st that `--list which` selects, in a
+// fixed order; none for "".
+func statusLists(st *broadcast.Status, which string) []recipientList {
+	var out []recipientList
+	for _, l := range []recipientList{{statusListUncertain, st.Uncertain}, {statusListFailed, st.Failed}, {statusListUnreachable, st.Unreachable}} {
+		if which == statusListAll || which == l.name {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// writeBroadcastLists prints the recipients `--list which` selects: a
+// heading per list, then one recipient per line; "all" adds the migrated
+// chats as "old -> new (outcome)".
+func writeBroadcastLists(w io.Writer, st *broadcast.Status, which string) {
+	for _, l := range statusLists(st, which) {
+		fmt.Fprintf(w, "%s recipients (%d):\n", l.name, len(l.rs))
+		for _, r := range l.rs {
+			fmt.Fprintf(w, "  %s\n", r)
+		}
+	}
+	if which == statusListAll {
+		fmt.Fprintf(w, "migrated recipients (%d):\n", len(st.Migrated))
+		for _, m := range st.Migrated {
+			fmt.Fprintf(w, "  %s -> %d (%s)\n", m.From, m.To, m.Outcome)
+		}
+	}
+}
+
+// broadcastStatusJSON is what `status --json` prints: the counts, whether a
+// runner holds the broadcast, and the lists --list selects (absent when not
+// selected; an empty array when selected and empty).
+type broadcastStatusJSON struct {
+	broadcastCounts
+	Running     bool                   `json:"running"`
+	Uncertain   *[]broadcast.Recipient `json:"uncertain_recipients,omitempty"`
+	Failed      *[]broadcast.Recipient `json:"failed_recipients,omitempty"`
+	Unreachable *[]broadcast.Recipient `json:"unreachable_recipients,omitempty"`
+	Migrated    *[]migratedJSON        `json:"migrated_recipients,omitempty"`
+}
+
+// migratedJSON is one migrated recipient in `status --json`.
+type migratedJSON struct {
+	From    broadcast.Recipient `json:"from"`
+	To      int64               `json:"to"`
+	Outcome string              `json:"outcome"`
+}
+
+func newBroadcastStatusJSON(st *broadcast.Status, which string) broadcastStatusJSON {
+	out := broadcastStatusJSON{broadcastCounts: newBroadcastCounts(&st.Report), Running: st.Running}
+	for _, l := range statusLists(st, which) {
+		rs := l.rs
+		if rs == nil {
+			rs = []broadcast.Recipient{}
+		}
+		switch l.name {
+		case statusListUncertain:
+			out.Uncertain = &rs
+		case statusListFailed:
+			out.Failed = &rs
+		case statusListUnreachable:
+			out.Unreachable = &rs
+		}
+	}
+	if which == statusListAll {
+		ms := make([]migratedJSON, 0, len(st.Migrated))
+		for _, m := range st.Migrated {
+			ms = append(ms, migratedJSON{From: m.From, To: m.To, Outcome: string(m.Outcome)})
+		}
+		out.Migrated = &ms
+	}
+	return out
 }
 
 // broadcastCounts is a report as `status --json` prints it.

@@ -881,3 +881,97 @@ func TestBroadcastProgressMode(t *testing.T) {
 		t.Error("progressMode accepted \"Bar\"")
 	}
 }
+
+// TestBroadcastStatusList: status says whether a runner holds the broadcast
+// and, with --list, names the uncertain (and other) recipients; --json
+// carries the same lists.
+func TestBroadcastStatusList(t *testing.T) {
+	t.Parallel()
+	f := newBCFixture(t, 5)
+	if err := f.srv.SetBlocked(telegramtest.User{ID: f.chats[0].ID}, true); err != nil {
+		t.Fatal(err)
+	}
+	// Calls 1..3 go to chats 0..2 (0 refused); the connection to chat 2
+	// drops after Telegram applied the send.
+	if err := f.srv.Arm(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultDropAfterEffect, Nth: 3}); err != nil {
+		t.Fatal(err)
+	}
+	r := f.runBC(t, t.Context(), f.args("list", "--text", "news", "--concurrency", "1")...)
+	if r.code != exitBroadcastHalted {
+		t.Fatalf("run = %d, want %d (halted)\n%s%s", r.code, exitBroadcastHalted, r.stdout, r.stderr)
+	}
+	before := bcTree(t, f.stateDir)
+
+	r = f.runBC(t, t.Context(), "status", "--name", "list", "--state-dir", f.stateDir, "--list", "uncertain")
+	if r.code != exitOK {
+		t.Fatalf("status = %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	want := fmt.Sprintf("uncertain recipients (1):\n  %d\n", f.chats[2].ID)
+	for _, s := range []string{"running: no\n", "broadcast list: incomplete", "uncertain    1", "unreachable  1", want} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("status --list uncertain lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "unreachable recipients") || strings.Contains(r.stdout, fmt.Sprint(f.chats[0].ID)) {
+		t.Errorf("--list uncertain printed other lists:\n%s", r.stdout)
+	}
+
+	r = f.runBC(t, t.Context(), "status", "--name", "list", "--state-dir", f.stateDir, "--list", "all")
+	for _, s := range []string{want, fmt.Sprintf("unreachable recipients (1):\n  %d\n", f.chats[0].ID), "failed recipients (0):\n", "migrated recipients (0):\n"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("status --list all lacks %q:\n%s", s, r.stdout)
+		}
+	}
+
+	r = f.runBC(t, t.Context(), "status", "--name", "list", "--state-dir", f.stateDir, "--list", "all", "--json")
+	var got struct {
+		Running     *bool   `json:"running"`
+		Uncertain   []int64 `json:"uncertain_recipients"`
+		Failed      []int64 `json:"failed_recipients"`
+		Unreachable []int64 `json:"unreachable_recipients"`
+		Migrated    []any   `json:"migrated_recipients"`
+		Pending     int     `json:"pending"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("status --json: %v: %q", err, r.stdout)
+	}
+	if got.Running == nil || *got.Running || len(got.Uncertain) != 1 || got.Uncertain[0] != f.chats[2].ID ||
+		len(got.Unreachable) != 1 || got.Unreachable[0] != f.chats[0].ID ||
+		got.Failed == nil || len(got.Failed) != 0 || got.Migrated == nil || got.Pending != 2 {
+		t.Errorf("status --json --list all = %s", r.stdout)
+	}
+	// Without --list, --json carries no lists.
+	r = f.runBC(t, t.Context(), "status", "--name", "list", "--state-dir", f.stateDir, "--json")
+	if !strings.Contains(r.stdout, `"running":false`) || strings.Contains(r.stdout, "_recipients") {
+		t.Errorf("status --json = %s", r.stdout)
+	}
+
+	r = f.runBC(t, t.Context(), "status", "--name", "list", "--state-dir", f.stateDir, "--list", "pending")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--list") {
+		t.Errorf("status --list pending = %d %s", r.code, r.stderr)
+	}
+	if after := bcTree(t, f.stateDir); after != before {
+		t.Errorf("status changed the state dir:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// bcTree describes every file under dir (path, size, mode, mtime).
+func bcTree(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %v %d %s\n", p, info.Mode(), info.Size(), info.ModTime().Format(time.RFC3339Nano))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
