@@ -42,4 +42,11 @@
 // [Sender] builds the usual SendFunc: a text (sendMessage, optionally HTML
 // checked with package tghtml) or a copy of a prepared message
 // (copyMessage) through a botapi.Client.
+//
+// # Inspecting
+//
+// [Inspect] reads a broadcast's snapshot and journal without its lock and
+// without writing, so it may run beside a runner: the counts a dry run
+// gives, whether a runner holds the lock, and the uncertain, failed,
+// unreachable and migrated recipients by name, for the operator to check.
 package broadcast

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -952,6 +953,25 @@ func TestBroadcastStatusList(t *testing.T) {
 	}
 	if after := bcTree(t, f.stateDir); after != before {
 		t.Errorf("status changed the state dir:\nbefore %s\nafter  %s", before, after)
+	}
+
+	// A runner's lock (the same exclusive flock on the same file) makes it
+	// "running: yes", and status leaves the lock held.
+	lf, err := os.OpenFile(filepath.Join(f.stateDir, "list", "lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	r = f.runBC(t, t.Context(), "status", "--name", "list", "--state-dir", f.stateDir)
+	if r.code != exitOK || !strings.Contains(r.stdout, "running: yes\n") {
+		t.Errorf("status while locked = %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = f.runBC(t, t.Context(), f.args("list", "--text", "news")...)
+	if r.code != exitError || !strings.Contains(r.stderr, "already running") {
+		t.Errorf("run while locked = %d, want %d (already running)\n%s", r.code, exitError, r.stderr)
 	}
 }
 
