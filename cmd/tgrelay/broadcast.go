@@ -444,7 +444,7 @@ func broadcastExists(stateDir, name string) (bool, error) {
 	return false, fmt.Errorf("broadcast %s: %w", name, err)
 }
 
-func broadcastStatus(ctx context.Context, args []string, stdout io.Writer) error {
+func broadcastStatus(_ context.Context, args []string, stdout io.Writer) error {
 	fs, o := newBroadcastStatusFlags()
 	fs.Usage = func() { printBroadcastHelp(fs.Output()) }
 	if err := parseFlags(fs, args, stdout); err != nil {
