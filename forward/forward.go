@@ -60,6 +60,11 @@ const (
 	DefaultMaxResponseBytes = 64 << 10
 	// MaxRetryAfter caps a Retry-After the endpoint asks for.
 	MaxRetryAfter = time.Hour
+	// DefaultMaxIdleConnsPerHost is how many idle keep-alive connections to
+	// the endpoint the default client keeps. The standard library's default
+	// of 2 would close and re-dial connections whenever more than two
+	// forwards run at once (the intake runs 32 by default).
+	DefaultMaxIdleConnsPerHost = 128
 )
 
 // Config configures a Forwarder.
@@ -72,7 +77,8 @@ type Config struct {
 	ExhaustionURL string
 	// Client sends the requests. Nil means a client of its own with the
 	// standard library's default transport settings (keep-alive, proxies
-	// from the environment).
+	// from the environment) but [DefaultMaxIdleConnsPerHost] idle
+	// connections per host.
 	Client *http.Client
 	// Timeout bounds one forward, 1 ms to [MaxTimeout]. Zero means
 	// [DefaultTimeout]. Keep it below the intake lease.
@@ -112,7 +118,9 @@ func New(cfg Config) (*Forwarder, error) {
 		return nil, fmt.Errorf("forward: Timeout %v is outside 1ms..%v", cfg.Timeout, MaxTimeout)
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+		cfg.Client = &http.Client{Transport: t}
 	}
 	return &Forwarder{
 		url:           cfg.URL,

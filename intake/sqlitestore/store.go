@@ -311,11 +311,11 @@ func newClaimID() string { return uuid.NewString() }
 
 // Add implements [intake.Store.Add].
 func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
-	res, err := s.q.add.ExecContext(ctx, u.UpdateID, u.Body, ms(u.ReceivedAt))
-	if err != nil {
+	var n int64
+	if err := s.write(ctx, execOp(s.q.add, &n, u.UpdateID, u.Body, ms(u.ReceivedAt))); err != nil {
 		return false, fmt.Errorf("sqlitestore: add %d: %w", u.UpdateID, err)
 	}
-	return affected(res, "add", u.UpdateID)
+	return n > 0, nil
 }
 
 // AddBatch implements [intake.BatchStore.AddBatch]: the whole batch is one
@@ -341,40 +341,43 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 			return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
 		}
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: add batch: begin: %w", err)
-	}
-	defer tx.Rollback() // a no-op after Commit
+	// The inserts are one write of the shared write transaction (see
+	// writes.go), so a batch of adds and concurrent claims and settlements
+	// commit together; alone, or when another write of it fails, the batch
+	// is a transaction of its own, all or nothing.
 	added := make(map[int64]bool, len(us))
-	args := make([]any, 0, 3*min(len(us), batchRows))
-	for chunk := range slices.Chunk(us, batchRows) {
-		args = args[:0]
-		for _, u := range chunk {
-			args = append(args, u.UpdateID, u.Body, ms(u.ReceivedAt))
-		}
-		st := full
-		if len(chunk) < batchRows {
-			st = rest
-		}
-		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-		if err != nil {
-			return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
-		}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		clear(added)
+		args := make([]any, 0, 3*min(len(us), batchRows))
+		for chunk := range slices.Chunk(us, batchRows) {
+			args = args[:0]
+			for _, u := range chunk {
+				args = append(args, u.UpdateID, u.Body, ms(u.ReceivedAt))
 			}
-			added[id] = true
+			st := full
+			if len(chunk) < batchRows {
+				st = rest
+			}
+			rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				added[id] = true
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				return err
+			}
 		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sqlitestore: add batch: commit: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
 	}
 	// The first occurrence of an inserted id is the one that inserted it.
 	for i, u := range us {
