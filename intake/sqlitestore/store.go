@@ -309,13 +309,15 @@ func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 // newClaimID returns a fresh, random claim id.
 func newClaimID() string { return uuid.NewString() }
 
-// Add implements [intake.Store.Add].
+// Add implements [intake.Store.Add] as a transaction of its own: one
+// commit, one fsync per update. The intake records through
+// [Store.AddBatch], which shares commits.
 func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
-	var n int64
-	if err := s.write(ctx, execOp(s.q.add, &n, u.UpdateID, u.Body, ms(u.ReceivedAt))); err != nil {
+	res, err := s.q.add.ExecContext(ctx, u.UpdateID, u.Body, ms(u.ReceivedAt))
+	if err != nil {
 		return false, fmt.Errorf("sqlitestore: add %d: %w", u.UpdateID, err)
 	}
-	return n > 0, nil
+	return affected(res, "add", u.UpdateID)
 }
 
 // AddBatch implements [intake.BatchStore.AddBatch]: the whole batch is one
