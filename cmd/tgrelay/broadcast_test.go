@@ -778,7 +778,7 @@ func TestBroadcastAgainstSandbox(t *testing.T) {
 		ChatID int64  `json:"chat_id"`
 		Text   string `json:"text"`
 	}
-	bcGet(t, c, base+"/_sandbox/messages", &msgs)
+	getJSON(t, c, base+"/_sandbox/messages", &msgs)
 	per := map[string]int{}
 	for _, m := range msgs {
 		per[strconv.FormatInt(m.ChatID, 10)]++
@@ -792,7 +792,7 @@ func TestBroadcastAgainstSandbox(t *testing.T) {
 		}
 	}
 	var repeats []any
-	bcGet(t, c, base+"/_sandbox/repeats", &repeats)
+	getJSON(t, c, base+"/_sandbox/repeats", &repeats)
 	if len(repeats) != 0 {
 		t.Errorf("repeats: %v", repeats)
 	}
@@ -824,34 +824,12 @@ func (l *bcLines) field(prefix string) string {
 	return ""
 }
 
+// bcPost posts body to the sandbox's control API and decodes its 200 answer
+// into out.
 func bcPost(t *testing.T, c *http.Client, url string, body, out any) {
 	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := c.Post(url, "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-}
-
-func bcGet(t *testing.T, c *http.Client, url string, out any) {
-	t.Helper()
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+	if code := postJSON(t, c, url, body, out); code != http.StatusOK {
+		t.Fatalf("POST %s: status %d", url, code)
 	}
 }
 
