@@ -261,12 +261,22 @@ func (s *Server) threadID(p params) (int64, *apiError) {
 	return n, nil
 }
 
-func (s *Server) sendMessageLocked(p params) (any, *apiError) {
+// targetChatLocked returns the chat named by chat_id when the bot may
+// write to it, or the refusal Telegram gives.
+func (s *Server) targetChatLocked(p params) (*chatState, *apiError) {
 	c, e := s.lookupChatLocked(p, "chat_id")
 	if e != nil {
 		return nil, e
 	}
 	if e := s.writableLocked(c); e != nil {
+		return nil, e
+	}
+	return c, nil
+}
+
+func (s *Server) sendMessageLocked(p params) (any, *apiError) {
+	c, e := s.targetChatLocked(p)
+	if e != nil {
 		return nil, e
 	}
 	text := p.get("text")
@@ -289,11 +299,8 @@ func (s *Server) sendMessageLocked(p params) (any, *apiError) {
 }
 
 func (s *Server) sendFileLocked(method string, p params) (any, *apiError) {
-	c, e := s.lookupChatLocked(p, "chat_id")
+	c, e := s.targetChatLocked(p)
 	if e != nil {
-		return nil, e
-	}
-	if e := s.writableLocked(c); e != nil {
 		return nil, e
 	}
 	field, name := "photo", "sendPhoto"
@@ -368,11 +375,8 @@ func (s *Server) copyLocked(method string, p params) (any, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	c, e := s.lookupChatLocked(p, "chat_id")
+	c, e := s.targetChatLocked(p)
 	if e != nil {
-		return nil, e
-	}
-	if e := s.writableLocked(c); e != nil {
 		return nil, e
 	}
 	thread, e := s.threadID(p)
@@ -415,11 +419,8 @@ func (s *Server) editLocked(p params) (any, *apiError) {
 	if p.get("inline_message_id") != "" {
 		return nil, badRequest("inline messages are not supported by telegramtest")
 	}
-	c, e := s.lookupChatLocked(p, "chat_id")
+	c, e := s.targetChatLocked(p)
 	if e != nil {
-		return nil, e
-	}
-	if e := s.writableLocked(c); e != nil {
 		return nil, e
 	}
 	m, e := s.messageIn(c, p, "message to edit not found")
