@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/backoff"
 )
 
 // Defaults and bounds of [Config].
@@ -204,9 +206,5 @@ func WindowFor(rate float64, latency time.Duration) int {
 // at min(MaxBackoff, MaxRetryDelay), at least 1 ms, no jitter.
 func (c *Config) backoff(attempt int) time.Duration {
 	ceiling := max(time.Millisecond, min(MaxBackoff, c.MaxRetryDelay))
-	d := min(time.Second, ceiling)
-	for i := 1; i < attempt && d < ceiling; i++ {
-		d *= 2
-	}
-	return min(d, ceiling)
+	return backoff.Capped{Base: time.Second, Max: ceiling}.Delay(attempt)
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tgrelay/tgrelay/internal/backoff"
 	"golang.org/x/time/rate"
 )
 
@@ -489,7 +490,7 @@ func (r *runner) deliver(ctx context.Context, i int) {
 			return
 		}
 		if v.Kind == KindTransient {
-			if err := sleep(ctx, r.cfg.backoff(attempt)); err != nil {
+			if err := backoff.Sleep(ctx, r.cfg.backoff(attempt)); err != nil {
 				stop()
 				return
 			}
@@ -522,7 +523,7 @@ func (r *runner) pace(ctx context.Context) error {
 		wait := time.Until(r.pauseUntil)
 		r.mu.Unlock()
 		if wait > 0 {
-			if err := sleep(ctx, wait); err != nil {
+			if err := backoff.Sleep(ctx, wait); err != nil {
 				return err
 			}
 			continue
@@ -536,17 +537,5 @@ func (r *runner) pace(ctx context.Context) error {
 		if !paused {
 			return nil
 		}
-	}
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/transport"
 )
 
@@ -205,12 +206,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		if f := p.cfg.Observer.ErrorFunc; f != nil {
 			f(err, wait)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+		_ = backoff.Sleep(ctx, wait) // an ended ctx ends the loop
 	}
 	p.confirm()
 	return nil
@@ -218,14 +214,7 @@ func (p *Poller) Run(ctx context.Context) error {
 
 // backoff is MinBackoff doubled failures times, capped at MaxBackoff.
 func (p *Poller) backoff(failures int) time.Duration {
-	d := p.cfg.MinBackoff
-	for range min(failures, 32) {
-		d *= 2
-		if d >= p.cfg.MaxBackoff {
-			return p.cfg.MaxBackoff
-		}
-	}
-	return min(d, p.cfg.MaxBackoff)
+	return backoff.Capped{Base: p.cfg.MinBackoff, Max: p.cfg.MaxBackoff}.Delay(failures + 1)
 }
 
 type getParams struct {

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/backoff"
 )
 
 // Server is a fake Telegram Bot API server on a real loopback socket, in the
@@ -408,17 +410,8 @@ var errClosed = errors.New("telegramtest: server closed")
 
 // sleep waits d, or less when ctx or the server ends first.
 func (s *Server) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.ctx.Done():
-		return errClosed
-	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(s.ctx, func() { cancel(errClosed) })()
+	return backoff.Sleep(ctx, d)
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/backoff"
 )
 
 // webhookState is the webhook set with setWebhook, and its delivery state.
@@ -257,11 +259,7 @@ func (s *Server) deliver(j delivery) {
 
 // backoff is the wait after the given failed attempt.
 func (s *Server) backoff(attempt int) time.Duration {
-	d := s.cfg.Webhook.Backoff
-	for i := 1; i < attempt && d < s.cfg.Webhook.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, s.cfg.Webhook.MaxBackoff)
+	return backoff.Capped{Base: s.cfg.Webhook.Backoff, Max: s.cfg.Webhook.MaxBackoff}.Delay(attempt)
 }
 
 func (s *Server) recordDeliveryLocked(d Delivery) {
