@@ -159,7 +159,7 @@ func (f *Forwarder) Handle(ctx context.Context, u intake.Update, a intake.Attemp
 	}
 	switch {
 	case (se.Code == http.StatusTooManyRequests || se.Code == http.StatusServiceUnavailable) && se.RetryAfter > 0:
-		return intake.RetryAfter(se, se.RetryAfter)
+		return intake.RetryLater(se, se.RetryAfter)
 	case se.Code >= 400 && se.Code < 500 && se.Code != http.StatusTooManyRequests && se.Code != http.StatusRequestTimeout:
 		return intake.Abandon(se)
 	default:

@@ -120,7 +120,7 @@ func TestHandleStatusMapping(t *testing.T) {
 			_, srv := newEndpoint(t, tc.status, h)
 			err := newForwarder(t, forward.Config{URL: srv.URL}).Handle(t.Context(), intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}, attempt)
 			var ab *intake.AbandonError
-			var ra *intake.RetryAfterError
+			var ra *intake.RetryLaterError
 			var se *forward.StatusError
 			switch tc.want {
 			case "ok":

@@ -103,7 +103,10 @@ func (r *Runner) attempt(rn *run, j job) *Exhaustion {
 	if j.bad {
 		herr = ErrUnparsableBody
 	} else {
-		herr = r.callHandler(hctx, Update{ID: j.id, Body: j.body}, Attempt{Identity: id, lease: l, store: r.fenced})
+		u := Update{ID: j.id, Body: j.body, ChatID: j.chat.id, ChatType: j.chat.typ}
+		a := Attempt{Identity: id, lease: l, store: r.fenced}
+		v := &attemptValue{update: u, attempt: a}
+		herr = v.outcome(r.callHandler(withAttempt(hctx, v), u, a))
 	}
 
 	// The handler returned: nothing a renewal learns from now on changes

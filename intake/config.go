@@ -128,7 +128,7 @@ type Config struct {
 
 	// Handler handles one update. Exactly one of Handler and
 	// AttemptHandler is required. A nil error completes the update; an
-	// error fails the attempt (see RetryFunc, [Abandon], [RetryAfter]); a
+	// error fails the attempt (see RetryFunc, [Abandon], [RetryLater]); a
 	// panic is recovered and fails it. ctx is cancelled with an
 	// [*OwnershipLostError] cause when the attempt loses its lease, and
 	// when [Runner.Close] gives up waiting.
@@ -159,7 +159,7 @@ type Config struct {
 	// RetryFunc decides, after failed attempt number attempt (1-based, below
 	// MaxAttempts), whether to retry and after how long. Nil means
 	// [DefaultRetry]. It is not consulted when the error carries a
-	// handler's own outcome ([Abandon], [RetryAfter]) or when attempts are
+	// handler's own outcome ([Abandon], [RetryLater]) or when attempts are
 	// spent. A panic, or a negative delay, falls back to [Backoff]; a
 	// delay above [MaxRetryDelay] is cut to it. It may be called
 	// concurrently.

@@ -1,6 +1,23 @@
 // Package intake receives Telegram updates durably and handles each one at
 // least once.
 //
+// The wiring is a store, a runner, a webhook, then Start and Close:
+//
+//	store, err := sqlitestore.Open(ctx, "bot.db", sqlitestore.Config{})
+//	r, err := intake.New(intake.Config{Store: store, Handler: handle})
+//	hook, err := intake.NewWebhook(intake.WebhookConfig{Runner: r, Secret: secret})
+//	http.Handle("/telegram", hook) // the URL you give setWebhook
+//	err = r.Start(ctx)             // handle what is recorded and what arrives
+//	defer r.Close(ctx)             // stop, and wait for the handlers in flight
+//
+// handle is func(ctx context.Context, u intake.Update) error: nil completes
+// the update, an error retries it later (see [DefaultRetry]), and an update
+// whose attempts are spent becomes an exhaustion, the intake's dead letter
+// (see [Config.ExhaustionHandler]). Long polling calls [Runner.Accept]
+// instead of a webhook. Handlers of libraries that pass only a context find
+// their update and attempt with [UpdateFrom] and [AttemptFrom], and report
+// an error with [ReportError].
+//
 // An update is written to a [Store] before Telegram is answered, then handled
 // outside the request by a [Runner] under a renewable lease. Stores come in
 // three capability levels, each a Go interface the [Runner] detects once at
@@ -47,11 +64,11 @@
 // Delivery is at least once: a handler that finished but whose settlement
 // was lost runs again. Handlers must be idempotent (or fence their writes).
 //
-// # Retries and exhaustion
+// # Retries and exhaustion (dead letters)
 //
 // A failed attempt is retried after the delay [Config.RetryFunc] (by
 // default [DefaultRetry]) decides, until [Config.MaxAttempts]. A handler
-// can decide itself by returning [Abandon] or [RetryAfter]. With a
+// can decide itself by returning [Abandon] or [RetryLater]. With a
 // [Config.ExhaustionHandler] (and a [DurableStore]) an update that is given
 // up becomes an exhaustion in its own row, atomically, and is delivered to
 // that handler at least once, after any restart, until it returns nil.

@@ -65,23 +65,24 @@ func (e *AbandonError) Error() string {
 // Unwrap returns the wrapped error.
 func (e *AbandonError) Unwrap() error { return e.Err }
 
-// RetryAfterError is a handler's verdict that the update should run again
+// RetryLaterError is a handler's verdict that the update should run again
 // after Delay, whatever the retry policy says (the attempt ceiling still
-// applies). Build it with [RetryAfter].
-type RetryAfterError struct {
+// applies). Build it with [RetryLater]. It is the handler's own schedule,
+// not Telegram's retry_after (which [DefaultRetry] already honours).
+type RetryLaterError struct {
 	Err   error
 	Delay time.Duration
 }
 
-// RetryAfter wraps err so the runner retries the update after d (a negative
+// RetryLater wraps err so the runner retries the update after d (a negative
 // d means at once; a d above [MaxRetryDelay] is cut to it), unless its
 // attempts are spent.
-func RetryAfter(err error, d time.Duration) error {
-	return &RetryAfterError{Err: err, Delay: d}
+func RetryLater(err error, d time.Duration) error {
+	return &RetryLaterError{Err: err, Delay: d}
 }
 
 // Error implements error.
-func (e *RetryAfterError) Error() string {
+func (e *RetryLaterError) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("intake: retry after %v requested by the handler", e.Delay)
 	}
@@ -89,7 +90,7 @@ func (e *RetryAfterError) Error() string {
 }
 
 // Unwrap returns the wrapped error.
-func (e *RetryAfterError) Unwrap() error { return e.Err }
+func (e *RetryLaterError) Unwrap() error { return e.Err }
 
 // PanicError is the failure of a handler that panicked.
 type PanicError struct {

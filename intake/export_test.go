@@ -8,3 +8,12 @@ func LineKey(body []byte) string {
 	}
 	return p.line
 }
+
+// ChatOf exposes the chat an update's body belongs to.
+func ChatOf(body []byte) (int64, string) {
+	p, err := parseUpdate(body)
+	if err != nil {
+		return 0, ""
+	}
+	return p.chatID, p.chatType
+}

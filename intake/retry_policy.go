@@ -45,7 +45,7 @@ type retryDecision struct {
 }
 
 // decide applies, in order: the attempt ceiling, the handler's own verdict
-// ([Abandon], [RetryAfter]), the unparsable-body rule, then the policy,
+// ([Abandon], [RetryLater]), the unparsable-body rule, then the policy,
 // guarded against panics and negative delays.
 func decide(policy func(error, int) (time.Duration, bool), err error, attempt, maxAttempts int) retryDecision {
 	if attempt >= maxAttempts {
@@ -58,7 +58,7 @@ func decide(policy func(error, int) (time.Duration, bool), err error, attempt, m
 	if errors.As(err, &ab) {
 		return retryDecision{}
 	}
-	var ra *RetryAfterError
+	var ra *RetryLaterError
 	if errors.As(err, &ra) {
 		return retryDecision{retry: true, delay: clampDelay(ra.Delay)}
 	}

@@ -227,9 +227,9 @@ func TestHandlerOutcomes(t *testing.T) {
 				case 1:
 					return intake.Abandon(errBoom)
 				case 2:
-					return intake.RetryAfter(errBoom, 42*time.Second)
+					return intake.RetryLater(errBoom, 42*time.Second)
 				case 3:
-					return intake.RetryAfter(errBoom, 1000*time.Hour)
+					return intake.RetryLater(errBoom, 1000*time.Hour)
 				}
 				panic("handler bug")
 			},
@@ -254,9 +254,9 @@ func TestHandlerOutcomes(t *testing.T) {
 			t.Errorf("panic: row = %q %q, want failed with the panic", got.State, got.Error)
 		}
 		var ab *intake.AbandonError
-		var ra *intake.RetryAfterError
+		var ra *intake.RetryLaterError
 		if !errors.As(intake.Abandon(errBoom), &ab) || !errors.Is(ab, errBoom) ||
-			!errors.As(intake.RetryAfter(errBoom, time.Second), &ra) || ra.Delay != time.Second || !errors.Is(ra, errBoom) {
+			!errors.As(intake.RetryLater(errBoom, time.Second), &ra) || ra.Delay != time.Second || !errors.Is(ra, errBoom) {
 			t.Errorf("outcome errors do not match with errors.As/Is")
 		}
 	})

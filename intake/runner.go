@@ -70,6 +70,7 @@ type line struct {
 type job struct {
 	id   int64
 	body []byte
+	chat chatRef
 	bad  bool // the body is not an update: exhaust or abandon without handling
 }
 
@@ -138,7 +139,7 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	r.observeAccept(p.id, Accepted)
 	r.mu.Lock()
 	if r.started && r.run != nil {
-		r.scheduleLocked(r.run, p.id, bytes.Clone(body), p.line, false)
+		r.scheduleLocked(r.run, job{id: p.id, body: bytes.Clone(body), chat: chatRef{p.chatID, p.chatType}}, p.line)
 	}
 	r.mu.Unlock()
 	return Accepted, nil
@@ -404,8 +405,9 @@ func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (i
 		if perr != nil {
 			key = "update:" + strconv.FormatInt(row.UpdateID, 10)
 		}
+		j := job{id: row.UpdateID, body: row.Body, chat: chatRef{p.chatID, p.chatType}, bad: perr != nil}
 		r.mu.Lock()
-		if r.scheduleLocked(rn, row.UpdateID, row.Body, key, perr != nil) {
+		if r.scheduleLocked(rn, j, key) {
 			n++
 		}
 		r.mu.Unlock()
@@ -460,11 +462,12 @@ func (r *Runner) sweepExhaustions(ctx context.Context, rn *run) (int, error) {
 	return n, nil
 }
 
-// scheduleLocked puts update id on its chat line unless it is scheduled
+// scheduleLocked puts job j on the chat line key unless it is scheduled
 // already, the lifecycle is draining, or MaxQueued is reached (then a
 // catch-up sweep is requested for when room frees). It reports whether the
 // update was newly scheduled.
-func (r *Runner) scheduleLocked(rn *run, id int64, body []byte, key string, bad bool) bool {
+func (r *Runner) scheduleLocked(rn *run, j job, key string) bool {
+	id := j.id
 	if rn.draining {
 		return false
 	}
@@ -487,7 +490,7 @@ func (r *Runner) scheduleLocked(rn *run, id int64, body []byte, key string, bad 
 		rn.wg.Add(1)
 		go r.runLine(rn, key, ln)
 	}
-	ln.jobs = append(ln.jobs, job{id: id, body: body, bad: bad})
+	ln.jobs = append(ln.jobs, j)
 	return true
 }
 

@@ -16,6 +16,14 @@ type Update struct {
 	// Body is the raw webhook body, byte for byte as recorded. The handler
 	// may read it but must not modify it.
 	Body []byte
+	// ChatID is the id of the chat the update belongs to: the chat of its
+	// payload, or of the payload's message (a callback query's). Zero when
+	// the update has no chat (an inline query, a poll, a chat whose id is
+	// not a number). Parsed once, when the update was accepted or swept.
+	ChatID int64
+	// ChatType is that chat's type as Telegram names it ("private",
+	// "group", "supergroup", "channel"), or "" when unknown.
+	ChatType string
 }
 
 // Decode unmarshals the body into v, typically the update type of a Go bot
@@ -57,11 +65,13 @@ func (a Acceptance) String() string {
 // errNotUpdate is the internal parse failure; callers see Invalid.
 var errNotUpdate = errors.New("intake: not a Telegram update")
 
-// parsedUpdate is what the runner needs from a body: its id and the key of
-// the chat line it runs on.
+// parsedUpdate is what the runner needs from a body: its id, the key of
+// the chat line it runs on, and its chat.
 type parsedUpdate struct {
-	id   int64
-	line string
+	id       int64
+	line     string
+	chatID   int64
+	chatType string
 }
 
 // ParseUpdate checks that body is a Telegram update — a JSON object whose
@@ -86,6 +96,7 @@ func parseUpdate(body []byte) (parsedUpdate, error) {
 	var (
 		id      int64 = -1
 		line    string
+		chat    chatRef
 		payload json.RawMessage
 	)
 	for dec.More() {
@@ -109,7 +120,7 @@ func parseUpdate(body []byte) (parsedUpdate, error) {
 			continue
 		}
 		if line == "" {
-			line = lineOf(payload)
+			line, chat = lineOf(payload)
 		}
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
@@ -124,7 +135,7 @@ func parseUpdate(body []byte) (parsedUpdate, error) {
 	if line == "" {
 		line = "update:" + strconv.FormatInt(id, 10)
 	}
-	return parsedUpdate{id: id, line: line}, nil
+	return parsedUpdate{id: id, line: line, chatID: chat.id, chatType: chat.typ}, nil
 }
 
 // parseID returns the value of a non-negative JSON integer literal, or -1.
@@ -147,16 +158,26 @@ func parseID(raw json.RawMessage) int64 {
 	return n
 }
 
-// holder is an object that may carry an id.
+// holder is an object that may carry an id (and, for a chat, a type).
 type holder struct {
-	ID json.RawMessage `json:"id"`
+	ID   json.RawMessage `json:"id"`
+	Type json.RawMessage `json:"type"`
+}
+
+// maxChatType bounds the chat type a job keeps.
+const maxChatType = 32
+
+// chatRef is the chat an update belongs to; the zero value is none.
+type chatRef struct {
+	id  int64
+	typ string
 }
 
 // lineOf returns "chat:<id>" for a payload object, or "" when it names no
-// holder.
-func lineOf(payload json.RawMessage) string {
+// holder, and the payload's chat (its chat, or its message's chat).
+func lineOf(payload json.RawMessage) (string, chatRef) {
 	if len(payload) == 0 || payload[0] != '{' {
-		return ""
+		return "", chatRef{}
 	}
 	var p struct {
 		Chat      json.RawMessage `json:"chat"`
@@ -166,7 +187,7 @@ func lineOf(payload json.RawMessage) string {
 		VoterChat json.RawMessage `json:"voter_chat"`
 	}
 	if json.Unmarshal(payload, &p) != nil {
-		return ""
+		return "", chatRef{}
 	}
 	var msgChat json.RawMessage
 	if len(p.Message) > 0 && p.Message[0] == '{' {
@@ -177,31 +198,48 @@ func lineOf(payload json.RawMessage) string {
 			msgChat = m.Chat
 		}
 	}
-	for _, c := range []json.RawMessage{p.Chat, msgChat, p.From, p.User, p.VoterChat} {
-		if k := holderKey(c); k != "" {
-			return k
+	for i, c := range []json.RawMessage{p.Chat, msgChat, p.From, p.User, p.VoterChat} {
+		if k, h := holderKey(c); k != "" {
+			var ref chatRef
+			if i < 2 { // a chat, not a user
+				ref = chatOf(h)
+			}
+			return k, ref
 		}
 	}
-	return ""
+	return "", chatRef{}
 }
 
-func holderKey(raw json.RawMessage) string {
-	if len(raw) == 0 || raw[0] != '{' {
-		return ""
+// chatOf reads a chat holder's numeric id and type.
+func chatOf(h holder) chatRef {
+	id, err := strconv.ParseInt(string(h.ID), 10, 64)
+	if err != nil {
+		return chatRef{}
 	}
+	var typ string
+	if len(h.Type) > 0 && (json.Unmarshal(h.Type, &typ) != nil || len(typ) > maxChatType) {
+		typ = "" // not a string, or not a type Telegram would send
+	}
+	return chatRef{id: id, typ: typ}
+}
+
+func holderKey(raw json.RawMessage) (string, holder) {
 	var h holder
+	if len(raw) == 0 || raw[0] != '{' {
+		return "", h
+	}
 	if json.Unmarshal(raw, &h) != nil || len(h.ID) == 0 {
-		return ""
+		return "", h
 	}
 	switch c := h.ID[0]; {
 	case c == '"':
 		var s string
 		if json.Unmarshal(h.ID, &s) != nil {
-			return ""
+			return "", h
 		}
-		return "chat:" + s
+		return "chat:" + s, h
 	case c == '-' || (c >= '0' && c <= '9'):
-		return "chat:" + string(h.ID)
+		return "chat:" + string(h.ID), h
 	}
-	return ""
+	return "", h
 }

@@ -17,7 +17,7 @@ func TestFailureReason(t *testing.T) {
 		err  error
 		want string
 	}{
-		{intake.RetryAfter(&forward.StatusError{Kind: "update", Code: 429}, 1), "http_429"},
+		{intake.RetryLater(&forward.StatusError{Kind: "update", Code: 429}, 1), "http_429"},
 		{&forward.StatusError{Kind: "update", Code: 503}, "http_503"},
 		{intake.Abandon(&forward.StatusError{Kind: "update", Code: 404}), "http_4xx"},
 		{&forward.StatusError{Kind: "update", Code: 502}, "http_5xx"},
