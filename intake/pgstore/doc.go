@@ -2,9 +2,9 @@
 // intake runs in many processes on many machines sharing one database.
 //
 // [New] wraps the caller's [pgxpool.Pool] (github.com/jackc/pgx/v5). By
-// default it creates the table, or upgrades one made by an earlier version;
-// with [Config.NoCreate] the application's own migrations apply [Schema] (or
-// the numbered steps of [Migrations]) instead.
+// default it creates the table, or applies the migrations it lacks; with
+// [Config.NoCreate] the application's own migrations apply [Schema] (or the
+// numbered steps of [Migrations]) instead, and New checks the result.
 //
 // # Fencing a domain write
 //
@@ -30,9 +30,9 @@
 // One row per update, times in Unix milliseconds of the intake's clock,
 // bodies as bytea, and partial indexes over the live rows, the settled rows
 // and the unacknowledged exhaustions, so that retained completed rows cost
-// the sweep nothing. Migration 1 is the table without claim identities; the
-// base methods never need more, so an application that kept such a table can
-// keep using them. Migration 2 adds claim_id and the fence function, which
-// the fenced and durable methods need; without it they fail with
-// [ErrNotMigrated].
+// the sweep nothing. The table tgrelay_schema_version records the last
+// migration applied to each update table. New reads it with plain reads and
+// changes the schema only when it is behind, in one transaction under an
+// advisory lock; a table is either at the store's schema or New fails, so a
+// store never runs at a lower capability level than it claims.
 package pgstore

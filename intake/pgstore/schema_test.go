@@ -50,21 +50,19 @@ func TestNewRejectsNilPool(t *testing.T) {
 	}
 }
 
-func TestSchemaRunsTwiceAndIsTheStoresTable(t *testing.T) {
+func TestSchemaScriptMakesACurrentTable(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t)
 	ddl, err := pgstore.Schema("bot_updates")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 2 {
-		if _, err := pool.Exec(t.Context(), ddl); err != nil {
-			t.Fatalf("applying Schema, run %d: %v", i+1, err)
-		}
+	if _, err := pool.Exec(t.Context(), ddl); err != nil {
+		t.Fatalf("applying Schema: %v", err)
 	}
 	st, err := pgstore.New(t.Context(), pool, pgstore.Config{Table: "bot_updates", NoCreate: true})
 	if err != nil {
-		t.Fatalf("New on the table Schema made: %v", err)
+		t.Fatalf("New with NoCreate on the table Schema made: %v", err)
 	}
 	// The store works at the durable level on it: claim, own, exhaust, list.
 	mustAdd(t, st, 7, 0)
@@ -79,12 +77,13 @@ func TestSchemaRunsTwiceAndIsTheStoresTable(t *testing.T) {
 	if err != nil || len(ex) != 1 || ex[0].Identity != id {
 		t.Fatalf("DueExhaustions = %+v, %v; want the exhaustion of %+v", ex, err, id)
 	}
-	// New without NoCreate applies the schema a third time, harmlessly.
+	// New without NoCreate finds the recorded version current: no DDL runs
+	// (the script's CREATE TABLE would fail if it did).
 	if _, err := pgstore.New(t.Context(), pool, pgstore.Config{Table: "bot_updates"}); err != nil {
-		t.Fatalf("New applying the schema again: %v", err)
+		t.Fatalf("New on a current table: %v", err)
 	}
 	if row, ok, err := st.Get(t.Context(), 7); err != nil || !ok || !row.Unacknowledged() {
-		t.Fatalf("row after re-applying the schema = %+v, %v, %v; want the exhaustion kept", row, ok, err)
+		t.Fatalf("row after a second New = %+v, %v, %v; want the exhaustion kept", row, ok, err)
 	}
 }
 
@@ -94,16 +93,13 @@ func TestMigrationsAreNumberedAndNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) < 2 {
-		t.Fatalf("got %d migrations, want at least 2", len(ms))
-	}
 	for i, m := range ms {
 		if m.Version != i+1 || m.Name == "" || strings.Contains(m.SQL, "{{") {
 			t.Errorf("migration %d = version %d name %q (placeholders left: %v)", i, m.Version, m.Name, strings.Contains(m.SQL, "{{"))
 		}
 	}
-	if !strings.Contains(ms[1].SQL, "claim_id") || !strings.Contains(ms[1].SQL, "FUNCTION t_owns(") {
-		t.Errorf("migration 2 should add claim_id and t_owns:\n%s", ms[1].SQL)
+	if !strings.Contains(ms[0].SQL, "claim_id") || !strings.Contains(ms[0].SQL, "FUNCTION t_owns(") {
+		t.Errorf("migration 1 should make claim_id and t_owns:\n%s", ms[0].SQL)
 	}
 }
 
@@ -133,9 +129,9 @@ func TestMissingTableWithoutCreationIsAnError(t *testing.T) {
 	}
 }
 
-// legacyTable creates a table as migration 1 alone leaves it: before claim
-// identities.
-func legacyTable(t *testing.T, pool *pgxpool.Pool, table string) {
+// unrecordedTable creates the table as migration 1 makes it, without
+// recording a schema version: a table this store did not make.
+func unrecordedTable(t *testing.T, pool *pgxpool.Pool, table string) {
 	t.Helper()
 	ms, err := pgstore.Migrations(table)
 	if err != nil {
@@ -146,141 +142,46 @@ func legacyTable(t *testing.T, pool *pgxpool.Pool, table string) {
 	}
 }
 
-func hasClaimID(t *testing.T, pool *pgxpool.Pool, table string) bool {
-	t.Helper()
-	var n int
-	err := pool.QueryRow(t.Context(),
-		`SELECT count(*) FROM information_schema.columns WHERE table_name = $1 AND column_name = 'claim_id'`, table).Scan(&n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n == 1
-}
-
-func TestLegacyTableServesBaseMethodsOnly(t *testing.T) {
+func TestATableWithoutARecordedSchemaIsRefused(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t)
-	legacyTable(t, pool, "legacy")
-	st, err := pgstore.New(t.Context(), pool, pgstore.Config{Table: "legacy", NoCreate: true})
-	if err != nil {
-		t.Fatalf("New on a legacy table: %v", err)
+	unrecordedTable(t, pool, "unrecorded")
+	_, err := pgstore.New(t.Context(), pool, pgstore.Config{Table: "unrecorded", NoCreate: true})
+	if !errors.Is(err, pgstore.ErrNotMigrated) || !strings.Contains(err.Error(), "unrecorded") {
+		t.Fatalf("New with NoCreate on a table with no recorded schema = %v, want ErrNotMigrated naming the table", err)
 	}
-	ctx := t.Context()
-
-	// The base methods work.
-	mustAdd(t, st, 1, 0)
-	mustAdd(t, st, 2, 0)
-	res, err := st.AddBatch(ctx, []intake.Incoming{{UpdateID: 2, Body: []byte("{}")}, {UpdateID: 3, Body: []byte("{}")}})
-	if err != nil || len(res) != 2 || res[0] || !res[1] {
-		t.Fatalf("AddBatch = %v, %v; want [false true]", res, err)
-	}
-	if a, ok, err := st.Claim(ctx, 1, claimOpts(10, 100)); err != nil || !ok || a != 1 {
-		t.Fatalf("Claim = %d, %v, %v; want attempt 1", a, ok, err)
-	}
-	if ok, err := st.Renew(ctx, 1, 1, at(200), at(50)); err != nil || !ok {
-		t.Fatalf("Renew = %v, %v", ok, err)
-	}
-	if ok, err := st.Settle(ctx, 1, 1, intake.Settlement{State: intake.StateFailed, At: at(60), RetryAt: at(70), Error: "x"}); err != nil || !ok {
-		t.Fatalf("Settle failed = %v, %v", ok, err)
-	}
-	due, err := st.Due(ctx, intake.DueQuery{Now: at(80), PendingBefore: at(80), Limit: 10})
-	if err != nil || len(due) != 3 || due[0].UpdateID != 1 {
-		t.Fatalf("Due = %v, %v; want 1, 2, 3", due, err)
-	}
-	if a, ok, err := st.Claim(ctx, 1, claimOpts(80, 300)); err != nil || !ok || a != 2 {
-		t.Fatalf("second Claim = %d, %v, %v; want attempt 2", a, ok, err)
-	}
-	if ok, err := st.Settle(ctx, 1, 2, intake.Settlement{State: intake.StateCompleted, At: at(90)}); err != nil || !ok {
-		t.Fatalf("Settle completed = %v, %v", ok, err)
-	}
-	if n, err := st.Prune(ctx, at(91)); err != nil || n != 1 {
-		t.Fatalf("Prune = %d, %v; want 1", n, err)
-	}
-	// A spend without durable exhaustion needs no claim_id either.
-	one := intake.ClaimOpts{Now: at(100), LeaseUntil: at(110), MaxAttempts: 1}
-	if _, ok, err := st.Claim(ctx, 2, one); err != nil || !ok {
-		t.Fatalf("Claim 2 = %v, %v", ok, err)
-	}
-	if _, ok, err := st.Claim(ctx, 2, intake.ClaimOpts{Now: at(200), LeaseUntil: at(300), MaxAttempts: 1}); err != nil || ok {
-		t.Fatalf("spending Claim 2 = %v, %v; want false", ok, err)
-	}
-	if ok, err := st.Requeue(ctx, 2, at(400)); err != nil || !ok {
-		t.Fatalf("Requeue = %v, %v", ok, err)
-	}
-
-	// The fenced and durable methods say the migration is missing.
-	id := intake.Identity{UpdateID: 3, Attempt: 1, ClaimID: "c"}
-	durable := claimOpts(500, 600)
-	durable.DurableExhaustion = true
-	calls := map[string]func() error{
-		"ClaimOwned":    func() error { _, _, err := st.ClaimOwned(ctx, 3, claimOpts(500, 600)); return err },
-		"Claim durable": func() error { _, _, err := st.Claim(ctx, 3, durable); return err },
-		"RenewOwned":    func() error { _, err := st.RenewOwned(ctx, id, at(700), at(500)); return err },
-		"Owns":          func() error { _, err := st.Owns(ctx, id, at(500)); return err },
-		"SettleOwned": func() error {
-			_, err := st.SettleOwned(ctx, id, intake.Settlement{State: intake.StateCompleted, At: at(500)})
-			return err
-		},
-		"Exhaust":               func() error { _, err := st.Exhaust(ctx, id, at(500), "x"); return err },
-		"DueExhaustions":        func() error { _, err := st.DueExhaustions(ctx, intake.ExhaustionQuery{Limit: 5}); return err },
-		"AcknowledgeExhaustion": func() error { _, err := st.AcknowledgeExhaustion(ctx, id, at(500)); return err },
-	}
-	for name, call := range calls {
-		err := call()
-		if !errors.Is(err, pgstore.ErrNotMigrated) || !strings.Contains(err.Error(), "pgstore.Schema") {
-			t.Errorf("%s on a legacy table = %v, want ErrNotMigrated pointing to pgstore.Schema", name, err)
-		}
-	}
-	if hasClaimID(t, pool, "legacy") {
-		t.Fatal("a store with NoCreate changed the table")
-	}
-	// Row 3 is still pending and claimable by the base method.
-	if a, ok, err := st.Claim(ctx, 3, claimOpts(800, 900)); err != nil || !ok || a != 1 {
-		t.Fatalf("Claim 3 after the refused fenced calls = %d, %v, %v; want attempt 1", a, ok, err)
+	// Without NoCreate the store does not adopt it either: migration 1
+	// fails on the existing table, and New with it.
+	if _, err := pgstore.New(t.Context(), pool, pgstore.Config{Table: "unrecorded"}); err == nil || !strings.Contains(err.Error(), "001_create_table") {
+		t.Fatalf("New on a table with no recorded schema = %v, want the failure of migration 001", err)
 	}
 }
 
-func TestNewUpgradesAnOldTableUnderConcurrentUpgraders(t *testing.T) {
+func TestConcurrentNewsMigrateOnce(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t)
-	legacyTable(t, pool, "old")
-	legacy, err := pgstore.New(t.Context(), pool, pgstore.Config{Table: "old", NoCreate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustAdd(t, legacy, 1, 0)
-	if _, ok, err := legacy.Claim(t.Context(), 1, claimOpts(10, 20)); err != nil || !ok {
-		t.Fatalf("legacy Claim = %v, %v", ok, err)
-	}
-
-	// Two processes start at once, each with its own pool, and both upgrade.
 	url := pool.Config().ConnString()
-	pools := []*pgxpool.Pool{poolFor(t, url), poolFor(t, url)}
-	stores := make([]*pgstore.Store, len(pools))
-	errs := make([]error, len(pools))
+	const n = 4
+	stores := make([]*pgstore.Store, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i, p := range pools {
-		wg.Go(func() { stores[i], errs[i] = pgstore.New(t.Context(), p, pgstore.Config{Table: "old"}) })
+	for i := range n {
+		p := poolFor(t, url)
+		wg.Go(func() { stores[i], errs[i] = pgstore.New(t.Context(), p, pgstore.Config{Table: "fresh"}) })
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("upgrader %d: %v", i, err)
+			t.Fatalf("New %d of %d racing on a new table: %v", i+1, n, err)
 		}
 	}
-	if !hasClaimID(t, pool, "old") {
-		t.Fatal("claim_id missing after the upgrade")
-	}
-	// The old row, whose lease lapsed, is reclaimed with an identity.
-	id := mustClaimOwned(t, stores[0], 1, claimOpts(30, 100))
-	if id.Attempt != 2 || id.ClaimID == "" {
-		t.Fatalf("ClaimOwned after the upgrade = %+v, want attempt 2 with a claim id", id)
-	}
-	if ok, err := stores[1].Owns(t.Context(), id, at(50)); err != nil || !ok {
-		t.Fatalf("Owns on the other store = %v, %v", ok, err)
+	mustAdd(t, stores[0], 1, 0)
+	id := mustClaimOwned(t, stores[1], 1, claimOpts(30, 100))
+	if ok, err := stores[2].Owns(t.Context(), id, at(50)); err != nil || !ok {
+		t.Fatalf("Owns on another store = %v, %v", ok, err)
 	}
 	var owned bool
-	if err := pool.QueryRow(t.Context(), "SELECT old_owns($1, $2, $3, $4)", id.UpdateID, id.Attempt, id.ClaimID, at(50).UnixMilli()).Scan(&owned); err != nil || !owned {
-		t.Fatalf("old_owns = %v, %v; want true", owned, err)
+	if err := pool.QueryRow(t.Context(), "SELECT fresh_owns($1, $2, $3, $4)", id.UpdateID, id.Attempt, id.ClaimID, at(50).UnixMilli()).Scan(&owned); err != nil || !owned {
+		t.Fatalf("fresh_owns = %v, %v; want true", owned, err)
 	}
 }

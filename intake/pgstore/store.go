@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,25 +25,24 @@ var (
 	// created ([Config.NoCreate] is set and the schema was not applied) or
 	// it was dropped.
 	ErrNoTable = errors.New("pgstore: table does not exist")
-	// ErrNotMigrated reports that the table predates claim identities (it
-	// lacks the claim_id column), so fenced and durable methods cannot run.
-	// Apply [Schema] to the table.
-	ErrNotMigrated = errors.New("pgstore: table lacks the claim identity migration")
+	// ErrNotMigrated reports, with [Config.NoCreate] set, that the table's
+	// recorded schema version is behind this store's migrations. Apply the
+	// missing [Migrations] (or construct a store without NoCreate).
+	ErrNotMigrated = errors.New("pgstore: table schema is behind")
 )
 
-// Config configures [New]. The zero value uses [DefaultTable] and creates or
-// upgrades it.
+// Config configures [New]. The zero value uses [DefaultTable] and creates it
+// or applies the migrations it lacks.
 type Config struct {
 	// Table is the update table's name; see [ValidateTable]. Defaults to
 	// [DefaultTable].
 	Table string
 	// NoCreate, when set, leaves the schema alone: New only checks that the
-	// table exists, and fails with [ErrNoTable] otherwise. Set it when your
-	// own migrations apply [Schema] (or [Migrations]). A table made by
-	// migration 1 alone still serves the base [intake.Store] methods; fenced
-	// and durable methods then fail with [ErrNotMigrated]. When unset
-	// (the default), New applies [Schema], which creates a missing table and
-	// upgrades an older one.
+	// table exists and its recorded schema version is current, and fails
+	// with [ErrNoTable] or [ErrNotMigrated] otherwise. Set it when your own
+	// migrations apply [Schema] (or [Migrations]), and for tools that must
+	// never create a table. When unset (the default), New applies the
+	// migrations the table lacks.
 	NoCreate bool
 }
 
@@ -61,11 +59,6 @@ type Config struct {
 // other transactions (FOR UPDATE SKIP LOCKED), so concurrent sweepers do not
 // stampede the same rows. [Store.OwnsTx] and [Store.OwnsSQLTx] fence a
 // domain write inside the caller's own transaction.
-//
-// The base methods (Add, Claim, Renew, Settle, Due, Prune, AddBatch, and
-// Requeue) never touch the claim_id column unless a claim asks for durable
-// exhaustion, so they keep working on a table made before claim identities
-// existed.
 //
 // A Store is safe for concurrent use. It does not own the pool: closing the
 // pool is the caller's job, and Store has no Close.
@@ -87,10 +80,12 @@ var (
 )
 
 // New returns a store over the caller's pool. Unless cfg.NoCreate is set it
-// applies [Schema] first (in one transaction, serialised with other
-// processes by an advisory lock), so the table exists and is current when
-// New returns; with cfg.NoCreate it checks that the table exists. The pool
-// stays the caller's; New keeps no reference to cfg.
+// brings the table to the current schema first (see [Migrations]: only when
+// the recorded version is behind, under an advisory lock, so a store
+// starting next to running ones takes no lock on their table); with
+// cfg.NoCreate it checks that the table exists and is current. Either way
+// the store it returns has every capability it claims, or New fails. The
+// pool stays the caller's; New keeps no reference to cfg.
 func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("pgstore: New: nil pool")
@@ -103,48 +98,39 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	s := &Store{pool: pool, table: cfg.Table, q: buildQueries(cfg.Table)}
 	s.writes = groupcommit.Group[writeReq, writeRes]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
-	if cfg.NoCreate {
-		var exists bool
-		if err := pool.QueryRow(ctx, "SELECT to_regclass($1::text) IS NOT NULL", cfg.Table).Scan(&exists); err != nil {
-			return nil, fmt.Errorf("pgstore: New: check table %s: %w", cfg.Table, err)
-		}
-		if !exists {
-			return nil, fmt.Errorf("%w: %s (Config.NoCreate is set: apply pgstore.Schema(%q) first)", ErrNoTable, cfg.Table, cfg.Table)
+	if !cfg.NoCreate {
+		if err := migrate(ctx, pool, cfg.Table); err != nil {
+			return nil, err
 		}
 		return s, nil
 	}
-	if err := applySchema(ctx, pool, cfg.Table); err != nil {
+	var exists bool
+	if err := pool.QueryRow(ctx, "SELECT to_regclass($1::text) IS NOT NULL", cfg.Table).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("pgstore: New: check table %s: %w", cfg.Table, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("%w: %s (Config.NoCreate is set: apply pgstore.Schema(%q) first)", ErrNoTable, cfg.Table, cfg.Table)
+	}
+	ms, err := Migrations(cfg.Table)
+	if err != nil {
 		return nil, err
 	}
+	v, err := schemaVersion(ctx, pool, cfg.Table)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: New: read schema version of %s: %w", cfg.Table, err)
+	}
+	if latest := ms[len(ms)-1].Version; v < latest {
+		return nil, fmt.Errorf("%w: %s is at schema version %d, this store needs %d (Config.NoCreate is set: apply the missing pgstore.Migrations(%q))",
+			ErrNotMigrated, cfg.Table, v, latest, cfg.Table)
+	}
 	return s, nil
-}
-
-// applySchema runs Schema(table) in one transaction under a transaction-level
-// advisory lock, so two processes upgrading at once run it one after the
-// other instead of racing on the catalogs.
-func applySchema(ctx context.Context, pool *pgxpool.Pool, table string) error {
-	ddl, err := Schema(table)
-	if err != nil {
-		return err
-	}
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1::text))", "tgrelay.pgstore.schema:"+table); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, ddl)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("pgstore: New: apply schema to %s: %w", table, err)
-	}
-	return nil
 }
 
 // Table returns the name of the store's table.
 func (s *Store) Table() string { return s.table }
 
 // fail wraps a database error with the operation, mapping a missing table to
-// [ErrNoTable] and a missing claim_id column to [ErrNotMigrated].
+// [ErrNoTable].
 func (s *Store) fail(op string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -152,11 +138,6 @@ func (s *Store) fail(op string, err error) error {
 		case "42P01": // undefined_table
 			return fmt.Errorf("%w: %s (%s; apply pgstore.Schema(%q) or leave Config.NoCreate unset): %w",
 				ErrNoTable, s.table, op, s.table, err)
-		case "42703": // undefined_column
-			if strings.Contains(pgErr.Message, "claim_id") {
-				return fmt.Errorf("%w: %s has no claim_id column, which %s needs; apply pgstore.Schema(%q) (migration 2) before using fenced or durable methods: %w",
-					ErrNotMigrated, s.table, op, s.table, err)
-			}
 		}
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
@@ -221,9 +202,8 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 }
 
 // Claim implements [intake.Store.Claim] as one conditional UPDATE that either
-// takes the row or, when its attempts are spent, abandons it. It does not
-// touch claim_id unless opts.DurableExhaustion is set: then it is
-// [Store.ClaimOwned] (and needs the claim_id migration), so that a spent row
+// takes the row or, when its attempts are spent, abandons it. With
+// opts.DurableExhaustion set it is [Store.ClaimOwned], so that a spent row
 // becomes an exhaustion that can be acknowledged.
 func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (int, bool, error) {
 	if opts.DurableExhaustion {

@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -341,48 +340,6 @@ func TestCancelledWriteIsNotCommitted(t *testing.T) {
 	}
 }
 
-// TestLegacyClaimsShareATransactionWithARefusedOwnedClaim: on a table
-// without claim_id, an owned claim fails with ErrNotMigrated inside a shared
-// transaction; the base claims of that transaction still take their rows.
-func TestLegacyClaimsShareATransactionWithARefusedOwnedClaim(t *testing.T) {
-	t.Parallel()
-	pool := newPool(t)
-	legacyTable(t, pool, "legacy")
-	st, err := pgstore.New(t.Context(), pool, pgstore.Config{Table: "legacy", NoCreate: true})
-	if err != nil {
-		t.Fatalf("New on a legacy table: %v", err)
-	}
-	const n = 8
-	for i := range n {
-		mustAdd(t, st, int64(i+1), 0)
-	}
-	l := logBatches(st, n)
-	attempts := make([]int, n)
-	oks := make([]bool, n)
-	errs := make([]error, n)
-	l.run(t, n, func(i int) {
-		if i == n-1 {
-			_, oks[i], errs[i] = st.ClaimOwned(t.Context(), int64(i+1), claimOpts(10, 100))
-			return
-		}
-		attempts[i], oks[i], errs[i] = st.Claim(t.Context(), int64(i+1), claimOpts(10, 100))
-	})
-	for i := range n - 1 {
-		if errs[i] != nil || !oks[i] || attempts[i] != 1 {
-			t.Fatalf("Claim %d = %d, %v, %v; want attempt 1", i+1, attempts[i], oks[i], errs[i])
-		}
-	}
-	if !errors.Is(errs[n-1], pgstore.ErrNotMigrated) || oks[n-1] {
-		t.Fatalf("ClaimOwned on a legacy table = %v, %v; want ErrNotMigrated", oks[n-1], errs[n-1])
-	}
-	if m := l.largest(t); m < 2 {
-		t.Fatalf("no shared transaction: %v", l.batches)
-	}
-	// Row n is still pending: the base claim takes it.
-	if a, ok, err := st.Claim(t.Context(), n, claimOpts(20, 100)); err != nil || !ok || a != 1 {
-		t.Fatalf("Claim %d after the refused owned claim = %d, %v, %v; want attempt 1", n, a, ok, err)
-	}
-}
 
 // TestTwoStoresClaimingTheSameRowsEachWinOnce: two stores on one table (as
 // two processes would be) claim the same rows at once, in opposite orders.

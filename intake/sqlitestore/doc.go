@@ -29,8 +29,10 @@
 // # Schema
 //
 // The table and its indexes come from embedded, numbered migrations
-// (migration/NNN_name.up.sql), applied by Open and New. A table created
-// before claim identities existed gains its claim_id column in place, and
-// two processes racing that upgrade both succeed. [Migrations] and [Schema]
+// (migration/NNN_name.up.sql). The table tgrelay_schema_version records
+// the last step applied to each update table; Open and New read it and, only
+// when it is behind, apply the missing steps in one write transaction, so
+// processes opening one file at once upgrade it once. A table is either at
+// the store's schema or the store fails to open. [Migrations] and [Schema]
 // return the SQL for teams that apply schema changes themselves.
 package sqlitestore

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/tgrelay/tgrelay/intake/internal/sqlschema"
 )
 
 // claimableSQL is the claimable predicate at ?2 (now): a pending row always,
@@ -185,7 +187,7 @@ type queries struct {
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
-	fill := func(text string) string { return strings.ReplaceAll(text, tablePlaceholder, table) }
+	fill := func(text string) string { return strings.ReplaceAll(text, sqlschema.Placeholder, table) }
 	q.ownsTxSQL = fill(ownsTxSQL)
 	q.listSQL = fill(`SELECT ` + rowColumns + ` FROM "{{table}}"`)
 	for _, p := range []struct {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/internal/sqlschema"
 	"github.com/tgrelay/tgrelay/internal/groupcommit"
 )
 
@@ -47,16 +47,13 @@ var ErrInvalidConfig = errors.New("sqlitestore: invalid config")
 // that is not final). A refusal decided by a row's state is never an error.
 var ErrInvalidQuery = errors.New("sqlitestore: invalid query")
 
-// tableNamePattern is the whole accepted syntax of Config.Table.
-var tableNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
-
 // Config configures [Open] and [New]. The zero value is valid: table
 // "telegram_updates", synchronous=FULL, a 5 s busy timeout and four reader
 // connections. Open and New copy it; later changes have no effect.
 type Config struct {
-	// Table is the name of the update table. It must match
-	// ^[A-Za-z_][A-Za-z0-9_]{0,62}$ and is checked before it reaches any SQL.
-	// Defaults to [DefaultTable].
+	// Table is the name of the update table: ASCII letters, digits and
+	// underscores, not starting with a digit, at most 55 bytes, checked
+	// before it reaches any SQL. Defaults to [DefaultTable].
 	Table string
 
 	// Synchronous is SQLite's synchronous mode for the writer connection of
@@ -122,7 +119,8 @@ var (
 )
 
 // Open opens (creating if needed) the SQLite database file at path in WAL
-// mode, creates or upgrades the update table (see [Migrations]) and returns a
+// mode, creates the update table or applies the migrations it lacks (see
+// [Migrations]) and returns a
 // store that owns its connections: one writer connection, opened with
 // BEGIN IMMEDIATE transactions, and a pool of read-only connections. Call
 // [Store.Close] to release them.
@@ -131,15 +129,10 @@ var (
 // refused (an in-memory database is private to each connection, so use
 // memstore instead; Open builds its own URI to set its options).
 func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
-	return open(ctx, path, cfg, hooks{})
+	return open(ctx, path, cfg)
 }
 
-// hooks are unexported test seams, set through export_test.go.
-type hooks struct {
-	beforeAlter func()
-}
-
-func open(ctx context.Context, path string, cfg Config, h hooks) (*Store, error) {
+func open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("%w: path %q must be a plain file path", ErrInvalidConfig, path)
 	}
@@ -174,7 +167,7 @@ func open(ctx context.Context, path string, cfg Config, h hooks) (*Store, error)
 	r.SetMaxOpenConns(cfg.ReadConns)
 	r.SetMaxIdleConns(cfg.ReadConns)
 
-	s, err := build(ctx, w, r, true, cfg.Table, h)
+	s, err := build(ctx, w, r, true, cfg.Table)
 	if err != nil {
 		r.Close()
 		w.Close()
@@ -184,7 +177,8 @@ func open(ctx context.Context, path string, cfg Config, h hooks) (*Store, error)
 }
 
 // New wraps a database handle the caller opened with the "sqlite" driver of
-// modernc.org/sqlite, creates or upgrades the update table, and returns a
+// modernc.org/sqlite, creates the update table or applies the migrations it
+// lacks, and returns a
 // store that uses db for reads and writes. Close does not close db.
 //
 // The caller configures db: WAL mode, a busy_timeout, a synchronous mode
@@ -200,7 +194,7 @@ func New(ctx context.Context, db *sql.DB, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return build(ctx, db, db, false, cfg.Table, hooks{})
+	return build(ctx, db, db, false, cfg.Table)
 }
 
 // withDefaults validates cfg and fills its defaults. forOpen tells whether
@@ -245,10 +239,10 @@ func (cfg Config) withDefaults(forOpen bool) (Config, error) {
 	return cfg, nil
 }
 
-// validateTable checks a table name against tableNamePattern.
+// validateTable checks a table name against the SQL stores' rule.
 func validateTable(table string) error {
-	if !tableNamePattern.MatchString(table) {
-		return fmt.Errorf("%w: Config.Table %q: must match %s", ErrInvalidConfig, table, tableNamePattern)
+	if err := sqlschema.ValidateTable(table); err != nil {
+		return fmt.Errorf("%w: Config.Table: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }
@@ -259,8 +253,8 @@ func escapePath(p string) string {
 	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
 }
 
-func build(ctx context.Context, w, r *sql.DB, owned bool, table string, h hooks) (*Store, error) {
-	if err := migrate(ctx, w, table, h.beforeAlter); err != nil {
+func build(ctx context.Context, w, r *sql.DB, owned bool, table string) (*Store, error) {
+	if err := migrate(ctx, w, table); err != nil {
 		return nil, err
 	}
 	s := &Store{table: table, w: w, r: r, owned: owned}

@@ -1,2 +1,0 @@
--- Rows by state and due time: state counts and range scans per state.
-CREATE INDEX IF NOT EXISTS "{{table}}_due" ON "{{table}}" (state, due_at);
