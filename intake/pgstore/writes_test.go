@@ -340,7 +340,6 @@ func TestCancelledWriteIsNotCommitted(t *testing.T) {
 	}
 }
 
-
 // TestTwoStoresClaimingTheSameRowsEachWinOnce: two stores on one table (as
 // two processes would be) claim the same rows at once, in opposite orders.
 // Their shared transactions meet on rows the other holds; no claim fails,
