@@ -7,7 +7,7 @@ import (
 )
 
 // Attempt is the identity of one attempt on one update, handed to
-// [Config.AttemptHandler]. Every attempt, a retry included, has a new
+// [Config.AttemptHandler] and found with [AttemptFrom]. Every attempt, a retry included, has a new
 // Identity. Persist all three identity fields with a domain write and guard
 // the write with the store's Owns check inside the same transaction.
 type Attempt struct {
@@ -59,31 +59,49 @@ func (l *lease) loseLocked(err error) bool {
 	return true
 }
 
+// outcome is what one attempt left to schedule.
+type outcome struct {
+	// exhaustion is the exhaustion the attempt recorded, for delivery.
+	exhaustion *Exhaustion
+	// retryAt is the due time of the retry the store accepted; zero when
+	// none was scheduled.
+	retryAt time.Time
+}
+
+// unfenced adapts a plain [Store] to the runner's one code path: its
+// identities carry no claim id, and it proves no ownership.
+type unfenced struct{ Store }
+
+func (s unfenced) ClaimOwned(ctx context.Context, updateID int64, opts ClaimOpts) (Identity, bool, error) {
+	attempt, ok, err := s.Claim(ctx, updateID, opts)
+	return Identity{UpdateID: updateID, Attempt: attempt}, ok, err
+}
+
+func (s unfenced) RenewOwned(ctx context.Context, id Identity, leaseUntil, now time.Time) (bool, error) {
+	return s.Renew(ctx, id.UpdateID, id.Attempt, leaseUntil, now)
+}
+
+func (s unfenced) SettleOwned(ctx context.Context, id Identity, st Settlement) (bool, error) {
+	return s.Settle(ctx, id.UpdateID, id.Attempt, st)
+}
+
+func (s unfenced) Owns(context.Context, Identity, time.Time) (bool, error) { return false, nil }
+
 // attempt claims job j, runs the handler under a renewed lease and settles
-// the outcome. It returns the exhaustion it recorded, if any, for delivery.
-func (r *Runner) attempt(rn *run, j job) *Exhaustion {
+// the outcome.
+func (r *Runner) attempt(rn *run, j job) outcome {
 	leaseFor := r.cfg.LeaseDuration
 	taken := now()
 	opts := ClaimOpts{Now: taken, LeaseUntil: taken.Add(leaseFor), MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil}
 	cctx, ccancel := context.WithTimeout(rn.ctx, leaseFor)
-	var (
-		id  Identity
-		ok  bool
-		err error
-	)
-	if r.fenced != nil {
-		id, ok, err = r.fenced.ClaimOwned(cctx, j.id, opts)
-	} else {
-		id.UpdateID = j.id
-		id.Attempt, ok, err = r.store.Claim(cctx, j.id, opts)
-	}
+	id, ok, err := r.store.ClaimOwned(cctx, j.id, opts)
 	ccancel()
 	if err != nil {
 		r.storeError(StepClaim, j.id, err)
-		return nil
+		return outcome{}
 	}
 	if !ok {
-		return nil // someone else holds it, it is not due, or its attempts were spent
+		return outcome{} // someone else holds it, it is not due, or its attempts were spent
 	}
 	if f := r.cfg.Observer.ClaimFunc; f != nil {
 		guard(func() { f(id) })
@@ -104,7 +122,10 @@ func (r *Runner) attempt(rn *run, j job) *Exhaustion {
 		herr = ErrUnparsableBody
 	} else {
 		u := Update{ID: j.id, Body: j.body, ChatID: j.chat.id, ChatType: j.chat.typ}
-		a := Attempt{Identity: id, lease: l, store: r.fenced}
+		a := Attempt{Identity: id, lease: l}
+		if r.proves {
+			a.store = r.store
+		}
 		v := &attemptValue{update: u, attempt: a}
 		herr = v.outcome(r.callHandler(withAttempt(hctx, v), u, a))
 	}
@@ -119,7 +140,7 @@ func (r *Runner) attempt(rn *run, j job) *Exhaustion {
 
 	if herr == nil {
 		r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
-		return nil
+		return outcome{}
 	}
 	return r.fail(rn, l, j, herr)
 }
@@ -167,15 +188,7 @@ func (r *Runner) renewLoop(rn *run, ctx context.Context, l *lease) {
 		at := now()
 		until := at.Add(leaseFor)
 		sctx, cancel := context.WithTimeout(ctx, leaseFor)
-		var (
-			ok  bool
-			err error
-		)
-		if r.fenced != nil {
-			ok, err = r.fenced.RenewOwned(sctx, l.id, until, at)
-		} else {
-			ok, err = r.store.Renew(sctx, l.id.UpdateID, l.id.Attempt, until, at)
-		}
+		ok, err := r.store.RenewOwned(sctx, l.id, until, at)
 		cancel()
 		l.mu.Lock()
 		if !l.active || l.lost {
@@ -215,15 +228,7 @@ func (r *Runner) leaseLost(id Identity) {
 func (r *Runner) settle(rn *run, l *lease, s Settlement) bool {
 	ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
 	defer cancel()
-	var (
-		ok  bool
-		err error
-	)
-	if r.fenced != nil {
-		ok, err = r.fenced.SettleOwned(ctx, l.id, s)
-	} else {
-		ok, err = r.store.Settle(ctx, l.id.UpdateID, l.id.Attempt, s)
-	}
+	ok, err := r.store.SettleOwned(ctx, l.id, s)
 	if err != nil {
 		r.storeError(StepSettle, l.id.UpdateID, err)
 	}
@@ -248,7 +253,7 @@ func (r *Runner) ownershipLostAfter(l *lease, err error) {
 }
 
 // fail settles a failed attempt: a retry, an exhaustion, or an abandonment.
-func (r *Runner) fail(rn *run, l *lease, j job, herr error) *Exhaustion {
+func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 	d := decide(r.policy, herr, l.id.Attempt, r.cfg.MaxAttempts)
 	if d.guarded {
 		r.log.Warn("intake: retry policy panicked or returned a negative delay; using the default backoff",
@@ -257,7 +262,7 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) *Exhaustion {
 	msg := errorText(herr)
 	at := now()
 	retrying := d.retry
-	var exh *Exhaustion
+	var res outcome
 	switch {
 	case !d.retry && r.durable != nil:
 		ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
@@ -267,9 +272,9 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) *Exhaustion {
 			r.storeError(StepSettle, l.id.UpdateID, err)
 		}
 		if ok {
-			exh = &Exhaustion{Identity: l.id, Body: j.body, ExhaustedAt: at, Error: msg}
+			res.exhaustion = &Exhaustion{Identity: l.id, Body: j.body, ExhaustedAt: at, Error: msg}
 			if f := r.cfg.Observer.ExhaustFunc; f != nil {
-				e := *exh
+				e := *res.exhaustion
 				guard(func() { f(e) })
 			}
 		} else {
@@ -281,8 +286,11 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) *Exhaustion {
 			retrying = true
 		}
 	default:
-		if !r.settle(rn, l, Settlement{State: StateFailed, At: at, RetryAt: at.Add(d.delay), Error: msg}) {
-			retrying = true
+		// Due on a whole millisecond, the stores' precision, never before
+		// the delay: the in-process retry then finds the row due.
+		retryAt := at.Add(d.delay + time.Millisecond - 1).Truncate(time.Millisecond)
+		if r.settle(rn, l, Settlement{State: StateFailed, At: at, RetryAt: retryAt, Error: msg}) {
+			res.retryAt = retryAt
 		}
 	}
 	r.log.Info("intake: attempt failed", "update_id", l.id.UpdateID, "attempt", l.id.Attempt,
@@ -291,5 +299,5 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) *Exhaustion {
 		fl := Failure{Identity: l.id, Err: herr, Retrying: retrying}
 		guard(func() { f(fl) })
 	}
-	return exh
+	return res
 }

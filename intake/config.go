@@ -129,7 +129,9 @@ type Config struct {
 	// Handler handles one update. Exactly one of Handler and
 	// AttemptHandler is required. A nil error completes the update; an
 	// error fails the attempt (see RetryFunc, [Abandon], [RetryLater]); a
-	// panic is recovered and fails it. ctx is cancelled with an
+	// panic is recovered and fails it. A retry runs in this process at its
+	// due time (see RetryOutOfOrder); the sweep is the safety net for
+	// retries no process waits for. ctx is cancelled with an
 	// [*OwnershipLostError] cause when the attempt loses its lease, and
 	// when [Runner.Close] gives up waiting.
 	Handler func(ctx context.Context, u Update) error
@@ -164,6 +166,17 @@ type Config struct {
 	// delay above [MaxRetryDelay] is cut to it. It may be called
 	// concurrently.
 	RetryFunc func(err error, attempt int) (delay time.Duration, retry bool)
+
+	// RetryOutOfOrder lets a chat's later updates run while a failed update
+	// of the chat waits for its retry. By default (false) a failed update
+	// keeps its place: it waits, in this process, for its retry's due time
+	// and runs again, and the chat's later updates wait behind it until it
+	// succeeds or is given up, so a chat never sees "two" before "one". Set
+	// it when a chat's updates are independent and one slow retry must not
+	// delay the rest; the retry then runs at its due time after them. Either
+	// way order is kept within one process only: after a restart, or on
+	// another process, a chat's later updates run when found.
+	RetryOutOfOrder bool
 
 	// MaxAttempts is the attempt ceiling of one update, 1 to
 	// [MaxMaxAttempts]. Defaults to [DefaultMaxAttempts].

@@ -67,7 +67,13 @@
 // # Retries and exhaustion (dead letters)
 //
 // A failed attempt is retried after the delay [Config.RetryFunc] (by
-// default [DefaultRetry]) decides, until [Config.MaxAttempts]. A handler
+// default [DefaultRetry]) decides, until [Config.MaxAttempts]. The retry
+// runs in this process at its due time (a 429's retry_after of 1 s means
+// 1 s); the sweep takes over retries no process waits for (after a
+// restart, or another process's). By default a failed update keeps its
+// place on its chat's line: the chat's later updates wait until it
+// succeeds or is given up, so a chat never sees "two" before "one";
+// [Config.RetryOutOfOrder] lets them run meanwhile. A handler
 // can decide itself by returning [Abandon] or [RetryLater]. With a
 // [Config.ExhaustionHandler] (and a [DurableStore]) an update that is given
 // up becomes an exhaustion in its own row, atomically, and is delivered to

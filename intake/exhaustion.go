@@ -18,8 +18,8 @@ func (r *Runner) scheduleExhaustionLocked(rn *run, e Exhaustion, fromAttempt boo
 		rn.backlog = true
 		return false
 	}
-	r.busyLocked(rn)
 	rn.delivering[e.UpdateID] = struct{}{}
+	r.idleLocked(rn)
 	rn.wg.Add(1)
 	go r.deliver(rn, e)
 	return true

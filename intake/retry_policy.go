@@ -5,34 +5,35 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/backoff"
 )
+
+// defaultBackoff is the delay rule of [Backoff].
+var defaultBackoff = backoff.Capped{Base: defaultRetryBase, Factor: 4, Max: defaultRetryLimit}
 
 // Backoff is the default delay before retry number attempt (the attempt that
 // failed, from 1): 5s × 4^(attempt−1), capped at 15 minutes. An attempt
 // below 1 counts as 1.
 func Backoff(attempt int) time.Duration {
-	d := defaultRetryBase
-	for i := 1; i < attempt; i++ {
-		d *= 4
-		if d >= defaultRetryLimit {
-			return defaultRetryLimit
-		}
-	}
-	return d
+	return defaultBackoff.Delay(attempt)
 }
 
 // DefaultRetry is the retry policy used when [Config.RetryFunc] is nil. It
 // classifies err with [botapi.Classify]: a failure that Telegram proves
 // permanent (evidence other than none, not retryable — a blocked user, an
-// invalid message) is abandoned; anything else is retried after the larger
-// of [Backoff](attempt) and the retry_after Telegram asked for. A plain
-// application error carries no evidence and is therefore retried.
+// invalid message) is abandoned; a 429 whose retry_after Telegram named is
+// retried after exactly that wait; anything else is retried after
+// [Backoff](attempt). A plain application error carries no evidence and is
+// therefore retried.
 func DefaultRetry(err error, attempt int) (time.Duration, bool) {
 	f := botapi.Classify(err)
 	if f.Evidence != botapi.EvidenceNone && !f.Retryable {
 		return 0, false
 	}
-	return max(Backoff(attempt), f.RetryAfter), true
+	if f.RetryAfter > 0 {
+		return f.RetryAfter, true // Telegram's own word on when to come back
+	}
+	return Backoff(attempt), true
 }
 
 // retryDecision is the outcome of one failed attempt.

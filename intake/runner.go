@@ -23,8 +23,8 @@ import (
 // use.
 type Runner struct {
 	cfg     Config
-	store   Store
-	fenced  FencedStore  // set when the store is fenced
+	store   FencedStore  // Config.Store, wrapped in unfenced when it is a plain Store
+	proves  bool         // the store proves ownership (Config.Store is a FencedStore)
 	durable DurableStore // set when exhaustions are kept: an ExhaustionHandler or KeepExhaustions
 	batch   *committer   // set when the store is a BatchStore
 	policy  func(error, int) (time.Duration, bool)
@@ -49,12 +49,14 @@ type run struct {
 	kick   chan struct{}  // a catch-up sweep is wanted (capacity 1)
 
 	// Guarded by Runner.mu.
+	held       int                // queued updates on lines waiting for a retry
+	waiters    int                // retries waiting off their line (Config.RetryOutOfOrder)
 	stopped    bool               // stop is closed
 	draining   bool               // Close began: claim nothing new
 	lines      map[string]*line   // chat lines with work
 	queued     map[int64]struct{} // update ids scheduled as attempts
 	delivering map[int64]struct{} // update ids whose exhaustion is being delivered
-	idle       chan struct{}      // closed while nothing is queued or delivering
+	idle       chan struct{}      // closed while nothing is queued (but held) or delivering
 	quiet      bool               // idle is closed
 	backlog    bool               // something was not scheduled for lack of room
 	refill     bool               // the last sweep filled its page: more may be due
@@ -63,7 +65,8 @@ type run struct {
 
 // line is the queue of one chat: its updates run one after the other.
 type line struct {
-	jobs []job
+	jobs    []job
+	waiting bool // the first job waits for its retry; the rest are held
 }
 
 // job is one scheduled update.
@@ -86,12 +89,14 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: c, store: c.Store, policy: c.RetryFunc, log: c.Logger, cursor: -1}
+	r := &Runner{cfg: c, policy: c.RetryFunc, log: c.Logger, cursor: -1}
 	if r.policy == nil {
 		r.policy = DefaultRetry
 	}
 	if fs, ok := c.Store.(FencedStore); ok {
-		r.fenced = fs
+		r.store, r.proves = fs, true
+	} else {
+		r.store = unfenced{c.Store}
 	}
 	if c.ExhaustionHandler != nil || c.KeepExhaustions {
 		r.durable = c.Store.(DurableStore) // checked by fill
@@ -217,8 +222,11 @@ func (r *Runner) Sweep(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Idle waits until nothing is scheduled: no update on a chat line and no
-// exhaustion being delivered. It returns ctx.Err() when ctx ends first.
+// Idle waits until nothing is scheduled to run now: no update on a chat
+// line and no exhaustion being delivered. A failed update waiting for its
+// retry's due time, and the updates of its chat held behind it, do not
+// count: Idle returns while they wait, as it does while a retry waits in
+// the store. It returns ctx.Err() when ctx ends first.
 func (r *Runner) Idle(ctx context.Context) error {
 	r.mu.Lock()
 	rn := r.run
@@ -481,7 +489,6 @@ func (r *Runner) scheduleLocked(rn *run, j job, key string) bool {
 		rn.backlog = true
 		return false
 	}
-	r.busyLocked(rn)
 	rn.queued[id] = struct{}{}
 	ln := rn.lines[key]
 	if ln == nil {
@@ -491,24 +498,31 @@ func (r *Runner) scheduleLocked(rn *run, j job, key string) bool {
 		go r.runLine(rn, key, ln)
 	}
 	ln.jobs = append(ln.jobs, j)
+	if ln.waiting {
+		rn.held++
+	}
+	r.idleLocked(rn)
 	return true
 }
 
-// busyLocked notes that work is about to be scheduled.
-func (r *Runner) busyLocked(rn *run) {
-	if rn.quiet {
+// idleLocked opens or closes rn.idle to match what is scheduled to run
+// now: queued updates not held behind a retry, and deliveries.
+func (r *Runner) idleLocked(rn *run) {
+	busy := len(rn.queued)-rn.held+len(rn.delivering) > 0
+	switch {
+	case busy && rn.quiet:
 		rn.quiet = false
 		rn.idle = make(chan struct{})
+	case !busy && !rn.quiet:
+		rn.quiet = true
+		close(rn.idle)
 	}
 }
 
 // doneLocked notes that scheduled work ended.
 func (r *Runner) doneLocked(rn *run) {
 	n := len(rn.queued) + len(rn.delivering)
-	if n == 0 && !rn.quiet {
-		rn.quiet = true
-		close(rn.idle)
-	}
+	r.idleLocked(rn)
 	refill := rn.refill && len(rn.queued) <= r.cfg.PageSize/2
 	if (refill || rn.backlog && n <= r.cfg.MaxQueued/2) && !rn.draining {
 		rn.backlog = false
@@ -521,7 +535,10 @@ func (r *Runner) doneLocked(rn *run) {
 }
 
 // runLine runs the jobs of one chat line in order, each under a slot of the
-// global semaphore. A line waiting for its predecessor holds no slot.
+// global semaphore. A line waiting for its predecessor holds no slot. A
+// failed job whose retry is due later stays first on its line and waits
+// for its due time (holding the chat's later jobs, unless
+// Config.RetryOutOfOrder), then runs again.
 func (r *Runner) runLine(rn *run, key string, ln *line) {
 	defer rn.wg.Done()
 	for {
@@ -532,25 +549,102 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 			return
 		}
 		j := ln.jobs[0]
-		ln.jobs[0] = job{}
-		ln.jobs = ln.jobs[1:]
 		draining := rn.draining
 		r.mu.Unlock()
 
-		var exh *Exhaustion
+		var res outcome
 		if !draining && rn.sem.Acquire(rn.ctx, 1) == nil {
-			exh = r.attempt(rn, j)
+			res = r.attempt(rn, j)
 			rn.sem.Release(1)
+		}
+		if !res.retryAt.IsZero() && !r.cfg.RetryOutOfOrder {
+			if r.waitRetry(rn, ln, res.retryAt) {
+				continue // the first job runs again
+			}
+			r.dropLine(rn, ln) // closing: the rows stay in the store
+			continue
 		}
 
 		r.mu.Lock()
-		if exh != nil {
-			r.scheduleExhaustionLocked(rn, *exh, true)
+		ln.jobs[0] = job{}
+		ln.jobs = ln.jobs[1:]
+		if res.exhaustion != nil {
+			r.scheduleExhaustionLocked(rn, *res.exhaustion, true)
 		}
 		delete(rn.queued, j.id)
+		if !res.retryAt.IsZero() {
+			r.retryOffLineLocked(rn, j, key, res.retryAt)
+		}
 		r.doneLocked(rn)
 		r.mu.Unlock()
 	}
+}
+
+// waitRetry holds line ln (whose first job failed) until at, the retry's
+// due time. It reports false when the lifecycle stopped meanwhile.
+func (r *Runner) waitRetry(rn *run, ln *line, at time.Time) bool {
+	wait := at.Sub(now())
+	if wait <= 0 {
+		return true
+	}
+	r.mu.Lock()
+	ln.waiting = true
+	rn.held += len(ln.jobs)
+	r.idleLocked(rn)
+	r.mu.Unlock()
+
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var due bool
+	select {
+	case <-t.C:
+		due = true
+	case <-rn.stop:
+	}
+
+	r.mu.Lock()
+	ln.waiting = false
+	rn.held -= len(ln.jobs)
+	r.idleLocked(rn)
+	r.mu.Unlock()
+	return due
+}
+
+// dropLine unschedules every job of ln without running it; their rows stay
+// in the store for a later sweep.
+func (r *Runner) dropLine(rn *run, ln *line) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, j := range ln.jobs {
+		delete(rn.queued, j.id)
+	}
+	ln.jobs = nil
+	r.doneLocked(rn)
+}
+
+// retryOffLineLocked schedules job j again on its line at its retry time
+// without holding the line (Config.RetryOutOfOrder). At most MaxQueued
+// retries wait this way; beyond that, and when the lifecycle ends first,
+// the sweep finds the row when it is due.
+func (r *Runner) retryOffLineLocked(rn *run, j job, key string, at time.Time) {
+	if rn.draining || rn.waiters >= r.cfg.MaxQueued {
+		return
+	}
+	rn.waiters++
+	rn.wg.Add(1)
+	go func() {
+		defer rn.wg.Done()
+		t := time.NewTimer(at.Sub(now()))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-rn.stop:
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		rn.waiters--
+		r.scheduleLocked(rn, j, key)
+	}()
 }
 
 // storeError reports a store failure the runner cannot return to a caller.
