@@ -36,6 +36,7 @@ var (
 	_ intake.DurableStore = (*Store)(nil)
 	_ intake.BatchStore   = (*Store)(nil)
 	_ intake.AdminStore   = (*Store)(nil)
+	_ intake.JournalStore = (*Store)(nil)
 )
 
 // ErrInvalidQuery is returned (wrapped, with the offending field named) for a
@@ -68,6 +69,9 @@ type row struct {
 	settled    bool
 	err        string
 	body       []byte
+	// calls is the row's outgoing-call journal (journal.go); it goes with
+	// the row when the row is pruned.
+	calls map[intake.Call]*intake.JournalEntry
 }
 
 // New returns an empty Store.

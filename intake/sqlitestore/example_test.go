@@ -70,4 +70,5 @@ func ExampleMigrations() {
 	fmt.Printf("%03d %s\n", first.Version, first.Name)
 	// Output:
 	// 001 create_table
+	// 002 journal
 }

@@ -41,6 +41,7 @@ type checker struct {
 	durable intake.DurableStore // nil below the durable level
 	batch   intake.BatchStore   // nil without the capability
 	admin   intake.AdminStore   // nil without the capability
+	journal intake.JournalStore // nil without the capability
 	rep     *reporter
 }
 
@@ -50,6 +51,7 @@ func newChecker(ctx context.Context, s intake.Store, rep *reporter) *checker {
 	c.durable, _ = s.(intake.DurableStore)
 	c.batch, _ = s.(intake.BatchStore)
 	c.admin, _ = s.(intake.AdminStore)
+	c.journal, _ = s.(intake.JournalStore)
 	return c
 }
 

@@ -22,7 +22,8 @@
 // The cases follow the store's capability level: base cases run for every
 // [intake.Store], fence cases only for an [intake.FencedStore], exhaustion
 // cases only for an [intake.DurableStore], and the batch and admin cases only
-// for an [intake.BatchStore] or [intake.AdminStore]. Run logs the level it
+// for an [intake.BatchStore] or [intake.AdminStore], the journal cases only
+// for an [intake.JournalStore]. Run logs the level it
 // detected and the cases it skipped.
 //
 // # Cases
@@ -221,6 +222,7 @@ const (
 	capDurable
 	capBatch
 	capAdmin
+	capJournal
 )
 
 func detect(s intake.Store) capabilities {
@@ -236,6 +238,9 @@ func detect(s intake.Store) capabilities {
 	}
 	if _, ok := s.(intake.AdminStore); ok {
 		c |= capAdmin
+	}
+	if _, ok := s.(intake.JournalStore); ok {
+		c |= capJournal
 	}
 	return c
 }
@@ -260,6 +265,9 @@ func (c capabilities) String() string {
 	if c&capAdmin != 0 {
 		parts = append(parts, "admin")
 	}
+	if c&capJournal != 0 {
+		parts = append(parts, "journal")
+	}
 	return strings.Join(parts, "+")
 }
 
@@ -274,6 +282,7 @@ func missingName(needs, caps capabilities) string {
 		{capDurable, "intake.DurableStore"},
 		{capBatch, "intake.BatchStore"},
 		{capAdmin, "intake.AdminStore"},
+		{capJournal, "intake.JournalStore"},
 	} {
 		if missing&c.bit != 0 {
 			return c.name
@@ -306,6 +315,7 @@ func allGroups() []group {
 		{"Exhaust", exhaustCases()},
 		{"Batch", batchCases()},
 		{"Admin", adminCases()},
+		{"Journal", journalCases()},
 	}
 }
 

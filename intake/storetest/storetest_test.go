@@ -248,7 +248,8 @@ func TestLevelsAndSkips(t *testing.T) {
 		}
 		want := "detected level base (base); running 15 cases; skipped: Race/ClaimOwned (needs intake.FencedStore), " +
 			"Fence (needs intake.FencedStore), Prune/RecycledRowRefusesOldIdentity (needs intake.FencedStore), " +
-			"Exhaust (needs intake.DurableStore), Batch (needs intake.BatchStore), Admin (needs intake.AdminStore)"
+			"Exhaust (needs intake.DurableStore), Batch (needs intake.BatchStore), Admin (needs intake.AdminStore), " +
+			"Journal (needs intake.JournalStore)"
 		if got := res.plan.describe(res.caps); got != want {
 			t.Errorf("log line\n got %q\nwant %q", got, want)
 		}
@@ -384,6 +385,7 @@ func TestFailingPrune(t *testing.T) {
 	want := []string{
 		"Exhaust/CrashOnLastAttempt",
 		"Fence/ExpiresAndNeverAdopts",
+		"Journal/PrunedWithUpdate",
 		"Prune/ForgetsSettled",
 		"Prune/KeepsUnsettledRows",
 		"Prune/RecycledRowRefusesOldIdentity",
@@ -429,8 +431,8 @@ func TestCheckJoinsViolations(t *testing.T) {
 		t.Fatalf("Check returned %v; want joined errors", err)
 	}
 	errs := joined.Unwrap()
-	if len(errs) != 6 {
-		t.Errorf("Check returned %d errors; want 6:\n%v", len(errs), err)
+	if len(errs) != 7 {
+		t.Errorf("Check returned %d errors; want 7:\n%v", len(errs), err)
 	}
 	want := "storetest: Prune/ForgetsSettled: settled updates are forgotten after pruning: Prune(before 36ms) returned an error: disk on fire"
 	if !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == want }) {
@@ -462,8 +464,8 @@ func TestCheckCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	res := check(ctx, factory(func(m *memstore.Store) intake.Store { return m }))
-	if len(res.violations) != 34 {
-		t.Errorf("%d violations; want one per case (34):\n%s", len(res.violations), dump(res))
+	if len(res.violations) != 44 {
+		t.Errorf("%d violations; want one per case (44):\n%s", len(res.violations), dump(res))
 	}
 	requireMessage(t, res, "Add/OneRecordPerUpdateID", "not run: context canceled")
 }

@@ -1,0 +1,166 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// The outgoing-call journal ([intake.JournalStore]) lives in the table
+// "<table>_journal" (migration 002). Its writes join the shared write
+// transactions of writes.go, so an intent costs no fsync of its own under
+// load; a trigger deletes an update's entries with its row.
+
+var _ intake.JournalStore = (*Store)(nil)
+
+// journalSQL is the journal's statements for one table.
+type journalSQL struct {
+	owns, find, upsert, outcome, list string
+}
+
+var journalSQLCache sync.Map // table name → *journalSQL
+
+const journalColumns = `update_id, method, params_hash, occurrence, attempt, claim_id, outcome, status, body, intended_at, decided_at`
+
+func (s *Store) journalSQL() *journalSQL {
+	if q, ok := journalSQLCache.Load(s.table); ok {
+		return q.(*journalSQL)
+	}
+	r := strings.NewReplacer("{{table}}", s.table, "{{columns}}", journalColumns)
+	q := &journalSQL{
+		owns: r.Replace(`SELECT count(*) FROM "{{table}}"
+			WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4`),
+		find: r.Replace(`SELECT {{columns}} FROM "{{table}}_journal"
+			WHERE update_id = ?1 AND method = ?2 AND params_hash = ?3 AND occurrence = ?4`),
+		upsert: r.Replace(`INSERT OR REPLACE INTO "{{table}}_journal" ({{columns}})
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, x'', ?7, NULL)`),
+		outcome: r.Replace(`UPDATE "{{table}}_journal" SET outcome = ?7, status = ?8, body = ?9, decided_at = ?10
+			WHERE update_id = ?1 AND method = ?2 AND params_hash = ?3 AND occurrence = ?4
+			  AND attempt = ?5 AND claim_id = ?6 AND outcome = 'pending'`),
+		list: r.Replace(`SELECT {{columns}} FROM "{{table}}_journal" WHERE update_id = ?1
+			ORDER BY intended_at, method, params_hash, occurrence`),
+	}
+	actual, _ := journalSQLCache.LoadOrStore(s.table, q)
+	return actual.(*journalSQL)
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanEntry(r rowScanner) (intake.JournalEntry, error) {
+	var (
+		e        intake.JournalEntry
+		outcome  string
+		intended int64
+		decided  sql.NullInt64
+	)
+	if err := r.Scan(&e.UpdateID, &e.Method, &e.ParamsHash, &e.Occurrence, &e.Attempt, &e.ClaimID,
+		&outcome, &e.Status, &e.Body, &intended, &decided); err != nil {
+		return intake.JournalEntry{}, err
+	}
+	if e.Body == nil {
+		e.Body = []byte{}
+	}
+	e.Outcome = intake.CallOutcome(outcome)
+	e.IntendedAt = fromMS(intended)
+	if decided.Valid {
+		e.DecidedAt = fromMS(decided.Int64)
+	}
+	return e, nil
+}
+
+// RecordIntent implements [intake.JournalStore.RecordIntent]: the lease
+// check, the lookup and the insert run in one write transaction.
+func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intake.Call, at time.Time) (intake.JournalEntry, intake.Intent, error) {
+	if err := intake.CheckCall(call); err != nil {
+		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("%w: record intent %d: %w", ErrInvalidQuery, id.UpdateID, err)
+	}
+	q := s.journalSQL()
+	var (
+		entry  intake.JournalEntry
+		intent intake.Intent
+	)
+	op := func(ctx context.Context, tx *sql.Tx) error {
+		entry, intent = intake.JournalEntry{}, intake.IntentStale
+		var n int
+		if err := tx.QueryRowContext(ctx, q.owns, id.UpdateID, id.Attempt, id.ClaimID, ms(at)).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		e, err := scanEntry(tx.QueryRowContext(ctx, q.find, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence))
+		switch {
+		case err == nil && e.Outcome != intake.CallNotDispatched:
+			entry, intent = e, intake.IntentJournaled
+			return nil
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, q.upsert, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence,
+			id.Attempt, id.ClaimID, ms(at)); err != nil {
+			return err
+		}
+		entry = intake.JournalEntry{
+			UpdateID: id.UpdateID, Call: call, Attempt: id.Attempt, ClaimID: id.ClaimID,
+			Outcome: intake.CallPending, Body: []byte{}, IntendedAt: fromMS(ms(at)),
+		}
+		intent = intake.IntentRecorded
+		return nil
+	}
+	if err := s.write(ctx, op); err != nil {
+		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("sqlitestore: record intent %d: %w", id.UpdateID, err)
+	}
+	return entry, intent, nil
+}
+
+// RecordOutcome implements [intake.JournalStore.RecordOutcome].
+func (s *Store) RecordOutcome(ctx context.Context, id intake.Identity, call intake.Call, res intake.CallResult, at time.Time) (bool, error) {
+	if err := intake.CheckCallResult(call, res); err != nil {
+		return false, fmt.Errorf("%w: record outcome %d: %w", ErrInvalidQuery, id.UpdateID, err)
+	}
+	body := res.Body
+	if body == nil {
+		body = []byte{}
+	}
+	var n int64
+	op := func(ctx context.Context, tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, s.journalSQL().outcome, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence,
+			id.Attempt, id.ClaimID, string(res.Outcome), res.Status, body, ms(at))
+		if err != nil {
+			return err
+		}
+		n, err = r.RowsAffected()
+		return err
+	}
+	if err := s.write(ctx, op); err != nil {
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
+	}
+	return n > 0, nil
+}
+
+// Journal implements [intake.JournalStore.Journal].
+func (s *Store) Journal(ctx context.Context, updateID int64) ([]intake.JournalEntry, error) {
+	rows, err := s.r.QueryContext(ctx, s.journalSQL().list, updateID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: journal %d: %w", updateID, err)
+	}
+	defer rows.Close()
+	var out []intake.JournalEntry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlitestore: journal %d: %w", updateID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: journal %d: %w", updateID, err)
+	}
+	return out, nil
+}
