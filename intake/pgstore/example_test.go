@@ -71,7 +71,6 @@ func ExampleMigrations() {
 	fmt.Printf("%03d_%s.up.sql\n", first.Version, first.Name)
 	// Output:
 	// 001_create_table.up.sql
-	// 002_journal.up.sql
 }
 
 // ExampleSchema finds the fence function in the schema: an application in

@@ -70,5 +70,4 @@ func ExampleMigrations() {
 	fmt.Printf("%03d %s\n", first.Version, first.Name)
 	// Output:
 	// 001 create_table
-	// 002 journal
 }
