@@ -1,0 +1,187 @@
+package throttle
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults and bounds of [Config]. The rate defaults are Telegram's
+// published limits (Bot FAQ, "My bot is hitting limits, how do I avoid
+// this?").
+const (
+	// DefaultBotCount sends per DefaultBotPer across all chats: "about 30
+	// messages per second" per bot.
+	DefaultBotCount = 30
+	// DefaultBotPer is the window of the bot-wide limit.
+	DefaultBotPer = time.Second
+	// DefaultPaidCount sends per DefaultPaidPer for calls made with
+	// allow_paid_broadcast (Telegram: up to 1000 messages per second, for
+	// a fee in Stars per message).
+	DefaultPaidCount = 1000
+	// DefaultPaidPer is the window of the paid-broadcast limit.
+	DefaultPaidPer = time.Second
+	// DefaultChatCount sends per DefaultChatPer in one chat: one message
+	// per second on average, with a short burst of up to three (Telegram:
+	// "avoid sending more than one message per second; we may allow short
+	// bursts that go over this limit").
+	DefaultChatCount = 3
+	// DefaultChatPer is the window of the per-chat limit.
+	DefaultChatPer = 3 * time.Second
+	// DefaultGroupCount sends per DefaultGroupPer in one group, supergroup
+	// or channel (chat id below zero), on top of the per-chat limit:
+	// "no more than 20 messages per minute in the same group".
+	DefaultGroupCount = 20
+	// DefaultGroupPer is the window of the per-group limit.
+	DefaultGroupPer = time.Minute
+
+	// DefaultMaxWait bounds how long a call waits for its turn, 429 pauses
+	// and retries included, before it is refused with a retry_after.
+	DefaultMaxWait = 30 * time.Second
+	// MaxMaxWait bounds Config.MaxWait.
+	MaxMaxWait = 10 * time.Minute
+	// DefaultMaxQueue bounds the calls waiting at once, across all chats.
+	DefaultMaxQueue = 10000
+	// MaxMaxQueue bounds Config.MaxQueue.
+	MaxMaxQueue = 1 << 20
+	// DefaultMaxHold bounds how long a granted call may stay unanswered
+	// before the limiter counts it as sent at that moment (a [Permit] that
+	// is never finished cannot block its chat forever).
+	DefaultMaxHold = 2 * time.Minute
+	// MaxLimitPer bounds the window of every [Limit].
+	MaxLimitPer = 24 * time.Hour
+	// MaxLimitCount bounds the count of every [Limit].
+	MaxLimitCount = 1 << 20
+)
+
+// Limit allows Count sends in any window of length Per, as Telegram
+// counts: a sliding window, not a refilling bucket, so that a send the
+// limiter allows is one Telegram allows. The zero value means the
+// default of the field; a negative Count turns the limit off.
+type Limit struct {
+	Count int
+	Per   time.Duration
+}
+
+// interval is the average spacing the limit allows (Per / Count).
+func (l Limit) interval() time.Duration {
+	if l.Count <= 0 {
+		return 0
+	}
+	return l.Per / time.Duration(l.Count)
+}
+
+// Config configures a [Limiter]. The zero value is Telegram's limits with
+// the default bounds. [New] copies it.
+type Config struct {
+	// Bot limits counted sends across all chats. Zero means
+	// DefaultBotCount per DefaultBotPer.
+	Bot Limit
+	// Paid replaces Bot for calls made with allow_paid_broadcast: true
+	// (the opt-in, paid higher rate). Paid calls count against Paid only,
+	// not Bot. Zero means DefaultPaidCount per DefaultPaidPer.
+	Paid Limit
+	// Chat limits counted sends to one chat. Zero means DefaultChatCount
+	// per DefaultChatPer (1/s with a burst of 3).
+	Chat Limit
+	// Group limits counted sends to one group, supergroup or channel (a
+	// chat id below zero), in addition to Chat. Zero means
+	// DefaultGroupCount per DefaultGroupPer.
+	Group Limit
+
+	// MaxWait bounds how long one call may wait for its turn, 429 pauses
+	// and retries included. A call that cannot be granted within it is
+	// refused with a [*WaitError] carrying a retry_after. Zero means
+	// DefaultMaxWait; at most MaxMaxWait. A context deadline that comes
+	// sooner ends the wait sooner.
+	MaxWait time.Duration
+	// MaxQueue bounds the calls waiting at once, across all chats; a call
+	// beyond it is refused at once with a [*WaitError] (ReasonQueueFull).
+	// Zero means DefaultMaxQueue; at most MaxMaxQueue.
+	MaxQueue int
+	// MaxHold bounds how long a granted [Permit] may stay unfinished; after
+	// it the limiter counts the call as sent then. Zero means
+	// DefaultMaxHold.
+	MaxHold time.Duration
+
+	// ObserveFunc, when set, receives an [Event] for every granted call,
+	// every 429 from Telegram and every refusal (for metrics). It is called
+	// with no lock held, from the goroutine of the call; it must return
+	// promptly. A panic in it is not recovered.
+	ObserveFunc func(Event)
+
+	// Clock is the limiter's time, for tests. Nil means the real clock
+	// (which testing/synctest fakes inside a bubble, so most tests need
+	// no Clock).
+	Clock Clock
+}
+
+// Clock is a source of time and timers. Tests that cannot use
+// testing/synctest pass their own in [Config.Clock].
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine once d has passed, unless the
+	// returned Timer is stopped first (as time.AfterFunc does).
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a timer of a [Clock]; *time.Timer is one.
+type Timer interface {
+	// Stop prevents the timer from firing; it reports whether it did.
+	Stop() bool
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                            { return time.Now() }
+func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// withDefaults validates c and returns a copy with the defaults filled in,
+// or an error naming the first invalid field.
+func (c Config) withDefaults() (Config, error) {
+	limits := []struct {
+		name  string
+		l     *Limit
+		count int
+		per   time.Duration
+	}{
+		{"Bot", &c.Bot, DefaultBotCount, DefaultBotPer},
+		{"Paid", &c.Paid, DefaultPaidCount, DefaultPaidPer},
+		{"Chat", &c.Chat, DefaultChatCount, DefaultChatPer},
+		{"Group", &c.Group, DefaultGroupCount, DefaultGroupPer},
+	}
+	for _, x := range limits {
+		switch {
+		case *x.l == Limit{}:
+			*x.l = Limit{Count: x.count, Per: x.per}
+		case x.l.Count < 0:
+			*x.l = Limit{Count: -1}
+		case x.l.Count == 0 || x.l.Count > MaxLimitCount:
+			return c, fmt.Errorf("throttle: Config.%s.Count must be in 1..%d (or negative to turn the limit off), got %d", x.name, MaxLimitCount, x.l.Count)
+		case x.l.Per <= 0 || x.l.Per > MaxLimitPer:
+			return c, fmt.Errorf("throttle: Config.%s.Per must be in (0, %v], got %v", x.name, MaxLimitPer, x.l.Per)
+		}
+	}
+	switch {
+	case c.MaxWait < 0 || c.MaxWait > MaxMaxWait:
+		return c, fmt.Errorf("throttle: Config.MaxWait must be in 0..%v, got %v", MaxMaxWait, c.MaxWait)
+	case c.MaxWait == 0:
+		c.MaxWait = DefaultMaxWait
+	}
+	switch {
+	case c.MaxQueue < 0 || c.MaxQueue > MaxMaxQueue:
+		return c, fmt.Errorf("throttle: Config.MaxQueue must be in 0..%d, got %d", MaxMaxQueue, c.MaxQueue)
+	case c.MaxQueue == 0:
+		c.MaxQueue = DefaultMaxQueue
+	}
+	switch {
+	case c.MaxHold < 0 || c.MaxHold > MaxLimitPer:
+		return c, fmt.Errorf("throttle: Config.MaxHold must be in 0..%v, got %v", MaxLimitPer, c.MaxHold)
+	case c.MaxHold == 0:
+		c.MaxHold = DefaultMaxHold
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	return c, nil
+}

@@ -1,0 +1,614 @@
+package throttle_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tgrelay/tgrelay/throttle"
+)
+
+func newLimiter(t *testing.T, cfg throttle.Config) *throttle.Limiter {
+	t.Helper()
+	l, err := throttle.New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return l
+}
+
+// send waits for a turn and finishes the permit at once, as a call
+// answered instantly would; it returns how long the wait took.
+func send(t *testing.T, l *throttle.Limiter, chat int64) time.Duration {
+	t.Helper()
+	start := time.Now()
+	p, err := l.Wait(t.Context(), "sendMessage", chat)
+	if err != nil {
+		t.Errorf("Wait(chat %d): %v", chat, err)
+		return 0
+	}
+	p.Done()
+	return time.Since(start)
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		cfg   throttle.Config
+		field string
+	}{
+		{"bot count zero with per", throttle.Config{Bot: throttle.Limit{Per: time.Second}}, "Config.Bot.Count"},
+		{"chat per zero", throttle.Config{Chat: throttle.Limit{Count: 1}}, "Config.Chat.Per"},
+		{"group per too long", throttle.Config{Group: throttle.Limit{Count: 1, Per: 25 * time.Hour}}, "Config.Group.Per"},
+		{"paid count too big", throttle.Config{Paid: throttle.Limit{Count: 1 << 21, Per: time.Second}}, "Config.Paid.Count"},
+		{"negative max wait", throttle.Config{MaxWait: -1}, "Config.MaxWait"},
+		{"max wait too long", throttle.Config{MaxWait: time.Hour}, "Config.MaxWait"},
+		{"negative queue", throttle.Config{MaxQueue: -1}, "Config.MaxQueue"},
+		{"negative hold", throttle.Config{MaxHold: -time.Second}, "Config.MaxHold"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := throttle.New(tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("New: %v, want an error naming %s", err, tc.field)
+			}
+		})
+	}
+	l := newLimiter(t, throttle.Config{Chat: throttle.Limit{Count: -1}})
+	c := l.Config()
+	if c.Bot != (throttle.Limit{Count: 30, Per: time.Second}) || c.Group != (throttle.Limit{Count: 20, Per: time.Minute}) ||
+		c.Chat.Count >= 0 || c.MaxWait != throttle.DefaultMaxWait || c.MaxQueue != throttle.DefaultMaxQueue {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestCounts(t *testing.T) {
+	t.Parallel()
+	for m, want := range map[string]bool{
+		"sendMessage": true, "SENDMESSAGE": true, "copyMessage": true, "forwardMessages": true,
+		"editMessageText": true, "sendPhoto": true, "sendMediaGroup": true, "stopPoll": true,
+		"getMe": false, "getUpdates": false, "answerCallbackQuery": false, "sendChatAction": false,
+		"deleteMessage": false, "setWebhook": false, "": false, strings.Repeat("a", 100): false,
+	} {
+		if got := throttle.Counts(m); got != want {
+			t.Errorf("Counts(%q) = %v, want %v", m, got, want)
+		}
+	}
+}
+
+// An uncounted method passes at once, even while the bot is paused.
+func TestUncountedPassesAtOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{Bot: throttle.Limit{Count: 1, Per: time.Hour}})
+		send(t, l, 1)
+		start := time.Now()
+		for range 100 {
+			p, err := l.Wait(t.Context(), "getMe", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Done()
+			p, err = l.Wait(t.Context(), "answerCallbackQuery", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Done()
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("uncounted calls waited %v", d)
+		}
+	})
+}
+
+// The limits themselves: a chat gets its burst, then its window; a group
+// its 20 per minute; the bot its 30 per second, spaced evenly.
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{MaxWait: 2 * time.Minute})
+		iv := time.Second / 30 // the bot-wide spacing
+		start := time.Now()
+		var at []time.Duration
+		for range 5 {
+			send(t, l, 7)
+			at = append(at, time.Since(start))
+		}
+		want := []time.Duration{0, iv, 2 * iv, 3 * time.Second, 3*time.Second + iv}
+		if !equalDurations(at, want) {
+			t.Errorf("private chat sends at %v, want %v", at, want)
+		}
+
+		time.Sleep(time.Minute)
+		start = time.Now()
+		at = at[:0]
+		for range 22 {
+			send(t, l, -100)
+			at = append(at, time.Since(start))
+		}
+		// Bursts of 3 per 3 s (the chat limit) until 20 in the minute; the
+		// 21st when the first leaves the minute.
+		for i := range 20 {
+			if want := time.Duration(i/3)*3*time.Second + time.Duration(i%3)*iv; at[i] != want {
+				t.Errorf("group send %d at %v, want %v", i, at[i], want)
+			}
+		}
+		if at[20] != time.Minute || at[21] != time.Minute+iv {
+			t.Errorf("group sends 21 and 22 at %v, %v; want 1m and 1m+%v", at[20], at[21], iv)
+		}
+
+		time.Sleep(time.Minute)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var last time.Duration
+		for i := range 61 {
+			wg.Go(func() {
+				d := send(t, l, int64(1000+i))
+				mu.Lock()
+				last = max(last, d)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if last != 2*time.Second {
+			t.Errorf("61 chats at 30/s: last went after %v, want 2s", last)
+		}
+	})
+}
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// A quiet chat's reply is not held behind chats that flood: with the
+// bot-wide budget exhausted by 40 private chats and a group sending as
+// fast as they may, the quiet chat waits at most its own interval.
+func TestFairAcrossChats(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{})
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var floodWaits []time.Duration
+		for i := range 41 {
+			chat := int64(2000 + i)
+			if i == 40 {
+				chat = -2000
+			}
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					start := time.Now()
+					p, err := l.Wait(ctx, "sendMessage", chat)
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					floodWaits = append(floodWaits, time.Since(start))
+					mu.Unlock()
+					p.Done()
+				}
+			})
+		}
+		time.Sleep(10 * time.Second) // the flood is in its steady state
+		var worst time.Duration
+		for range 20 {
+			worst = max(worst, send(t, l, 42))
+			time.Sleep(1500 * time.Millisecond)
+		}
+		cancel()
+		wg.Wait()
+		if worst > time.Second {
+			t.Errorf("quiet chat waited up to %v, want at most its own interval (1s)", worst)
+		}
+		var floodWorst time.Duration
+		for _, d := range floodWaits {
+			floodWorst = max(floodWorst, d)
+		}
+		if floodWorst <= time.Second {
+			t.Errorf("the flood never waited more than %v: the bot-wide limit was not exhausted", floodWorst)
+		}
+		t.Logf("quiet chat worst wait %v; flood worst wait %v over %d sends", worst, floodWorst, len(floodWaits))
+	})
+}
+
+// Calls to one chat are granted in the order they asked, one at a time.
+func TestOrderWithinChat(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{})
+		var mu sync.Mutex
+		var order []int
+		var wg sync.WaitGroup
+		first, err := l.Wait(t.Context(), "sendMessage", 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			wg.Go(func() {
+				p, err := l.Wait(t.Context(), "sendMessage", 5)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				p.Done()
+			})
+			synctest.Wait() // i is queued before i+1 asks
+		}
+		if len(order) != 0 {
+			t.Fatalf("granted %v while the chat's first call was in flight", order)
+		}
+		first.Done()
+		wg.Wait()
+		for i, v := range order {
+			if v != i {
+				t.Fatalf("grant order %v, want 0..9", order)
+			}
+		}
+	})
+}
+
+// A 429 pauses the chat for retry_after; the retried call goes first when
+// the pause ends, before a call that queued behind it.
+func TestRetryPausesAndKeepsOrder(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var events []throttle.Event
+		var mu sync.Mutex
+		l := newLimiter(t, throttle.Config{ObserveFunc: func(e throttle.Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}})
+		start := time.Now()
+		a, err := l.Wait(t.Context(), "sendMessage", 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bAt time.Duration
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			b, err := l.Wait(t.Context(), "sendMessage", 9)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			bAt = time.Since(start)
+			b.Done()
+		}()
+		synctest.Wait()
+		if err := a.Retry(t.Context(), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 5*time.Second {
+			t.Fatalf("retry granted after %v, want the 5s pause", d)
+		}
+		other := send(t, l, 10) // another chat is not paused by one chat's 429
+		if other > time.Second/30 {
+			t.Errorf("another chat waited %v", other)
+		}
+		a.Done()
+		<-done
+		if bAt < 5*time.Second {
+			t.Fatalf("the call queued behind went at %v, before the retried one", bAt)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var saw bool
+		for _, e := range events {
+			if e.Kind == throttle.EventTooManyRequests && e.ChatID == 9 && e.RetryAfter == 5*time.Second && e.Scope == throttle.ScopeChat {
+				saw = true
+			}
+		}
+		if !saw {
+			t.Fatalf("no too-many-requests event for chat 9 in %+v", events)
+		}
+	})
+}
+
+// Two chats refused while a pause runs mean the bot's limit: the whole bot
+// pauses.
+func TestSecondChat429PausesBot(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{})
+		a, _ := l.Wait(t.Context(), "sendMessage", 1)
+		b, _ := l.Wait(t.Context(), "sendMessage", 2)
+		if s := a.Limited(4 * time.Second); s != throttle.ScopeChat {
+			t.Fatalf("first 429 paused %q, want chat", s)
+		}
+		if s := b.Limited(4 * time.Second); s != throttle.ScopeBot {
+			t.Fatalf("second chat's 429 paused %q, want bot", s)
+		}
+		if d := send(t, l, 3); d != 4*time.Second {
+			t.Fatalf("a third chat waited %v, want the bot's 4s pause", d)
+		}
+	})
+}
+
+func TestMaxWaitRefuses(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var refused []throttle.Event
+		l := newLimiter(t, throttle.Config{
+			Chat:        throttle.Limit{Count: 1, Per: 10 * time.Second},
+			MaxWait:     3 * time.Second,
+			ObserveFunc: func(e throttle.Event) { refused = append(refused, e) },
+		})
+		send(t, l, 4)
+		start := time.Now()
+		_, err := l.Wait(t.Context(), "sendMessage", 4)
+		var werr *throttle.WaitError
+		if !errors.As(err, &werr) || !errors.Is(err, throttle.ErrThrottled) {
+			t.Fatalf("Wait: %v, want a *WaitError", err)
+		}
+		if d := time.Since(start); d != 3*time.Second {
+			t.Errorf("refused after %v, want MaxWait (3s)", d)
+		}
+		if werr.Reason != throttle.ReasonMaxWait || werr.RetryAfter != 7*time.Second || werr.ChatID != 4 {
+			t.Errorf("WaitError %+v, want max-wait, retry after 7s, chat 4", werr)
+		}
+		// The refused call left no trace: the next call goes when the
+		// chat's limit allows, as if it had never asked.
+		time.Sleep(7 * time.Second)
+		if d := send(t, l, 4); d != 0 {
+			t.Errorf("after the window, a call waited %v", d)
+		}
+		if n := l.Stats().Waiting; n != 0 {
+			t.Errorf("%d calls still waiting", n)
+		}
+		if refused[len(refused)-2].Kind != throttle.EventRefused {
+			t.Errorf("events %+v: no refusal", refused)
+		}
+	})
+}
+
+func TestPauseBeyondMaxWaitRefusesAtOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{MaxWait: 5 * time.Second})
+		p, _ := l.Wait(t.Context(), "sendMessage", 8)
+		p.Limited(30 * time.Second)
+		start := time.Now()
+		_, err := l.Wait(t.Context(), "sendMessage", 8)
+		var werr *throttle.WaitError
+		if !errors.As(err, &werr) || werr.Reason != throttle.ReasonPaused || werr.RetryAfter != 30*time.Second {
+			t.Fatalf("Wait: %v, want paused, retry after 30s", err)
+		}
+		if time.Since(start) != 0 {
+			t.Fatal("waited before refusing")
+		}
+		// A pause within MaxWait is waited out.
+		time.Sleep(27 * time.Second)
+		if d := send(t, l, 8); d != 3*time.Second {
+			t.Fatalf("waited %v, want the 3s left of the pause", d)
+		}
+	})
+}
+
+func TestQueueBound(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{MaxQueue: 3, Bot: throttle.Limit{Count: 1, Per: time.Second}})
+		send(t, l, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				if _, err := l.Wait(ctx, "sendMessage", int64(10+i)); err == nil {
+					t.Error("a queued call was granted while the bot limit was spent")
+				}
+			})
+		}
+		synctest.Wait()
+		_, err := l.Wait(t.Context(), "sendMessage", 20)
+		var werr *throttle.WaitError
+		if !errors.As(err, &werr) || werr.Reason != throttle.ReasonQueueFull {
+			t.Fatalf("fourth Wait: %v, want queue-full", err)
+		}
+		cancel()
+		wg.Wait()
+		if n := l.Stats().Waiting; n != 0 {
+			t.Fatalf("%d still waiting after cancel", n)
+		}
+	})
+}
+
+func TestContextEndsWait(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{Chat: throttle.Limit{Count: 1, Per: time.Minute}})
+		send(t, l, 3)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := l.Wait(ctx, "sendMessage", 3)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait: %v, want the context's deadline", err)
+		}
+		if l.Stats().Waiting != 0 {
+			t.Fatal("the abandoned call still waits")
+		}
+	})
+}
+
+// A permit never finished stops blocking its chat after MaxHold.
+func TestMaxHold(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{MaxHold: 10 * time.Second, MaxWait: time.Minute})
+		if _, err := l.Wait(t.Context(), "sendMessage", 6); err != nil { // never finished
+			t.Fatal(err)
+		}
+		if d := send(t, l, 6); d != 10*time.Second {
+			t.Fatalf("next call waited %v, want MaxHold (10s)", d)
+		}
+	})
+}
+
+// A cancelled permit does not count; a done one does.
+func TestCancelDoesNotCount(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{Chat: throttle.Limit{Count: 1, Per: time.Minute}, MaxWait: 2 * time.Minute})
+		p, _ := l.Wait(t.Context(), "sendMessage", 2)
+		p.Cancel()
+		p.Done() // finishing twice does nothing
+		if d := send(t, l, 2); d != 0 {
+			t.Fatalf("after a cancelled call the next waited %v", d)
+		}
+		start := time.Now()
+		p, _ = l.Wait(t.Context(), "sendMessage", 2)
+		p.Done()
+		if d := time.Since(start); d != time.Minute {
+			t.Fatalf("after a sent call the next waited %v, want 1m", d)
+		}
+	})
+}
+
+// Paid broadcasts count against their own, higher limit.
+func TestPaidBroadcastLimit(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{Bot: throttle.Limit{Count: 2, Per: time.Second}, Paid: throttle.Limit{Count: 100, Per: time.Second}})
+		start := time.Now()
+		for i := range 100 {
+			p, err := l.WaitPaid(t.Context(), "sendMessage", int64(100+i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Done()
+		}
+		if d, want := time.Since(start), 99*(time.Second/100); d != want {
+			t.Fatalf("100 paid sends took %v, want %v (100/s, not the bot's 2/s)", d, want)
+		}
+		start = time.Now()
+		for i := range 3 {
+			send(t, l, int64(i+1))
+		}
+		if d := time.Since(start); d != time.Second {
+			t.Fatalf("three unpaid sends took %v, want 1s (2/s)", d)
+		}
+	})
+}
+
+// Config.Clock drives the limiter without testing/synctest.
+func TestClockHook(t *testing.T) {
+	t.Parallel()
+	clk := newFakeClock()
+	l := newLimiter(t, throttle.Config{Chat: throttle.Limit{Count: 1, Per: time.Minute}, MaxWait: 2 * time.Minute, Clock: clk})
+	p, err := l.Wait(t.Context(), "sendMessage", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Done()
+	got := make(chan error, 1)
+	go func() {
+		p, err := l.Wait(t.Context(), "sendMessage", 1)
+		if err == nil {
+			p.Done()
+		}
+		got <- err
+	}()
+	clk.waitTimers(t, 2) // the limiter's wake-up and the call's MaxWait
+	clk.advance(59 * time.Second)
+	select {
+	case err := <-got:
+		t.Fatalf("granted before the minute: %v", err)
+	default:
+	}
+	clk.advance(time.Second)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not granted after the fake minute")
+	}
+}
+
+// fakeClock is a manual Clock.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+	added  chan struct{}
+}
+
+type fakeTimer struct {
+	c       *fakeClock
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), added: make(chan struct{}, 100)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) throttle.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	c.added <- struct{}{}
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.stopped
+	t.stopped = true
+	return was
+}
+
+// waitTimers waits until n timers were created (bounded).
+func (c *fakeClock) waitTimers(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-c.added:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the limiter set no timer")
+		}
+	}
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*fakeTimer
+	for _, t := range c.timers {
+		if !t.stopped && !t.at.After(c.now) {
+			t.stopped = true
+			due = append(due, t)
+		}
+	}
+	c.mu.Unlock()
+	for _, t := range due {
+		t.f()
+	}
+}

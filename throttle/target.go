@@ -1,0 +1,197 @@
+package throttle
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// MaxPeekBytes bounds how much of a request body [Transport] reads to find
+// chat_id: a JSON or form body up to this size is read whole (and can then
+// be replayed after a 429); of a multipart body, the parts before chat_id
+// must fit in it. The rest of a body is streamed, never buffered.
+const MaxPeekBytes = 64 << 10
+
+// maxValueBytes bounds a chat_id or allow_paid_broadcast value read from a
+// multipart part.
+const maxValueBytes = 256
+
+// target is what a call's parameters say about its limits.
+type target struct {
+	chat  int64 // the chat key; 0 when none was found
+	found bool  // a chat_id was found (chat may still be 0 for "0")
+	paid  bool  // allow_paid_broadcast was true
+}
+
+// chatKey reads a chat_id value: a decimal integer, or "@username".
+func chatKey(raw string) (int64, bool) {
+	raw = strings.TrimSpace(raw)
+	if len(raw) > 1 && raw[0] == '@' {
+		return UsernameKey(raw), true
+	}
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id == 0 {
+		return 0, false
+	}
+	return id, true
+}
+
+func truthy(raw string) bool {
+	b, err := strconv.ParseBool(strings.TrimSpace(raw))
+	return err == nil && b
+}
+
+// set records one parameter; it reports whether the search can stop.
+func (t *target) set(name, value string) {
+	switch name {
+	case "chat_id":
+		if id, ok := chatKey(value); ok {
+			t.chat, t.found = id, true
+		}
+	case "allow_paid_broadcast":
+		t.paid = truthy(value)
+	}
+}
+
+// fromQuery reads the parameters of a URL query (Telegram reads them there
+// too); a body's parameters, read later, win.
+func (t *target) fromQuery(q url.Values) {
+	if v, ok := q["chat_id"]; ok && len(v) > 0 {
+		t.set("chat_id", v[0])
+	}
+	if v, ok := q["allow_paid_broadcast"]; ok && len(v) > 0 {
+		t.set("allow_paid_broadcast", v[0])
+	}
+}
+
+// fromJSON reads the top-level chat_id and allow_paid_broadcast of a JSON
+// object, or of as much of one as data holds (a truncated body gives what
+// was found before the cut).
+func (t *target) fromJSON(data []byte) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return
+	}
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return
+		}
+		switch key {
+		case "chat_id":
+			v, err := d.Token()
+			if err != nil {
+				return
+			}
+			switch v := v.(type) {
+			case json.Number:
+				t.set(key, v.String())
+			case string:
+				t.set(key, v)
+			case json.Delim: // an object or array: not a chat id
+				return
+			}
+		case "allow_paid_broadcast":
+			v, err := d.Token()
+			if err != nil {
+				return
+			}
+			switch v := v.(type) {
+			case bool:
+				t.paid = v
+			case string:
+				t.set(key, v)
+			case json.Delim:
+				return
+			}
+		default:
+			var skip json.RawMessage
+			if err := d.Decode(&skip); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// fromForm reads an application/x-www-form-urlencoded body, or a prefix
+// of one (a pair cut at the end is ignored).
+func (t *target) fromForm(data []byte, whole bool) {
+	s := string(data)
+	if !whole {
+		if i := strings.LastIndexByte(s, '&'); i >= 0 {
+			s = s[:i]
+		} else {
+			return
+		}
+	}
+	for pair := range strings.SplitSeq(s, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		k, err1 := url.QueryUnescape(k)
+		v, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if k == "chat_id" || k == "allow_paid_broadcast" {
+			t.set(k, v)
+		}
+	}
+}
+
+// errPeekLimit stops a multipart search that read MaxPeekBytes.
+var errPeekLimit = errors.New("throttle: chat_id not within the peek limit")
+
+// recorder keeps every byte read through it, up to max; then it fails.
+type recorder struct {
+	r   io.Reader
+	buf []byte
+	max int
+}
+
+func (r *recorder) Read(p []byte) (int, error) {
+	room := r.max - len(r.buf)
+	if room <= 0 {
+		return 0, errPeekLimit
+	}
+	if len(p) > room {
+		p = p[:room]
+	}
+	n, err := r.r.Read(p)
+	r.buf = append(r.buf, p[:n]...)
+	return n, err
+}
+
+// fromMultipart reads the parts of a multipart/form-data body through rec
+// until it finds chat_id (or the body ends, fails or passes rec's limit).
+// Parts before chat_id are read and kept in rec; nothing after chat_id's
+// value is read beyond what the multipart reader's buffer took in.
+func (t *target) fromMultipart(rec *recorder, boundary string) {
+	mr := multipart.NewReader(rec, boundary)
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return
+		}
+		name := part.FormName()
+		if name != "chat_id" && name != "allow_paid_broadcast" {
+			continue // NextPart skips the rest of this part
+		}
+		v, err := io.ReadAll(io.LimitReader(part, maxValueBytes+1))
+		if err != nil || len(v) > maxValueBytes {
+			return
+		}
+		t.set(name, string(v))
+		if name == "chat_id" {
+			return
+		}
+	}
+}

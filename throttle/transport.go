@@ -1,0 +1,268 @@
+package throttle
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Headers and values of the answers [Transport] makes itself.
+const (
+	// OutcomeHeader marks an answer that tgrelay made, not Telegram.
+	OutcomeHeader = "Tgrelay-Outcome"
+	// OutcomeThrottled is OutcomeHeader's value on the 429 a call gets
+	// when it could not be sent within MaxWait.
+	OutcomeThrottled = "throttled"
+)
+
+// DefaultRetryAfter is the pause of a 429 from Telegram that names no
+// retry_after (and carries no Retry-After header).
+const DefaultRetryAfter = time.Second
+
+// max429Bytes bounds how much of Telegram's 429 answer is read.
+const max429Bytes = 64 << 10
+
+// Transport is an http.RoundTripper that sends Bot API calls through a
+// [Limiter]: a counted call (see [Counts]) waits its turn before it goes
+// to Base, Telegram's 429 is retried within the call's MaxWait when the
+// body can be sent again, and a call that cannot be sent within MaxWait
+// is answered with a Telegram-shaped 429 (see the package doc,
+// "Transport"). Other requests pass straight to Base. Build it with
+// [NewTransport]; it is safe for concurrent use.
+type Transport struct {
+	limiter *Limiter
+	base    http.RoundTripper
+}
+
+// NewTransport returns a Transport that paces calls with l and sends them
+// with base (nil means http.DefaultTransport). It panics when l is nil, a
+// programmer's error at setup.
+func NewTransport(l *Limiter, base http.RoundTripper) *Transport {
+	if l == nil {
+		panic("throttle: NewTransport with a nil Limiter")
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &Transport{limiter: l, base: base}
+}
+
+// Limiter returns the transport's limiter.
+func (t *Transport) Limiter() *Limiter { return t.limiter }
+
+// RoundTrip implements http.RoundTripper. Its errors are Base's, the
+// request context's (wrapped), or a failure to read the request body
+// (which reports NotDispatched() true); none holds the URL, so none holds
+// the token.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	method, ok := BotMethod(req.URL.Path)
+	if !ok || !Counts(method) {
+		return t.base.RoundTrip(req)
+	}
+	tg, body, replay, err := inspect(req)
+	if err != nil {
+		closeBody(req)
+		return nil, &bodyError{method: method, err: err}
+	}
+	ctx := req.Context()
+	var p *Permit
+	if tg.paid {
+		p, err = t.limiter.WaitPaid(ctx, method, tg.chat)
+	} else {
+		p, err = t.limiter.Wait(ctx, method, tg.chat)
+	}
+	if err != nil {
+		closeReader(body)
+		var werr *WaitError
+		if errors.As(err, &werr) {
+			return throttled(req, werr.RetryAfter), nil
+		}
+		return nil, err
+	}
+	for {
+		out := req.Clone(ctx)
+		out.Body = body
+		if replay != nil {
+			out.GetBody = replay
+		}
+		resp, err := t.base.RoundTrip(out)
+		if err != nil {
+			var nd interface{ NotDispatched() bool }
+			if errors.As(err, &nd) && nd.NotDispatched() {
+				p.Cancel()
+			} else {
+				p.Done()
+			}
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusTooManyRequests {
+			p.Done()
+			return resp, nil
+		}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, max429Bytes))
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		resp.ContentLength = int64(len(data))
+		resp.Header.Del("Content-Length")
+		ra := retryAfterOf(data, resp.Header)
+		now := t.limiter.clock.Now()
+		if replay == nil || now.Add(ra).After(p.Deadline()) {
+			p.Limited(ra) // Telegram's own answer goes back as it came
+			return resp, nil
+		}
+		next, err := replay()
+		if err != nil {
+			p.Limited(ra)
+			return resp, nil
+		}
+		if err := p.Retry(ctx, ra); err != nil {
+			closeReader(next)
+			var werr *WaitError
+			if errors.As(err, &werr) {
+				return throttled(req, werr.RetryAfter), nil
+			}
+			return nil, err
+		}
+		body = next
+	}
+}
+
+// BotMethod returns the method of a Bot API URL path
+// ("…/bot<token>/<method>"), or false for any other path (a file download
+// "/file/bot<token>/<path>" included).
+func BotMethod(path string) (string, bool) {
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 {
+		return "", false
+	}
+	method, rest := path[i+1:], path[:i]
+	seg := rest[strings.LastIndexByte(rest, '/')+1:]
+	if method == "" || !strings.HasPrefix(seg, "bot") || strings.HasSuffix(rest[:len(rest)-len(seg)], "/file/") {
+		return "", false
+	}
+	return method, true
+}
+
+// inspect finds a call's chat_id and allow_paid_broadcast and returns the
+// body to send (the bytes read, then the rest of the original, unread) and,
+// when the body can be sent again, a function that returns it afresh.
+func inspect(req *http.Request) (tg target, body io.ReadCloser, replay func() (io.ReadCloser, error), err error) {
+	tg.fromQuery(req.URL.Query())
+	if req.Body == nil || req.Body == http.NoBody {
+		return tg, req.Body, func() (io.ReadCloser, error) { return http.NoBody, nil }, nil
+	}
+	replay = req.GetBody
+	ct, params, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	var read []byte
+	switch ct {
+	case "application/json", "application/x-www-form-urlencoded":
+		var b bytes.Buffer
+		if _, rerr := b.ReadFrom(&io.LimitedReader{R: req.Body, N: MaxPeekBytes + 1}); rerr != nil {
+			return tg, nil, nil, rerr
+		}
+		buf := b.Bytes()
+		whole := len(buf) <= MaxPeekBytes
+		if ct == "application/json" {
+			tg.fromJSON(buf)
+		} else {
+			tg.fromForm(buf, whole)
+		}
+		if whole {
+			req.Body.Close()
+			data := buf
+			replay = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+			body, _ := replay()
+			return tg, body, replay, nil
+		}
+		read = buf
+	case "multipart/form-data":
+		rec := &recorder{r: req.Body, max: MaxPeekBytes}
+		tg.fromMultipart(rec, params["boundary"])
+		read = rec.buf
+	default:
+		return tg, req.Body, replay, nil
+	}
+	return tg, &splicedBody{r: io.MultiReader(bytes.NewReader(read), req.Body), c: req.Body}, replay, nil
+}
+
+// splicedBody is the bytes read ahead, then the rest of the original body;
+// closing it closes the original.
+type splicedBody struct {
+	r io.Reader
+	c io.Closer
+}
+
+func (b *splicedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *splicedBody) Close() error               { return b.c.Close() }
+
+// bodyError reports that a request body could not be read: nothing was
+// sent.
+type bodyError struct {
+	method string
+	err    error
+}
+
+func (e *bodyError) Error() string {
+	return fmt.Sprintf("throttle: reading the body of %s: %v", e.method, e.err)
+}
+func (e *bodyError) Unwrap() error       { return e.err }
+func (e *bodyError) NotDispatched() bool { return true }
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+func closeReader(r io.ReadCloser) {
+	if r != nil {
+		r.Close()
+	}
+}
+
+// retryAfterOf reads parameters.retry_after of Telegram's 429 answer, then
+// a Retry-After header (seconds), then falls back to DefaultRetryAfter.
+func retryAfterOf(body []byte, h http.Header) time.Duration {
+	var env struct {
+		Parameters struct {
+			RetryAfter *float64 `json:"retry_after"`
+		} `json:"parameters"`
+	}
+	if json.Unmarshal(body, &env) == nil && env.Parameters.RetryAfter != nil {
+		if s := *env.Parameters.RetryAfter; s >= 0 && s <= MaxLimitPer.Seconds() {
+			return time.Duration(s * float64(time.Second))
+		}
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s >= 0 && time.Duration(s) <= MaxLimitPer/time.Second {
+		return time.Duration(s) * time.Second
+	}
+	return DefaultRetryAfter
+}
+
+// throttled is the Telegram-shaped 429 of a call the limiter refused.
+func throttled(req *http.Request, retryAfter time.Duration) *http.Response {
+	secs := int64(retryAfterSeconds(retryAfter) / time.Second)
+	body := fmt.Sprintf(`{"ok":false,"error_code":429,"description":"Too Many Requests: retry after %d","parameters":{"retry_after":%d}}`, secs, secs)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Retry-After", strconv.FormatInt(secs, 10))
+	h.Set(OutcomeHeader, OutcomeThrottled)
+	return &http.Response{
+		Status:        "429 Too Many Requests",
+		StatusCode:    http.StatusTooManyRequests,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
+}

@@ -1,0 +1,113 @@
+package throttle
+
+import "time"
+
+// window counts the sends of one [Limit]: at most Count slots, each the
+// time a send was counted. A slot still in flight (its answer not back) is
+// counted as if sent at the end of its hold (granted + MaxHold) until its
+// [Permit] finishes and gives the real time; see the package doc
+// ("Counting").
+type window struct {
+	lim   Limit
+	slots []*slot
+	// smooth spaces grants at least Per/Count apart (the bot-wide limits:
+	// a burst of 30 in one instant is not "30 per second" to Telegram,
+	// and a quiet chat's reply then never waits a whole window).
+	smooth bool
+	next   time.Time // with smooth: the earliest next grant
+}
+
+// slot is one counted send.
+type slot struct {
+	t    time.Time // granted (in flight) or answered (done)
+	done bool
+}
+
+func newWindow(l Limit) window { return window{lim: l} }
+
+func (w *window) off() bool { return w.lim.Count < 0 }
+
+// expiry is when s stops counting.
+func (w *window) expiry(s *slot, hold time.Duration) time.Time {
+	if s.done {
+		return s.t.Add(w.lim.Per)
+	}
+	return s.t.Add(hold + w.lim.Per)
+}
+
+// prune drops the slots that no longer count at now.
+func (w *window) prune(now time.Time, hold time.Duration) {
+	kept := w.slots[:0]
+	for _, s := range w.slots {
+		if w.expiry(s, hold).After(now) {
+			kept = append(kept, s)
+		}
+	}
+	clear(w.slots[len(kept):])
+	w.slots = kept
+}
+
+// full reports whether one more send would exceed the limit at now.
+func (w *window) full(now time.Time, hold time.Duration) bool {
+	if w.off() {
+		return false
+	}
+	if w.smooth && w.next.After(now) {
+		return true
+	}
+	w.prune(now, hold)
+	return len(w.slots) >= w.lim.Count
+}
+
+// nextFree is when the window may have room again; call it only when full
+// reported true.
+func (w *window) nextFree(now time.Time, hold time.Duration) time.Time {
+	if w.smooth && w.next.After(now) && len(w.slots) < w.lim.Count {
+		return w.next
+	}
+	var t time.Time
+	for i, s := range w.slots {
+		if e := w.expiry(s, hold); i == 0 || e.Before(t) {
+			t = e
+		}
+	}
+	if w.smooth && w.next.After(t) {
+		t = w.next
+	}
+	return t
+}
+
+// take counts a send granted at now; nil when the limit is off.
+func (w *window) take(now time.Time) *slot {
+	if w.off() {
+		return nil
+	}
+	if w.smooth {
+		w.next = now.Add(w.lim.interval())
+	}
+	s := &slot{t: now}
+	w.slots = append(w.slots, s)
+	return s
+}
+
+// remove uncounts s (Telegram did not count a send it refused, or it was
+// never sent); the spacing it imposed is undone when nothing came since.
+func (w *window) remove(s *slot) {
+	if w.smooth && !s.done && w.next.Equal(s.t.Add(w.lim.interval())) {
+		w.next = s.t
+	}
+	for i, x := range w.slots {
+		if x == s {
+			copy(w.slots[i:], w.slots[i+1:])
+			w.slots[len(w.slots)-1] = nil
+			w.slots = w.slots[:len(w.slots)-1]
+			return
+		}
+	}
+}
+
+// empty reports whether nothing counts at now.
+func (w *window) empty(now time.Time, hold time.Duration) bool {
+	w.prune(now, hold)
+	return len(w.slots) == 0
+}
