@@ -1,0 +1,44 @@
+// Package dashboard is the web UI of a relay: an [http.Handler] for serve's
+// admin listener that shows the relay's state and lets an operator repair
+// it.
+//
+// # Pages
+//
+//   - Overview: accepted/s, forwarded/s, completed, retried and exhausted
+//     over the last hour as small SVG charts (from a [Recorder], a bounded
+//     in-process ring the relay feeds), the backlog by state, the oldest
+//     pending update's age, leases lost, the webhook's owner and last
+//     check, the store in use, and the gateway's sends by outcome and 429
+//     pauses once the gateway reports any.
+//   - Updates: the store's rows by state and by chat, page by page; an
+//     update's page shows its formatted body with secrets masked, its
+//     attempts, identity and last error.
+//   - Exhaustions: the unacknowledged exhaustions with Acknowledge and
+//     Requeue buttons. Each acts with the exact identity (update id,
+//     attempt, claim id) shown on the page, after a confirmation step; an
+//     identity that is no longer current is refused with 409 and says what
+//     changed, because someone else acted first.
+//   - Broadcasts: every broadcast journal in a configured directory, with a
+//     progress bar, the sent, failed, uncertain and unreachable counts,
+//     whether a runner holds its lock, and the recipients to check by hand.
+//
+// Pages are rendered on the server with html/template; the one stylesheet
+// and the small script are embedded. The script only refreshes open pages
+// (on a server-sent event, or by polling when the bounded number of event
+// streams is taken); every page works with scripts off.
+//
+// # Safety
+//
+// Without [Config.AdminToken] the handler answers only requests that
+// arrived on a loopback address and name a loopback host (which also
+// defeats DNS rebinding); [CheckExposure] tells a relay to refuse to start
+// on any other address. With a token, a sign-in form sets a session cookie
+// derived from it. State-changing requests are POSTs carrying a CSRF token
+// bound to a cookie, checked for a cross-origin source too;
+// [Config.ReadOnly] hides the buttons and refuses them. Every response
+// carries a strict Content-Security-Policy (no inline script or style). The
+// bot token, the webhook secret ([Config.Secrets]) and the admin token are
+// masked in every page and never logged. Page sizes, the rendered body of
+// an update, a page's total size and the number of event streams are
+// bounded.
+package dashboard

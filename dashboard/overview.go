@@ -1,0 +1,68 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// storeTimeout bounds every store call a page makes.
+const storeTimeout = 10 * time.Second
+
+// allStates lists the row states in lifecycle order.
+var allStates = []intake.State{intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned}
+
+type stateCount struct {
+	State intake.State
+	N     int
+}
+
+type overviewData struct {
+	StoreName      string
+	States         []stateCount
+	Rows           int
+	Unacknowledged int
+	OldestPending  time.Time
+
+	HasRecorder bool
+	Snapshot    Snapshot
+	Charts      []chart
+	Window      time.Duration
+	Bucket      time.Duration
+}
+
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	st, err := h.cfg.Store.Stats(ctx)
+	if err != nil {
+		h.storeFailed(w, r, err)
+		return
+	}
+	d := overviewData{StoreName: h.redact(h.cfg.StoreName), Unacknowledged: st.Unacknowledged,
+		OldestPending: st.OldestPending, Window: Window, Bucket: BucketWidth}
+	if d.StoreName == "" {
+		d.StoreName = "unnamed"
+	}
+	for _, s := range allStates {
+		d.States = append(d.States, stateCount{State: s, N: st.Count[s]})
+		d.Rows += st.Count[s]
+	}
+	if rec := h.cfg.Recorder; rec != nil {
+		d.HasRecorder = true
+		d.Snapshot = rec.Snapshot()
+		d.Snapshot.Webhook.LastError = h.redact(d.Snapshot.Webhook.LastError)
+		d.Snapshot.Webhook.OwnerHost = h.redact(d.Snapshot.Webhook.OwnerHost)
+		b, t := d.Snapshot.Buckets, d.Snapshot.Totals
+		d.Charts = []chart{
+			newChart(SeriesAccepted, "Accepted/s", true, b[SeriesAccepted], t[SeriesAccepted]),
+			newChart(SeriesForwarded, "Forwarded/s", true, b[SeriesForwarded], t[SeriesForwarded]),
+			newChart(SeriesCompleted, "Completed", false, b[SeriesCompleted], t[SeriesCompleted]),
+			newChart(SeriesRetried, "Retried", false, b[SeriesRetried], t[SeriesRetried]),
+			newChart(SeriesExhausted, "Exhausted", false, b[SeriesExhausted], t[SeriesExhausted]),
+		}
+	}
+	h.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Live: true, Data: d})
+}
