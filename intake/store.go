@@ -2,6 +2,8 @@ package intake
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -22,9 +24,32 @@ const (
 	StateAbandoned  State = "abandoned"
 )
 
-// ErrorAttemptsSpent is the error text a store records when a claim finds a
-// claimable row whose attempts are already spent and abandons it instead.
-const ErrorAttemptsSpent = "attempts spent"
+// AttemptsSpentText is the error text a store records in a row when a claim
+// finds it claimable with its attempts already spent and abandons it
+// instead.
+const AttemptsSpentText = "attempts spent"
+
+// ErrInvalidArgument is wrapped by the error a store method returns for an
+// argument outside the contract: a [ClaimOpts], [Settlement], [DueQuery],
+// [ExhaustionQuery] or [ListQuery] whose Validate fails. Such a call changes
+// nothing. Stores call Validate rather than repeat its checks. A refusal
+// decided by a row's state is never an error.
+var ErrInvalidArgument = errors.New("intake: invalid store argument")
+
+// invalid returns an error wrapping [ErrInvalidArgument] with the field and
+// what is wrong with it.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// known reports whether st is one of the five row states.
+func (st State) known() bool {
+	switch st {
+	case StatePending, StateProcessing, StateFailed, StateCompleted, StateAbandoned:
+		return true
+	}
+	return false
+}
 
 // Incoming is one update to record, as handed to [Store.Add].
 type Incoming struct {
@@ -55,7 +80,7 @@ type ClaimOpts struct {
 	// through LeaseUntil inclusive.
 	LeaseUntil time.Time
 	// MaxAttempts is the attempt ceiling, at least 1. A claimable row whose
-	// attempts already reached it is abandoned with [ErrorAttemptsSpent]
+	// attempts already reached it is abandoned with [AttemptsSpentText]
 	// instead of being taken.
 	MaxAttempts int
 	// DurableExhaustion, when set, makes such an abandonment an unacknowledged
@@ -63,6 +88,15 @@ type ClaimOpts struct {
 	// process that crashed on its last attempt still leaves a durable record.
 	// Only a [DurableStore] can honour it; other stores ignore it.
 	DurableExhaustion bool
+}
+
+// Validate reports an error wrapping [ErrInvalidArgument] when MaxAttempts
+// is below 1.
+func (o ClaimOpts) Validate() error {
+	if o.MaxAttempts < 1 {
+		return invalid("ClaimOpts.MaxAttempts %d: want at least 1", o.MaxAttempts)
+	}
+	return nil
 }
 
 // Settlement is the end of one attempt, passed to [Store.Settle] and
@@ -82,6 +116,16 @@ type Settlement struct {
 	Error string
 }
 
+// Validate reports an error wrapping [ErrInvalidArgument] when State is not
+// completed, failed or abandoned.
+func (s Settlement) Validate() error {
+	switch s.State {
+	case StateCompleted, StateFailed, StateAbandoned:
+		return nil
+	}
+	return invalid("Settlement.State %q: want completed, failed or abandoned", s.State)
+}
+
 // DueQuery selects the rows a sweep should schedule.
 type DueQuery struct {
 	// Now decides which non-pending rows are claimable (see [ClaimOpts.Now]).
@@ -92,6 +136,15 @@ type DueQuery struct {
 	PendingBefore time.Time
 	// Limit is the page size, at least 1.
 	Limit int
+}
+
+// Validate reports an error wrapping [ErrInvalidArgument] when Limit is
+// below 1.
+func (q DueQuery) Validate() error {
+	if q.Limit < 1 {
+		return invalid("DueQuery.Limit %d: want at least 1", q.Limit)
+	}
+	return nil
 }
 
 // Identity names one attempt on one update. ClaimID is opaque, globally
@@ -125,6 +178,15 @@ type ExhaustionQuery struct {
 	After *int64
 }
 
+// Validate reports an error wrapping [ErrInvalidArgument] when Limit is
+// below 1.
+func (q ExhaustionQuery) Validate() error {
+	if q.Limit < 1 {
+		return invalid("ExhaustionQuery.Limit %d: want at least 1", q.Limit)
+	}
+	return nil
+}
+
 // Store is the minimum a store must implement: the six atomic steps of the
 // intake. Every method must be safe for concurrent use by many goroutines and,
 // for a shared database, by many processes.
@@ -153,7 +215,7 @@ type Store interface {
 	// lease end opts.LeaseUntil, and the new attempt number is returned with
 	// true. A missing or unclaimable row reports false and changes nothing.
 	// A claimable row whose attempts reached opts.MaxAttempts is abandoned
-	// with [ErrorAttemptsSpent] (settled at opts.Now, or left unacknowledged
+	// with [AttemptsSpentText] (settled at opts.Now, or left unacknowledged
 	// when opts.DurableExhaustion is set and the store is durable) and false
 	// is reported.
 	Claim(ctx context.Context, updateID int64, opts ClaimOpts) (attempt int, ok bool, err error)
@@ -284,6 +346,21 @@ type ListQuery struct {
 	After *int64
 	// Limit is the page size, at least 1.
 	Limit int
+}
+
+// Validate reports an error wrapping [ErrInvalidArgument] when Limit is
+// below 1, State is set but not one of the five states, or Unacknowledged
+// is combined with a State other than abandoned.
+func (q ListQuery) Validate() error {
+	switch {
+	case q.Limit < 1:
+		return invalid("ListQuery.Limit %d: want at least 1", q.Limit)
+	case q.State != "" && !q.State.known():
+		return invalid("ListQuery.State %q: not a row state", q.State)
+	case q.Unacknowledged && q.State != "" && q.State != StateAbandoned:
+		return invalid("ListQuery.Unacknowledged with State %q: unacknowledged exhaustions are abandoned", q.State)
+	}
+	return nil
 }
 
 // Stats summarises a store for metrics and health checks.

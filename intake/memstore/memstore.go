@@ -18,7 +18,6 @@ package memstore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -38,11 +37,6 @@ var (
 	_ intake.AdminStore   = (*Store)(nil)
 	_ intake.JournalStore = (*Store)(nil)
 )
-
-// ErrInvalidQuery is returned (wrapped, with the offending field named) for a
-// query or option outside its documented range, such as a Limit below 1, a
-// MaxAttempts below 1 or a settlement with an unknown state.
-var ErrInvalidQuery = errors.New("memstore: invalid query")
 
 // Store keeps update rows in memory. It is safe for concurrent use by many
 // goroutines; every method is one step under the store's mutex, so no caller
@@ -153,7 +147,7 @@ func (s *Store) addLocked(u intake.Incoming) bool {
 
 // Claim takes the row if it is claimable at opts.Now and returns the new
 // attempt number; see [intake.Store.Claim]. A spent row is abandoned with
-// [intake.ErrorAttemptsSpent] instead.
+// [intake.AttemptsSpentText] instead.
 func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (int, bool, error) {
 	id, ok, err := s.claim(ctx, "claim", updateID, opts)
 	return id.Attempt, ok, err
@@ -169,8 +163,8 @@ func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intak
 	if err := ctx.Err(); err != nil {
 		return intake.Identity{}, false, fmt.Errorf("memstore: %s: %w", op, err)
 	}
-	if opts.MaxAttempts < 1 {
-		return intake.Identity{}, false, fmt.Errorf("%w: %s: MaxAttempts %d is less than 1", ErrInvalidQuery, op, opts.MaxAttempts)
+	if err := opts.Validate(); err != nil {
+		return intake.Identity{}, false, fmt.Errorf("memstore: %s: %w", op, err)
 	}
 	// Generate the id before locking: it needs no state, and a failure then
 	// changes nothing.
@@ -189,7 +183,7 @@ func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intak
 		// the last one) and is abandoned instead of taken.
 		r.state = intake.StateAbandoned
 		r.dueAt = opts.Now
-		r.err = intake.ErrorAttemptsSpent
+		r.err = intake.AttemptsSpentText
 		r.settled = !opts.DurableExhaustion
 		r.settledAt = time.Time{}
 		if r.settled {
@@ -269,7 +263,7 @@ func (s *Store) Owns(ctx context.Context, id intake.Identity, at time.Time) (boo
 
 // Settle ends attempt attempt while its lease is live at st.At; see
 // [intake.Store.Settle]. A settlement state other than completed, failed or
-// abandoned is an error wrapping [ErrInvalidQuery].
+// abandoned is an error wrapping [intake.ErrInvalidArgument].
 func (s *Store) Settle(ctx context.Context, updateID int64, attempt int, st intake.Settlement) (bool, error) {
 	if err := checkSettlement(ctx, "settle", st); err != nil {
 		return false, err
@@ -301,12 +295,10 @@ func checkSettlement(ctx context.Context, op string, st intake.Settlement) error
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: %s: %w", op, err)
 	}
-	switch st.State {
-	case intake.StateCompleted, intake.StateFailed, intake.StateAbandoned:
-		return nil
-	default:
-		return fmt.Errorf("%w: %s: settlement State %q is not completed, failed or abandoned", ErrInvalidQuery, op, st.State)
+	if err := st.Validate(); err != nil {
+		return fmt.Errorf("memstore: %s: %w", op, err)
 	}
+	return nil
 }
 
 func (r *row) settle(st intake.Settlement) bool {
@@ -327,13 +319,13 @@ func (r *row) settle(st intake.Settlement) bool {
 
 // Due lists, in ascending update id order and at most q.Limit, the pending
 // rows received at or before q.PendingBefore and the other rows claimable at
-// q.Now. A Limit below 1 is an error wrapping [ErrInvalidQuery].
+// q.Now. A Limit below 1 is an error wrapping [intake.ErrInvalidArgument].
 func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memstore: due: %w", err)
 	}
-	if q.Limit < 1 {
-		return nil, fmt.Errorf("%w: due: Limit %d is less than 1", ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("memstore: due: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -406,13 +398,13 @@ func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, e
 
 // DueExhaustions lists unacknowledged exhaustions in ascending update id
 // order, at most q.Limit, strictly after q.After when set. A Limit below 1 is
-// an error wrapping [ErrInvalidQuery].
+// an error wrapping [intake.ErrInvalidArgument].
 func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memstore: due exhaustions: %w", err)
 	}
-	if q.Limit < 1 {
-		return nil, fmt.Errorf("%w: due exhaustions: Limit %d is less than 1", ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("memstore: due exhaustions: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -452,17 +444,14 @@ func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, a
 }
 
 // List returns rows in ascending update id order, filtered by q; see
-// [intake.AdminStore.List]. A Limit below 1 or an unknown State is an error
-// wrapping [ErrInvalidQuery].
+// [intake.AdminStore.List]. A query that fails [intake.ListQuery.Validate] is
+// an error wrapping [intake.ErrInvalidArgument].
 func (s *Store) List(ctx context.Context, q intake.ListQuery) ([]intake.Row, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memstore: list: %w", err)
 	}
-	if q.Limit < 1 {
-		return nil, fmt.Errorf("%w: list: Limit %d is less than 1", ErrInvalidQuery, q.Limit)
-	}
-	if q.State != "" && !knownState(q.State) {
-		return nil, fmt.Errorf("%w: list: unknown State %q", ErrInvalidQuery, q.State)
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("memstore: list: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -483,14 +472,6 @@ func (s *Store) List(ctx context.Context, q intake.ListQuery) ([]intake.Row, err
 		}
 	}
 	return out, nil
-}
-
-func knownState(st intake.State) bool {
-	switch st {
-	case intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned:
-		return true
-	}
-	return false
 }
 
 func (r *row) export(id int64) intake.Row {

@@ -40,34 +40,6 @@ func TestBodiesAreCopied(t *testing.T) {
 	}
 }
 
-// TestInvalidArguments checks that out-of-range queries are errors wrapping
-// ErrInvalidQuery, not silent defaults.
-func TestInvalidArguments(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	s := memstore.New()
-	if _, err := s.Add(ctx, intake.Incoming{UpdateID: 1, ReceivedAt: t0}); err != nil {
-		t.Fatal(err)
-	}
-	checks := map[string]error{}
-	_, checks["Due Limit 0"] = s.Due(ctx, intake.DueQuery{Now: t0, Limit: 0})
-	_, checks["DueExhaustions Limit 0"] = s.DueExhaustions(ctx, intake.ExhaustionQuery{Limit: 0})
-	_, checks["List Limit 0"] = s.List(ctx, intake.ListQuery{Limit: 0})
-	_, checks["List unknown State"] = s.List(ctx, intake.ListQuery{Limit: 1, State: "lost"})
-	_, _, checks["Claim MaxAttempts 0"] = s.Claim(ctx, 1, intake.ClaimOpts{Now: t0, LeaseUntil: t0})
-	_, checks["Settle unknown State"] = s.Settle(ctx, 1, 1, intake.Settlement{State: intake.StateProcessing, At: t0})
-	for name, err := range checks {
-		if !errors.Is(err, memstore.ErrInvalidQuery) {
-			t.Errorf("%s: err = %v; want ErrInvalidQuery", name, err)
-		}
-	}
-	// The refused claim changed nothing.
-	row, _, _ := s.Get(ctx, 1)
-	if row.State != intake.StatePending || row.Attempts != 0 {
-		t.Errorf("after refused claim: state %s attempts %d; want pending 0", row.State, row.Attempts)
-	}
-}
-
 // TestCancelledContext checks that a cancelled ctx is an error, not an answer.
 func TestCancelledContext(t *testing.T) {
 	t.Parallel()

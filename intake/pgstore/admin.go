@@ -11,11 +11,10 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// List implements [intake.AdminStore.List]. It reads claim_id, so it needs
-// the claim identity migration.
+// List implements [intake.AdminStore.List].
 func (s *Store) List(ctx context.Context, q intake.ListQuery) ([]intake.Row, error) {
-	if q.Limit < 1 {
-		return nil, fmt.Errorf("pgstore: list: ListQuery.Limit %d: must be at least 1", q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: list: %w", err)
 	}
 	var state *string
 	if q.State != "" {
@@ -33,8 +32,7 @@ func (s *Store) List(ctx context.Context, q intake.ListQuery) ([]intake.Row, err
 	return out, nil
 }
 
-// Get implements [intake.AdminStore.Get]. Like [Store.List], it needs the
-// claim identity migration.
+// Get implements [intake.AdminStore.Get].
 func (s *Store) Get(ctx context.Context, updateID int64) (intake.Row, bool, error) {
 	row, err := scanRow(s.pool.QueryRow(ctx, s.q.get, updateID))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -217,7 +217,7 @@ func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts
 	var attempts int
 	n, err := s.write(ctx, "claim", writeReq{
 		updateID: updateID, sql: s.q.claim,
-		args: []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.ErrorAttemptsSpent},
+		args: []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.AttemptsSpentText},
 		dest: []any{&state, &attempts},
 	})
 	if err != nil {
@@ -248,7 +248,7 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 	)
 	n, err := s.write(ctx, "claim owned", writeReq{
 		updateID: updateID, sql: sql,
-		args: []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.ErrorAttemptsSpent, uuid.NewString()},
+		args: []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.AttemptsSpentText, uuid.NewString()},
 		dest: []any{&state, &attempts, &claimID},
 	})
 	if err != nil {
@@ -261,8 +261,8 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 }
 
 func checkClaimOpts(opts intake.ClaimOpts) error {
-	if opts.MaxAttempts < 1 {
-		return fmt.Errorf("pgstore: claim: ClaimOpts.MaxAttempts %d: must be at least 1", opts.MaxAttempts)
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("pgstore: claim: %w", err)
 	}
 	return nil
 }
@@ -298,11 +298,10 @@ func (s *Store) SettleOwned(ctx context.Context, id intake.Identity, st intake.S
 }
 
 func checkSettlement(st intake.Settlement) error {
-	switch st.State {
-	case intake.StateCompleted, intake.StateFailed, intake.StateAbandoned:
-		return nil
+	if err := st.Validate(); err != nil {
+		return fmt.Errorf("pgstore: settle: %w", err)
 	}
-	return fmt.Errorf("pgstore: settle: Settlement.State %q: want completed, failed or abandoned", st.State)
+	return nil
 }
 
 // Due implements [intake.Store.Due]. Rows locked by another transaction (a
@@ -327,8 +326,8 @@ type querier interface {
 }
 
 func (s *Store) due(ctx context.Context, db querier, q intake.DueQuery) ([]intake.StoredUpdate, error) {
-	if q.Limit < 1 {
-		return nil, fmt.Errorf("pgstore: due: DueQuery.Limit %d: must be at least 1", q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: due: %w", err)
 	}
 	rows, err := db.Query(ctx, s.q.due, ms(q.Now), ms(q.PendingBefore), q.Limit)
 	if err != nil {
@@ -400,8 +399,8 @@ func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, e
 // cannot be acknowledged and is not listed; [Store.List] shows it and
 // [Store.Requeue] revives it.
 func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
-	if q.Limit < 1 {
-		return nil, fmt.Errorf("pgstore: due exhaustions: ExhaustionQuery.Limit %d: must be at least 1", q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: due exhaustions: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, s.q.dueExhaustions, q.After, q.Limit)
 	if err != nil {

@@ -47,22 +47,9 @@ import (
 // transactions cannot deadlock; taking the locks and running the writes in
 // update id order keeps that true even if a lock were ever waited for.
 //
-// This was chosen over SET LOCAL lock_timeout, which needs no lockRows. A
-// timeout stalls the batch, and the writes queued behind it, up to the
-// timeout each time a batched write meets a held row (an owner renewing its
-// lease while its domain transaction is open is the common case), then
-// redoes the batch; and a timeout short enough to keep that stall small
-// also trips on another process's ordinary commit of the same row.
-// Measured on 2 shared cores (PostgreSQL; go run ./bench intake-process
-// and go run ./bench relay; medians of alternating runs, the first row
-// against the final version in separate runs), the lock costs the
-// store-only benchmark some throughput and the relay none that shows:
-//
-//	                                    raw items/s  runner items/s  relay updates/s
-//	before group commit                        3000            2360             1180
-//	shared, lockRows in its own round trip     7340            4940                -
-//	shared, lockRows pipelined (this)          7560            5080             2200
-//	shared, no lock handling at all            8430            6550             2300
+// Skipping a held row (rather than waiting under SET LOCAL lock_timeout)
+// keeps one held row from stalling the writes queued behind it; the
+// measurements are in BENCHMARKS.md, "pgstore group commit".
 //
 // Failures. If any statement of a shared transaction fails (or BEGIN does),
 // the transaction is rolled back and every write of it is run alone by its

@@ -13,8 +13,8 @@ import (
 
 // List implements [intake.AdminStore.List].
 func (s *Store) List(ctx context.Context, q intake.ListQuery) ([]intake.Row, error) {
-	if q.Limit < 1 {
-		return nil, fmt.Errorf("%w: list: Limit %d is below 1", ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: list: %w", err)
 	}
 	var (
 		where []string

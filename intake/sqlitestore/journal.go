@@ -78,7 +78,7 @@ func scanEntry(r rowScanner) (intake.JournalEntry, error) {
 // check, the lookup and the insert run in one write transaction.
 func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intake.Call, at time.Time) (intake.JournalEntry, intake.Intent, error) {
 	if err := intake.CheckCall(call); err != nil {
-		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("%w: record intent %d: %w", ErrInvalidQuery, id.UpdateID, err)
+		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("sqlitestore: record intent %d: %w", id.UpdateID, err)
 	}
 	q := s.journalSQL()
 	var (
@@ -122,7 +122,7 @@ func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intak
 // RecordOutcome implements [intake.JournalStore.RecordOutcome].
 func (s *Store) RecordOutcome(ctx context.Context, id intake.Identity, call intake.Call, res intake.CallResult, at time.Time) (bool, error) {
 	if err := intake.CheckCallResult(call, res); err != nil {
-		return false, fmt.Errorf("%w: record outcome %d: %w", ErrInvalidQuery, id.UpdateID, err)
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
 	}
 	body := res.Body
 	if body == nil {

@@ -42,11 +42,6 @@ const (
 // a path; the message names the field.
 var ErrInvalidConfig = errors.New("sqlitestore: invalid config")
 
-// ErrInvalidQuery is wrapped by the error a method returns for an argument
-// outside the contract (a Limit or MaxAttempts below 1, a settlement state
-// that is not final). A refusal decided by a row's state is never an error.
-var ErrInvalidQuery = errors.New("sqlitestore: invalid query")
-
 // Config configures [Open] and [New]. The zero value is valid: table
 // "telegram_updates", synchronous=FULL, a 5 s busy timeout and four reader
 // connections. Open and New copy it; later changes have no effect.
@@ -394,8 +389,8 @@ func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts
 // spending it (attempts already at opts.MaxAttempts) are one conditional
 // UPDATE, so no other claim can come between the check and the change.
 func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
-	if opts.MaxAttempts < 1 {
-		return intake.Identity{}, false, fmt.Errorf("%w: claim %d: MaxAttempts %d is below 1", ErrInvalidQuery, updateID, opts.MaxAttempts)
+	if err := opts.Validate(); err != nil {
+		return intake.Identity{}, false, fmt.Errorf("sqlitestore: claim %d: %w", updateID, err)
 	}
 	var (
 		state    string
@@ -405,7 +400,7 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 	found := false
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.StmtContext(ctx, s.q.claim).QueryRowContext(ctx, updateID, ms(opts.Now), ms(opts.LeaseUntil),
-			opts.MaxAttempts, opts.DurableExhaustion, newClaimID(), intake.ErrorAttemptsSpent).Scan(&state, &attempts, &claimID)
+			opts.MaxAttempts, opts.DurableExhaustion, newClaimID(), intake.AttemptsSpentText).Scan(&state, &attempts, &claimID)
 		if errors.Is(err, sql.ErrNoRows) {
 			found = false
 			return nil
@@ -443,13 +438,12 @@ func (s *Store) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, 
 	return n > 0, nil
 }
 
-// checkSettlement refuses a settlement state other than the three final ones.
+// checkSettlement refuses a settlement that fails its Validate.
 func checkSettlement(updateID int64, st intake.Settlement) error {
-	switch st.State {
-	case intake.StateCompleted, intake.StateFailed, intake.StateAbandoned:
-		return nil
+	if err := st.Validate(); err != nil {
+		return fmt.Errorf("sqlitestore: settle %d: %w", updateID, err)
 	}
-	return fmt.Errorf("%w: settle %d: state %q is not completed, failed or abandoned", ErrInvalidQuery, updateID, st.State)
+	return nil
 }
 
 // Settle implements [intake.Store.Settle].
@@ -518,8 +512,8 @@ func scanOwns(row *sql.Row, updateID int64) (bool, error) {
 
 // Due implements [intake.Store.Due].
 func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
-	if q.Limit < 1 {
-		return nil, fmt.Errorf("%w: due: Limit %d is below 1", ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: due: %w", err)
 	}
 	rows, err := s.q.due.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit)
 	if err != nil {
@@ -566,8 +560,8 @@ func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, e
 // without a claim id (possible only through writes from outside the store)
 // cannot be acknowledged and is not listed.
 func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
-	if q.Limit < 1 {
-		return nil, fmt.Errorf("%w: due exhaustions: Limit %d is below 1", ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: due exhaustions: %w", err)
 	}
 	var (
 		rows *sql.Rows

@@ -64,8 +64,8 @@ func crashOnLastAttempt(c *checker) {
 	if !bytes.Equal(e.Body, []byte(`"crash"`)) {
 		c.errorf("the exhaustion's body is %q; want %q", e.Body, `"crash"`)
 	}
-	if e.Error != intake.ErrorAttemptsSpent {
-		c.errorf("the exhaustion's error is %q; want %q", e.Error, intake.ErrorAttemptsSpent)
+	if e.Error != intake.AttemptsSpentText {
+		c.errorf("the exhaustion's error is %q; want %q", e.Error, intake.AttemptsSpentText)
 	}
 	if !e.ExhaustedAt.Equal(at(11)) {
 		c.errorf("the exhaustion's time is %s; want 11ms, the spending claim's now", offset(e.ExhaustedAt))
@@ -259,8 +259,8 @@ func baseDurableClaim(c *checker) {
 	if e.ClaimID == "" || e.Attempt != 1 {
 		c.errorf("the base durable exhaustion carries %s; want attempt 1 with a claim id", fmtID(e.Identity))
 	}
-	if e.Error != intake.ErrorAttemptsSpent || !e.ExhaustedAt.Equal(at(11)) {
-		c.errorf("the base durable exhaustion has error %q at %s; want %q at 11ms", e.Error, offset(e.ExhaustedAt), intake.ErrorAttemptsSpent)
+	if e.Error != intake.AttemptsSpentText || !e.ExhaustedAt.Equal(at(11)) {
+		c.errorf("the base durable exhaustion has error %q at %s; want %q at 11ms", e.Error, offset(e.ExhaustedAt), intake.AttemptsSpentText)
 	}
 	if !c.ack(e.Identity, 12) {
 		c.errorf("AcknowledgeExhaustion(%s) of the listed identity reported false", fmtID(e.Identity))

@@ -31,12 +31,14 @@
 // The subtests are grouped by area: Add (one record per update id, bodies
 // byte for byte up to 1 MiB, update ids 0 and 2^40, the pending grace), Claim
 // (live and lapsed leases, stale attempts, retries and spent attempts,
-// renewal that never shortens nor revives, invalid settlements, millisecond
+// renewal that never shortens nor revives, millisecond
 // boundaries), Race (8 concurrent Claim and ClaimOwned calls, exactly one
 // winner), Fence (expiry, reclaim, all three identity fields, fresh claim
 // ids), Prune (strict bound, rows never pruned, prune then re-add),
 // Exhaust (crash on the last attempt, Exhaust, exact acknowledgement once,
-// cursor paging past a first page, the base durable claim), Batch and Admin.
+// cursor paging past a first page, the base durable claim), Batch, Admin and
+// Arguments (arguments outside the contract are refused with
+// [intake.ErrInvalidArgument] and change nothing).
 //
 // Times handed to the store are whole milliseconds after a fixed base time
 // (a 13-digit Unix millisecond value); violation messages name them as
@@ -316,6 +318,7 @@ func allGroups() []group {
 		{"Batch", batchCases()},
 		{"Admin", adminCases()},
 		{"Journal", journalCases()},
+		{"Arguments", argumentCases()},
 	}
 }
 
