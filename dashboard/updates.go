@@ -181,10 +181,27 @@ func (h *Handler) scanChat(ctx context.Context, lq intake.ListQuery, chat string
 	return rows, *lq.After, true, scanned, true, nil
 }
 
+// Bounds of the journaled replies an update's page shows.
+const (
+	maxJournalShown     = 100
+	maxJournalBodyShown = 300
+)
+
+// replyView is one journaled Bot API call of an update.
+type replyView struct {
+	intake.JournalEntry
+	Answer string // the recorded answer, redacted, on one line, cut
+}
+
 type updateData struct {
 	Row   rowView
 	Body  formattedBody
 	Found bool
+	// HasJournal: the store journals replies; Replies are the first
+	// maxJournalShown of them, RepliesHidden the rest.
+	HasJournal    bool
+	Replies       []replyView
+	RepliesHidden int
 	// DueLabel names what Row.DueAt means in the row's state.
 	DueLabel string
 }
@@ -228,6 +245,23 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 	}
 	d := updateData{Row: h.view(row), Found: true, DueLabel: dueLabel(row),
 		Body: formatBody(row.Body, h.cfg.MaxBodyBytes, h.redact)}
+	if js, ok := h.cfg.Store.(intake.JournalStore); ok {
+		d.HasJournal = true
+		entries, err := js.Journal(ctx, id)
+		if err != nil {
+			h.storeFailed(w, r, err)
+			return
+		}
+		if len(entries) > maxJournalShown {
+			d.RepliesHidden = len(entries) - maxJournalShown
+			entries = entries[:maxJournalShown]
+		}
+		for _, e := range entries {
+			answer := h.redact(strings.Join(strings.Fields(string(e.Body)), " "))
+			e.Body = nil
+			d.Replies = append(d.Replies, replyView{JournalEntry: e, Answer: cut(answer, maxJournalBodyShown, "…")})
+		}
+	}
 	h.render(w, r, http.StatusOK, "update", page{Title: fmt.Sprintf("Update %d", id), Nav: "updates", Live: true, Data: d})
 }
 
