@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Errors of the simulated users' actions.
@@ -29,6 +30,9 @@ var (
 	ErrQueueFull = errors.New("telegramtest: pending update queue full")
 	// ErrLedgerFull means Config.MaxMessages messages are already stored.
 	ErrLedgerFull = errors.New("telegramtest: message ledger full")
+	// ErrBadMessage means a simulated user's message is not one Telegram
+	// could carry (empty, or two kinds of content at once).
+	ErrBadMessage = errors.New("telegramtest: invalid user message")
 )
 
 // ChatType is a chat's kind, as Telegram names it.
@@ -71,53 +75,86 @@ type userState struct {
 type chatState struct {
 	Chat
 	members    map[int64]bool
+	creator    int64 // the first member of a group, 0 for none
+	pinned     []int64
 	migratedTo int64
 	kicked     bool
 	nextMsgID  int64
 	msgs       map[int64]*storedMsg
 }
 
-// storedMsg is a message the server keeps, to edit, copy, forward, delete
-// or press a button on.
+// storedMsg is a message the server keeps, to edit, copy, forward, delete,
+// reply to or press a button on.
 type storedMsg struct {
-	id       int64
-	fromBot  bool
-	fromUser int64
-	date     int64
-	editDate int64
-	threadID int64
-	text     string // text or caption
-	entities []apiEntity
-	markup   json.RawMessage
-	photo    bool
-	document string // file name when a document
+	id         int64
+	fromBot    bool
+	fromUser   int64
+	date       int64
+	editDate   int64
+	threadID   int64
+	kind       string   // msgText, msgPhoto, …
+	text       string   // the plain text or caption a reader sees
+	sent       string   // the text or caption as the bot sent it (markup included)
+	entities   []Entity // of text
+	markup     json.RawMessage
+	replyTo    int64       // the message replied to, in the same chat
+	file       *storedFile // photo, document, sticker, video, audio
+	mediaGroup string
+	extra      any // location, dice or poll
 }
+
+// Message kinds.
+const (
+	msgText     = "text"
+	msgPhoto    = "photo"
+	msgDocument = "document"
+	msgVideo    = "video"
+	msgAudio    = "audio"
+	msgSticker  = "sticker"
+	msgLocation = "location"
+	msgDice     = "dice"
+	msgPoll     = "poll"
+)
+
+// hasMedia reports whether m carries a caption rather than a text.
+func (m *storedMsg) hasMedia() bool { return m.file != nil }
 
 // state is everything the server simulates, guarded by Server.mu.
 type state struct {
-	nextUserID   int64
-	nextGroupID  int64
-	nextSuperID  int64
-	nextUpdateID int64
-	nextCallback int64
-	users        map[int64]*userState
-	chats        map[int64]*chatState
-	usernames    map[string]int64 // lower-case @username → chat id
-	stored       int              // messages in all chats, bounded by MaxMessages
-	pending      []*pendingUpdate // in update_id order
-	pendingChats map[int64]int    // pending updates per chat
-	callbacks    map[string]callbackState
-	webhook      webhookState
-	pollGen      uint64 // a new getUpdates ends the previous one
-	polling      int    // long polls waiting now
-	ledger       []Message
-	deliveries   []Delivery
-	droppedDeliv int
-	faults       []*armedFault
-	limits       Limits
-	rate         rateState
-	calls        map[string]int
-	epoch        uint64 // bumped by Reset
+	nextUserID    int64
+	nextGroupID   int64
+	nextSuperID   int64
+	nextUpdateID  int64
+	nextCallback  int64
+	users         map[int64]*userState
+	chats         map[int64]*chatState
+	usernames     map[string]int64 // lower-case @username → chat id
+	stored        int              // messages in all chats, bounded by MaxMessages
+	pending       []*pendingUpdate // in update_id order
+	pendingChats  map[int64]int    // pending updates per chat
+	callbacks     map[string]callbackState
+	webhook       webhookState
+	pollGen       uint64 // a new getUpdates ends the previous one
+	polling       int    // long polls waiting now
+	ledger        []Message
+	deliveries    []Delivery
+	droppedDeliv  int
+	faults        []*armedFault
+	limits        Limits
+	rate          rateState
+	calls         map[string]int
+	epoch         uint64                 // bumped by Reset
+	files         map[string]*storedFile // by file_id
+	filePaths     map[string]*storedFile // by file_path
+	fileBytes     int64                  // content kept in files, bounded by MaxFileBytes
+	nextFile      int64
+	commands      map[string][]botCommand // by scope and language
+	menuButtons   map[int64]json.RawMessage
+	botTexts      map[string]string // name, description, short_description by language
+	answers       []CallbackAnswer
+	inline        map[string]*inlineState
+	inlineAnswers []InlineAnswer
+	retryUntil    time.Time // the latest retry_after a 429 asked for, in real time
 }
 
 func newState(l Limits) state {
@@ -134,6 +171,12 @@ func newState(l Limits) state {
 		limits:       l,
 		rate:         newRateState(),
 		calls:        map[string]int{},
+		files:        map[string]*storedFile{},
+		filePaths:    map[string]*storedFile{},
+		commands:     map[string][]botCommand{},
+		menuButtons:  map[int64]json.RawMessage{},
+		botTexts:     map[string]string{},
+		inline:       map[string]*inlineState{},
 	}
 }
 
@@ -214,6 +257,9 @@ func (s *Server) newGroupChatLocked(typ ChatType, title string, members []User) 
 			return Chat{}, ErrUnknownUser
 		}
 		c.members[m.ID] = true
+		if c.creator == 0 {
+			c.creator = m.ID
+		}
 	}
 	c.Type, c.Title = typ, title
 	if typ == ChatGroup {
@@ -301,6 +347,7 @@ func (s *Server) UpgradeGroup(c Chat) (Chat, error) {
 		return Chat{}, err
 	}
 	cs.migratedTo = sg.ID
+	s.st.chats[sg.ID].creator = cs.creator
 	return sg, nil
 }
 

@@ -49,6 +49,10 @@ const (
 	// DefaultMaxControlObjects bounds the users plus chats the control API
 	// creates.
 	DefaultMaxControlObjects = 100000
+	// DefaultMaxFileBytes bounds the content of files (uploads by the bot,
+	// files sent by simulated users) kept for getFile's download path.
+	// Files past it are known by id but their download answers 404.
+	DefaultMaxFileBytes = 64 << 20
 	// MaxFaults bounds how many faults may be armed at once.
 	MaxFaults = 1000
 )
@@ -59,10 +63,12 @@ const (
 	DefaultBotLimitCount = 30
 	// DefaultBotLimitPer is the window of the bot-wide limit.
 	DefaultBotLimitPer = time.Second
-	// DefaultChatLimitCount sends per DefaultChatLimitPer in one chat.
-	DefaultChatLimitCount = 1
+	// DefaultChatLimitCount sends per DefaultChatLimitPer in one chat: one
+	// per second on average, with the short bursts Telegram allows (a bot
+	// answering with a few messages at once is not refused).
+	DefaultChatLimitCount = 5
 	// DefaultChatLimitPer is the window of the per-chat limit.
-	DefaultChatLimitPer = time.Second
+	DefaultChatLimitPer = 5 * time.Second
 	// DefaultGroupLimitCount sends per DefaultGroupLimitPer in one group,
 	// supergroup or channel.
 	DefaultGroupLimitCount = 20
@@ -114,6 +120,10 @@ type Config struct {
 	// DefaultMaxRequestBytes.
 	MaxRequestBytes int64
 
+	// MaxFileBytes bounds the file content kept for downloads. Defaults to
+	// DefaultMaxFileBytes.
+	MaxFileBytes int64
+
 	// Faults are armed when the server starts, as if passed to [Server.Arm].
 	Faults []Fault
 
@@ -145,7 +155,8 @@ type Limits struct {
 	Disabled bool `json:"disabled"`
 	// Bot limits sends across all chats. Zero means 30 per second.
 	Bot Limit `json:"bot"`
-	// Chat limits sends to one chat. Zero means 1 per second.
+	// Chat limits sends to one chat. Zero means 5 per 5 seconds: bursts of
+	// up to 5, one per second on average.
 	Chat Limit `json:"chat"`
 	// Group limits sends to one group, supergroup or channel, in addition
 	// to Chat. Zero means 20 per minute.
@@ -188,6 +199,7 @@ func (c Config) Validate() error {
 		{"MaxMessages", c.MaxMessages < 0, ">= 0"},
 		{"MaxDeliveries", c.MaxDeliveries < 0, ">= 0"},
 		{"MaxRequestBytes", c.MaxRequestBytes < 0, ">= 0"},
+		{"MaxFileBytes", c.MaxFileBytes < 0, ">= 0"},
 		{"MaxControlObjects", c.MaxControlObjects < 0, ">= 0"},
 		{"Webhook.Timeout", c.Webhook.Timeout < 0, ">= 0"},
 		{"Webhook.MaxAttempts", c.Webhook.MaxAttempts < 0, ">= 0"},
@@ -263,6 +275,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxControlObjects == 0 {
 		c.MaxControlObjects = DefaultMaxControlObjects
+	}
+	if c.MaxFileBytes == 0 {
+		c.MaxFileBytes = DefaultMaxFileBytes
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes

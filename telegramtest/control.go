@@ -1,6 +1,7 @@
 package telegramtest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,10 +22,24 @@ type controlUpdate struct {
 	UpdateID        int64  `json:"update_id"`
 	ChatID          int64  `json:"chat_id"`
 	Kind            string `json:"kind"`
-	MessageID       int64  `json:"message_id"`
+	MessageID       int64  `json:"message_id,omitempty"`
 	CallbackQueryID string `json:"callback_query_id,omitempty"`
+	InlineQueryID   string `json:"inline_query_id,omitempty"`
 	Filtered        bool   `json:"filtered,omitempty"`
 }
+
+func controlUpdateOf(u Update) controlUpdate {
+	return controlUpdate{u.ID, u.ChatID, u.Kind, u.MessageID, u.CallbackQueryID, u.InlineQueryID, u.Filtered}
+}
+
+// controlFile is a file in a control request; Data is base64 in JSON.
+type controlFile struct {
+	Name string `json:"name"`
+	Data []byte `json:"data"`
+}
+
+// MaxControlWait bounds the timeout of the control API's waits.
+const MaxControlWait = 5 * time.Minute
 
 type controlLimit struct {
 	Count int   `json:"count"`
@@ -42,6 +57,7 @@ type controlFault struct {
 	RetryAfter int       `json:"retry_after"`
 	StallMS    int64     `json:"stall_ms"`
 	Size       int       `json:"size"`
+	DurationMS int64     `json:"duration_ms"`
 }
 
 type controlReq struct {
@@ -56,6 +72,13 @@ type controlReq struct {
 	Command   string       `json:"command"`
 	Args      string       `json:"args"`
 	Data      string       `json:"data"`
+	ReplyTo   int64        `json:"reply_to"`
+	Photo     *controlFile `json:"photo"`
+	Document  *controlFile `json:"document"`
+	Location  *Location    `json:"location"`
+	Query     string       `json:"query"`
+	Count     int          `json:"count"`
+	TimeoutMS int64        `json:"timeout_ms"`
 	Blocked   *bool        `json:"blocked"`
 	Disabled  bool         `json:"disabled"`
 	Bot       controlLimit `json:"bot"`
@@ -153,7 +176,7 @@ func (s *Server) control(r *http.Request, req controlReq) (any, error) {
 			return nil, err
 		}
 		return true, s.KickBot(c)
-	case "POST /send", "POST /command", "POST /press":
+	case "POST /send", "POST /command", "POST /press", "POST /edit":
 		c, err := s.chatByID(req.ChatID)
 		if err != nil {
 			return nil, err
@@ -165,7 +188,16 @@ func (s *Server) control(r *http.Request, req controlReq) (any, error) {
 		var upd Update
 		switch route {
 		case "POST /send":
-			upd, err = s.SendText(c, u, req.Text)
+			m := UserMessage{Text: req.Text, ReplyTo: req.ReplyTo, Location: req.Location}
+			if req.Photo != nil {
+				m.Photo = &UserFile{Name: req.Photo.Name, Data: req.Photo.Data}
+			}
+			if req.Document != nil {
+				m.Document = &UserFile{Name: req.Document.Name, Data: req.Document.Data}
+			}
+			upd, err = s.Send(c, u, m)
+		case "POST /edit":
+			upd, err = s.EditText(c, u, req.MessageID, req.Text)
 		case "POST /command":
 			upd, err = s.SendCommand(c, u, req.Command, req.Args)
 		default:
@@ -174,7 +206,41 @@ func (s *Server) control(r *http.Request, req controlReq) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return controlUpdate{upd.ID, upd.ChatID, upd.Kind, upd.MessageID, upd.CallbackQueryID, upd.Filtered}, nil
+		return controlUpdateOf(upd), nil
+	case "POST /inline":
+		u, err := s.userByID(req.UserID)
+		if err != nil {
+			return nil, err
+		}
+		upd, err := s.InlineQuery(u, req.Query)
+		if err != nil {
+			return nil, err
+		}
+		return controlUpdateOf(upd), nil
+	case "GET /callback-answers":
+		return orEmpty(s.CallbackAnswers()), nil
+	case "GET /inline-answers":
+		return orEmpty(s.InlineAnswers()), nil
+	case "POST /wait/messages", "POST /wait/settled":
+		if req.TimeoutMS <= 0 || ms(req.TimeoutMS) > MaxControlWait {
+			return nil, cerr(400, "timeout_ms must be in 1..%d", MaxControlWait.Milliseconds())
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), ms(req.TimeoutMS))
+		defer cancel()
+		if route == "POST /wait/settled" {
+			if err := s.WaitSettled(ctx); err != nil {
+				return nil, cerr(408, "%v", err)
+			}
+			return true, nil
+		}
+		if req.Count < 1 {
+			return nil, cerr(400, "count must be at least 1")
+		}
+		msgs, err := s.WaitMessages(ctx, req.ChatID, req.Count)
+		if err != nil {
+			return nil, cerr(408, "%v", err)
+		}
+		return msgs, nil
 	case "GET /messages":
 		if q := r.URL.Query().Get("chat_id"); q != "" {
 			id, err := strconv.ParseInt(q, 10, 64)
@@ -198,6 +264,7 @@ func (s *Server) control(r *http.Request, req controlReq) (any, error) {
 			Method: f.Method, Kind: f.Kind, Nth: f.Nth, Times: f.Times,
 			Delay: ms(f.DelayMS), Jitter: ms(f.JitterMS), Status: f.Status,
 			RetryAfter: f.RetryAfter, Stall: ms(f.StallMS), Size: f.Size,
+			Duration: ms(f.DurationMS),
 		})
 	case "DELETE /faults":
 		s.Disarm()

@@ -145,3 +145,67 @@ func TestControlAPIObjectBound(t *testing.T) {
 		t.Errorf("after reset = %d", code)
 	}
 }
+
+func TestControlAPIUserActionsAndWaits(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, telegramtest.Config{ControlAPI: true, Limits: telegramtest.Limits{Disabled: true}})
+	var user telegramtest.User
+	control(t, srv, "POST", "/_sandbox/users", map[string]any{"first_name": "Ada"}, &user)
+	var chat telegramtest.Chat
+	control(t, srv, "POST", "/_sandbox/chats", map[string]any{"type": "private", "user_id": user.ID}, &chat)
+
+	type upd struct {
+		UpdateID      int64  `json:"update_id"`
+		Kind          string `json:"kind"`
+		MessageID     int64  `json:"message_id"`
+		InlineQueryID string `json:"inline_query_id"`
+	}
+	var photo upd
+	if code := control(t, srv, "POST", "/_sandbox/send", map[string]any{"chat_id": chat.ID, "user_id": user.ID, "text": "cat",
+		"photo": map[string]any{"name": "cat.jpg", "data": []byte("meow")}}, &photo); code != 200 || photo.Kind != "message" {
+		t.Fatalf("send photo = %d %+v", code, photo)
+	}
+	var text upd
+	control(t, srv, "POST", "/_sandbox/send", map[string]any{"chat_id": chat.ID, "user_id": user.ID, "text": "helo", "reply_to": photo.MessageID}, &text)
+	var edit upd
+	if code := control(t, srv, "POST", "/_sandbox/edit", map[string]any{"chat_id": chat.ID, "user_id": user.ID, "message_id": text.MessageID, "text": "hello"}, &edit); code != 200 || edit.Kind != "edited_message" {
+		t.Fatalf("edit = %d %+v", code, edit)
+	}
+	var inline upd
+	if code := control(t, srv, "POST", "/_sandbox/inline", map[string]any{"user_id": user.ID, "query": "q"}, &inline); code != 200 || inline.InlineQueryID == "" {
+		t.Fatalf("inline = %d %+v", code, inline)
+	}
+	var loc upd
+	if code := control(t, srv, "POST", "/_sandbox/send", map[string]any{"chat_id": chat.ID, "user_id": user.ID, "location": map[string]float64{"latitude": 1, "longitude": 2}}, &loc); code != 200 {
+		t.Fatalf("location = %d", code)
+	}
+
+	done := make(chan []telegramtest.Message, 1)
+	go func() {
+		var msgs []telegramtest.Message
+		control(t, srv, "POST", "/_sandbox/wait/messages", map[string]any{"chat_id": chat.ID, "count": 1, "timeout_ms": waitLimit.Milliseconds()}, &msgs)
+		done <- msgs
+	}()
+	call(t, srv, "sendMessage", map[string]any{"chat_id": chat.ID, "text": "hi", "reply_markup": json.RawMessage(`{"keyboard":[["a"]]}`)})
+	msgs := recv(t, done, "wait/messages")
+	if len(msgs) != 1 || string(msgs[0].ReplyMarkup) != `{"keyboard":[["a"]]}` {
+		t.Errorf("wait/messages = %+v", msgs)
+	}
+	var errBody map[string]string
+	if code := control(t, srv, "POST", "/_sandbox/wait/messages", map[string]any{"chat_id": chat.ID, "count": 5, "timeout_ms": 10}, &errBody); code != 408 {
+		t.Errorf("wait/messages past its timeout = %d %v, want 408", code, errBody)
+	}
+	// Updates are still pending (nobody polled): not settled.
+	if code := control(t, srv, "POST", "/_sandbox/wait/settled", map[string]any{"timeout_ms": 10}, &errBody); code != 408 {
+		t.Errorf("wait/settled with pending updates = %d, want 408", code)
+	}
+	call(t, srv, "getUpdates", map[string]any{"offset": loc.UpdateID + 1})
+	var ok bool
+	if code := control(t, srv, "POST", "/_sandbox/wait/settled", map[string]any{"timeout_ms": waitLimit.Milliseconds()}, &ok); code != 200 || !ok {
+		t.Errorf("wait/settled = %d %v", code, ok)
+	}
+	var answers []telegramtest.CallbackAnswer
+	if code := control(t, srv, "GET", "/_sandbox/callback-answers", nil, &answers); code != 200 || answers == nil {
+		t.Errorf("callback-answers = %d %v", code, answers)
+	}
+}

@@ -10,14 +10,35 @@
 //
 // # Bot API
 //
-// Implemented methods: getMe, sendMessage, copyMessage, forwardMessage,
-// editMessageText, deleteMessage, answerCallbackQuery, sendPhoto,
-// sendDocument, setWebhook, deleteWebhook, getWebhookInfo and getUpdates.
-// Parameters are read from the query string and from a JSON,
-// form-urlencoded or multipart/form-data body, as Telegram reads them.
-// Answers use Telegram's envelope (ok, result, error_code, description,
-// parameters). An unknown method is 404 "Not Found", a wrong token 401
+// Implemented methods: getMe, sendMessage, sendPhoto, sendDocument,
+// sendVideo, sendAudio, sendSticker, sendMediaGroup, sendLocation,
+// sendDice, sendPoll, copyMessage, forwardMessage, editMessageText,
+// editMessageCaption, editMessageReplyMarkup, deleteMessage,
+// deleteMessages, answerCallbackQuery, answerInlineQuery, sendChatAction,
+// setMessageReaction, pinChatMessage, unpinChatMessage,
+// unpinAllChatMessages, getChat, getChatMember, getChatMemberCount,
+// getChatAdministrators, getFile (and the download path
+// /file/bot<token>/<file_path>), setMyCommands, getMyCommands,
+// deleteMyCommands, setChatMenuButton, getChatMenuButton, getMyName,
+// setMyName, getMyDescription, setMyDescription, getMyShortDescription,
+// setMyShortDescription, getMyDefaultAdministratorRights, setWebhook,
+// deleteWebhook, getWebhookInfo and getUpdates. Parameters are read from
+// the query string and from a JSON, form-urlencoded or multipart/form-data
+// body, as Telegram reads them. Answers use Telegram's envelope (ok,
+// result, error_code, description, parameters). A method the fake does not
+// implement is 404 with a description that says so (not a bare "Not
+// Found", which reads like a wrong token), a wrong token 401
 // "Unauthorized", a body over Config.MaxRequestBytes 413.
+//
+// Results are shaped like Telegram's. A text or caption sent with
+// parse_mode HTML, MarkdownV2 or Markdown comes back as plain text with
+// entities (caption_entities for media); without parse_mode the entities
+// parameter is echoed, and Telegram's own entities (bot commands,
+// mentions, hashtags, URLs) are found. A reply (reply_to_message_id or
+// reply_parameters) carries reply_to_message; an inline keyboard is kept
+// in the sent message while a reply keyboard, its removal or a force reply
+// is not echoed (the ledger records the markup as sent either way). getMe
+// has the fields current framework types require.
 //
 // Refusals use Telegram's wording: 403 "Forbidden: bot was blocked by the
 // user" ([Server.SetBlocked]), 403 "Forbidden: user is deactivated"
@@ -26,22 +47,29 @@
 // Request: group chat was upgraded to a supergroup chat" with
 // parameters.migrate_to_chat_id ([Server.UpgradeGroup]), 400 "Bad Request:
 // message is too long" (over [MaxTextLength] UTF-16 units of visible
-// text), and 400 "Bad Request: can't parse entities: …" when parse_mode is
-// HTML and package tghtml finds the markup invalid. Markdown parse modes
-// are not checked.
+// text), 400 "Bad Request: message to be replied not found", 400 "Bad
+// Request: can't parse entities: …" for invalid HTML or MarkdownV2 (an
+// unescaped reserved character, an entity left open) with Telegram's
+// description, "can't parse inline keyboard button: Text buttons are
+// unallowed in the inline keyboard", "message is not modified: …",
+// "BOT_COMMAND_INVALID", "REACTION_INVALID", "wrong parameter action in
+// request" and the other checks of each method.
 //
 // Differences from Telegram, on purpose: setWebhook accepts http:// URLs
 // and any port (test servers are loopback), rejects max_connections outside
-// 1..100 instead of clamping it, and message entities are only computed for
-// a leading bot command.
+// 1..100 instead of clamping it; a file named by URL is not downloaded (its
+// download path answers 404), and inline messages cannot be edited.
 //
 // # Users, chats and updates
 //
 // Create users with [Server.NewUser] and chats with [Server.NewPrivateChat],
 // [Server.NewGroup], [Server.NewSupergroup] and [Server.NewChannel]. A user
-// acts with [Server.SendText], [Server.SendCommand] and
-// [Server.PressButton] (a callback_query on an inline button of a message
-// the bot sent); each makes an update with the next update_id.
+// acts with [Server.SendText], [Server.Send] (a text, photo, document or
+// location, optionally replying to a message), [Server.SendCommand],
+// [Server.EditText] (an edited_message), [Server.PressButton] (a
+// callback_query on an inline button of a message the bot sent) and
+// [Server.InlineQuery] (an inline_query); each makes an update with the
+// next update_id.
 //
 // Updates wait in a bounded queue ([Config.MaxPendingUpdates]) until the
 // bot takes them: through getUpdates when no webhook is set (offset
@@ -53,12 +81,16 @@
 // re-delivers after a non-2xx answer or a timeout with doubling backoff, up
 // to [WebhookConfig.MaxAttempts]; each failure sets getWebhookInfo's
 // last_error_date and last_error_message. [Server.WaitIdle] waits until no
-// update is pending.
+// update is pending; [Server.WaitSettled] also waits for calls in flight
+// and for the retry_after of every 429 answered, so a bot's retries are
+// covered; [Server.WaitMessages] waits until a chat has received n
+// messages. All three wake on the server's own signals, never by polling.
 //
 // # Limits
 //
 // Sends count against a bot-wide, a per-chat and a per-group sliding
-// window ([Limits]; Telegram's 30/s, 1/s and 20/min by default). A send
+// window ([Limits]; by default Telegram's 30/s per bot, one per second
+// per chat with bursts of 5, and 20/min per group). A send
 // over a limit is refused with 429 "Too Many Requests: retry after N" and
 // parameters.retry_after, and has no effect. [Config.NowFunc] makes them
 // deterministic; [Server.SetLimits] changes them while running, and
@@ -70,13 +102,18 @@
 // call, a number of times): latency with jitter, a refused or reset
 // connection, a hang until Close, a closed connection before or after the
 // effect, a 5xx with Telegram's JSON, a proxy's 502 HTML page, a 429, a
-// slow or huge answer. Arm faults with [Server.Arm] or [Config.Faults].
+// slow or huge answer, or an outage ([FaultUnreachable]: the port closed
+// and idle connections dropped, so a client's request provably never left
+// it: *not dispatched*). Arm faults with [Server.Arm] or [Config.Faults].
 //
 // # Ledger
 //
 // [Server.Messages] returns every message accepted (chat, message id,
-// thread id, method, text, time) and [Server.Deliveries] every offer of an
-// update to the bot, as snapshots of plain structs. [Server.Repeats] lists
+// thread id, method, plain text, entities, the message replied to, the
+// reply markup as sent, time), [Server.CallbackAnswers] every
+// answerCallbackQuery, [Server.InlineAnswers] every answerInlineQuery and
+// [Server.Deliveries] every offer of an update to the bot, as snapshots of
+// plain structs. [Server.Repeats] lists
 // the chats that received the same text more than once and
 // [Server.DuplicateDeliveries] the updates the bot may have seen twice.
 //
@@ -99,22 +136,30 @@
 //	                                       {"type": "channel", "title"} → chat
 //	POST   /_sandbox/chats/upgrade         {"chat_id"} → the new supergroup
 //	POST   /_sandbox/chats/kick            {"chat_id"}
-//	POST   /_sandbox/send                  {"chat_id", "user_id", "text"} → update
+//	POST   /_sandbox/send                  {"chat_id", "user_id", "text", "reply_to",
+//	                                        "photo"|"document": {"name", "data" (base64)},
+//	                                        "location": {"latitude", "longitude"}} → update
+//	POST   /_sandbox/edit                  {"chat_id", "user_id", "message_id", "text"} → update
 //	POST   /_sandbox/command               {"chat_id", "user_id", "command", "args"} → update
 //	POST   /_sandbox/press                 {"chat_id", "user_id", "message_id", "data"} → update
+//	POST   /_sandbox/inline                {"user_id", "query"} → update
 //	GET    /_sandbox/messages[?chat_id=N]  → [message]
+//	GET    /_sandbox/callback-answers      → [callback answer]
+//	GET    /_sandbox/inline-answers        → [inline answer]
+//	POST   /_sandbox/wait/messages         {"chat_id", "count", "timeout_ms"} → [message], or 408
+//	POST   /_sandbox/wait/settled          {"timeout_ms"} → true, or 408
 //	GET    /_sandbox/deliveries            → [delivery]
 //	GET    /_sandbox/repeats               → [{"chat_id", "text", "count"}]
 //	GET    /_sandbox/duplicate-deliveries  → [update_id]
 //	GET    /_sandbox/calls                 → {"method": count}
 //	POST   /_sandbox/faults                {"method", "kind", "nth", "times", "delay_ms", "jitter_ms",
-//	                                        "status", "retry_after", "stall_ms", "size"}
+//	                                        "status", "retry_after", "stall_ms", "size", "duration_ms"}
 //	DELETE /_sandbox/faults                disarm all
 //	POST   /_sandbox/limits                {"disabled", "bot": {"count", "per_ms"}, "chat": {…}, "group": {…}}
 //	POST   /_sandbox/reset                 forget everything but the token
 //
 // An update answer is {"update_id", "chat_id", "kind", "message_id",
-// "callback_query_id", "filtered"}. Fault kinds are the [FaultKind] values
+// "callback_query_id", "inline_query_id", "filtered"}. Fault kinds are the [FaultKind] values
 // ("server_error", "hang", "drop_after_effect", …).
 //
 // # Closing

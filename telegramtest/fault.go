@@ -1,6 +1,7 @@
 package telegramtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,16 @@ const (
 	// FaultSlowBody applies the call, sends the headers and half the body,
 	// waits Stall (default 1 s), then sends the rest.
 	FaultSlowBody FaultKind = "slow_body"
+	// FaultUnreachable makes the server unreachable for Duration (default
+	// DefaultFaultOutage), starting when it is armed: it stops listening,
+	// so the kernel refuses new connections, and closes idle keep-alive
+	// connections (and each one that becomes idle meanwhile). No request
+	// byte can reach the server, so a dispatch-aware client reports *not
+	// dispatched*, and a retry after the outage is safe. Method, Nth and
+	// Times must be zero: a refused connection carries no method, and the
+	// kernel's refusals cannot be counted, so an outage lasts a time, not
+	// a number of calls. Calls already being served finish normally.
+	FaultUnreachable FaultKind = "unreachable"
 	// FaultHugeBody applies the call and answers with the normal JSON
 	// followed by Size bytes of whitespace (default 8 MiB): valid JSON,
 	// too big for a bounded reader.
@@ -62,6 +73,10 @@ const (
 const (
 	DefaultFaultStall = time.Second
 	DefaultFaultSize  = 8 << 20
+	// DefaultFaultOutage is how long FaultUnreachable lasts.
+	DefaultFaultOutage = time.Second
+	// MaxFaultOutage bounds Fault.Duration.
+	MaxFaultOutage = time.Minute
 	// MaxFaultSize bounds Fault.Size.
 	MaxFaultSize = 1 << 30
 )
@@ -93,6 +108,9 @@ type Fault struct {
 	Stall time.Duration `json:"stall,omitempty"`
 	// Size is FaultHugeBody's padding. Zero means DefaultFaultSize.
 	Size int `json:"size,omitempty"`
+	// Duration is how long FaultUnreachable lasts, at most
+	// MaxFaultOutage. Zero means DefaultFaultOutage.
+	Duration time.Duration `json:"duration,omitempty"`
 }
 
 type armedFault struct {
@@ -104,7 +122,7 @@ func knownKind(k FaultKind) bool {
 	switch k {
 	case FaultNone, FaultRefuseConnection, FaultReset, FaultClose, FaultHang,
 		FaultDropBeforeEffect, FaultDropAfterEffect, FaultServerError, FaultProxyError,
-		FaultTooManyRequests, FaultSlowBody, FaultHugeBody:
+		FaultTooManyRequests, FaultSlowBody, FaultHugeBody, FaultUnreachable:
 		return true
 	}
 	return false
@@ -116,6 +134,10 @@ func (f Fault) validate() error {
 		return fmt.Errorf("unknown Fault.Kind %q", f.Kind)
 	case f.Kind == FaultRefuseConnection && f.Method != "":
 		return errors.New("Fault.Method must be empty for refuse_connection")
+	case f.Kind == FaultUnreachable && (f.Method != "" || f.Nth != 0 || f.Times != 0):
+		return errors.New("Fault.Method, Nth and Times must be zero for unreachable (it lasts Duration)")
+	case f.Duration < 0 || f.Duration > MaxFaultOutage:
+		return fmt.Errorf("Fault.Duration must be in 0..%v", MaxFaultOutage)
 	case f.Nth < 0:
 		return errors.New("Fault.Nth must be >= 0")
 	case f.Times < -1:
@@ -138,6 +160,13 @@ func (f Fault) validate() error {
 func (s *Server) Arm(f Fault) error {
 	if err := f.validate(); err != nil {
 		return fmt.Errorf("telegramtest: %w", err)
+	}
+	if f.Kind == FaultUnreachable {
+		if s.sw == nil {
+			return errors.New("telegramtest: an unreachable fault needs a started server (or Config.Faults)")
+		}
+		s.sw.outage(cmp.Or(f.Duration, DefaultFaultOutage))
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -233,7 +262,11 @@ func (s *Server) faultBefore(w http.ResponseWriter, r *http.Request, f *Fault) b
 		if n == 0 {
 			n = 1
 		}
-		writeAPIError(w, &apiError{code: 429, desc: fmt.Sprintf("Too Many Requests: retry after %d", n), retryAfter: n})
+		e := &apiError{code: 429, desc: fmt.Sprintf("Too Many Requests: retry after %d", n), retryAfter: n}
+		s.mu.Lock()
+		s.noteRetryLocked(e)
+		s.mu.Unlock()
+		writeAPIError(w, e)
 	default:
 		return false
 	}

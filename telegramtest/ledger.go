@@ -1,6 +1,9 @@
 package telegramtest
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -9,12 +12,67 @@ import (
 // Message is one message the server accepted from the bot: a send, copy,
 // forward or edit. It is a plain value, a snapshot.
 type Message struct {
+	ChatID    int64 `json:"chat_id"`
+	MessageID int64 `json:"message_id"`
+	ThreadID  int64 `json:"thread_id,omitempty"`
+	// Method is the Bot API method: sendMessage, sendPhoto, sendMediaGroup
+	// (one entry per item), copyMessage, forwardMessage, editMessageText,
+	// editMessageCaption, editMessageReplyMarkup, ….
+	Method string `json:"method"`
+	// Text is the text or caption as the bot sent it (markup included),
+	// the dice emoji or the poll question.
+	Text string `json:"text"`
+	// PlainText is Text as a reader sees it: HTML or Markdown parsed into
+	// Entities.
+	PlainText string `json:"plain_text"`
+	// Entities are PlainText's entities, as Telegram reports them.
+	Entities []Entity `json:"entities,omitempty"`
+	// ReplyTo is the message this one replies to, zero for none.
+	ReplyTo int64 `json:"reply_to,omitempty"`
+	// ReplyMarkup is the reply_markup as the bot sent it (a reply keyboard
+	// included, which Telegram does not echo in the message).
+	ReplyMarkup json.RawMessage `json:"reply_markup,omitempty"`
+	// Time is from Config.NowFunc.
+	Time time.Time `json:"time"`
+}
+
+// CallbackAnswer is one answerCallbackQuery the server accepted. It is a
+// plain value, a snapshot.
+type CallbackAnswer struct {
+	QueryID   string    `json:"callback_query_id"`
 	ChatID    int64     `json:"chat_id"`
 	MessageID int64     `json:"message_id"`
-	ThreadID  int64     `json:"thread_id,omitempty"`
-	Method    string    `json:"method"` // sendMessage, copyMessage, forwardMessage, sendPhoto, sendDocument, editMessageText
-	Text      string    `json:"text"`   // as sent (markup included), or the caption
-	Time      time.Time `json:"time"`   // from Config.NowFunc
+	Text      string    `json:"text,omitempty"`
+	ShowAlert bool      `json:"show_alert,omitempty"`
+	URL       string    `json:"url,omitempty"`
+	Time      time.Time `json:"time"`
+}
+
+// InlineAnswer is one answerInlineQuery the server accepted. It is a
+// plain value, a snapshot.
+type InlineAnswer struct {
+	QueryID    string          `json:"inline_query_id"`
+	UserID     int64           `json:"user_id"`
+	Results    json.RawMessage `json:"results"`
+	Count      int             `json:"count"`
+	CacheTime  int             `json:"cache_time,omitempty"`
+	IsPersonal bool            `json:"is_personal,omitempty"`
+	NextOffset string          `json:"next_offset,omitempty"`
+	Time       time.Time       `json:"time"`
+}
+
+// CallbackAnswers returns every accepted answerCallbackQuery, in order.
+func (s *Server) CallbackAnswers() []CallbackAnswer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.st.answers)
+}
+
+// InlineAnswers returns every accepted answerInlineQuery, in order.
+func (s *Server) InlineAnswers() []InlineAnswer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.st.inlineAnswers)
 }
 
 // Delivery is one offer of an update to the bot: a webhook attempt, or an
@@ -94,7 +152,7 @@ func (s *Server) TextCounts() []TextCount {
 	}
 	counts := map[key]int{}
 	for _, m := range s.st.ledger {
-		if m.Method != "editMessageText" {
+		if !strings.HasPrefix(m.Method, "edit") {
 			counts[key{m.ChatID, m.Text}]++
 		}
 	}
@@ -172,4 +230,80 @@ func (s *Server) Reset() {
 	s.st = newState(s.cfg.Limits)
 	s.st.epoch, s.st.polling = epoch, polling // waiting polls end and count themselves out
 	s.wakeLocked()
+}
+
+// pokeLocked wakes the waits on the ledger and on activity
+// ([Server.WaitMessages], [Server.WaitSettled]).
+func (s *Server) pokeLocked() {
+	close(s.events)
+	s.events = make(chan struct{})
+}
+
+// WaitMessages waits until the ledger holds at least n messages of chat
+// chatID (sends and edits, as [Server.MessagesTo] lists them) and returns
+// them. It wakes on every ledger change, never polls, and returns ctx's
+// error (with what arrived so far) when ctx ends first, and an error when
+// the server is closed.
+func (s *Server) WaitMessages(ctx context.Context, chatID int64, n int) ([]Message, error) {
+	for {
+		s.mu.Lock()
+		var out []Message
+		for _, m := range s.st.ledger {
+			if m.ChatID == chatID {
+				out = append(out, m)
+			}
+		}
+		ch := s.events
+		s.mu.Unlock()
+		if len(out) >= n {
+			return out, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return out, fmt.Errorf("telegramtest: waiting for %d message(s) in chat %d, %d arrived: %w", n, chatID, len(out), ctx.Err())
+		case <-s.ctx.Done():
+			return out, errClosed
+		}
+	}
+}
+
+// WaitSettled waits until the conversation has settled: no update waits
+// for the bot (webhook re-deliveries after a failure included), no Bot
+// API call other than a long poll is being served, and every 429 the
+// server answered has passed its retry_after, so a bot that retries after
+// a 429 has had its chance to. It returns ctx's error when ctx ends first
+// and an error when the server is closed.
+func (s *Server) WaitSettled(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		pending, busy := len(s.st.pending), 0
+		for _, r := range s.reqs {
+			if !strings.EqualFold(r.method, "getUpdates") {
+				busy++
+			}
+		}
+		retry := time.Until(s.st.retryUntil)
+		ch, upd := s.events, s.changed
+		s.mu.Unlock()
+		if pending == 0 && busy == 0 && retry <= 0 {
+			return nil
+		}
+		var timer <-chan time.Time
+		if retry > 0 {
+			t := time.NewTimer(retry)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-ch:
+		case <-upd:
+		case <-timer:
+		case <-ctx.Done():
+			return fmt.Errorf("telegramtest: waiting to settle (%d pending update(s), %d call(s) in flight, retry window %v): %w",
+				pending, busy, max(retry, 0).Round(time.Millisecond), ctx.Err())
+		case <-s.ctx.Done():
+			return errClosed
+		}
+	}
 }

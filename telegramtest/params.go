@@ -25,10 +25,10 @@ type params struct {
 	files map[string]fileParam
 }
 
-// fileParam is an uploaded file: only its name and size are kept.
+// fileParam is an uploaded file.
 type fileParam struct {
 	Name string
-	Size int64
+	Data []byte
 }
 
 // errBadParams is the parse failure; the caller answers 400.
@@ -132,14 +132,14 @@ func (p *params) parseMultipart(body []byte, boundary string) error {
 			continue
 		}
 		if part.FileName() != "" {
-			n, err := io.Copy(io.Discard, part)
+			data, err := io.ReadAll(part)
 			if err != nil {
 				return fmt.Errorf("%w: multipart: %w", errBadParams, err)
 			}
 			if _, ok := p.files[name]; !ok && len(p.v)+len(p.files) >= maxParams {
 				return fmt.Errorf("%w: more than %d parameters", errBadParams, maxParams)
 			}
-			p.files[name] = fileParam{Name: part.FileName(), Size: n}
+			p.files[name] = fileParam{Name: part.FileName(), Data: data}
 			continue
 		}
 		b, err := io.ReadAll(part)

@@ -1,6 +1,7 @@
 package telegramtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
@@ -38,6 +39,7 @@ type Server struct {
 
 	ts       *httptest.Server
 	listener net.Listener
+	sw       *switchListener
 	cfg      Config
 	botID    int64
 	now      func() time.Time
@@ -58,6 +60,9 @@ type Server struct {
 	// changed is closed and replaced whenever updates or the webhook
 	// change; long polls and the webhook dispatcher wait on it.
 	changed chan struct{}
+	// events is closed and replaced whenever the ledger changes or a call
+	// ends; WaitMessages and WaitSettled wait on it.
+	events  chan struct{}
 	reqs    map[uint64]inflightReq
 	nextReq uint64
 	rng     *rand.Rand
@@ -140,10 +145,13 @@ func (s *Server) start(useTLS bool) {
 	s.botID = botIDOf(s.Token)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.changed = make(chan struct{})
+	s.events = make(chan struct{})
 	s.reqs = map[uint64]inflightReq{}
 	s.st = newState(s.cfg.Limits)
 	for _, f := range s.cfg.Faults {
-		s.st.faults = append(s.st.faults, &armedFault{Fault: f})
+		if f.Kind != FaultUnreachable {
+			s.st.faults = append(s.st.faults, &armedFault{Fault: f})
+		}
 	}
 	s.webhookClient = s.cfg.Webhook.Client
 	if s.webhookClient == nil {
@@ -153,9 +161,14 @@ func (s *Server) start(useTLS bool) {
 			MaxIdleConnsPerHost: 100,
 		}}
 	}
+	s.sw = newSwitchListener(s, s.listener)
 	s.ts = &httptest.Server{
-		Listener: &faultListener{Listener: s.listener, s: s},
-		Config:   &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ErrorLog: log.New(io.Discard, "", 0)},
+		Listener: s.sw,
+		Config: &http.Server{
+			Handler:   http.HandlerFunc(s.serveHTTP),
+			ErrorLog:  log.New(io.Discard, "", 0),
+			ConnState: s.sw.connState,
+		},
 	}
 	if useTLS {
 		s.ts.StartTLS()
@@ -163,6 +176,11 @@ func (s *Server) start(useTLS bool) {
 		s.ts.Start()
 	}
 	s.URL = s.ts.URL
+	for _, f := range s.cfg.Faults {
+		if f.Kind == FaultUnreachable {
+			s.sw.outage(cmp.Or(f.Duration, DefaultFaultOutage))
+		}
+	}
 	s.wg.Add(1)
 	go s.dispatchWebhooks()
 }
@@ -241,6 +259,7 @@ func (s *Server) track(method string) func() {
 	return func() {
 		s.mu.Lock()
 		delete(s.reqs, id)
+		s.pokeLocked()
 		s.mu.Unlock()
 	}
 }
@@ -292,6 +311,15 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Write(b)
 }
 
+// noteRetryLocked remembers the retry a 429 asks for, for WaitSettled.
+func (s *Server) noteRetryLocked(e *apiError) {
+	if e.code == 429 && e.retryAfter > 0 {
+		if t := time.Now().Add(time.Duration(e.retryAfter) * time.Second); t.After(s.st.retryUntil) {
+			s.st.retryUntil = t
+		}
+	}
+}
+
 func writeAPIError(w http.ResponseWriter, e *apiError) {
 	env := envelope{ErrorCode: e.code, Description: e.desc}
 	if e.retryAfter > 0 || e.migrateTo != 0 {
@@ -301,8 +329,14 @@ func writeAPIError(w http.ResponseWriter, e *apiError) {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.sw.handlers.Add(1)
+	defer s.sw.handlers.Add(-1)
 	if s.cfg.ControlAPI && strings.HasPrefix(r.URL.Path, ControlPrefix) {
 		s.serveControl(w, r)
+		return
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
+		s.serveFile(w, r, rest)
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
@@ -324,7 +358,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !knownMethod(method) {
-		writeAPIError(w, &apiError{code: 404, desc: "Not Found"})
+		writeAPIError(w, notImplemented(method))
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxRequestBytes+1))
@@ -353,6 +387,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if apiErr != nil {
+		if apiErr.code == 429 {
+			s.mu.Lock()
+			s.noteRetryLocked(apiErr)
+			s.mu.Unlock()
+		}
 		writeAPIError(w, apiErr)
 		return
 	}
@@ -380,29 +419,6 @@ func hijackClose(w http.ResponseWriter, reset bool) {
 		}
 	}
 	c.Close()
-}
-
-// faultListener refuses connections while a FaultRefuseConnection is armed.
-type faultListener struct {
-	net.Listener
-	s *Server
-}
-
-func (l *faultListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.s.takeConnFault() {
-			if tc, ok := c.(*net.TCPConn); ok {
-				tc.SetLinger(0)
-			}
-			c.Close()
-			continue
-		}
-		return c, nil
-	}
 }
 
 // errClosed is returned by waits that Close ended.

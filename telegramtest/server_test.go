@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -44,7 +45,7 @@ func TestServerBasics(t *testing.T) {
 		code       int
 		desc       string
 	}{
-		{"unknown method", "/bot" + srv.Token + "/sendTelepathy", 404, "Not Found"},
+		{"unknown method", "/bot" + srv.Token + "/sendTelepathy", 404, `Not Found: method \"sendTelepathy\" is not implemented by telegramtest, tgrelay's fake Bot API`},
 		{"wrong token", "/bot123:wrong/getMe", 401, "Unauthorized"},
 		{"no method", "/bot" + srv.Token + "/", 404, "Not Found"},
 		{"not the bot API", "/favicon.ico", 404, "Not Found"},
@@ -268,17 +269,17 @@ func TestEditDeleteCopyForward(t *testing.T) {
 
 	got := srv.Messages()
 	want := []telegramtest.Message{
-		{ChatID: f.chat.ID, MessageID: sent.MessageID, ThreadID: 7, Method: "sendMessage", Text: "v1"},
-		{ChatID: f.chat.ID, MessageID: sent.MessageID, ThreadID: 7, Method: "editMessageText", Text: "v2"},
-		{ChatID: otherChat.ID, MessageID: 1, Method: "copyMessage", Text: "v2"},
-		{ChatID: otherChat.ID, MessageID: 2, Method: "forwardMessage", Text: "v2"},
+		{ChatID: f.chat.ID, MessageID: sent.MessageID, ThreadID: 7, Method: "sendMessage", Text: "v1", PlainText: "v1"},
+		{ChatID: f.chat.ID, MessageID: sent.MessageID, ThreadID: 7, Method: "editMessageText", Text: "v2", PlainText: "v2"},
+		{ChatID: otherChat.ID, MessageID: 1, Method: "copyMessage", Text: "v2", PlainText: "v2"},
+		{ChatID: otherChat.ID, MessageID: 2, Method: "forwardMessage", Text: "v2", PlainText: "v2"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("ledger = %+v", got)
 	}
 	for i := range want {
 		got[i].Time = want[i].Time
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("ledger[%d] = %+v, want %+v", i, got[i], want[i])
 		}
 	}

@@ -16,7 +16,8 @@ type Update struct {
 	ID int64
 	// ChatID is the chat the update belongs to.
 	ChatID int64
-	// Kind is "message" or "callback_query".
+	// Kind is "message", "edited_message", "callback_query" or
+	// "inline_query".
 	Kind string
 	// MessageID is the user's new message, or the message whose button was
 	// pressed.
@@ -24,6 +25,9 @@ type Update struct {
 	// CallbackQueryID is the id answerCallbackQuery takes, for a button
 	// press.
 	CallbackQueryID string
+	// InlineQueryID is the id answerInlineQuery takes, for an inline
+	// query.
+	InlineQueryID string
 	// Filtered is true when allowed_updates excludes Kind: the bot will
 	// never see this update (and ID is 0).
 	Filtered bool
@@ -46,11 +50,58 @@ type callbackState struct {
 	answer            string
 }
 
-// SendText makes from send text in chat c, as a user types it. A text
-// starting with "/" carries a bot_command entity, as Telegram adds one.
-// from must be the private chat's user; in a group they join if needed.
-// A user who blocked the bot unblocks it by writing, as in Telegram.
+// UserMessage is what a simulated user sends with [Server.Send]: a text,
+// or a photo, a document or a location (Text is then the caption).
+type UserMessage struct {
+	// Text is the message text, or the caption of a photo or document.
+	Text string
+	// ReplyTo is the id of the message in the same chat this one replies
+	// to; zero for none.
+	ReplyTo int64
+	// Photo, when set, sends a photo.
+	Photo *UserFile
+	// Document, when set, sends a document.
+	Document *UserFile
+	// Location, when set, sends a location.
+	Location *Location
+}
+
+// UserFile is a file a simulated user sends. The bot can fetch it with
+// getFile and the download path.
+type UserFile struct {
+	Name string
+	Data []byte
+}
+
+// SendText makes from send text in chat c, as a user types it. It is
+// Send with only a text.
 func (s *Server) SendText(c Chat, from User, text string) (Update, error) {
+	return s.Send(c, from, UserMessage{Text: text})
+}
+
+// Send makes from send m in chat c. Telegram's own entities (a bot
+// command, a mention, a hashtag, a URL) are found in the text. from must
+// be the private chat's user; in a group they join if needed. A user who
+// blocked the bot unblocks it by writing, as in Telegram. It fails with
+// ErrBadMessage when m carries no content or two kinds of it, and with
+// ErrUnknownMessage when m.ReplyTo does not exist in c.
+func (s *Server) Send(c Chat, from User, m UserMessage) (Update, error) {
+	kinds := 0
+	for _, set := range []bool{m.Photo != nil, m.Document != nil, m.Location != nil} {
+		if set {
+			kinds++
+		}
+	}
+	switch {
+	case kinds > 1:
+		return Update{}, fmt.Errorf("%w: more than one of Photo, Document and Location", ErrBadMessage)
+	case kinds == 0 && strings.TrimSpace(m.Text) == "":
+		return Update{}, fmt.Errorf("%w: empty text", ErrBadMessage)
+	case m.Location != nil && m.Text != "":
+		return Update{}, fmt.Errorf("%w: a location has no caption", ErrBadMessage)
+	case m.Location != nil && (m.Location.Latitude < -90 || m.Location.Latitude > 90 || m.Location.Longitude < -180 || m.Location.Longitude > 180):
+		return Update{}, fmt.Errorf("%w: location out of range", ErrBadMessage)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cs, us, err := s.actorLocked(c, from, false)
@@ -63,24 +114,153 @@ func (s *Server) SendText(c Chat, from User, text string) (Update, error) {
 	if len(s.st.pending) >= s.cfg.MaxPendingUpdates {
 		return Update{}, ErrQueueFull
 	}
+	if _, ok := cs.msgs[m.ReplyTo]; m.ReplyTo != 0 && !ok {
+		return Update{}, ErrUnknownMessage
+	}
 	if cs.Type == ChatPrivate {
 		us.blocked = false
 	} else {
 		cs.members[us.ID] = true
 	}
-	m := &storedMsg{fromUser: us.ID, text: text}
-	if strings.HasPrefix(text, "/") {
-		cmd, _, _ := strings.Cut(text, " ")
-		m.entities = []apiEntity{{Type: "bot_command", Offset: 0, Length: len([]rune(cmd))}}
+	sm := &storedMsg{fromUser: us.ID, kind: msgText, text: m.Text, sent: m.Text, replyTo: m.ReplyTo}
+	switch {
+	case m.Photo != nil:
+		sm.kind, sm.file = msgPhoto, s.newFileLocked("photos", m.Photo.Name, m.Photo.Data)
+	case m.Document != nil:
+		sm.kind, sm.file = msgDocument, s.newFileLocked("documents", m.Document.Name, m.Document.Data)
+	case m.Location != nil:
+		loc := *m.Location
+		sm.kind, sm.extra = msgLocation, &loc
 	}
-	s.storeLocked(cs, m)
-	am := s.apiMessageOf(cs, m)
-	return s.enqueueLocked(Update{ChatID: cs.ID, Kind: "message", MessageID: m.id}, func(id int64) any {
+	sm.entities = detectEntities(sm.text, nil)
+	s.storeLocked(cs, sm)
+	am := s.apiMessageOf(cs, sm)
+	return s.enqueueLocked(Update{ChatID: cs.ID, Kind: "message", MessageID: sm.id}, func(id int64) any {
 		return struct {
 			UpdateID int64       `json:"update_id"`
 			Message  *apiMessage `json:"message"`
 		}{id, am}
 	}), nil
+}
+
+// EditText makes from edit the text of their own message messageID in
+// chat c: the bot receives an edited_message update. It fails with
+// ErrUnknownMessage unless from sent that text message.
+func (s *Server) EditText(c Chat, from User, messageID int64, text string) (Update, error) {
+	if strings.TrimSpace(text) == "" {
+		return Update{}, fmt.Errorf("%w: empty text", ErrBadMessage)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, us, err := s.actorLocked(c, from, false)
+	if err != nil {
+		return Update{}, err
+	}
+	sm, ok := cs.msgs[messageID]
+	if !ok || sm.fromBot || sm.fromUser != us.ID || sm.kind != msgText {
+		return Update{}, ErrUnknownMessage
+	}
+	if len(s.st.pending) >= s.cfg.MaxPendingUpdates {
+		return Update{}, ErrQueueFull
+	}
+	sm.text, sm.sent, sm.entities, sm.editDate = text, text, detectEntities(text, nil), s.now().Unix()
+	am := s.apiMessageOf(cs, sm)
+	return s.enqueueLocked(Update{ChatID: cs.ID, Kind: "edited_message", MessageID: sm.id}, func(id int64) any {
+		return struct {
+			UpdateID      int64       `json:"update_id"`
+			EditedMessage *apiMessage `json:"edited_message"`
+		}{id, am}
+	}), nil
+}
+
+// inlineState is an inline query waiting for, or given, its answer.
+type inlineState struct {
+	from     int64
+	answered bool
+}
+
+// InlineQuery makes from type query in the inline mode of the bot (in
+// their private chat with it): the bot receives an inline_query update,
+// whose ChatID is the user's id. Its answer is in [Server.InlineAnswers].
+func (s *Server) InlineQuery(from User, query string) (Update, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	us, ok := s.st.users[from.ID]
+	if !ok {
+		return Update{}, ErrUnknownUser
+	}
+	if us.deactivated {
+		return Update{}, ErrDeactivated
+	}
+	if len(s.st.pending) >= s.cfg.MaxPendingUpdates || len(s.st.inline) >= s.cfg.MaxPendingUpdates {
+		return Update{}, ErrQueueFull
+	}
+	s.st.nextCallback++
+	qid := fmt.Sprintf("%d%010d", s.botID%100000+7, s.st.nextCallback)
+	type apiInlineQuery struct {
+		ID       string   `json:"id"`
+		From     *apiUser `json:"from"`
+		Query    string   `json:"query"`
+		Offset   string   `json:"offset"`
+		ChatType string   `json:"chat_type"`
+	}
+	iq := apiInlineQuery{ID: qid, From: apiUserOf(us), Query: query, ChatType: "sender"}
+	u := s.enqueueLocked(Update{ChatID: us.ID, Kind: "inline_query", InlineQueryID: qid}, func(id int64) any {
+		return struct {
+			UpdateID    int64          `json:"update_id"`
+			InlineQuery apiInlineQuery `json:"inline_query"`
+		}{id, iq}
+	})
+	if !u.Filtered {
+		s.st.inline[qid] = &inlineState{from: us.ID}
+	}
+	return u, nil
+}
+
+// inlineResultTypes are the valid InlineQueryResult types.
+var inlineResultTypes = strings.Fields("article photo gif mpeg4_gif video audio voice document location venue contact game sticker")
+
+func (s *Server) answerInlineLocked(p params) (any, *apiError) {
+	id := p.get("inline_query_id")
+	st, ok := s.st.inline[id]
+	if !ok || st.answered {
+		return nil, badRequest("query is too old and response timeout expired or query ID is invalid")
+	}
+	var results []struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	}
+	raw := p.get("results")
+	if err := json.Unmarshal([]byte(raw), &results); err != nil {
+		return nil, badRequest("can't parse results JSON array")
+	}
+	if len(results) > 50 {
+		return nil, badRequest("RESULTS_TOO_MUCH")
+	}
+	seen := map[string]bool{}
+	for _, r := range results {
+		if !slices.Contains(inlineResultTypes, r.Type) {
+			return nil, badRequest("RESULT_TYPE_INVALID")
+		}
+		if r.ID == "" || len(r.ID) > 64 {
+			return nil, badRequest("RESULT_ID_INVALID")
+		}
+		if seen[r.ID] {
+			return nil, badRequest("RESULT_ID_DUPLICATE")
+		}
+		seen[r.ID] = true
+	}
+	if len(s.st.inlineAnswers) >= s.cfg.MaxMessages {
+		return nil, &apiError{code: 500, desc: "Internal Server Error: telegramtest inline answer ledger full (Config.MaxMessages)"}
+	}
+	cache, _, _ := p.int64("cache_time")
+	st.answered = true
+	s.st.inlineAnswers = append(s.st.inlineAnswers, InlineAnswer{
+		QueryID: id, UserID: st.from, Results: json.RawMessage(raw), Count: len(results),
+		CacheTime: int(cache), IsPersonal: p.bool("is_personal"), NextOffset: p.get("next_offset"), Time: s.now(),
+	})
+	s.pokeLocked()
+	return true, nil
 }
 
 // SendCommand makes from send "/command args" (args may be empty); in

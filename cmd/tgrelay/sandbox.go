@@ -25,10 +25,18 @@ SIGINT or SIGTERM, so that a bot written in any language can run its
 integration tests against it. It prints the Bot API URL and the token:
 point the bot at URL/bot<token>/<method> instead of https://api.telegram.org.
 
-The fake speaks getMe, sendMessage, copyMessage, forwardMessage,
-editMessageText, deleteMessage, answerCallbackQuery, sendPhoto, sendDocument,
-setWebhook, deleteWebhook, getWebhookInfo and getUpdates, with Telegram's
-rate limits, refusals and error wording.
+The fake speaks what real bots call: getMe, getUpdates, the webhook methods,
+sendMessage, sendPhoto, sendDocument, sendVideo, sendAudio, sendSticker,
+sendMediaGroup, sendLocation, sendDice, sendPoll, copyMessage, forwardMessage,
+editMessageText, editMessageCaption, editMessageReplyMarkup, deleteMessage(s),
+answerCallbackQuery, answerInlineQuery, sendChatAction, setMessageReaction,
+(un)pinChatMessage, getChat, getChatMember, getChatMemberCount,
+getChatAdministrators, getFile (and /file/bot<token>/<path>), set/get/
+deleteMyCommands, setChatMenuButton, getMyName and more, with Telegram's rate
+limits (per chat: bursts of 5, one per second on average), refusals and
+error wording. Formatted text (HTML, MarkdownV2, Markdown) comes back as
+plain text with entities; malformed markup is refused as Telegram refuses it.
+A method it does not implement answers 404 with a description saying so.
 
 A JSON control API under /_sandbox/ drives it:
 
@@ -42,23 +50,34 @@ A JSON control API under /_sandbox/ drives it:
                                          {"type": "channel", "title"} -> chat
   POST   /_sandbox/chats/upgrade         {"chat_id"} -> the new supergroup
   POST   /_sandbox/chats/kick            {"chat_id"}
-  POST   /_sandbox/send                  {"chat_id", "user_id", "text"} -> update
+  POST   /_sandbox/send                  {"chat_id", "user_id", "text", "reply_to",
+                                          "photo"|"document": {"name", "data" (base64)},
+                                          "location": {"latitude", "longitude"}} -> update
+  POST   /_sandbox/edit                  {"chat_id", "user_id", "message_id", "text"} -> update
   POST   /_sandbox/command               {"chat_id", "user_id", "command", "args"} -> update
   POST   /_sandbox/press                 {"chat_id", "user_id", "message_id", "data"} -> update
-  GET    /_sandbox/messages[?chat_id=N]  messages the bot sent
+  POST   /_sandbox/inline                {"user_id", "query"} -> update
+  GET    /_sandbox/messages[?chat_id=N]  messages the bot sent, with entities and reply markup
+  GET    /_sandbox/callback-answers      answerCallbackQuery calls accepted
+  GET    /_sandbox/inline-answers        answerInlineQuery calls accepted
+  POST   /_sandbox/wait/messages         {"chat_id", "count", "timeout_ms"} -> messages, or 408
+  POST   /_sandbox/wait/settled          {"timeout_ms"}: nothing pending, in flight or
+                                         awaiting a 429's retry_after; or 408
   GET    /_sandbox/deliveries            every offer of an update to the bot
   GET    /_sandbox/repeats               chats that got the same text twice
   GET    /_sandbox/duplicate-deliveries  updates the bot may have seen twice
   GET    /_sandbox/calls                 Bot API calls per method
   POST   /_sandbox/faults                {"method", "kind", "nth", "times", "delay_ms", "jitter_ms",
-                                          "status", "retry_after", "stall_ms", "size"}
+                                          "status", "retry_after", "stall_ms", "size",
+                                          "duration_ms"}
   DELETE /_sandbox/faults                disarm all faults
   POST   /_sandbox/limits                {"disabled", "bot"|"chat"|"group": {"count", "per_ms"}}
   POST   /_sandbox/reset                 forget everything but the token
 
 Fault kinds: refuse_connection, reset, close, hang, drop_before_effect,
 drop_after_effect, server_error, proxy_error, too_many_requests, slow_body,
-huge_body; an empty kind only adds delay_ms. Details:
+huge_body, unreachable (the port closes for duration_ms and idle connections
+drop: a request provably never arrives); an empty kind only adds delay_ms. Details:
 go doc github.com/tgrelay/tgrelay/telegramtest
 `
 

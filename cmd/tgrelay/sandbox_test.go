@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
 const waitLimit = 10 * time.Second
@@ -157,13 +160,20 @@ func TestSandboxInProcess(t *testing.T) {
 	if !sent.OK {
 		t.Fatal("sendMessage failed")
 	}
-	// Rate limits are on by default: a second message within a second is refused.
+	// Rate limits are on by default: a short burst per chat passes, then
+	// sends are refused with 429.
+	for i := range telegramtest.DefaultChatLimitCount - 1 {
+		postJSON(t, c, base+"/bot"+token+"/sendMessage", map[string]any{"chat_id": chat.ID, "text": fmt.Sprint("again ", i)}, &sent)
+		if !sent.OK {
+			t.Fatalf("send %d of the burst failed", i+2)
+		}
+	}
 	var limited struct {
 		ErrorCode int `json:"error_code"`
 	}
-	postJSON(t, c, base+"/bot"+token+"/sendMessage", map[string]any{"chat_id": chat.ID, "text": "again"}, &limited)
+	postJSON(t, c, base+"/bot"+token+"/sendMessage", map[string]any{"chat_id": chat.ID, "text": "one too many"}, &limited)
 	if limited.ErrorCode != 429 {
-		t.Errorf("second send = %d, want 429", limited.ErrorCode)
+		t.Errorf("send past the burst = %d, want 429", limited.ErrorCode)
 	}
 
 	// A fault armed through the control API.
@@ -182,7 +192,7 @@ func TestSandboxInProcess(t *testing.T) {
 		Text   string `json:"text"`
 	}
 	getJSON(t, c, base+"/_sandbox/messages", &msgs)
-	if len(msgs) != 1 || msgs[0].Text != "Hello Ada" || msgs[0].ChatID != chat.ID {
+	if len(msgs) != telegramtest.DefaultChatLimitCount || msgs[0].Text != "Hello Ada" || msgs[0].ChatID != chat.ID {
 		t.Errorf("ledger = %+v", msgs)
 	}
 
