@@ -137,7 +137,7 @@ func (o *observed) count(k throttle.EventKind) int {
 // every chat receives its messages in the order they were sent.
 func TestTransportFairnessAgainstTelegram(t *testing.T) {
 	t.Parallel()
-	ft := newFakeTelegram(t, telegramtest.Limits{}) // Telegram's: 30/s, 1/s per chat, 20/min per group
+	ft := newFakeTelegram(t, telegramtest.Limits{}) // Telegram's: 30/s, 1/s per chat with bursts of 5, 20/min per group
 	u := ft.NewUser("quiet")
 	quiet, _ := ft.NewPrivateChat(u)
 	group, _ := ft.NewGroup("flood")
@@ -213,7 +213,7 @@ func TestTransportFairnessAgainstTelegram(t *testing.T) {
 // ends, the app sees no 429 and the order holds.
 func TestTransport429PauseAndResume(t *testing.T) {
 	t.Parallel()
-	ft := newFakeTelegram(t, telegramtest.Limits{})
+	ft := newFakeTelegram(t, telegramtest.Limits{Chat: telegramtest.Limit{Count: 1, Per: time.Second}}) // no burst
 	chat, _ := ft.NewPrivateChat(ft.NewUser("burst"))
 	synctest.Test(t, func(t *testing.T) {
 		var obs observed
