@@ -74,6 +74,7 @@ type Client struct {
 	root     string
 	http     *http.Client
 	maxBytes int64
+	redactor Redactor // masks token
 }
 
 // New returns a Client for the bot with token. It fails with
@@ -84,6 +85,7 @@ func New(token string, cfg Config) (*Client, error) {
 		return nil, ErrInvalidToken
 	}
 	c := &Client{token: token, root: DefaultAPIRoot, http: cfg.HTTPClient, maxBytes: cfg.MaxResponseBytes}
+	c.redactor.add(token)
 	if cfg.APIRoot != "" {
 		root, err := parseRoot(cfg.APIRoot)
 		if err != nil {
@@ -149,7 +151,7 @@ func isWordChar(r rune) bool {
 // Redact masks the client's own token in s, whatever its shape, and anything
 // else shaped like a bot token (see [Redact]). The bot id stays readable.
 func (c *Client) Redact(s string) string {
-	return redactExact(s, c.token)
+	return c.redactor.Redact(s)
 }
 
 // InputFile is a file uploaded with a call. Put it as a value in a

@@ -1,37 +1,168 @@
 package botapi
 
 import (
+	"fmt"
+	"log/slog"
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // Redacted replaces every masked secret.
 const Redacted = "[redacted]"
+
+// MinSecretLen is the shortest value [Redactor.Add] masks: shorter values
+// would mask ordinary words, so Add ignores them.
+const MinSecretLen = 4
 
 // tokenShape matches a bot token: the bot id (five or more digits), a colon,
 // and the secret half (thirty or more of [A-Za-z0-9_-]). Only the secret half
 // is replaced, so the bot id stays readable.
 var tokenShape = regexp.MustCompile(`([0-9]{5,}):[A-Za-z0-9_-]{30,}`)
 
+// botID matches the bot id of a token-like value ("123:...") so that its
+// mask keeps the id readable.
+var botID = regexp.MustCompile(`^[0-9]+:.`)
+
 // Redact masks the secret half of anything in s shaped like a bot token,
 // keeping the bot id: "123456:[redacted]". A token too short to have that
-// shape (as in tests) is not recognised; use [Client.Redact] to mask a known
-// token whatever its shape.
+// shape (as in tests) is not recognised; use [Client.Redact] or a
+// [Redactor] to mask a known token whatever its shape.
 func Redact(s string) string {
 	return tokenShape.ReplaceAllString(s, "$1:"+Redacted)
 }
 
-// redactExact masks every occurrence of token in s, also in its escaped URL
-// forms, keeping the bot id before the colon readable, then masks by shape.
-func redactExact(s, token string) string {
-	if token != "" {
-		keep := ""
-		if i := strings.IndexByte(token, ':'); i >= 0 {
-			keep = token[:i+1]
-		}
-		for _, form := range []string{token, strings.ReplaceAll(token, ":", "%3A"), strings.ReplaceAll(token, ":", "%3a")} {
-			s = strings.ReplaceAll(s, form, keep+Redacted)
+// Redactor masks secrets in text: registered exact values (in their raw and
+// URL-escaped forms), registered patterns, and anything shaped like a bot
+// token ([Redact]). It is the one redaction rule of the module: the
+// [Client] masks its token with it, and a program installs
+// [Redactor.ReplaceAttr] in its slog handlers so no log line carries a
+// secret.
+//
+// The zero value masks by shape only. A Redactor is safe for concurrent
+// use; Add and AddPattern may be called while others mask. It must not be
+// copied after first use.
+type Redactor struct {
+	mu       sync.RWMutex
+	masks    []mask // longest form first, so a secret containing another is masked whole
+	patterns []*regexp.Regexp
+}
+
+// mask is one form of a registered value and what replaces it.
+type mask struct{ form, with string }
+
+// Add registers secret values (a bot token, a webhook secret, a password).
+// Values shorter than [MinSecretLen] are ignored. A value shaped like a bot
+// token ("<digits>:<secret>") keeps its bot id readable: "123:[redacted]".
+func (r *Redactor) Add(values ...string) {
+	for _, v := range values {
+		if len(v) >= MinSecretLen {
+			r.add(v)
 		}
 	}
+}
+
+// add registers v whatever its length.
+func (r *Redactor) add(v string) {
+	if v == "" {
+		return
+	}
+	with := Redacted
+	if botID.MatchString(v) {
+		with = v[:strings.IndexByte(v, ':')+1] + Redacted
+	}
+	q := url.QueryEscape(v)
+	forms := []string{v, q, url.PathEscape(v), lowerEscapes(q)}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range forms {
+		if !slices.ContainsFunc(r.masks, func(m mask) bool { return m.form == f }) {
+			r.masks = append(r.masks, mask{form: f, with: with})
+		}
+	}
+	slices.SortStableFunc(r.masks, func(a, b mask) int { return len(b.form) - len(a.form) })
+}
+
+// lowerEscapes returns s with the hex digits of its %XX escapes in lower
+// case, a form some clients print.
+func lowerEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1] = toLowerHex(b[i+1])
+			b[i+2] = toLowerHex(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+func toLowerHex(c byte) byte {
+	if c >= 'A' && c <= 'F' {
+		return c + ('a' - 'A')
+	}
+	return c
+}
+
+// AddPattern registers patterns whose every match is masked whole. A nil
+// pattern, or one that matches the empty string, is an error and nothing
+// is registered.
+func (r *Redactor) AddPattern(patterns ...*regexp.Regexp) error {
+	for i, p := range patterns {
+		if p == nil || p.MatchString("") {
+			return fmt.Errorf("botapi: pattern %d is nil or matches the empty string", i)
+		}
+	}
+	r.mu.Lock()
+	r.patterns = append(r.patterns, patterns...)
+	r.mu.Unlock()
+	return nil
+}
+
+// Redact returns s with every registered value masked (the longest first),
+// then every registered pattern's matches, then anything shaped like a bot
+// token. A nil Redactor masks by shape only.
+func (r *Redactor) Redact(s string) string {
+	if r != nil {
+		r.mu.RLock()
+		for _, m := range r.masks {
+			s = strings.ReplaceAll(s, m.form, m.with)
+		}
+		for _, p := range r.patterns {
+			s = p.ReplaceAllLiteralString(s, Redacted)
+		}
+		r.mu.RUnlock()
+	}
 	return Redact(s)
+}
+
+// ReplaceAttr is a [slog.HandlerOptions] ReplaceAttr that passes every
+// string through [Redactor.Redact], the message included. Errors,
+// fmt.Stringers, byte slices and other non-scalar values are rendered as
+// text first and then masked, so a secret inside a struct or an error chain
+// is masked too; numbers, booleans, times and durations pass unchanged.
+//
+//	red := &botapi.Redactor{}
+//	red.Add(token, webhookSecret)
+//	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{ReplaceAttr: red.ReplaceAttr}))
+func (r *Redactor) ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindString:
+		a.Value = slog.StringValue(r.Redact(a.Value.String()))
+	case slog.KindAny:
+		var s string
+		switch v := a.Value.Any().(type) {
+		case error:
+			s = v.Error()
+		case fmt.Stringer:
+			s = v.String()
+		case []byte:
+			s = string(v)
+		default:
+			s = fmt.Sprintf("%+v", v)
+		}
+		a.Value = slog.StringValue(r.Redact(s))
+	}
+	return a
 }

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tgrelay/tgrelay/botapi"
@@ -136,12 +133,13 @@ type Config struct {
 	// lock held; it must return promptly and must not call Close. A panic
 	// in it is recovered. Nil means drops are not reported.
 	OnDrop func(Drop)
-	// SensitivePatterns are masked in every text (after the bot token's
-	// shape). A pattern that matches the empty string is an error.
+	// SensitivePatterns are masked in every text (see [botapi.Redactor]). A
+	// pattern that matches the empty string is an error.
 	SensitivePatterns []*regexp.Regexp
 	// SensitiveValues are masked wherever they appear, the longest first so
-	// that a secret containing another is masked whole. Empty values are
-	// ignored.
+	// that a secret containing another is masked whole, also URL-escaped
+	// (see [botapi.Redactor]). Empty values are ignored; a value shorter
+	// than [botapi.MinSecretLen] is an error.
 	SensitiveValues []string
 	// Dedupe, when not nil, holds repeats and caps messages per window (see
 	// [Dedupe]). Its counts are flushed as summary messages when no later
@@ -154,7 +152,7 @@ type Config struct {
 // done (after [Channel.Drain] to let queued messages go out).
 type Channel struct {
 	cfg    Config
-	values []string
+	red    botapi.Redactor // SensitiveValues and SensitivePatterns
 	dedupe *Dedupe
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -225,22 +223,18 @@ func New(cfg Config) (*Channel, error) {
 			*f.v = f.def
 		}
 	}
-	for i, p := range cfg.SensitivePatterns {
-		if p == nil || p.MatchString("") {
-			return nil, fmt.Errorf("operator: Config.SensitivePatterns[%d] is nil or matches the empty string", i)
+	for i, v := range cfg.SensitiveValues {
+		if v != "" && len(v) < botapi.MinSecretLen {
+			return nil, fmt.Errorf("operator: Config.SensitiveValues[%d] is shorter than %d bytes (it would mask ordinary words)", i, botapi.MinSecretLen)
 		}
 	}
-	cfg.SensitivePatterns = slices.Clone(cfg.SensitivePatterns)
-	var values []string
-	for _, v := range cfg.SensitiveValues {
-		if v != "" {
-			values = append(values, v)
-		}
+	c := &Channel{chatID: cfg.ChatID}
+	if err := c.red.AddPattern(cfg.SensitivePatterns...); err != nil {
+		return nil, fmt.Errorf("operator: Config.SensitivePatterns: %w", err)
 	}
-	slices.SortStableFunc(values, func(a, b string) int { return len(b) - len(a) })
-	cfg.SensitiveValues = nil
-
-	c := &Channel{cfg: cfg, values: values, chatID: cfg.ChatID}
+	c.red.Add(cfg.SensitiveValues...)
+	cfg.SensitivePatterns, cfg.SensitiveValues = nil, nil
+	c.cfg = cfg
 	if cfg.Dedupe != nil {
 		dc := *cfg.Dedupe
 		if cfg.ParseMode == ParseModeHTML {
@@ -506,20 +500,13 @@ func (c *Channel) report(drops ...Drop) {
 	}
 }
 
-// mask replaces secrets in text with [botapi.Redacted].
+// mask replaces secrets in text with [botapi.Redacted]: the client's own
+// token, then the configured values and patterns and the bot token's shape.
 func (c *Channel) mask(text string) string {
 	if c.cfg.Client != nil {
 		text = c.cfg.Client.Redact(text)
-	} else {
-		text = botapi.Redact(text)
 	}
-	for _, p := range c.cfg.SensitivePatterns {
-		text = p.ReplaceAllLiteralString(text, botapi.Redacted)
-	}
-	for _, v := range c.values {
-		text = strings.ReplaceAll(text, v, botapi.Redacted)
-	}
-	return text
+	return c.red.Redact(text)
 }
 
 // fit cuts text to TextLimit UTF-16 units of what Telegram shows.
@@ -528,9 +515,9 @@ func (c *Channel) fit(text string) string {
 		if out, err := tghtml.Truncate(text, TextLimit); err == nil {
 			return out
 		}
-		return cutUTF16(tghtml.Text(text), TextLimit)
+		return tghtml.TruncateText(tghtml.Text(text), TextLimit)
 	}
-	return cutUTF16(text, TextLimit)
+	return tghtml.TruncateText(text, TextLimit)
 }
 
 // Pending returns how many messages wait, the one in flight included.
@@ -611,32 +598,4 @@ func cutBytes(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// cutUTF16 cuts s to at most limit UTF-16 units, ending with an ellipsis
-// when it cuts; it never splits a surrogate pair.
-func cutUTF16(s string, limit int) string {
-	units := 0
-	for _, r := range s {
-		units += runeUnits(r)
-	}
-	if units <= limit {
-		return s
-	}
-	const ellipsis = "…"
-	room, units := limit-1, 0
-	for i, r := range s {
-		if units+runeUnits(r) > room {
-			return s[:i] + ellipsis
-		}
-		units += runeUnits(r)
-	}
-	return s
-}
-
-func runeUnits(r rune) int {
-	if n := utf16.RuneLen(r); n > 0 {
-		return n
-	}
-	return 1
 }

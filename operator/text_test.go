@@ -287,32 +287,3 @@ func TestPostBound(t *testing.T) {
 		}
 	})
 }
-
-func FuzzCutUTF16(f *testing.F) {
-	f.Add("hello", 3)
-	f.Add(strings.Repeat("😀", 10), 5)
-	f.Add("a\xffb", 2)
-	f.Fuzz(func(t *testing.T, s string, limit int) {
-		if limit < 1 || limit > 1<<16 {
-			return
-		}
-		out := operator.CutUTF16(s, limit)
-		units := 0
-		for _, r := range out {
-			if n := utf16.RuneLen(r); n > 0 {
-				units += n
-			} else {
-				units++
-			}
-		}
-		if units > limit {
-			t.Fatalf("%d units > %d", units, limit)
-		}
-		if out != s && !strings.HasSuffix(out, "…") {
-			t.Fatalf("cut without ellipsis: %q", out)
-		}
-		if out != s && !strings.HasPrefix(s, strings.TrimSuffix(out, "…")) {
-			t.Fatalf("cut is not a prefix")
-		}
-	})
-}

@@ -24,3 +24,10 @@ func Example() {
 	// <b>broadcast</b>…
 	// ["<i>one two</i>" "<i>three</i>"]
 }
+
+// Plain text (sent without a parse mode) cut to Telegram's limit, counted
+// in UTF-16 units: the emoji counts two.
+func ExampleTruncateText() {
+	fmt.Println(tghtml.TruncateText("disk full on db-1 😀 again", 21))
+	// Output: disk full on db-1 😀…
+}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var fuzzSeeds = []string{
@@ -87,6 +88,38 @@ func FuzzTruncate(f *testing.F) {
 			if !ok || !strings.HasPrefix(orig, cut) {
 				t.Fatalf("Truncate(%q, %d) text %q is not a prefix of %q plus ellipsis", markup, limit, txt, orig)
 			}
+		}
+	})
+}
+
+// FuzzTruncateText checks that a cut plain text fits the limit, ends with
+// the ellipsis, is a prefix of the input, and never splits a rune.
+func FuzzTruncateText(f *testing.F) {
+	f.Add("hello", 3)
+	f.Add(strings.Repeat("😀", 10), 5)
+	f.Add("a\xffb", 2)
+	f.Add("😀", 1)
+	f.Add("abc", 0)
+	f.Fuzz(func(t *testing.T, s string, limit int) {
+		if limit > 1<<16 {
+			return
+		}
+		out := TruncateText(s, limit)
+		if Len(out) > max(limit, 0) {
+			t.Fatalf("TruncateText(%q, %d) = %q: %d units", s, limit, out, Len(out))
+		}
+		if Len(s) <= limit && out != s {
+			t.Fatalf("TruncateText(%q, %d) = %q, want it unchanged", s, limit, out)
+		}
+		if out == s || out == "" {
+			return
+		}
+		kept, ok := strings.CutSuffix(out, Ellipsis)
+		if !ok || !strings.HasPrefix(s, kept) {
+			t.Fatalf("TruncateText(%q, %d) = %q: not a prefix plus the ellipsis", s, limit, out)
+		}
+		if rest := s[len(kept):]; rest != "" && !utf8.RuneStart(rest[0]) {
+			t.Fatalf("TruncateText(%q, %d) = %q: cut inside a rune", s, limit, out)
 		}
 	})
 }

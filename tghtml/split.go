@@ -204,6 +204,29 @@ func Truncate(markup string, limit int) (string, error) {
 	return f.render(0, cut) + Escape(Ellipsis), nil
 }
 
+// TruncateText returns plain text s (not markup) cut to at most limit
+// UTF-16 units, [Ellipsis] included, as Telegram counts a message sent
+// without a parse mode. Text that fits ([Len](s) <= limit) is returned
+// unchanged. Otherwise s is cut at the last rune boundary that leaves room
+// for the ellipsis, never splitting a surrogate pair, and the ellipsis is
+// appended. A limit below 1 returns the empty string.
+func TruncateText(s string, limit int) string {
+	if Len(s) <= limit {
+		return s
+	}
+	if limit < 1 {
+		return ""
+	}
+	room, units := limit-Len(Ellipsis), 0
+	for i, r := range s {
+		if units+runeLen16(r) > room {
+			return s[:i] + Ellipsis
+		}
+		units += runeLen16(r)
+	}
+	return s
+}
+
 // Split cuts markup into parts that are each valid on their own and whose
 // visible text is at most limit UTF-16 units. Markup that fits is one part
 // (its canonical re-render); markup with no visible text gives no parts. Each

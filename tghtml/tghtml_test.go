@@ -319,3 +319,28 @@ func TestLargeAdversarialInput(t *testing.T) {
 		}
 	}
 }
+
+func TestTruncateText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		s     string
+		limit int
+		want  string
+	}{
+		{"hello", 5, "hello"},
+		{"hello", 4, "hel…"},
+		{"hello", 1, "…"},
+		{"hello", 0, ""},
+		{"", 0, ""},
+		{"a😀b", 4, "a😀b"},
+		{"a😀b", 3, "a…"}, // the emoji is two units: no room for it and the ellipsis
+		{"😀😀", 3, "😀…"},
+		{"<b>not markup</b>", 6, "<b>no…"},
+		{"a\xffbc", 3, "a\xff…"}, // an invalid byte counts as one unit
+	}
+	for _, tt := range tests {
+		if got := TruncateText(tt.s, tt.limit); got != tt.want {
+			t.Errorf("TruncateText(%q, %d) = %q, want %q", tt.s, tt.limit, got, tt.want)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/tgrelay/tgrelay/botapi"
 )
 
 func TestLoggerRedactsEverywhere(t *testing.T) {
@@ -17,7 +19,7 @@ func TestLoggerRedactsEverywhere(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
 			var buf bytes.Buffer
-			red := &redactor{}
+			red := &botapi.Redactor{}
 			red.Add(token, secret)
 			log, err := newLogger(&buf, format, "debug", red)
 			if err != nil {

@@ -357,7 +357,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.validate(); err != nil {
 		return err
 	}
-	red := &redactor{}
+	red := &botapi.Redactor{}
 	red.Add(o.token, o.secret)
 	log, err := newLogger(stderr, o.logFormat, o.logLevel, red)
 	if err != nil {
@@ -375,7 +375,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type server struct {
 	o      *serveOptions
 	log    *slog.Logger
-	red    *redactor
+	red    *botapi.Redactor
 	stdout io.Writer
 
 	sandbox *telegramtest.Server

@@ -843,7 +843,7 @@ func TestServeFlagErrors(t *testing.T) {
 				err = o.validate()
 			}
 			if err == nil {
-				_, err = newLogger(io.Discard, o.logFormat, o.logLevel, &redactor{})
+				_, err = newLogger(io.Discard, o.logFormat, o.logLevel, &botapi.Redactor{})
 			}
 			var ue *usageError
 			if !errors.As(err, &ue) || !strings.Contains(ue.msg, tc.want) {
