@@ -66,8 +66,9 @@ const (
 	// EvidenceDescription: our reading of Telegram's prose, a documented
 	// fallback that may break if Telegram rewords it.
 	EvidenceDescription Evidence = "description"
-	// EvidenceTransport: the transport proved the request was not
-	// dispatched.
+	// EvidenceTransport: the transport's own word: the request was not
+	// dispatched (reason not-dispatched), or it was sent and no answer came
+	// (reason unknown; see [Failure.ReplaySafe]).
 	EvidenceTransport Evidence = "transport"
 	// EvidenceNone: nothing recognisable; an honest refusal to guess.
 	EvidenceNone Evidence = "none"
@@ -101,6 +102,12 @@ type Failure struct {
 	RecipientUnreachable bool
 	// Evidence is what the verdict rests on.
 	Evidence Evidence
+	// ReplaySafe is set, with reason unknown and evidence transport, when
+	// every send of unknown outcome went through a replay journal (its
+	// error carries a ReplaySafe() bool method returning true, as tgrelay's
+	// gateway marks its errors): repeating the whole handler replays the
+	// journal's answers instead of sending twice.
+	ReplaySafe bool
 }
 
 // Bounds of the walk Classify makes over an error's cause chain.
@@ -118,6 +125,14 @@ const (
 // notDispatcher is the mark of an error that proves a request never left the
 // process, such as transport's *NotDispatchedError.
 type notDispatcher = interface{ NotDispatched() bool }
+
+// outcomeUnknowner is the mark of an error of a request that was sent and
+// got no answer, such as transport's *OutcomeUnknownError.
+type outcomeUnknowner = interface{ OutcomeUnknown() bool }
+
+// replaySafer is the mark of an error of a request a replay journal keeps,
+// so repeating it replays the recorded answer.
+type replaySafer = interface{ ReplaySafe() bool }
 
 // phrase maps a fragment of Telegram's description (lower case) to a reason.
 type phrase struct {
@@ -163,20 +178,29 @@ var phrases = [...]phrase{
 // [MaxClassifyDepth] and [MaxClassifyNodes], so a cyclic chain cannot hang it.
 // The first rule that applies wins:
 //
-//  1. An error anywhere in the chain with a NotDispatched() bool method
+//  1. An error anywhere in the chain with an OutcomeUnknown() bool method
+//     returning true (transport's *OutcomeUnknownError): unknown, evidence
+//     transport, whatever else the chain holds (a send that may have
+//     arrived outweighs everything). [Failure.ReplaySafe] is set when each
+//     such error, or an error wrapping it, has a ReplaySafe() bool method
+//     returning true.
+//  2. An error anywhere in the chain with a NotDispatched() bool method
 //     returning true (transport's *NotDispatchedError): not-dispatched,
 //     evidence transport, no status.
-//  2. The outermost [*APIError] supplies the status (kept when in 400..599)
+//  3. The outermost [*APIError] (or another library's error of its shape:
+//     telego's *telegoapi.Error, go-telegram/bot's *TooManyRequestsError
+//     and *MigrateError, any struct with an integer ErrorCode, RetryAfter
+//     or MigrateToChatID field) supplies the status (kept when in 400..599)
 //     and its parameters: retry_after gives rate-limited with RetryAfter;
 //     migrate_to_chat_id gives chat-migrated with MigrateToChatID; both with
 //     evidence parameters.
-//  3. The description (the APIError's, or else err.Error()) matched against a
+//  4. The description (the APIError's, or else err.Error()) matched against a
 //     table of Telegram's phrases, case-insensitively: evidence description.
-//  4. Status 429: rate-limited, evidence status.
-//  5. Status 5xx in Telegram's JSON envelope: server-error, evidence status.
+//  5. Status 429: rate-limited, evidence status.
+//  6. Status 5xx in Telegram's JSON envelope: server-error, evidence status.
 //     A 5xx whose body was not JSON (a proxy's page, [APIError.NotJSON]) may
 //     hide a delivered message, so it stays unknown.
-//  6. Otherwise unknown, evidence none, with the status when one was found.
+//  7. Otherwise unknown, evidence none, with the status when one was found.
 func Classify(err error) (f Failure) {
 	unknown := Failure{Reason: ReasonUnknown, Evidence: EvidenceNone}
 	if err == nil {
@@ -188,7 +212,13 @@ func Classify(err error) (f Failure) {
 		}
 	}()
 
-	notDispatched, apiErr := scan(err)
+	sc := scan(err)
+	if sc.unknown > 0 {
+		f = Failure{Reason: ReasonUnknown, Evidence: EvidenceTransport}
+		f.ReplaySafe = sc.unknown == sc.replaySafe
+		return f
+	}
+	notDispatched, apiErr := sc.notDispatched, sc.apiErr
 	if notDispatched {
 		return failureFor(ReasonNotDispatched, EvidenceTransport, 0)
 	}
@@ -246,69 +276,92 @@ func failureFor(reason Reason, evidence Evidence, status int) Failure {
 	return f
 }
 
-// scan walks err's cause tree, depth-first in the order errors.Is would, and
-// reports whether a not-dispatched mark is anywhere in it and the outermost
-// *APIError. The walk is bounded by MaxClassifyDepth and MaxClassifyNodes.
-func scan(err error) (notDispatched bool, apiErr *APIError) {
+// scanned is what scan found in an error's cause tree.
+type scanned struct {
+	notDispatched bool      // a not-dispatched mark
+	unknown       int       // unknown-outcome marks
+	replaySafe    int       // of those, the ones on or under a replay-safe mark
+	apiErr        *APIError // the outermost *APIError
+}
+
+// scan walks err's cause tree, depth-first in the order errors.Is would,
+// and reports the marks in it and the outermost *APIError. The walk is
+// bounded by MaxClassifyDepth and MaxClassifyNodes.
+func scan(err error) scanned {
 	type node struct {
 		err   error
 		depth int
+		safe  bool // on or under a replay-safe mark
 	}
-	stack := []node{{err, 0}}
+	var sc scanned
+	stack := []node{{err, 0, false}}
 	for visited := 0; len(stack) > 0 && visited < MaxClassifyNodes; visited++ {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if n.err == nil {
 			continue
 		}
-		if isNotDispatched(n.err) {
-			return true, apiErr
+		safe := n.safe || hasMark[replaySafer](n.err, replaySafer.ReplaySafe)
+		if hasMark[outcomeUnknowner](n.err, outcomeUnknowner.OutcomeUnknown) {
+			sc.unknown++
+			if safe {
+				sc.replaySafe++
+			}
 		}
-		if apiErr == nil {
-			apiErr = asAPIError(n.err)
+		if isNotDispatched(n.err) {
+			sc.notDispatched = true
+		}
+		if sc.apiErr == nil {
+			sc.apiErr = asAPIError(n.err)
 		}
 		if n.depth >= MaxClassifyDepth {
 			continue
 		}
 		switch u := n.err.(type) {
 		case interface{ Unwrap() error }:
-			stack = append(stack, node{u.Unwrap(), n.depth + 1})
+			stack = append(stack, node{u.Unwrap(), n.depth + 1, safe})
 		case interface{ Unwrap() []error }:
 			children := u.Unwrap()
 			for i := len(children) - 1; i >= 0; i-- {
-				stack = append(stack, node{children[i], n.depth + 1})
+				stack = append(stack, node{children[i], n.depth + 1, safe})
 			}
 		}
 	}
-	return false, apiErr
+	return sc
 }
 
-// isNotDispatched reports whether e itself carries the not-dispatched mark,
-// directly or through its As method.
-func isNotDispatched(e error) bool {
-	if nd, ok := e.(notDispatcher); ok && nd.NotDispatched() {
+// hasMark reports whether e itself (or its As method) has the mark M and
+// the mark's method reports true.
+func hasMark[M any](e error, method func(M) bool) bool {
+	if m, ok := e.(M); ok && method(m) {
 		return true
 	}
 	if as, ok := e.(interface{ As(any) bool }); ok {
-		var nd notDispatcher
-		if as.As(&nd) && nd != nil && nd.NotDispatched() {
+		var m M
+		if as.As(&m) && any(m) != nil && method(m) {
 			return true
 		}
 	}
 	return false
 }
 
-// asAPIError returns e as a non-nil *APIError, directly or through its As
-// method, or nil.
+// isNotDispatched reports whether e itself carries the not-dispatched mark,
+// directly or through its As method.
+func isNotDispatched(e error) bool {
+	return hasMark[notDispatcher](e, notDispatcher.NotDispatched)
+}
+
+// asAPIError returns e as a non-nil *APIError, directly, through its As
+// method, or read from another library's error of the same shape; or nil.
 func asAPIError(e error) *APIError {
 	if ae, ok := e.(*APIError); ok {
 		return ae
 	}
 	if as, ok := e.(interface{ As(any) bool }); ok {
 		var ae *APIError
-		if as.As(&ae) {
+		if as.As(&ae) && ae != nil {
 			return ae
 		}
 	}
-	return nil
+	return foreignAPIError(e)
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/transport"
 )
 
 // Attempt is the identity of one attempt on one update, handed to
@@ -127,7 +130,8 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 			a.store = r.store
 		}
 		v := &attemptValue{update: u, attempt: a}
-		herr = v.outcome(r.callHandler(withAttempt(hctx, v), u, a))
+		ctx := transport.WithResultFunc(withAttempt(hctx, v), v.observe)
+		herr = v.outcome(r.callHandler(ctx, u, a))
 	}
 
 	// The handler returned: nothing a renewal learns from now on changes
@@ -260,6 +264,10 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 			"update_id", l.id.UpdateID, "attempt", l.id.Attempt)
 	}
 	msg := errorText(herr)
+	if f := botapi.Classify(herr); !d.retry && f.Reason == botapi.ReasonUnknown && f.Evidence == botapi.EvidenceTransport {
+		// Say it where the operator reads the dead letter.
+		msg = "outcome unknown, not repeated: " + msg
+	}
 	at := now()
 	retrying := d.retry
 	var res outcome

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/transport"
 )
 
 // maxReported bounds how many errors [ReportError] keeps for one attempt.
@@ -20,7 +23,49 @@ type attemptValue struct {
 	mu       sync.Mutex
 	reported []error
 	closed   bool // the handler returned: reports are ignored
+	// What the transport saw of this attempt's Bot API requests (through
+	// transport.WithResultFunc), whatever the library made of it.
+	unknown error            // the first request whose outcome is unknown
+	refusal *botapi.APIError // Telegram's refusal, when the last request was refused
 }
+
+// errGatewayUnknown is what an answer with Tgrelay-Outcome: unknown means.
+var errGatewayUnknown = errors.New("the gateway answered " + transport.OutcomeHeader + ": unknown")
+
+// observe records one request's result for the attempt.
+func (v *attemptValue) observe(r transport.Result) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return
+	}
+	switch {
+	case r.Unknown():
+		if v.unknown == nil {
+			v.unknown = r.Err
+			if v.unknown == nil {
+				v.unknown = &transport.OutcomeUnknownError{Err: errGatewayUnknown}
+			}
+		}
+		v.refusal = nil
+	case r.Err != nil:
+		v.refusal = nil // not dispatched: the library's error says so
+	default:
+		v.refusal = botapi.ParseAnswer(r.Method, r.Status, r.Body)
+	}
+}
+
+// seenError is the handler's error together with what the transport saw
+// of the attempt's requests, so that the retry policy classifies the
+// attempt by Telegram's answer and the transport's word even when the
+// library's own error type hides them. Its message is the handler's.
+type seenError struct {
+	err  error
+	seen []error
+}
+
+func (e *seenError) Error() string   { return errorText(e.err) }
+func (e *seenError) Unwrap() []error { return append([]error{e.err}, e.seen...) }
 
 // withAttempt returns ctx carrying the attempt on u.
 func withAttempt(ctx context.Context, v *attemptValue) context.Context {
@@ -83,17 +128,34 @@ func ReportError(ctx context.Context, err error) bool {
 }
 
 // outcome closes the attempt to reports and returns the handler's error
-// joined with every reported one.
+// joined with every reported one and, on failure, with what the transport
+// saw: a request of unknown outcome (so the attempt is not repeated
+// blindly), and Telegram's refusal of the last request when the error
+// itself carries no evidence Classify can read.
 func (v *attemptValue) outcome(herr error) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	reported := v.reported
 	v.reported, v.closed = nil, true
-	if len(reported) == 0 {
+	switch {
+	case len(reported) == 0:
+	case herr == nil && len(reported) == 1:
+		herr = reported[0]
+	default:
+		herr = errors.Join(append([]error{herr}, reported...)...)
+	}
+	if herr == nil {
+		return nil
+	}
+	var seen []error
+	if v.unknown != nil {
+		seen = append(seen, v.unknown)
+	}
+	if v.refusal != nil && botapi.Classify(herr).Evidence == botapi.EvidenceNone {
+		seen = append(seen, v.refusal)
+	}
+	if len(seen) == 0 {
 		return herr
 	}
-	if herr == nil && len(reported) == 1 {
-		return reported[0]
-	}
-	return errors.Join(append([]error{herr}, reported...)...)
+	return &seenError{err: herr, seen: seen}
 }

@@ -19,14 +19,36 @@ func Backoff(attempt int) time.Duration {
 }
 
 // DefaultRetry is the retry policy used when [Config.RetryFunc] is nil. It
-// classifies err with [botapi.Classify]: a failure that Telegram proves
-// permanent (evidence other than none, not retryable — a blocked user, an
-// invalid message) is abandoned; a 429 whose retry_after Telegram named is
-// retried after exactly that wait; anything else is retried after
-// [Backoff](attempt). A plain application error carries no evidence and is
-// therefore retried.
+// classifies err with [botapi.Classify]:
+//
+//   - a send whose outcome is unknown (the transport's
+//     [transport.OutcomeUnknownError] anywhere in err, or seen by the
+//     runner during the attempt; or the gateway's Tgrelay-Outcome: unknown)
+//     is never repeated blindly: the update is given up at once, and its
+//     exhaustion (dead letter) says "outcome unknown". Unless every such
+//     send went through a replay journal (tgrelay's gateway marks its
+//     errors ReplaySafe), where a retry replays the recorded answers
+//     instead of sending twice: that is retried after [Backoff];
+//   - a failure that Telegram proves permanent (evidence other than none,
+//     not retryable — a blocked user, an invalid message) is abandoned;
+//   - a 429 whose retry_after Telegram named is retried after exactly that
+//     wait;
+//   - anything else is retried after [Backoff](attempt). A plain
+//     application error carries no evidence and is therefore retried.
+//
+// The runner adds to a handler's error what the transport saw of the
+// attempt's Bot API requests (see [transport.WithResultFunc]): a send of
+// unknown outcome, and Telegram's refusal of the last request when the
+// library's error hides it. So the rules above hold whatever error type a
+// library returns, as long as it sends through tgrelay's transport.
 func DefaultRetry(err error, attempt int) (time.Duration, bool) {
 	f := botapi.Classify(err)
+	if f.Reason == botapi.ReasonUnknown && f.Evidence == botapi.EvidenceTransport {
+		if f.ReplaySafe {
+			return Backoff(attempt), true
+		}
+		return 0, false
+	}
 	if f.Evidence != botapi.EvidenceNone && !f.Retryable {
 		return 0, false
 	}

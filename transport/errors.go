@@ -35,7 +35,7 @@ const (
 // NotDispatchedError reports that a request provably never left this
 // process: no byte of it reached a socket, so sending it again cannot
 // duplicate it. [Transport.RoundTrip] returns it only in that case; every
-// failure after the first byte is an ordinary error (the outcome is unknown).
+// failure after the first byte is an [*OutcomeUnknownError].
 //
 // Its message names the stage and the cause, never the URL, so it never holds
 // the bot token (which the Bot API carries in the URL path) nor a proxy's
@@ -64,6 +64,39 @@ func (e *NotDispatchedError) Unwrap() error { return e.Err }
 // method other packages detect (errors.As to interface{ NotDispatched() bool })
 // so that any transport can mark its own errors the same way.
 func (e *NotDispatchedError) NotDispatched() bool { return true }
+
+// OutcomeUnknownError reports that a request was at least partly handed to
+// a socket and no complete answer ended it: it may have arrived, and
+// Telegram may have acted on it. Never repeat such a request blindly.
+// [Transport.RoundTrip] returns it for every failure after the first byte.
+//
+// Like [NotDispatchedError], it is recognised through any wrapping by its
+// method: errors.As to interface{ OutcomeUnknown() bool }. A RoundTripper
+// that keeps a replay journal (tgrelay's gateway), where repeating the
+// request returns the recorded answer instead of sending it twice, marks
+// its errors with a ReplaySafe() bool method returning true; such a
+// failure may be repeated. Its message names the cause, never the URL.
+type OutcomeUnknownError struct {
+	// Err is the cause (a reset connection, a response timeout, a context
+	// that ended mid-exchange).
+	Err error
+}
+
+// Error describes the failure without any URL.
+func (e *OutcomeUnknownError) Error() string {
+	if e.Err == nil {
+		return "transport: request sent, outcome unknown"
+	}
+	return "transport: request sent, outcome unknown: " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
+
+// OutcomeUnknown reports true: the request may have arrived. It is the
+// method other packages detect (errors.As to
+// interface{ OutcomeUnknown() bool }).
+func (e *OutcomeUnknownError) OutcomeUnknown() bool { return true }
 
 // Sentinel causes, found with errors.Is inside the errors RoundTrip returns.
 var (

@@ -70,7 +70,8 @@ func assertNotDispatched(t *testing.T, err error, stage transport.Stage) {
 	}
 }
 
-// assertUnknown checks err is an error that is not marked not-dispatched.
+// assertUnknown checks err is an *OutcomeUnknownError, detectable through
+// the OutcomeUnknown method, and not marked not-dispatched.
 func assertUnknown(t *testing.T, err error) {
 	t.Helper()
 	if err == nil {
@@ -80,6 +81,10 @@ func assertUnknown(t *testing.T, err error) {
 	var marker interface{ NotDispatched() bool }
 	if errors.As(err, &marker) {
 		t.Fatalf("err = %v is marked not dispatched, but the request was sent", err)
+	}
+	var unknown interface{ OutcomeUnknown() bool }
+	if !errors.As(err, &unknown) || !unknown.OutcomeUnknown() {
+		t.Fatalf("err = %v (%T) does not report OutcomeUnknown() == true", err, err)
 	}
 }
 

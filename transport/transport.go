@@ -27,7 +27,7 @@ import (
 //
 //   - A [*NotDispatchedError] is returned only when no byte of this request
 //     reached a socket; such a request may be sent again without risk of a
-//     duplicate. Every other error means the outcome is unknown.
+//     duplicate. Every other error is an [*OutcomeUnknownError].
 //   - No hidden retries: a request is written at most once. Idempotency-Key
 //     headers and Request.GetBody are ignored.
 //   - Every wait is bounded: the connect budget, the response timeout, the
@@ -78,8 +78,10 @@ func WithResponseTimeout(ctx context.Context, d time.Duration) context.Context {
 }
 
 // RoundTrip sends req and returns the answer, a [*NotDispatchedError], or an
-// ordinary error meaning the request was (at least partly) handed to the
-// socket and its outcome is unknown.
+// [*OutcomeUnknownError] meaning the request was (at least partly) handed
+// to the socket and its outcome is unknown. When req's context carries a
+// func installed with [WithResultFunc], RoundTrip calls it with the result
+// before returning.
 //
 // Order of work: the body is read into memory (bounded by
 // Config.MaxRequestBytes and by req's context alone); an idle connection is
@@ -102,6 +104,14 @@ func WithResponseTimeout(ctx context.Context, d time.Duration) context.Context {
 // reached it, the request is written on a newly established connection
 // instead (once); nothing was sent, so this is not a repetition.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.roundTrip(req)
+	if f := resultFuncFrom(req.Context()); f != nil {
+		resp = report(f, req, resp, err)
+	}
+	return resp, err
+}
+
+func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	body, err := t.readBody(ctx, req)
 	if err != nil {
@@ -175,7 +185,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil, &NotDispatchedError{Stage: StageRequest, Err: err}
 		}
-		return nil, fmt.Errorf("transport: request sent, outcome unknown: %w", err)
+		return nil, &OutcomeUnknownError{Err: err}
 	}
 }
 

@@ -1,0 +1,90 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"path"
+)
+
+// OutcomeHeader is the header in which tgrelay's gateway states an outcome
+// it could not prove: "unknown" means the gateway does not know whether
+// Telegram received the request, so the answer is not Telegram's word.
+const OutcomeHeader = "Tgrelay-Outcome"
+
+// Result is the end of one [Transport.RoundTrip], as a func installed with
+// [WithResultFunc] sees it.
+type Result struct {
+	// Method is the last element of the request's URL path: the Bot API
+	// method, such as "sendMessage". The URL itself (which holds the bot
+	// token) is never passed.
+	Method string
+	// Status is the answer's HTTP status; zero when RoundTrip failed.
+	Status int
+	// Header is the answer's header; nil when RoundTrip failed.
+	Header http.Header
+	// Body is the answer's whole body, already in memory; nil when
+	// RoundTrip failed. It is shared: do not modify or retain it.
+	Body []byte
+	// Err is RoundTrip's error: a [*NotDispatchedError], an
+	// [*OutcomeUnknownError], or nil with an answer.
+	Err error
+}
+
+// Unknown reports whether the result leaves the outcome unknown: the
+// request failed after its first byte, or the answer is tgrelay's gateway
+// saying it does not know ([OutcomeHeader] "unknown").
+func (r Result) Unknown() bool {
+	if r.Err != nil {
+		_, nd := r.Err.(*NotDispatchedError)
+		return !nd
+	}
+	return r.Header.Get(OutcomeHeader) == "unknown"
+}
+
+type resultFuncKey struct{}
+
+// WithResultFunc returns a context that makes [Transport.RoundTrip] call f
+// with the result of every request made with it (or a context derived from
+// it), synchronously, before RoundTrip returns. A library that hides the
+// transport's errors or Telegram's answer behind its own types cannot hide
+// them from f: tgrelay's intake runner installs one for each attempt, so
+// its retry policy knows when a send's outcome was unknown and what
+// Telegram answered, whatever the library returned. f must be safe for
+// concurrent use when requests are. A func already in ctx is called too,
+// before f. A nil f removes every func from the returned context: a
+// RoundTripper that journals requests (tgrelay's gateway) detaches its
+// upstream requests from its caller's funcs this way, because its own
+// answer, not its upstream's, is what the caller got.
+func WithResultFunc(ctx context.Context, f func(Result)) context.Context {
+	if f == nil {
+		return context.WithValue(ctx, resultFuncKey{}, f)
+	}
+	if prev := resultFuncFrom(ctx); prev != nil {
+		next := f
+		f = func(r Result) { prev(r); next(r) }
+	}
+	return context.WithValue(ctx, resultFuncKey{}, f)
+}
+
+func resultFuncFrom(ctx context.Context) func(Result) {
+	f, _ := ctx.Value(resultFuncKey{}).(func(Result))
+	return f
+}
+
+// report calls f with the result and returns resp with its body readable
+// again.
+func report(f func(Result), req *http.Request, resp *http.Response, err error) *http.Response {
+	r := Result{Err: err}
+	if req.URL != nil {
+		r.Method = path.Base(req.URL.Path)
+	}
+	if resp != nil {
+		body, _ := io.ReadAll(resp.Body) // in memory: cannot fail
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		r.Status, r.Header, r.Body = resp.StatusCode, resp.Header, body
+	}
+	f(r)
+	return resp
+}
