@@ -18,9 +18,33 @@
 //   - 5xx, 429 or 503 without Retry-After, a timeout or a connection error:
 //     tried again with backoff, up to the attempt ceiling.
 //
+// With [Config.AppSecretToken] set, an update forward also carries
+// Telegram's own header, X-Telegram-Bot-Api-Secret-Token, with that secret
+// (the app's, not the relay's webhook secret): a bot moved behind the relay
+// keeps the secret check its framework already does.
+//
+// # Replies in the answer
+//
+// Telegram lets a webhook answer with a Bot API call in its body (grammY's
+// and Telegraf's "webhook reply"). The forward reads the answer's body (at
+// most [DefaultMaxResponseBytes]); a JSON object with a "method" is such a
+// reply. A reply that nothing acts on is never dropped silently: it is
+// counted ([Forwarder.UnactedReplies]) and reported to
+// [Config.UnactedReplyFunc], so the relay can log it.
+//
+// # Exhaustions
+//
 // [Forwarder.HandleExhaustion] is an [intake.Config.ExhaustionHandler] that
-// POSTs each exhaustion as JSON ([ExhaustionPayload]) to a second endpoint; a
-// 2xx acknowledges it, anything else leaves it to be delivered again.
+// POSTs each exhaustion to a second endpoint. Its body has one top-level key,
+// "tgrelay_exhaustion", holding an [ExhaustionPayload] (read it with
+// [DecodeExhaustion]); there is no top-level update_id, the request carries
+// [HeaderKind] "exhaustion" and never the app's secret token. Bot frameworks
+// take any JSON object as an update and answer 200, so a 2xx alone does not
+// acknowledge: the endpoint must answer 2xx with [HeaderAck] set to the
+// exhaustion's claim id (the request's [HeaderClaimID]). Anything else —
+// including a framework's webhook handler pointed at the exhaustion URL by
+// mistake — leaves the exhaustion to be delivered again, with an
+// [UnacknowledgedError] that says why.
 package forward
 
 import (
@@ -32,7 +56,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
@@ -46,6 +73,12 @@ const (
 	// HeaderKind is "update" for an attempt and "exhaustion" for an
 	// exhaustion delivery.
 	HeaderKind = "Tgrelay-Kind"
+	// HeaderAck is the response header with which an exhaustion endpoint
+	// acknowledges a delivery: its value must be the exhaustion's claim id.
+	HeaderAck = "Tgrelay-Ack"
+	// HeaderTelegramSecret is Telegram's webhook secret header. Update
+	// forwards carry Config.AppSecretToken in it, when set.
+	HeaderTelegramSecret = "X-Telegram-Bot-Api-Secret-Token"
 )
 
 const (
@@ -86,7 +119,37 @@ type Config struct {
 	// Header holds extra headers sent with every request, such as an
 	// authorisation token for the endpoint. Copied by New.
 	Header http.Header
+	// AppSecretToken, when set, is sent in [HeaderTelegramSecret] with every
+	// update forward (never with an exhaustion), so an app's framework can
+	// check it as it checks Telegram's. It is the app's secret, distinct
+	// from the relay's own webhook secret, and must look like one Telegram
+	// accepts: 1-256 characters of A-Z, a-z, 0-9, _ and -. Empty sends no
+	// such header.
+	AppSecretToken string
+	// UnactedReplyFunc, when set, is told of every reply found in an
+	// update forward's answer body that nothing acts on (see the package
+	// doc). It must not block. Nil only counts them
+	// ([Forwarder.UnactedReplies]).
+	UnactedReplyFunc func(UnactedReply)
 }
+
+// UnactedReply is a Bot API call an app placed in the body of its answer
+// to an update forward that the relay did not perform.
+type UnactedReply struct {
+	// UpdateID and Attempt identify the forward it answered.
+	UpdateID int64
+	Attempt  int
+	// Method is the reply's "method", or "" when the body was too large to
+	// read whole.
+	Method string
+	// Bytes is the size of the body read (at most DefaultMaxResponseBytes).
+	Bytes int
+	// Reason says why it was not acted on.
+	Reason string
+}
+
+// secretTokenShape is what Telegram accepts as a webhook secret token.
+var secretTokenShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 
 // Forwarder forwards updates and exhaustions to HTTP endpoints. It is safe
 // for concurrent use.
@@ -95,6 +158,9 @@ type Forwarder struct {
 	client             *http.Client
 	timeout            time.Duration
 	header             http.Header
+	appSecret          string
+	unactedFunc        func(UnactedReply)
+	unacted            atomic.Uint64
 }
 
 // New returns a Forwarder for cfg, or an error naming the invalid field.
@@ -117,6 +183,9 @@ func New(cfg Config) (*Forwarder, error) {
 	case cfg.Timeout < time.Millisecond || cfg.Timeout > MaxTimeout:
 		return nil, fmt.Errorf("forward: Timeout %v is outside 1ms..%v", cfg.Timeout, MaxTimeout)
 	}
+	if cfg.AppSecretToken != "" && !secretTokenShape.MatchString(cfg.AppSecretToken) {
+		return nil, errors.New("forward: AppSecretToken must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
+	}
 	if cfg.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
@@ -128,8 +197,14 @@ func New(cfg Config) (*Forwarder, error) {
 		client:        cfg.Client,
 		timeout:       cfg.Timeout,
 		header:        cfg.Header.Clone(),
+		appSecret:     cfg.AppSecretToken,
+		unactedFunc:   cfg.UnactedReplyFunc,
 	}, nil
 }
+
+// UnactedReplies is how many replies in update answers were not acted on
+// since New.
+func (f *Forwarder) UnactedReplies() uint64 { return f.unacted.Load() }
 
 // StatusError is an endpoint's non-2xx answer.
 type StatusError struct {
@@ -146,13 +221,37 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("forward: %s endpoint answered %d %s", e.Kind, e.Code, http.StatusText(e.Code))
 }
 
+// UnacknowledgedError is an exhaustion endpoint's 2xx answer without the
+// acknowledgment [HeaderAck] must carry. The exhaustion stays
+// unacknowledged and is delivered again.
+type UnacknowledgedError struct {
+	// Code is the HTTP status code.
+	Code int
+	// Got is the HeaderAck value received ("" when absent).
+	Got string
+}
+
+// Error implements error.
+func (e *UnacknowledgedError) Error() string {
+	if e.Got == "" {
+		return fmt.Sprintf("forward: exhaustion endpoint answered %d without a %s header: not acknowledged "+
+			"(an endpoint acknowledges by echoing the %s request header; is a bot framework's webhook handler behind the exhaustion URL?)",
+			e.Code, HeaderAck, HeaderClaimID)
+	}
+	return fmt.Sprintf("forward: exhaustion endpoint answered %d with a %s for another claim: not acknowledged", e.Code, HeaderAck)
+}
+
 // Handle POSTs the update to the endpoint. It has the signature of
 // [intake.Config.AttemptHandler].
 func (f *Forwarder) Handle(ctx context.Context, u intake.Update, a intake.Attempt) error {
 	if f.url == "" {
 		return intake.Abandon(errors.New("forward: no URL configured"))
 	}
-	err := f.post(ctx, f.url, "update", a.Identity, u.Body)
+	body, err := f.post(ctx, f.url, "update", a.Identity, u.Body)
+	if err == nil {
+		f.noteReply(a.Identity, body)
+		return nil
+	}
 	var se *StatusError
 	if !errors.As(err, &se) {
 		return err
@@ -167,7 +266,8 @@ func (f *Forwarder) Handle(ctx context.Context, u intake.Update, a intake.Attemp
 	}
 }
 
-// ExhaustionPayload is the JSON body of an exhaustion delivery.
+// ExhaustionPayload is an exhaustion as delivered, under the
+// "tgrelay_exhaustion" key of the body ([ExhaustionBody]).
 type ExhaustionPayload struct {
 	UpdateID    int64           `json:"update_id"`
 	Attempt     int             `json:"attempt"`
@@ -177,8 +277,37 @@ type ExhaustionPayload struct {
 	Update      json.RawMessage `json:"update"`
 }
 
-// HandleExhaustion POSTs the exhaustion as an [ExhaustionPayload]. A 2xx
-// answer acknowledges it. It has the signature of
+// ExhaustionBody is the JSON body of an exhaustion delivery. Its only key
+// is "tgrelay_exhaustion": there is no top-level update_id, so nothing that
+// expects Telegram's updates mistakes it for one.
+type ExhaustionBody struct {
+	Exhaustion *ExhaustionPayload `json:"tgrelay_exhaustion"`
+}
+
+// MaxExhaustionBodyBytes bounds what [DecodeExhaustion] reads.
+const MaxExhaustionBodyBytes = 64 << 20
+
+// ErrNotExhaustion is returned by [DecodeExhaustion] for a body that is
+// not an exhaustion delivery.
+var ErrNotExhaustion = errors.New("forward: not an exhaustion delivery (no tgrelay_exhaustion key)")
+
+// DecodeExhaustion reads an exhaustion delivery's body (at most
+// MaxExhaustionBodyBytes), for an app's exhaustion endpoint written in Go.
+func DecodeExhaustion(r io.Reader) (ExhaustionPayload, error) {
+	var b ExhaustionBody
+	dec := json.NewDecoder(io.LimitReader(r, MaxExhaustionBodyBytes))
+	if err := dec.Decode(&b); err != nil {
+		return ExhaustionPayload{}, fmt.Errorf("forward: decode exhaustion: %w", err)
+	}
+	if b.Exhaustion == nil {
+		return ExhaustionPayload{}, ErrNotExhaustion
+	}
+	return *b.Exhaustion, nil
+}
+
+// HandleExhaustion POSTs the exhaustion as an [ExhaustionBody]. A 2xx
+// answer whose [HeaderAck] is the exhaustion's claim id acknowledges it; a
+// 2xx without it is an [UnacknowledgedError]. It has the signature of
 // [intake.Config.ExhaustionHandler].
 func (f *Forwarder) HandleExhaustion(ctx context.Context, e intake.Exhaustion) error {
 	if f.exhaustionURL == "" {
@@ -195,19 +324,63 @@ func (f *Forwarder) HandleExhaustion(ctx context.Context, e intake.Exhaustion) e
 		raw, _ := json.Marshal(string(e.Body))
 		p.Update = raw
 	}
-	body, err := json.Marshal(p)
+	body, err := json.Marshal(ExhaustionBody{Exhaustion: &p})
 	if err != nil {
 		return fmt.Errorf("forward: encode exhaustion: %w", err)
 	}
-	return f.post(ctx, f.exhaustionURL, "exhaustion", e.Identity, body)
+	_, err = f.post(ctx, f.exhaustionURL, "exhaustion", e.Identity, body)
+	return err
 }
 
-func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Identity, body []byte) error {
+// noteReply counts and reports a webhook reply in an update's answer body
+// that nothing acted on. A body that is not a reply (empty, "OK", a JSON
+// object without "method") is not one.
+func (f *Forwarder) noteReply(id intake.Identity, body []byte) {
+	r, ok := replyIn(body)
+	if !ok {
+		return
+	}
+	r.UpdateID, r.Attempt = id.UpdateID, id.Attempt
+	r.Reason = "the relay does not perform webhook replies; send the call to the Bot API (or the relay's gateway) instead"
+	f.unacted.Add(1)
+	if f.unactedFunc != nil {
+		f.unactedFunc(r)
+	}
+}
+
+// replyIn reports whether body is a webhook reply: a JSON object with a
+// string "method". A body cut at the read limit counts when its start
+// looks like one.
+func replyIn(body []byte) (UnactedReply, bool) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return UnactedReply{}, false
+	}
+	r := UnactedReply{Bytes: len(body)}
+	var obj struct {
+		Method *string `json:"method"`
+	}
+	if err := json.Unmarshal(trimmed, &obj); err != nil {
+		if len(body) >= DefaultMaxResponseBytes && bytes.Contains(trimmed, []byte(`"method"`)) {
+			return r, true // too large to read whole
+		}
+		return UnactedReply{}, false
+	}
+	if obj.Method == nil || *obj.Method == "" {
+		return UnactedReply{}, false
+	}
+	r.Method = *obj.Method
+	return r, true
+}
+
+// post sends body and returns the start of the answer's body (at most
+// DefaultMaxResponseBytes) on a 2xx.
+func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Identity, body []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("forward: build %s request: %w", kind, err)
+		return nil, fmt.Errorf("forward: build %s request: %w", kind, err)
 	}
 	for k, vs := range f.header {
 		req.Header[k] = append([]string(nil), vs...)
@@ -217,6 +390,9 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 	req.Header.Set(HeaderAttempt, strconv.Itoa(id.Attempt))
 	req.Header.Set(HeaderClaimID, id.ClaimID)
 	req.Header.Set(HeaderKind, kind)
+	if kind == "update" && f.appSecret != "" {
+		req.Header.Set(HeaderTelegramSecret, f.appSecret)
+	}
 	resp, err := f.client.Do(req)
 	if err != nil {
 		// *url.Error prints the endpoint's address, which may carry a
@@ -226,14 +402,19 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("forward: %s to endpoint failed: %w", kind, err)
+		return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, err)
 	}
-	_, _ = io.CopyN(io.Discard, resp.Body, DefaultMaxResponseBytes)
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, DefaultMaxResponseBytes))
 	resp.Body.Close()
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return nil
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, &StatusError{Kind: kind, Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	}
-	return &StatusError{Kind: kind, Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	if kind == "exhaustion" {
+		if got := strings.TrimSpace(resp.Header.Get(HeaderAck)); got != id.ClaimID {
+			return nil, &UnacknowledgedError{Code: resp.StatusCode, Got: got}
+		}
+	}
+	return answer, nil
 }
 
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.

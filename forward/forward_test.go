@@ -1,8 +1,8 @@
 package forward_test
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -24,6 +24,8 @@ type endpoint struct {
 	mu       sync.Mutex
 	status   int
 	header   http.Header
+	body     []byte // the answer's body
+	ack      bool   // acknowledge exhaustions: echo the claim id in Tgrelay-Ack
 	requests []*received
 }
 
@@ -39,12 +41,16 @@ func newEndpoint(t *testing.T, status int, header http.Header) (*endpoint, *http
 		body, _ := io.ReadAll(r.Body)
 		e.mu.Lock()
 		e.requests = append(e.requests, &received{header: r.Header.Clone(), body: body})
-		status, header := e.status, e.header
+		status, header, answer, ack := e.status, e.header, e.body, e.ack
 		e.mu.Unlock()
 		for k, v := range header {
 			w.Header()[k] = v
 		}
+		if ack {
+			w.Header().Set(forward.HeaderAck, r.Header.Get(forward.HeaderClaimID))
+		}
 		w.WriteHeader(status)
+		w.Write(answer)
 	}))
 	t.Cleanup(srv.Close)
 	return e, srv
@@ -207,6 +213,7 @@ func TestThroughRunner(t *testing.T) {
 	t.Parallel()
 	app, appSrv := newEndpoint(t, http.StatusOK, nil)
 	exh, exhSrv := newEndpoint(t, http.StatusOK, nil)
+	exh.ack = true
 	f := newForwarder(t, forward.Config{URL: appSrv.URL, ExhaustionURL: exhSrv.URL})
 	st := memstore.New()
 	r, err := intake.New(intake.Config{Store: st, AttemptHandler: f.Handle, ExhaustionHandler: f.HandleExhaustion})
@@ -240,8 +247,8 @@ func TestThroughRunner(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("exhaustion endpoint got %d requests, want 1", len(got))
 	}
-	var p forward.ExhaustionPayload
-	if err := json.Unmarshal(got[0].body, &p); err != nil {
+	p, err := forward.DecodeExhaustion(bytes.NewReader(got[0].body))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if p.UpdateID != 2 || p.Attempt != 1 || p.ClaimID == "" || !strings.Contains(p.Error, "400") || !strings.Contains(string(p.Update), "poison") {

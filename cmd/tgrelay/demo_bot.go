@@ -176,8 +176,8 @@ func (b *demoBot) serveUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (b *demoBot) serveExhaustion(w http.ResponseWriter, r *http.Request) {
-	var p forward.ExhaustionPayload
-	if err := json.NewDecoder(io.LimitReader(r.Body, demoMaxBody)).Decode(&p); err != nil {
+	p, err := forward.DecodeExhaustion(io.LimitReader(r.Body, demoMaxBody))
+	if err != nil {
 		http.Error(w, "not an exhaustion", http.StatusBadRequest)
 		return
 	}
@@ -186,6 +186,7 @@ func (b *demoBot) serveExhaustion(w http.ResponseWriter, r *http.Request) {
 	b.mu.Unlock()
 	b.view.printf("bot    exhaustion of update %d (attempt %d, claim %s): %s → 200, acknowledged",
 		p.UpdateID, p.Attempt, shortClaim(p.ClaimID), oneLine(p.Error, 60))
+	w.Header().Set(forward.HeaderAck, p.ClaimID) // a 2xx alone does not acknowledge
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -84,9 +84,12 @@ Tgrelay-Attempt and Tgrelay-Claim-Id.
   other 4xx                        given up at once (an exhaustion)
   5xx, timeout, connection error   tried again after --backoff-base x 4^(n-1)
                                    (capped at 15m), up to --max-attempts
-An update given up becomes an exhaustion: POSTed as JSON to
---exhaustion-forward until it answers 2xx (then acknowledged), or, without
-that flag, kept unacknowledged in the store for 'tgrelay updates'.
+An update given up becomes an exhaustion: POSTed to --exhaustion-forward as
+{"tgrelay_exhaustion": {update_id, attempt, claim_id, exhausted_at, error,
+update}} (no top-level update_id, Tgrelay-Kind: exhaustion) until it answers
+2xx with the header Tgrelay-Ack: <its claim id> (then acknowledged; a bare 2xx,
+as any bot framework gives, is not), or, without that flag, kept
+unacknowledged in the store for 'tgrelay updates'.
 
 Fencing your own write: store the three identity headers with your domain
 write and, with PostgreSQL, check in the same transaction

@@ -264,14 +264,15 @@ func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEn
 		w.WriteHeader(status)
 	})
 	mux.HandleFunc("POST /exhaustion", func(w http.ResponseWriter, r *http.Request) {
-		var p forward.ExhaustionPayload
-		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		p, err := forward.DecodeExhaustion(r.Body)
+		if err != nil {
 			t.Errorf("exhaustion payload: %v", err)
 		}
 		e.mu.Lock()
 		e.exhaustions = append(e.exhaustions, p)
 		e.exhHeaders = append(e.exhHeaders, r.Header.Clone())
 		e.mu.Unlock()
+		w.Header().Set(forward.HeaderAck, p.ClaimID)
 	})
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(e.srv.Close)
