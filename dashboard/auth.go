@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tgrelay/tgrelay/botapi"
 )
 
 // Cookie names and lifetimes.
@@ -152,11 +150,4 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 
 // redact masks the configured secrets, the admin token and anything shaped
 // like a bot token in s.
-func (h *Handler) redact(s string) string {
-	for _, sec := range h.secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, botapi.Redacted)
-		}
-	}
-	return botapi.Redact(s)
-}
+func (h *Handler) redact(s string) string { return h.red.Redact(s) }

@@ -46,6 +46,9 @@ const (
 	// filters by chat (the store has no chat index); the page then offers
 	// to continue from where the scan stopped.
 	MaxChatScan = 5000
+	// MinAdminTokenLen is the shortest admin token accepted: a short one
+	// could be guessed.
+	MinAdminTokenLen = 16
 	// sseLifetime bounds one refresh stream; the browser reconnects.
 	sseLifetime = 5 * time.Minute
 )
@@ -77,14 +80,16 @@ type Config struct {
 	// login form (which sets a session cookie derived from, never equal
 	// to, the token) or an "Authorization: Bearer" header. Empty: the
 	// handler answers only requests that arrived on a loopback address and
-	// name a loopback host (see [CheckExposure]). At most 1024 bytes.
+	// name a loopback host (see [CheckExposure]). [MinAdminTokenLen] to
+	// 1024 bytes.
 	AdminToken string
 	// ReadOnly hides the Acknowledge and Requeue buttons and refuses every
 	// state-changing request (login and logout excepted).
 	ReadOnly bool
-	// Secrets are masked wherever they could appear in a page: the bot
-	// token and the webhook secret. The admin token is always masked, and
-	// anything shaped like a bot token is masked by botapi.Redact.
+	// Secrets are masked wherever they could appear in a page or a log
+	// line: the bot token and the webhook secret, by a [botapi.Redactor]
+	// (which ignores values shorter than botapi.MinSecretLen). The admin
+	// token is always masked, and so is anything shaped like a bot token.
 	Secrets []string
 
 	// Prefix is the path the handler is mounted at; it starts and ends
@@ -126,8 +131,8 @@ func (c Config) withDefaults() (Config, error) {
 	if !strings.HasPrefix(c.Prefix, "/") || !strings.HasSuffix(c.Prefix, "/") || strings.ContainsAny(c.Prefix, " {}?#%") {
 		return c, bad("Prefix", "want a path starting and ending with /")
 	}
-	if len(c.AdminToken) > 1024 {
-		return c, bad("AdminToken", "longer than 1024 bytes")
+	if c.AdminToken != "" && (len(c.AdminToken) < MinAdminTokenLen || len(c.AdminToken) > 1024) {
+		return c, bad("AdminToken", "want %d to 1024 bytes (a long random string)", MinAdminTokenLen)
 	}
 	if strings.TrimSpace(c.AdminToken) != c.AdminToken {
 		return c, bad("AdminToken", "has leading or trailing space")

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 )
 
@@ -47,7 +48,7 @@ type Handler struct {
 	pages   map[string]*template.Template
 	assets  fs.FS
 	log     *slog.Logger
-	secrets []string
+	red     *botapi.Redactor
 
 	key        [32]byte // signs CSRF tokens and sessions; new per Handler
 	cop        *http.CrossOriginProtection
@@ -73,10 +74,9 @@ func New(cfg Config) (*Handler, error) {
 		loginLimit: rate.NewLimiter(rate.Every(time.Second), 5),
 	}
 	h.durable, _ = c.Store.(intake.DurableStore)
-	h.secrets = append(h.secrets, c.Secrets...)
-	if c.AdminToken != "" {
-		h.secrets = append(h.secrets, c.AdminToken)
-	}
+	h.red = &botapi.Redactor{}
+	h.red.Add(c.Secrets...)
+	h.red.Add(c.AdminToken)
 	if _, err := rand.Read(h.key[:]); err != nil {
 		return nil, fmt.Errorf("dashboard: random key: %w", err)
 	}

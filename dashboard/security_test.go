@@ -287,7 +287,8 @@ func TestConfigValidation(t *testing.T) {
 		{dashboard.Config{Store: st, RefreshInterval: time.Millisecond}, "RefreshInterval"},
 		{dashboard.Config{Store: st, MaxBodyBytes: 10}, "MaxBodyBytes"},
 		{dashboard.Config{Store: st, MaxPageBytes: dashboard.MaxMaxPageBytes + 1}, "MaxPageBytes"},
-		{dashboard.Config{Store: st, AdminToken: " padded "}, "AdminToken"},
+		{dashboard.Config{Store: st, AdminToken: " padded-admin-token-value "}, "AdminToken"},
+		{dashboard.Config{Store: st, AdminToken: "short"}, "AdminToken"},
 	} {
 		_, err := dashboard.New(tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), "Config."+tc.field) {
