@@ -92,7 +92,7 @@ type Config struct {
 	// MaxRetryDelay is the longest provider wait (retry_after) the run
 	// honours; a longer one halts the broadcast with the recipient pending.
 	// It also caps the transient backoff. Zero means DefaultMaxRetryDelay;
-	// at most MaxRetryAfter.
+	// at most MaxPause.
 	MaxRetryDelay time.Duration
 	// SendTimeout bounds each SendFunc call. Zero means DefaultSendTimeout;
 	// at most MaxSendTimeout.
@@ -161,8 +161,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
 	switch {
-	case c.MaxRetryDelay < 0 || c.MaxRetryDelay > MaxRetryAfter:
-		return c, fmt.Errorf("broadcast: Config.MaxRetryDelay must be in 0..%v, got %v", MaxRetryAfter, c.MaxRetryDelay)
+	case c.MaxRetryDelay < 0 || c.MaxRetryDelay > MaxPause:
+		return c, fmt.Errorf("broadcast: Config.MaxRetryDelay must be in 0..%v, got %v", MaxPause, c.MaxRetryDelay)
 	case c.MaxRetryDelay == 0:
 		c.MaxRetryDelay = DefaultMaxRetryDelay
 	}

@@ -46,12 +46,12 @@ type Status struct {
 	Intents []Recipient
 	// Migrated lists the recipients whose chat moved to a new id, as the
 	// journal records it with their outcome (Report.Migrated of them).
-	Migrated []Migration
+	Migrated []MovedChat
 }
 
-// Migration is one recipient whose chat moved (a group upgraded to a
+// MovedChat is one recipient whose chat moved (a group upgraded to a
 // supergroup): the message was sent to To instead, with Outcome.
-type Migration struct {
+type MovedChat struct {
 	From    Recipient // the recipient as the audience lists it
 	To      int64     // the chat id the message went to
 	Outcome Outcome   // that send's recorded outcome
@@ -104,7 +104,7 @@ func Inspect(dir, name string) (*Status, error) {
 			st.Unreachable = append(st.Unreachable, r)
 		}
 		if to, ok := res.migrated[i]; ok {
-			st.Migrated = append(st.Migrated, Migration{From: r, To: to, Outcome: s.outcome()})
+			st.Migrated = append(st.Migrated, MovedChat{From: r, To: to, Outcome: s.outcome()})
 		}
 	}
 	r := &runner{cfg: &Config{Name: name}, audience: audience, states: res.states, migrated: res.migrated}

@@ -114,7 +114,7 @@ func TestInspectListsEachOutcome(t *testing.T) {
 	check("Failed", st.Failed, ids(3))
 	check("Unreachable", st.Unreachable, ids(7, 2))
 	check("Intents", st.Intents, ids(8))
-	wantMig := []Migration{{From: ChatID(4), To: -1004, Outcome: OutcomeDelivered}}
+	wantMig := []MovedChat{{From: ChatID(4), To: -1004, Outcome: OutcomeDelivered}}
 	if !reflect.DeepEqual(st.Migrated, wantMig) || st.Report.Migrated != 1 {
 		t.Errorf("Migrated = %+v (%d), want %+v", st.Migrated, st.Report.Migrated, wantMig)
 	}

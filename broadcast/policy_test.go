@@ -38,12 +38,12 @@ func gaps(h *harness) []time.Duration {
 }
 
 // Reference 5.4 case 1: an injected flood-wait classifier.
-func TestInjectedRetryAfter(t *testing.T) {
+func TestInjectedPauseAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
 		h.failUntil(1)
 		cfg := h.config(1)
-		cfg.ClassifyFunc = func(error) Verdict { return RetryAfter(2*time.Second, "FLOOD_WAIT") }
+		cfg.ClassifyFunc = func(error) Verdict { return PauseAll(2*time.Second, "FLOOD_WAIT") }
 		cfg.MaxRetryDelay = 2 * time.Second
 		rep := run(t, cfg)
 		wantCounts(t, rep, StateFinished, 1, 0, 0, 0, 0)
@@ -54,12 +54,12 @@ func TestInjectedRetryAfter(t *testing.T) {
 }
 
 // Reference 5.4 case 2: a wait above the budget halts, never shortened.
-func TestRetryAfterOverBudgetHalts(t *testing.T) {
+func TestPauseOverBudgetHalts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
 		h.failUntil(1)
 		cfg := h.config(1)
-		v := RetryAfter(2001*time.Millisecond, "FLOOD_WAIT")
+		v := PauseAll(2001*time.Millisecond, "FLOOD_WAIT")
 		cfg.ClassifyFunc = func(error) Verdict { return v }
 		cfg.MaxRetryDelay = 2 * time.Second
 		start := time.Now()
@@ -172,7 +172,7 @@ func TestInvalidVerdict(t *testing.T) {
 	h := newHarness(t)
 	h.failUntil(1)
 	cfg := h.config(1)
-	cfg.ClassifyFunc = func(error) Verdict { return RetryAfter(-time.Second, "") }
+	cfg.ClassifyFunc = func(error) Verdict { return PauseAll(-time.Second, "") }
 	_, err := Run(t.Context(), cfg)
 	if !errors.Is(err, ErrInvalidVerdict) {
 		t.Fatalf("err = %v, want ErrInvalidVerdict", err)
@@ -192,8 +192,8 @@ func TestVerdictValidate(t *testing.T) {
 	bad := []Verdict{
 		{},
 		{Kind: "bogus"},
-		RetryAfter(-1, ""),
-		RetryAfter(MaxRetryAfter+1, ""),
+		PauseAll(-1, ""),
+		PauseAll(MaxPause+1, ""),
 		{Kind: KindPermanent, Unreachable: true, Stop: true},
 		Migrated(0, ""),
 		Transient(strings.Repeat("x", MaxReasonLen+1)),
@@ -203,7 +203,7 @@ func TestVerdictValidate(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v", v, err)
 		}
 	}
-	good := []Verdict{RetryAfter(0, ""), RetryAfter(MaxRetryAfter, ""), Transient(strings.Repeat("x", MaxReasonLen)),
+	good := []Verdict{PauseAll(0, ""), PauseAll(MaxPause, ""), Transient(strings.Repeat("x", MaxReasonLen)),
 		Unreachable("r"), Failed("r"), StopBroadcast("r"), Ambiguous("r"), Migrated(-100, "r")}
 	for _, v := range good {
 		if err := v.Validate(); err != nil {
@@ -223,7 +223,7 @@ func TestClassify(t *testing.T) {
 		{"chat not found", apiErr(400, "Bad Request: chat not found"), Unreachable("chat-not-found")},
 		{"message invalid", apiErr(400, "Bad Request: message is too long"), StopBroadcast("message-invalid")},
 		{"migrated", &botapi.APIError{Code: 400, Description: "Bad Request: group chat was upgraded to a supergroup chat", MigrateToChatID: -1001}, Migrated(-1001, "chat-migrated")},
-		{"429 with wait", &botapi.APIError{Code: 429, Description: "Too Many Requests", RetryAfter: 3 * time.Second}, RetryAfter(3*time.Second, "rate-limited")},
+		{"429 with wait", &botapi.APIError{Code: 429, Description: "Too Many Requests", RetryAfter: 3 * time.Second}, PauseAll(3*time.Second, "rate-limited")},
 		{"429 without wait", apiErr(429, "Too Many Requests"), Transient("rate-limited")},
 		{"telegram 500", apiErr(500, "Internal Server Error"), Transient("server-error")},
 		{"proxy 502", &botapi.APIError{Code: 502, Description: "response was not JSON", NotJSON: true}, Ambiguous("unknown")},
@@ -297,7 +297,7 @@ func TestInvalidConfig(t *testing.T) {
 		"MaxAttempts negative": func(c *Config) { c.MaxAttempts = -1 },
 		"MaxAttempts above":    func(c *Config) { c.MaxAttempts = MaxMaxAttempts + 1 },
 		"MaxRetryDelay neg":    func(c *Config) { c.MaxRetryDelay = -1 },
-		"MaxRetryDelay above":  func(c *Config) { c.MaxRetryDelay = MaxRetryAfter + 1 },
+		"MaxRetryDelay above":  func(c *Config) { c.MaxRetryDelay = MaxPause + 1 },
 		"SendTimeout negative": func(c *Config) { c.SendTimeout = -1 },
 		"SendTimeout above":    func(c *Config) { c.SendTimeout = MaxSendTimeout + 1 },
 	}
@@ -444,7 +444,7 @@ func TestWindowReachesRate(t *testing.T) {
 }
 
 // A 429 pauses every sender for retry_after, not just the one that got it.
-func TestRetryAfterPausesAllSenders(t *testing.T) {
+func TestPauseAllPausesAllSenders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
 		h.latency = 100 * time.Millisecond

@@ -476,13 +476,13 @@ func (r *runner) deliver(ctx context.Context, i int) {
 			target = ChatID(v.MigrateTo)
 			maxAttempts++ // the resend to the new chat is one more try
 			continue
-		case KindRetryAfter:
-			if v.RetryAfter > r.cfg.MaxRetryDelay {
+		case KindPauseAll:
+			if v.Pause > r.cfg.MaxRetryDelay {
 				r.halted(v)
 				stop()
 				return
 			}
-			r.pauseAll(v.RetryAfter)
+			r.pauseAll(v.Pause)
 		}
 		if attempt >= maxAttempts {
 			free()

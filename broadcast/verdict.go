@@ -13,11 +13,12 @@ type Kind string
 
 // The kinds of [Verdict].
 const (
-	// KindRetryAfter: the attempt certainly had no effect; every sender
-	// pauses for Verdict.RetryAfter, then this recipient is retried. A wait
+	// KindPauseAll: the attempt certainly had no effect (Telegram's 429
+	// with retry_after, its flood wait); every sender pauses for
+	// Verdict.Pause, then this recipient is retried. A wait
 	// above Config.MaxRetryDelay halts the broadcast with the recipient
 	// pending (it is never shortened).
-	KindRetryAfter Kind = "retry-after"
+	KindPauseAll Kind = "pause-all"
 	// KindTransient: the attempt certainly had no effect; retried after a
 	// capped doubling backoff, up to Config.MaxAttempts.
 	KindTransient Kind = "transient"
@@ -39,9 +40,9 @@ const (
 const (
 	// MaxReasonLen is the longest Verdict.Reason, in bytes.
 	MaxReasonLen = 64
-	// MaxRetryAfter is the longest Verdict.RetryAfter a classifier may
+	// MaxPause is the longest Verdict.Pause a classifier may
 	// return.
-	MaxRetryAfter = 24 * time.Hour
+	MaxPause = 24 * time.Hour
 )
 
 // ErrInvalidVerdict is returned (wrapped) by [Run] when the classifier
@@ -50,20 +51,21 @@ const (
 var ErrInvalidVerdict = errors.New("broadcast: invalid verdict")
 
 // Verdict is the failure policy for one failed send: what the runner does
-// next. Build one with [RetryAfter], [Transient], [Unreachable], [Failed],
+// next. Build one with [PauseAll], [Transient], [Unreachable], [Failed],
 // [StopBroadcast], [Ambiguous] or [Migrated]. The zero Verdict is invalid.
 type Verdict struct {
 	Kind        Kind
-	RetryAfter  time.Duration // KindRetryAfter: 0..MaxRetryAfter
+	Pause       time.Duration // KindPauseAll: 0..MaxPause
 	Unreachable bool          // KindPermanent: the recipient is gone (blocked, deactivated, …)
 	Stop        bool          // KindPermanent: halt the broadcast; the recipient stays pending
 	MigrateTo   int64         // KindMigrated: the new chat id, non-zero
 	Reason      string        // optional, at most MaxReasonLen bytes; recorded in the journal
 }
 
-// RetryAfter returns a verdict to retry after exactly d.
-func RetryAfter(d time.Duration, reason string) Verdict {
-	return Verdict{Kind: KindRetryAfter, RetryAfter: d, Reason: reason}
+// PauseAll returns a verdict that pauses every sender for exactly d, then
+// retries this recipient (Telegram asked to wait d).
+func PauseAll(d time.Duration, reason string) Verdict {
+	return Verdict{Kind: KindPauseAll, Pause: d, Reason: reason}
 }
 
 // Transient returns a verdict to retry with the runner's backoff.
@@ -97,9 +99,9 @@ func (v Verdict) Validate() error {
 		return fmt.Errorf("%w: reason longer than %d bytes", ErrInvalidVerdict, MaxReasonLen)
 	}
 	switch v.Kind {
-	case KindRetryAfter:
-		if v.RetryAfter < 0 || v.RetryAfter > MaxRetryAfter {
-			return fmt.Errorf("%w: retry after %v outside 0..%v", ErrInvalidVerdict, v.RetryAfter, MaxRetryAfter)
+	case KindPauseAll:
+		if v.Pause < 0 || v.Pause > MaxPause {
+			return fmt.Errorf("%w: retry after %v outside 0..%v", ErrInvalidVerdict, v.Pause, MaxPause)
 		}
 	case KindPermanent:
 		if v.Unreachable && v.Stop {
@@ -122,7 +124,7 @@ func (v Verdict) Validate() error {
 //     started): Unreachable;
 //   - message invalid: StopBroadcast (fix the message, run again);
 //   - chat migrated with a new id: Migrated; without one: Failed;
-//   - rate limited with retry_after: RetryAfter (clamped to MaxRetryAfter);
+//   - rate limited with retry_after: PauseAll (clamped to MaxPause);
 //   - other retryable reasons (not dispatched, 429 without a wait,
 //     Telegram's own 5xx): Transient;
 //   - unknown with a 4xx in Telegram's own JSON answer (Telegram refused,
@@ -143,7 +145,7 @@ func Classify(err error) Verdict {
 		}
 		return Failed(reason)
 	case f.Reason == botapi.ReasonRateLimited && f.RetryAfter > 0:
-		return RetryAfter(min(f.RetryAfter, MaxRetryAfter), reason)
+		return PauseAll(min(f.RetryAfter, MaxPause), reason)
 	case f.Retryable:
 		return Transient(reason)
 	}

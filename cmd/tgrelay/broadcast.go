@@ -232,8 +232,8 @@ func broadcastRun(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return usage("--concurrency must be in 1..%d, got %d", broadcast.MaxConcurrency, o.concurrency)
 	case o.maxAttempts < 1 || o.maxAttempts > broadcast.MaxMaxAttempts:
 		return usage("--max-attempts must be in 1..%d, got %d", broadcast.MaxMaxAttempts, o.maxAttempts)
-	case o.maxRetryDelay <= 0 || o.maxRetryDelay > broadcast.MaxRetryAfter:
-		return usage("--max-retry-delay must be in (0, %v], got %v", broadcast.MaxRetryAfter, o.maxRetryDelay)
+	case o.maxRetryDelay <= 0 || o.maxRetryDelay > broadcast.MaxPause:
+		return usage("--max-retry-delay must be in (0, %v], got %v", broadcast.MaxPause, o.maxRetryDelay)
 	case o.sendTimeout <= 0 || o.sendTimeout > broadcast.MaxSendTimeout:
 		return usage("--send-timeout must be in (0, %v], got %v", broadcast.MaxSendTimeout, o.sendTimeout)
 	case o.progressEvery <= 0 || o.progressEvery > maxBroadcastProgressEvery:
@@ -341,8 +341,8 @@ func haltMessage(rep *broadcast.Report) string {
 	switch {
 	case rep.Halt.Kind == broadcast.KindAmbiguous:
 		return fmt.Sprintf("halted (%s); a recipient may or may not have the message and is recorded uncertain, never resent; run the same --name again to continue with the others", why)
-	case rep.Halt.Kind == broadcast.KindRetryAfter:
-		return fmt.Sprintf("halted (%s, wait %v above --max-retry-delay); the recipient stays pending; run the same --name again later", why, rep.Halt.RetryAfter)
+	case rep.Halt.Kind == broadcast.KindPauseAll:
+		return fmt.Sprintf("halted (%s, wait %v above --max-retry-delay); the recipient stays pending; run the same --name again later", why, rep.Halt.Pause)
 	}
 	return fmt.Sprintf("halted (%s); the recipient stays pending; fix the cause, then run the same --name again", why)
 }

@@ -293,7 +293,7 @@ func TestBroadcastHaltPending(t *testing.T) {
 	if r.code != exitBroadcastHalted {
 		t.Fatalf("run = %d, want %d (halted)\n%s%s", r.code, exitBroadcastHalted, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "retry-after") || !strings.Contains(r.stderr, "stays pending") {
+	if !strings.Contains(r.stderr, "pause-all") || !strings.Contains(r.stderr, "stays pending") {
 		t.Errorf("stderr does not explain the halt:\n%s", r.stderr)
 	}
 	want := broadcastCounts{Name: "wait", State: "incomplete", Total: 6, Delivered: 3, Pending: 3}
