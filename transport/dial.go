@@ -105,151 +105,238 @@ func (t *Transport) race(ctx context.Context, network, host, port string, finish
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends losing attempts and pending lookups
+	r := newRacer(ctx, t, uint16(portNum), finish)
+	defer r.stopTimers()
+	r.resolve(network, host)
+	return r.run()
+}
 
-	var pending4, pending6 []netip.Addr
-	lookups := 0
-	lookupCh := make(chan lookupResult, 2) // buffered: lookups never block after we return
+// racer is the state of one race. Only the goroutine running [racer.run]
+// touches it; lookups and attempts report back over channels.
+type racer struct {
+	t       *Transport
+	ctx     context.Context
+	port    uint16
+	finish  finishFunc
+	reached furthest // the furthest stage any attempt has entered
+
+	// Addresses not yet tried, and which family goes next.
+	pending4, pending6 []netip.Addr
+	nextV6             bool
+
+	// Lookups.
+	lookups    int               // still running
+	lookupCh   chan lookupResult // buffered: lookups never block after the race
+	got6       bool              // the AAAA answer arrived
+	resExpired bool              // ResolutionDelay passed after the A answer
+	lookupErrs []error
+	resTimer   *time.Timer
+
+	// Attempts.
+	results      chan attemptResult
+	inflight     int
+	begun        bool  // an attempt has started
+	lastErr      error // the failure that got furthest
+	lastStage    Stage
+	attemptTimer *time.Timer // the next attempt's start
+}
+
+func newRacer(ctx context.Context, t *Transport, port uint16, finish finishFunc) *racer {
+	r := &racer{
+		t: t, ctx: ctx, port: port, finish: finish,
+		nextV6:       true,
+		lookupCh:     make(chan lookupResult, 2),
+		results:      make(chan attemptResult),
+		lastStage:    StageConnect,
+		attemptTimer: stoppedTimer(),
+		resTimer:     stoppedTimer(),
+	}
+	r.reached.enter(StageConnect)
+	return r
+}
+
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
+
+func (r *racer) stopTimers() {
+	r.attemptTimer.Stop()
+	r.resTimer.Stop()
+}
+
+// resolve queues host when it is an IP literal, else starts the A and AAAA
+// lookups network allows.
+func (r *racer) resolve(network, host string) {
 	if ip, err := netip.ParseAddr(trimBrackets(host)); err == nil {
-		ip = ip.Unmap()
-		if ip.Is4() {
-			pending4 = append(pending4, ip)
+		if ip = ip.Unmap(); ip.Is4() {
+			r.pending4 = append(r.pending4, ip)
 		} else {
-			pending6 = append(pending6, ip)
+			r.pending6 = append(r.pending6, ip)
 		}
-	} else {
-		for _, fam := range []string{"ip6", "ip4"} {
-			if fam == "ip6" && network == "tcp4" || fam == "ip4" && network == "tcp6" {
-				continue
-			}
-			lookups++
-			go func() {
-				addrs, err := t.cfg.LookupFunc(ctx, fam, host)
-				lookupCh <- lookupResult{v6: fam == "ip6", addrs: addrs, err: err}
-			}()
-		}
+		return
 	}
-
-	results := make(chan attemptResult)
-	inflight := 0
-	nextV6 := true
-	begun := false
-	got6 := false
-	var lookupErrs []error
-	var lastErr error
-	lastStage := StageConnect
-	reached := &furthest{}
-	reached.enter(StageConnect)
-
-	attemptTimer := time.NewTimer(time.Hour)
-	attemptTimer.Stop()
-	defer attemptTimer.Stop()
-	resTimer := time.NewTimer(time.Hour)
-	resTimer.Stop()
-	defer resTimer.Stop()
-	resExpired := false
-
-	startNext := func() {
-		var a netip.Addr
-		switch {
-		case nextV6 && len(pending6) > 0 || len(pending4) == 0 && len(pending6) > 0:
-			a, pending6 = pending6[0], pending6[1:]
-			nextV6 = false
-		case len(pending4) > 0:
-			a, pending4 = pending4[0], pending4[1:]
-			nextV6 = true
-		default:
-			return
+	for _, fam := range []string{"ip6", "ip4"} {
+		if fam == "ip6" && network == "tcp4" || fam == "ip4" && network == "tcp6" {
+			continue
 		}
-		begun = true
-		inflight++
-		attemptTimer.Reset(t.cfg.AttemptDelay)
-		addr := netip.AddrPortFrom(a, uint16(portNum)).String()
+		r.lookups++
 		go func() {
-			results <- t.attempt(ctx, addr, finish, reached.enter)
+			addrs, err := r.t.cfg.LookupFunc(r.ctx, fam, host)
+			r.lookupCh <- lookupResult{v6: fam == "ip6", addrs: addrs, err: err}
 		}()
 	}
-	// abandon hands the in-flight attempts to a goroutine that closes any
-	// connection they still produce.
-	abandon := func() {
-		if inflight == 0 {
-			return
-		}
-		n := inflight
-		go func() {
-			for range n {
-				if r := <-results; r.conn != nil {
-					r.conn.Close()
-				}
-			}
-		}()
-		inflight = 0
-	}
+}
 
+// run drives the race until an attempt wins, every address failed, or the
+// budget ends.
+func (r *racer) run() (net.Conn, error) {
 	for {
-		havePending := len(pending4)+len(pending6) > 0
-		if !begun && havePending && (lookups == 0 || got6 || resExpired) {
-			startNext()
+		if r.shouldStart() {
+			r.startNext()
 			continue
 		}
-		if begun && inflight == 0 && havePending {
-			startNext() // an address arrived, or the last attempt failed
-			continue
-		}
-		if inflight == 0 && !havePending && lookups == 0 {
-			if !begun {
-				err := ErrNoAddress
-				if len(lookupErrs) > 0 {
-					err = fmt.Errorf("transport: lookup failed: %w", errors.Join(lookupErrs...))
-				}
-				return nil, &NotDispatchedError{Stage: StageLookup, Err: err}
-			}
-			return nil, &NotDispatchedError{Stage: lastStage, Err: fmt.Errorf("transport: no connection established: %w", lastErr)}
+		if r.exhausted() {
+			return nil, r.exhaustedErr()
 		}
 		select {
-		case r := <-lookupCh:
-			lookups--
-			if r.err != nil {
-				lookupErrs = append(lookupErrs, r.err)
+		case l := <-r.lookupCh:
+			r.addLookup(l)
+		case <-r.resTimer.C:
+			r.resExpired = true
+		case <-r.attemptTimer.C:
+			r.startNext()
+		case a := <-r.results:
+			r.inflight--
+			if a.err == nil {
+				r.abandon()
+				return a.conn, nil
 			}
-			if r.v6 {
-				got6 = true
-				pending6 = append(pending6, unmapAll(r.addrs)...)
-			} else {
-				pending4 = append(pending4, unmapAll(r.addrs)...)
-				if lookups > 0 && !begun {
-					resTimer.Reset(t.cfg.ResolutionDelay)
-				}
-			}
-		case <-resTimer.C:
-			resExpired = true
-		case <-attemptTimer.C:
-			startNext()
-		case r := <-results:
-			inflight--
-			if r.err == nil {
-				abandon()
-				return r.conn, nil
-			}
-			if lastErr == nil || stageRank(r.stage) >= stageRank(lastStage) {
-				lastStage, lastErr = r.stage, r.err
-			}
-			startNext() // a failure starts the next attempt at once
-		case <-ctx.Done():
-			abandon()
-			stage := lastStage
-			if r := reached.stage(); stageRank(r) > stageRank(stage) {
-				stage = r
-			}
-			if !begun {
-				stage = StageLookup
-			}
-			cause := context.Cause(ctx)
-			if lastErr != nil {
-				cause = fmt.Errorf("%w; last attempt: %v", cause, lastErr)
-			}
-			return nil, &NotDispatchedError{Stage: stage, Err: cause}
+			r.recordFailure(a)
+			r.startNext() // a failure starts the next attempt at once
+		case <-r.ctx.Done():
+			r.abandon()
+			return nil, r.budgetErr()
 		}
 	}
+}
+
+func (r *racer) havePending() bool { return len(r.pending4)+len(r.pending6) > 0 }
+
+// shouldStart reports whether an attempt starts now without waiting: the
+// first one once the AAAA answer is in (or not coming, or late), a later one
+// when none is in flight (an address arrived, or the last attempt failed).
+func (r *racer) shouldStart() bool {
+	if !r.havePending() {
+		return false
+	}
+	if !r.begun {
+		return r.lookups == 0 || r.got6 || r.resExpired
+	}
+	return r.inflight == 0
+}
+
+// exhausted reports whether nothing is left to wait for.
+func (r *racer) exhausted() bool {
+	return r.inflight == 0 && !r.havePending() && r.lookups == 0
+}
+
+// startNext starts an attempt to the next address, alternating families
+// (IPv6 first), and re-arms the attempt timer. It does nothing when no
+// address is pending.
+func (r *racer) startNext() {
+	var a netip.Addr
+	switch {
+	case r.nextV6 && len(r.pending6) > 0 || len(r.pending4) == 0 && len(r.pending6) > 0:
+		a, r.pending6 = r.pending6[0], r.pending6[1:]
+		r.nextV6 = false
+	case len(r.pending4) > 0:
+		a, r.pending4 = r.pending4[0], r.pending4[1:]
+		r.nextV6 = true
+	default:
+		return
+	}
+	r.begun = true
+	r.inflight++
+	r.attemptTimer.Reset(r.t.cfg.AttemptDelay)
+	addr := netip.AddrPortFrom(a, r.port).String()
+	go func() {
+		r.results <- r.t.attempt(r.ctx, addr, r.finish, r.reached.enter)
+	}()
+}
+
+// addLookup queues a lookup's addresses. An A answer arriving before any
+// attempt, while AAAA is still out, gives AAAA ResolutionDelay more.
+func (r *racer) addLookup(l lookupResult) {
+	r.lookups--
+	if l.err != nil {
+		r.lookupErrs = append(r.lookupErrs, l.err)
+	}
+	if l.v6 {
+		r.got6 = true
+		r.pending6 = append(r.pending6, unmapAll(l.addrs)...)
+		return
+	}
+	r.pending4 = append(r.pending4, unmapAll(l.addrs)...)
+	if r.lookups > 0 && !r.begun {
+		r.resTimer.Reset(r.t.cfg.ResolutionDelay)
+	}
+}
+
+// recordFailure keeps the failed attempt that got furthest (the latest of
+// equals).
+func (r *racer) recordFailure(a attemptResult) {
+	if r.lastErr == nil || stageRank(a.stage) >= stageRank(r.lastStage) {
+		r.lastStage, r.lastErr = a.stage, a.err
+	}
+}
+
+// abandon hands the in-flight attempts to a goroutine that closes any
+// connection they still produce.
+func (r *racer) abandon() {
+	if r.inflight == 0 {
+		return
+	}
+	n, results := r.inflight, r.results
+	go func() {
+		for range n {
+			if a := <-results; a.conn != nil {
+				a.conn.Close()
+			}
+		}
+	}()
+	r.inflight = 0
+}
+
+// exhaustedErr is the failure when every address failed, or none was found.
+func (r *racer) exhaustedErr() error {
+	if !r.begun {
+		err := ErrNoAddress
+		if len(r.lookupErrs) > 0 {
+			err = fmt.Errorf("transport: lookup failed: %w", errors.Join(r.lookupErrs...))
+		}
+		return &NotDispatchedError{Stage: StageLookup, Err: err}
+	}
+	return &NotDispatchedError{Stage: r.lastStage, Err: fmt.Errorf("transport: no connection established: %w", r.lastErr)}
+}
+
+// budgetErr is the failure when the context ended first: at the furthest
+// stage any attempt reached (lookup when none began), with the last
+// attempt's failure.
+func (r *racer) budgetErr() error {
+	stage := r.lastStage
+	if s := r.reached.stage(); stageRank(s) > stageRank(stage) {
+		stage = s
+	}
+	if !r.begun {
+		stage = StageLookup
+	}
+	cause := context.Cause(r.ctx)
+	if r.lastErr != nil {
+		cause = fmt.Errorf("%w; last attempt: %v", cause, r.lastErr)
+	}
+	return &NotDispatchedError{Stage: stage, Err: cause}
 }
 
 // attempt dials one address and finishes the connection.
