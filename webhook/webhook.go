@@ -327,3 +327,45 @@ func ownerTagOf(raw string) string {
 	}
 	return u.Query().Get(OwnerParam)
 }
+
+// WatchConfig configures [Watch].
+type WatchConfig struct {
+	// URL and Secret are the webhook the watcher expects, as given to
+	// [Claim].
+	URL, Secret string
+	// Interval is the period between checks; each check is bounded by it
+	// too. Required, above zero.
+	Interval time.Duration
+	// Func sees the result of every check: the state, or the error of a
+	// check that failed. Called from Watch's goroutine. Required.
+	Func func(State, error)
+}
+
+// Watch checks the webhook every cfg.Interval with [Check] and passes each
+// result to cfg.Func, until ctx ends. It returns ctx's error, or at once an
+// error when cfg is invalid. The first check runs one interval after the
+// call (the caller has just claimed or checked).
+func Watch(ctx context.Context, c Caller, cfg WatchConfig) error {
+	if cfg.Interval <= 0 || cfg.Func == nil {
+		return errors.New("webhook: Watch needs an Interval above zero and a Func")
+	}
+	if _, err := TaggedURL(cfg.URL, cfg.Secret); err != nil {
+		return err
+	}
+	t := time.NewTicker(cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, cfg.Interval)
+		st, err := Check(cctx, c, cfg.URL, cfg.Secret)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		cfg.Func(st, err)
+	}
+}

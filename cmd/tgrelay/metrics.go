@@ -13,6 +13,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/relay"
 )
 
 // statsTimeout bounds the store query behind the state gauges of one
@@ -41,15 +42,6 @@ type relayMetrics struct {
 	webhookOwned   prometheus.Gauge
 }
 
-// Rejection reasons of tgrelay_updates_rejected_total.
-const (
-	rejectInvalid      = "invalid"
-	rejectUnauthorized = "unauthorized"
-	rejectTooLarge     = "too_large"
-	rejectMethod       = "method"
-	rejectStoreError   = "store_error"
-)
-
 // newRelayMetrics registers serve's metrics; stats reads the store's
 // counts at scrape time.
 func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMetrics {
@@ -77,7 +69,7 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		pollErrors:   prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_poll_errors_total", Help: "Failed getUpdates calls or batches (retried)."}),
 		webhookOwned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tgrelay_webhook_owned", Help: "1 while the last webhook check found the webhook pointing here, 0 when it moved; absent in polling mode."}),
 	}
-	for _, r := range []string{rejectInvalid, rejectUnauthorized, rejectTooLarge, rejectMethod, rejectStoreError} {
+	for _, r := range []string{relay.RejectInvalid, relay.RejectUnauthorized, relay.RejectTooLarge, relay.RejectMethod, relay.RejectStoreError} {
 		m.rejected.WithLabelValues(r)
 	}
 	reg.MustRegister(m.accepted, m.duplicate, m.rejected, m.attempts, m.failures, m.settlements, m.leasesLost,
@@ -92,31 +84,58 @@ func (m *relayMetrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Timeout: statsTimeout + time.Second})
 }
 
-// registerWebhookOwned exposes tgrelay_webhook_owned (webhook mode only).
+// registerWebhookOwned exposes tgrelay_webhook_owned (webhook mode with a
+// claim only).
 func (m *relayMetrics) registerWebhookOwned() { m.reg.MustRegister(m.webhookOwned) }
 
-// observer feeds the runner's events into the metrics.
-func (m *relayMetrics) observer() intake.Observer {
-	return intake.Observer{
-		AcceptFunc: func(_ int64, a intake.Acceptance) {
-			switch a {
-			case intake.Accepted:
-				m.accepted.Inc()
-			case intake.Duplicate:
-				m.duplicate.Inc()
-			case intake.Invalid:
-				m.rejected.WithLabelValues(rejectInvalid).Inc()
-			}
-		},
-		ClaimFunc:             func(intake.Identity) { m.attempts.Inc() },
-		SettleFunc:            func(_ intake.Identity, s intake.State) { m.settlements.WithLabelValues(string(s)).Inc() },
-		FailureFunc:           func(f intake.Failure) { m.failures.WithLabelValues(failureReason(f.Err)).Inc() },
-		LeaseLostFunc:         func(intake.Identity) { m.leasesLost.Inc() },
-		ExhaustFunc:           func(intake.Exhaustion) { m.exhausted.Inc() },
-		ExhaustionFailureFunc: func(intake.Exhaustion, error) { m.exhaustFailed.Inc() },
-		AcknowledgeFunc:       func(intake.Identity) { m.acknowledged.Inc() },
-		StoreErrorFunc:        func(step intake.Step, _ int64, _ error) { m.storeErrors.WithLabelValues(string(step)).Inc() },
+// Observe feeds the relay's events into the metrics; it is the relay's
+// Prometheus [relay.Observer].
+func (m *relayMetrics) Observe(e relay.Event) {
+	switch e.Kind {
+	case relay.KindAccepted:
+		m.accepted.Inc()
+	case relay.KindDuplicate:
+		m.duplicate.Inc()
+	case relay.KindRejected:
+		m.rejected.WithLabelValues(e.Reason).Inc()
+	case relay.KindClaimed:
+		m.attempts.Inc()
+	case relay.KindForwarded:
+		outcome := "ok"
+		if e.Err != nil {
+			outcome = "error"
+		}
+		m.forwardSeconds.WithLabelValues(outcome).Observe(e.Duration.Seconds())
+	case relay.KindFailed:
+		m.failures.WithLabelValues(failureReason(e.Err)).Inc()
+	case relay.KindSettled:
+		m.settlements.WithLabelValues(string(e.State)).Inc()
+	case relay.KindLeaseLost:
+		m.leasesLost.Inc()
+	case relay.KindExhausted:
+		m.exhausted.Inc()
+	case relay.KindExhaustionFailed:
+		m.exhaustFailed.Inc()
+	case relay.KindAcknowledged:
+		m.acknowledged.Inc()
+	case relay.KindStoreError:
+		m.storeErrors.WithLabelValues(string(e.Step)).Inc()
+	case relay.KindPollBatch:
+		m.pollBatches.Inc()
+	case relay.KindPollError:
+		m.pollErrors.Inc()
+	case relay.KindWebhookClaimed, relay.KindWebhookChecked:
+		if e.Err == nil {
+			m.webhookOwned.Set(boolGauge(e.Owned))
+		}
 	}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // failureReason maps a failed attempt's error to a fixed label value.
@@ -151,59 +170,6 @@ func failureReason(err error) string {
 		return "other"
 	}
 }
-
-// timedForward wraps an attempt handler to observe its duration.
-func (m *relayMetrics) timedForward(h func(context.Context, intake.Update, intake.Attempt) error) func(context.Context, intake.Update, intake.Attempt) error {
-	return func(ctx context.Context, u intake.Update, a intake.Attempt) error {
-		start := time.Now()
-		err := h(ctx, u, a)
-		outcome := "ok"
-		if err != nil {
-			outcome = "error"
-		}
-		m.forwardSeconds.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
-		return err
-	}
-}
-
-// wrapWebhook counts the webhook's refusals by the status it answered.
-// (Invalid bodies are counted by the observer, which also sees polling.)
-func (m *relayMetrics) wrapWebhook(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		h.ServeHTTP(sw, r)
-		switch sw.code {
-		case http.StatusForbidden:
-			m.rejected.WithLabelValues(rejectUnauthorized).Inc()
-		case http.StatusRequestEntityTooLarge:
-			m.rejected.WithLabelValues(rejectTooLarge).Inc()
-		case http.StatusMethodNotAllowed:
-			m.rejected.WithLabelValues(rejectMethod).Inc()
-		case http.StatusServiceUnavailable:
-			m.rejected.WithLabelValues(rejectStoreError).Inc()
-		}
-	})
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	code  int
-	wrote bool
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if !s.wrote {
-		s.code, s.wrote = code, true
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(p []byte) (int, error) {
-	s.wrote = true
-	return s.ResponseWriter.Write(p)
-}
-
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // statsCollector reads the store's counts at scrape time.
 type statsCollector struct {

@@ -33,17 +33,3 @@ func TestFailureReason(t *testing.T) {
 		}
 	}
 }
-
-func TestRetryFuncBounded(t *testing.T) {
-	t.Parallel()
-	f := retryFunc(10 * 1e6) // 10ms
-	for attempt, want := range map[int]float64{1: 0.01, 2: 0.04, 3: 0.16} {
-		d, ok := f(errors.New("x"), attempt)
-		if !ok || d.Seconds() != want {
-			t.Errorf("retry(%d) = %v, %v; want %vs", attempt, d, ok, want)
-		}
-	}
-	if d, _ := f(errors.New("x"), 1000); d != maxRetryBackoff {
-		t.Errorf("retry(1000) = %v, want the cap %v", d, maxRetryBackoff)
-	}
-}

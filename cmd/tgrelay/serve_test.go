@@ -7,7 +7,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,15 +15,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +28,6 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
-	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -204,7 +199,7 @@ func startServeProc(t *testing.T, env []string, args ...string) *serveProc {
 		if r.exited() {
 			t.Fatalf("serve exited early (%v); stderr:\n%s", r.exitErr, r.stderr)
 		}
-		for _, msg := range []string{"serve: receiving by webhook", "serve: receiving by long polling"} {
+		for _, msg := range []string{"relay: receiving by webhook", "relay: receiving by long polling"} {
 			if ls := r.logLines(msg); len(ls) > 0 {
 				r.webhook, _ = ls[0]["webhook"].(string)
 				r.admin, _ = ls[0]["admin"].(string)
@@ -218,9 +213,8 @@ func startServeProc(t *testing.T, env []string, args ...string) *serveProc {
 
 // endpointHit is one request the bot endpoint received.
 type endpointHit struct {
-	attempt   int
-	claimID   string
-	relayName string
+	attempt int
+	claimID string
 }
 
 // botEndpoint is the bot's HTTP endpoint, recording every forward.
@@ -230,10 +224,8 @@ type botEndpoint struct {
 	// answers 200.
 	respond func(updateID int64, n int) (status int, retryAfter string)
 
-	mu          sync.Mutex
-	hits        map[int64][]endpointHit
-	exhaustions []forward.ExhaustionPayload
-	exhHeaders  []http.Header
+	mu   sync.Mutex
+	hits map[int64][]endpointHit
 }
 
 func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEndpoint {
@@ -251,7 +243,7 @@ func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEn
 			return
 		}
 		e.mu.Lock()
-		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(forward.HeaderClaimID), relayName: r.Header.Get("X-Relay")})
+		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(forward.HeaderClaimID)})
 		n := len(e.hits[id])
 		e.mu.Unlock()
 		status, ra := http.StatusOK, ""
@@ -263,24 +255,12 @@ func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEn
 		}
 		w.WriteHeader(status)
 	})
-	mux.HandleFunc("POST /exhaustion", func(w http.ResponseWriter, r *http.Request) {
-		p, err := forward.DecodeExhaustion(r.Body)
-		if err != nil {
-			t.Errorf("exhaustion payload: %v", err)
-		}
-		e.mu.Lock()
-		e.exhaustions = append(e.exhaustions, p)
-		e.exhHeaders = append(e.exhHeaders, r.Header.Clone())
-		e.mu.Unlock()
-		w.Header().Set(forward.HeaderAck, p.ClaimID)
-	})
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(e.srv.Close)
 	return e
 }
 
-func (e *botEndpoint) url() string           { return e.srv.URL + "/update" }
-func (e *botEndpoint) exhaustionURL() string { return e.srv.URL + "/exhaustion" }
+func (e *botEndpoint) url() string { return e.srv.URL + "/update" }
 
 func (e *botEndpoint) hitsOf(id int64) []endpointHit {
 	e.mu.Lock()
@@ -293,12 +273,6 @@ func (e *botEndpoint) distinct() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.hits)
-}
-
-func (e *botEndpoint) exhaustionPayloads() []forward.ExhaustionPayload {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]forward.ExhaustionPayload(nil), e.exhaustions...)
 }
 
 // serveFakeTelegram starts a fake Bot API with fast webhook re-delivery.
@@ -504,112 +478,10 @@ func TestServeWebhook(t *testing.T) {
 	if err := r.stop(t); err != nil {
 		t.Errorf("serve exit after SIGTERM: %v\n%s", err, r.stderr)
 	}
-	if len(r.logLines("serve: stopped")) != 1 {
+	if len(r.logLines("relay: stopped")) != 1 {
 		t.Errorf("no clean stop logged:\n%s", r.stderr)
 	}
 	assertServeNoSecrets(t, r, srv.Token)
-}
-
-func TestServePollingKeepsExhaustionsForAdmin(t *testing.T) {
-	t.Parallel()
-	srv := serveFakeTelegram(t)
-	var poison atomic.Int64
-	poison.Store(-1)
-	ep := newBotEndpoint(t, func(id int64, _ int) (int, string) {
-		if id == poison.Load() {
-			return http.StatusUnprocessableEntity, ""
-		}
-		return http.StatusOK, ""
-	})
-	ups := sendChatter(t, srv, 2, 4)
-	poison.Store(ups[1].ID)
-	db := filepath.Join(t.TempDir(), "relay.db")
-	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
-		"--forward", ep.url(), "--admin-listen", "127.0.0.1:0", "--sweep-interval", "50ms")
-	serveWaitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
-	serveWaitFor(t, "the poison update kept as an unacknowledged exhaustion", func() bool {
-		return scrapeMetric(t, r.admin, "tgrelay_exhaustions_pending") == 1
-	})
-	serveWaitFor(t, "the rest completed", func() bool {
-		return scrapeMetric(t, r.admin, `tgrelay_updates{state="completed"}`) == float64(len(ups)-1)
-	})
-	if got := len(ep.hitsOf(ups[1].ID)); got != 1 {
-		t.Errorf("a 4xx update was forwarded %d times, want 1 (no retry)", got)
-	}
-	if got := scrapeMetric(t, r.admin, `tgrelay_attempt_failures_total{reason="http_4xx"}`); got != 1 {
-		t.Errorf(`failures{http_4xx} = %v, want 1`, got)
-	}
-	if err := r.stop(t); err != nil {
-		t.Errorf("serve exit: %v\n%s", err, r.stderr)
-	}
-	if n := srv.PendingUpdates(); n != 0 {
-		t.Errorf("Telegram still holds %d updates after a clean stop, want 0 (offset confirmed)", n)
-	}
-	// The exhaustion is durable and unacknowledged, for the admin commands.
-	st, err := openStore(t.Context(), db, "", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	row, ok, err := st.Get(t.Context(), ups[1].ID)
-	if err != nil || !ok || !row.Unacknowledged() {
-		t.Errorf("poison row = %+v, %v, %v; want an unacknowledged exhaustion", row, ok, err)
-	}
-	assertServeNoSecrets(t, r, srv.Token)
-}
-
-func TestServeForwardStatuses(t *testing.T) {
-	t.Parallel()
-	srv := serveFakeTelegram(t)
-	var busy, flaky, refused atomic.Int64
-	ep := newBotEndpoint(t, func(id int64, n int) (int, string) {
-		switch {
-		case id == busy.Load() && n == 1:
-			return http.StatusServiceUnavailable, "1"
-		case id == flaky.Load() && n == 1:
-			return http.StatusInternalServerError, ""
-		case id == refused.Load():
-			return http.StatusBadRequest, ""
-		}
-		return http.StatusOK, ""
-	})
-	ups := sendChatter(t, srv, 3, 3)
-	busy.Store(ups[0].ID)
-	flaky.Store(ups[1].ID)
-	refused.Store(ups[2].ID)
-	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", filepath.Join(t.TempDir(), "relay.db"),
-		"--poll", "--poll-timeout", "1s", "--forward", ep.url(), "--exhaustion-forward", ep.exhaustionURL(),
-		"--admin-listen", "127.0.0.1:0", "--sweep-interval", "50ms", "--backoff-base", "10ms")
-
-	serveWaitFor(t, "the 4xx update delivered as an exhaustion", func() bool { return len(ep.exhaustionPayloads()) >= 1 })
-	p := ep.exhaustionPayloads()[0]
-	if p.UpdateID != ups[2].ID || p.Attempt != 1 || p.ClaimID == "" || !strings.Contains(p.Error, "400") {
-		t.Errorf("exhaustion payload = %+v, want update %d attempt 1 with the 400", p, ups[2].ID)
-	}
-	if !bytes.Equal(p.Update, ups[2].JSON) {
-		t.Errorf("exhaustion carries %s, want the raw update %s", p.Update, ups[2].JSON)
-	}
-	serveWaitFor(t, "the exhaustion acknowledged", func() bool {
-		return scrapeMetric(t, r.admin, "tgrelay_exhaustions_acknowledged_total") == 1 && scrapeMetric(t, r.admin, "tgrelay_exhaustions_pending") == 0
-	})
-	serveWaitFor(t, "503 and 500 retried to success", func() bool {
-		return len(ep.hitsOf(ups[0].ID)) == 2 && len(ep.hitsOf(ups[1].ID)) == 2
-	})
-	for _, id := range []int64{ups[0].ID, ups[1].ID} {
-		hs := ep.hitsOf(id)
-		if hs[0].attempt != 1 || hs[1].attempt != 2 || hs[0].claimID == hs[1].claimID {
-			t.Errorf("update %d attempts %+v, want 1 then 2 with new claim ids", id, hs)
-		}
-	}
-	serveWaitFor(t, "both completed", func() bool { return scrapeMetric(t, r.admin, `tgrelay_updates{state="completed"}`) == 2 })
-	for reason, want := range map[string]float64{"http_503": 1, "http_5xx": 1, "http_4xx": 1} {
-		if got := scrapeMetric(t, r.admin, `tgrelay_attempt_failures_total{reason="`+reason+`"}`); got != want {
-			t.Errorf("failures{%s} = %v, want %v", reason, got, want)
-		}
-	}
-	if err := r.stop(t); err != nil {
-		t.Errorf("serve exit: %v", err)
-	}
 }
 
 func TestServeWebhookOwnership(t *testing.T) {
@@ -649,23 +521,10 @@ func TestServeWebhookOwnership(t *testing.T) {
 	}
 	assertServeNoSecrets(t, r, srv.Token)
 
-	// Takeover naming the host, then a periodic check sees it move away.
-	r = startServeProc(t, nil, append(base, "--takeover-from", "other.example:8443", "--webhook-check-interval", "1s",
-		"--admin-listen", "127.0.0.1:0")...)
-	if ls := r.logLines("serve: webhook set"); len(ls) != 1 || ls[0]["taken_from"] != "other.example:8443" {
+	// Takeover naming the host.
+	r = startServeProc(t, nil, append(base, "--takeover-from", "other.example:8443")...)
+	if ls := r.logLines("relay: webhook set"); len(ls) != 1 || ls[0]["taken_from"] != "other.example:8443" {
 		t.Errorf("takeover not logged: %v", ls)
-	}
-	ups := sendChatter(t, srv, 1, 1)
-	serveWaitFor(t, "an update through the taken webhook", func() bool { return ep.distinct() == 1 && len(ep.hitsOf(ups[0].ID)) == 1 })
-	if _, err := bot.Call(t.Context(), "setWebhook", map[string]any{"url": "http://intruder.example/hook"}); err != nil {
-		t.Fatal(err)
-	}
-	serveWaitFor(t, "the move warned about", func() bool {
-		ls := r.logLines("serve: the webhook moved away from this relay; updates now go elsewhere")
-		return len(ls) > 0 && ls[0]["owner_host"] == "intruder.example"
-	}, r)
-	if got := scrapeMetric(t, r.admin, "tgrelay_webhook_owned"); got != 0 {
-		t.Errorf("tgrelay_webhook_owned = %v after the move, want 0", got)
 	}
 	if err := r.stop(t); err != nil {
 		t.Errorf("serve exit: %v", err)
@@ -726,94 +585,6 @@ func TestServeKillAndRestartLosesNothing(t *testing.T) {
 	}
 }
 
-// pgDatabase returns a fresh PostgreSQL database on a cluster this test
-// starts (or on TGRELAY_PG_URL's server), skipping loudly without
-// PostgreSQL unless TGRELAY_REQUIRE_PG=1. (pgtest.URL needs pgtest.Main as
-// the package's TestMain.)
-func pgDatabase(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var c *pgtest.Cluster
-	var err error
-	if u := os.Getenv(pgtest.EnvURL); u != "" {
-		c, err = pgtest.Attach(u)
-	} else {
-		c, err = pgtest.Start(ctx, pgtest.Options{Fast: true})
-	}
-	if errors.Is(err, pgtest.ErrNotInstalled) && os.Getenv(pgtest.EnvRequire) != "1" {
-		t.Skipf("*** SKIPPING a PostgreSQL test: %v (set %s=1 to fail instead)", err, pgtest.EnvRequire)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Stop() })
-	dbURL, err := c.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Dir() == "" {
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_ = c.DropDatabase(ctx, dbURL)
-		})
-	}
-	return dbURL
-}
-
-func TestServeTwoProcessesSharePostgres(t *testing.T) {
-	t.Parallel()
-	dbURL := pgDatabase(t)
-	srv := serveFakeTelegram(t)
-	ep := newBotEndpoint(t, func(int64, int) (int, string) {
-		time.Sleep(5 * time.Millisecond) // the endpoint's own work
-		return http.StatusOK, ""
-	})
-	// A round-robin load balancer in front of two replicas, as one public
-	// webhook address.
-	addrA, addrB := serveFreeAddr(t), serveFreeAddr(t)
-	var next atomic.Int64
-	targets := []*url.URL{{Scheme: "http", Host: addrA}, {Scheme: "http", Host: addrB}}
-	lb := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-		pr.SetURL(targets[next.Add(1)%2])
-	}})
-	t.Cleanup(lb.Close)
-	args := func(addr, name string) []string {
-		return []string{"--token", srv.Token, "--api-root", srv.URL, "--secret", testSecret, "--db", dbURL,
-			"--listen", addr, "--public-url", lb.URL + "/telegram", "--takeover-from", "none",
-			"--forward", ep.url(), "--forward-header", "X-Relay: " + name, "--sweep-interval", "200ms", "--pending-grace", "1s"}
-	}
-	a := startServeProc(t, nil, args(addrA, "a")...)
-	b := startServeProc(t, nil, args(addrB, "b")...)
-	ups := sendChatter(t, srv, 8, 40)
-	serveWaitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
-	by := map[string]int{}
-	for _, u := range ups {
-		for _, h := range ep.hitsOf(u.ID) {
-			by[h.relayName]++
-		}
-	}
-	if by["a"] == 0 || by["b"] == 0 {
-		t.Errorf("forwards by replica = %v, want both to share the work", by)
-	}
-	st, err := openStore(t.Context(), dbURL, "", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	serveWaitFor(t, "every row completed", func() bool {
-		s, err := st.Stats(t.Context())
-		return err == nil && s.Count[intake.StateCompleted] == len(ups)
-	})
-	for _, r := range []*serveProc{a, b} {
-		if err := r.stop(t); err != nil {
-			t.Errorf("serve exit: %v\n%s", err, r.stderr)
-		}
-		assertServeNoSecrets(t, r, srv.Token)
-	}
-}
-
 func TestServeFlagErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -823,12 +594,12 @@ func TestServeFlagErrors(t *testing.T) {
 		want string
 	}{
 		{"no forward", nil, []string{"--token", "1:x"}, "--forward is required"},
-		{"bad forward", nil, []string{"--forward", "ftp://x"}, "--forward: want an absolute"},
+		{"bad forward", nil, []string{"--forward", "ftp://x"}, "--forward is not a URL: want an absolute"},
 		{"bad env duration", []string{"TGRELAY_LEASE=soon"}, []string{"--forward", "http://127.0.0.1:1/"}, "TGRELAY_LEASE: invalid value for --lease"},
-		{"bad attempts", nil, []string{"--forward", "http://127.0.0.1:1/", "--max-attempts", "0"}, "--max-attempts 0"},
-		{"timeout above lease", nil, []string{"--forward", "http://127.0.0.1:1/", "--lease", "1s", "--forward-timeout", "2s"}, "--forward-timeout 2s must be below --lease"},
+		{"bad attempts", nil, []string{"--forward", "http://127.0.0.1:1/", "--max-attempts", "0"}, "--max-attempts is 0"},
+		{"timeout above lease", nil, []string{"--forward", "http://127.0.0.1:1/", "--lease", "1s", "--forward-timeout", "2s"}, "--forward-timeout is 2s: want below the lease"},
 		{"secret required", nil, []string{"--forward", "http://127.0.0.1:1/", "--token", "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}, "--secret (or TGRELAY_WEBHOOK_SECRET) is required"},
-		{"bad secret", []string{"TGRELAY_WEBHOOK_SECRET=has space"}, []string{"--forward", "http://127.0.0.1:1/"}, "--secret: webhook:"},
+		{"bad secret", []string{"TGRELAY_WEBHOOK_SECRET=has space"}, []string{"--forward", "http://127.0.0.1:1/"}, "--secret (or TGRELAY_WEBHOOK_SECRET) is not a valid webhook secret"},
 		{"poll timeout", nil, []string{"--forward", "http://127.0.0.1:1/", "--poll", "--poll-timeout", "1500ms"}, "--poll-timeout"},
 		{"log format", nil, []string{"--forward", "http://127.0.0.1:1/", "--log-format", "xml"}, `--log-format "xml"`},
 	} {
@@ -917,86 +688,5 @@ func TestServeSandboxWithoutToken(t *testing.T) {
 	// in a log line.
 	if strings.Contains(r.stderr.String(), token) {
 		t.Errorf("logs contain the sandbox token:\n%s", r.stderr)
-	}
-}
-
-func TestServeGracefulDrain(t *testing.T) {
-	t.Parallel()
-	srv := serveFakeTelegram(t)
-	entered := make(chan int64, 16)
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	ep := newBotEndpoint(t, func(id int64, _ int) (int, string) {
-		entered <- id
-		<-release
-		return http.StatusOK, ""
-	})
-	// Registered after the endpoint, so it runs before the endpoint's Close.
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	db := filepath.Join(t.TempDir(), "relay.db")
-	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
-		"--forward", ep.url(), "--drain-timeout", "30s")
-	ups := sendChatter(t, srv, 1, 1)
-	select {
-	case <-entered:
-	case <-time.After(waitTimeout):
-		t.Fatal("the forward never reached the endpoint")
-	}
-	// SIGTERM while the forward runs: serve stops receiving and waits.
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	serveWaitFor(t, "serve to start draining", func() bool { return len(r.logLines("serve: stopping: no new updates; draining")) == 1 }, r)
-	if r.exited() {
-		t.Fatal("serve exited with a forward still running inside the drain timeout")
-	}
-	releaseOnce.Do(func() { close(release) })
-	if err := r.stop(t); err != nil {
-		t.Errorf("serve exit: %v\n%s", err, r.stderr)
-	}
-	st, err := openStore(t.Context(), db, "", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	row, ok, err := st.Get(t.Context(), ups[0].ID)
-	if err != nil || !ok || row.State != intake.StateCompleted || row.Attempts != 1 {
-		t.Errorf("drained update = %+v (%v, %v), want completed on its only attempt", row, ok, err)
-	}
-}
-
-func TestServeDrainDeadlineCancels(t *testing.T) {
-	t.Parallel()
-	srv := serveFakeTelegram(t)
-	entered := make(chan int64, 16)
-	release := make(chan struct{})
-	ep := newBotEndpoint(t, func(id int64, _ int) (int, string) {
-		entered <- id
-		<-release // an endpoint that never finishes while serve drains
-		return http.StatusOK, ""
-	})
-	// Registered after the endpoint, so it runs before the endpoint's Close.
-	t.Cleanup(func() { close(release) })
-	db := filepath.Join(t.TempDir(), "relay.db")
-	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
-		"--forward", ep.url(), "--drain-timeout", "200ms")
-	ups := sendChatter(t, srv, 1, 1)
-	select {
-	case <-entered:
-	case <-time.After(waitTimeout):
-		t.Fatal("the forward never reached the endpoint")
-	}
-	if err := r.stop(t); err != nil {
-		t.Errorf("serve exit: %v\n%s", err, r.stderr)
-	}
-	if len(r.logLines("serve: drain deadline passed; running forwards were cancelled and will be retried")) != 1 {
-		t.Errorf("the cancelled drain was not logged:\n%s", r.stderr)
-	}
-	st, err := openStore(t.Context(), db, "", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	row, ok, err := st.Get(t.Context(), ups[0].ID)
-	if err != nil || !ok || row.State == intake.StateCompleted {
-		t.Errorf("cancelled update = %+v (%v, %v), want it left to be retried, not completed", row, ok, err)
 	}
 }

@@ -1,0 +1,353 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/poll"
+	"github.com/tgrelay/tgrelay/webhook"
+)
+
+// Defaults and bounds of [Config].
+const (
+	// DefaultListen is the webhook's listen address when Config.Listen is
+	// empty.
+	DefaultListen = "127.0.0.1:8080"
+	// DefaultPath is the webhook's path when Config.Path is empty.
+	DefaultPath = "/telegram"
+	// DefaultBackoffBase is the delay before the first retry when
+	// Config.BackoffBase is zero.
+	DefaultBackoffBase = 5 * time.Second
+	// MaxBackoffBase bounds Config.BackoffBase.
+	MaxBackoffBase = time.Hour
+	// MaxRetryBackoff caps the delay before a retry, whatever BackoffBase.
+	MaxRetryBackoff = 15 * time.Minute
+	// DefaultDrainTimeout is how long running forwards may finish on stop
+	// when Config.DrainTimeout is zero.
+	DefaultDrainTimeout = 30 * time.Second
+	// MaxDrainTimeout bounds Config.DrainTimeout.
+	MaxDrainTimeout = time.Hour
+	// DefaultWebhookCheckInterval is the period of the webhook ownership
+	// check when Config.WebhookCheckInterval is zero.
+	DefaultWebhookCheckInterval = 5 * time.Minute
+	// MinWebhookCheckInterval bounds Config.WebhookCheckInterval from
+	// below, so the check cannot hammer the Bot API.
+	MinWebhookCheckInterval = time.Second
+	// BotAPIMaxResponseBytes bounds a Bot API answer read by the default
+	// Bot API client; a full getUpdates batch fits.
+	BotAPIMaxResponseBytes = 8 << 20
+)
+
+// Store is what the relay needs of an update store: fenced claims, durable
+// exhaustions and the admin queries behind readiness and [Relay.Stats].
+// [github.com/tgrelay/tgrelay/intake/sqlitestore],
+// [github.com/tgrelay/tgrelay/intake/pgstore] and
+// [github.com/tgrelay/tgrelay/intake/memstore] implement it.
+type Store interface {
+	intake.DurableStore
+	intake.AdminStore
+}
+
+// Config configures a [Relay]. [New] copies and validates it; an invalid
+// field is a *[ConfigError] naming it. Zero values take the documented
+// defaults.
+type Config struct {
+	// Token is the bot token, "<bot id>:<secret>" as BotFather gives it.
+	// Required. It never appears in a log line, an error or a metric.
+	Token string
+	// APIRoot is the Bot API root URL, for a local Bot API server. Empty
+	// means https://api.telegram.org.
+	APIRoot string
+	// BotClient makes the Bot API calls (claim, check, getUpdates). Nil
+	// means a [github.com/tgrelay/tgrelay/transport] client reading at most
+	// [BotAPIMaxResponseBytes] per answer.
+	BotClient *http.Client
+
+	// Store records the updates. Required. The relay never closes it:
+	// close it after [Relay.Run] or [Relay.Stop] returns, when nothing of
+	// the relay uses it any more.
+	Store Store
+	// StoreName names the store in logs and [Status] (such as "sqlite" or
+	// "postgres"); never put a password in it. Empty means "store".
+	StoreName string
+
+	// Poll receives updates by long polling (getUpdates) instead of the
+	// webhook.
+	Poll bool
+	// PollTimeout is the long-poll timeout, whole seconds from 1s to 50s.
+	// Zero means 30s. Poll only.
+	PollTimeout time.Duration
+	// AllowedUpdates is the update types to receive, sent with getUpdates
+	// or setWebhook. Nil means Telegram's default.
+	AllowedUpdates []string
+
+	// Listen is the webhook's listen address. Empty means [DefaultListen].
+	// Webhook only.
+	Listen string
+	// Listener, when set, is used for the webhook instead of listening on
+	// Listen; the relay closes it on stop.
+	Listener net.Listener
+	// Path is the webhook's path; it starts with "/". Empty means
+	// [DefaultPath].
+	Path string
+	// Secret is the webhook secret Telegram sends with every update (1-256
+	// of A-Z a-z 0-9 _ -). Required for the webhook. It also derives the
+	// owner tag of the webhook registration.
+	Secret string
+	// PublicURL is the webhook address Telegram posts to. When set, the
+	// relay claims the webhook on start under the ownership rules of
+	// package webhook and checks it periodically; empty leaves the
+	// registration alone.
+	PublicURL string
+	// TakeoverFrom names the host the webhook points to now ("none" for a
+	// bot without one) to take it over from; empty never takes over.
+	TakeoverFrom string
+	// MaxConnections is setWebhook's max_connections, 1 to 100; zero
+	// means Telegram's default.
+	MaxConnections int
+	// WebhookCheckInterval is the period of the ownership check. Zero
+	// means [DefaultWebhookCheckInterval]; at least
+	// [MinWebhookCheckInterval].
+	WebhookCheckInterval time.Duration
+	// NoWebhookCheck turns the periodic ownership check off.
+	NoWebhookCheck bool
+
+	// Forward is where each update is POSTed (Forward.URL, required) and
+	// each exhaustion (Forward.ExhaustionURL; empty keeps exhaustions in
+	// the store for operator tooling). A zero Forward.Timeout means 30s or
+	// half the lease, whichever is less; it must stay below the lease.
+	Forward forward.Config
+
+	// MaxAttempts, LeaseDuration, MaxConcurrent, SweepInterval,
+	// PendingGrace and Retention configure the intake runner; zero means
+	// the intake's default, and the bounds are the intake's (see
+	// [intake.Config]).
+	MaxAttempts   int
+	LeaseDuration time.Duration
+	MaxConcurrent int
+	SweepInterval time.Duration
+	PendingGrace  time.Duration
+	Retention     time.Duration
+	// BackoffBase is the delay before the first retry of a failed forward;
+	// each next retry waits four times longer, capped at
+	// [MaxRetryBackoff]. Zero means [DefaultBackoffBase]; 1ms to
+	// [MaxBackoffBase].
+	BackoffBase time.Duration
+	// DrainTimeout bounds, on stop, how long running forwards may finish
+	// before they are cancelled (and retried later). Zero means
+	// [DefaultDrainTimeout]; up to [MaxDrainTimeout].
+	DrainTimeout time.Duration
+
+	// AdminListen is the address of the admin listener (/healthz, /readyz
+	// and whatever [Relay.HandleAdmin] mounts). Empty, without
+	// AdminListener, means no admin listener.
+	AdminListen string
+	// AdminListener, when set, is used instead of listening on
+	// AdminListen; the relay closes it on stop.
+	AdminListener net.Listener
+
+	// Observer receives the relay's events (see [Event]), for metrics and
+	// dashboards. Nil observes nothing. Use [Observers] for several.
+	Observer Observer
+	// Logger receives what happened, never a secret or an update body.
+	// Nil logs nothing.
+	Logger *slog.Logger
+}
+
+// ConfigError is an invalid [Config] field. Field is the Go name of the
+// field (such as "MaxAttempts" or "Forward.URL"), so that a command line
+// can name its own flag instead; Err says what is wrong, phrased to follow
+// the field's name, and never quotes a secret or a URL.
+type ConfigError struct {
+	Field string
+	Err   error
+}
+
+// Error implements error: "relay: <Field> <what is wrong>".
+func (e *ConfigError) Error() string { return "relay: " + e.Field + " " + e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func badField(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// checkHTTPURL reports whether raw is an absolute http or https URL, as
+// an error phrased to follow a field name. It never quotes the URL, which
+// may carry a credential.
+func checkHTTPURL(field, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return badField(field, "is not a URL: want an absolute http:// or https:// URL")
+	}
+	return nil
+}
+
+// fill returns a copy of c with defaults filled in, or a *ConfigError
+// naming the first invalid field. It does no I/O.
+func (c Config) fill() (Config, error) {
+	if c.Token == "" {
+		return c, badField("Token", "is required")
+	}
+	if c.APIRoot != "" {
+		if err := checkHTTPURL("APIRoot", c.APIRoot); err != nil {
+			return c, err
+		}
+	}
+	if c.Store == nil {
+		return c, badField("Store", "is required")
+	}
+	if c.StoreName == "" {
+		c.StoreName = "store"
+	}
+	if err := c.fillRunner(); err != nil {
+		return c, err
+	}
+	if err := c.fillForward(); err != nil {
+		return c, err
+	}
+	if c.Poll {
+		return c, c.fillPoll()
+	}
+	return c, c.fillWebhook()
+}
+
+func (c *Config) fillRunner() error {
+	type intField struct {
+		name   string
+		v      *int
+		lo, hi int
+	}
+	for _, f := range []intField{
+		{"MaxAttempts", &c.MaxAttempts, 1, intake.MaxMaxAttempts},
+		{"MaxConcurrent", &c.MaxConcurrent, 1, intake.MaxMaxConcurrent},
+	} {
+		if *f.v != 0 && (*f.v < f.lo || *f.v > f.hi) {
+			return badField(f.name, "is %d: want %d to %d", *f.v, f.lo, f.hi)
+		}
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = intake.DefaultLeaseDuration
+	}
+	if c.BackoffBase == 0 {
+		c.BackoffBase = DefaultBackoffBase
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	type durField struct {
+		name   string
+		v      time.Duration
+		lo, hi time.Duration
+	}
+	for _, f := range []durField{
+		{"LeaseDuration", c.LeaseDuration, intake.MinLeaseDuration, intake.MaxLeaseDuration},
+		{"SweepInterval", c.SweepInterval, intake.MinSweepInterval, intake.MaxSweepInterval},
+		{"PendingGrace", c.PendingGrace, time.Nanosecond, intake.MaxPendingGrace},
+		{"Retention", c.Retention, time.Nanosecond, intake.MaxRetention},
+		{"BackoffBase", c.BackoffBase, time.Millisecond, MaxBackoffBase},
+		{"DrainTimeout", c.DrainTimeout, time.Nanosecond, MaxDrainTimeout},
+	} {
+		if f.v == 0 {
+			continue // the intake's default
+		}
+		if f.v < f.lo || f.v > f.hi {
+			return badField(f.name, "is %v: want %v to %v", f.v, f.lo, f.hi)
+		}
+	}
+	return nil
+}
+
+func (c *Config) fillForward() error {
+	if c.Forward.URL == "" {
+		return badField("Forward.URL", "is required: the URL of the bot's endpoint that receives each update")
+	}
+	if err := checkHTTPURL("Forward.URL", c.Forward.URL); err != nil {
+		return err
+	}
+	if c.Forward.ExhaustionURL != "" {
+		if err := checkHTTPURL("Forward.ExhaustionURL", c.Forward.ExhaustionURL); err != nil {
+			return err
+		}
+	}
+	switch t := c.Forward.Timeout; {
+	case t == 0:
+		c.Forward.Timeout = min(forward.DefaultTimeout, c.LeaseDuration/2)
+	case t < time.Millisecond || t > forward.MaxTimeout:
+		return badField("Forward.Timeout", "is %v: want 1ms to %v", t, forward.MaxTimeout)
+	case t >= c.LeaseDuration:
+		return badField("Forward.Timeout", "is %v: want below the lease (%v), or a forward could outlive its lease", t, c.LeaseDuration)
+	}
+	return nil
+}
+
+func (c *Config) fillPoll() error {
+	if c.PollTimeout == 0 {
+		c.PollTimeout = poll.DefaultTimeout
+	}
+	if c.PollTimeout < time.Second || c.PollTimeout > poll.MaxTimeout || c.PollTimeout%time.Second != 0 {
+		return badField("PollTimeout", "is %v: want whole seconds from 1s to %v", c.PollTimeout, poll.MaxTimeout)
+	}
+	if c.PublicURL != "" {
+		return badField("PublicURL", "applies to the webhook, not to long polling")
+	}
+	return nil
+}
+
+func (c *Config) fillWebhook() error {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Path == "" {
+		c.Path = DefaultPath
+	}
+	if !strings.HasPrefix(c.Path, "/") {
+		return badField("Path", "must start with /")
+	}
+	if c.Secret == "" {
+		return badField("Secret", "is required for the webhook: Telegram sends it with every update")
+	}
+	if _, err := webhook.OwnerTag(c.Secret); err != nil {
+		return &ConfigError{Field: "Secret", Err: errors.New("is not a valid webhook secret: want 1-256 characters of A-Z, a-z, 0-9, _ and -")}
+	}
+	if c.PublicURL != "" {
+		if err := checkHTTPURL("PublicURL", c.PublicURL); err != nil {
+			return err
+		}
+	}
+	if c.MaxConnections < 0 || c.MaxConnections > 100 {
+		return badField("MaxConnections", "is %d: want 1 to 100 (0: Telegram's default)", c.MaxConnections)
+	}
+	if c.WebhookCheckInterval == 0 {
+		c.WebhookCheckInterval = DefaultWebhookCheckInterval
+	}
+	if c.WebhookCheckInterval < MinWebhookCheckInterval {
+		return badField("WebhookCheckInterval", "is %v: want at least %v", c.WebhookCheckInterval, MinWebhookCheckInterval)
+	}
+	return nil
+}
+
+// retryFunc is the relay's retry policy: every failure the endpoint did not
+// decide itself is retried after base × 4^(attempt−1), capped at
+// MaxRetryBackoff.
+func retryFunc(base time.Duration) func(error, int) (time.Duration, bool) {
+	return func(_ error, attempt int) (time.Duration, bool) {
+		d := base
+		for i := 1; i < attempt; i++ {
+			d *= 4
+			if d >= MaxRetryBackoff {
+				return MaxRetryBackoff, true
+			}
+		}
+		return min(d, MaxRetryBackoff), true
+	}
+}

@@ -1,0 +1,332 @@
+package relay_test
+
+// Tests of package relay run relays in this process against telegramtest
+// (the fake Bot API), a real SQLite file (or a real PostgreSQL) and a
+// recording bot endpoint on loopback.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/relay"
+	"github.com/tgrelay/tgrelay/telegramtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// waitTimeout bounds every wait of these tests; a wait that runs out fails
+// loudly.
+const waitTimeout = 45 * time.Second
+
+// testSecret is a realistic webhook secret; it must never reach a log.
+const testSecret = "s3cr3t-Webhook_Value-9f8e7d6c5b4a"
+
+// waitFor polls cond every few milliseconds until it holds, failing the
+// test after waitTimeout.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logging relay and a reading test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// logLines returns the JSON log lines of buf whose msg is msg.
+func logLines(buf *syncBuffer, msg string) []map[string]any {
+	var out []map[string]any
+	for line := range strings.SplitSeq(buf.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// recorder is an Observer counting events by kind (and reason).
+type recorder struct {
+	mu     sync.Mutex
+	counts map[string]int
+	events []relay.Event
+}
+
+func newRecorder() *recorder { return &recorder{counts: map[string]int{}} }
+
+func (r *recorder) Observe(e relay.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts[string(e.Kind)]++
+	if e.Reason != "" {
+		r.counts[string(e.Kind)+"/"+e.Reason]++
+	}
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) count(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts[key]
+}
+
+func (r *recorder) all(k relay.Kind) []relay.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []relay.Event
+	for _, e := range r.events {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// endpointHit is one request the bot endpoint received.
+type endpointHit struct {
+	attempt   int
+	claimID   string
+	relayName string
+}
+
+// botEndpoint is the bot's HTTP endpoint, recording every forward.
+type botEndpoint struct {
+	srv *httptest.Server
+	// respond decides the answer to attempt n (from 1) of an update; nil
+	// answers 200.
+	respond func(updateID int64, n int) (status int, retryAfter string)
+
+	mu          sync.Mutex
+	hits        map[int64][]endpointHit
+	exhaustions []forward.ExhaustionPayload
+}
+
+func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEndpoint {
+	t.Helper()
+	e := &botEndpoint{respond: respond, hits: map[int64][]endpointHit{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /update", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		id, err := intake.ParseUpdate(body)
+		hdrID, _ := strconv.ParseInt(r.Header.Get(forward.HeaderUpdateID), 10, 64)
+		attempt, _ := strconv.Atoi(r.Header.Get(forward.HeaderAttempt))
+		if err != nil || hdrID != id || attempt < 1 || r.Header.Get(forward.HeaderClaimID) == "" {
+			t.Errorf("forward without a consistent identity: body id %d (%v), headers %v", id, err, r.Header)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		e.mu.Lock()
+		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(forward.HeaderClaimID), relayName: r.Header.Get("X-Relay")})
+		n := len(e.hits[id])
+		e.mu.Unlock()
+		status, ra := http.StatusOK, ""
+		if e.respond != nil {
+			status, ra = e.respond(id, n)
+		}
+		if ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
+		w.WriteHeader(status)
+	})
+	mux.HandleFunc("POST /exhaustion", func(w http.ResponseWriter, r *http.Request) {
+		p, err := forward.DecodeExhaustion(r.Body)
+		if err != nil {
+			t.Errorf("exhaustion payload: %v", err)
+		}
+		e.mu.Lock()
+		e.exhaustions = append(e.exhaustions, p)
+		e.mu.Unlock()
+		w.Header().Set(forward.HeaderAck, p.ClaimID)
+	})
+	e.srv = httptest.NewServer(mux)
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *botEndpoint) url() string           { return e.srv.URL + "/update" }
+func (e *botEndpoint) exhaustionURL() string { return e.srv.URL + "/exhaustion" }
+
+func (e *botEndpoint) hitsOf(id int64) []endpointHit {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]endpointHit(nil), e.hits[id]...)
+}
+
+// distinct counts the updates forwarded at least once.
+func (e *botEndpoint) distinct() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.hits)
+}
+
+func (e *botEndpoint) exhaustionPayloads() []forward.ExhaustionPayload {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]forward.ExhaustionPayload(nil), e.exhaustions...)
+}
+
+// fakeTelegram starts a fake Bot API with fast webhook re-delivery.
+func fakeTelegram(t *testing.T) *telegramtest.Server {
+	t.Helper()
+	srv := telegramtest.NewServer(telegramtest.Config{
+		Webhook: telegramtest.WebhookConfig{Timeout: 10 * time.Second, Backoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, MaxAttempts: 1000},
+		Logf:    t.Logf,
+	})
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func botClient(t *testing.T, srv *telegramtest.Server) *botapi.Client {
+	t.Helper()
+	c, err := botapi.New(srv.Token, botapi.Config{APIRoot: srv.URL, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// sqliteStore opens a SQLite store in the test's temp dir, closed at the
+// end of the test (after the relay stopped: cleanups run last-first).
+func sqliteStore(t *testing.T) *sqlitestore.Store {
+	t.Helper()
+	st, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "relay.db"), sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// listen returns a loopback listener.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// baseConfig is a polling relay against srv into a new SQLite store,
+// forwarding to ep, logging JSON to logs, observed by rec, with fast
+// sweeps and retries.
+func baseConfig(t *testing.T, srv *telegramtest.Server, ep *botEndpoint, logs *syncBuffer, rec *recorder) relay.Config {
+	t.Helper()
+	return relay.Config{
+		Token:         srv.Token,
+		APIRoot:       srv.URL,
+		Store:         sqliteStore(t),
+		StoreName:     "sqlite",
+		Poll:          true,
+		PollTimeout:   time.Second,
+		Forward:       forward.Config{URL: ep.url()},
+		SweepInterval: 50 * time.Millisecond,
+		BackoffBase:   10 * time.Millisecond,
+		Observer:      rec,
+		Logger:        slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+}
+
+// start creates and starts a relay, stopped at the end of the test.
+func start(t *testing.T, cfg relay.Config) *relay.Relay {
+	t.Helper()
+	r, err := relay.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop() })
+	return r
+}
+
+// sendChatter makes users write n messages over chats, round robin, and
+// returns the updates.
+func sendChatter(t *testing.T, srv *telegramtest.Server, chats, n int) []telegramtest.Update {
+	t.Helper()
+	type pair struct {
+		u telegramtest.User
+		c telegramtest.Chat
+	}
+	var ps []pair
+	for i := range chats {
+		u := srv.NewUser(fmt.Sprintf("User%d", i))
+		c, err := srv.NewPrivateChat(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, pair{u, c})
+	}
+	var ups []telegramtest.Update
+	for i := range n {
+		p := ps[i%len(ps)]
+		up, err := srv.SendText(p.c, p.u, fmt.Sprintf("message %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ups = append(ups, up)
+	}
+	return ups
+}
+
+// assertNoSecrets fails when text holds the token, its secret half, or the
+// webhook secret.
+func assertNoSecrets(t *testing.T, what, text, token string) {
+	t.Helper()
+	_, half, _ := strings.Cut(token, ":")
+	for name, s := range map[string]string{"token": token, "token secret half": half, "webhook secret": testSecret} {
+		if s != "" && strings.Contains(text, s) {
+			t.Errorf("%s contains the %s:\n%s", what, name, text)
+		}
+	}
+}
+
+// get returns the status and body of GET url.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

@@ -1,0 +1,225 @@
+package relay
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// Kind is what an [Event] reports.
+type Kind string
+
+// The kinds of [Event], and which of its fields each one sets (besides
+// Kind and Time).
+const (
+	// KindAccepted: an update newly recorded (webhook or polling). ID.UpdateID.
+	KindAccepted Kind = "accepted"
+	// KindDuplicate: an update received again and not recorded again.
+	// ID.UpdateID.
+	KindDuplicate Kind = "duplicate"
+	// KindRejected: an update refused; Reason is one of the Reject
+	// constants.
+	KindRejected Kind = "rejected"
+	// KindClaimed: an attempt taken. ID.
+	KindClaimed Kind = "claimed"
+	// KindForwarded: one forward to the endpoint ended. ID, Duration, Err
+	// (nil when the endpoint answered 2xx).
+	KindForwarded Kind = "forwarded"
+	// KindFailed: an attempt failed. ID, Err, Retrying (another attempt
+	// will follow).
+	KindFailed Kind = "failed"
+	// KindSettled: a settlement the store applied. ID, State.
+	KindSettled Kind = "settled"
+	// KindLeaseLost: an attempt lost its ownership. ID.
+	KindLeaseLost Kind = "lease_lost"
+	// KindExhausted: an update given up and kept as an exhaustion. ID,
+	// Err (the last failure, as text).
+	KindExhausted Kind = "exhausted"
+	// KindExhaustionFailed: a delivery to the exhaustion endpoint failed;
+	// it is delivered again later. ID, Err.
+	KindExhaustionFailed Kind = "exhaustion_failed"
+	// KindAcknowledged: an exhaustion acknowledged. ID.
+	KindAcknowledged Kind = "acknowledged"
+	// KindStoreError: a store error the runner could not return to a
+	// caller. Step, ID.UpdateID (-1 for a sweep), Err.
+	KindStoreError Kind = "store_error"
+	// KindPollBatch: a getUpdates batch recorded in full and confirmed.
+	// Count.
+	KindPollBatch Kind = "poll_batch"
+	// KindPollError: a getUpdates call or batch failed; it is retried
+	// after Duration. Err.
+	KindPollError Kind = "poll_error"
+	// KindWebhookClaimed: the webhook was claimed on start. Host (the
+	// owner host now), Owned (true).
+	KindWebhookClaimed Kind = "webhook_claimed"
+	// KindWebhookChecked: a periodic ownership check ended. Owned, Host
+	// (the owner host), Err (the check failed; Owned is then unknown and
+	// false).
+	KindWebhookChecked Kind = "webhook_checked"
+)
+
+// Reasons of a [KindRejected] event.
+const (
+	RejectInvalid      = "invalid"      // not an update
+	RejectUnauthorized = "unauthorized" // wrong webhook secret
+	RejectTooLarge     = "too_large"    // body above the intake's limit
+	RejectMethod       = "method"       // not a POST
+	RejectStoreError   = "store_error"  // not recorded; Telegram delivers it again
+)
+
+// Event is one thing that happened in a relay. Which fields are set
+// depends on Kind (see the Kind constants); the others are zero.
+type Event struct {
+	Kind Kind
+	// Time is when the relay saw it.
+	Time time.Time
+	// ID is the update and, for attempts, its identity.
+	ID intake.Identity
+	// State is a settlement's resulting state.
+	State intake.State
+	// Step is the runner's step that met a store error.
+	Step intake.Step
+	// Reason is a rejection's reason.
+	Reason string
+	// Count is a poll batch's size.
+	Count int
+	// Duration is a forward's duration or a poll error's wait.
+	Duration time.Duration
+	// Retrying reports that a failed attempt will run again.
+	Retrying bool
+	// Owned and Host are a webhook claim's or check's result.
+	Owned bool
+	Host  string
+	// Err is the failure, if any.
+	Err error
+}
+
+// Observer receives a relay's events, for metrics, logs and dashboards.
+// Observe is called synchronously from the relay's goroutines,
+// concurrently: it must be fast, must not block, and must be safe for
+// concurrent use. A panic in it is recovered and ignored.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to an [Observer].
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// Observers returns an Observer that passes every event to each of obs in
+// turn (nil entries skipped), like io.MultiWriter.
+func Observers(obs ...Observer) Observer {
+	var list multiObserver
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	return list
+}
+
+type multiObserver []Observer
+
+func (m multiObserver) Observe(e Event) {
+	for _, o := range m {
+		safeObserve(o, e)
+	}
+}
+
+func safeObserve(o Observer, e Event) {
+	defer func() { _ = recover() }()
+	o.Observe(e)
+}
+
+// emit passes e, stamped with the time, to the configured observer.
+func (r *Relay) emit(e Event) {
+	if r.obs == nil {
+		return
+	}
+	e.Time = r.now()
+	safeObserve(r.obs, e)
+}
+
+// intakeObserver turns the runner's events into the relay's.
+func (r *Relay) intakeObserver() intake.Observer {
+	return intake.Observer{
+		AcceptFunc: func(id int64, a intake.Acceptance) {
+			switch a {
+			case intake.Accepted:
+				r.emit(Event{Kind: KindAccepted, ID: intake.Identity{UpdateID: id}})
+			case intake.Duplicate:
+				r.emit(Event{Kind: KindDuplicate, ID: intake.Identity{UpdateID: id}})
+			case intake.Invalid:
+				r.emit(Event{Kind: KindRejected, ID: intake.Identity{UpdateID: id}, Reason: RejectInvalid})
+			}
+		},
+		ClaimFunc:  func(id intake.Identity) { r.emit(Event{Kind: KindClaimed, ID: id}) },
+		SettleFunc: func(id intake.Identity, s intake.State) { r.emit(Event{Kind: KindSettled, ID: id, State: s}) },
+		FailureFunc: func(f intake.Failure) {
+			r.emit(Event{Kind: KindFailed, ID: f.Identity, Err: f.Err, Retrying: f.Retrying})
+		},
+		LeaseLostFunc: func(id intake.Identity) { r.emit(Event{Kind: KindLeaseLost, ID: id}) },
+		ExhaustFunc: func(e intake.Exhaustion) {
+			r.emit(Event{Kind: KindExhausted, ID: e.Identity, Err: textError(e.Error)})
+		},
+		ExhaustionFailureFunc: func(e intake.Exhaustion, err error) {
+			r.emit(Event{Kind: KindExhaustionFailed, ID: e.Identity, Err: err})
+		},
+		AcknowledgeFunc: func(id intake.Identity) { r.emit(Event{Kind: KindAcknowledged, ID: id}) },
+		StoreErrorFunc: func(step intake.Step, id int64, err error) {
+			r.emit(Event{Kind: KindStoreError, Step: step, ID: intake.Identity{UpdateID: id}, Err: err})
+		},
+	}
+}
+
+// textError is an error that is only its text (a stored failure).
+type textError string
+
+func (e textError) Error() string { return string(e) }
+
+// observeRejections wraps the webhook handler to report its refusals by
+// the status it answered. (Invalid bodies are reported by the runner,
+// which also sees polling.)
+func (r *Relay) observeRejections(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(sw, req)
+		reason := ""
+		switch sw.code {
+		case http.StatusForbidden:
+			reason = RejectUnauthorized
+		case http.StatusRequestEntityTooLarge:
+			reason = RejectTooLarge
+		case http.StatusMethodNotAllowed:
+			reason = RejectMethod
+		case http.StatusServiceUnavailable:
+			reason = RejectStoreError
+		}
+		if reason != "" {
+			r.emit(Event{Kind: KindRejected, ID: intake.Identity{UpdateID: -1}, Reason: reason})
+		}
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wrote {
+		s.code, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,602 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/poll"
+	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/webhook"
+)
+
+// Internal bounds of a relay.
+const (
+	// cancelGrace bounds the wait, after the drain deadline cancelled the
+	// handlers, for them to record their outcome before Stop returns.
+	cancelGrace = 2 * time.Second
+	// startTimeout bounds the first sweep and the webhook claim at start.
+	startTimeout = time.Minute
+	// readyTimeout bounds the store query of a readiness probe.
+	readyTimeout = 5 * time.Second
+	// Bounds of the webhook and admin HTTP servers.
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+)
+
+// ErrStarted is returned by [Relay.Start] and [Relay.Run] on a relay
+// that was started or stopped before: a relay runs once.
+var ErrStarted = errors.New("relay: already started")
+
+// Relay is the sidecar as a library: it receives a bot's updates (webhook
+// or long polling), records each one durably before Telegram is answered,
+// and forwards it to the bot's HTTP endpoint, at least once, in order per
+// chat, retrying with backoff. Create it with [New]; run it with
+// [Relay.Run], or [Relay.Start] and [Relay.Stop]. Its methods are safe for
+// concurrent use.
+type Relay struct {
+	cfg   Config
+	log   *slog.Logger
+	obs   Observer
+	now   func() time.Time
+	bot   *botapi.Client
+	ownBC *http.Client // the Bot API client New made, closed on stop
+	fwd   *forward.Forwarder
+
+	runner   *intake.Runner
+	adminMux *http.ServeMux
+
+	startOnce atomic.Bool
+	ready     atomic.Bool
+	fatal     chan error // the first error that must end the relay
+
+	// Set by Start, read by Stop and the status methods.
+	mu          sync.Mutex
+	servers     []*listener // stopped in reverse order of start
+	hook, admin *listener
+	runnerUp    bool
+	stopPoll    func() // cancels the poller and waits for it
+	bgCancel    context.CancelFunc
+	bg          sync.WaitGroup
+	webhook     WebhookStatus
+	stopOnce    sync.Once
+	stopErr     error
+}
+
+// listener is one HTTP server of the relay.
+type listener struct {
+	name string // for errors and logs: "webhook", "admin"
+	ln   net.Listener
+	srv  *http.Server
+}
+
+// New validates cfg and assembles a relay; it does no I/O and starts
+// nothing. An invalid field is a *[ConfigError] naming it.
+func New(cfg Config) (*Relay, error) {
+	cfg, err := cfg.fill()
+	if err != nil {
+		return nil, err
+	}
+	r := &Relay{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, now: time.Now, fatal: make(chan error, 1)}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer != nil {
+		r.obs = Observers(cfg.Observer) // recovers panics
+	}
+	hc := cfg.BotClient
+	if hc == nil {
+		hc, err = transport.NewClient(transport.Config{MaxResponseBytes: BotAPIMaxResponseBytes})
+		if err != nil {
+			return nil, fmt.Errorf("relay: Bot API transport: %w", err)
+		}
+		r.ownBC = hc
+	}
+	r.bot, err = botapi.New(cfg.Token, botapi.Config{APIRoot: cfg.APIRoot, HTTPClient: hc, MaxResponseBytes: BotAPIMaxResponseBytes})
+	if errors.Is(err, botapi.ErrInvalidToken) {
+		return nil, badField("Token", "is not a bot token: want <bot id>:<secret> as BotFather gives it")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("relay: Bot API client: %w", err)
+	}
+	r.fwd, err = forward.New(cfg.Forward)
+	if err != nil {
+		return nil, &ConfigError{Field: "Forward", Err: err}
+	}
+	// Without an exhaustion endpoint, exhaustions stay unacknowledged in
+	// the store for operator tooling ('tgrelay updates exhausted|ack|requeue').
+	var exh func(context.Context, intake.Exhaustion) error
+	if cfg.Forward.ExhaustionURL != "" {
+		exh = r.fwd.HandleExhaustion
+	}
+	r.runner, err = intake.New(intake.Config{
+		Store:             cfg.Store,
+		AttemptHandler:    r.timedForward,
+		ExhaustionHandler: exh,
+		KeepExhaustions:   true,
+		RetryFunc:         retryFunc(cfg.BackoffBase),
+		MaxAttempts:       cfg.MaxAttempts,
+		LeaseDuration:     cfg.LeaseDuration,
+		MaxConcurrent:     cfg.MaxConcurrent,
+		SweepInterval:     cfg.SweepInterval,
+		PendingGrace:      cfg.PendingGrace,
+		Retention:         cfg.Retention,
+		Observer:          r.intakeObserver(),
+		Logger:            r.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("relay: intake runner: %w", err)
+	}
+	r.adminMux = http.NewServeMux()
+	r.adminMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	r.adminMux.HandleFunc("GET /readyz", r.serveReady)
+	return r, nil
+}
+
+// timedForward forwards one attempt and reports its duration.
+func (r *Relay) timedForward(ctx context.Context, u intake.Update, a intake.Attempt) error {
+	start := r.now()
+	err := r.fwd.Handle(ctx, u, a)
+	r.emit(Event{Kind: KindForwarded, ID: a.Identity, Duration: r.now().Sub(start), Err: err})
+	return err
+}
+
+// HandleAdmin mounts handler at pattern (an [http.ServeMux] pattern) on
+// the admin listener, beside /healthz and /readyz; call it before Start.
+// This is where a metrics endpoint or a dashboard plugs in.
+func (r *Relay) HandleAdmin(pattern string, handler http.Handler) {
+	r.adminMux.Handle(pattern, handler)
+}
+
+// AdminHandler returns the admin handler (/healthz, /readyz and what
+// HandleAdmin mounted), for serving on a listener of the caller's own.
+func (r *Relay) AdminHandler() http.Handler { return r.adminMux }
+
+// Run starts the relay, waits until ctx ends or a part of it fails, then
+// stops it in order (see [Relay.Stop]). It returns the failure, or nil
+// after ctx ended.
+func (r *Relay) Run(ctx context.Context) error {
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+		r.log.Info("relay: stopping: no new updates; draining", "drain_timeout", r.cfg.DrainTimeout)
+	case err = <-r.fatal:
+		r.log.Error("relay: stopping after an error", "err", err)
+	}
+	start := r.now()
+	if serr := r.Stop(); err == nil {
+		err = serr
+	}
+	r.log.Info("relay: stopped", "took", r.now().Sub(start).Round(time.Millisecond))
+	return err
+}
+
+// Failed returns a channel that receives the first failure that must end
+// the relay (a listener that stopped serving, polling refused because a
+// webhook is set). [Relay.Run] waits on it; a caller of Start does too.
+func (r *Relay) Failed() <-chan error { return r.fatal }
+
+func (r *Relay) fail(err error) {
+	select {
+	case r.fatal <- err:
+	default:
+	}
+}
+
+// Start starts the relay and returns once it receives: the admin listener
+// serves, the runner has swept the store once, and the webhook listens
+// (and is claimed when Config.PublicURL is set) or polling runs. On error
+// everything started is stopped again. ctx bounds the start only.
+func (r *Relay) Start(ctx context.Context) error {
+	if r.startOnce.Swap(true) {
+		return ErrStarted
+	}
+	if err := r.start(ctx); err != nil {
+		_ = r.Stop()
+		return err
+	}
+	r.ready.Store(true)
+	return nil
+}
+
+func (r *Relay) start(ctx context.Context) error {
+	bgCtx, cancel := context.WithCancel(context.Background())
+	r.mu.Lock()
+	r.bgCancel = cancel
+	r.mu.Unlock()
+
+	if r.cfg.AdminListen != "" || r.cfg.AdminListener != nil {
+		l, err := r.serve("admin", "AdminListen", r.cfg.AdminListen, r.cfg.AdminListener, r.adminMux)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.admin = l
+		r.mu.Unlock()
+	}
+	sctx, scancel := context.WithTimeout(ctx, startTimeout)
+	defer scancel()
+	if err := r.runner.Start(sctx); err != nil {
+		return fmt.Errorf("relay: start the runner (first sweep of the store): %w", err)
+	}
+	r.mu.Lock()
+	r.runnerUp = true
+	r.mu.Unlock()
+	if r.cfg.Poll {
+		return r.startPolling(bgCtx)
+	}
+	return r.startWebhook(sctx, bgCtx)
+}
+
+// serve listens (unless l is given) and serves h in the background.
+func (r *Relay) serve(name, field, addr string, l net.Listener, h http.Handler) (*listener, error) {
+	if l == nil {
+		var err error
+		if l, err = net.Listen("tcp", addr); err != nil {
+			return nil, &ConfigError{Field: field, Err: fmt.Errorf("is not available: %w", err)}
+		}
+	}
+	s := &listener{name: name, ln: l, srv: &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+	}}
+	r.mu.Lock()
+	r.servers = append(r.servers, s)
+	r.mu.Unlock()
+	r.bg.Go(func() {
+		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			r.fail(fmt.Errorf("relay: %s server: %w", name, err))
+		}
+	})
+	return s, nil
+}
+
+func (r *Relay) startPolling(bgCtx context.Context) error {
+	p, err := poll.New(poll.Config{
+		Caller:         r.bot,
+		AcceptFunc:     r.runner.Accept,
+		Timeout:        r.cfg.PollTimeout,
+		AllowedUpdates: r.cfg.AllowedUpdates,
+		Logger:         r.log,
+		Observer: poll.Observer{
+			BatchFunc: func(n int, _ int64) { r.emit(Event{Kind: KindPollBatch, Count: n}) },
+			AcceptErrorFunc: func(id int64, err error) {
+				r.emit(Event{Kind: KindRejected, ID: intake.Identity{UpdateID: id}, Reason: RejectStoreError, Err: err})
+			},
+			ErrorFunc: func(err error, wait time.Duration) { r.emit(Event{Kind: KindPollError, Err: err, Duration: wait}) },
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("relay: poll: %w", err)
+	}
+	pctx, cancel := context.WithCancel(bgCtx)
+	done := make(chan struct{})
+	r.bg.Go(func() {
+		defer close(done)
+		if err := p.Run(pctx); err != nil && pctx.Err() == nil {
+			r.fail(fmt.Errorf("relay: %w", err))
+		}
+	})
+	r.mu.Lock()
+	r.stopPoll = func() { cancel(); <-done }
+	r.mu.Unlock()
+	r.log.Info("relay: receiving by long polling", "store", r.cfg.StoreName, "admin", r.AdminURL())
+	return nil
+}
+
+func (r *Relay) startWebhook(ctx, bgCtx context.Context) error {
+	c := r.cfg
+	wh, err := intake.NewWebhook(intake.WebhookConfig{Runner: r.runner, Secret: c.Secret, Logger: r.log})
+	if err != nil {
+		return fmt.Errorf("relay: webhook handler: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(c.Path, r.observeRejections(wh))
+	l, err := r.serve("webhook", "Listen", c.Listen, c.Listener, mux)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.hook = l
+	r.mu.Unlock()
+	if c.PublicURL == "" {
+		r.log.Warn("relay: no public URL, so the webhook registration is left as it is")
+	} else if err := r.claimWebhook(ctx, bgCtx); err != nil {
+		return err
+	}
+	r.log.Info("relay: receiving by webhook", "webhook", r.WebhookURL(), "store", c.StoreName, "admin", r.AdminURL())
+	return nil
+}
+
+// claimWebhook claims the webhook and starts the periodic check.
+func (r *Relay) claimWebhook(ctx, bgCtx context.Context) error {
+	c := r.cfg
+	res, err := webhook.Claim(ctx, r.bot, webhook.ClaimConfig{
+		URL: c.PublicURL, Secret: c.Secret, TakeoverFrom: c.TakeoverFrom,
+		AllowedUpdates: c.AllowedUpdates, MaxConnections: c.MaxConnections,
+	})
+	if err != nil {
+		return fmt.Errorf("relay: claim the webhook: %w", err)
+	}
+	host := hostOf(res.URL)
+	attrs := []any{"owner_host", host, "pending_updates", res.PendingUpdates}
+	if res.TakenFrom != "" {
+		attrs = append(attrs, "taken_from", res.TakenFrom)
+	}
+	r.log.Info("relay: webhook set", attrs...)
+	r.mu.Lock()
+	r.webhook = WebhookStatus{Claimed: true, Owned: true, OwnerHost: host, CheckedAt: r.now()}
+	r.mu.Unlock()
+	r.emit(Event{Kind: KindWebhookClaimed, Owned: true, Host: host})
+	if c.NoWebhookCheck {
+		return nil
+	}
+	w := &watcher{r: r}
+	r.bg.Go(func() {
+		_ = webhook.Watch(bgCtx, r.bot, webhook.WatchConfig{
+			URL: c.PublicURL, Secret: c.Secret, Interval: c.WebhookCheckInterval, Func: w.checked,
+		})
+	})
+	return nil
+}
+
+// watcher logs what the periodic webhook checks find: a failed check, a
+// move away (once per foreign owner) and a return.
+type watcher struct {
+	r         *Relay
+	lastOwner string // the foreign owner last warned about; "" while owned
+}
+
+func (w *watcher) checked(st webhook.State, err error) {
+	r := w.r
+	now := r.now()
+	r.mu.Lock()
+	r.webhook.CheckedAt = now
+	if err != nil {
+		r.webhook.CheckError = err.Error()
+	} else {
+		r.webhook.CheckError = ""
+		r.webhook.Owned, r.webhook.OwnerHost = st.Owned, st.OwnerHost
+		r.webhook.LastError, r.webhook.LastErrorAt = st.LastError, st.LastErrorAt
+	}
+	r.mu.Unlock()
+	r.emit(Event{Kind: KindWebhookChecked, Owned: err == nil && st.Owned, Host: st.OwnerHost, Err: err})
+	switch {
+	case err != nil:
+		r.log.Warn("relay: webhook check failed", "err", err)
+	case !st.Owned:
+		if st.OwnerHost == w.lastOwner {
+			return // warned already
+		}
+		w.lastOwner = st.OwnerHost
+		r.log.Warn("relay: the webhook moved away from this relay; updates now go elsewhere",
+			"owner_host", st.OwnerHost, "hint", "restart with --takeover-from "+st.OwnerHost+" to take it back")
+	default:
+		if w.lastOwner != "" {
+			r.log.Info("relay: the webhook points here again")
+			w.lastOwner = ""
+		}
+		if st.LastError != "" {
+			r.log.Info("relay: webhook owned; Telegram reports a delivery error", "last_error", st.LastError, "at", st.LastErrorAt)
+		}
+	}
+}
+
+// hostOf returns the host of a URL (never its path or query).
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return webhook.HostUnknown
+	}
+	return u.Host
+}
+
+// Stop shuts the relay down in order, once: it stops receiving (webhook
+// listener, poller), drains the runner for Config.DrainTimeout (then
+// cancels the running forwards, which are retried later), stops the
+// background loops and the admin listener. It returns when nothing of the
+// relay uses the store any more; close the store after it. Stop on a relay
+// that never started only releases its Bot API client.
+func (r *Relay) Stop() error {
+	r.stopOnce.Do(func() { r.stopErr = r.stop() })
+	return r.stopErr
+}
+
+func (r *Relay) stop() error {
+	r.startOnce.Store(true) // a stopped relay does not start
+	r.ready.Store(false)
+	dctx, cancel := context.WithTimeout(context.Background(), r.cfg.DrainTimeout)
+	defer cancel()
+	r.mu.Lock()
+	servers, stopPoll, runnerUp, bgCancel := r.servers, r.stopPoll, r.runnerUp, r.bgCancel
+	r.mu.Unlock()
+	// Stop receiving: every listener but the admin one, newest first.
+	for i := len(servers) - 1; i >= 0; i-- {
+		if s := servers[i]; s != r.adminListener() {
+			if err := s.srv.Shutdown(dctx); err != nil {
+				r.log.Warn("relay: "+s.name+" requests still running at the drain deadline", "err", err)
+				_ = s.srv.Close()
+			}
+		}
+	}
+	if stopPoll != nil {
+		stopPoll()
+	}
+	var err error
+	if runnerUp {
+		if cerr := r.runner.Close(dctx); cerr != nil {
+			r.log.Warn("relay: drain deadline passed; running forwards were cancelled and will be retried", "err", cerr)
+			// Give the cancelled handlers a moment to record their
+			// outcome; whatever is left is retried after its lease.
+			ictx, icancel := context.WithTimeout(context.Background(), cancelGrace)
+			_ = r.runner.Idle(ictx)
+			icancel()
+		}
+	}
+	if bgCancel != nil {
+		bgCancel()
+	}
+	if admin := r.adminListener(); admin != nil {
+		_ = admin.srv.Close()
+	}
+	r.bg.Wait()
+	if r.ownBC != nil {
+		r.ownBC.CloseIdleConnections()
+	}
+	return err
+}
+
+// WebhookStatus is the webhook registration as the relay last saw it.
+type WebhookStatus struct {
+	// Claimed reports that the relay claimed the webhook on start
+	// (Config.PublicURL set); the other fields are zero otherwise.
+	Claimed bool
+	// Owned reports that the last claim or check found the webhook
+	// pointing here.
+	Owned bool
+	// OwnerHost is the host the webhook pointed to at the last claim or
+	// check ("none" for no webhook).
+	OwnerHost string
+	// CheckedAt is when the last claim or check ended.
+	CheckedAt time.Time
+	// CheckError is the last check's error, empty when it succeeded.
+	CheckError string
+	// LastError and LastErrorAt are Telegram's last delivery error, as the
+	// last check reported it.
+	LastError   string
+	LastErrorAt time.Time
+}
+
+// Status is a read-only view of a relay, for status pages.
+type Status struct {
+	// Ready reports that the relay is started and not stopping.
+	Ready bool
+	// Mode is "webhook" or "poll".
+	Mode string
+	// Store is Config.StoreName.
+	Store string
+	// WebhookURL is the local webhook URL ("" when polling or not yet
+	// listening).
+	WebhookURL string
+	// AdminURL is the admin listener's base URL ("" without one).
+	AdminURL string
+	// Webhook is the webhook registration as last claimed or checked.
+	Webhook WebhookStatus
+}
+
+// Status returns the relay's current status. It does no I/O; see
+// [Relay.Stats] for the store's counts.
+func (r *Relay) Status() Status {
+	st := Status{Ready: r.ready.Load(), Mode: "webhook", Store: r.cfg.StoreName, WebhookURL: r.WebhookURL(), AdminURL: r.AdminURL()}
+	if r.cfg.Poll {
+		st.Mode = "poll"
+	}
+	r.mu.Lock()
+	st.Webhook = r.webhook
+	r.mu.Unlock()
+	return st
+}
+
+// Stats returns the store's counts of updates by state, unacknowledged
+// exhaustions and the oldest pending update.
+func (r *Relay) Stats(ctx context.Context) (intake.Stats, error) {
+	return r.cfg.Store.Stats(ctx)
+}
+
+// Store returns the store the relay records into, for read-only status
+// pages (list, get, stats). Writes belong to the relay and to operator
+// tooling.
+func (r *Relay) Store() Store { return r.cfg.Store }
+
+// WebhookAddr returns the webhook listener's address, nil before Start or
+// when polling.
+func (r *Relay) WebhookAddr() net.Addr { return addrOf(r.hookListener()) }
+
+// AdminAddr returns the admin listener's address, nil without one or
+// before Start.
+func (r *Relay) AdminAddr() net.Addr { return addrOf(r.adminListener()) }
+
+// WebhookURL returns the local webhook URL (http://address/path), "" when
+// not listening.
+func (r *Relay) WebhookURL() string {
+	if a := r.WebhookAddr(); a != nil {
+		return "http://" + a.String() + r.cfg.Path
+	}
+	return ""
+}
+
+// AdminURL returns the admin listener's base URL, "" without one.
+func (r *Relay) AdminURL() string {
+	if a := r.AdminAddr(); a != nil {
+		return "http://" + a.String()
+	}
+	return ""
+}
+
+func (r *Relay) hookListener() *listener {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hook
+}
+
+func (r *Relay) adminListener() *listener {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.admin
+}
+
+func addrOf(l *listener) net.Addr {
+	if l == nil {
+		return nil
+	}
+	return l.ln.Addr()
+}
+
+// Ready reports nil while the relay is started and its store answers.
+func (r *Relay) Ready(ctx context.Context) error {
+	if !r.ready.Load() {
+		return errors.New("relay: not ready: starting or stopping")
+	}
+	if _, err := r.cfg.Store.Stats(ctx); err != nil {
+		return fmt.Errorf("relay: not ready: store unreachable: %w", err)
+	}
+	return nil
+}
+
+// serveReady answers /readyz: 200 while Ready, 503 otherwise.
+func (r *Relay) serveReady(w http.ResponseWriter, req *http.Request) {
+	ctx, cancel := context.WithTimeout(req.Context(), readyTimeout)
+	defer cancel()
+	if err := r.Ready(ctx); err != nil {
+		// The store's error may name a host; the probe says only what.
+		msg := "not ready: store unreachable"
+		if !r.ready.Load() {
+			msg = "not ready: starting or stopping"
+		}
+		http.Error(w, msg, http.StatusServiceUnavailable)
+		return
+	}
+	io.WriteString(w, "ready\n")
+}
