@@ -12,6 +12,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/poll"
 	"github.com/tgrelay/tgrelay/webhook"
 )
@@ -340,14 +341,6 @@ func (c *Config) fillWebhook() error {
 // decide itself is retried after base × 4^(attempt−1), capped at
 // MaxRetryBackoff.
 func retryFunc(base time.Duration) func(error, int) (time.Duration, bool) {
-	return func(_ error, attempt int) (time.Duration, bool) {
-		d := base
-		for i := 1; i < attempt; i++ {
-			d *= 4
-			if d >= MaxRetryBackoff {
-				return MaxRetryBackoff, true
-			}
-		}
-		return min(d, MaxRetryBackoff), true
-	}
+	b := backoff.Capped{Base: base, Factor: 4, Max: MaxRetryBackoff}
+	return func(_ error, attempt int) (time.Duration, bool) { return b.Delay(attempt), true }
 }
