@@ -142,8 +142,9 @@ func (s *Server) DroppedDeliveries() int {
 	return s.st.droppedDeliv
 }
 
-// TextCounts counts the new messages (sends, copies and forwards, not
-// edits) per (chat, text), sorted by chat then text.
+// TextCounts counts the new messages with a text or caption (sends,
+// copies and forwards, not edits; media without a caption, locations and
+// stickers are not counted) per (chat, text), sorted by chat then text.
 func (s *Server) TextCounts() []TextCount {
 	s.mu.Lock()
 	type key struct {
@@ -152,7 +153,7 @@ func (s *Server) TextCounts() []TextCount {
 	}
 	counts := map[key]int{}
 	for _, m := range s.st.ledger {
-		if !strings.HasPrefix(m.Method, "edit") {
+		if !strings.HasPrefix(m.Method, "edit") && m.Text != "" {
 			counts[key{m.ChatID, m.Text}]++
 		}
 	}

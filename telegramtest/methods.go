@@ -139,6 +139,7 @@ var methods = map[string]methodFunc{
 	"getchat":                (*Server).getChatLocked,
 	"getchatmember":          (*Server).getChatMemberLocked,
 	"getchatmembercount":     (*Server).memberCountLocked,
+	"getchatmemberscount":    (*Server).memberCountLocked, // the old name, still served
 	"getchatadministrators":  (*Server).adminsLocked,
 	"getfile":                (*Server).getFileLocked,
 	"setmycommands":          (*Server).setCommandsLocked,
