@@ -369,8 +369,9 @@ type Stats struct {
 	Count map[State]int
 	// Unacknowledged is the number of unacknowledged exhaustions.
 	Unacknowledged int
-	// OldestPending is the receipt time of the oldest pending row, or the
-	// zero time when none is pending.
+	// OldestPending is when the longest-waiting pending row became pending
+	// (its receipt, or its requeue by [AdminStore.Requeue]), or the zero
+	// time when none is pending.
 	OldestPending time.Time
 }
 

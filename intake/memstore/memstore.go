@@ -546,8 +546,10 @@ func (s *Store) Stats(ctx context.Context) (intake.Stats, error) {
 		if r.unacknowledged() {
 			st.Unacknowledged++
 		}
-		if r.state == intake.StatePending && (st.OldestPending.IsZero() || r.receivedAt.Before(st.OldestPending)) {
-			st.OldestPending = r.receivedAt
+		// A pending row's due time is when it became pending: its receipt
+		// or its requeue.
+		if r.state == intake.StatePending && (st.OldestPending.IsZero() || r.dueAt.Before(st.OldestPending)) {
+			st.OldestPending = r.dueAt
 		}
 	}
 	return st, nil

@@ -171,9 +171,11 @@ func buildQueries(table string) queries {
 		requeue: w(`UPDATE {{table}} SET state = 'pending', attempts = 0, due_at = $2::bigint,
 				error = NULL, settled_at = NULL
 			WHERE update_id = $1::bigint AND state IN ('failed', 'abandoned')`),
+		// A pending row's due_at is when it became pending: its receipt or
+		// its requeue.
 		stats: f(`SELECT state, count(*),
 				count(*) FILTER (WHERE state = 'abandoned' AND settled_at IS NULL),
-				min(received_at) FILTER (WHERE state = 'pending')
+				min(due_at) FILTER (WHERE state = 'pending')
 			FROM {{table}} GROUP BY state`),
 	}
 }

@@ -108,7 +108,7 @@ WHERE update_id = ?1 AND state IN ('failed', 'abandoned')`
 
 	statsExtraSQL = `SELECT
     (SELECT count(*) FROM "{{table}}" WHERE state = 'abandoned' AND settled_at IS NULL),
-    (SELECT min(received_at) FROM "{{table}}" WHERE state = 'pending')`
+    (SELECT min(due_at) FROM "{{table}}" WHERE state = 'pending')`
 )
 
 // batchRows is how many rows one INSERT statement of AddBatch carries (3

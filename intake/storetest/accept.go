@@ -15,6 +15,8 @@ func addCases() []testCase {
 		{name: "BodiesRoundTrip", rule: "bodies are stored byte for byte", run: bodiesRoundTrip},
 		{name: "UpdateIDRange", rule: "update ids 0 and 2^40 round-trip", run: updateIDRange},
 		{name: "PendingGrace", rule: "a pending row is due once received at or before PendingBefore", run: pendingGrace},
+		{name: "ConcurrentAddsOneNew", rule: "of concurrent adds of one update id exactly one is new, and the row is never overwritten", run: concurrentAdds},
+		{name: "ReadsReturnPrivateBodies", rule: "every read returns bodies the caller may modify without changing the store", run: readsReturnPrivateBodies},
 	}
 }
 

@@ -14,6 +14,7 @@ func adminCases() []testCase {
 		{name: "ListFiltersAndCursor", rule: "List filters by state and pages in update id order after its cursor", needs: capAdmin, run: adminList},
 		{name: "Requeue", rule: "Requeue restarts only failed and abandoned rows, under a new claim id", needs: capAdmin, run: adminRequeue},
 		{name: "Stats", rule: "Stats counts rows by state and finds the oldest pending", needs: capAdmin, run: adminStats},
+		{name: "OldestPendingSinceRequeue", rule: "Stats' oldest pending is when the row became pending, its requeue included", needs: capAdmin, run: oldestPendingSinceRequeue},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 func batchCases() []testCase {
 	return []testCase{
 		{name: "AddBatch", rule: "AddBatch reports one result per input, in order, the first duplicate winning", needs: capBatch, run: addBatch},
+		{name: "ConcurrentBatchAddsOneNew", rule: "of concurrent batches adding one update id exactly one is new, and the row is never overwritten", needs: capBatch, run: concurrentBatchAdds},
 	}
 }
 

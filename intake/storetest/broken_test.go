@@ -1,8 +1,13 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
+	"runtime"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
@@ -73,4 +78,335 @@ func TestLenientArgumentsFail(t *testing.T) {
 	requireMessage(t, res, "Arguments/BadOwnedArgumentsRefused", "SettleOwned(")
 	requireMessage(t, res, "Arguments/BadExhaustionQueryRefused", "DueExhaustions(limit 0)")
 	requireMessage(t, res, "Arguments/BadListQueryRefused", "List(state lost)")
+}
+
+// spendsLiveLease spends a row at its attempt ceiling whatever its lease:
+// the "attempts spent" rule applied before the claimable check.
+type spendsLiveLease struct{ *memstore.Store }
+
+func (s spendsLiveLease) fix(ctx context.Context, id int64, o intake.ClaimOpts) intake.ClaimOpts {
+	if row, ok, err := s.Get(ctx, id); err == nil && ok && row.State == intake.StateProcessing &&
+		!row.DueAt.Before(o.Now) && row.Attempts >= o.MaxAttempts {
+		o.Now = row.DueAt.Add(time.Millisecond)
+	}
+	return o
+}
+
+func (s spendsLiveLease) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
+	return s.Store.Claim(ctx, id, s.fix(ctx, id, o))
+}
+
+func (s spendsLiveLease) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.Store.ClaimOwned(ctx, id, s.fix(ctx, id, o))
+}
+
+func TestSpendsLiveLeaseFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return spendsLiveLease{m} }))
+	requireCases(t, res, "Claim/LiveLeaseUntouchedOnLastAttempt", "Fence/LiveLeaseUntouchedOnLastAttempt")
+	requireMessage(t, res, "Claim/LiveLeaseUntouchedOnLastAttempt", "a claim leaves a row under a live lease untouched, even on its last attempt: ", "the claim spent a row it could not claim")
+	requireMessage(t, res, "Fence/LiveLeaseUntouchedOnLastAttempt", "Owns(", "at 60ms) = false after claims at 50ms with MaxAttempts 1: the claim spent a row it could not claim")
+}
+
+// failedStillSettles checks the attempt and the time but not the state, so
+// a failed attempt whose retry is later than the settlement "settles".
+type failedStillSettles struct{ *memstore.Store }
+
+func (s failedStillSettles) failed(ctx context.Context, id intake.Identity, at time.Time, owned bool) bool {
+	row, ok, err := s.Get(ctx, id.UpdateID)
+	return err == nil && ok && row.State == intake.StateFailed && row.Attempts == id.Attempt &&
+		(!owned || row.ClaimID == id.ClaimID) && !row.DueAt.Before(at)
+}
+
+func (s failedStillSettles) Settle(ctx context.Context, id int64, attempt int, st intake.Settlement) (bool, error) {
+	if st.Validate() == nil && s.failed(ctx, intake.Identity{UpdateID: id, Attempt: attempt}, st.At, false) {
+		return true, nil
+	}
+	return s.Store.Settle(ctx, id, attempt, st)
+}
+
+func (s failedStillSettles) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	if st.Validate() == nil && s.failed(ctx, id, st.At, true) {
+		return true, nil
+	}
+	return s.Store.SettleOwned(ctx, id, st)
+}
+
+func (s failedStillSettles) Exhaust(ctx context.Context, id intake.Identity, at time.Time, text string) (bool, error) {
+	if s.failed(ctx, id, at, true) {
+		return true, nil
+	}
+	return s.Store.Exhaust(ctx, id, at, text)
+}
+
+func TestFailedStillSettlesFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return failedStillSettles{m} }))
+	requireCases(t, res, "Claim/FailedAttemptIsOver", "Fence/FailedAttemptIsOver")
+	requireMessage(t, res, "Claim/FailedAttemptIsOver", "Settle(1, attempt 1, completed at 20ms) reported true after attempt 1 failed at 10ms")
+	requireMessage(t, res, "Fence/FailedAttemptIsOver", "completed at 20ms) reported true after the attempt failed at 10ms")
+	requireMessage(t, res, "Fence/FailedAttemptIsOver", "at 20ms) reported true after the attempt failed at 10ms", "Exhaust(")
+}
+
+// baseSettleIgnoresLease settles a lapsed lease through the base call, as
+// if at the lease's end; the owned call is right.
+type baseSettleIgnoresLease struct{ *memstore.Store }
+
+func (s baseSettleIgnoresLease) Settle(ctx context.Context, id int64, attempt int, st intake.Settlement) (bool, error) {
+	if row, ok, err := s.Get(ctx, id); err == nil && ok && row.State == intake.StateProcessing && row.Attempts == attempt && row.DueAt.Before(st.At) {
+		st.At = row.DueAt
+	}
+	return s.Store.Settle(ctx, id, attempt, st)
+}
+
+func TestBaseSettleIgnoresLeaseFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return baseSettleIgnoresLease{m} }))
+	requireCases(t, res, "Claim/BaseSettleRefusesLapsedLease")
+	requireMessage(t, res, "Claim/BaseSettleRefusesLapsedLease", "a base settlement after the lease lapsed is refused: Settle(1, attempt 1, completed at 11ms) reported true after the lease lapsed at 10ms")
+}
+
+// ackAnyState acknowledges any row carrying the identity, whatever its
+// state.
+type ackAnyState struct{ *memstore.Store }
+
+func (s ackAnyState) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	ok, err := s.Store.AcknowledgeExhaustion(ctx, id, at)
+	if err != nil || ok {
+		return ok, err
+	}
+	row, found, err := s.Get(ctx, id.UpdateID)
+	return err == nil && found && row.Attempts == id.Attempt && row.ClaimID == id.ClaimID && row.SettledAt.IsZero(), err
+}
+
+func TestAckAnyStateFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return ackAnyState{m} }))
+	requireCases(t, res, "Exhaust/AckOnlyUnacknowledged")
+	for _, fragment := range []string{"of a processing row reported true", "of a failed row reported true"} {
+		requireMessage(t, res, "Exhaust/AckOnlyUnacknowledged", "only an unacknowledged exhaustion can be acknowledged: AcknowledgeExhaustion(", fragment)
+	}
+}
+
+// addCheckThenWrite decides that an update is new on a read and records it
+// after a yield: concurrent adds all report it new.
+type addCheckThenWrite struct{ *memstore.Store }
+
+func (s addCheckThenWrite) Add(ctx context.Context, u intake.Incoming) (bool, error) {
+	if _, found, err := s.Get(ctx, u.UpdateID); err != nil || found {
+		return false, err
+	}
+	runtime.Gosched()
+	_, err := s.Store.Add(ctx, u)
+	return err == nil, err
+}
+
+// lastAddWins reports "new" correctly but lets every later add replace the
+// stored body.
+type lastAddWins struct {
+	*memstore.Store
+	mu     *sync.Mutex
+	bodies map[int64][]byte
+}
+
+func (s lastAddWins) Add(ctx context.Context, u intake.Incoming) (bool, error) {
+	ok, err := s.Store.Add(ctx, u)
+	if err == nil {
+		s.mu.Lock()
+		s.bodies[u.UpdateID] = bytes.Clone(u.Body)
+		s.mu.Unlock()
+	}
+	return ok, err
+}
+
+func (s lastAddWins) Get(ctx context.Context, id int64) (intake.Row, bool, error) {
+	row, ok, err := s.Store.Get(ctx, id)
+	s.mu.Lock()
+	if b, replaced := s.bodies[id]; replaced && ok {
+		row.Body = bytes.Clone(b)
+	}
+	s.mu.Unlock()
+	return row, ok, err
+}
+
+func TestConcurrentAddBugsFail(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return addCheckThenWrite{m} }), "Add/ConcurrentAddsOneNew")
+	requireMessage(t, res, "Add/ConcurrentAddsOneNew", "of concurrent adds of one update id exactly one is new, and the row is never overwritten: ", "concurrent Add calls of update 2000 reported it new; exactly one must")
+
+	res = check(t.Context(), factory(func(m *memstore.Store) intake.Store {
+		return lastAddWins{Store: m, mu: new(sync.Mutex), bodies: map[int64][]byte{}}
+	}), "Add/ConcurrentAddsOneNew")
+	requireMessage(t, res, "Add/ConcurrentAddsOneNew", "after concurrent Add calls update 2000 holds body", "the row was overwritten")
+}
+
+// settleCheckThenWrite checks the attempt and its lease on a read, yields,
+// and then reports the settlement done, whatever its write found.
+type settleCheckThenWrite struct{ *memstore.Store }
+
+func (s settleCheckThenWrite) holds(ctx context.Context, id intake.Identity, at time.Time, owned bool) bool {
+	row, ok, err := s.Get(ctx, id.UpdateID)
+	held := err == nil && ok && row.State == intake.StateProcessing && row.Attempts == id.Attempt &&
+		(!owned || row.ClaimID == id.ClaimID) && !row.DueAt.Before(at)
+	runtime.Gosched()
+	return held
+}
+
+func (s settleCheckThenWrite) Settle(ctx context.Context, id int64, attempt int, st intake.Settlement) (bool, error) {
+	if st.Validate() == nil && s.holds(ctx, intake.Identity{UpdateID: id, Attempt: attempt}, st.At, false) {
+		_, err := s.Store.Settle(ctx, id, attempt, st)
+		return err == nil, err
+	}
+	return s.Store.Settle(ctx, id, attempt, st)
+}
+
+func (s settleCheckThenWrite) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	if st.Validate() == nil && s.holds(ctx, id, st.At, true) {
+		_, err := s.Store.SettleOwned(ctx, id, st)
+		return err == nil, err
+	}
+	return s.Store.SettleOwned(ctx, id, st)
+}
+
+func (s settleCheckThenWrite) Exhaust(ctx context.Context, id intake.Identity, at time.Time, text string) (bool, error) {
+	if s.holds(ctx, id, at, true) {
+		_, err := s.Store.Exhaust(ctx, id, at, text)
+		return err == nil, err
+	}
+	return s.Store.Exhaust(ctx, id, at, text)
+}
+
+func TestSettleCheckThenWriteFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleCheckThenWrite{m} }))
+	requireCases(t, res, "Claim/SettleRacingReclaim", "Fence/SettleRacingReclaim")
+	requireMessage(t, res, "Claim/SettleRacingReclaim", "Settle(attempt 1, completed at the lease end) and Claim one millisecond later both succeeded in ")
+	requireMessage(t, res, "Fence/SettleRacingReclaim", "SettleOwned(completed at the lease end) and ClaimOwned one millisecond later both succeeded in ")
+	requireMessage(t, res, "Fence/SettleRacingReclaim", "Exhaust(at the lease end) and ClaimOwned one millisecond later both succeeded in ")
+}
+
+// narrowClaim is a check-then-write claim whose window is one yield of the
+// processor: no sleep, nothing a test clock controls.
+type narrowClaim struct{ *memstore.Store }
+
+func (s narrowClaim) take(ctx context.Context, id int64, o intake.ClaimOpts) intake.ClaimOpts {
+	row, ok, err := s.Get(ctx, id)
+	claimable := err == nil && ok && (row.State == intake.StatePending ||
+		(row.State == intake.StateFailed && !row.DueAt.After(o.Now)) ||
+		(row.State == intake.StateProcessing && row.DueAt.Before(o.Now)))
+	runtime.Gosched()
+	if claimable && row.Attempts < o.MaxAttempts {
+		o.Now = farFuture
+	}
+	return o
+}
+
+func (s narrowClaim) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
+	return s.Store.Claim(ctx, id, s.take(ctx, id, o))
+}
+
+func (s narrowClaim) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.Store.ClaimOwned(ctx, id, s.take(ctx, id, o))
+}
+
+// TestNarrowClaimFailsEveryRun: the race cases catch a check-then-write
+// claim with a window of one yield in every run, not now and then.
+func TestNarrowClaimFailsEveryRun(t *testing.T) {
+	t.Parallel()
+	const runs = 10
+	for run := range runs {
+		res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return narrowClaim{m} }), "Race")
+		got := failing(res)
+		for _, want := range []string{"Race/Claim", "Race/ClaimOwned"} {
+			if !slices.Contains(got, want) {
+				t.Errorf("run %d of %d: %s did not catch the check-then-write claim; failing cases: %q", run+1, runs, want, got)
+			}
+		}
+	}
+}
+
+// statsFromReceipt measures the oldest pending row from its receipt, so a
+// row requeued just now looks as old as its first delivery.
+type statsFromReceipt struct{ *memstore.Store }
+
+func (s statsFromReceipt) Stats(ctx context.Context) (intake.Stats, error) {
+	st, err := s.Store.Stats(ctx)
+	if err != nil {
+		return st, err
+	}
+	rows, err := s.List(ctx, intake.ListQuery{State: intake.StatePending, Limit: 1 << 20})
+	st.OldestPending = time.Time{}
+	for _, r := range rows {
+		if st.OldestPending.IsZero() || r.ReceivedAt.Before(st.OldestPending) {
+			st.OldestPending = r.ReceivedAt
+		}
+	}
+	return st, err
+}
+
+func TestStatsFromReceiptFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return statsFromReceipt{m} }))
+	requireCases(t, res, "Admin/OldestPendingSinceRequeue")
+	requireMessage(t, res, "Admin/OldestPendingSinceRequeue", "Stats.OldestPending is 0ms; want 300ms")
+}
+
+// sharedBodies hands every reader the same slice for an update's body, so
+// one caller's writes show in what the next one reads.
+type sharedBodies struct {
+	*memstore.Store
+	mu     *sync.Mutex
+	bodies map[int64][]byte
+}
+
+func (s sharedBodies) shared(id int64, b []byte) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cached, ok := s.bodies[id]; ok {
+		return cached
+	}
+	s.bodies[id] = b
+	return b
+}
+
+func (s sharedBodies) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	rows, err := s.Store.Due(ctx, q)
+	for i := range rows {
+		rows[i].Body = s.shared(rows[i].UpdateID, rows[i].Body)
+	}
+	return rows, err
+}
+
+func (s sharedBodies) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
+	rows, err := s.Store.DueExhaustions(ctx, q)
+	for i := range rows {
+		rows[i].Body = s.shared(rows[i].UpdateID, rows[i].Body)
+	}
+	return rows, err
+}
+
+func (s sharedBodies) Get(ctx context.Context, id int64) (intake.Row, bool, error) {
+	row, ok, err := s.Store.Get(ctx, id)
+	if ok {
+		row.Body = s.shared(id, row.Body)
+	}
+	return row, ok, err
+}
+
+func (s sharedBodies) List(ctx context.Context, q intake.ListQuery) ([]intake.Row, error) {
+	rows, err := s.Store.List(ctx, q)
+	for i := range rows {
+		rows[i].Body = s.shared(rows[i].UpdateID, rows[i].Body)
+	}
+	return rows, err
+}
+
+func TestSharedBodiesFail(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store {
+		return sharedBodies{Store: m, mu: new(sync.Mutex), bodies: map[int64][]byte{}}
+	}))
+	requireMessage(t, res, "Add/ReadsReturnPrivateBodies", "after the caller wrote into the bodies Due returned, Due lists [1] with body")
+	requireMessage(t, res, "Add/ReadsReturnPrivateBodies", "after the caller wrote into the bodies DueExhaustions returned, DueExhaustions has body")
+	requireMessage(t, res, "Add/ReadsReturnPrivateBodies", "after the caller wrote into the bodies Get returned, Get(1) has body")
 }

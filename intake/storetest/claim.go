@@ -15,6 +15,10 @@ func claimCases() []testCase {
 		{name: "RenewNeverShortens", rule: "renewal never shortens a live lease and never revives a lapsed one", run: renewNeverShortens},
 		{name: "MissingAndTerminalRows", rule: "missing and terminal rows are neither claimed, renewed nor settled", run: missingAndTerminal},
 		{name: "MillisecondPrecision", rule: "times keep millisecond precision", run: millisecondPrecision},
+		{name: "LiveLeaseUntouchedOnLastAttempt", rule: "a claim leaves a row under a live lease untouched, even on its last attempt", run: liveLeaseOnLastAttempt},
+		{name: "FailedAttemptIsOver", rule: "an attempt that failed can no longer renew or settle", run: failedAttemptIsOver},
+		{name: "BaseSettleRefusesLapsedLease", rule: "a base settlement after the lease lapsed is refused", run: baseSettleAfterLease},
+		{name: "SettleRacingReclaim", rule: "a settlement racing a reclaim of its lapsed lease: never both succeed", run: settleRacingReclaim},
 	}
 }
 

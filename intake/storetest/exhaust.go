@@ -23,6 +23,7 @@ func exhaustCases() []testCase {
 		{name: "CursorAfter", rule: "DueExhaustions pages in update id order strictly after its cursor", needs: capDurable, run: cursorAfter},
 		{name: "CursorPastFirstPage", rule: "every exhaustion is reachable through the cursor", needs: capDurable, run: cursorPastFirstPage},
 		{name: "BaseDurableClaim", rule: "a base claim with DurableExhaustion leaves a visible exhaustion with a claim id", needs: capDurable, run: baseDurableClaim},
+		{name: "AckOnlyUnacknowledged", rule: "only an unacknowledged exhaustion can be acknowledged", needs: capDurable, run: ackOnlyUnacknowledged},
 	}
 }
 

@@ -12,6 +12,9 @@ func fenceCases() []testCase {
 		{name: "AllThreeFieldsCompared", rule: "a fenced method compares update id, attempt and claim id", needs: capFenced, run: allThreeFields},
 		{name: "FreshClaimIDs", rule: "every successful fenced claim persists a fresh claim id", needs: capFenced, run: freshClaimIDs},
 		{name: "OwnsOnlyWhileProcessing", rule: "only a processing row is owned", needs: capFenced, run: ownsOnlyProcessing},
+		{name: "LiveLeaseUntouchedOnLastAttempt", rule: "a fenced claim leaves a row under a live lease untouched, even on its last attempt", needs: capFenced, run: liveLeaseOnLastAttemptOwned},
+		{name: "FailedAttemptIsOver", rule: "an attempt that failed can no longer renew, settle, own or exhaust", needs: capFenced, run: failedAttemptIsOverOwned},
+		{name: "SettleRacingReclaim", rule: "a fenced settlement or exhaustion racing a reclaim of its lapsed lease: never both succeed", needs: capFenced, run: settleOwnedRacingReclaim},
 	}
 }
 

@@ -7,13 +7,15 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// Race parameters: racers goroutines claim the same row at once, in
-// raceRounds rounds on fresh rows (more rounds, more chances to catch a
-// store that is only usually atomic). The attempt ceiling is high enough
-// that a non-atomic store lets every racer win, not just the first few.
+// Race parameters: racers goroutines claim the same row at once, released
+// together at a barrier (see together), in raceRounds rounds on fresh rows:
+// a claim that checks and then writes in two steps, even with a window of a
+// few microseconds, lets two racers win in some round of (almost) every
+// run. The attempt ceiling is high enough that a non-atomic store lets
+// every racer win, not just the first few.
 const (
 	racers       = 8
-	raceRounds   = 4
+	raceRounds   = barrierRounds
 	raceFirstID  = 600
 	raceMaxTries = racers
 )
@@ -29,15 +31,12 @@ func raceCases() []testCase {
 // attempt (or identity) each winner got. Errors and panics are reported.
 func race[T any](c *checker, what string, id int64, claim func() (T, bool, error)) []T {
 	var (
-		wg      sync.WaitGroup
 		mu      sync.Mutex
 		winners []T
-		start   = make(chan struct{})
 	)
-	for range racers {
-		wg.Go(func() {
-			defer c.recoverPanic()
-			<-start
+	fns := make([]func(), racers)
+	for i := range fns {
+		fns[i] = func() {
 			v, ok, err := claim()
 			if err != nil {
 				c.errorf("a concurrent %s of update %d returned an error: %v", what, id, err)
@@ -48,10 +47,9 @@ func race[T any](c *checker, what string, id int64, claim func() (T, bool, error
 				winners = append(winners, v)
 				mu.Unlock()
 			}
-		})
+		}
 	}
-	close(start)
-	wg.Wait()
+	together(c, fns...)
 	return winners
 }
 
