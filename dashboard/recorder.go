@@ -62,7 +62,8 @@ const (
 // WebhookStatus is what the relay last learned about its webhook, as
 // [Recorder.SetWebhook] reports it.
 type WebhookStatus struct {
-	// Mode is "webhook" or "polling".
+	// Mode is "webhook" (the relay claims and checks it), "unmanaged" (a
+	// webhook the relay leaves as it is) or "polling".
 	Mode string
 	// Owned reports whether the webhook pointed at this relay at the last
 	// check.

@@ -155,6 +155,10 @@ type Config struct {
 	// AdminListen; the relay closes it on stop.
 	AdminListener net.Listener
 
+	// Dashboard mounts the web UI at "/" on the admin listener; see
+	// [DashboardConfig]. The zero value mounts none.
+	Dashboard DashboardConfig
+
 	// Observer receives the relay's events (see [Event]), for metrics and
 	// dashboards. Nil observes nothing. Use [Observers] for several.
 	Observer Observer
@@ -214,6 +218,9 @@ func (c Config) fill() (Config, error) {
 		return c, err
 	}
 	if err := c.fillForward(); err != nil {
+		return c, err
+	}
+	if err := c.fillDashboard(); err != nil {
 		return c, err
 	}
 	if c.Poll {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/poll"
@@ -59,6 +60,8 @@ type Relay struct {
 
 	runner   *intake.Runner
 	adminMux *http.ServeMux
+	dash     *dashboard.Handler  // nil without Config.Dashboard
+	rec      *dashboard.Recorder // the dashboard's figures
 
 	startOnce atomic.Bool
 	ready     atomic.Bool
@@ -144,6 +147,12 @@ func New(cfg Config) (*Relay, error) {
 	r.adminMux = http.NewServeMux()
 	r.adminMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	r.adminMux.HandleFunc("GET /readyz", r.serveReady)
+	if err := r.newDashboard(); err != nil {
+		return nil, err
+	}
+	if r.rec != nil {
+		r.obs = Observers(cfg.Observer, dashboardObserver{r.rec})
+	}
 	return r, nil
 }
 
@@ -457,6 +466,9 @@ func (r *Relay) stop() error {
 	}
 	if bgCancel != nil {
 		bgCancel()
+	}
+	if r.dash != nil {
+		r.dash.Close() // ends the dashboard's refresh streams
 	}
 	if admin := r.adminListener(); admin != nil {
 		_ = admin.srv.Close()

@@ -39,7 +39,7 @@ const (
 )
 
 const demoHelp = `
-Usage: tgrelay demo [--users N] [--messages N] [--keep]
+Usage: tgrelay demo [--users N] [--messages N] [--keep] [--hold]
 
 Demo runs tgrelay end to end, offline, in well under a minute:
 
@@ -57,6 +57,10 @@ in mid-stream, users keep writing, and it is restarted.
 A live view prints one line per event; the final report is drawn from the
 store and the sandbox's ledger. The exit status is 0 only if every check in
 the report holds.
+
+The relay's dashboard is up while the demo runs (its address is printed);
+with --hold the relay and its dashboard stay up after the report, until
+Ctrl-C, so you can look around.
 `
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -67,6 +71,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	parent := fs.String("dir", "", "`directory` to make the temp dir in (default the system's)")
 	timeout := fs.Duration("timeout", demoDefaultTimeout, "bound of the whole run")
 	relayBin := fs.String("relay-bin", "", "tgrelay `binary` to run serve from (default this executable)")
+	hold := fs.Bool("hold", false, "after the report, keep the relay and its dashboard up until Ctrl-C")
 	fs.Usage = commandUsage(fs, demoHelp)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -93,9 +98,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	holdCtx := ctx // --hold waits for Ctrl-C, not for --timeout
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	d := &demo{
+		hold:     *hold,
+		holdCtx:  holdCtx,
 		view:     newDemoView(stdout),
 		dir:      dir,
 		bin:      bin,
@@ -156,6 +164,9 @@ type demo struct {
 	sentWhileDown        int
 	firstPID, secondPID  int
 	dbPath, relayLogPath string
+
+	hold    bool            // keep the relay up after the report
+	holdCtx context.Context // ends --hold (Ctrl-C)
 }
 
 func (d *demo) run(ctx context.Context) error {
@@ -241,6 +252,7 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	d.view.printf("relay  tgrelay serve started (pid %d): webhook %s → %s/update, store %s", d.firstPID, listen, botURL, d.dbPath)
+	d.view.printf("dashboard http://%s/ (open it while the demo runs; --hold keeps it up after the report)", admin)
 
 	if err := d.makeUsers(); err != nil {
 		return err
@@ -259,7 +271,29 @@ func (d *demo) run(ctx context.Context) error {
 	} else {
 		d.view.printf("relay  stopped (SIGTERM, drained)")
 	}
-	return d.report(ctx)
+	err = d.report(ctx)
+	if d.hold {
+		if herr := d.holdOpen(admin); herr != nil {
+			return errors.Join(err, herr)
+		}
+	}
+	return err
+}
+
+// holdOpen starts the relay again on the same store and sandbox and keeps
+// it, with its dashboard, up until Ctrl-C.
+func (d *demo) holdOpen(admin string) error {
+	pid, err := d.relay.start(d.holdCtx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.view.w, "\nholding: the relay (pid %d) and its dashboard stay up until Ctrl-C\n  dashboard  http://%s/\n  sandbox    %s%s (control API: make users write)\n",
+		pid, admin, d.sandbox.URL, telegramtest.ControlPrefix)
+	<-d.holdCtx.Done()
+	if err := d.relay.stop(); err != nil {
+		d.view.printf("relay  stopped with %v", err)
+	}
+	return nil
 }
 
 // noProxy keeps the demo's loopback calls away from any configured proxy.

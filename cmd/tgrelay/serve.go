@@ -74,8 +74,13 @@ several serve processes may share one PostgreSQL (behind one load balancer
 for the webhook).
 
 Operations: with --admin-listen, /metrics (Prometheus), /healthz (process up)
-and /readyz (runner started, store reachable). Logs are slog text or JSON on
-stderr; the token and the secret are masked in every line. SIGINT or SIGTERM
+and /readyz (runner started, store reachable), and the dashboard at / (the
+relay's figures, updates, exhaustions to acknowledge or requeue, broadcasts).
+The dashboard answers on a loopback address only, unless --admin-token (env
+TGRELAY_ADMIN_TOKEN) is set: a non-loopback --admin-listen without one is
+refused (or pass --no-dashboard). --dashboard-read-only hides its buttons.
+Logs are slog text or JSON on stderr; the token, the secret and the admin
+token are masked in every line. SIGINT or SIGTERM
 stops receiving, drains handlers for --drain-timeout, then cancels them.
 
 Without a token, serve starts a built-in sandbox (a fake Bot API with a
@@ -103,6 +108,8 @@ type serveOptions struct {
 	lease, backoffBase, sweepInterval, pendingGrace time.Duration
 	retention, drainTimeout                         time.Duration
 	adminListen, logFormat, logLevel                string
+	adminToken, broadcastDir                        string
+	noDashboard, dashboardReadOnly                  bool
 }
 
 // headerList is a repeatable "Name: value" flag. One Set may carry several
@@ -165,9 +172,13 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.DurationVar(&o.pendingGrace, "pending-grace", intake.DefaultPendingGrace, "how long an update recorded by another process is left to it (`duration`)")
 	fs.DurationVar(&o.retention, "retention", intake.DefaultRetention, "how long settled updates are kept to refuse re-deliveries (`duration`)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", relay.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running forwards may finish (`duration`)")
-	fs.StringVar(&o.adminListen, "admin-listen", "", "`address` for /metrics, /healthz and /readyz (empty: off)")
+	fs.StringVar(&o.adminListen, "admin-listen", "", "`address` for /metrics, /healthz, /readyz and the dashboard (empty: off)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.BoolVar(&o.noDashboard, "no-dashboard", false, "do not serve the dashboard on the admin listener")
+	fs.StringVar(&o.adminToken, "admin-token", "", "`token` the dashboard asks for (16+ bytes); required when --admin-listen is not loopback; prefer the environment variable")
+	fs.BoolVar(&o.dashboardReadOnly, "dashboard-read-only", false, "the dashboard shows everything and changes nothing (no Acknowledge or Requeue)")
+	fs.StringVar(&o.broadcastDir, "broadcast-state-dir", "", "`directory` of the broadcasts the dashboard shows, as 'tgrelay broadcast --state-dir' (default the same default)")
 	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [env " + envName(f.Name) + "]" })
 	return o
 }
@@ -196,7 +207,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 		}
 		if serr := fs.Set(f.Name, v); serr != nil {
 			msg := fmt.Sprintf("%s: invalid value for --%s", envName(f.Name), f.Name)
-			if f.Name != "token" && f.Name != "secret" {
+			if f.Name != "token" && f.Name != "secret" && f.Name != "admin-token" {
 				msg += ": " + serr.Error()
 			}
 			err = &usageError{msg: msg, hint: "Run 'tgrelay help serve' for usage."}
@@ -231,6 +242,8 @@ var serveFlagOf = map[string]string{
 	"BackoffBase":           "backoff-base",
 	"DrainTimeout":          "drain-timeout",
 	"AdminListen":           "admin-listen",
+	"Dashboard.Enabled":     "admin-listen",
+	"Dashboard.AdminToken":  "admin-token",
 }
 
 // serveUsageError turns a *relay.ConfigError into a usage error naming
@@ -291,6 +304,12 @@ func (o *serveOptions) relayConfig() relay.Config {
 		BackoffBase:   o.backoffBase,
 		DrainTimeout:  o.drainTimeout,
 		AdminListen:   o.adminListen,
+		Dashboard: relay.DashboardConfig{
+			Enabled:      o.adminListen != "" && !o.noDashboard,
+			AdminToken:   o.adminToken,
+			ReadOnly:     o.dashboardReadOnly,
+			BroadcastDir: o.broadcastDir,
+		},
 	}
 }
 
@@ -347,10 +366,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	red := &botapi.Redactor{}
-	red.Add(o.token, o.secret)
+	red.Add(o.token, o.secret, o.adminToken)
 	log, err := newLogger(stderr, o.logFormat, o.logLevel, red)
 	if err != nil {
 		return err
+	}
+	if o.broadcastDir == "" {
+		if d, err := resolveStateDir(""); err == nil {
+			o.broadcastDir = d // where 'tgrelay broadcast' keeps them by default
+		}
 	}
 	if err := o.validate(); err != nil {
 		return err

@@ -602,6 +602,8 @@ func TestServeFlagErrors(t *testing.T) {
 		{"bad secret", []string{"TGRELAY_WEBHOOK_SECRET=has space"}, []string{"--forward", "http://127.0.0.1:1/"}, "--secret (or TGRELAY_WEBHOOK_SECRET) is not a valid webhook secret"},
 		{"poll timeout", nil, []string{"--forward", "http://127.0.0.1:1/", "--poll", "--poll-timeout", "1500ms"}, "--poll-timeout"},
 		{"log format", nil, []string{"--forward", "http://127.0.0.1:1/", "--log-format", "xml"}, `--log-format "xml"`},
+		{"dashboard open to the network", nil, []string{"--forward", "http://127.0.0.1:1/", "--admin-listen", "0.0.0.0:0"}, "--admin-token is required: the admin listener is not on a loopback address"},
+		{"short admin token", []string{"TGRELAY_ADMIN_TOKEN=has space"}, []string{"--forward", "http://127.0.0.1:1/", "--admin-listen", "127.0.0.1:0"}, "--admin-token is too short"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
