@@ -301,6 +301,17 @@ type DurableStore interface {
 	AcknowledgeExhaustion(ctx context.Context, id Identity, at time.Time) (bool, error)
 }
 
+// HealthChecker is an optional capability of a store: it reports whether
+// the store can record updates durably right now. A readiness probe calls
+// it; an error means answer "not ready" (the webhook answers 503 anyway,
+// since writes fail with it). sqlitestore reports a database file that
+// vanished from its path; pgstore an unreachable or read-only server.
+type HealthChecker interface {
+	// Health returns nil while the store can serve, or an error saying why
+	// not.
+	Health(ctx context.Context) error
+}
+
 // BatchStore is an optional capability of a [Store]: many adds in one
 // transaction and one durable commit. When the store has it, the intake
 // groups concurrent [Runner.Accept] calls into one AddBatch (group commit).

@@ -109,3 +109,22 @@ func (s *Store) Stats(ctx context.Context) (intake.Stats, error) {
 	}
 	return st, nil
 }
+
+// ErrReadOnly is wrapped by the error of [Store.Health] when the server
+// accepts only read-only transactions (a standby, or
+// default_transaction_read_only): every write would fail.
+var ErrReadOnly = errors.New("pgstore: the server is read-only")
+
+// Health implements [intake.HealthChecker]: it fails when the server cannot
+// be reached or only accepts read-only transactions. Writes fail in both
+// cases too, so an intake answers the webhook 503, never 200.
+func (s *Store) Health(ctx context.Context) error {
+	var readOnly string
+	if err := s.pool.QueryRow(ctx, "SELECT current_setting('transaction_read_only')").Scan(&readOnly); err != nil {
+		return s.fail("health", err)
+	}
+	if readOnly == "on" {
+		return fmt.Errorf("%w: new transactions are read-only", ErrReadOnly)
+	}
+	return nil
+}

@@ -74,9 +74,10 @@ type Store struct {
 
 // Compile-time checks of the capability levels Store claims.
 var (
-	_ intake.DurableStore = (*Store)(nil)
-	_ intake.BatchStore   = (*Store)(nil)
-	_ intake.AdminStore   = (*Store)(nil)
+	_ intake.DurableStore  = (*Store)(nil)
+	_ intake.BatchStore    = (*Store)(nil)
+	_ intake.AdminStore    = (*Store)(nil)
+	_ intake.HealthChecker = (*Store)(nil)
 )
 
 // New returns a store over the caller's pool. Unless cfg.NoCreate is set it

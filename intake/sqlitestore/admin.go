@@ -81,6 +81,10 @@ func (s *Store) Requeue(ctx context.Context, updateID int64, now time.Time) (boo
 // Stats implements [intake.AdminStore.Stats]. Count has an entry for each
 // of the five states, zero included.
 func (s *Store) Stats(ctx context.Context) (intake.Stats, error) {
+	// A readiness probe that counts rows must see a vanished file.
+	if _, err := s.file.check(); err != nil {
+		return intake.Stats{}, err
+	}
 	st := intake.Stats{Count: map[intake.State]int{
 		intake.StatePending:    0,
 		intake.StateProcessing: 0,

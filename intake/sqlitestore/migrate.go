@@ -112,3 +112,21 @@ func (t sqlTx) QueryVersion(ctx context.Context, query string) (int, bool, error
 	}
 	return v, err == nil, err
 }
+
+// checkCurrent fails unless table exists at the latest schema version; it
+// changes nothing.
+func checkCurrent(ctx context.Context, db *sql.DB, table string) error {
+	ms, err := loadMigrations(table)
+	if err != nil {
+		return err
+	}
+	v, err := schemaVersion(ctx, db, table)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: read schema version of %s: %w", table, err)
+	}
+	if latest := sqlschema.Latest(ms); v < latest {
+		return fmt.Errorf("%w: table %s is at schema version %d, this store needs %d (Config.MustExist is set, so nothing is created or migrated)",
+			ErrNotMigrated, table, v, latest)
+	}
+	return nil
+}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +44,14 @@ const (
 // a path; the message names the field.
 var ErrInvalidConfig = errors.New("sqlitestore: invalid config")
 
+// ErrNoDatabase is wrapped by the error of [Open] with Config.MustExist set
+// when the path names no file. The error wraps [fs.ErrNotExist] too.
+var ErrNoDatabase = errors.New("sqlitestore: no database at the path")
+
+// ErrNotMigrated is wrapped by the error of [Open] with Config.MustExist set
+// when the database lacks the update table or has it at an older schema.
+var ErrNotMigrated = errors.New("sqlitestore: table schema is missing or behind")
+
 // Config configures [Open] and [New]. The zero value is valid: table
 // "telegram_updates", synchronous=FULL, a 5 s busy timeout and four reader
 // connections. Open and New copy it; later changes have no effect.
@@ -78,6 +88,26 @@ type Config struct {
 	// 1 to [MaxReadConns]. Zero means [DefaultReadConns]. Must be zero with
 	// [New].
 	ReadConns int
+
+	// MustExist, when set, makes [Open] open an existing database only: it
+	// creates no file and no table, and fails with [ErrNoDatabase] when the
+	// path names no file, or [ErrNotMigrated] when the table is missing or
+	// behind this store's schema. Set it for admin tools, which must never
+	// leave an empty database behind a mistyped path. Must be false with
+	// [New].
+	MustExist bool
+
+	// FileCheckInterval is how often a background check looks whether the
+	// path still names the open database file (see [ErrDatabaseGone]); every
+	// commit checks it too. From 1 ms to [MaxFileCheckInterval]; zero means
+	// [DefaultFileCheckInterval].
+	FileCheckInterval time.Duration
+
+	// OnFileChange, when set, is called by the background check when its
+	// answer changes: with an error wrapping [ErrDatabaseGone] that says why
+	// when the path stops naming the open file, and with nil when it names
+	// it again. Log it and count it; it must not block.
+	OnFileChange func(err error)
 }
 
 // Store is an [intake.DurableStore], [intake.BatchStore] and
@@ -96,6 +126,11 @@ type Store struct {
 	// owned reports whether Close closes w and r (Open) or not (New).
 	owned bool
 
+	// file watches whether the path still names the open database file.
+	file *fileWatch
+	// created reports that Open created the database file.
+	created bool
+
 	q    queries
 	adds addStmts
 	// writes groups concurrent single-statement writes into shared
@@ -108,9 +143,10 @@ type Store struct {
 
 // Compile-time checks of the capabilities Store claims.
 var (
-	_ intake.DurableStore = (*Store)(nil)
-	_ intake.BatchStore   = (*Store)(nil)
-	_ intake.AdminStore   = (*Store)(nil)
+	_ intake.DurableStore  = (*Store)(nil)
+	_ intake.BatchStore    = (*Store)(nil)
+	_ intake.AdminStore    = (*Store)(nil)
+	_ intake.HealthChecker = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the SQLite database file at path in WAL
@@ -135,11 +171,27 @@ func open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	_, statErr := os.Stat(path)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	if created && cfg.MustExist {
+		return nil, fmt.Errorf("%w %s (Config.MustExist is set): %w", ErrNoDatabase, path, statErr)
+	}
 	busy := strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10)
 	base := "file:" + escapePath(path) + "?_pragma=busy_timeout(" + busy + ")"
+	if cfg.MustExist {
+		// SQLite itself refuses to create the file, should it vanish
+		// between the check above and the open.
+		base += "&mode=rw"
+	}
 
-	w, err := sql.Open("sqlite", base+
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous("+cfg.Synchronous+")&_txlock=immediate")
+	// WAL mode is persistent: a database this store made is in it already,
+	// and with MustExist nothing is changed before the schema check.
+	journal := "&_pragma=journal_mode(WAL)"
+	if cfg.MustExist {
+		journal = ""
+	}
+	w, err := sql.Open("sqlite", base+journal+
+		"&_pragma=synchronous("+cfg.Synchronous+")&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
@@ -162,12 +214,13 @@ func open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	r.SetMaxOpenConns(cfg.ReadConns)
 	r.SetMaxIdleConns(cfg.ReadConns)
 
-	s, err := build(ctx, w, r, true, cfg.Table)
+	s, err := build(ctx, w, r, true, cfg)
 	if err != nil {
 		r.Close()
 		w.Close()
 		return nil, err
 	}
+	s.created = created
 	return s, nil
 }
 
@@ -189,7 +242,7 @@ func New(ctx context.Context, db *sql.DB, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return build(ctx, db, db, false, cfg.Table)
+	return build(ctx, db, db, false, cfg)
 }
 
 // withDefaults validates cfg and fills its defaults. forOpen tells whether
@@ -201,6 +254,12 @@ func (cfg Config) withDefaults(forOpen bool) (Config, error) {
 	if err := validateTable(cfg.Table); err != nil {
 		return cfg, err
 	}
+	switch {
+	case cfg.FileCheckInterval == 0:
+		cfg.FileCheckInterval = DefaultFileCheckInterval
+	case cfg.FileCheckInterval < time.Millisecond || cfg.FileCheckInterval > MaxFileCheckInterval:
+		return cfg, fmt.Errorf("%w: Config.FileCheckInterval %v: want 1ms to %v", ErrInvalidConfig, cfg.FileCheckInterval, MaxFileCheckInterval)
+	}
 	if !forOpen {
 		switch {
 		case cfg.Synchronous != "":
@@ -209,6 +268,8 @@ func (cfg Config) withDefaults(forOpen bool) (Config, error) {
 			return cfg, fmt.Errorf("%w: Config.BusyTimeout applies only to Open; configure the handle given to New", ErrInvalidConfig)
 		case cfg.ReadConns != 0:
 			return cfg, fmt.Errorf("%w: Config.ReadConns applies only to Open", ErrInvalidConfig)
+		case cfg.MustExist:
+			return cfg, fmt.Errorf("%w: Config.MustExist applies only to Open", ErrInvalidConfig)
 		}
 		return cfg, nil
 	}
@@ -248,16 +309,30 @@ func escapePath(p string) string {
 	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
 }
 
-func build(ctx context.Context, w, r *sql.DB, owned bool, table string) (*Store, error) {
-	if err := migrate(ctx, w, table); err != nil {
+func build(ctx context.Context, w, r *sql.DB, owned bool, cfg Config) (*Store, error) {
+	table := cfg.Table
+	if cfg.MustExist {
+		if err := checkCurrent(ctx, w, table); err != nil {
+			return nil, err
+		}
+	} else if err := migrate(ctx, w, table); err != nil {
 		return nil, err
 	}
-	s := &Store{table: table, w: w, r: r, owned: owned}
+	file, err := databaseFile(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	fw, err := newFileWatch(file)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{table: table, w: w, r: r, owned: owned, file: fw}
 	s.writes = groupcommit.Group[writeOp, error]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
 	if err := s.q.prepare(ctx, w, r, table); err != nil {
 		s.q.close()
 		return nil, err
 	}
+	fw.watch(cfg.FileCheckInterval, cfg.OnFileChange)
 	return s, nil
 }
 
@@ -278,6 +353,7 @@ func (s *Store) DB() *sql.DB { return s.w }
 // return the first result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.file.close()
 		s.closeErr = errors.Join(s.adds.close(), s.q.close())
 		if s.owned {
 			s.closeErr = errors.Join(s.closeErr, s.r.Close(), s.w.Close())
@@ -302,11 +378,12 @@ func newClaimID() string { return uuid.NewString() }
 // commit, one fsync per update. The intake records through
 // [Store.AddBatch], which shares commits.
 func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
-	res, err := s.q.add.ExecContext(ctx, u.UpdateID, u.Body, ms(u.ReceivedAt))
+	var n int64
+	err := s.runTx(ctx, []writeOp{execOp(s.q.add, &n, u.UpdateID, u.Body, ms(u.ReceivedAt))})
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: add %d: %w", u.UpdateID, err)
 	}
-	return affected(res, "add", u.UpdateID)
+	return n > 0, nil
 }
 
 // AddBatch implements [intake.BatchStore.AddBatch]: the whole batch is one

@@ -89,6 +89,8 @@ func TestConfigIsValidatedBeforeUse(t *testing.T) {
 		{name: "busy timeout sub-millisecond", cfg: sqlitestore.Config{BusyTimeout: 1500 * time.Microsecond}, field: "Config.BusyTimeout"},
 		{name: "read conns negative", cfg: sqlitestore.Config{ReadConns: -1}, field: "Config.ReadConns"},
 		{name: "read conns too many", cfg: sqlitestore.Config{ReadConns: sqlitestore.MaxReadConns + 1}, field: "Config.ReadConns"},
+		{name: "file check too often", cfg: sqlitestore.Config{FileCheckInterval: time.Microsecond}, field: "Config.FileCheckInterval"},
+		{name: "file check too rare", cfg: sqlitestore.Config{FileCheckInterval: sqlitestore.MaxFileCheckInterval + time.Second}, field: "Config.FileCheckInterval"},
 		{name: "empty path", path: "-", field: "path"},
 		{name: "memory path", path: ":memory:", field: "path"},
 	}
@@ -145,7 +147,7 @@ func TestConfigTableCheckedBeforeSQL(t *testing.T) {
 		t.Fatalf("New with a bad name touched the database: %d objects, %v", n, err)
 	}
 	// Options New cannot apply are refused, not ignored.
-	for _, cfg := range []sqlitestore.Config{{Synchronous: "FULL"}, {BusyTimeout: time.Second}, {ReadConns: 2}} {
+	for _, cfg := range []sqlitestore.Config{{Synchronous: "FULL"}, {BusyTimeout: time.Second}, {ReadConns: 2}, {MustExist: true}} {
 		if _, err := sqlitestore.New(t.Context(), db, cfg); !errors.Is(err, sqlitestore.ErrInvalidConfig) {
 			t.Errorf("New(%+v) error = %v, want ErrInvalidConfig", cfg, err)
 		}

@@ -56,7 +56,9 @@ func (s *Store) commitWrites(ctx context.Context, ops []writeOp) ([]error, error
 	return errs, nil
 }
 
-// runTx runs ops in one transaction on the writer and commits it.
+// runTx runs ops in one transaction on the writer and commits it, unless
+// the path no longer names the open database file: a commit then would land
+// in a file that does not survive a restart (see [ErrDatabaseGone]).
 func (s *Store) runTx(ctx context.Context, ops []writeOp) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -67,6 +69,10 @@ func (s *Store) runTx(ctx context.Context, ops []writeOp) error {
 			_ = tx.Rollback()
 			return err
 		}
+	}
+	if _, err := s.file.check(); err != nil {
+		_ = tx.Rollback()
+		return err
 	}
 	return tx.Commit()
 }

@@ -1,0 +1,222 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+)
+
+// poster serves an intake runner on s through its webhook handler (not
+// started: nothing is handled, only recorded) and returns a function that
+// posts update id and answers the status code.
+func poster(t *testing.T, s *sqlitestore.Store) func(id int64) int {
+	t.Helper()
+	r, err := intake.New(intake.Config{
+		Store:   s,
+		Handler: func(context.Context, intake.Update) error { return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh, err := intake.NewWebhook(intake.WebhookConfig{Runner: r, InsecureNoSecret: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(wh)
+	t.Cleanup(srv.Close)
+	return func(id int64) int {
+		res, err := http.Post(srv.URL, "application/json", strings.NewReader(fmt.Sprintf(`{"update_id":%d,"message":{"message_id":1,"date":1,"chat":{"id":1,"type":"private"},"text":"x"}}`, id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+}
+
+// fileEvents collects the background check's answers.
+type fileEvents chan error
+
+func (ev fileEvents) next(t *testing.T, what string) error {
+	t.Helper()
+	select {
+	case err := <-ev:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the background file check never reported %s", what)
+		return nil
+	}
+}
+
+func TestVanishedDatabaseRefusesAcceptsUntilItIsBack(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "bot.db")
+	events := make(fileEvents, 4)
+	s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{
+		FileCheckInterval: 5 * time.Millisecond,
+		OnFileChange:      func(err error) { events <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	post := poster(t, s)
+	if code := post(1); code != http.StatusOK {
+		t.Fatalf("POST update 1 = %d, want 200", code)
+	}
+
+	// The directory goes away while the store has the file open.
+	moved := filepath.Join(root, "moved")
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := events.next(t, "the vanished file"); !errors.Is(err, sqlitestore.ErrDatabaseGone) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("OnFileChange got %v; want ErrDatabaseGone naming %s", err, path)
+	}
+	if code := post(2); code != http.StatusServiceUnavailable {
+		t.Fatalf("POST update 2 while the database file is gone = %d, want 503 (Telegram delivers it again)", code)
+	}
+	if _, err := s.Add(t.Context(), intake.Incoming{UpdateID: 3, Body: []byte(`{}`), ReceivedAt: base}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+		t.Fatalf("Add while the file is gone = %v, want ErrDatabaseGone", err)
+	}
+	if _, _, err := s.Claim(t.Context(), 1, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Minute), MaxAttempts: 3}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+		t.Fatalf("Claim while the file is gone = %v, want ErrDatabaseGone", err)
+	}
+	if err := s.Health(t.Context()); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+		t.Fatalf("Health while the file is gone = %v, want ErrDatabaseGone", err)
+	}
+	if _, err := s.Stats(t.Context()); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+		t.Fatalf("Stats (what a readiness probe counts) while the file is gone = %v, want ErrDatabaseGone", err)
+	}
+
+	// It comes back: the store recovers by itself.
+	if err := os.Rename(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := events.next(t, "the file's return"); err != nil {
+		t.Fatalf("OnFileChange after the file came back = %v, want nil", err)
+	}
+	if err := s.Health(t.Context()); err != nil {
+		t.Fatalf("Health after the file came back = %v", err)
+	}
+	if code := post(4); code != http.StatusOK {
+		t.Fatalf("POST update 4 after the file came back = %d, want 200", code)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every update answered 200 survives a restart; the refused ones were
+	// never recorded.
+	again, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	for id, want := range map[int64]bool{1: true, 2: false, 3: false, 4: true} {
+		if _, ok, err := again.Get(t.Context(), id); err != nil || ok != want {
+			t.Errorf("after the restart, update %d stored = %v, %v; want %v", id, ok, err, want)
+		}
+	}
+}
+
+func TestReplacedDatabaseFileIsRefused(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "bot.db")
+	s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Health(t.Context())
+	if !errors.Is(err, sqlitestore.ErrDatabaseGone) || !strings.Contains(err.Error(), "another file") {
+		t.Fatalf("Health with another file at the path = %v, want ErrDatabaseGone saying it is another file", err)
+	}
+	if _, err := s.AddBatch(t.Context(), []intake.Incoming{{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: base}}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+		t.Fatalf("AddBatch with another file at the path = %v, want ErrDatabaseGone", err)
+	}
+}
+
+func TestOpenSaysWhenItCreatedTheDatabase(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "new.db")
+	s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Created() || s.Path() != path {
+		t.Errorf("first Open: Created() = %v, Path() = %q; want true, %q", s.Created(), s.Path(), path)
+	}
+	s.Close()
+	s, err = sqlitestore.Open(t.Context(), path, sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Created() {
+		t.Error("second Open of the same file says it created it")
+	}
+	s.Close()
+}
+
+func TestMustExistCreatesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "typo.db")
+	_, err := sqlitestore.Open(t.Context(), missing, sqlitestore.Config{MustExist: true})
+	if !errors.Is(err, sqlitestore.ErrNoDatabase) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("Open(MustExist) of a missing file = %v, want ErrNoDatabase and fs.ErrNotExist naming the path", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open(MustExist) left a file behind: %v", err)
+	}
+	// An existing file without the table: refused, and left without one.
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlitestore.Open(t.Context(), empty, sqlitestore.Config{MustExist: true}); !errors.Is(err, sqlitestore.ErrNotMigrated) {
+		t.Fatalf("Open(MustExist) of a database without the table = %v, want ErrNotMigrated", err)
+	}
+	if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
+		t.Fatalf("Open(MustExist) wrote to the database without the table: %v, %v", fi, err)
+	}
+	// A database the store made opens.
+	good := filepath.Join(dir, "good.db")
+	s, err := sqlitestore.Open(t.Context(), good, sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = sqlitestore.Open(t.Context(), good, sqlitestore.Config{MustExist: true})
+	if err != nil {
+		t.Fatalf("Open(MustExist) of a current database: %v", err)
+	}
+	if s.Created() {
+		t.Error("Open(MustExist) says it created the database")
+	}
+	s.Close()
+}
