@@ -2,7 +2,6 @@ package intake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -168,8 +167,9 @@ type JournalStore interface {
 }
 
 // ErrInvalidCall is wrapped by the error a [JournalStore] returns for a
-// [Call] or [CallResult] outside the contract.
-var ErrInvalidCall = errors.New("intake: invalid journal call")
+// [Call] or [CallResult] outside the contract. It wraps
+// [ErrInvalidArgument], the sentinel of every store argument refused.
+var ErrInvalidCall = fmt.Errorf("%w: journal call", ErrInvalidArgument)
 
 // CheckCall validates call for [JournalStore.RecordIntent]; stores call it.
 // Its error wraps [ErrInvalidCall] and names the field.

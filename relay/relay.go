@@ -591,6 +591,14 @@ func (r *Relay) Ready(ctx context.Context) error {
 	if !r.ready.Load() {
 		return errors.New("relay: not ready: starting or stopping")
 	}
+	if h, ok := r.cfg.Store.(intake.HealthChecker); ok {
+		// Sees what a row count cannot: a SQLite file gone from its path,
+		// a read-only PostgreSQL server.
+		if err := h.Health(ctx); err != nil {
+			return fmt.Errorf("relay: not ready: store unhealthy: %w", err)
+		}
+		return nil
+	}
 	if _, err := r.cfg.Store.Stats(ctx); err != nil {
 		return fmt.Errorf("relay: not ready: store unreachable: %w", err)
 	}
