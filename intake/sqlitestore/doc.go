@@ -26,6 +26,21 @@
 // [Store.OwnsTx] inside its own BEGIN IMMEDIATE transaction, opened on
 // [Store.DB]. Then a handler whose claim was lost can never commit.
 //
+// # A database that vanishes
+//
+// If the database file is deleted (or its directory, or it is replaced by
+// another file) while the store has it open, SQLite goes on writing into the
+// unlinked file, and everything written is lost at the next restart. The
+// store compares the file at its path with the one it opened (device and
+// inode) before every commit and every [Config.FileCheckInterval]; while they
+// differ, writes fail with [ErrDatabaseGone] (so the webhook answers 503 and
+// Telegram delivers the update again), [Store.Health] and [Store.Stats] fail
+// (so readiness does), and [Config.OnFileChange] says why. When the file is
+// back at its path the store recovers by itself.
+//
+// [Open] creates a missing database and reports it through [Store.Created];
+// with [Config.MustExist] it creates nothing, for admin tools.
+//
 // # Schema
 //
 // The table and its indexes come from embedded, numbered migrations

@@ -81,6 +81,11 @@ func TestVanishedDatabaseRefusesAcceptsUntilItIsBack(t *testing.T) {
 		t.Fatalf("POST update 1 = %d, want 200", code)
 	}
 
+	claim, ok, err := s.ClaimOwned(t.Context(), 1, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
+	if err != nil || !ok {
+		t.Fatalf("ClaimOwned(1) = %v, %v", ok, err)
+	}
+
 	// The directory goes away while the store has the file open.
 	moved := filepath.Join(root, "moved")
 	if err := os.Rename(dir, moved); err != nil {
@@ -100,6 +105,16 @@ func TestVanishedDatabaseRefusesAcceptsUntilItIsBack(t *testing.T) {
 	}
 	if err := s.Health(t.Context()); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
 		t.Fatalf("Health while the file is gone = %v, want ErrDatabaseGone", err)
+	}
+	tx, err := s.DB().BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owns, err := s.OwnsTx(t.Context(), tx, claim, base.Add(time.Second)); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+		t.Fatalf("OwnsTx (the fence of a domain write) while the file is gone = %v, %v; want ErrDatabaseGone", owns, err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := s.Stats(t.Context()); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
 		t.Fatalf("Stats (what a readiness probe counts) while the file is gone = %v, want ErrDatabaseGone", err)
@@ -129,6 +144,9 @@ func TestVanishedDatabaseRefusesAcceptsUntilItIsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
+	if row, _, err := again.Get(t.Context(), 1); err != nil || row.State != intake.StateProcessing || row.ClaimID != claim.ClaimID {
+		t.Errorf("after the restart, update 1 = %+v, %v; want processing under %s", row, err, claim.ClaimID)
+	}
 	for id, want := range map[int64]bool{1: true, 2: false, 3: false, 4: true} {
 		if _, ok, err := again.Get(t.Context(), id); err != nil || ok != want {
 			t.Errorf("after the restart, update %d stored = %v, %v; want %v", id, ok, err, want)

@@ -571,7 +571,14 @@ func (s *Store) Owns(ctx context.Context, id intake.Identity, at time.Time) (boo
 // with SQLITE_BUSY_SNAPSHOT whenever another connection committed since
 // that read, without waiting: still safe (the write is refused with an
 // error), but it fails work that IMMEDIATE would have let wait its turn.
+//
+// While the path no longer names the open database file, OwnsTx fails with
+// [ErrDatabaseGone]: a domain write committed into that file would not
+// survive a restart.
 func (s *Store) OwnsTx(ctx context.Context, tx *sql.Tx, id intake.Identity, at time.Time) (bool, error) {
+	if _, err := s.file.check(); err != nil {
+		return false, err
+	}
 	return scanOwns(tx.QueryRowContext(ctx, s.q.ownsTxSQL, id.UpdateID, id.Attempt, id.ClaimID, ms(at)), id.UpdateID)
 }
 
