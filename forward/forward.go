@@ -151,6 +151,11 @@ type UnactedReply struct {
 // secretTokenShape is what Telegram accepts as a webhook secret token.
 var secretTokenShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 
+// ValidSecretToken reports whether s has the shape Telegram requires of a
+// webhook secret token (and New of AppSecretToken): 1-256 characters of
+// A-Z, a-z, 0-9, _ and -.
+func ValidSecretToken(s string) bool { return secretTokenShape.MatchString(s) }
+
 // Forwarder forwards updates and exhaustions to HTTP endpoints. It is safe
 // for concurrent use.
 type Forwarder struct {

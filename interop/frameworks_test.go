@@ -37,10 +37,29 @@ func TestFrameworksBehindServe(t *testing.T) {
 			t.Parallel()
 			modules := requireNode(t)
 			sb := startSandbox(t)
-			bot := startBot(t, fw, modules, sb, "webhook", "")
-			port := strings.TrimSpace(strings.TrimPrefix(bot.waitLine(t, "READY"), "READY"))
-			startServe(t, sb, "http://127.0.0.1:"+port+"/")
+			// The bot checks its own secret, which serve sends in Telegram's
+			// header.
+			const secret = "interop_app-secret"
+			bot := startBot(t, fw, modules, sb, "webhook", secret)
+			hook := "http://127.0.0.1:" + strings.TrimSpace(strings.TrimPrefix(bot.waitLine(t, "READY"), "READY")) + "/"
+			// The exhaustion endpoint is, by mistake, the bot's own webhook
+			// handler: it must never acknowledge an exhaustion.
+			serve := startServe(t, sb, hook, "--app-secret-token", secret, "--exhaustion-forward", hook,
+				"--max-attempts", "2", "--admin-listen", "127.0.0.1:0")
+			admin := adminURL.FindStringSubmatch(serve.waitContains(t, "admin=http"))[1]
 			conversation(t, sb, true)
+
+			// A handler that always throws: retried, then an exhaustion the
+			// framework's handler does not acknowledge.
+			_, chat := sb.user(t, "Eve")
+			sb.send(t, chat, telegramtest.User{ID: chat.UserID}, map[string]any{"text": "/boom"})
+			serve.waitContains(t, "intake: exhaustion handler failed")
+			if n := metric(t, admin, "tgrelay_exhaustions_acknowledged_total"); n != 0 {
+				t.Errorf("the framework's webhook handler acknowledged an exhaustion (%v)", n)
+			}
+			if n := metric(t, admin, "tgrelay_unacted_replies_total"); n != 0 {
+				t.Errorf("%v webhook replies were not performed: the bot is set up not to make them", n)
+			}
 		})
 	}
 }
@@ -61,7 +80,7 @@ func startServe(t *testing.T, sb *sandbox, forward string, extra ...string) *pro
 	t.Helper()
 	args := []string{tgrelay(t), "serve", "--api-root", sb.url, "--poll", "--poll-timeout", "1s",
 		"--forward", forward, "--db", filepath.Join(t.TempDir(), "relay.sqlite"),
-		"--backoff-base", "100ms", "--sweep-interval", "100ms", "--log-level", "debug"}
+		"--backoff-base", "100ms", "--sweep-interval", "100ms"}
 	return start(t, "tgrelay serve", []string{"TGRELAY_TOKEN=" + sb.token}, append(args, extra...)...)
 }
 

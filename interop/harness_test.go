@@ -139,45 +139,49 @@ type proc struct {
 	name string
 	cmd  *exec.Cmd
 	mu   sync.Mutex
-	out  bytes.Buffer // stdout and stderr, for failure messages
-	// lines receives stdout lines until the process ends.
-	lines chan string
+	out  bytes.Buffer // stdout and stderr
+	// grew is closed and replaced whenever out grows; exited is closed
+	// when both outputs are read to their end.
+	grew   chan struct{}
+	exited chan struct{}
 }
 
 // start runs a process until the test ends; its output is logged when the
 // test fails.
 func start(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, lines: make(chan string, 64)}
+	p := &proc{name: name, grew: make(chan struct{}), exited: make(chan struct{})}
 	p.cmd = exec.Command(args[0], args[1:]...)
 	p.cmd.Env = append(os.Environ(), env...)
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Stderr = writerFunc(func(b []byte) (int, error) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.out.Write(b)
-	})
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			p.mu.Lock()
-			p.out.WriteString(line + "\n")
-			p.mu.Unlock()
-			select {
-			case p.lines <- line:
-			default: // nobody reads any more; the output is kept in out
+	var readers sync.WaitGroup
+	for _, r := range []io.Reader{stdout, stderr} {
+		readers.Go(func() {
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				line := sc.Text()
+				p.mu.Lock()
+				p.out.WriteString(line + "\n")
+				close(p.grew)
+				p.grew = make(chan struct{})
+				p.mu.Unlock()
 			}
-		}
+		})
+	}
+	go func() {
+		readers.Wait()
+		close(p.exited)
 	}()
 	t.Cleanup(func() {
 		p.cmd.Process.Signal(syscall.SIGTERM)
@@ -189,7 +193,7 @@ func start(t *testing.T, name string, env []string, args ...string) *proc {
 			p.cmd.Process.Kill()
 			<-exited
 		}
-		<-done
+		<-p.exited
 		if t.Failed() {
 			t.Logf("--- output of %s:\n%s", name, p.output())
 		}
@@ -203,28 +207,43 @@ func (p *proc) output() string {
 	return p.out.String()
 }
 
-// waitLine returns the first stdout line with prefix, within waitLimit.
+// waitLine returns the first output line with prefix, within waitLimit.
 func (p *proc) waitLine(t *testing.T, prefix string) string {
 	t.Helper()
+	return p.waitMatch(t, prefix, func(line string) bool { return strings.HasPrefix(line, prefix) })
+}
+
+// waitContains returns the first output line containing s, within
+// waitLimit.
+func (p *proc) waitContains(t *testing.T, s string) string {
+	t.Helper()
+	return p.waitMatch(t, s, func(line string) bool { return strings.Contains(line, s) })
+}
+
+func (p *proc) waitMatch(t *testing.T, what string, match func(string) bool) string {
+	t.Helper()
 	timeout := time.After(waitLimit)
-	for {
-		select {
-		case line, ok := <-p.lines:
-			if !ok {
-				t.Fatalf("%s exited before printing %q:\n%s", p.name, prefix, p.output())
-			}
-			if strings.HasPrefix(line, prefix) {
+	for exited := false; ; {
+		p.mu.Lock()
+		out, grew := p.out.String(), p.grew
+		p.mu.Unlock()
+		for line := range strings.Lines(out) {
+			if line = strings.TrimSuffix(line, "\n"); match(line) {
 				return line
 			}
+		}
+		if exited {
+			t.Fatalf("%s exited before printing %q:\n%s", p.name, what, out)
+		}
+		select {
+		case <-grew:
+		case <-p.exited:
+			exited = true // scan what it printed last, once more
 		case <-timeout:
-			t.Fatalf("%s did not print %q within %v:\n%s", p.name, prefix, waitLimit, p.output())
+			t.Fatalf("%s did not print %q within %v:\n%s", p.name, what, waitLimit, p.output())
 		}
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // sandbox is a running `tgrelay sandbox` and its control API.
 type sandbox struct {

@@ -125,6 +125,10 @@ type Config struct {
 	// each exhaustion (Forward.ExhaustionURL; empty keeps exhaustions in
 	// the store for operator tooling). A zero Forward.Timeout means 30s or
 	// half the lease, whichever is less; it must stay below the lease.
+	// Forward.AppSecretToken, when set, is sent to the app in
+	// X-Telegram-Bot-Api-Secret-Token. Replies in the app's answers that
+	// nothing performs are logged as warnings and reported as
+	// [KindUnactedReply] events, besides Forward.UnactedReplyFunc.
 	Forward forward.Config
 
 	// MaxAttempts, LeaseDuration, MaxConcurrent, SweepInterval,
@@ -286,6 +290,9 @@ func (c *Config) fillForward() error {
 		if err := checkHTTPURL("Forward.ExhaustionURL", c.Forward.ExhaustionURL); err != nil {
 			return err
 		}
+	}
+	if t := c.Forward.AppSecretToken; t != "" && !forward.ValidSecretToken(t) {
+		return badField("Forward.AppSecretToken", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as Telegram's secret token")
 	}
 	switch t := c.Forward.Timeout; {
 	case t == 0:

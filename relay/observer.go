@@ -39,6 +39,11 @@ const (
 	// KindExhaustionFailed: a delivery to the exhaustion endpoint failed;
 	// it is delivered again later. ID, Err.
 	KindExhaustionFailed Kind = "exhaustion_failed"
+	// KindUnactedReply: the app answered an update forward with a Bot API
+	// call in the body (a webhook reply) that nothing performed. ID,
+	// Reason (the call's method, "" when the body was too large to read),
+	// Err (why it was not performed).
+	KindUnactedReply Kind = "unacted_reply"
 	// KindAcknowledged: an exhaustion acknowledged. ID.
 	KindAcknowledged Kind = "acknowledged"
 	// KindStoreError: a store error the runner could not return to a

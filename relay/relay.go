@@ -116,7 +116,9 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: Bot API client: %w", err)
 	}
-	r.fwd, err = forward.New(cfg.Forward)
+	fc := cfg.Forward
+	fc.UnactedReplyFunc = r.unactedReply(cfg.Forward.UnactedReplyFunc)
+	r.fwd, err = forward.New(fc)
 	if err != nil {
 		return nil, &ConfigError{Field: "Forward", Err: err}
 	}
@@ -154,6 +156,20 @@ func New(cfg Config) (*Relay, error) {
 		r.obs = Observers(cfg.Observer, dashboardObserver{r.rec})
 	}
 	return r, nil
+}
+
+// unactedReply logs and reports a webhook reply nothing performed, then
+// passes it to next (the caller's own func, if any): never silent.
+func (r *Relay) unactedReply(next func(forward.UnactedReply)) func(forward.UnactedReply) {
+	return func(u forward.UnactedReply) {
+		r.emit(Event{Kind: KindUnactedReply, ID: intake.Identity{UpdateID: u.UpdateID, Attempt: u.Attempt},
+			Reason: u.Method, Err: textError(u.Reason)})
+		r.log.Warn("relay: the app answered with a Bot API call in the response body that was not performed",
+			"update_id", u.UpdateID, "attempt", u.Attempt, "method", u.Method, "bytes", u.Bytes, "reason", u.Reason)
+		if next != nil {
+			next(u)
+		}
+	}
 }
 
 // timedForward forwards one attempt and reports its duration.

@@ -35,6 +35,7 @@ type relayMetrics struct {
 	exhausted      prometheus.Counter
 	acknowledged   prometheus.Counter
 	exhaustFailed  prometheus.Counter
+	unactedReplies prometheus.Counter
 	storeErrors    *prometheus.CounterVec // step
 	forwardSeconds *prometheus.HistogramVec
 	pollBatches    prometheus.Counter
@@ -60,6 +61,8 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		exhausted:   prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustions_total", Help: "Updates given up and kept as exhaustions."}),
 		acknowledged: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustions_acknowledged_total",
 			Help: "Exhaustions acknowledged by the exhaustion endpoint."}),
+		unactedReplies: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_unacted_replies_total",
+			Help: "Bot API calls the app put in a forward's response body (webhook replies) that were not performed."}),
 		exhaustFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustion_delivery_failures_total",
 			Help: "Failed deliveries to the exhaustion endpoint (delivered again later)."}),
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_store_errors_total", Help: "Store errors of the runner, by step."}, []string{"step"}),
@@ -73,7 +76,7 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		m.rejected.WithLabelValues(r)
 	}
 	reg.MustRegister(m.accepted, m.duplicate, m.rejected, m.attempts, m.failures, m.settlements, m.leasesLost,
-		m.exhausted, m.acknowledged, m.exhaustFailed, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
+		m.exhausted, m.acknowledged, m.exhaustFailed, m.unactedReplies, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
 		newStatsCollector(stats),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -118,6 +121,8 @@ func (m *relayMetrics) Observe(e relay.Event) {
 		m.exhaustFailed.Inc()
 	case relay.KindAcknowledged:
 		m.acknowledged.Inc()
+	case relay.KindUnactedReply:
+		m.unactedReplies.Inc()
 	case relay.KindStoreError:
 		m.storeErrors.WithLabelValues(string(e.Step)).Inc()
 	case relay.KindPollBatch:

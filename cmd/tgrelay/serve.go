@@ -63,6 +63,24 @@ update}} (no top-level update_id, Tgrelay-Kind: exhaustion) until it answers
 as any bot framework gives, is not), or, without that flag, kept
 unacknowledged in the store for 'tgrelay updates'.
 
+The app's side of the contract:
+  --app-secret-token T   every update forward carries T in Telegram's own
+                         header, X-Telegram-Bot-Api-Secret-Token, so a bot
+                         moved behind serve keeps its framework's secret check
+                         (T is yours to choose; it is not --secret, and it is
+                         never sent with an exhaustion). Default: no header.
+  Webhook replies        a Bot API call in the response body (Telegraf's
+                         default for answerCbQuery, sendChatAction, ...) is
+                         not performed: each is logged as a warning and
+                         counted (tgrelay_unacted_replies_total). Turn them off
+                         (Telegraf: telegram.webhookReply = false).
+  Timeouts               a handler still running when the app answers (or
+                         when --forward-timeout ends the forward) is retried
+                         while it runs: grammY answers 500 after 10 s by
+                         default. Give the framework a timeout above your
+                         slowest handler and --forward-timeout above the
+                         framework's (default 30s; keep it below --lease).
+
 Fencing your own write: store the three identity headers with your domain
 write and, with PostgreSQL, check in the same transaction
   SELECT <table>_owns(update_id, attempt, claim_id, <now in unix ms>)
@@ -101,7 +119,7 @@ type serveOptions struct {
 	webhookCheck                                    time.Duration
 	maxConnections                                  int
 	allowedUpdates                                  string
-	forwardURL, exhaustionURL                       string
+	forwardURL, exhaustionURL, appSecret            string
 	forwardTimeout                                  time.Duration
 	forwardHeader                                   headerList
 	maxAttempts, concurrency                        int
@@ -162,6 +180,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.allowedUpdates, "allowed-updates", "", "comma-separated update `types` to receive (empty: Telegram's default)")
 	fs.StringVar(&o.forwardURL, "forward", "", "the bot's endpoint `URL` updates are POSTed to (required)")
 	fs.StringVar(&o.exhaustionURL, "exhaustion-forward", "", "endpoint `URL` exhaustions are POSTed to (empty: keep them for 'tgrelay updates')")
+	fs.StringVar(&o.appSecret, "app-secret-token", "", "a `secret` of your choosing sent to the app in X-Telegram-Bot-Api-Secret-Token, so its framework's secret check passes (empty: no such header)")
 	fs.DurationVar(&o.forwardTimeout, "forward-timeout", 0, "bound of one forward (`duration`; default 30s or half the lease, whichever is less)")
 	fs.Var(&o.forwardHeader, "forward-header", "extra `header` \"Name: value\" sent to the endpoints (repeatable)")
 	fs.IntVar(&o.maxAttempts, "max-attempts", intake.DefaultMaxAttempts, "attempts per update before it becomes an exhaustion")
@@ -207,7 +226,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 		}
 		if serr := fs.Set(f.Name, v); serr != nil {
 			msg := fmt.Sprintf("%s: invalid value for --%s", envName(f.Name), f.Name)
-			if f.Name != "token" && f.Name != "secret" && f.Name != "admin-token" {
+			if f.Name != "token" && f.Name != "secret" && f.Name != "admin-token" && f.Name != "app-secret-token" {
 				msg += ": " + serr.Error()
 			}
 			err = &usageError{msg: msg, hint: "Run 'tgrelay help serve' for usage."}
@@ -219,31 +238,32 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 // serveFlagOf names the flag of each relay.Config field, so that an
 // invalid field is reported as the flag the user typed.
 var serveFlagOf = map[string]string{
-	"Token":                 "token",
-	"APIRoot":               "api-root",
-	"Store":                 "db",
-	"PollTimeout":           "poll-timeout",
-	"PublicURL":             "public-url",
-	"Listen":                "listen",
-	"Path":                  "path",
-	"Secret":                "secret",
-	"MaxConnections":        "max-connections",
-	"WebhookCheckInterval":  "webhook-check-interval",
-	"Forward":               "forward",
-	"Forward.URL":           "forward",
-	"Forward.ExhaustionURL": "exhaustion-forward",
-	"Forward.Timeout":       "forward-timeout",
-	"MaxAttempts":           "max-attempts",
-	"LeaseDuration":         "lease",
-	"MaxConcurrent":         "concurrency",
-	"SweepInterval":         "sweep-interval",
-	"PendingGrace":          "pending-grace",
-	"Retention":             "retention",
-	"BackoffBase":           "backoff-base",
-	"DrainTimeout":          "drain-timeout",
-	"AdminListen":           "admin-listen",
-	"Dashboard.Enabled":     "admin-listen",
-	"Dashboard.AdminToken":  "admin-token",
+	"Token":                  "token",
+	"APIRoot":                "api-root",
+	"Store":                  "db",
+	"PollTimeout":            "poll-timeout",
+	"PublicURL":              "public-url",
+	"Listen":                 "listen",
+	"Path":                   "path",
+	"Secret":                 "secret",
+	"MaxConnections":         "max-connections",
+	"WebhookCheckInterval":   "webhook-check-interval",
+	"Forward":                "forward",
+	"Forward.URL":            "forward",
+	"Forward.ExhaustionURL":  "exhaustion-forward",
+	"Forward.Timeout":        "forward-timeout",
+	"Forward.AppSecretToken": "app-secret-token",
+	"MaxAttempts":            "max-attempts",
+	"LeaseDuration":          "lease",
+	"MaxConcurrent":          "concurrency",
+	"SweepInterval":          "sweep-interval",
+	"PendingGrace":           "pending-grace",
+	"Retention":              "retention",
+	"BackoffBase":            "backoff-base",
+	"DrainTimeout":           "drain-timeout",
+	"AdminListen":            "admin-listen",
+	"Dashboard.Enabled":      "admin-listen",
+	"Dashboard.AdminToken":   "admin-token",
 }
 
 // serveUsageError turns a *relay.ConfigError into a usage error naming
@@ -294,6 +314,7 @@ func (o *serveOptions) relayConfig() relay.Config {
 		NoWebhookCheck:       o.webhookCheck == 0,
 		Forward: forward.Config{
 			URL: o.forwardURL, ExhaustionURL: o.exhaustionURL, Timeout: o.forwardTimeout, Header: o.forwardHeader.h,
+			AppSecretToken: o.appSecret,
 		},
 		MaxAttempts:   o.maxAttempts,
 		LeaseDuration: o.lease,
@@ -366,7 +387,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	red := &botapi.Redactor{}
-	red.Add(o.token, o.secret, o.adminToken)
+	red.Add(o.token, o.secret, o.adminToken, o.appSecret)
 	log, err := newLogger(stderr, o.logFormat, o.logLevel, red)
 	if err != nil {
 		return err

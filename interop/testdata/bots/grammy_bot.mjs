@@ -88,6 +88,8 @@ bot.command('react', async (ctx) => {
   await ctx.reply('reacted');
 });
 
+bot.command('boom', () => { throw new Error('boom always fails'); });
+
 // Fails on its first attempt, so the relay retries it (webhook mode).
 bot.command('flaky', async (ctx) => {
   if (attempt() === '1') throw new Error('flaky handler fails on attempt 1');

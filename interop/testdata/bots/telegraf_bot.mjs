@@ -87,6 +87,8 @@ bot.command('react', async (ctx) => {
   await ctx.reply('reacted');
 });
 
+bot.command('boom', () => { throw new Error('boom always fails'); });
+
 bot.command('flaky', async (ctx) => {
   if (attempt() === '1') throw new Error('flaky handler fails on attempt 1');
   await ctx.reply(`recovered on attempt ${attempt()}`);
