@@ -1,6 +1,18 @@
 // Package transport is a dispatch-aware [net/http.RoundTripper] for the
 // Telegram Bot API, usable as the http.Client of any Go Telegram library.
 //
+// Build a client with [NewClient] and hand it to the library:
+//
+//	client, err := transport.NewClient(transport.Config{})
+//	b, err := bot.New(token, bot.WithHTTPClient(time.Minute, client))    // go-telegram/bot
+//	b, err := telego.NewBot(token, telego.WithHTTPClient(client))         // telego (net/http instead of fasthttp)
+//	api, err := tgbotapi.NewBotAPIWithClient(token, tgbotapi.APIEndpoint, client) // go-telegram-bot-api
+//
+// Inside an intake handler, pass the handler's context to the library's
+// call: the intake runner then learns from the transport, whatever error
+// the library returns, whether a send's outcome was unknown and what
+// Telegram answered ([WithResultFunc]).
+//
 // Every call ends in one of three outcomes:
 //
 //   - an answer (any status): Telegram's own word;
@@ -8,12 +20,13 @@
 //     sending it again cannot duplicate it (DNS failure, refused or
 //     black-holed connections, a proxy refusing CONNECT, a failed TLS
 //     handshake, an unreadable body, a context ended before the write);
-//   - any other error: the request was at least partly handed to the
-//     socket and may have arrived. Its outcome is unknown; never repeat it
-//     blindly.
+//   - an [*OutcomeUnknownError]: the request was at least partly handed to
+//     the socket and may have arrived. Its outcome is unknown; never repeat
+//     it blindly.
 //
-// Code that only needs to recognise the second outcome, for any transport,
-// uses errors.As with interface{ NotDispatched() bool }.
+// Code that only needs to recognise these outcomes, for any transport and
+// through any wrapping, uses errors.As with interface{ NotDispatched() bool }
+// or interface{ OutcomeUnknown() bool }.
 //
 // # Why the HTTP/1.1 exchange is our own
 //
