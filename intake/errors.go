@@ -10,6 +10,12 @@ import (
 // [Runner.Close] cancelled because its drain deadline passed.
 var ErrClosed = errors.New("intake: runner closed before the handler finished")
 
+// ErrNotOwner is the answer of a store's Once (sqlitestore, pgstore) to an
+// attempt that no longer owns its update: its lease lapsed or another
+// attempt claimed the update since. The effect was not applied. Test for it
+// with errors.Is.
+var ErrNotOwner = errors.New("intake: attempt no longer owns the update")
+
 // ErrUnparsableBody is the failure of an update whose stored body is not a
 // Telegram update (a row written by something other than [Runner.Accept]).
 // Such an update is never handed to a handler: it is exhausted or abandoned

@@ -346,6 +346,12 @@ func (s *Store) Table() string { return s.table }
 // methods from inside it: they wait for the connection, which is a deadlock
 // when the goroutine holding the transaction is the one waiting. The
 // store's reads ([Store.Owns], [Store.Due], ...) use other connections.
+//
+// SQLite has one writer: a transaction open on DB holds the write lock, and
+// every commit of the store waits for it, the webhook's included (a 2 s
+// transaction holds Telegram's 200 for 2 s). Keep such transactions short
+// and free of network calls; read through [Store.ReadDB]. [Store.Once] is
+// the short, exactly-once form of a fenced domain write.
 func (s *Store) DB() *sql.DB { return s.w }
 
 // Close releases the store's prepared statements and, for a store from
@@ -558,7 +564,10 @@ func (s *Store) Owns(ctx context.Context, id intake.Identity, at time.Time) (boo
 // the same database file: call it first, make the domain write only when it
 // reports true, and commit. The answer then holds until the commit, so a
 // handler whose lease was lost (and whose update another worker reclaimed)
-// can never commit its write, and effects happen exactly once.
+// can never commit its write. It fences a stale attempt only: a later
+// attempt of the same update (a retry after the handler wrote and then
+// failed) owns the update again and writes again. For exactly-once effects
+// use [Store.Once], which also records the effect in the transaction.
 //
 // The check is a conditional UPDATE that changes nothing, so it takes
 // SQLite's write lock for tx: from then until tx ends no other connection
