@@ -369,7 +369,9 @@ func (s *Store) Owns(ctx context.Context, id intake.Identity, at time.Time) (boo
 // does. The lock lasts until tx commits or rolls back, so no other worker
 // can reclaim the update in between: a domain write made in tx after OwnsTx
 // reported true commits only under the live claim, and a reclaim waits for
-// it. Write only when it reports true; roll back otherwise.
+// it. Write only when it reports true; roll back otherwise. It fences a
+// stale attempt only: a retry of the same update owns it again and writes
+// again; [Store.Once] also records the effect, for exactly once.
 //
 // tx must be on the store's database. See [Store.OwnsSQLTx] for database/sql
 // transactions and [Store.Owns] for the unfenced check.
