@@ -92,14 +92,14 @@
 //
 // [Transport] reads the method from the URL path (/bot<token>/<method>),
 // and chat_id and allow_paid_broadcast from the query and from a JSON,
-// form or multipart body. JSON and form bodies up to [MaxPeekBytes] are
-// read whole; of a multipart body only the parts up to chat_id are read
-// (at most MaxPeekBytes; put chat_id before the files, as libraries do),
-// and the rest streams to Telegram unread, so an upload is never buffered
-// whole. Telegram's 429 is retried within MaxWait when the body can be
-// sent again: a JSON or form body the transport read whole, or any body
-// when the request has GetBody (http.NewRequest sets it for bytes and
-// strings readers). Otherwise Telegram's 429 goes back as it came (and
+// form or multipart body. A body up to [MaxPeekBytes] is read whole before
+// it is sent; of a larger multipart body only the parts up to chat_id are
+// read (within MaxPeekBytes; put chat_id before the files, as libraries
+// do), and the rest streams to Telegram as it comes, so an upload is never
+// buffered whole. Telegram's 429 is retried within MaxWait when the body
+// can be sent again: a body the transport read whole (every call without a
+// large file), or any body when the request has GetBody (http.NewRequest
+// sets it for bytes and strings readers). Otherwise Telegram's 429 goes back as it came (and
 // the pause still applies to the next call). A call that cannot be sent
 // within MaxWait is answered, without reaching Telegram, with
 //

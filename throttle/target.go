@@ -11,10 +11,11 @@ import (
 	"strings"
 )
 
-// MaxPeekBytes bounds how much of a request body [Transport] reads to find
-// chat_id: a JSON or form body up to this size is read whole (and can then
-// be replayed after a 429); of a multipart body, the parts before chat_id
-// must fit in it. The rest of a body is streamed, never buffered.
+// MaxPeekBytes bounds how much of a request body [Transport] reads before
+// sending it: a JSON, form or multipart body up to this size is read whole
+// (and can be replayed after a 429); of a larger multipart body, the parts
+// up to chat_id must fit in it. The rest of a larger body is streamed,
+// never buffered.
 const MaxPeekBytes = 64 << 10
 
 // maxValueBytes bounds a chat_id or allow_paid_broadcast value read from a

@@ -163,33 +163,42 @@ func inspect(req *http.Request) (tg target, body io.ReadCloser, replay func() (i
 	var read []byte
 	switch ct {
 	case "application/json", "application/x-www-form-urlencoded":
-		var b bytes.Buffer
-		if _, rerr := b.ReadFrom(&io.LimitedReader{R: req.Body, N: MaxPeekBytes + 1}); rerr != nil {
-			return tg, nil, nil, rerr
+		if read, err = readPeek(req.Body, nil); err != nil {
+			return tg, nil, nil, err
 		}
-		buf := b.Bytes()
-		whole := len(buf) <= MaxPeekBytes
 		if ct == "application/json" {
-			tg.fromJSON(buf)
+			tg.fromJSON(read)
 		} else {
-			tg.fromForm(buf, whole)
+			tg.fromForm(read, len(read) <= MaxPeekBytes)
 		}
-		if whole {
-			req.Body.Close()
-			data := buf
-			replay = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-			body, _ := replay()
-			return tg, body, replay, nil
-		}
-		read = buf
 	case "multipart/form-data":
 		rec := &recorder{r: req.Body, max: MaxPeekBytes}
 		tg.fromMultipart(rec, params["boundary"])
-		read = rec.buf
+		// Read on to MaxPeekBytes: a body that ends within it (a call with
+		// no file, as go-telegram/bot sends every call) can be replayed.
+		if read, err = readPeek(req.Body, rec.buf); err != nil {
+			return tg, nil, nil, err
+		}
 	default:
 		return tg, req.Body, replay, nil
 	}
+	if len(read) <= MaxPeekBytes { // the whole body
+		req.Body.Close()
+		replay = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(read)), nil }
+		body, _ := replay()
+		return tg, body, replay, nil
+	}
 	return tg, &splicedBody{r: io.MultiReader(bytes.NewReader(read), req.Body), c: req.Body}, replay, nil
+}
+
+// readPeek reads body on after the bytes already read, up to one byte more
+// than MaxPeekBytes: a result of at most MaxPeekBytes is the whole body.
+func readPeek(body io.Reader, read []byte) ([]byte, error) {
+	b := bytes.NewBuffer(read)
+	if _, err := b.ReadFrom(&io.LimitedReader{R: body, N: int64(MaxPeekBytes + 1 - len(read))}); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // splicedBody is the bytes read ahead, then the rest of the original body;
