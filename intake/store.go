@@ -218,6 +218,8 @@ type Store interface {
 	// with [AttemptsSpentText] (settled at opts.Now, or left unacknowledged
 	// when opts.DurableExhaustion is set and the store is durable) and false
 	// is reported.
+	// A row under a live lease is not claimable, so a claim leaves it
+	// untouched even when it is on its last attempt.
 	Claim(ctx context.Context, updateID int64, opts ClaimOpts) (attempt int, ok bool, err error)
 
 	// Renew extends the lease of a processing row whose attempt counter is
@@ -230,7 +232,9 @@ type Store interface {
 	// Settle ends attempt attempt of a processing row, only while its lease is
 	// live at s.At. Completed and abandoned rows get their settlement time set
 	// (and become prunable); a failed row becomes due at s.RetryAt. It reports
-	// whether a row changed; a stale attempt or a lapsed lease reports false.
+	// whether a row changed; a stale attempt, a lapsed lease or an attempt
+	// already settled (a failed one included, its retry not yet claimed)
+	// reports false.
 	Settle(ctx context.Context, updateID int64, attempt int, s Settlement) (bool, error)
 
 	// Due lists, in ascending update id order and at most q.Limit, the
@@ -295,9 +299,10 @@ type DurableStore interface {
 	DueExhaustions(ctx context.Context, q ExhaustionQuery) ([]Exhaustion, error)
 
 	// AcknowledgeExhaustion settles an unacknowledged exhaustion at at, which
-	// makes it prunable. It applies only for the exact identity and only
-	// once; a wrong attempt, a wrong claim id or a second acknowledgement
-	// reports false.
+	// makes it prunable. It applies only to an unacknowledged exhaustion,
+	// only for its exact identity and only once: a row in any other state
+	// (pending, processing, failed, settled), a wrong attempt, a wrong claim
+	// id or a second acknowledgement reports false.
 	AcknowledgeExhaustion(ctx context.Context, id Identity, at time.Time) (bool, error)
 }
 
