@@ -362,19 +362,16 @@ func replyIn(body []byte) (UnactedReply, bool) {
 		return UnactedReply{}, false
 	}
 	r := UnactedReply{Bytes: len(body)}
-	var obj struct {
-		Method *string `json:"method"`
-	}
+	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &obj); err != nil {
 		if len(body) >= DefaultMaxResponseBytes && bytes.Contains(trimmed, []byte(`"method"`)) {
 			return r, true // too large to read whole
 		}
 		return UnactedReply{}, false
 	}
-	if obj.Method == nil || *obj.Method == "" {
+	if json.Unmarshal(obj["method"], &r.Method) != nil || r.Method == "" {
 		return UnactedReply{}, false
 	}
-	r.Method = *obj.Method
 	return r, true
 }
 
