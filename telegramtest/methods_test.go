@@ -529,3 +529,41 @@ func TestUnreachableEnds(t *testing.T) {
 	}
 	t.Fatalf("still unreachable after %v: %v", waitLimit, last)
 }
+
+func TestFileContentIsBounded(t *testing.T) {
+	t.Parallel()
+	f := setup(t, telegramtest.Config{Limits: telegramtest.Limits{Disabled: true}, MaxFileBytes: 6})
+	small, err := f.srv.Send(f.chat, f.user, telegramtest.UserMessage{Photo: &telegramtest.UserFile{Name: "a.jpg", Data: []byte("1234")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := f.srv.Send(f.chat, f.user, telegramtest.UserMessage{Photo: &telegramtest.UserFile{Name: "b.jpg", Data: []byte("5678")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileOf := func(u telegramtest.Update) string {
+		var upd struct {
+			Message fullMessage `json:"message"`
+		}
+		json.Unmarshal(u.JSON, &upd)
+		return upd.Message.Photo[0].FileID
+	}
+	if got := download(t, f.srv, fileOf(small)); got != "1234" {
+		t.Errorf("download within the bound = %q", got)
+	}
+	// Past Config.MaxFileBytes the file is known but its content was not kept.
+	a := call(t, f.srv, "getFile", map[string]any{"file_id": fileOf(big)})
+	wantOK(t, a)
+	path := decode[struct {
+		FilePath string `json:"file_path"`
+	}](t, a.Result).FilePath
+	resp, err := f.srv.Client().Get(f.srv.URL + "/file/bot" + f.srv.Token + "/" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !strings.Contains(string(b), "MaxFileBytes") {
+		t.Errorf("download past the bound = %d %s", resp.StatusCode, b)
+	}
+}
