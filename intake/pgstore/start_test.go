@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,5 +119,51 @@ func TestStartingBesideThreeRunningStoresDisturbsNone(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("a running store's call failed or was refused while others started: %v", err)
+	}
+}
+
+// TestStartsUpgradeATableThatIsBehindOnce: a table at schema version 1 (as
+// an earlier release left it) is brought to the latest version by stores
+// starting at once, each step applied once, under the advisory lock.
+func TestStartsUpgradeATableThatIsBehindOnce(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := poolFor(t, url)
+	ms, err := pgstore.Migrations("old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) < 2 {
+		t.Skip("only one migration: nothing to upgrade")
+	}
+	for _, q := range []string{ms[0].SQL,
+		`CREATE TABLE tgrelay_schema_version (table_name TEXT PRIMARY KEY, version INTEGER NOT NULL)`,
+		`INSERT INTO tgrelay_schema_version VALUES ('old', 1)`} {
+		if _, err := pool.Exec(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pgstore.New(t.Context(), pool, pgstore.Config{Table: "old", NoCreate: true}); !errors.Is(err, pgstore.ErrNotMigrated) {
+		t.Fatalf("New(NoCreate) on a table at version 1 = %v, want ErrNotMigrated", err)
+	}
+	const n = 4
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		p := poolFor(t, url)
+		wg.Go(func() { _, errs[i] = pgstore.New(t.Context(), p, pgstore.Config{Table: "old"}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("start %d of %d upgrading the table: %v", i+1, n, err)
+		}
+	}
+	var v int
+	if err := pool.QueryRow(t.Context(), `SELECT version FROM tgrelay_schema_version WHERE table_name = 'old'`).Scan(&v); err != nil || v != ms[len(ms)-1].Version {
+		t.Fatalf("version after the upgrade = %d, %v; want %d", v, err, ms[len(ms)-1].Version)
+	}
+	if _, err := pgstore.New(t.Context(), pool, pgstore.Config{Table: "old", NoCreate: true}); err != nil {
+		t.Fatalf("New(NoCreate) after the upgrade: %v", err)
 	}
 }
