@@ -56,12 +56,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 )
 
@@ -148,13 +148,10 @@ type UnactedReply struct {
 	Reason string
 }
 
-// secretTokenShape is what Telegram accepts as a webhook secret token.
-var secretTokenShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
-
 // ValidSecretToken reports whether s has the shape Telegram requires of a
-// webhook secret token (and New of AppSecretToken): 1-256 characters of
-// A-Z, a-z, 0-9, _ and -.
-func ValidSecretToken(s string) bool { return secretTokenShape.MatchString(s) }
+// webhook secret token (and New of AppSecretToken). It is
+// [botapi.ValidSecretToken], the one home of that rule.
+func ValidSecretToken(s string) bool { return botapi.ValidSecretToken(s) }
 
 // Forwarder forwards updates and exhaustions to HTTP endpoints. It is safe
 // for concurrent use.
@@ -188,7 +185,7 @@ func New(cfg Config) (*Forwarder, error) {
 	case cfg.Timeout < time.Millisecond || cfg.Timeout > MaxTimeout:
 		return nil, fmt.Errorf("forward: Timeout %v is outside 1ms..%v", cfg.Timeout, MaxTimeout)
 	}
-	if cfg.AppSecretToken != "" && !secretTokenShape.MatchString(cfg.AppSecretToken) {
+	if cfg.AppSecretToken != "" && !botapi.ValidSecretToken(cfg.AppSecretToken) {
 		return nil, errors.New("forward: AppSecretToken must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
 	}
 	if cfg.Client == nil {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+
+	"github.com/tgrelay/tgrelay/botapi"
 )
 
 // DefaultMaxBodyBytes is the default body limit of a [Webhook]: 1 MiB.
@@ -73,7 +75,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	case cfg.InsecureNoSecret:
 	case cfg.Secret == "":
 		return nil, errors.New("intake: WebhookConfig.Secret is required (or set InsecureNoSecret for local tests)")
-	case !validSecret(cfg.Secret):
+	case !botapi.ValidSecretToken(cfg.Secret):
 		return nil, errors.New("intake: WebhookConfig.Secret must be 1 to 256 characters of A-Z, a-z, 0-9, _ and -")
 	default:
 		w.secret = sha256.Sum256([]byte(cfg.Secret))
@@ -89,19 +91,6 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 		w.log = slog.New(slog.DiscardHandler)
 	}
 	return w, nil
-}
-
-func validSecret(s string) bool {
-	if len(s) < 1 || len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // ServeHTTP implements http.Handler.

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/poll"
-	"github.com/tgrelay/tgrelay/webhook"
 )
 
 // Defaults and bounds of [Config].
@@ -105,7 +105,7 @@ type Config struct {
 	Secret string
 	// PublicURL is the webhook address Telegram posts to. When set, the
 	// relay claims the webhook on start under the ownership rules of
-	// package webhook and checks it periodically; empty leaves the
+	// package hookowner and checks it periodically; empty leaves the
 	// registration alone.
 	PublicURL string
 	// TakeoverFrom names the host the webhook points to now ("none" for a
@@ -291,7 +291,7 @@ func (c *Config) fillForward() error {
 			return err
 		}
 	}
-	if t := c.Forward.AppSecretToken; t != "" && !forward.ValidSecretToken(t) {
+	if t := c.Forward.AppSecretToken; t != "" && !botapi.ValidSecretToken(t) {
 		return badField("Forward.AppSecretToken", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as Telegram's secret token")
 	}
 	switch t := c.Forward.Timeout; {
@@ -331,7 +331,7 @@ func (c *Config) fillWebhook() error {
 	if c.Secret == "" {
 		return badField("Secret", "is required for the webhook: Telegram sends it with every update")
 	}
-	if _, err := webhook.OwnerTag(c.Secret); err != nil {
+	if !botapi.ValidSecretToken(c.Secret) {
 		return &ConfigError{Field: "Secret", Err: errors.New("is not a valid webhook secret: want 1-256 characters of A-Z, a-z, 0-9, _ and -")}
 	}
 	if c.PublicURL != "" {

@@ -16,10 +16,10 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/poll"
 	"github.com/tgrelay/tgrelay/transport"
-	"github.com/tgrelay/tgrelay/webhook"
 )
 
 // Internal bounds of a relay.
@@ -358,7 +358,7 @@ func (r *Relay) startWebhook(ctx, bgCtx context.Context) error {
 // claimWebhook claims the webhook and starts the periodic check.
 func (r *Relay) claimWebhook(ctx, bgCtx context.Context) error {
 	c := r.cfg
-	res, err := webhook.Claim(ctx, r.bot, webhook.ClaimConfig{
+	res, err := hookowner.Claim(ctx, r.bot, hookowner.ClaimConfig{
 		URL: c.PublicURL, Secret: c.Secret, TakeoverFrom: c.TakeoverFrom,
 		AllowedUpdates: c.AllowedUpdates, MaxConnections: c.MaxConnections,
 	})
@@ -380,7 +380,7 @@ func (r *Relay) claimWebhook(ctx, bgCtx context.Context) error {
 	}
 	w := &watcher{r: r}
 	r.bg.Go(func() {
-		_ = webhook.Watch(bgCtx, r.bot, webhook.WatchConfig{
+		_ = hookowner.Watch(bgCtx, r.bot, hookowner.WatchConfig{
 			URL: c.PublicURL, Secret: c.Secret, Interval: c.WebhookCheckInterval, Func: w.checked,
 		})
 	})
@@ -394,7 +394,7 @@ type watcher struct {
 	lastOwner string // the foreign owner last warned about; "" while owned
 }
 
-func (w *watcher) checked(st webhook.State, err error) {
+func (w *watcher) checked(st hookowner.State, err error) {
 	r := w.r
 	now := r.now()
 	r.mu.Lock()
@@ -433,7 +433,7 @@ func (w *watcher) checked(st webhook.State, err error) {
 func hostOf(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return webhook.HostUnknown
+		return hookowner.HostUnknown
 	}
 	return u.Host
 }

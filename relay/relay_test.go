@@ -18,11 +18,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/relay"
-	"github.com/tgrelay/tgrelay/webhook"
 )
 
 func TestRelayWebhook(t *testing.T) {
@@ -33,7 +33,7 @@ func TestRelayWebhook(t *testing.T) {
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	hook := listen(t)
 	cfg.Poll, cfg.PollTimeout = false, 0
-	cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, webhook.HostNone
+	cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, hookowner.HostNone
 	cfg.PublicURL = "http://" + hook.Addr().String() + "/telegram"
 	cfg.AdminListen = "127.0.0.1:0"
 	r, err := relay.New(cfg)
@@ -257,8 +257,8 @@ func TestRelayWebhookOwnership(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = r.Start(t.Context())
-	var ce *webhook.ClaimError
-	if !errors.As(err, &ce) || ce.Reason != webhook.ReasonOwnedElsewhere || ce.OwnerHost != "other.example:8443" {
+	var ce *hookowner.ClaimError
+	if !errors.As(err, &ce) || ce.Reason != hookowner.ReasonOwnedElsewhere || ce.OwnerHost != "other.example:8443" {
 		t.Fatalf("Start = %v, want a ClaimError owned-elsewhere by other.example:8443", err)
 	}
 	if strings.Contains(err.Error(), "secret-path") {
@@ -430,7 +430,7 @@ func TestRelayTwoRelaysSharePostgres(t *testing.T) {
 		cfg := baseConfig(t, srv, ep, &syncBuffer{}, newRecorder())
 		cfg.Store, cfg.StoreName = newStore(), "postgres"
 		cfg.Poll, cfg.PollTimeout = false, 0
-		cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, webhook.HostNone
+		cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, hookowner.HostNone
 		cfg.PublicURL = lb.URL + "/telegram"
 		cfg.PendingGrace, cfg.SweepInterval = time.Second, 200*time.Millisecond
 		cfg.Forward.Header = http.Header{"X-Relay": {string(rune('a' + i))}}

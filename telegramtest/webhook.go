@@ -9,11 +9,11 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"regexp"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/internal/backoff"
 )
 
@@ -29,8 +29,6 @@ type webhookState struct {
 	busy          map[int64]bool // chats with a delivery in flight
 }
 
-var secretShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
-
 func (s *Server) setWebhookLocked(p params) (any, *apiError) {
 	raw := p.get("url")
 	if raw == "" {
@@ -41,7 +39,7 @@ func (s *Server) setWebhookLocked(p params) (any, *apiError) {
 		return nil, badRequest("bad webhook: An HTTPS URL must be provided for webhook")
 	}
 	secret := p.get("secret_token")
-	if p.has("secret_token") && !secretShape.MatchString(secret) {
+	if p.has("secret_token") && !botapi.ValidSecretToken(secret) {
 		return nil, badRequest("secret token contains unallowed characters")
 	}
 	maxConn := DefaultMaxConnections

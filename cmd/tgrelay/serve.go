@@ -17,12 +17,12 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
 	"github.com/tgrelay/tgrelay/poll"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
-	"github.com/tgrelay/tgrelay/webhook"
 )
 
 // Defaults of `tgrelay serve` that are not the relay's own.
@@ -440,7 +440,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serveRunError explains the errors of a running relay in terms of the
 // command line.
 func serveRunError(err error) error {
-	if ce, ok := errors.AsType[*webhook.ClaimError](err); ok {
+	if ce, ok := errors.AsType[*hookowner.ClaimError](err); ok {
 		return &usageError{msg: fmt.Sprintf("webhook not set (%s): %v", ce.Reason, ce),
 			hint: "To take it over, pass --takeover-from " + ce.OwnerHost + " (after stopping whatever uses it)."}
 	}
@@ -480,7 +480,7 @@ func newSandbox(o *serveOptions, log *slog.Logger) (*sandbox, error) {
 		o.secret = hex.EncodeToString(b)
 	}
 	if o.takeoverFrom == "" {
-		o.takeoverFrom = webhook.HostNone // a fresh sandbox has no webhook
+		o.takeoverFrom = hookowner.HostNone // a fresh sandbox has no webhook
 	}
 	if sb.hookLn, err = net.Listen("tcp", o.listen); err != nil {
 		_ = l.Close()

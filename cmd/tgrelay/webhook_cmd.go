@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/tgrelay/tgrelay/webhook"
+	"github.com/tgrelay/tgrelay/hookowner"
 )
 
 const webhookHelp = `
@@ -68,7 +68,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *secret == "" {
 		return &usageError{msg: "no webhook secret", hint: "Set " + envWebhookSecret + " or pass --secret."}
 	}
-	if _, err := webhook.OwnerTag(*secret); err != nil {
+	if _, err := hookowner.OwnerTag(*secret); err != nil {
 		return &usageError{msg: err.Error(), hint: hint}
 	}
 	c, err := bf.client("webhook")
@@ -77,7 +77,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	switch sub {
 	case "set":
-		res, err := webhook.Claim(ctx, c, webhook.ClaimConfig{URL: *rawURL, Secret: *secret, TakeoverFrom: *takeover})
+		res, err := hookowner.Claim(ctx, c, hookowner.ClaimConfig{URL: *rawURL, Secret: *secret, TakeoverFrom: *takeover})
 		if err != nil {
 			return webhookError("set", err)
 		}
@@ -87,7 +87,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "webhook set: %s (pending updates: %d)\n", res.URL, res.PendingUpdates)
 		return nil
 	case "check":
-		st, err := webhook.Check(ctx, c, *rawURL, *secret)
+		st, err := hookowner.Check(ctx, c, *rawURL, *secret)
 		if err != nil {
 			return webhookError("check", err)
 		}
@@ -104,7 +104,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return nil
 	default: // delete
-		if err := webhook.Delete(ctx, c, *secret, *takeover); err != nil {
+		if err := hookowner.Delete(ctx, c, *secret, *takeover); err != nil {
 			return webhookError("delete", err)
 		}
 		fmt.Fprintln(stdout, "webhook deleted (pending updates kept)")
@@ -114,12 +114,12 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // webhookError explains a refusal (host only) or wraps a call failure.
 func webhookError(sub string, err error) error {
-	var ce *webhook.ClaimError
+	var ce *hookowner.ClaimError
 	if errors.As(err, &ce) {
 		switch ce.Reason {
-		case webhook.ReasonOwnedElsewhere:
+		case hookowner.ReasonOwnedElsewhere:
 			return fmt.Errorf("refused: the webhook belongs to %s; to take it over, pass --takeover-from %s", ce.OwnerHost, ce.OwnerHost)
-		case webhook.ReasonOtherSecret:
+		case hookowner.ReasonOtherSecret:
 			return fmt.Errorf("refused: the webhook at %s was set with another secret; to take it over, pass --takeover-from %s", ce.OwnerHost, ce.OwnerHost)
 		default:
 			return fmt.Errorf("%s: %w", sub, err)

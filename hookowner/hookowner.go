@@ -1,4 +1,6 @@
-// Package webhook decides who may point a bot's Telegram webhook where.
+// Package hookowner decides who owns a bot's webhook registration: who may
+// point the bot's Telegram webhook where. (The HTTP handler that receives
+// the webhook's updates is [github.com/tgrelay/tgrelay/intake.Webhook].)
 //
 // A bot has one webhook. Two deployments that both call setWebhook on start
 // take it from each other silently, and updates go to whichever started last.
@@ -7,12 +9,12 @@
 // never the secret itself), so a process can tell its own webhook from
 // another's. [Claim] sets the webhook only when it is already this secret's,
 // or when the operator names the current owner's host to take over from;
-// [Check] reports whether the webhook still points here; [Delete] removes it
-// only under the same rules.
+// [Check] reports whether the webhook still points here and [Watch] repeats
+// that check periodically; [Delete] removes it only under the same rules.
 //
 // Messages name hosts only, never paths or queries, since another
 // deployment's path may itself be a secret.
-package webhook
+package hookowner
 
 import (
 	"context"
@@ -23,8 +25,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"time"
+
+	"github.com/tgrelay/tgrelay/botapi"
 )
 
 // Caller makes one Bot API call and returns Telegram's raw result.
@@ -51,17 +54,16 @@ const ownerContext = "tgrelay:telegram-webhook-owner"
 // ownerTagLen is the length of the owner tag in hex digits (64 bits).
 const ownerTagLen = 16
 
-var secretShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
-
 // ErrBadSecret reports a webhook secret Telegram would refuse: it must be 1 to
-// 256 characters of A-Z, a-z, 0-9, _ and -.
-var ErrBadSecret = errors.New("webhook: a secret is 1-256 characters of A-Z, a-z, 0-9, _ and -")
+// 256 characters of A-Z, a-z, 0-9, _ and - ([botapi.ValidSecretToken], the
+// one home of that rule). It is [botapi.ErrBadSecretToken].
+var ErrBadSecret = botapi.ErrBadSecretToken
 
 // OwnerTag returns the owner tag of a secret: the first 16 hex digits of
 // HMAC-SHA256 keyed with the secret over a fixed context. It is deterministic
 // per secret and does not reveal it.
 func OwnerTag(secret string) (string, error) {
-	if !secretShape.MatchString(secret) {
+	if !botapi.ValidSecretToken(secret) {
 		return "", ErrBadSecret
 	}
 	mac := hmac.New(sha256.New, []byte(secret))
@@ -78,7 +80,7 @@ func TaggedURL(rawURL, secret string) (string, error) {
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", errors.New("webhook: the webhook address must be an absolute http or https URL")
+		return "", errors.New("hookowner: the webhook address must be an absolute http or https URL")
 	}
 	q := u.Query()
 	q.Set(OwnerParam, tag)
@@ -114,11 +116,11 @@ type ClaimError struct {
 func (e *ClaimError) Error() string {
 	switch e.Reason {
 	case ReasonOtherSecret:
-		return fmt.Sprintf("webhook: the webhook at host %s was set with another secret; to replace it, take over from %q", e.OwnerHost, e.OwnerHost)
+		return fmt.Sprintf("hookowner: the webhook at host %s was set with another secret; to replace it, take over from %q", e.OwnerHost, e.OwnerHost)
 	case ReasonNotConfirmed:
-		return fmt.Sprintf("webhook: setWebhook was not confirmed: the webhook now points to host %s", e.OwnerHost)
+		return fmt.Sprintf("hookowner: setWebhook was not confirmed: the webhook now points to host %s", e.OwnerHost)
 	default:
-		return fmt.Sprintf("webhook: the webhook belongs to host %s; to take it over, name %q as the host to take over from", e.OwnerHost, e.OwnerHost)
+		return fmt.Sprintf("hookowner: the webhook belongs to host %s; to take it over, name %q as the host to take over from", e.OwnerHost, e.OwnerHost)
 	}
 }
 
@@ -166,11 +168,11 @@ type info struct {
 func getInfo(ctx context.Context, c Caller) (info, error) {
 	raw, err := c.Call(ctx, "getWebhookInfo", struct{}{})
 	if err != nil {
-		return info{}, fmt.Errorf("webhook: getWebhookInfo: %w", err)
+		return info{}, fmt.Errorf("hookowner: getWebhookInfo: %w", err)
 	}
 	var in info
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return info{}, fmt.Errorf("webhook: getWebhookInfo answered an unexpected shape: %w", err)
+		return info{}, fmt.Errorf("hookowner: getWebhookInfo answered an unexpected shape: %w", err)
 	}
 	return in, nil
 }
@@ -212,7 +214,7 @@ func Claim(ctx context.Context, c Caller, cfg ClaimConfig) (ClaimResult, error) 
 		return ClaimResult{}, err
 	}
 	if cfg.MaxConnections != 0 && (cfg.MaxConnections < 1 || cfg.MaxConnections > 100) {
-		return ClaimResult{}, fmt.Errorf("webhook: MaxConnections %d is outside 1..100", cfg.MaxConnections)
+		return ClaimResult{}, fmt.Errorf("hookowner: MaxConnections %d is outside 1..100", cfg.MaxConnections)
 	}
 	before, err := getInfo(ctx, c)
 	if err != nil {
@@ -239,7 +241,7 @@ func Claim(ctx context.Context, c Caller, cfg ClaimConfig) (ClaimResult, error) 
 		params["max_connections"] = cfg.MaxConnections
 	}
 	if _, err := c.Call(ctx, "setWebhook", params); err != nil {
-		return ClaimResult{}, fmt.Errorf("webhook: setWebhook: %w", err)
+		return ClaimResult{}, fmt.Errorf("hookowner: setWebhook: %w", err)
 	}
 	after, err := getInfo(ctx, c)
 	if err != nil {
@@ -314,7 +316,7 @@ func Delete(ctx context.Context, c Caller, secret, takeoverFrom string) error {
 		return &ClaimError{Reason: ReasonOwnedElsewhere, OwnerHost: owner}
 	}
 	if _, err := c.Call(ctx, "deleteWebhook", map[string]any{"drop_pending_updates": false}); err != nil {
-		return fmt.Errorf("webhook: deleteWebhook: %w", err)
+		return fmt.Errorf("hookowner: deleteWebhook: %w", err)
 	}
 	return nil
 }
@@ -347,7 +349,7 @@ type WatchConfig struct {
 // call (the caller has just claimed or checked).
 func Watch(ctx context.Context, c Caller, cfg WatchConfig) error {
 	if cfg.Interval <= 0 || cfg.Func == nil {
-		return errors.New("webhook: Watch needs an Interval above zero and a Func")
+		return errors.New("hookowner: Watch needs an Interval above zero and a Func")
 	}
 	if _, err := TaggedURL(cfg.URL, cfg.Secret); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package webhook_test
+package hookowner_test
 
 import (
 	"testing"

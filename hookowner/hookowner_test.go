@@ -1,4 +1,4 @@
-package webhook_test
+package hookowner_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/telegramtest"
-	"github.com/tgrelay/tgrelay/webhook"
 )
 
 const (
@@ -20,7 +20,7 @@ const (
 
 // recorder wraps a Caller and records the methods called, in order.
 type recorder struct {
-	c       webhook.Caller
+	c       hookowner.Caller
 	methods []string
 	params  []map[string]any
 }
@@ -55,12 +55,12 @@ func set(t *testing.T, r *recorder, url, secretToken string) {
 
 func TestOwnerTag(t *testing.T) {
 	t.Parallel()
-	a, err := webhook.OwnerTag(secret)
+	a, err := hookowner.OwnerTag(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := webhook.OwnerTag(secret)
-	c, _ := webhook.OwnerTag(other)
+	b, _ := hookowner.OwnerTag(secret)
+	c, _ := hookowner.OwnerTag(other)
 	if a != b || a == c || len(a) != 16 {
 		t.Fatalf("tags: %q %q %q; want deterministic, distinct, 16 hex digits", a, b, c)
 	}
@@ -68,7 +68,7 @@ func TestOwnerTag(t *testing.T) {
 		t.Fatal("tag contains the secret")
 	}
 	for _, bad := range []string{"", "has space", "ünicode", strings.Repeat("a", 257)} {
-		if _, err := webhook.OwnerTag(bad); !errors.Is(err, webhook.ErrBadSecret) {
+		if _, err := hookowner.OwnerTag(bad); !errors.Is(err, hookowner.ErrBadSecret) {
 			t.Errorf("OwnerTag(%q) = %v, want ErrBadSecret", bad, err)
 		}
 	}
@@ -76,15 +76,15 @@ func TestOwnerTag(t *testing.T) {
 
 func TestTaggedURL(t *testing.T) {
 	t.Parallel()
-	got, err := webhook.TaggedURL("https://h.example/p/a?x=1&owner=stale", secret)
+	got, err := hookowner.TaggedURL("https://h.example/p/a?x=1&owner=stale", secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tag, _ := webhook.OwnerTag(secret)
+	tag, _ := hookowner.OwnerTag(secret)
 	if want := "https://h.example/p/a?owner=" + tag + "&x=1"; got != want {
 		t.Fatalf("TaggedURL = %q, want %q", got, want)
 	}
-	if _, err := webhook.TaggedURL("ftp://h/p", secret); err == nil {
+	if _, err := hookowner.TaggedURL("ftp://h/p", secret); err == nil {
 		t.Fatal("ftp URL accepted")
 	}
 }
@@ -92,19 +92,19 @@ func TestTaggedURL(t *testing.T) {
 func TestClaimPollingBotNeedsTakeoverFromNone(t *testing.T) {
 	t.Parallel()
 	_, r := setup(t)
-	_, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret})
-	var ce *webhook.ClaimError
-	if !errors.As(err, &ce) || ce.Reason != webhook.ReasonOwnedElsewhere || ce.OwnerHost != webhook.HostNone {
+	_, err := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: addr, Secret: secret})
+	var ce *hookowner.ClaimError
+	if !errors.As(err, &ce) || ce.Reason != hookowner.ReasonOwnedElsewhere || ce.OwnerHost != hookowner.HostNone {
 		t.Fatalf("claim of a polling bot = %v, want owned-elsewhere by none", err)
 	}
 	if strings.Join(r.methods, ",") != "getWebhookInfo" {
 		t.Fatalf("calls = %v, want only getWebhookInfo", r.methods)
 	}
-	res, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: webhook.HostNone})
+	res, err := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: hookowner.HostNone})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.TakenFrom != webhook.HostNone || !strings.HasPrefix(res.URL, addr+"?owner=") {
+	if res.TakenFrom != hookowner.HostNone || !strings.HasPrefix(res.URL, addr+"?owner=") {
 		t.Fatalf("result = %+v", res)
 	}
 }
@@ -114,9 +114,9 @@ func TestClaimRefusesForeignWebhookNamingHostOnly(t *testing.T) {
 	_, r := setup(t)
 	set(t, r, "https://other.example.net/very/secret/path", "x")
 	r.methods = nil
-	_, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: "third.example"})
-	var ce *webhook.ClaimError
-	if !errors.As(err, &ce) || ce.Reason != webhook.ReasonOwnedElsewhere || ce.OwnerHost != "other.example.net" {
+	_, err := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: "third.example"})
+	var ce *hookowner.ClaimError
+	if !errors.As(err, &ce) || ce.Reason != hookowner.ReasonOwnedElsewhere || ce.OwnerHost != "other.example.net" {
 		t.Fatalf("err = %v", err)
 	}
 	if strings.Contains(err.Error(), "secret/path") || !strings.Contains(err.Error(), "other.example.net") {
@@ -130,11 +130,11 @@ func TestClaimRefusesForeignWebhookNamingHostOnly(t *testing.T) {
 func TestClaimSameAddressOtherSecret(t *testing.T) {
 	t.Parallel()
 	_, r := setup(t)
-	tagged, _ := webhook.TaggedURL(addr, other)
+	tagged, _ := hookowner.TaggedURL(addr, other)
 	set(t, r, tagged, other)
-	_, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret})
-	var ce *webhook.ClaimError
-	if !errors.As(err, &ce) || ce.Reason != webhook.ReasonOtherSecret {
+	_, err := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: addr, Secret: secret})
+	var ce *hookowner.ClaimError
+	if !errors.As(err, &ce) || ce.Reason != hookowner.ReasonOtherSecret {
 		t.Fatalf("err = %v, want other-secret", err)
 	}
 	if strings.Contains(err.Error(), other) || strings.Contains(err.Error(), secret) {
@@ -146,7 +146,7 @@ func TestClaimRefreshesOwnAndTakesOverNamedHost(t *testing.T) {
 	t.Parallel()
 	srv, r := setup(t)
 	set(t, r, "https://old.example.org/hook", "x")
-	res, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{
+	res, err := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{
 		URL: addr, Secret: secret, TakeoverFrom: "old.example.org",
 		AllowedUpdates: []string{"message"}, MaxConnections: 7,
 	})
@@ -157,7 +157,7 @@ func TestClaimRefreshesOwnAndTakesOverNamedHost(t *testing.T) {
 		t.Fatalf("TakenFrom = %q", res.TakenFrom)
 	}
 	r.methods, r.params = nil, nil
-	res, err = webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret})
+	res, err = hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: addr, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestClaimRefreshesOwnAndTakesOverNamedHost(t *testing.T) {
 	if p["secret_token"] != secret || p["drop_pending_updates"] != false {
 		t.Fatalf("setWebhook params = %v", p)
 	}
-	st, err := webhook.Check(t.Context(), r, addr, secret)
+	st, err := hookowner.Check(t.Context(), r, addr, secret)
 	if err != nil || !st.Owned || st.OwnerHost != "bot.example.com" {
 		t.Fatalf("Check = %+v, %v", st, err)
 	}
@@ -181,10 +181,10 @@ func TestClaimRefreshesOwnAndTakesOverNamedHost(t *testing.T) {
 func TestClaimValidates(t *testing.T) {
 	t.Parallel()
 	_, r := setup(t)
-	if _, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: "bad secret"}); !errors.Is(err, webhook.ErrBadSecret) {
+	if _, err := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: addr, Secret: "bad secret"}); !errors.Is(err, hookowner.ErrBadSecret) {
 		t.Fatalf("bad secret: %v", err)
 	}
-	if _, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret, MaxConnections: 101}); err == nil {
+	if _, err := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: addr, Secret: secret, MaxConnections: 101}); err == nil {
 		t.Fatal("MaxConnections 101 accepted")
 	}
 	if len(r.methods) != 0 {
@@ -195,33 +195,33 @@ func TestClaimValidates(t *testing.T) {
 func TestCheckReportsMoveAndDelete(t *testing.T) {
 	t.Parallel()
 	_, r := setup(t)
-	if _, err := webhook.Claim(t.Context(), r, webhook.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: webhook.HostNone}); err != nil {
+	if _, err := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: hookowner.HostNone}); err != nil {
 		t.Fatal(err)
 	}
 	set(t, r, "https://intruder.example/h", "y")
-	st, err := webhook.Check(t.Context(), r, addr, secret)
+	st, err := hookowner.Check(t.Context(), r, addr, secret)
 	if err != nil || st.Owned || st.OwnerHost != "intruder.example" {
 		t.Fatalf("Check after move = %+v, %v", st, err)
 	}
-	var ce *webhook.ClaimError
-	if err := webhook.Delete(t.Context(), r, secret, ""); !errors.As(err, &ce) {
+	var ce *hookowner.ClaimError
+	if err := hookowner.Delete(t.Context(), r, secret, ""); !errors.As(err, &ce) {
 		t.Fatalf("Delete of a foreign webhook = %v", err)
 	}
-	if err := webhook.Delete(t.Context(), r, secret, "intruder.example"); err != nil {
+	if err := hookowner.Delete(t.Context(), r, secret, "intruder.example"); err != nil {
 		t.Fatal(err)
 	}
-	st, _ = webhook.Check(t.Context(), r, addr, secret)
-	if st.OwnerHost != webhook.HostNone {
+	st, _ = hookowner.Check(t.Context(), r, addr, secret)
+	if st.OwnerHost != hookowner.HostNone {
 		t.Fatalf("after delete the webhook points to %q", st.OwnerHost)
 	}
-	if err := webhook.Delete(t.Context(), r, secret, ""); err != nil {
+	if err := hookowner.Delete(t.Context(), r, secret, ""); err != nil {
 		t.Fatalf("Delete without a webhook = %v", err)
 	}
 }
 
 // ignoring answers setWebhook with success without passing it on, as a
 // Telegram that did not keep the webhook would look.
-type ignoring struct{ webhook.Caller }
+type ignoring struct{ hookowner.Caller }
 
 func (i ignoring) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	if method == "setWebhook" {
@@ -233,9 +233,9 @@ func (i ignoring) Call(ctx context.Context, method string, params any) (json.Raw
 func TestClaimNotConfirmed(t *testing.T) {
 	t.Parallel()
 	_, r := setup(t)
-	_, err := webhook.Claim(t.Context(), ignoring{r}, webhook.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: webhook.HostNone})
-	var ce *webhook.ClaimError
-	if !errors.As(err, &ce) || ce.Reason != webhook.ReasonNotConfirmed || ce.OwnerHost != webhook.HostNone {
+	_, err := hookowner.Claim(t.Context(), ignoring{r}, hookowner.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: hookowner.HostNone})
+	var ce *hookowner.ClaimError
+	if !errors.As(err, &ce) || ce.Reason != hookowner.ReasonNotConfirmed || ce.OwnerHost != hookowner.HostNone {
 		t.Fatalf("err = %v, want not-confirmed", err)
 	}
 }
