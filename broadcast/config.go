@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/internal/backoff"
+	"github.com/tgrelay/tgrelay/throttle"
 )
 
 // Defaults and bounds of [Config].
@@ -104,6 +105,13 @@ type Config struct {
 	// ProgressInterval is the least time between two running reports. Zero
 	// means DefaultProgressInterval; negative means after every recipient.
 	ProgressInterval time.Duration
+	// Limiter, when set, is the bot's limiter shared by every sender of
+	// the process (the gateway, the operator channel): each send also
+	// waits its turn there, as a sendMessage to the recipient's chat, and
+	// Telegram's 429 is reported to it, so all of them spend one budget.
+	// Rate still caps the broadcast's own share. Nil means the broadcast
+	// paces itself only.
+	Limiter *throttle.Limiter
 	// DryRun counts the audience and the journal's outcomes without taking
 	// the lock, writing any file or sending.
 	DryRun bool

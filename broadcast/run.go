@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/internal/backoff"
+	"github.com/tgrelay/tgrelay/throttle"
 	"golang.org/x/time/rate"
 )
 
@@ -420,22 +421,31 @@ func (r *runner) deliver(ctx context.Context, i int) {
 			stop()
 			return
 		}
+		permit, err := r.turn(ctx, target)
+		if err != nil {
+			stop()
+			return
+		}
 		if !intent {
 			if err := r.journal.append(entry{I: i, S: markSending}); err != nil {
+				permit.Cancel()
 				r.fail(err)
 				return
 			}
 			intent = true
 		}
 		if err := r.lock.check(); err != nil {
+			permit.Cancel()
 			r.fail(err)
 			return
 		}
 		if ctx.Err() != nil {
+			permit.Cancel()
 			stop()
 			return
 		}
-		err := r.send(ctx, target)
+		err = r.send(ctx, target)
+		finishTurn(permit, err, r.cfg.ClassifyFunc)
 		if err == nil {
 			free()
 			r.settle(i, stateDelivered, "", migratedTo)
@@ -505,6 +515,51 @@ func (r *runner) send(ctx context.Context, target Recipient) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.SendTimeout)
 	defer cancel()
 	return r.cfg.SendFunc(sctx, target)
+}
+
+// turn waits for the send's turn in Config.Limiter, when one is shared;
+// a refusal (the limiter could not grant it within its MaxWait) is waited
+// out and asked again. The permit is nil without a limiter.
+func (r *runner) turn(ctx context.Context, target Recipient) (*throttle.Permit, error) {
+	if r.cfg.Limiter == nil {
+		return nil, nil
+	}
+	key := target.ID
+	if target.Username != "" {
+		key = throttle.UsernameKey(target.Username)
+	}
+	for {
+		p, err := r.cfg.Limiter.Wait(ctx, "sendMessage", key)
+		var werr *throttle.WaitError
+		if !errors.As(err, &werr) {
+			return p, err
+		}
+		if err := backoff.Sleep(ctx, werr.RetryAfter); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// finishTurn tells the shared limiter how a send ended: Telegram's 429
+// pauses what it must, a send that never left does not count, anything
+// else counts as sent now.
+func finishTurn(p *throttle.Permit, err error, classify func(error) Verdict) {
+	if p == nil {
+		return
+	}
+	var nd interface{ NotDispatched() bool }
+	switch {
+	case err == nil:
+		p.Done()
+	case errors.As(err, &nd) && nd.NotDispatched():
+		p.Cancel()
+	default:
+		if v := classify(err); v.Kind == KindPauseAll {
+			p.Limited(v.Pause)
+		} else {
+			p.Done()
+		}
+	}
 }
 
 // pauseAll makes every sender wait d from now.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/tghtml"
+	"github.com/tgrelay/tgrelay/throttle"
 )
 
 // Defaults and limits of [Config].
@@ -141,6 +142,11 @@ type Config struct {
 	// (see [botapi.Redactor]). Empty values are ignored; a value shorter
 	// than [botapi.MinSecretLen] is an error.
 	SensitiveValues []string
+	// Limiter, when set, is the bot's limiter shared by every sender of
+	// the process (the gateway, a broadcast): each send also waits its
+	// turn there and reports Telegram's 429 to it, so they all spend one
+	// budget. Nil means the channel paces itself only (MinInterval).
+	Limiter *throttle.Limiter
 	// Dedupe, when not nil, holds repeats and caps messages per window (see
 	// [Dedupe]). Its counts are flushed as summary messages when no later
 	// message carries them.
@@ -406,7 +412,12 @@ func (c *Channel) deliver(m queued) *Drop {
 		msg := Message{ChatID: c.chatID, ThreadID: c.cfg.Topics[m.topic], Topic: m.topic, Text: text, ParseMode: c.cfg.ParseMode}
 		c.mu.Unlock()
 
+		permit, ok := c.turn(msg.ChatID)
+		if !ok {
+			return drop(DropClosed, nil)
+		}
 		err := c.send(msg)
+		finishTurn(permit, err)
 		now := time.Now()
 		c.mu.Lock()
 		c.next = now.Add(c.cfg.MinInterval)
@@ -434,6 +445,50 @@ func (c *Channel) deliver(m queued) *Drop {
 			c.next = now.Add(f.RetryAfter)
 			c.mu.Unlock()
 		}
+	}
+}
+
+// turn waits for the send's turn in Config.Limiter, when one is shared (a
+// refusal is waited out and asked again); false if the channel closed
+// meanwhile. The permit is nil without a limiter.
+func (c *Channel) turn(chatID int64) (*throttle.Permit, bool) {
+	if c.cfg.Limiter == nil {
+		return nil, true
+	}
+	for {
+		p, err := c.cfg.Limiter.Wait(c.ctx, "sendMessage", chatID)
+		var werr *throttle.WaitError
+		if !errors.As(err, &werr) {
+			return p, err == nil
+		}
+		t := time.NewTimer(werr.RetryAfter)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return nil, false
+		}
+	}
+}
+
+// finishTurn tells the shared limiter how a send ended: Telegram's 429
+// pauses what it must, a send that never left does not count, anything
+// else counts as sent now.
+func finishTurn(p *throttle.Permit, err error) {
+	if p == nil {
+		return
+	}
+	if err == nil {
+		p.Done()
+		return
+	}
+	switch f := botapi.Classify(err); {
+	case f.Reason == botapi.ReasonRateLimited:
+		p.Limited(f.RetryAfter)
+	case f.Reason == botapi.ReasonNotDispatched:
+		p.Cancel()
+	default:
+		p.Done()
 	}
 }
 

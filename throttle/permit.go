@@ -10,7 +10,8 @@ import (
 // [Permit.Retry] (which, when it succeeds, holds the permit again). While
 // it is held, the chat's next call waits (order within a chat), and the
 // call counts against the limits until it is finished (see the package
-// doc, "Counting"). Finishing a finished permit does nothing. A Permit is
+// doc, "Counting"). Finishing a finished permit, or a nil one, does
+// nothing. A Permit is
 // safe for concurrent use, but it is meant for the one call that got it.
 type Permit struct {
 	l        *Limiter // nil for a call that does not count
@@ -44,7 +45,7 @@ func (p *Permit) Deadline() time.Time { return p.deadline }
 // outcome is unknown: it counts as sent now, the latest moment Telegram
 // can have counted it.
 func (p *Permit) Done() {
-	if p.l == nil {
+	if p == nil || p.l == nil {
 		return
 	}
 	l := p.l
@@ -62,7 +63,7 @@ func (p *Permit) Done() {
 // ended, or its request provably never left the process): it does not
 // count.
 func (p *Permit) Cancel() {
-	if p.l == nil {
+	if p == nil || p.l == nil {
 		return
 	}
 	l := p.l
@@ -80,7 +81,7 @@ func (p *Permit) Cancel() {
 // did not act), and the limiter pauses its chat, or the whole bot, for d
 // (see the package doc, "429"). It returns what was paused.
 func (p *Permit) Limited(d time.Duration) Scope {
-	if p.l == nil {
+	if p == nil || p.l == nil {
 		return ""
 	}
 	l := p.l
@@ -104,7 +105,7 @@ func (p *Permit) Limited(d time.Duration) Scope {
 // again, to be finished as before; on failure (a [*WaitError], or ctx's
 // error) it is finished and nothing counts.
 func (p *Permit) Retry(ctx context.Context, d time.Duration) error {
-	if p.l == nil {
+	if p == nil || p.l == nil {
 		return nil
 	}
 	l := p.l
