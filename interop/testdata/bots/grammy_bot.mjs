@@ -104,7 +104,6 @@ async function main() {
   ]);
   const cmds = await bot.api.getMyCommands();
   if (cmds.length !== 2) throw new Error(`getMyCommands returned ${JSON.stringify(cmds)}`);
-  await bot.api.deleteMyCommands({ scope: { type: 'all_group_chats' } });
   await bot.api.setChatMenuButton({ menu_button: { type: 'commands' } });
   await bot.api.getMyName();
 

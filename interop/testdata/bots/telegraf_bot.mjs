@@ -101,7 +101,6 @@ async function main() {
   ]);
   const cmds = await bot.telegram.getMyCommands();
   if (cmds.length !== 2) throw new Error(`getMyCommands returned ${JSON.stringify(cmds)}`);
-  await bot.telegram.deleteMyCommands({ scope: { type: 'all_group_chats' } });
   await bot.telegram.setChatMenuButton({ menuButton: { type: 'commands' } });
   await bot.telegram.callApi('getMyName', {});
 

@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// Defaults and limits of [Config].
+const (
+	// DefaultAPIRoot is Telegram's Bot API root.
+	DefaultAPIRoot = "https://api.telegram.org"
+	// DefaultMaxBufferedBody is how much of a request body the gateway holds
+	// in memory when Config.MaxBufferedBody is zero.
+	DefaultMaxBufferedBody = 1 << 20
+	// MaxMaxBufferedBody is the largest Config.MaxBufferedBody accepted.
+	MaxMaxBufferedBody = 50 << 20
+	// DefaultMaxSendTries is how often a call that was not dispatched is
+	// tried in all, when Config.MaxSendTries is zero.
+	DefaultMaxSendTries = 3
+	// MaxMaxSendTries is the largest Config.MaxSendTries accepted.
+	MaxMaxSendTries = 10
+	// DefaultMaxAttempts is how many attempts' occurrence counters the
+	// gateway keeps in memory when Config.MaxAttempts is zero.
+	DefaultMaxAttempts = 10000
+	// outcomeBound bounds the recording of an outcome, which goes on after
+	// the app stopped waiting.
+	outcomeBound = 10 * time.Second
+)
+
+// ErrInvalidConfig is wrapped by every error [New] returns for a [Config]
+// field; the message names the field.
+var ErrInvalidConfig = errors.New("gateway: invalid config")
+
+// Config configures a [Gateway]. New copies it.
+type Config struct {
+	// Token is the bot's token. Required. The handler serves only calls for
+	// this token and answers others 401, as Telegram would; it never appears
+	// in an answer, an error, a log line or a metric.
+	Token string
+
+	// APIRoot is where calls go: Telegram, a local Bot API server or a fake,
+	// as an absolute http or https URL without a trailing slash. Empty means
+	// [DefaultAPIRoot].
+	APIRoot string
+
+	// Transport sends the calls whose body is in memory. Required. It should
+	// be a throttle.Transport over a transport.Transport, so calls keep
+	// Telegram's limits and a call that never left reports
+	// NotDispatched() true; any RoundTripper works, and errors that do not
+	// carry that mark count as unknown.
+	Transport http.RoundTripper
+
+	// StreamTransport sends multipart uploads larger than MaxBufferedBody,
+	// streaming them, and fetches files (/file/bot<token>/…), streaming the
+	// answer. Wrap the same limiter around it as around Transport (see
+	// [NewStreamTransport]). Nil means uploads above MaxBufferedBody are
+	// refused (413) and files are fetched through Transport, within its
+	// answer bound.
+	StreamTransport http.RoundTripper
+
+	// Store fences calls that carry an attempt identity: a call of an
+	// attempt that no longer holds its lease is refused (409) and not sent.
+	// When it is also an [intake.JournalStore], such calls are journaled and
+	// replayed (see the package doc). Nil means calls with an identity are
+	// refused (a gateway without a store cannot fence them).
+	Store intake.FencedStore
+
+	// OwnsIntake makes the handler refuse getUpdates, setWebhook and
+	// deleteWebhook, which would take the bot's updates from the relay.
+	OwnsIntake bool
+
+	// MaxBufferedBody bounds the part of a request body held in memory, 1
+	// byte to [MaxMaxBufferedBody]. A JSON or form body must fit (larger
+	// ones are answered 413); a multipart body that does not fit is
+	// streamed. Zero means [DefaultMaxBufferedBody].
+	MaxBufferedBody int64
+
+	// MaxSendTries is how often a call that was not dispatched is tried in
+	// all, 1 to [MaxMaxSendTries], with a short capped backoff between
+	// tries. Zero means [DefaultMaxSendTries].
+	MaxSendTries int
+
+	// MaxAttempts bounds the attempts whose per-attempt call counters are
+	// kept in memory (least recently used ones are forgotten; see the
+	// package doc on occurrences). Zero means [DefaultMaxAttempts].
+	MaxAttempts int
+
+	// Observer, when set, is told of every call the gateway answered.
+	Observer Observer
+
+	// Logger receives failures to record outcomes. Nil means slog.Default.
+	Logger *slog.Logger
+
+	// Test holds seams for tests; leave it zero.
+	Test TestHooks
+}
+
+// TestHooks are seams for tests.
+type TestHooks struct {
+	// Now replaces time.Now.
+	Now func() time.Time
+	// AfterIntent, when set, runs after an intent was recorded and before
+	// the call is sent.
+	AfterIntent func(method string)
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Token == "" || strings.ContainsAny(c.Token, "/?# ") {
+		return c, fmt.Errorf("%w: Config.Token must be a bot token", ErrInvalidConfig)
+	}
+	if c.APIRoot == "" {
+		c.APIRoot = DefaultAPIRoot
+	}
+	u, err := url.Parse(c.APIRoot)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return c, fmt.Errorf("%w: Config.APIRoot must be an absolute http or https URL", ErrInvalidConfig)
+	}
+	c.APIRoot = strings.TrimRight(c.APIRoot, "/")
+	if c.Transport == nil {
+		return c, fmt.Errorf("%w: Config.Transport is required", ErrInvalidConfig)
+	}
+	switch {
+	case c.MaxBufferedBody == 0:
+		c.MaxBufferedBody = DefaultMaxBufferedBody
+	case c.MaxBufferedBody < 1 || c.MaxBufferedBody > MaxMaxBufferedBody:
+		return c, fmt.Errorf("%w: Config.MaxBufferedBody %d: want 1 to %d", ErrInvalidConfig, c.MaxBufferedBody, MaxMaxBufferedBody)
+	}
+	switch {
+	case c.MaxSendTries == 0:
+		c.MaxSendTries = DefaultMaxSendTries
+	case c.MaxSendTries < 1 || c.MaxSendTries > MaxMaxSendTries:
+		return c, fmt.Errorf("%w: Config.MaxSendTries %d: want 1 to %d", ErrInvalidConfig, c.MaxSendTries, MaxMaxSendTries)
+	}
+	switch {
+	case c.MaxAttempts == 0:
+		c.MaxAttempts = DefaultMaxAttempts
+	case c.MaxAttempts < 1:
+		return c, fmt.Errorf("%w: Config.MaxAttempts %d is below 1", ErrInvalidConfig, c.MaxAttempts)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Test.Now == nil {
+		c.Test.Now = time.Now
+	}
+	return c, nil
+}

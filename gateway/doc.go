@@ -1,0 +1,84 @@
+// Package gateway is the outgoing half of the relay: a Bot API endpoint for
+// the bot's app, in any language, that sends the app's calls to Telegram
+// with Telegram's limits kept, honest outcomes, fenced sends and
+// replay-safe replies. An app changes one setting, its library's API root.
+//
+// A [Gateway] is an [http.Handler] serving /bot<token>/<method> and
+// /file/bot<token>/<path> as Telegram does, and the same logic as an
+// [http.RoundTripper] for Go programs ([Gateway.RoundTripper]).
+//
+// # Outcomes
+//
+// Every call is answered with one of:
+//
+//   - Telegram's answer, status and body verbatim (a Telegram error and
+//     Telegram's own 429 included).
+//   - The limiter's Telegram-shaped 429 with retry_after, when the call
+//     could not be sent within its MaxWait (header Tgrelay-Outcome:
+//     throttled). Nothing was sent.
+//   - [StatusNotDispatched] (503, Tgrelay-Outcome: not-dispatched): the call
+//     never left, even after Config.MaxSendTries tries. Sending it again is
+//     safe.
+//   - [StatusUnknown] (502, Tgrelay-Outcome: unknown): the call may have
+//     reached Telegram (the connection broke after the first byte, no
+//     answer came in time, the answer was too large, or a 5xx came that is
+//     not Telegram's JSON). The gateway never sends it again.
+//   - [StatusStale] (409, Tgrelay-Outcome: stale): see fencing. Nothing
+//     was sent.
+//   - A refusal (Tgrelay-Outcome: refused): 401 for another bot's token,
+//     409 for getUpdates, setWebhook and deleteWebhook while the relay owns
+//     the bot's updates (Config.OwnsIntake), 400 for a malformed identity,
+//     413 for a body above the bound. Nothing was sent.
+//
+// Every answer the gateway makes itself is Telegram-shaped
+// ({"ok":false,"error_code":…,"description":…}), so an app's library
+// reports it as it reports Telegram's errors.
+//
+// # Fencing
+//
+// A call made on behalf of an update carries its attempt's identity: the
+// three headers the forward posts each update with ([HeaderUpdateID],
+// [HeaderAttempt], [HeaderClaimID]) copied onto the call, or the
+// per-attempt API root the forward announces ([AttemptRoot]: the gateway's
+// address followed by /a/<update>/<attempt>/<claim>), handed to the app's
+// library as its API root for that update. The call is sent only while
+// that attempt holds its lease in Config.Store; an attempt whose lease
+// expired, or whose update was claimed again or settled, gets 409 and
+// nothing is sent. Calls without an identity are only throttled and
+// classified.
+//
+// # Replay-safe replies
+//
+// When the store is an [intake.JournalStore], each fenced call (except the
+// read-only get* methods) is journaled before it is sent (the intent) and
+// after (the outcome), keyed by update id, method, a hash of its canonical
+// parameters (see params.go: key order and JSON, form or multipart encoding
+// do not matter) and its occurrence among identical calls of the attempt.
+// The intent is recorded only while the attempt holds its lease, in the
+// same step that checks it. A later attempt of the same update that makes
+// the same call gets the recorded answer with Tgrelay-Replayed: true, and
+// Telegram is not called. An intent without outcome (the relay died
+// between them) and an unknown outcome are answered unknown and never sent
+// again. A not-dispatched outcome frees the call: a later attempt sends it.
+//
+// Occurrences are counted in memory per attempt (Config.MaxAttempts
+// attempts at most, least recently used forgotten): a handler that sends
+// the same text twice makes two messages, and its retry's two identical
+// calls replay both. A call that ends not dispatched gives its number back,
+// so an app repeating it within the attempt does not shift the numbering
+// its next attempt sees. If the counters are lost (a restart of the relay
+// while an attempt still runs), the attempt's calls count from 1 again and
+// are answered from the journal: a repeat is never sent twice, though a
+// deliberate second identical message of that attempt is then replayed
+// rather than sent.
+//
+// # Bodies
+//
+// A request body is held in memory up to Config.MaxBufferedBody. A JSON or
+// form body must fit. A multipart body that does not fit is streamed to
+// Telegram through Config.StreamTransport as it arrives, never held whole;
+// its parameters hash covers the fields and files that lie wholly within
+// the buffered prefix (file contents by their SHA-256), and a file reaching
+// past it by its field and file name. A streamed upload is sent again after
+// a not-dispatched failure only when none of it had been read.
+package gateway

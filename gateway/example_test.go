@@ -1,0 +1,75 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/transport"
+)
+
+// An app sends its reply through the gateway on behalf of an update; when
+// the update is retried, the identical reply is answered from the journal
+// instead of reaching the chat twice.
+func Example() {
+	tg := telegramtest.NewServer(telegramtest.Config{})
+	defer tg.Close()
+	chat, _ := tg.NewPrivateChat(tg.NewUser("Ann"))
+
+	base, _ := transport.New(transport.Config{})
+	limiter, _ := throttle.New(throttle.Config{})
+	store := memstore.New()
+	gw, err := gateway.New(gateway.Config{
+		Token:      tg.Token,
+		APIRoot:    tg.URL,
+		Transport:  throttle.NewTransport(limiter, base),
+		Store:      store,
+		OwnsIntake: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(gw) // serve: the app-facing listener
+	defer srv.Close()
+
+	ctx := context.Background()
+	// The relay recorded update 1 and an attempt claimed it.
+	now := time.Now()
+	store.Add(ctx, intake.Incoming{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: now})
+	claim := func() intake.Identity {
+		id, _, _ := store.ClaimOwned(ctx, 1, intake.ClaimOpts{Now: time.Now(), LeaseUntil: time.Now().Add(time.Minute), MaxAttempts: 3})
+		return id
+	}
+	reply := func(id intake.Identity) {
+		body := fmt.Sprintf(`{"chat_id":%d,"text":"hello"}`, chat.ID)
+		req, _ := http.NewRequest("POST", gateway.AttemptRoot(srv.URL, id)+"/bot"+tg.Token+"/sendMessage", bytes.NewBufferString(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		fmt.Println("attempt", id.Attempt, "status", resp.StatusCode, "replayed", resp.Header.Get(gateway.HeaderReplayed) == "true")
+	}
+
+	first := claim()
+	reply(first)
+	// The handler fails after sending; the update is retried.
+	store.SettleOwned(ctx, first, intake.Settlement{State: intake.StateFailed, At: time.Now(), RetryAt: time.Now()})
+	reply(claim())
+	fmt.Println("messages in the chat:", len(tg.MessagesTo(chat.ID)))
+
+	// Output:
+	// attempt 1 status 200 replayed false
+	// attempt 2 status 200 replayed true
+	// messages in the chat: 1
+}

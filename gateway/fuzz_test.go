@@ -1,0 +1,88 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"mime/multipart"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/tgrelay/tgrelay/gateway"
+)
+
+// FuzzCanonicalHash: the hash never panics, is deterministic, and a JSON
+// object of string fields hashes like its form encoding, its multipart
+// encoding and its keys in another order.
+func FuzzCanonicalHash(f *testing.F) {
+	f.Add("application/json", []byte(`{"chat_id":1,"text":"hi"}`), "a", "b")
+	f.Add("application/x-www-form-urlencoded", []byte(`chat_id=1&text=hi%20there`), "text", "x")
+	f.Add("multipart/form-data; boundary=zz", []byte("--zz\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nb\r\n--zz--\r\n"), "", "")
+	f.Add("", []byte(`{"a":{"y":1,"x":[1,2,null]}}`), "k", "\x00")
+	f.Add("text/plain", []byte("\xff\xfe"), "é", "ü")
+	f.Fuzz(func(t *testing.T, contentType string, body []byte, k, v string) {
+		for _, complete := range []bool{true, false} {
+			h1 := gateway.CanonicalHash(contentType, nil, body, complete)
+			if h2 := gateway.CanonicalHash(contentType, nil, bytes.Clone(body), complete); h1 != h2 || len(h1) != 64 {
+				t.Fatalf("hash not deterministic: %q vs %q", h1, h2)
+			}
+		}
+		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == '"' || r == 0x7f }) || !utf8ish(k) || !utf8ish(v) {
+			return
+		}
+		other := "zz" + k
+		obj := map[string]string{k: v, other: "1"}
+		js, _ := json.Marshal(obj)
+		rev := []byte(`{` + mustQuote(other) + `:"1",` + mustQuote(k) + `:` + mustQuote(v) + `}`)
+		form := url.Values{k: {v}, other: {"1"}}.Encode()
+		var mp bytes.Buffer
+		mw := multipart.NewWriter(&mp)
+		_ = mw.WriteField(other, "1")
+		_ = mw.WriteField(k, v)
+		mw.Close()
+		want := gateway.CanonicalHash("application/json", nil, js, true)
+		for name, got := range map[string]string{
+			"reordered JSON": gateway.CanonicalHash("application/json", nil, rev, true),
+			"form":           gateway.CanonicalHash("application/x-www-form-urlencoded", nil, []byte(form), true),
+			"multipart":      gateway.CanonicalHash(mw.FormDataContentType(), nil, mp.Bytes(), true),
+			"query":          gateway.CanonicalHash("", url.Values{k: {v}, other: {"1"}}, nil, true),
+		} {
+			if got != want {
+				t.Errorf("%s of {%q: %q} hashes differently from JSON", name, k, v)
+			}
+		}
+		if gateway.CanonicalHash("application/json", nil, []byte(`{`+mustQuote(k)+`:`+mustQuote(v+"x")+`}`), true) ==
+			gateway.CanonicalHash("application/json", nil, []byte(`{`+mustQuote(k)+`:`+mustQuote(v)+`}`), true) {
+			t.Errorf("different values hash alike")
+		}
+	})
+}
+
+func mustQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// utf8ish reports whether s survives a JSON round trip unchanged.
+func utf8ish(s string) bool {
+	b, _ := json.Marshal(s)
+	var back string
+	return json.Unmarshal(b, &back) == nil && back == s
+}
+
+// FuzzIdentityAndMethod: the URL parsers never panic and accept only what
+// they document.
+func FuzzIdentityAndMethod(f *testing.F) {
+	f.Add("12", "1", "0b6c1f2e-aaaa-bbbb-cccc-000000000000", "/bot1:x/sendMessage")
+	f.Add("-1", "0", "", "/botsendMessage")
+	f.Add("99999999999999999999", "x", "a/b", "/a/1/1/c/bot1:t/getMe/extra")
+	f.Fuzz(func(t *testing.T, u, a, c, path string) {
+		id, err := gateway.ParseIdentity(u, a, c)
+		if err == nil && (id.UpdateID < 0 || id.Attempt < 1 || id.ClaimID != c || strings.ContainsAny(c, "/?#")) {
+			t.Errorf("ParseIdentity(%q, %q, %q) = %+v", u, a, c, id)
+		}
+		if m := gateway.MethodOf(path); m != "" && (len(m) > 64 || strings.ContainsAny(m, "/?#. ")) {
+			t.Errorf("MethodOf(%q) = %q", path, m)
+		}
+	})
+}

@@ -1,0 +1,380 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/backoff"
+)
+
+// Headers the gateway reads and writes.
+const (
+	// HeaderUpdateID, HeaderAttempt and HeaderClaimID carry an attempt's
+	// identity on a call; they are the headers the forward sets on each
+	// update it posts, so an app copies them from the update's request
+	// onto its calls.
+	HeaderUpdateID = "Tgrelay-Update-Id"
+	HeaderAttempt  = "Tgrelay-Attempt"
+	HeaderClaimID  = "Tgrelay-Claim-Id"
+	// HeaderOutcome is set on every answer the gateway makes itself (and
+	// kept on the limiter's own 429): one of the [Outcome] values.
+	HeaderOutcome = "Tgrelay-Outcome"
+	// HeaderReplayed is "true" on an answer taken from the journal.
+	HeaderReplayed = "Tgrelay-Replayed"
+)
+
+// HTTP statuses of the answers the gateway makes itself. Each comes with a
+// Telegram-shaped JSON body ({"ok":false,"error_code":…,"description":…})
+// and a [HeaderOutcome].
+const (
+	// StatusStale answers a call whose attempt lost its lease.
+	StatusStale = http.StatusConflict
+	// StatusNotDispatched answers a call that could not leave within
+	// MaxSendTries. Sending it again is safe.
+	StatusNotDispatched = http.StatusServiceUnavailable
+	// StatusUnknown answers a call whose outcome is unknown, sent now or
+	// journaled earlier. Do not send it again blindly.
+	StatusUnknown = http.StatusBadGateway
+)
+
+// Gateway sends Bot API calls for an app: through the limiter and the
+// dispatch-aware transport of its Config, fenced by the attempt identity a
+// call carries and journaled so a retried update does not send the same
+// call twice. It is an [http.Handler] (see [Gateway.ServeHTTP]) and, for
+// Go programs, an [http.RoundTripper] ([Gateway.RoundTripper]). Safe for
+// concurrent use.
+type Gateway struct {
+	cfg     Config
+	journal intake.JournalStore // nil when the store has no journal
+	occ     *occurrences
+	retry   backoff.Capped
+}
+
+// New returns a Gateway for cfg, or an error naming the invalid field.
+func New(cfg Config) (*Gateway, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: c, occ: newOccurrences(c.MaxAttempts),
+		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}}
+	g.journal, _ = c.Store.(intake.JournalStore)
+	return g, nil
+}
+
+// call is one Bot API call on its way through the gateway.
+type call struct {
+	method      string // the Bot API method, or "file"
+	upstream    string // the URL it goes to
+	httpMethod  string
+	contentType string
+	query       url.Values
+	// prefix is the buffered start of the body; the whole body when
+	// complete, else rest follows it.
+	prefix        []byte
+	complete      bool
+	rest          *countingReader
+	contentLength int64 // -1 when unknown
+	// streamAnswer passes a large answer (a file) through unbuffered.
+	streamAnswer bool
+}
+
+// answer is what the app gets.
+type answer struct {
+	status   int
+	header   http.Header
+	body     []byte
+	stream   io.ReadCloser // follows body when set
+	outcome  Outcome
+	replayed bool
+	tg429    bool
+	tries    int
+}
+
+// countingReader reports whether anything was read from r.
+type countingReader struct {
+	r    io.Reader
+	read int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	return n, err
+}
+
+// telegramError builds a Telegram-shaped error answer of the gateway's own.
+func telegramError(status int, outcome Outcome, description string, retryAfter int) answer {
+	env := map[string]any{"ok": false, "error_code": status, "description": description}
+	if retryAfter > 0 {
+		env["parameters"] = map[string]any{"retry_after": retryAfter}
+	}
+	b, _ := json.Marshal(env)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set(HeaderOutcome, string(outcome))
+	return answer{status: status, header: h, body: b, outcome: outcome}
+}
+
+// redact removes the token and anything shaped like one.
+func (g *Gateway) redact(s string) string {
+	return botapi.Redact(strings.ReplaceAll(s, g.cfg.Token, botapi.Redacted))
+}
+
+// handle answers c, fenced and journaled under id when id is not nil.
+func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answer {
+	if id == nil {
+		return g.send(ctx, c)
+	}
+	if g.cfg.Store == nil {
+		return telegramError(http.StatusBadRequest, OutcomeRefused,
+			"Bad Request: tgrelay: this gateway has no store, so it cannot fence a call that carries an attempt identity", 0)
+	}
+	now := g.cfg.Test.Now()
+	if g.journal == nil || readOnly(c.method) {
+		owns, err := g.cfg.Store.Owns(ctx, *id, now)
+		if err != nil {
+			return telegramError(StatusNotDispatched, OutcomeNotDispatched,
+				"Service Unavailable: tgrelay: the store could not check the attempt's lease; nothing was sent: "+g.redact(err.Error()), 0)
+		}
+		if !owns {
+			return staleAnswer(*id)
+		}
+		return g.send(ctx, c)
+	}
+
+	hash := canonicalHash(c.contentType, c.query, c.prefix, c.complete)
+	n := g.occ.take(*id, c.method, hash)
+	cl := intake.Call{Method: c.method, ParamsHash: hash, Occurrence: n}
+	entry, intent, err := g.journal.RecordIntent(ctx, *id, cl, now)
+	switch {
+	case err != nil:
+		g.occ.giveBack(*id, c.method, hash, n)
+		return telegramError(StatusNotDispatched, OutcomeNotDispatched,
+			"Service Unavailable: tgrelay: the journal could not record the call; nothing was sent: "+g.redact(err.Error()), 0)
+	case intent == intake.IntentStale:
+		g.occ.giveBack(*id, c.method, hash, n)
+		return staleAnswer(*id)
+	case intent == intake.IntentJournaled:
+		return replay(entry)
+	}
+	if h := g.cfg.Test.AfterIntent; h != nil {
+		h(c.method)
+	}
+	a := g.send(ctx, c)
+	res := intake.CallResult{Outcome: intake.CallUnknown}
+	switch {
+	case a.outcome == OutcomeNotDispatched:
+		res = intake.CallResult{Outcome: intake.CallNotDispatched, Body: a.body}
+	case a.outcome == OutcomeUnknown:
+		res.Body = a.body
+	case a.stream != nil || len(a.body) > intake.MaxJournalBody:
+		res.Body = []byte(`{"ok":false,"error_code":502,"description":"tgrelay: Telegram's answer was too large to journal"}`)
+	default: // answered or throttled: an answer the app saw, replayed as is
+		res = intake.CallResult{Outcome: intake.CallAnswered, Status: a.status, Body: a.body}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeBound)
+	ok, err := g.journal.RecordOutcome(rctx, *id, cl, res, g.cfg.Test.Now())
+	cancel()
+	if err != nil || !ok {
+		// The entry stays pending, which a later attempt reads as unknown:
+		// safe, never a second send.
+		g.cfg.Logger.Warn("gateway: outcome not journaled; the call counts as unknown for later attempts",
+			"update_id", id.UpdateID, "attempt", id.Attempt, "method", c.method, "outcome", string(a.outcome),
+			"applied", ok, "error", errString(err, g.redact))
+	}
+	if res.Outcome == intake.CallNotDispatched && ok {
+		g.occ.giveBack(*id, c.method, hash, n)
+	}
+	return a
+}
+
+func errString(err error, redact func(string) string) string {
+	if err == nil {
+		return ""
+	}
+	return redact(err.Error())
+}
+
+func staleAnswer(id intake.Identity) answer {
+	return telegramError(StatusStale, OutcomeStale, fmt.Sprintf(
+		"Conflict: tgrelay: attempt %d of update %d no longer holds its lease (it expired, the update was claimed again or settled); nothing was sent",
+		id.Attempt, id.UpdateID), 0)
+}
+
+// replay answers a call from its journal entry.
+func replay(e intake.JournalEntry) answer {
+	var a answer
+	if e.Outcome == intake.CallAnswered {
+		h := http.Header{}
+		h.Set("Content-Type", "application/json")
+		a = answer{status: e.Status, header: h, body: e.Body, outcome: OutcomeAnswered}
+	} else {
+		a = telegramError(StatusUnknown, OutcomeUnknown, fmt.Sprintf(
+			"Bad Gateway: tgrelay: attempt %d of this update already made this call and its outcome is unknown (%s); it may have reached Telegram, so it is not sent again",
+			e.Attempt, e.Outcome), 0)
+	}
+	a.header.Set(HeaderReplayed, "true")
+	a.replayed = true
+	return a
+}
+
+// readOnly reports whether a method only reads (getMe, getChat, getFile…):
+// such calls are fenced but not journaled, since sending them again has no
+// effect and a replayed answer could be stale.
+func readOnly(method string) bool {
+	return method == "file" || len(method) > 3 && strings.EqualFold(method[:3], "get")
+}
+
+// notDispatched reports whether err carries the mark of a request that
+// never left (transport's *NotDispatchedError, throttle's body errors).
+func notDispatched(err error) bool {
+	var nd interface{ NotDispatched() bool }
+	return errors.As(err, &nd) && nd.NotDispatched()
+}
+
+// send hands c to the transport, again while it was not dispatched, at most
+// MaxSendTries times.
+func (g *Gateway) send(ctx context.Context, c *call) answer {
+	rt := g.cfg.Transport
+	if !c.complete || c.streamAnswer && g.cfg.StreamTransport != nil {
+		rt = g.cfg.StreamTransport
+	}
+	if rt == nil {
+		return telegramError(http.StatusRequestEntityTooLarge, OutcomeRefused, fmt.Sprintf(
+			"Request Entity Too Large: tgrelay: a body above %d bytes needs the gateway's stream transport, which is not configured", g.cfg.MaxBufferedBody), 0)
+	}
+	var lastErr error
+	tries := 0
+	for tries < g.cfg.MaxSendTries {
+		if tries > 0 {
+			if c.rest != nil && c.rest.read > 0 {
+				break // part of a streamed body is gone: it cannot be sent again
+			}
+			if err := backoff.Sleep(ctx, g.retry.Delay(tries)); err != nil {
+				break
+			}
+		}
+		tries++
+		req, err := g.newRequest(ctx, c)
+		if err != nil {
+			return telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: "+g.redact(err.Error()), 0)
+		}
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			a := g.readAnswer(resp, c)
+			a.tries = tries
+			return a
+		}
+		lastErr = err
+		if !notDispatched(err) {
+			a := telegramError(StatusUnknown, OutcomeUnknown,
+				"Bad Gateway: tgrelay: the call may have reached Telegram, but no answer came back ("+g.redact(err.Error())+"); it is not sent again", 0)
+			a.tries = tries
+			return a
+		}
+	}
+	desc := "Service Unavailable: tgrelay: the call could not be sent and never left; sending it again is safe"
+	if lastErr != nil {
+		desc += " (" + g.redact(lastErr.Error()) + ")"
+	}
+	a := telegramError(StatusNotDispatched, OutcomeNotDispatched, desc, 1)
+	a.tries = tries
+	return a
+}
+
+func (g *Gateway) newRequest(ctx context.Context, c *call) (*http.Request, error) {
+	var body io.Reader
+	if c.complete {
+		if len(c.prefix) > 0 {
+			body = bytes.NewReader(c.prefix)
+		}
+	} else {
+		body = io.MultiReader(bytes.NewReader(c.prefix), c.rest)
+	}
+	req, err := http.NewRequestWithContext(ctx, c.httpMethod, c.upstream, body)
+	if err != nil {
+		return nil, errors.New("the call's URL is malformed")
+	}
+	if c.complete {
+		prefix := c.prefix
+		req.ContentLength = int64(len(prefix))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(prefix)), nil }
+		if len(prefix) == 0 {
+			req.Body, req.GetBody = http.NoBody, nil
+		}
+	} else {
+		req.ContentLength = c.contentLength
+	}
+	if c.contentType != "" {
+		req.Header.Set("Content-Type", c.contentType)
+	}
+	return req, nil
+}
+
+// maxAnswer bounds a buffered answer: the journal's bound.
+const maxAnswer = intake.MaxJournalBody
+
+// readAnswer turns Telegram's (or the limiter's) answer into the app's.
+func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
+	h := http.Header{}
+	for _, k := range []string{"Content-Type", "Content-Length", "Retry-After", HeaderOutcome, "Content-Disposition", "Last-Modified"} {
+		if v := resp.Header.Get(k); v != "" {
+			h.Set(k, v)
+		}
+	}
+	a := answer{status: resp.StatusCode, header: h, outcome: OutcomeAnswered}
+	if resp.Header.Get(HeaderOutcome) == string(OutcomeThrottled) {
+		a.outcome = OutcomeThrottled
+	} else if resp.StatusCode == http.StatusTooManyRequests {
+		a.tg429 = true
+	}
+	if c.streamAnswer {
+		a.stream = resp.Body
+		h.Del("Content-Length")
+		if resp.ContentLength >= 0 {
+			h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+		}
+		return a
+	}
+	h.Del("Content-Length")
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
+		resp.Body.Close()
+		u := telegramError(StatusUnknown, OutcomeUnknown,
+			"Bad Gateway: tgrelay: Telegram's answer broke off ("+g.redact(err.Error())+"); the call may have taken effect and is not sent again", 0)
+		return u
+	}
+	a.body = b
+	if resp.StatusCode >= 500 && !telegramShaped(b) {
+		resp.Body.Close()
+		return telegramError(StatusUnknown, OutcomeUnknown, fmt.Sprintf(
+			"Bad Gateway: tgrelay: an answer that is not Telegram's (HTTP %d without its JSON body, as a proxy's error page); the call may have taken effect and is not sent again",
+			resp.StatusCode), 0)
+	}
+	if len(b) > maxAnswer {
+		a.stream = resp.Body // the rest follows; too large to journal
+		return a
+	}
+	resp.Body.Close()
+	return a
+}
+
+// telegramShaped reports whether b is a JSON object with Telegram's "ok".
+func telegramShaped(b []byte) bool {
+	var env struct {
+		OK *bool `json:"ok"`
+	}
+	return json.Unmarshal(b, &env) == nil && env.OK != nil
+}

@@ -1,0 +1,253 @@
+package gateway_test
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/transport"
+)
+
+func TestHeadersMatchForward(t *testing.T) {
+	if gateway.HeaderUpdateID != forward.HeaderUpdateID || gateway.HeaderAttempt != forward.HeaderAttempt || gateway.HeaderClaimID != forward.HeaderClaimID {
+		t.Fatal("the gateway's identity headers differ from the ones forward sets")
+	}
+}
+
+func TestPassThroughAndRefusals(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	r := f.send(t, nil, "hello")
+	if r.status != 200 || !r.env.OK || r.header.Get(gateway.HeaderOutcome) != "" {
+		t.Fatalf("unfenced sendMessage = %d %s (outcome %q); want Telegram's 200", r.status, r.body, r.header.Get(gateway.HeaderOutcome))
+	}
+	if n := f.ledger("hello"); n != 1 {
+		t.Fatalf("ledger holds %d messages; want 1", n)
+	}
+	if e := <-f.events; e.Method != "sendMessage" || e.Outcome != gateway.OutcomeAnswered || e.Fenced || e.Tries != 1 {
+		t.Errorf("event %+v", e)
+	}
+
+	wrong := f.post(t, "/bot123:wrongwrongwrongwrongwrongwrongwrong/sendMessage", nil, map[string]any{"chat_id": f.chat.ID, "text": "x"})
+	if wrong.status != 401 || wrong.env.ErrorCode != 401 || strings.Contains(string(wrong.body), f.tg.Token) {
+		t.Errorf("wrong token = %d %s; want Telegram's 401", wrong.status, wrong.body)
+	}
+	for _, m := range []string{"getUpdates", "setWebhook", "deletewebhook"} {
+		r := f.post(t, "/bot"+f.tg.Token+"/"+m, nil, map[string]any{})
+		if r.status != 409 || r.env.OK || r.header.Get(gateway.HeaderOutcome) != "refused" || !strings.Contains(r.env.Description, "tgrelay receives") {
+			t.Errorf("%s = %d %s; want a Telegram-shaped 409 refusal", m, r.status, r.body)
+		}
+	}
+	if r := f.post(t, "/nothing", nil, map[string]any{}); r.status != 404 || r.env.ErrorCode != 404 {
+		t.Errorf("an unknown path = %d %s; want 404", r.status, r.body)
+	}
+	if calls := f.tg.Calls(); calls["getUpdates"]+calls["setWebhook"]+calls["deleteWebhook"] != 0 {
+		t.Errorf("refused calls reached Telegram: %v", calls)
+	}
+	if n := f.ledger("x"); n != 0 {
+		t.Errorf("a call with a wrong token was sent")
+	}
+}
+
+func TestStaleAttemptSendsNothing(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	first := f.claim(t, 1)
+	f.fail(t, first)
+	second := f.reclaim(t, 1)
+
+	for name, r := range map[string]reply{
+		"headers": f.send(t, &first, "stale"),
+		"root":    f.post(t, strings.TrimPrefix(gateway.AttemptRoot("", first), "")+"/bot"+f.tg.Token+"/sendMessage", nil, map[string]any{"chat_id": f.chat.ID, "text": "stale"}),
+		"read":    f.post(t, "/bot"+f.tg.Token+"/getMe", &first, map[string]any{}),
+	} {
+		if r.status != gateway.StatusStale || r.env.ErrorCode != 409 || r.header.Get(gateway.HeaderOutcome) != "stale" {
+			t.Errorf("%s: a reclaimed attempt's call = %d %s; want 409 stale", name, r.status, r.body)
+		}
+	}
+	if n := f.ledger("stale"); n != 0 {
+		t.Fatalf("the ledger holds %d messages of a stale attempt", n)
+	}
+	// The live attempt sends; once settled, it is stale too.
+	if r := f.send(t, &second, "live"); r.status != 200 {
+		t.Fatalf("the live attempt's call = %d %s", r.status, r.body)
+	}
+	ok, err := f.store.SettleOwned(t.Context(), second, intake.Settlement{State: intake.StateCompleted, At: time.Now()})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if r := f.send(t, &second, "after settle"); r.status != 409 {
+		t.Errorf("a settled attempt's call = %d %s; want 409", r.status, r.body)
+	}
+	if f.ledger("after settle") != 0 || f.ledger("live") != 1 {
+		t.Errorf("ledger: %v", f.tg.MessagesTo(f.chat.ID))
+	}
+	if r := f.post(t, "/a/1/x/abc/bot"+f.tg.Token+"/sendMessage", nil, map[string]any{}); r.status != 400 {
+		t.Errorf("a malformed per-attempt root = %d %s; want 400", r.status, r.body)
+	}
+}
+
+// TestReplayAcrossAttempts: a handler sends, then fails; the retry's
+// identical calls are answered from the journal and Telegram gets each
+// message once.
+func TestReplayAcrossAttempts(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	first := f.claim(t, 7)
+	a1 := f.send(t, &first, "reply")
+	a2 := f.send(t, &first, "reply") // the same text twice: two messages
+	if a1.status != 200 || a2.status != 200 || bytes.Equal(a1.body, a2.body) {
+		t.Fatalf("attempt 1: %d %s, %d %s", a1.status, a1.body, a2.status, a2.body)
+	}
+	f.fail(t, first)
+	second := f.reclaim(t, 7)
+	for i, want := range []reply{a1, a2} {
+		r := f.send(t, &second, "reply")
+		if r.status != 200 || !bytes.Equal(r.body, want.body) || r.header.Get(gateway.HeaderReplayed) != "true" {
+			t.Errorf("attempt 2 call %d = %d %s (replayed %q); want attempt 1's answer %s replayed", i+1, r.status, r.body, r.header.Get(gateway.HeaderReplayed), want.body)
+		}
+	}
+	if n := f.ledger("reply"); n != 2 {
+		t.Fatalf("ledger holds %d messages; want the 2 of attempt 1", n)
+	}
+	// A third identical call is new: it is sent.
+	if r := f.send(t, &second, "reply"); r.status != 200 || r.header.Get(gateway.HeaderReplayed) != "" {
+		t.Errorf("a third identical call = %d, replayed %q; want sent", r.status, r.header.Get(gateway.HeaderReplayed))
+	}
+	// Form encoding of the same parameters is the same call.
+	third := func() intake.Identity { f.fail(t, second); return f.reclaim(t, 7) }()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, f.srv.URL+"/bot"+f.tg.Token+"/sendMessage",
+		strings.NewReader("text=reply&chat_id="+itoa(f.chat.ID)))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set(gateway.HeaderUpdateID, "7")
+	req.Header.Set(gateway.HeaderAttempt, itoa(int64(third.Attempt)))
+	req.Header.Set(gateway.HeaderClaimID, third.ClaimID)
+	if r := do(t, req); r.header.Get(gateway.HeaderReplayed) != "true" || !bytes.Equal(r.body, a1.body) {
+		t.Errorf("the form-encoded identical call = %d %s; want the replayed JSON call's answer", r.status, r.body)
+	}
+	if n := f.ledger("reply"); n != 3 {
+		t.Errorf("ledger holds %d messages; want 3", n)
+	}
+	es, err := f.store.Journal(t.Context(), 7)
+	if err != nil || len(es) != 3 {
+		t.Errorf("Journal(7) = %d entries, %v; want 3", len(es), err)
+	}
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// TestTransportFaults: each fault of the connection to Telegram surfaces as
+// the right outcome, and a later attempt never resends an unknown call.
+func TestTransportFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		fault      telegramtest.Fault
+		status     int
+		outcome    string
+		ledger     int
+		replayable bool // a later attempt's identical call is answered from the journal
+	}{
+		{"answered_500", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultServerError}, 500, "", 0, true},
+		{"proxy_page", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultProxyError}, gateway.StatusUnknown, "unknown", 0, true},
+		{"reset", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultReset}, gateway.StatusUnknown, "unknown", 0, true},
+		{"drop_after_effect", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultDropAfterEffect}, gateway.StatusUnknown, "unknown", 1, true},
+		{"hang", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultHang}, gateway.StatusUnknown, "unknown", 0, true},
+		{"huge_body", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultHugeBody}, gateway.StatusUnknown, "unknown", 1, true},
+		{"telegram_429", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultTooManyRequests, RetryAfter: 1}, 200, "", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, fixtureOpts{transport: transport.Config{ResponseTimeout: 500 * time.Millisecond}})
+			if err := f.tg.Arm(tc.fault); err != nil {
+				t.Fatal(err)
+			}
+			id := f.claim(t, 1)
+			r := f.send(t, &id, "m")
+			if r.status != tc.status || r.header.Get(gateway.HeaderOutcome) != tc.outcome {
+				t.Fatalf("status %d outcome %q body %s; want %d %q", r.status, r.header.Get(gateway.HeaderOutcome), r.body, tc.status, tc.outcome)
+			}
+			if tc.outcome == "unknown" && (r.env.OK || r.env.ErrorCode != gateway.StatusUnknown || r.env.Description == "") {
+				t.Errorf("the unknown answer is not Telegram-shaped: %s", r.body)
+			}
+			if strings.Contains(string(r.body), f.tg.Token) {
+				t.Errorf("the answer holds the token: %s", r.body)
+			}
+			f.fail(t, id)
+			again := f.reclaim(t, 1)
+			r2 := f.send(t, &again, "m")
+			if r2.header.Get(gateway.HeaderReplayed) != "true" || r2.status != r.status {
+				t.Errorf("attempt 2 = %d replayed %q %s; want the recorded %d replayed", r2.status, r2.header.Get(gateway.HeaderReplayed), r2.body, r.status)
+			}
+			if n := f.ledger("m"); n != tc.ledger {
+				t.Errorf("ledger holds %d; want %d", n, tc.ledger)
+			}
+		})
+	}
+}
+
+// TestNotDispatched: with Telegram unreachable, the call is tried
+// MaxSendTries times, answered 503 not-dispatched, and a later attempt sends
+// it.
+func TestNotDispatched(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	var root = dead
+	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.APIRoot = root; c.MaxSendTries = 2 }})
+	id := f.claim(t, 3)
+	r := f.send(t, &id, "later")
+	if r.status != gateway.StatusNotDispatched || r.header.Get(gateway.HeaderOutcome) != "not-dispatched" || !strings.Contains(r.env.Description, "never left") {
+		t.Fatalf("unreachable Telegram = %d %s", r.status, r.body)
+	}
+	if e := <-f.events; e.Tries != 2 || e.Outcome != gateway.OutcomeNotDispatched {
+		t.Errorf("event %+v; want 2 tries, not dispatched", e)
+	}
+	es, _ := f.store.Journal(t.Context(), 3)
+	if len(es) != 1 || es[0].Outcome != intake.CallNotDispatched {
+		t.Fatalf("journal %+v; want one not-dispatched entry", es)
+	}
+	// The app repeats the call in the same attempt: still occurrence 1.
+	f.send(t, &id, "later")
+	if es, _ := f.store.Journal(t.Context(), 3); len(es) != 1 || es[0].Occurrence != 1 {
+		t.Fatalf("journal after a repeat %+v; want occurrence 1 reused", es)
+	}
+}
+
+// TestNoStoreRefusesIdentity: without a store a call with an identity is
+// refused, not sent unfenced.
+func TestNoStoreRefusesIdentity(t *testing.T) {
+	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.Store = nil }})
+	id := intake.Identity{UpdateID: 1, Attempt: 1, ClaimID: "c"}
+	if r := f.send(t, &id, "x"); r.status != 400 || f.ledger("x") != 0 {
+		t.Errorf("a fenced call without a store = %d %s", r.status, r.body)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	ok := gateway.Config{Token: "1:x", Transport: http.DefaultTransport}
+	for field, mut := range map[string]func(*gateway.Config){
+		"Config.Token":           func(c *gateway.Config) { c.Token = "" },
+		"Config.APIRoot":         func(c *gateway.Config) { c.APIRoot = "ftp://x" },
+		"Config.Transport":       func(c *gateway.Config) { c.Transport = nil },
+		"Config.MaxBufferedBody": func(c *gateway.Config) { c.MaxBufferedBody = -1 },
+		"Config.MaxSendTries":    func(c *gateway.Config) { c.MaxSendTries = 11 },
+		"Config.MaxAttempts":     func(c *gateway.Config) { c.MaxAttempts = -1 },
+	} {
+		c := ok
+		mut(&c)
+		if _, err := gateway.New(c); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: New = %v; want an error naming it", field, err)
+		}
+	}
+	if _, err := gateway.New(ok); err != nil {
+		t.Errorf("New(valid) = %v", err)
+	}
+}

@@ -1,0 +1,213 @@
+package gateway
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// AttemptPrefix starts the per-attempt API root: a call to
+// /a/<update id>/<attempt>/<claim id>/bot<token>/<method> carries that
+// identity. [AttemptRoot] builds the root an app hands to its library.
+const AttemptPrefix = "/a/"
+
+// AttemptRoot returns the per-attempt API root for id under the gateway's
+// base URL (such as "http://127.0.0.1:8081"): base + "/a/<update>/<attempt>/<claim>".
+func AttemptRoot(base string, id intake.Identity) string {
+	return strings.TrimRight(base, "/") + AttemptPrefix + strconv.FormatInt(id.UpdateID, 10) + "/" +
+		strconv.Itoa(id.Attempt) + "/" + id.ClaimID
+}
+
+var (
+	methodRE  = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+	claimIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+)
+
+// intakeMethods would take the bot's updates from the relay.
+var intakeMethods = []string{"getUpdates", "setWebhook", "deleteWebhook"}
+
+// ServeHTTP serves the Bot API for an app, as Telegram does:
+//
+//	/bot<token>/<method>               a call (GET or POST; JSON, form or multipart)
+//	/file/bot<token>/<path>            a file download
+//	/a/<update>/<attempt>/<claim>/…    either, on behalf of that attempt
+//
+// A call carries an attempt identity through the per-attempt prefix or the
+// three headers [HeaderUpdateID], [HeaderAttempt] and [HeaderClaimID] (both
+// at once must agree). The token must be Config.Token (else 401, as
+// Telegram answers a wrong token). With Config.OwnsIntake, getUpdates,
+// setWebhook and deleteWebhook are refused (409). What the app gets is
+// described in the package doc.
+//
+// The request body is read as it is sent on: at most
+// Config.MaxBufferedBody of it is held (a larger multipart upload streams
+// through; a larger JSON or form body is answered 413). The server's own
+// read timeout bounds a slow app.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := g.cfg.Test.Now()
+	a, method, fenced := g.serve(r)
+	g.write(w, a)
+	if obs := g.cfg.Observer; obs != nil {
+		if !methodRE.MatchString(method) {
+			method = "invalid"
+		}
+		obs.ObserveCall(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced,
+			Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start)})
+	}
+}
+
+func (g *Gateway) write(w http.ResponseWriter, a answer) {
+	for k, vs := range a.header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body)
+	if a.stream != nil {
+		_, _ = io.Copy(w, a.stream)
+		a.stream.Close()
+	}
+}
+
+func notFound() answer {
+	return telegramError(http.StatusNotFound, OutcomeRefused, "Not Found", 0)
+}
+
+func (g *Gateway) serve(r *http.Request) (a answer, method string, fenced bool) {
+	path := r.URL.Path
+	var id *intake.Identity
+	if rest, ok := strings.CutPrefix(path, AttemptPrefix); ok {
+		parts := strings.SplitN(rest, "/", 4)
+		if len(parts) < 4 {
+			return notFound(), "", false
+		}
+		pid, err := parseIdentity(parts[0], parts[1], parts[2])
+		if err != nil {
+			return telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: "+err.Error(), 0), "", true
+		}
+		id, path = &pid, "/"+parts[3]
+	}
+	if hid, present, err := identityFromHeader(r.Header); present {
+		if err != nil {
+			return telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: "+err.Error(), 0), "", true
+		}
+		if id != nil && *id != hid {
+			return telegramError(http.StatusBadRequest, OutcomeRefused,
+				"Bad Request: tgrelay: the identity headers and the per-attempt API root name different attempts", 0), "", true
+		}
+		id = &hid
+	}
+	fenced = id != nil
+
+	file := false
+	rest, ok := strings.CutPrefix(path, "/bot")
+	if !ok {
+		if rest, ok = strings.CutPrefix(path, "/file/bot"); !ok {
+			return notFound(), "", fenced
+		}
+		file = true
+	}
+	token, tail, ok := strings.Cut(rest, "/")
+	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(g.cfg.Token)) != 1 {
+		return telegramError(http.StatusUnauthorized, OutcomeRefused, "Unauthorized", 0), "", fenced
+	}
+	c := &call{httpMethod: r.Method, query: r.URL.Query(), contentType: r.Header.Get("Content-Type"), contentLength: r.ContentLength}
+	if file {
+		if tail == "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
+			return notFound(), "file", fenced
+		}
+		c.method, c.streamAnswer, c.complete = "file", true, true
+		c.upstream = g.cfg.APIRoot + "/file/bot" + g.cfg.Token + "/" + tail
+		if r.URL.RawQuery != "" {
+			c.upstream += "?" + r.URL.RawQuery
+		}
+		return g.handle(r.Context(), id, c), "file", fenced
+	}
+	method = tail
+	if !methodRE.MatchString(method) {
+		return notFound(), method, fenced
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		return telegramError(http.StatusMethodNotAllowed, OutcomeRefused, "Method Not Allowed: tgrelay: use GET or POST", 0), method, fenced
+	}
+	if g.cfg.OwnsIntake {
+		for _, m := range intakeMethods {
+			if strings.EqualFold(method, m) {
+				return telegramError(http.StatusConflict, OutcomeRefused, fmt.Sprintf(
+					"Conflict: tgrelay receives this bot's updates, so %s is refused here (it would take them from the relay)", m), 0), method, fenced
+			}
+		}
+	}
+	c.method = method
+	c.upstream = g.cfg.APIRoot + "/bot" + g.cfg.Token + "/" + method
+	if r.URL.RawQuery != "" {
+		c.upstream += "?" + r.URL.RawQuery
+	}
+	if err := g.readBody(r.Body, c); err != nil {
+		return *err, method, fenced
+	}
+	return g.handle(r.Context(), id, c), method, fenced
+}
+
+// readBody reads up to MaxBufferedBody+1 bytes of body into c.prefix; the
+// rest, if any, is left to stream (multipart only).
+func (g *Gateway) readBody(body io.Reader, c *call) *answer {
+	if body == nil {
+		c.complete = true
+		return nil
+	}
+	max := g.cfg.MaxBufferedBody
+	buf, err := io.ReadAll(io.LimitReader(body, max+1))
+	if err != nil {
+		a := telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: the request body could not be read", 0)
+		return &a
+	}
+	c.prefix = buf
+	if int64(len(buf)) <= max {
+		c.complete = true
+		return nil
+	}
+	mt, _, _ := mime.ParseMediaType(c.contentType)
+	if mt != "multipart/form-data" {
+		a := telegramError(http.StatusRequestEntityTooLarge, OutcomeRefused, fmt.Sprintf(
+			"Request Entity Too Large: tgrelay: a %s body is limited to %d bytes; larger uploads must be multipart", mt, max), 0)
+		return &a
+	}
+	c.rest = &countingReader{r: body}
+	return nil
+}
+
+func parseIdentity(update, attempt, claim string) (intake.Identity, error) {
+	u, err1 := strconv.ParseInt(update, 10, 64)
+	n, err2 := strconv.Atoi(attempt)
+	switch {
+	case err1 != nil || u < 0:
+		return intake.Identity{}, errors.New("the update id of the attempt identity is not a non-negative integer")
+	case err2 != nil || n < 1:
+		return intake.Identity{}, errors.New("the attempt number of the attempt identity is not a positive integer")
+	case !claimIDRE.MatchString(claim):
+		return intake.Identity{}, errors.New("the claim id of the attempt identity is malformed")
+	}
+	return intake.Identity{UpdateID: u, Attempt: n, ClaimID: claim}, nil
+}
+
+// identityFromHeader reads the three identity headers; present is false
+// when none is set.
+func identityFromHeader(h http.Header) (id intake.Identity, present bool, err error) {
+	u, a, c := h.Get(HeaderUpdateID), h.Get(HeaderAttempt), h.Get(HeaderClaimID)
+	if u == "" && a == "" && c == "" {
+		return intake.Identity{}, false, nil
+	}
+	if u == "" || a == "" || c == "" {
+		return intake.Identity{}, true, fmt.Errorf("an attempt identity needs all three headers %s, %s and %s", HeaderUpdateID, HeaderAttempt, HeaderClaimID)
+	}
+	id, err = parseIdentity(u, a, c)
+	return id, true, err
+}

@@ -1,0 +1,170 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/transport"
+)
+
+// fixture is a gateway in front of telegramtest, with Telegram's limits on
+// in both, and a memstore to fence calls.
+type fixture struct {
+	tg     *telegramtest.Server
+	store  *memstore.Store
+	gw     *gateway.Gateway
+	srv    *httptest.Server
+	chat   telegramtest.Chat
+	events chan gateway.CallEvent
+}
+
+type fixtureOpts struct {
+	cfg       func(*gateway.Config)
+	transport transport.Config
+	tg        telegramtest.Config
+}
+
+func newFixture(t *testing.T, o fixtureOpts) *fixture {
+	t.Helper()
+	tg := telegramtest.NewServer(o.tg)
+	t.Cleanup(tg.Close)
+	chat, err := tg.NewPrivateChat(tg.NewUser("Ann"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := transport.New(o.transport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := throttle.New(throttle.Config{MaxWait: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{tg: tg, store: memstore.New(), chat: chat, events: make(chan gateway.CallEvent, 1000)}
+	cfg := gateway.Config{
+		Token:           tg.Token,
+		APIRoot:         tg.URL,
+		Transport:       throttle.NewTransport(lim, base),
+		StreamTransport: throttle.NewTransport(lim, gateway.NewStreamTransport()),
+		Store:           f.store,
+		OwnsIntake:      true,
+		Observer:        gateway.ObserverFunc(func(e gateway.CallEvent) { f.events <- e }),
+	}
+	if o.cfg != nil {
+		o.cfg(&cfg)
+	}
+	f.gw, err = gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = httptest.NewServer(f.gw)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// claim records update id and claims it, returning the attempt identity.
+func (f *fixture) claim(t *testing.T, updateID int64) intake.Identity {
+	t.Helper()
+	now := time.Now()
+	if _, err := f.store.Add(t.Context(), intake.Incoming{UpdateID: updateID, Body: []byte(`{}`), ReceivedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	return f.reclaim(t, updateID)
+}
+
+// reclaim claims updateID again (it must be claimable).
+func (f *fixture) reclaim(t *testing.T, updateID int64) intake.Identity {
+	t.Helper()
+	now := time.Now()
+	id, ok, err := f.store.ClaimOwned(t.Context(), updateID, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 10})
+	if err != nil || !ok {
+		t.Fatalf("ClaimOwned(%d) = %v, %v", updateID, ok, err)
+	}
+	return id
+}
+
+// fail settles id as failed, due at once.
+func (f *fixture) fail(t *testing.T, id intake.Identity) {
+	t.Helper()
+	now := time.Now()
+	ok, err := f.store.SettleOwned(t.Context(), id, intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now.Add(-time.Millisecond), Error: "handler failed"})
+	if err != nil || !ok {
+		t.Fatalf("SettleOwned(failed) = %v, %v", ok, err)
+	}
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+	env    struct {
+		OK          bool            `json:"ok"`
+		ErrorCode   int             `json:"error_code"`
+		Description string          `json:"description"`
+		Result      json.RawMessage `json:"result"`
+	}
+}
+
+// post sends a JSON call to the gateway at path, with identity headers when
+// id is not nil.
+func (f *fixture) post(t *testing.T, path string, id *intake.Identity, params any) reply {
+	t.Helper()
+	b, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.srv.URL+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if id != nil {
+		req.Header.Set(gateway.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
+		req.Header.Set(gateway.HeaderAttempt, strconv.Itoa(id.Attempt))
+		req.Header.Set(gateway.HeaderClaimID, id.ClaimID)
+	}
+	return do(t, req)
+}
+
+func do(t *testing.T, req *http.Request) reply {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r reply
+	r.status, r.header = resp.StatusCode, resp.Header
+	r.body, err = io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(r.body, &r.env)
+	return r
+}
+
+func (f *fixture) send(t *testing.T, id *intake.Identity, text string) reply {
+	t.Helper()
+	return f.post(t, "/bot"+f.tg.Token+"/sendMessage", id, map[string]any{"chat_id": f.chat.ID, "text": text})
+}
+
+func (f *fixture) ledger(text string) int {
+	n := 0
+	for _, m := range f.tg.MessagesTo(f.chat.ID) {
+		if m.Text == text {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,70 @@
+package gateway
+
+import "time"
+
+// Outcome is how the gateway answered one call. It is also the value of the
+// Tgrelay-Outcome header on the answers the gateway makes itself.
+type Outcome string
+
+// The outcomes.
+const (
+	// OutcomeAnswered: Telegram answered; its status and body were passed
+	// on (a Telegram error, such as its own 429, included).
+	OutcomeAnswered Outcome = "answered"
+	// OutcomeThrottled: the limiter could not send the call within its
+	// MaxWait and answered a Telegram-shaped 429 with retry_after; nothing
+	// was sent.
+	OutcomeThrottled Outcome = "throttled"
+	// OutcomeNotDispatched: the call provably never left, even after
+	// MaxSendTries; sending it again is safe.
+	OutcomeNotDispatched Outcome = "not-dispatched"
+	// OutcomeUnknown: the call may have reached Telegram; it is never
+	// sent again by the gateway.
+	OutcomeUnknown Outcome = "unknown"
+	// OutcomeStale: the call's attempt no longer holds its lease; nothing
+	// was sent (409).
+	OutcomeStale Outcome = "stale"
+	// OutcomeRefused: the gateway refused the call (a wrong token, a method
+	// that would break the relay's intake, a malformed identity, a body
+	// too large); nothing was sent.
+	OutcomeRefused Outcome = "refused"
+)
+
+// CallEvent describes one call the gateway answered.
+type CallEvent struct {
+	// Method is the Bot API method, or "file" for a file download. Only
+	// names of letters, digits and underscores up to 64 bytes reach an
+	// event; any other is reported as "invalid".
+	Method string
+	// Outcome is how it was answered. For a replayed call it is the
+	// recorded outcome (answered or unknown).
+	Outcome Outcome
+	// Status is the HTTP status the app got.
+	Status int
+	// Fenced tells whether the call carried an attempt identity.
+	Fenced bool
+	// Replayed tells whether the answer came from the journal, without a
+	// send.
+	Replayed bool
+	// Telegram429 tells whether Telegram itself answered 429 (its limits
+	// were hit despite the limiter).
+	Telegram429 bool
+	// Tries is how often the call was handed to the transport (0 for a
+	// replayed, stale or refused call).
+	Tries int
+	// Duration is the time from the call's arrival to its answer.
+	Duration time.Duration
+}
+
+// Observer receives an event for every call the gateway answered, for
+// metrics. It is called synchronously on the call's goroutine and must be
+// safe for concurrent use and quick.
+type Observer interface {
+	ObserveCall(CallEvent)
+}
+
+// ObserverFunc adapts a function to [Observer].
+type ObserverFunc func(CallEvent)
+
+// ObserveCall calls f(e).
+func (f ObserverFunc) ObserveCall(e CallEvent) { f(e) }

@@ -1,0 +1,203 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Canonical parameters.
+//
+// A journaled call is keyed by a hash of its canonical parameters, so that
+// the same call made again by a later attempt finds its entry whatever the
+// encoding details. The canonical form is the set of (name, value) pairs of
+// the call, sorted, where:
+//
+//   - the URL's query parameters count, as Telegram reads them too;
+//   - a JSON body must be an object: a string value is its text, a number
+//     its literal, true and false their names, an object or array its JSON
+//     with object keys sorted; null values are left out (as if absent);
+//   - a form body contributes its fields;
+//   - a multipart body contributes its fields, and for each file part its
+//     field name, file name and the SHA-256 of its content, but only of the
+//     parts that lie wholly within the buffered prefix of the body (see
+//     [Config.MaxBufferedBody]): the upload itself is streamed, never held
+//     whole, so a part that reaches past the prefix contributes its name,
+//     its file name and the mark "partial", and the parts after it nothing;
+//   - a body that cannot be parsed as its Content-Type says is hashed as raw
+//     bytes.
+//
+// So {"chat_id":1,"text":"hi"}, chat_id=1&text=hi and the same fields in a
+// multipart body all hash alike, and key order never matters.
+
+// param is one canonical (name, value) pair.
+type param struct{ name, value string }
+
+// Marks in canonical values. They start with a NUL byte, which no text
+// parameter of the Bot API contains.
+const (
+	fileMark    = "\x00file\x00"
+	partialMark = "\x00partial"
+	rawMark     = "\x00raw\x00"
+)
+
+// canonicalHash returns the hex SHA-256 of the canonical parameters of a
+// call with this Content-Type, query and body prefix. complete tells
+// whether prefix is the whole body.
+func canonicalHash(contentType string, query url.Values, prefix []byte, complete bool) string {
+	ps := canonicalParams(contentType, query, prefix, complete)
+	slices.SortFunc(ps, func(a, b param) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.value, b.value)
+	})
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, p := range ps {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(p.name)))])
+		h.Write([]byte(p.name))
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(p.value)))])
+		h.Write([]byte(p.value))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func canonicalParams(contentType string, query url.Values, prefix []byte, complete bool) []param {
+	var ps []param
+	for name, vs := range query {
+		for _, v := range vs {
+			ps = append(ps, param{name, v})
+		}
+	}
+	if len(prefix) == 0 && complete {
+		return ps
+	}
+	mediaType, mparams, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		mediaType = ""
+	}
+	var body []param
+	ok := false
+	switch {
+	case mediaType == "multipart/form-data" && mparams["boundary"] != "":
+		body, ok = multipartParams(prefix, mparams["boundary"], complete)
+	case !complete:
+		// Only multipart bodies are streamed; a partial other body is
+		// hashed by its prefix.
+	case mediaType == "application/json" || (mediaType == "" && json.Valid(prefix)):
+		body, ok = jsonParams(prefix)
+	case mediaType == "application/x-www-form-urlencoded" || mediaType == "":
+		body, ok = formParams(prefix)
+	}
+	if !ok {
+		sum := sha256.Sum256(prefix)
+		body = []param{{rawMark, mediaType + "\x00" + hex.EncodeToString(sum[:])}}
+		if !complete {
+			body[0].value += partialMark
+		}
+	}
+	return append(ps, body...)
+}
+
+func jsonParams(b []byte) ([]param, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil || obj == nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false // trailing data
+	}
+	ps := make([]param, 0, len(obj))
+	for k, v := range obj {
+		switch v := v.(type) {
+		case nil:
+			continue
+		case string:
+			ps = append(ps, param{k, v})
+		case json.Number:
+			ps = append(ps, param{k, v.String()})
+		case bool:
+			if v {
+				ps = append(ps, param{k, "true"})
+			} else {
+				ps = append(ps, param{k, "false"})
+			}
+		default:
+			// Maps marshal with sorted keys; numbers keep their literal.
+			enc, err := json.Marshal(v)
+			if err != nil {
+				return nil, false
+			}
+			ps = append(ps, param{k, string(enc)})
+		}
+	}
+	return ps, true
+}
+
+func formParams(b []byte) ([]param, bool) {
+	vals, err := url.ParseQuery(string(b))
+	if err != nil {
+		return nil, false
+	}
+	var ps []param
+	for k, vs := range vals {
+		for _, v := range vs {
+			ps = append(ps, param{k, v})
+		}
+	}
+	return ps, true
+}
+
+// maxParts bounds the parts of one multipart body the hash looks at.
+const maxParts = 1000
+
+func multipartParams(prefix []byte, boundary string, complete bool) ([]param, bool) {
+	mr := multipart.NewReader(bytes.NewReader(prefix), boundary)
+	var ps []param
+	for range maxParts {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return ps, true
+		}
+		if err != nil {
+			if !complete {
+				return append(ps, param{partialMark, ""}), true
+			}
+			return nil, false
+		}
+		name, file := part.FormName(), part.FileName()
+		content, err := io.ReadAll(part)
+		if err != nil {
+			if !complete {
+				if file != "" {
+					return append(ps, param{name, fileMark + file + partialMark}), true
+				}
+				return append(ps, param{name, partialMark}), true
+			}
+			return nil, false
+		}
+		if file != "" || part.Header.Get("Content-Type") != "" && !isText(part.Header.Get("Content-Type")) {
+			sum := sha256.Sum256(content)
+			ps = append(ps, param{name, fileMark + file + "\x00" + hex.EncodeToString(sum[:])})
+			continue
+		}
+		ps = append(ps, param{name, string(content)})
+	}
+	return append(ps, param{partialMark, "parts"}), true
+}
+
+func isText(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && strings.HasPrefix(mt, "text/")
+}

@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying id, for calls made through
+// [Gateway.RoundTripper] outside a handler the intake runner called (inside
+// one, the runner's attempt is found without it).
+func WithIdentity(ctx context.Context, id intake.Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the attempt identity a call made with ctx carries:
+// the one [WithIdentity] set, else that of the runner's attempt
+// ([intake.AttemptFrom]) when it has a claim id (a fenced store).
+func IdentityFrom(ctx context.Context) (intake.Identity, bool) {
+	if id, ok := ctx.Value(identityKey{}).(intake.Identity); ok {
+		return id, true
+	}
+	if a, ok := intake.AttemptFrom(ctx); ok && a.ClaimID != "" {
+		return a.Identity, true
+	}
+	return intake.Identity{}, false
+}
+
+// RoundTripper returns the gateway's logic as an [http.RoundTripper] for Go
+// programs: give it to a Bot API client (go-telegram/bot's WithHTTPClient,
+// telego's, botapi's) and pass the handler's ctx to every call. A call whose
+// context carries an attempt identity (see [IdentityFrom]) is fenced and
+// journaled as the handler fences and journals calls with an identity, and
+// is answered the same way, including the gateway's own Telegram-shaped
+// answers (409 for a stale attempt, a replayed answer, unknown). Other
+// calls go straight to Config.Transport.
+//
+// The call goes to the request's own URL: the client's API root, not
+// Config.APIRoot, and the token is not checked. The round tripper never
+// returns an error for a call with an identity; its answer says what
+// happened.
+func (g *Gateway) RoundTripper() http.RoundTripper { return roundTripper{g} }
+
+type roundTripper struct{ g *Gateway }
+
+func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	id, ok := IdentityFrom(req.Context())
+	if !ok {
+		return rt.g.cfg.Transport.RoundTrip(req)
+	}
+	g := rt.g
+	start := g.cfg.Test.Now()
+	c := &call{httpMethod: req.Method, upstream: req.URL.String(), query: req.URL.Query(),
+		contentType: req.Header.Get("Content-Type"), contentLength: req.ContentLength}
+	c.method = methodOf(req.URL.Path)
+	var a answer
+	if c.method == "" {
+		closeBody(req)
+		a = telegramError(http.StatusNotFound, OutcomeRefused, "Not Found: tgrelay: not a Bot API method URL", 0)
+	} else if errAns := g.readBody(req.Body, c); errAns != nil {
+		closeBody(req)
+		a = *errAns
+	} else {
+		if c.complete {
+			closeBody(req)
+		} else {
+			defer closeBody(req)
+		}
+		a = g.handle(req.Context(), &id, c)
+	}
+	if obs := g.cfg.Observer; obs != nil {
+		method := c.method
+		if !methodRE.MatchString(method) {
+			method = "invalid"
+		}
+		obs.ObserveCall(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: true,
+			Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start)})
+	}
+	var body io.ReadCloser = io.NopCloser(bytes.NewReader(a.body))
+	if a.stream != nil {
+		body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(a.body), a.stream), a.stream}
+	}
+	return &http.Response{
+		Status: http.StatusText(a.status), StatusCode: a.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: a.header, Body: body, ContentLength: -1, Request: req,
+	}, nil
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// methodOf returns the method of a /bot<token>/<method> URL path, or the
+// empty string.
+func methodOf(path string) string {
+	i := strings.LastIndex(path, "/bot")
+	if i < 0 {
+		return ""
+	}
+	_, method, ok := strings.Cut(path[i+len("/bot"):], "/")
+	if !ok || !methodRE.MatchString(method) {
+		return ""
+	}
+	return method
+}
+
+// NewStreamTransport returns a streaming [http.RoundTripper] for
+// Config.StreamTransport: the standard library's transport (proxies from
+// the environment, keep-alive), whose failures to connect are marked as not
+// dispatched (the request was never written), and every other failure
+// counts as unknown. Wrap it in the same limiter as Config.Transport.
+func NewStreamTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 32
+	t.ResponseHeaderTimeout = 5 * time.Minute
+	return streamTransport{t}
+}
+
+type streamTransport struct{ t *http.Transport }
+
+func (s streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := s.t.RoundTrip(req)
+	var op *net.OpError
+	if err != nil && errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect") {
+		return nil, &dialError{err}
+	}
+	return resp, err
+}
+
+// dialError is a failure to connect: no byte of the request was written.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string       { return "gateway: connect failed: " + e.err.Error() }
+func (e *dialError) Unwrap() error       { return e.err }
+func (e *dialError) NotDispatched() bool { return true }
