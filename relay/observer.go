@@ -26,8 +26,9 @@ const (
 	// KindForwarded: one forward to the endpoint ended. ID, Duration, Err
 	// (nil when the endpoint answered 2xx).
 	KindForwarded Kind = "forwarded"
-	// KindFailed: an attempt failed. ID, Err, Retrying (another attempt
-	// will follow).
+	// KindFailed: an attempt failed. ID, Err, Reason (one of the Fail
+	// constants, see [FailureReason]), Retrying (another attempt will
+	// follow).
 	KindFailed Kind = "failed"
 	// KindSettled: a settlement the store applied. ID, State.
 	KindSettled Kind = "settled"
@@ -140,12 +141,13 @@ func safeObserve(o Observer, e Event) {
 }
 
 // emit passes e, stamped with the time, to the configured observer.
+// It also logs the events that deserve a line (logEvent).
 func (r *Relay) emit(e Event) {
-	if r.obs == nil {
-		return
-	}
 	e.Time = r.now()
-	safeObserve(r.obs, e)
+	r.logEvent(e)
+	if r.obs != nil {
+		safeObserve(r.obs, e)
+	}
 }
 
 // intakeObserver turns the runner's events into the relay's.
@@ -164,7 +166,7 @@ func (r *Relay) intakeObserver() intake.Observer {
 		ClaimFunc:  func(id intake.Identity) { r.emit(Event{Kind: KindClaimed, ID: id}) },
 		SettleFunc: func(id intake.Identity, s intake.State) { r.emit(Event{Kind: KindSettled, ID: id, State: s}) },
 		FailureFunc: func(f intake.Failure) {
-			r.emit(Event{Kind: KindFailed, ID: f.Identity, Err: f.Err, Retrying: f.Retrying})
+			r.emit(Event{Kind: KindFailed, ID: f.Identity, Err: f.Err, Retrying: f.Retrying, Reason: FailureReason(f.Err)})
 		},
 		LeaseLostFunc: func(id intake.Identity) { r.emit(Event{Kind: KindLeaseLost, ID: id}) },
 		ExhaustFunc: func(e intake.Exhaustion) {

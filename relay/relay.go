@@ -94,10 +94,16 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Relay{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, now: time.Now, fatal: make(chan error, 1)}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
+	r := &Relay{cfg: cfg, obs: cfg.Observer, now: time.Now, fatal: make(chan error, 1)}
+	var h slog.Handler = slog.DiscardHandler
+	if cfg.Logger != nil {
+		h = cfg.Logger.Handler()
 	}
+	h = rateLimited(h, r.now)
+	r.log = slog.New(h)
+	// The runner's per-attempt Info lines go to Debug: logEvent says the
+	// same at Warn and Error.
+	runnerLog := slog.New(demoteInfo{h})
 	if cfg.Observer != nil {
 		r.obs = Observers(cfg.Observer) // recovers panics
 	}
@@ -141,7 +147,7 @@ func New(cfg Config) (*Relay, error) {
 		PendingGrace:      cfg.PendingGrace,
 		Retention:         cfg.Retention,
 		Observer:          r.intakeObserver(),
-		Logger:            r.log,
+		Logger:            runnerLog,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("relay: intake runner: %w", err)

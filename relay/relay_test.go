@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -456,4 +457,54 @@ func TestRelayTwoRelaysSharePostgres(t *testing.T) {
 			t.Errorf("Stop: %v", err)
 		}
 	}
+}
+
+func TestRelayLogsFailuresRateLimitedWithoutSecrets(t *testing.T) {
+	t.Parallel()
+	srv := fakeTelegram(t)
+	ep := newBotEndpoint(t, func(int64, int) (int, string) { return http.StatusBadGateway, "" })
+	logs, rec := &syncBuffer{}, newRecorder()
+	cfg := baseConfig(t, srv, ep, logs, rec)
+	hook := listen(t)
+	cfg.Poll, cfg.PollTimeout = false, 0
+	cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, hookowner.HostNone
+	cfg.PublicURL = "http://" + hook.Addr().String() + "/telegram"
+	cfg.MaxAttempts, cfg.BackoffBase = 2, time.Millisecond
+	// Logged at the default level: Info.
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	began := time.Now()
+	start(t, cfg)
+	const n = 25 // one per chat, so every update fails on its own
+	ups := sendChatter(t, srv, n, n)
+	waitFor(t, "every update given up", func() bool { return rec.count(string(relay.KindExhausted)) == n })
+	elapsed := time.Since(began)
+
+	retry := logLines(logs, "relay: forward failed; a retry is scheduled")
+	given := logLines(logs, "relay: forward failed; the update is given up")
+	exh := logLines(logs, "relay: exhaustion recorded; it waits to be delivered or acknowledged")
+	// The limit lets 10 lines of a message through at once and one more
+	// every 6 seconds; whatever the machine's speed, that bounds them.
+	bound := 10 + int(elapsed/(6*time.Second)) + 1
+	for name, ls := range map[string][]map[string]any{"retry": retry, "given up": given, "exhaustion": exh} {
+		if len(ls) == 0 || len(ls) > bound {
+			t.Errorf("%d %s lines for %d failing updates in %v, want 1 to %d", len(ls), name, n, elapsed, bound)
+		}
+	}
+	if len(retry) > 0 {
+		l := retry[0]
+		if l["level"] != "WARN" || l["reason"] != relay.FailHTTP5xx || l["attempt"] != float64(1) || l["update_id"] == nil || !strings.Contains(l["err"].(string), "502") {
+			t.Errorf("retry line = %v, want a warning naming the update, attempt 1, reason http_5xx and the 502", l)
+		}
+	}
+	if len(given) > 0 && (given[0]["level"] != "ERROR" || given[0]["attempt"] != float64(2)) {
+		t.Errorf("given-up line = %v, want an error at attempt 2", given[0])
+	}
+	if ls := logLines(logs, "intake: attempt failed"); len(ls) != 0 {
+		t.Errorf("the runner's per-attempt lines appear at the default level too (%d): %v", len(ls), ls[0])
+	}
+	// Nothing was lost to the limit in the events.
+	if got := rec.count(string(relay.KindFailed)); got != 2*len(ups) {
+		t.Errorf("failed events = %d, want %d", got, 2*len(ups))
+	}
+	assertNoSecrets(t, "the relay's log", logs.String(), srv.Token)
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/http"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/relay"
 )
@@ -110,7 +107,7 @@ func (m *relayMetrics) Observe(e relay.Event) {
 		}
 		m.forwardSeconds.WithLabelValues(outcome).Observe(e.Duration.Seconds())
 	case relay.KindFailed:
-		m.failures.WithLabelValues(failureReason(e.Err)).Inc()
+		m.failures.WithLabelValues(e.Reason).Inc()
 	case relay.KindSettled:
 		m.settlements.WithLabelValues(string(e.State)).Inc()
 	case relay.KindLeaseLost:
@@ -141,39 +138,6 @@ func boolGauge(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// failureReason maps a failed attempt's error to a fixed label value.
-func failureReason(err error) string {
-	var se *forward.StatusError
-	var pe *intake.PanicError
-	var ol *intake.OwnershipLostError
-	var ne net.Error
-	switch {
-	case errors.As(err, &se):
-		switch {
-		case se.Code == http.StatusTooManyRequests:
-			return "http_429"
-		case se.Code == http.StatusServiceUnavailable:
-			return "http_503"
-		case se.Code >= 400 && se.Code < 500:
-			return "http_4xx"
-		default:
-			return "http_5xx"
-		}
-	case errors.As(err, &pe):
-		return "panic"
-	case errors.Is(err, intake.ErrUnparsableBody):
-		return "unparsable"
-	case errors.As(err, &ol), errors.Is(err, context.Canceled), errors.Is(err, intake.ErrClosed):
-		return "cancelled"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
-	case errors.As(err, &ne):
-		return "connection"
-	default:
-		return "other"
-	}
 }
 
 // statsCollector reads the store's counts at scrape time.
