@@ -61,7 +61,9 @@ const (
 	// dispatched*, and a retry after the outage is safe. Method, Nth and
 	// Times must be zero: a refused connection carries no method, and the
 	// kernel's refusals cannot be counted, so an outage lasts a time, not
-	// a number of calls. Calls already being served finish normally.
+	// a number of calls. Calls already being served finish normally;
+	// [Server.Disarm] ends the outage early (the control API cannot: it is
+	// unreachable too).
 	FaultUnreachable FaultKind = "unreachable"
 	// FaultHugeBody applies the call and answers with the normal JSON
 	// followed by Size bytes of whitespace (default 8 MiB): valid JSON,
@@ -177,11 +179,15 @@ func (s *Server) Arm(f Fault) error {
 	return nil
 }
 
-// Disarm removes every armed fault.
+// Disarm removes every armed fault and ends an [FaultUnreachable] outage
+// at once.
 func (s *Server) Disarm() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.st.faults = nil
+	s.mu.Unlock()
+	if s.sw != nil {
+		s.sw.endOutage()
+	}
 }
 
 // takeFault counts a call of method against the armed faults and returns

@@ -208,3 +208,15 @@ func (l *switchListener) reopen(gen uint64) {
 		}
 	}
 }
+
+// endOutage ends an outage now, if one lasts: the server listens again.
+func (l *switchListener) endOutage() {
+	l.mu.Lock()
+	down := l.cur == nil && !l.closed
+	l.gen++
+	gen := l.gen
+	l.mu.Unlock()
+	if down {
+		l.reopen(gen)
+	}
+}

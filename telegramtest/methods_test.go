@@ -505,6 +505,11 @@ func TestUnreachableIsNotDispatched(t *testing.T) {
 	if n := len(f.srv.Messages()); n != 1 {
 		t.Errorf("ledger has %d messages, want 1", n)
 	}
+	// Disarm ends the outage at once; the next call goes through.
+	f.srv.Disarm()
+	if err := post(); err != nil {
+		t.Fatalf("after Disarm: %v", err)
+	}
 	if err := f.srv.Arm(telegramtest.Fault{Kind: telegramtest.FaultUnreachable, Method: "getMe"}); err == nil {
 		t.Error("an unreachable fault with a Method was accepted")
 	}
