@@ -115,6 +115,20 @@ type Config struct {
 	// DryRun counts the audience and the journal's outcomes without taking
 	// the lock, writing any file or sending.
 	DryRun bool
+	// Fingerprint identifies the message and the options that shape what
+	// recipients receive (see [Message.Fingerprint]); at most
+	// [MaxFingerprintLen] bytes. The first run keeps it in the snapshot; a
+	// later run with a different one fails with [ErrMessageChanged], so a
+	// broadcast never resumes with another message. Empty (here or in the
+	// snapshot) skips the check.
+	Fingerprint string
+	// RepairUncertain is the operator's choice for a damaged journal (see
+	// [ErrJournalDamaged]): every recipient without an outcome in the
+	// journal's intact lines is recorded uncertain (never sent again), the
+	// damaged journal is kept beside the repaired one, and the run goes on.
+	// False means a damaged journal fails the run with a [*DamageError]. It
+	// changes nothing when the journal is intact.
+	RepairUncertain bool
 }
 
 // ValidName reports whether s can name a broadcast: 1 to [MaxNameLen]
@@ -143,6 +157,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Dir == "" {
 		return c, errors.New("broadcast: Config.Dir is required")
+	}
+	if len(c.Fingerprint) > MaxFingerprintLen {
+		return c, fmt.Errorf("broadcast: Config.Fingerprint is longer than %d bytes", MaxFingerprintLen)
 	}
 	if c.SendFunc == nil && !c.DryRun {
 		return c, errors.New("broadcast: Config.SendFunc is required")

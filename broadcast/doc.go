@@ -6,16 +6,20 @@
 // A broadcast is a function with an end, [Run], not a resource. It keeps its
 // state in Config.Dir/Config.Name/:
 //
-//   - audience.json, the snapshot of the recipients: computed once,
-//     validated and de-duplicated, written atomically (a private temp file,
-//     fsync, a hard link that never replaces, a directory fsync) and used by
-//     every later run;
+//   - audience.json, the snapshot of the recipients and the message's
+//     fingerprint (Config.Fingerprint): computed once, validated and
+//     de-duplicated, written atomically (a private temp file, fsync, a hard
+//     link that never replaces, a directory fsync) and used by every later
+//     run, which must carry the same fingerprint ([ErrMessageChanged]);
 //   - journal.ndjson, an append-only journal with an intent line before a
 //     recipient's first send, an outcome line after it (delivered,
 //     unreachable, failed, uncertain), and a released line when a halted or
 //     stopped recipient goes back to pending; each line is durable before the
-//     step that depends on it, and torn or invalid lines are skipped on
-//     replay;
+//     step that depends on it and carries a CRC-32C checksum. The journal is
+//     created before the snapshot, so a snapshot without a journal is
+//     damage;
+//   - journal.mark, the length the journal's durable lines have reached, so
+//     a journal cut short is noticed;
 //   - lock, an exclusive kernel lock (flock) that dies with its holder and is
 //     never reclaimed by age; it is checked before every send and every
 //     journal write.
@@ -42,6 +46,18 @@
 // [Sender] builds the usual SendFunc: a text (sendMessage, optionally HTML
 // checked with package tghtml) or a copy of a prepared message
 // (copyMessage) through a botapi.Client.
+//
+// # Damage
+//
+// A torn last line (a crash in the middle of an append) is expected: it is
+// cut off, and its recipient keeps the state of its earlier lines (an
+// intent without outcome becomes uncertain). Any other damage (a line that
+// fails its checksum, a journal shorter than its mark, a missing journal or
+// mark) means nobody knows which recipients the lost lines were about, so
+// [Run] refuses to resume with a [*DamageError] and [Inspect] reports it.
+// Config.RepairUncertain is the operator's explicit way on: every recipient
+// without an outcome in the intact lines is recorded uncertain, never sent
+// again.
 //
 // # Inspecting
 //

@@ -47,6 +47,10 @@ type Status struct {
 	// Migrated lists the recipients whose chat moved to a new id, as the
 	// journal records it with their outcome (Report.Migrated of them).
 	Migrated []MovedChat
+	// Damage, when not nil, says what is wrong with the journal; [Run]
+	// refuses to resume until Config.RepairUncertain is chosen. The counts
+	// and lists come from the journal's intact lines.
+	Damage *Damage
 }
 
 // MovedChat is one recipient whose chat moved (a group upgraded to a
@@ -73,7 +77,7 @@ func Inspect(dir, name string) (*Status, error) {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidName, name)
 	}
 	bdir := filepath.Join(dir, name)
-	audience, ok, err := readSnapshot(filepath.Join(bdir, snapshotFile))
+	snap, ok, err := readSnapshot(filepath.Join(bdir, snapshotFile))
 	if err != nil {
 		return nil, err
 	}
@@ -84,11 +88,12 @@ func Inspect(dir, name string) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
+	audience := snap.Recipients
 	res, err := replayFile(filepath.Join(bdir, journalFile), len(audience))
 	if err != nil {
 		return nil, err
 	}
-	st := &Status{Running: running}
+	st := &Status{Running: running, Damage: res.damage()}
 	for i, s := range res.states {
 		r := audience[i]
 		switch s {

@@ -90,7 +90,7 @@ func TestInspectListsEachOutcome(t *testing.T) {
 	// A crash after recipient 8's intent (index 7).
 	f, err := os.OpenFile(filepath.Join(h.dir, "b", journalFile), os.O_WRONLY|os.O_APPEND, 0)
 	must(t, err)
-	_, err = f.WriteString(`{"i":7,"s":"sending"}` + "\n")
+	_, err = f.WriteString(sealed(`{"i":7,"s":"sending"}`))
 	must(t, err)
 	must(t, f.Close())
 
@@ -209,7 +209,7 @@ func TestInspectWhileRunning(t *testing.T) {
 
 // A missing broadcast is ErrNotFound and leaves no trace; a bad name is
 // ErrInvalidName; a snapshot without lock file or journal reads as not
-// running, all pending.
+// running, all pending, and the missing journal as damage.
 func TestInspectMissing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -231,9 +231,12 @@ func TestInspectMissing(t *testing.T) {
 	}
 
 	must(t, os.Mkdir(filepath.Join(dir, "snap"), 0o700))
-	must(t, os.WriteFile(filepath.Join(dir, "snap", snapshotFile), []byte(`[1,"@chan_name"]`), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "snap", snapshotFile), []byte(`{"recipients":[1,"@chan_name"]}`), 0o600))
 	st := inspect(t, dir, "snap")
 	if st.Running || st.Total != 2 || st.Pending != 2 {
 		t.Errorf("snapshot only: %+v", st)
+	}
+	if st.Damage == nil || !st.Damage.Missing || st.Damage.Affected != 2 {
+		t.Errorf("snapshot only: damage %+v, want the journal missing with 2 affected", st.Damage)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -38,10 +39,18 @@ const (
 	markReleased = "released" // back to pending (halt or stop before any outcome)
 )
 
-// maxJournalLine bounds one journal line; longer lines are skipped on replay.
-const maxJournalLine = 256
+// Journal line bounds: the entry's JSON, then a space and its checksum.
+const (
+	maxEntryJSON   = 256
+	checksumLen    = 8 // hex digits of a CRC-32C
+	maxJournalLine = maxEntryJSON + 1 + checksumLen
+)
 
-// entry is one journal line:
+// castagnoli is the CRC-32C table of the journal's line checksums.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// entry is one journal line's JSON; the line is that JSON, a space, the
+// CRC-32C of the JSON as 8 lowercase hex digits, and a newline:
 //
 //	{"i":N,"s":"sending"} | {"i":N,"s":"released"} | {"i":N,"o":"<outcome>","r":"<reason>","m":<new chat id>}
 type entry struct {
@@ -76,7 +85,7 @@ var outcomeState = map[string]state{
 // most MaxReasonLen bytes. Anything else (torn, unknown keys, repeats) is
 // refused.
 func parseEntry(line []byte, total int) (entry, bool) {
-	if len(line) == 0 || len(line) > maxJournalLine || line[0] != '{' {
+	if len(line) == 0 || len(line) > maxEntryJSON || line[0] != '{' {
 		return entry{}, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -124,52 +133,140 @@ func isCanonicalInt(b json.RawMessage) bool {
 	return err == nil
 }
 
-// replayResult is the state of every recipient after replay.
+// parseLine checks one whole journal line (without its newline): its
+// checksum, then its entry. A refused line gets the reason.
+func parseLine(line []byte, total int) (entry, string) {
+	if len(line) == 0 {
+		return entry{}, "empty line"
+	}
+	if len(line) > maxJournalLine {
+		return entry{}, fmt.Sprintf("longer than %d bytes", maxJournalLine)
+	}
+	sp := len(line) - checksumLen - 1
+	if sp < 1 || line[sp] != ' ' {
+		return entry{}, "no checksum"
+	}
+	want, err := strconv.ParseUint(string(line[sp+1:]), 16, 32)
+	if err != nil || !isLowerHex(line[sp+1:]) {
+		return entry{}, "no checksum"
+	}
+	if crc32.Checksum(line[:sp], castagnoli) != uint32(want) {
+		return entry{}, "checksum mismatch"
+	}
+	e, ok := parseEntry(line[:sp], total)
+	if !ok {
+		return entry{}, "not a valid entry"
+	}
+	return e, ""
+}
+
+func isLowerHex(b []byte) bool {
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// replayResult is the state of every recipient after replay, and what was
+// wrong with the journal.
 type replayResult struct {
 	states   []state
 	migrated map[int]int64
-	skipped  int // lines refused
+	// missing: there is no journal file.
+	missing bool
+	// damaged lists the first maxDamageListed damaged lines; damagedCount
+	// counts them all.
+	damaged      []DamagedLine
+	damagedCount int
+	// intactEnd is the offset just past the last whole (newline-ended)
+	// line; bytes after it are a torn last line, tolerated.
+	intactEnd int64
+	torn      bool
+	// The journal mark: missing, unreadable, or the length reached.
+	markMissing, markBad bool
+	reached              int64
 }
 
-// replay reads a journal. Blank, torn and invalid lines are skipped (a torn
-// last line from a crash is expected). An outcome is final: later lines for
-// that recipient are ignored. "sending" marks an intent; "released" returns
-// the recipient to pending.
+func newReplayResult(total int) replayResult {
+	return replayResult{states: make([]state, total), migrated: map[int]int64{}}
+}
+
+// damage describes the journal's damage, or is nil when there is none. A
+// torn last line is not damage.
+func (res *replayResult) damage() *Damage {
+	d := &Damage{Missing: res.missing, Lines: res.damaged, Count: res.damagedCount, Length: res.intactEnd, Reached: res.reached}
+	switch {
+	case res.missing:
+	case res.markMissing:
+		d.Mark = "missing"
+	case res.markBad:
+		d.Mark = "unreadable"
+	case res.reached > res.intactEnd:
+		d.Truncated = true
+	}
+	if !d.Missing && d.Mark == "" && !d.Truncated && d.Count == 0 {
+		return nil
+	}
+	for _, s := range res.states {
+		if !s.final() {
+			d.Affected++
+		}
+	}
+	return d
+}
+
+// replay reads a journal. Every whole line must carry a valid checksum and
+// entry; one that does not is recorded as damaged and not applied. The
+// bytes after the last newline are a torn last line (a crash in the middle
+// of an append): tolerated and not applied, so its recipient keeps the
+// state of its earlier lines (an intent without outcome becomes uncertain).
+// An outcome is final: later lines for that recipient are ignored.
+// "sending" marks an intent; "released" returns the recipient to pending.
 func replay(r io.Reader, total int) (replayResult, error) {
-	res := replayResult{states: make([]state, total), migrated: map[int]int64{}}
+	res := newReplayResult(total)
 	br := bufio.NewReaderSize(r, 4096)
-	for {
-		line, err := readLine(br)
-		if len(line) > 0 {
-			if e, ok := parseEntry(line, total); ok {
+	var off int64
+	for n := 1; ; n++ {
+		line, size, err := readLine(br)
+		whole := err == nil // ended by a newline
+		if whole {
+			if e, why := parseLine(line, total); why == "" {
 				apply(&res, e)
-			} else if len(bytes.TrimSpace(line)) > 0 {
-				res.skipped++
+			} else {
+				res.damagedCount++
+				if len(res.damaged) < maxDamageListed {
+					res.damaged = append(res.damaged, DamagedLine{Line: n, Offset: off, Reason: why})
+				}
 			}
+			off += size
+			res.intactEnd = off
+			continue
 		}
 		if err == io.EOF {
+			res.torn = size > 0
 			return res, nil
 		}
-		if err != nil {
-			return res, fmt.Errorf("broadcast: read journal: %w", err)
-		}
+		return res, fmt.Errorf("broadcast: read journal: %w", err)
 	}
 }
 
-// readLine returns the next line without its newline; a line longer than
-// maxJournalLine is returned truncated to maxJournalLine+1 bytes (so it is
-// refused) and the rest is discarded.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
+// readLine returns the next line without its newline and the bytes it
+// took, newline included; err is nil only for a newline-ended line. A line
+// longer than maxJournalLine is returned truncated to maxJournalLine+1
+// bytes (so it is refused) and the rest is discarded.
+func readLine(br *bufio.Reader) (line []byte, size int64, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
+		size += int64(len(chunk))
 		if len(line) <= maxJournalLine {
 			line = append(line, chunk[:min(len(chunk), maxJournalLine+1-len(line))]...)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		return bytes.TrimSuffix(line, []byte("\n")), err
+		return bytes.TrimSuffix(line, []byte("\n")), size, err
 	}
 }
 
@@ -201,6 +298,8 @@ func apply(res *replayResult, e entry) {
 type journal struct {
 	checkLock func() error
 	f         *os.File
+	mark      *os.File // journal.mark, overwritten after each flush
+	size      int64    // bytes durable in f; only flush changes it
 
 	mu       sync.Mutex
 	flushed  sync.Cond // broadcast when a flush ends
@@ -210,10 +309,14 @@ type journal struct {
 	durable  uint64    // lines written and fsynced
 	flushing bool
 	err      error // the first write, sync or lock failure; sticky
+	markBuf  [markLen]byte
 }
 
-// openJournal opens (creating it durably if absent) the journal at path.
-func openJournal(path string, checkLock func() error) (*journal, error) {
+// openJournal opens (creating it durably if absent) the journal at path and
+// its mark. A torn last line (bytes past intactEnd, as replay found them)
+// is cut off, so the next line appended stays whole; the caller holds the
+// lock.
+func openJournal(path string, intactEnd int64, checkLock func() error) (*journal, error) {
 	if err := checkLock(); err != nil {
 		return nil, err
 	}
@@ -228,36 +331,37 @@ func openJournal(path string, checkLock func() error) (*journal, error) {
 			return nil, err
 		}
 	}
-	if err := terminateTornTail(path, f); err != nil {
+	if err := cutTornTail(f, intactEnd); err != nil {
 		f.Close()
 		return nil, err
 	}
-	j := &journal{checkLock: checkLock, f: f}
+	mark, err := os.OpenFile(filepath.Join(filepath.Dir(path), markFile), os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("broadcast: open journal mark: %w", err)
+	}
+	if _, err := mark.WriteAt(appendMark(nil, intactEnd), 0); err != nil {
+		f.Close()
+		mark.Close()
+		return nil, fmt.Errorf("broadcast: write journal mark: %w", err)
+	}
+	j := &journal{checkLock: checkLock, f: f, mark: mark, size: intactEnd}
 	j.flushed.L = &j.mu
 	return j, nil
 }
 
-// terminateTornTail ends a torn last line (one without its newline, left by
-// a crash) with a newline, so the next line appended stays whole.
-func terminateTornTail(path string, f *os.File) error {
-	r, err := os.Open(path)
+// cutTornTail truncates f to intactEnd when it is longer: the torn last
+// line replay skipped. Its recipient's state came from its earlier lines.
+func cutTornTail(f *os.File, intactEnd int64) error {
+	info, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("broadcast: open journal: %w", err)
+		return fmt.Errorf("broadcast: stat journal: %w", err)
 	}
-	defer r.Close()
-	info, err := r.Stat()
-	if err != nil || info.Size() == 0 {
-		return err
-	}
-	last := make([]byte, 1)
-	if _, err := r.ReadAt(last, info.Size()-1); err != nil {
-		return fmt.Errorf("broadcast: read journal: %w", err)
-	}
-	if last[0] == '\n' {
+	if info.Size() <= intactEnd {
 		return nil
 	}
-	if _, err := f.Write([]byte{'\n'}); err != nil {
-		return fmt.Errorf("broadcast: write journal: %w", err)
+	if err := f.Truncate(intactEnd); err != nil {
+		return fmt.Errorf("broadcast: cut torn journal line: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("broadcast: sync journal: %w", err)
@@ -308,6 +412,12 @@ func (j *journal) flush() {
 			err = fmt.Errorf("broadcast: sync journal: %w", serr)
 		}
 	}
+	if err == nil {
+		j.size += int64(len(buf))
+		if _, merr := j.mark.WriteAt(appendMark(j.markBuf[:0], j.size), 0); merr != nil {
+			err = fmt.Errorf("broadcast: write journal mark: %w", merr)
+		}
+	}
 
 	j.mu.Lock()
 	j.spare = buf[:0]
@@ -320,16 +430,29 @@ func (j *journal) flush() {
 	j.flushed.Broadcast()
 }
 
-// appendEntry appends e as one journal line, newline included, exactly as
-// json.Marshal would encode it. The common lines (no reason, or a plain
-// ASCII one) are written by hand; anything else goes through json.Marshal.
+// appendEntry appends e as one journal line: its JSON exactly as
+// json.Marshal would encode it, a space, its checksum and a newline. The
+// common lines (no reason, or a plain ASCII one) are encoded by hand;
+// anything else goes through json.Marshal.
 func appendEntry(b []byte, e entry) []byte {
+	start := len(b)
+	b = appendEntryJSON(b, e)
+	sum := crc32.Checksum(b[start:], castagnoli)
+	b = append(b, ' ')
+	for shift := 28; shift >= 0; shift -= 4 {
+		b = append(b, "0123456789abcdef"[sum>>shift&0xf])
+	}
+	return append(b, '\n')
+}
+
+// appendEntryJSON appends e's JSON, without newline.
+func appendEntryJSON(b []byte, e entry) []byte {
 	if !plainJSON(e.S) || !plainJSON(e.O) || !plainJSON(e.R) {
 		line, err := json.Marshal(e)
 		if err != nil { // cannot happen: entry has only strings and integers
 			line = []byte("{}")
 		}
-		return append(append(b, line...), '\n')
+		return append(b, line...)
 	}
 	b = append(b, `{"i":`...)
 	b = strconv.AppendInt(b, int64(e.I), 10)
@@ -342,7 +465,7 @@ func appendEntry(b []byte, e entry) []byte {
 		b = append(b, `,"m":`...)
 		b = strconv.AppendInt(b, e.M, 10)
 	}
-	return append(b, '}', '\n')
+	return append(b, '}')
 }
 
 // plainJSON reports whether s encodes as a JSON string without any escape
@@ -357,4 +480,10 @@ func plainJSON(s string) bool {
 	return true
 }
 
-func (j *journal) close() error { return j.f.Close() }
+func (j *journal) close() error {
+	merr := j.mark.Close()
+	if err := j.f.Close(); err != nil {
+		return err
+	}
+	return merr
+}

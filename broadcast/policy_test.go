@@ -336,7 +336,7 @@ func TestAudienceValidatedBeforeSnapshot(t *testing.T) {
 	run(t, cfg)
 	b, err := os.ReadFile(filepath.Join(h.dir, "b", snapshotFile))
 	must(t, err)
-	if string(b) != `[-1001,"@channel_name"]`+"\n" {
+	if string(b) != `{"recipients":[-1001,"@channel_name"]}`+"\n" {
 		t.Fatalf("snapshot %q", b)
 	}
 	if got := h.sent(); !reflect.DeepEqual(got, []Recipient{ChatID(-1001), Username("@channel_name")}) {
@@ -346,7 +346,9 @@ func TestAudienceValidatedBeforeSnapshot(t *testing.T) {
 
 func TestCorruptSnapshotRefused(t *testing.T) {
 	t.Parallel()
-	for _, body := range []string{`[1,1]`, `[1.5]`, `["x"]`, `[0]`, `{}`, `[1] [2]`, `[9223372036854775808]`} {
+	for _, body := range []string{`{"recipients":[1,1]}`, `{"recipients":[1.5]}`, `{"recipients":["x"]}`, `{"recipients":[0]}`, `{}`,
+		`{"recipients":[1]} {"recipients":[2]}`, `{"recipients":[9223372036854775808]}`, `[1,2]`, `{"recipients":[1],"x":1}`,
+		`{"fingerprint":"` + strings.Repeat("f", MaxFingerprintLen+1) + `","recipients":[1]}`} {
 		h := newHarness(t)
 		must(t, os.MkdirAll(filepath.Join(h.dir, "b"), 0o700))
 		must(t, os.WriteFile(filepath.Join(h.dir, "b", snapshotFile), []byte(body), 0o600))

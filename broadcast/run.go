@@ -105,11 +105,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := replayFile(filepath.Join(dir, journalFile), len(audience))
+	path := filepath.Join(dir, journalFile)
+	res, err := replayFile(path, len(audience))
 	if err != nil {
 		return nil, err
 	}
-	j, err := openJournal(filepath.Join(dir, journalFile), lock.check)
+	if err := settleDamage(&c, path, &res, lock.check); err != nil {
+		return nil, err
+	}
+	j, err := openJournal(path, res.intactEnd, lock.check)
 	if err != nil {
 		return nil, err
 	}
@@ -130,16 +134,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 // loadAudience reads the snapshot, or computes, validates and writes it.
+// A snapshot that exists must carry c.Fingerprint (when both are set). On
+// the first run the empty journal is created before the snapshot is
+// published, so a snapshot without a journal always means damage.
+// checkLock is nil for a dry run, which writes nothing.
 func loadAudience(ctx context.Context, c *Config, dir string, checkLock func() error) ([]Recipient, error) {
 	path := filepath.Join(dir, snapshotFile)
-	rs, ok, err := readSnapshot(path)
-	if err != nil || ok {
-		return rs, err
+	snap, ok, err := readSnapshot(path)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		if c.Fingerprint != "" && snap.Fingerprint != "" && c.Fingerprint != snap.Fingerprint {
+			return nil, fmt.Errorf("%w (it started with %.20s, this run has %.20s); resume with the same message, or start a new --name", ErrMessageChanged, snap.Fingerprint, c.Fingerprint)
+		}
+		return snap.Recipients, nil
 	}
 	if c.AudienceFunc == nil {
 		return nil, errors.New("broadcast: Config.AudienceFunc is required on the first run")
 	}
-	rs, err = c.AudienceFunc(ctx)
+	rs, err := c.AudienceFunc(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("broadcast: audience: %w", err)
 	}
@@ -149,33 +163,101 @@ func loadAudience(ctx context.Context, c *Config, dir string, checkLock func() e
 	if checkLock == nil { // dry run: nothing is written
 		return rs, nil
 	}
-	if err := writeSnapshot(path, rs, checkLock); err != nil {
+	if err := createJournal(filepath.Join(dir, journalFile)); err != nil {
+		return nil, err
+	}
+	if err := writeSnapshot(path, snapshot{Fingerprint: c.Fingerprint, Recipients: rs}, checkLock); err != nil {
 		return nil, err
 	}
 	return rs, nil
 }
 
+// createJournal creates the empty journal of a broadcast that has no
+// snapshot yet, and its mark, durably. A journal left by a crash before the snapshot was
+// published is empty and kept; one with lines is refused (they would be
+// about an audience nobody kept).
+func createJournal(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("broadcast: create journal: %w", err)
+	}
+	info, err := f.Stat()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("broadcast: create journal: %w", err)
+	}
+	if info.Size() > 0 {
+		return fmt.Errorf("%w: %s has lines but there is no audience snapshot; move it away to start afresh", ErrJournalDamaged, path)
+	}
+	if err := writeMark(filepath.Join(filepath.Dir(path), markFile), 0, true); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// replayFile replays the journal at path, after reading its mark (first, so
+// that a runner appending meanwhile never makes the mark look ahead of the
+// journal). A missing journal replays as empty, with res.missing set.
 func replayFile(path string, total int) (replayResult, error) {
+	reached, markOK, markErr := readMark(filepath.Join(filepath.Dir(path), markFile))
+	if markErr != nil && !errors.Is(markErr, errBadMark) {
+		return replayResult{}, markErr
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return replayResult{states: make([]state, total), migrated: map[int]int64{}}, nil
+		res := newReplayResult(total)
+		res.missing = true
+		return res, nil
 	}
 	if err != nil {
 		return replayResult{}, fmt.Errorf("broadcast: open journal: %w", err)
 	}
 	defer f.Close()
-	return replay(f, total)
+	res, err := replay(f, total)
+	res.markMissing, res.markBad, res.reached = !markOK, markErr != nil, reached
+	return res, err
+}
+
+// settleDamage refuses a damaged journal with a [*DamageError], or, with
+// Config.RepairUncertain, records every recipient without an outcome
+// uncertain: in a repaired journal (checkLock set), or only in res for a
+// dry run (checkLock nil).
+func settleDamage(c *Config, path string, res *replayResult, checkLock func() error) error {
+	d := res.damage()
+	if d == nil {
+		return nil
+	}
+	if !c.RepairUncertain {
+		return &DamageError{Journal: path, Damage: *d}
+	}
+	if checkLock != nil {
+		return repairJournal(path, res, checkLock)
+	}
+	for i, s := range res.states {
+		if !s.final() {
+			res.states[i] = stateUncertain
+		}
+	}
+	return nil
 }
 
 // dryRun counts without locking, writing or sending. A stale intent counts
 // as uncertain, as the next real run will record it.
 func dryRun(ctx context.Context, c *Config, dir string) (*Report, error) {
+	_, statErr := os.Stat(filepath.Join(dir, snapshotFile))
 	audience, err := loadAudience(ctx, c, dir, nil)
 	if err != nil {
 		return nil, err
 	}
-	res, err := replayFile(filepath.Join(dir, journalFile), len(audience))
+	path := filepath.Join(dir, journalFile)
+	res, err := replayFile(path, len(audience))
 	if err != nil {
+		return nil, err
+	}
+	if statErr != nil { // no snapshot yet: no journal expected
+		res = newReplayResult(len(audience))
+	}
+	if err := settleDamage(c, path, &res, nil); err != nil {
 		return nil, err
 	}
 	for i, s := range res.states {

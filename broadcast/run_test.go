@@ -90,13 +90,30 @@ func (h *harness) config(audience ...int64) Config {
 	}
 }
 
+// journal returns the journal's entries, one JSON per line, after checking
+// that every line is whole and carries its checksum.
 func (h *harness) journal() string {
 	h.t.Helper()
 	b, err := os.ReadFile(filepath.Join(h.dir, "b", journalFile))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return string(b)
+	return unsealed(h.t, string(b))
+}
+
+// unsealed strips the checksums of a journal, failing t on a line that is
+// torn or whose checksum is wrong.
+func unsealed(t *testing.T, journal string) string {
+	t.Helper()
+	var out strings.Builder
+	for line := range strings.Lines(journal) {
+		js := line[:max(0, len(line)-1-1-checksumLen)]
+		if !strings.HasSuffix(line, "\n") || sealed(js) != line {
+			t.Fatalf("journal line %q is not sealed", line)
+		}
+		out.WriteString(js + "\n")
+	}
+	return out.String()
 }
 
 func run(t *testing.T, cfg Config) *Report {
@@ -166,16 +183,17 @@ func TestReplayIntentBecomesUncertain(t *testing.T) {
 	h := newHarness(t)
 	state := filepath.Join(h.dir, "b")
 	must(t, os.MkdirAll(state, 0o700))
-	must(t, os.WriteFile(filepath.Join(state, snapshotFile), []byte(`[1,2,3]`), 0o600))
-	must(t, os.WriteFile(filepath.Join(state, journalFile), []byte(
-		`{"i":0,"o":"delivered"}`+"\n"+`{"i":1,"s":"sending"}`+"\n"+`{"i":2,"o":"deliv`), 0o600))
+	must(t, os.WriteFile(filepath.Join(state, snapshotFile), []byte(`{"recipients":[1,2,3]}`), 0o600))
+	intact := journalOf(`{"i":0,"o":"delivered"}`, `{"i":1,"s":"sending"}`)
+	must(t, os.WriteFile(filepath.Join(state, journalFile), []byte(intact+`{"i":2,"o":"deliv`), 0o600))
+	must(t, writeMark(filepath.Join(state, markFile), int64(len(intact)), false))
 	rep := run(t, h.config())
 	wantCounts(t, rep, StateFinished, 2, 0, 0, 1, 0)
 	if got := h.sent(); !reflect.DeepEqual(got, ids(3)) {
 		t.Fatalf("sent %v, want only 3", got)
 	}
-	// The torn tail was ended, so every line appended since is whole.
-	want := `{"i":0,"o":"delivered"}` + "\n" + `{"i":1,"s":"sending"}` + "\n" + `{"i":2,"o":"deliv` + "\n" +
+	// The torn tail was cut off, so every line appended since is whole.
+	want := `{"i":0,"o":"delivered"}` + "\n" + `{"i":1,"s":"sending"}` + "\n" +
 		`{"i":1,"o":"uncertain","r":"interrupted"}` + "\n" + `{"i":2,"s":"sending"}` + "\n" + `{"i":2,"o":"delivered"}` + "\n"
 	if j := h.journal(); j != want {
 		t.Fatalf("journal:\n%s\nwant:\n%s", j, want)

@@ -2,6 +2,9 @@ package broadcast
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -17,6 +20,15 @@ type Message struct {
 
 	FromChatID int64 // copyMessage: the chat holding the prepared message
 	MessageID  int64 // copyMessage: the prepared message; zero means send Text
+}
+
+// Fingerprint identifies m for Config.Fingerprint: "sha256:" and the hex
+// SHA-256 of its fields, so a resumed broadcast can tell that it is asked to
+// send another message.
+func (m Message) Fingerprint() string {
+	b, _ := json.Marshal(m) // cannot fail: strings and integers
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // ErrInvalidMessage is returned (wrapped) by [Sender] for a message Telegram

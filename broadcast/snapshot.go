@@ -17,8 +17,19 @@ import (
 const MaxRecipients = 1 << 20
 
 // maxSnapshotBytes bounds the snapshot file read: MaxRecipients ids of up to
-// 33 bytes and a separator.
-const maxSnapshotBytes = MaxRecipients * 35
+// 33 bytes and a separator, and the fingerprint.
+const maxSnapshotBytes = MaxRecipients*35 + 1024
+
+// MaxFingerprintLen bounds Config.Fingerprint, in bytes.
+const MaxFingerprintLen = 128
+
+// snapshot is the audience snapshot file, audience.json:
+//
+//	{"fingerprint":"<Config.Fingerprint>","recipients":[123,"@channel",…]}
+type snapshot struct {
+	Fingerprint string      `json:"fingerprint,omitempty"`
+	Recipients  []Recipient `json:"recipients"`
+}
 
 // ErrSnapshot is returned (wrapped) when the audience snapshot cannot be read
 // back or is invalid.
@@ -44,48 +55,57 @@ func dedupe(in []Recipient) ([]Recipient, error) {
 }
 
 // readSnapshot loads the audience snapshot; ok is false when there is none.
-func readSnapshot(path string) (rs []Recipient, ok bool, err error) {
+func readSnapshot(path string) (snapshot, bool, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
+		return snapshot{}, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("broadcast: open snapshot: %w", err)
+		return snapshot{}, false, fmt.Errorf("broadcast: open snapshot: %w", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxSnapshotBytes+1))
 	if err != nil {
-		return nil, false, fmt.Errorf("broadcast: read snapshot: %w", err)
+		return snapshot{}, false, fmt.Errorf("broadcast: read snapshot: %w", err)
 	}
 	if len(data) > maxSnapshotBytes {
-		return nil, false, fmt.Errorf("%w: larger than %d bytes", ErrSnapshot, maxSnapshotBytes)
+		return snapshot{}, false, fmt.Errorf("%w: larger than %d bytes", ErrSnapshot, maxSnapshotBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&rs); err != nil {
-		return nil, false, fmt.Errorf("%w: %v", ErrSnapshot, err)
+	dec.DisallowUnknownFields()
+	var snap snapshot
+	if err := dec.Decode(&snap); err != nil {
+		return snapshot{}, false, fmt.Errorf("%w: %v", ErrSnapshot, err)
 	}
 	if dec.More() {
-		return nil, false, fmt.Errorf("%w: trailing data", ErrSnapshot)
+		return snapshot{}, false, fmt.Errorf("%w: trailing data", ErrSnapshot)
+	}
+	rs := snap.Recipients
+	if rs == nil {
+		return snapshot{}, false, fmt.Errorf("%w: no recipients list", ErrSnapshot)
+	}
+	if len(snap.Fingerprint) > MaxFingerprintLen {
+		return snapshot{}, false, fmt.Errorf("%w: fingerprint longer than %d bytes", ErrSnapshot, MaxFingerprintLen)
 	}
 	if len(rs) > MaxRecipients {
-		return nil, false, fmt.Errorf("%w: more than %d recipients", ErrSnapshot, MaxRecipients)
+		return snapshot{}, false, fmt.Errorf("%w: more than %d recipients", ErrSnapshot, MaxRecipients)
 	}
 	seen := make(map[Recipient]bool, len(rs))
 	for i, r := range rs {
 		if seen[r] {
-			return nil, false, fmt.Errorf("%w: entry %d repeats %s", ErrSnapshot, i, r)
+			return snapshot{}, false, fmt.Errorf("%w: entry %d repeats %s", ErrSnapshot, i, r)
 		}
 		seen[r] = true
 	}
-	return rs, true, nil
+	return snap, true, nil
 }
 
 // writeSnapshot publishes rs at path atomically and never over an existing
 // file: a private temp file, fsync, hard link to path (which fails if path
 // exists), unlink of the temp name, directory fsync. checkLock runs before
 // the publication.
-func writeSnapshot(path string, rs []Recipient, checkLock func() error) error {
-	data, err := json.Marshal(rs)
+func writeSnapshot(path string, snap snapshot, checkLock func() error) error {
+	data, err := json.Marshal(snap)
 	if err != nil {
 		return fmt.Errorf("broadcast: encode snapshot: %w", err)
 	}

@@ -31,6 +31,10 @@ const (
 	// exitBroadcastStopped: SIGINT or SIGTERM stopped the broadcast after the
 	// sends in flight were recorded. Run the same --name again to resume.
 	exitBroadcastStopped = 4
+	// exitBroadcastDamaged: the journal is damaged (or missing); nothing
+	// was sent. Check `broadcast status`, then run again with
+	// --repair-uncertain to record the affected recipients uncertain.
+	exitBroadcastDamaged = 5
 )
 
 // Bounds of the broadcast command's inputs.
@@ -58,7 +62,8 @@ const (
 const broadcastHelp = `
 Usage: tgrelay broadcast run --name N --audience FILE (--text T [--html] | --text-file F [--html] |
                              --copy-from CHAT --message-id M) [--state-dir DIR] [--rate 25]
-                             [--concurrency 8] [--dry-run] [--token T] [--api-root URL]
+                             [--concurrency 8] [--dry-run] [--repair-uncertain]
+                             [--token T] [--api-root URL]
        tgrelay broadcast status --name N [--state-dir DIR] [--list WHICH] [--json]
 
 Broadcast sends one message to many chats at Telegram's rate limit. It is
@@ -77,6 +82,17 @@ name use it (--audience may then be left out; a changed file is ignored).
 The message is a text (--text, or --text-file for a long one; with --html it
 must be Telegram HTML, checked before the run starts) or a copy of a prepared
 message with its media (--copy-from CHAT --message-id M, copyMessage).
+The first run keeps a hash of the message in the snapshot; resuming with
+another message is refused.
+
+Every journal line carries a checksum. A torn last line (a crash in the
+middle of a write) is expected and tolerated. Any other damage (a line that
+fails its checksum, a journal cut short or deleted) makes run refuse to
+resume (exit 5) and status report it, because nobody can know which
+recipients those lines were about. --repair-uncertain is the operator's way
+on: every recipient without a recorded outcome in the intact lines is
+recorded uncertain, never sent again; the damaged journal is kept beside
+the repaired one (journal.ndjson.damaged-<time>).
 
 On a terminal run shows a progress bar with the rate and the ETA; otherwise
 it writes a progress line to stderr every --progress-every. It ends with the
@@ -101,6 +117,9 @@ Exit codes of run:
   4  stopped by SIGINT or SIGTERM (no new send starts; the sends in flight
      finish, within --send-timeout, and are recorded); run the same --name
      again to resume
+  5  the journal is damaged (a line fails its checksum, it was cut short,
+     or it is missing); nothing was sent; see status, then run again with
+     --repair-uncertain
 
 The token comes from --token or, better (it stays out of the process list),
 the TGRELAY_TOKEN environment variable; it never appears in the output.
@@ -159,6 +178,7 @@ type broadcastRunOpts struct {
 	dryRun        bool
 	progress      string
 	progressEvery time.Duration
+	repair        bool
 }
 
 func newBroadcastRunFlags() (*flag.FlagSet, *broadcastRunOpts) {
@@ -180,6 +200,7 @@ func newBroadcastRunFlags() (*flag.FlagSet, *broadcastRunOpts) {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "check the inputs and print the counts; send nothing, write nothing")
 	fs.StringVar(&o.progress, "progress", "auto", "`mode`: bar, log (a line every --progress-every), none, or auto (bar on a terminal, else log)")
 	fs.DurationVar(&o.progressEvery, "progress-every", defaultBroadcastProgressEvery, "interval of the progress lines in log mode")
+	fs.BoolVar(&o.repair, "repair-uncertain", false, "resume a broadcast whose journal is damaged: record every recipient without a recorded outcome uncertain (never sent again)")
 	o.bot.register(fs)
 	return fs, o
 }
@@ -283,6 +304,10 @@ func broadcastRun(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		MaxRetryDelay: o.maxRetryDelay,
 		SendTimeout:   o.sendTimeout,
 		DryRun:        o.dryRun,
+		// The message decides what recipients receive; resuming with
+		// another is refused.
+		Fingerprint:     msg.Fingerprint(),
+		RepairUncertain: o.repair,
 	}
 	if audience != nil {
 		cfg.AudienceFunc = func(context.Context) ([]broadcast.Recipient, error) { return audience, nil }
@@ -315,6 +340,16 @@ func broadcastRun(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		if errors.Is(err, broadcast.ErrLocked) {
 			return fmt.Errorf("broadcast %s is already running (another process holds its lock)", o.name)
+		}
+		if errors.Is(err, broadcast.ErrMessageChanged) {
+			return &usageError{msg: fmt.Sprintf("broadcast %s started with another message: give the same --text, --text-file or --copy-from/--message-id (and --html) to resume it, or start a new --name", o.name),
+				hint: "Nothing was sent or written."}
+		}
+		var de *broadcast.DamageError
+		if errors.As(err, &de) {
+			return &exitCodeError{code: exitBroadcastDamaged, msg: fmt.Sprintf(
+				"broadcast %s: its journal %s is damaged: %s. Nothing was sent. %d recipient(s) without a recorded outcome may or may not have the message; run again with --repair-uncertain to record them uncertain (they are never sent again) and continue; 'tgrelay broadcast status --name %s' shows the damage",
+				o.name, de.Journal, de.Damage.String(), de.Damage.Affected, o.name)}
 		}
 		return errors.New(redact(err.Error()))
 	}
@@ -476,6 +511,10 @@ func broadcastStatus(_ context.Context, args []string, stdout io.Writer) error {
 		return json.NewEncoder(stdout).Encode(newBroadcastStatusJSON(st, o.list))
 	}
 	fmt.Fprintf(stdout, "running: %s\n", yesNo(st.Running))
+	if d := st.Damage; d != nil {
+		fmt.Fprintf(stdout, "DAMAGED: %s\n  %d recipient(s) without a recorded outcome may be affected; run refuses to resume until\n  --repair-uncertain records them uncertain (never sent again). The counts below come from the intact lines.\n",
+			d.String(), d.Affected)
+	}
 	writeBroadcastReport(stdout, &st.Report, false)
 	writeBroadcastLists(stdout, st, o.list)
 	return nil
@@ -531,10 +570,22 @@ func writeBroadcastLists(w io.Writer, st *broadcast.Status, which string) {
 type broadcastStatusJSON struct {
 	broadcastCounts
 	Running     bool                   `json:"running"`
+	Damage      *damageJSON            `json:"damage,omitempty"`
 	Uncertain   *[]broadcast.Recipient `json:"uncertain_recipients,omitempty"`
 	Failed      *[]broadcast.Recipient `json:"failed_recipients,omitempty"`
 	Unreachable *[]broadcast.Recipient `json:"unreachable_recipients,omitempty"`
 	Migrated    *[]migratedJSON        `json:"migrated_recipients,omitempty"`
+}
+
+// damageJSON is the journal's damage in `status --json`.
+type damageJSON struct {
+	Description string                  `json:"description"`
+	Missing     bool                    `json:"journal_missing"`
+	Truncated   bool                    `json:"truncated"`
+	Mark        string                  `json:"mark_problem,omitempty"`
+	Count       int                     `json:"damaged_lines"`
+	Lines       []broadcast.DamagedLine `json:"first_damaged_lines"`
+	Affected    int                     `json:"affected_recipients"`
 }
 
 // migratedJSON is one migrated recipient in `status --json`.
@@ -546,6 +597,14 @@ type migratedJSON struct {
 
 func newBroadcastStatusJSON(st *broadcast.Status, which string) broadcastStatusJSON {
 	out := broadcastStatusJSON{broadcastCounts: newBroadcastCounts(&st.Report), Running: st.Running}
+	if d := st.Damage; d != nil {
+		lines := d.Lines
+		if lines == nil {
+			lines = []broadcast.DamagedLine{}
+		}
+		out.Damage = &damageJSON{Description: d.String(), Missing: d.Missing, Truncated: d.Truncated, Mark: d.Mark,
+			Count: d.Count, Lines: lines, Affected: d.Affected}
+	}
 	for _, l := range statusLists(st, which) {
 		rs := l.rs
 		if rs == nil {
