@@ -14,11 +14,12 @@ import (
 // TestThrottledClient: go-telegram/bot with throttle's transport as its
 // http.Client keeps Telegram's limits. The limiter's default burst (3 per
 // 3 s) meets a server that allows none (telegramtest's 1/s per chat), so
-// Telegram answers 429; go-telegram/bot sends multipart bodies from a
+// Telegram answers 429 (the server is held to one send per second per chat,
+// no burst); go-telegram/bot sends multipart bodies from a
 // bytes.Buffer, which the transport can replay, so each 429 is retried
 // after its retry_after and the library never sees one. Order is kept.
 func TestThrottledClient(t *testing.T) {
-	tg := telegramtest.NewServer(telegramtest.Config{})
+	tg := telegramtest.NewServer(telegramtest.Config{Limits: telegramtest.Limits{Chat: telegramtest.Limit{Count: 1, Per: time.Second}}})
 	defer tg.Close()
 	chat, err := tg.NewPrivateChat(tg.NewUser("Ada"))
 	if err != nil {
