@@ -28,8 +28,14 @@
 // Telegram lets a webhook answer with a Bot API call in its body (grammY's
 // and Telegraf's "webhook reply"). The forward reads the answer's body (at
 // most [DefaultMaxResponseBytes]); a JSON object with a "method" is such a
-// reply. A reply that nothing acts on is never dropped silently: it is
-// counted ([Forwarder.UnactedReplies]) and reported to
+// reply; so is, our extension, a JSON array of such objects. With
+// [Config.Replier] set (the relay's gateway), the calls are performed in
+// order under the attempt's identity and journal, and the update completes
+// only once each has a known outcome: Telegram's answer, or unknown (kept
+// in the journal and never sent again). A call that was not dispatched or
+// throttled fails the attempt, and the retry answers the calls already
+// performed from the journal. Without a Replier, a reply is never dropped
+// silently: it is counted ([Forwarder.UnactedReplies]) and reported to
 // [Config.UnactedReplyFunc], so the relay can log it.
 //
 // # Exhaustions
@@ -73,6 +79,10 @@ const (
 	// HeaderKind is "update" for an attempt and "exhaustion" for an
 	// exhaustion delivery.
 	HeaderKind = "Tgrelay-Kind"
+	// HeaderAPIRoot carries the per-attempt Bot API root of an update
+	// forward when [Config.APIRoot] is set: a call made under it carries
+	// the attempt's identity (see package gateway).
+	HeaderAPIRoot = "Tgrelay-Api-Root"
 	// HeaderAck is the response header with which an exhaustion endpoint
 	// acknowledges a delivery: its value must be the exhaustion's claim id.
 	HeaderAck = "Tgrelay-Ack"
@@ -131,7 +141,42 @@ type Config struct {
 	// doc). It must not block. Nil only counts them
 	// ([Forwarder.UnactedReplies]).
 	UnactedReplyFunc func(UnactedReply)
+	// Replier, when set, performs the webhook replies in update answers
+	// (see the package doc, "Replies in the answer"): the relay's gateway.
+	// Nil leaves them unacted.
+	Replier Replier
+	// ReplyFunc, when set, is told of every webhook reply the Replier
+	// performed. It must not block.
+	ReplyFunc func(Reply)
+	// APIRoot, when set, is the gateway's base URL as the app reaches it
+	// (such as "http://127.0.0.1:8081"): each update forward then carries
+	// [HeaderAPIRoot], the per-attempt API root under it.
+	APIRoot string
 }
+
+// Replier performs one Bot API call on behalf of an attempt, fenced and
+// journaled (the gateway implements it). params is the call's JSON object
+// without "method". It reports the HTTP status the call was answered with,
+// the outcome as the gateway's Tgrelay-Outcome header names it
+// ("answered" for Telegram's own answer, "throttled", "not-dispatched",
+// "unknown", "stale", "refused") and whether the answer was replayed from
+// the journal.
+type Replier interface {
+	Reply(ctx context.Context, id intake.Identity, method string, params []byte) (status int, outcome string, replayed bool)
+}
+
+// Reply is one webhook reply the [Replier] performed.
+type Reply struct {
+	UpdateID int64
+	Attempt  int
+	Method   string
+	Status   int
+	Outcome  string
+	Replayed bool
+}
+
+// MaxReplies bounds the calls of one answer's reply array.
+const MaxReplies = 100
 
 // UnactedReply is a Bot API call an app placed in the body of its answer
 // to an update forward that the relay did not perform.
@@ -163,6 +208,9 @@ type Forwarder struct {
 	appSecret          string
 	unactedFunc        func(UnactedReply)
 	unacted            atomic.Uint64
+	replier            Replier
+	replyFunc          func(Reply)
+	apiRoot            string
 }
 
 // New returns a Forwarder for cfg, or an error naming the invalid field.
@@ -185,6 +233,12 @@ func New(cfg Config) (*Forwarder, error) {
 	case cfg.Timeout < time.Millisecond || cfg.Timeout > MaxTimeout:
 		return nil, fmt.Errorf("forward: Timeout %v is outside 1ms..%v", cfg.Timeout, MaxTimeout)
 	}
+	if cfg.APIRoot != "" {
+		u, err := url.Parse(cfg.APIRoot)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+			return nil, errors.New("forward: APIRoot must be an absolute http or https URL")
+		}
+	}
 	if cfg.AppSecretToken != "" && !botapi.ValidSecretToken(cfg.AppSecretToken) {
 		return nil, errors.New("forward: AppSecretToken must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
 	}
@@ -201,6 +255,9 @@ func New(cfg Config) (*Forwarder, error) {
 		header:        cfg.Header.Clone(),
 		appSecret:     cfg.AppSecretToken,
 		unactedFunc:   cfg.UnactedReplyFunc,
+		replier:       cfg.Replier,
+		replyFunc:     cfg.ReplyFunc,
+		apiRoot:       strings.TrimRight(cfg.APIRoot, "/"),
 	}, nil
 }
 
@@ -251,8 +308,11 @@ func (f *Forwarder) Handle(ctx context.Context, u intake.Update, a intake.Attemp
 	}
 	body, err := f.post(ctx, f.url, "update", a.Identity, u.Body)
 	if err == nil {
-		f.noteReply(a.Identity, body)
-		return nil
+		if f.replier == nil {
+			f.noteReply(a.Identity, body)
+			return nil
+		}
+		return f.performReplies(ctx, a.Identity, body)
 	}
 	var se *StatusError
 	if !errors.As(err, &se) {
@@ -389,6 +449,9 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 	req.Header.Set(HeaderAttempt, strconv.Itoa(id.Attempt))
 	req.Header.Set(HeaderClaimID, id.ClaimID)
 	req.Header.Set(HeaderKind, kind)
+	if kind == "update" && f.apiRoot != "" {
+		req.Header.Set(HeaderAPIRoot, AttemptRoot(f.apiRoot, id))
+	}
 	if kind == "update" && f.appSecret != "" {
 		req.Header.Set(HeaderTelegramSecret, f.appSecret)
 	}

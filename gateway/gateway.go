@@ -175,7 +175,9 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	a := g.send(ctx, c)
 	res := intake.CallResult{Outcome: intake.CallUnknown}
 	switch {
-	case a.outcome == OutcomeNotDispatched:
+	case a.outcome == OutcomeNotDispatched || a.status == http.StatusTooManyRequests:
+		// Nothing was sent, or Telegram did not act (its 429, or the
+		// limiter's): a later identical call may send it.
 		res = intake.CallResult{Outcome: intake.CallNotDispatched, Body: a.body}
 	case a.outcome == OutcomeUnknown:
 		res.Body = a.body

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
 )
@@ -55,14 +56,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := g.cfg.Test.Now()
 	a, method, fenced := g.serve(r)
 	g.write(w, a)
-	if obs := g.cfg.Observer; obs != nil {
-		if !methodRE.MatchString(method) {
-			method = "invalid"
-		}
-		obs.ObserveCall(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced,
-			Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start)})
-	}
+	g.observe(method, a, fenced, false, start)
 }
+
+// observe reports a to the Observer.
+func (g *Gateway) observe(method string, a answer, fenced, webhookReply bool, start time.Time) {
+	obs := g.cfg.Observer
+	if obs == nil {
+		return
+	}
+	if !methodRE.MatchString(method) {
+		method = "invalid"
+	}
+	obs.ObserveCall(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
+		Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start)})
+}
+
+func equalFold(a, b string) bool { return strings.EqualFold(a, b) }
 
 func (g *Gateway) write(w http.ResponseWriter, a answer) {
 	for k, vs := range a.header {
@@ -137,13 +147,9 @@ func (g *Gateway) serve(r *http.Request) (a answer, method string, fenced bool) 
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		return telegramError(http.StatusMethodNotAllowed, OutcomeRefused, "Method Not Allowed: tgrelay: use GET or POST", 0), method, fenced
 	}
-	if g.cfg.OwnsIntake {
-		for _, m := range intakeMethods {
-			if strings.EqualFold(method, m) {
-				return telegramError(http.StatusConflict, OutcomeRefused, fmt.Sprintf(
-					"Conflict: tgrelay receives this bot's updates, so %s is refused here (it would take them from the relay)", m), 0), method, fenced
-			}
-		}
+	if m := g.refusedMethod(method); m != "" {
+		return telegramError(http.StatusConflict, OutcomeRefused, fmt.Sprintf(
+			"Conflict: tgrelay receives this bot's updates, so %s is refused here (it would take them from the relay)", m), 0), method, fenced
 	}
 	c.method = method
 	c.upstream = g.cfg.APIRoot + "/bot" + g.cfg.Token + "/" + method

@@ -33,6 +33,7 @@ type fixtureOpts struct {
 	cfg       func(*gateway.Config)
 	transport transport.Config
 	tg        telegramtest.Config
+	maxWait   time.Duration // the limiter's; zero means 10s
 }
 
 func newFixture(t *testing.T, o fixtureOpts) *fixture {
@@ -47,7 +48,10 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := throttle.New(throttle.Config{MaxWait: 10 * time.Second})
+	if o.maxWait == 0 {
+		o.maxWait = 10 * time.Second
+	}
+	lim, err := throttle.New(throttle.Config{MaxWait: o.maxWait})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ type CallEvent struct {
 	Status int
 	// Fenced tells whether the call carried an attempt identity.
 	Fenced bool
+	// WebhookReply tells whether the call was a webhook reply the relay
+	// performed for the app ([Gateway.Reply]).
+	WebhookReply bool
 	// Replayed tells whether the answer came from the journal, without a
 	// send.
 	Replayed bool

@@ -77,14 +77,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		a = g.handle(req.Context(), &id, c)
 	}
-	if obs := g.cfg.Observer; obs != nil {
-		method := c.method
-		if !methodRE.MatchString(method) {
-			method = "invalid"
-		}
-		obs.ObserveCall(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: true,
-			Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start)})
-	}
+	g.observe(c.method, a, true, false, start)
 	var body io.ReadCloser = io.NopCloser(bytes.NewReader(a.body))
 	if a.stream != nil {
 		body = struct {

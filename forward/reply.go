@@ -1,0 +1,133 @@
+package forward
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// AttemptRoot returns the per-attempt API root under base for id:
+// base/a/<update id>/<attempt>/<claim id>, the format package gateway
+// serves.
+func AttemptRoot(base string, id intake.Identity) string {
+	return strings.TrimRight(base, "/") + "/a/" + strconv.FormatInt(id.UpdateID, 10) + "/" +
+		strconv.Itoa(id.Attempt) + "/" + id.ClaimID
+}
+
+// replyCall is one call of a webhook reply.
+type replyCall struct {
+	method string
+	params []byte
+}
+
+// parseReplies reads a webhook reply: a JSON object with a string "method"
+// (Telegram's webhook reply) or a JSON array of such objects (our
+// extension, performed in order). ok is false for a body that is neither
+// (no reply); err reports a body that looks like a reply but cannot be
+// performed.
+func parseReplies(body []byte) (calls []replyCall, ok bool, err error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
+		return nil, false, nil
+	}
+	var objs []map[string]json.RawMessage
+	if trimmed[0] == '{' {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(trimmed, &obj) != nil {
+			if len(body) >= DefaultMaxResponseBytes && bytes.Contains(trimmed, []byte(`"method"`)) {
+				return nil, true, fmt.Errorf("the reply is larger than %d bytes", DefaultMaxResponseBytes)
+			}
+			return nil, false, nil
+		}
+		if _, has := obj["method"]; !has {
+			return nil, false, nil
+		}
+		objs = []map[string]json.RawMessage{obj}
+	} else {
+		if json.Unmarshal(trimmed, &objs) != nil {
+			if len(body) >= DefaultMaxResponseBytes && bytes.Contains(trimmed, []byte(`"method"`)) {
+				return nil, true, fmt.Errorf("the reply is larger than %d bytes", DefaultMaxResponseBytes)
+			}
+			return nil, false, nil
+		}
+		if len(objs) == 0 {
+			return nil, false, nil
+		}
+		if _, has := objs[0]["method"]; !has {
+			return nil, false, nil // an array that is not calls
+		}
+		if len(objs) > MaxReplies {
+			return nil, true, fmt.Errorf("the reply has %d calls, more than %d", len(objs), MaxReplies)
+		}
+	}
+	for i, obj := range objs {
+		var method string
+		if json.Unmarshal(obj["method"], &method) != nil || method == "" {
+			return nil, true, fmt.Errorf("call %d of the reply has no string method", i+1)
+		}
+		delete(obj, "method")
+		params, err := json.Marshal(obj)
+		if err != nil {
+			return nil, true, fmt.Errorf("call %d of the reply: %w", i+1, err)
+		}
+		calls = append(calls, replyCall{method: method, params: params})
+	}
+	return calls, true, nil
+}
+
+// ReplyError is a webhook reply that could not be performed now; the
+// update is tried again, and the calls of the reply that already have an
+// outcome are answered from the journal then, not sent twice.
+type ReplyError struct {
+	Method  string
+	Status  int
+	Outcome string
+}
+
+// Error implements error.
+func (e *ReplyError) Error() string {
+	return fmt.Sprintf("forward: webhook reply %s answered %d (%s): tried again with the update", e.Method, e.Status, e.Outcome)
+}
+
+// performReplies sends the webhook replies in an update answer's body
+// through the Replier, in order, under the attempt's identity. The update
+// completes only when each has a known outcome: Telegram answered (an
+// error included), or the outcome is unknown (recorded in the journal,
+// never sent again). A call that was not dispatched or throttled fails the
+// attempt so the update is tried again; so does a stale attempt. A reply
+// the gateway refuses (a malformed one) is reported and skipped.
+func (f *Forwarder) performReplies(ctx context.Context, id intake.Identity, body []byte) error {
+	calls, ok, err := parseReplies(body)
+	if !ok {
+		return nil
+	}
+	if err != nil {
+		f.unacted.Add(1)
+		if f.unactedFunc != nil {
+			f.unactedFunc(UnactedReply{UpdateID: id.UpdateID, Attempt: id.Attempt, Bytes: len(body), Reason: err.Error()})
+		}
+		return nil
+	}
+	for _, c := range calls {
+		status, outcome, replayed := f.replier.Reply(ctx, id, c.method, c.params)
+		if f.replyFunc != nil {
+			f.replyFunc(Reply{UpdateID: id.UpdateID, Attempt: id.Attempt, Method: c.method, Status: status, Outcome: outcome, Replayed: replayed})
+		}
+		switch {
+		case outcome == "not-dispatched" || outcome == "throttled" || status == 429 || outcome == "stale":
+			return &ReplyError{Method: c.method, Status: status, Outcome: outcome}
+		case outcome == "" && status == 0:
+			return &ReplyError{Method: c.method, Outcome: "no answer"}
+		}
+		if err := ctx.Err(); err != nil {
+			return errors.Join(&ReplyError{Method: c.method, Status: status, Outcome: outcome}, err)
+		}
+	}
+	return nil
+}
