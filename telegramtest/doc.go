@@ -11,13 +11,14 @@
 // # Bot API
 //
 // Implemented methods: getMe, sendMessage, sendPhoto, sendDocument,
-// sendVideo, sendAudio, sendSticker, sendMediaGroup, sendLocation,
-// sendDice, sendPoll, copyMessage, forwardMessage, editMessageText,
+// sendVideo, sendAudio, sendVoice, sendAnimation, sendSticker,
+// sendMediaGroup, sendLocation, sendVenue, sendContact, sendDice,
+// sendPoll, copyMessage, forwardMessage, editMessageText,
 // editMessageCaption, editMessageReplyMarkup, deleteMessage,
 // deleteMessages, answerCallbackQuery, answerInlineQuery, sendChatAction,
 // setMessageReaction, pinChatMessage, unpinChatMessage,
 // unpinAllChatMessages, getChat, getChatMember, getChatMemberCount,
-// getChatAdministrators, getFile (and the download path
+// getChatAdministrators, getUserProfilePhotos, getFile (and the download path
 // /file/bot<token>/<file_path>), setMyCommands, getMyCommands,
 // deleteMyCommands, setChatMenuButton, getChatMenuButton, getMyName,
 // setMyName, getMyDescription, setMyDescription, getMyShortDescription,

@@ -98,6 +98,10 @@ type apiMessage struct {
 	Video           *apiVideo       `json:"video,omitempty"`
 	Audio           *apiVideo       `json:"audio,omitempty"`
 	Sticker         *apiSticker     `json:"sticker,omitempty"`
+	Voice           *apiVideo       `json:"voice,omitempty"`
+	Animation       *apiVideo       `json:"animation,omitempty"`
+	Contact         *apiContact     `json:"contact,omitempty"`
+	Venue           *apiVenue       `json:"venue,omitempty"`
 	Location        *Location       `json:"location,omitempty"`
 	Dice            *apiDice        `json:"dice,omitempty"`
 	Poll            *apiPoll        `json:"poll,omitempty"`
@@ -118,6 +122,11 @@ var methods = map[string]methodFunc{
 	"sendvideo":              func(s *Server, p params) (any, *apiError) { return s.sendFileLocked("sendVideo", msgVideo, p) },
 	"sendaudio":              func(s *Server, p params) (any, *apiError) { return s.sendFileLocked("sendAudio", msgAudio, p) },
 	"sendsticker":            func(s *Server, p params) (any, *apiError) { return s.sendFileLocked("sendSticker", msgSticker, p) },
+	"sendvoice":              func(s *Server, p params) (any, *apiError) { return s.sendFileLocked("sendVoice", msgVoice, p) },
+	"sendanimation":          func(s *Server, p params) (any, *apiError) { return s.sendFileLocked("sendAnimation", msgAnim, p) },
+	"sendcontact":            (*Server).sendContactLocked,
+	"sendvenue":              (*Server).sendVenueLocked,
+	"getuserprofilephotos":   (*Server).profilePhotosLocked,
 	"sendmediagroup":         (*Server).sendMediaGroupLocked,
 	"sendlocation":           (*Server).sendLocationLocked,
 	"senddice":               (*Server).sendDiceLocked,
@@ -256,6 +265,15 @@ func (s *Server) apiMessageFlat(c *chatState, m *storedMsg) *apiMessage {
 		am.Audio = &apiVideo{FileID: f.id, FileUniqueID: f.unique, Duration: 1, FileName: f.name, MimeType: f.mime, FileSize: f.size}
 	case msgSticker:
 		am.Sticker = &apiSticker{FileID: f.id, FileUniqueID: f.unique, Type: "regular", Width: 512, Height: 512, FileSize: f.size}
+	case msgVoice:
+		am.Voice = &apiVideo{FileID: f.id, FileUniqueID: f.unique, Duration: 1, MimeType: f.mime, FileSize: f.size}
+	case msgAnim:
+		am.Animation = &apiVideo{FileID: f.id, FileUniqueID: f.unique, Width: 320, Height: 240, Duration: 1, FileName: f.name, MimeType: f.mime, FileSize: f.size}
+	case msgContact:
+		am.Contact = m.extra.(*apiContact)
+	case msgVenue:
+		v := m.extra.(*apiVenue)
+		am.Venue, am.Location = v, &v.Location
 	case msgLocation:
 		am.Location = m.extra.(*Location)
 	case msgDice:
@@ -489,7 +507,8 @@ func (s *Server) sendMessageLocked(p params) (any, *apiError) {
 }
 
 // fileKinds are the getFile directories of each media kind.
-var fileKinds = map[string]string{msgPhoto: "photos", msgDocument: "documents", msgVideo: "videos", msgAudio: "music", msgSticker: "stickers"}
+var fileKinds = map[string]string{msgPhoto: "photos", msgDocument: "documents", msgVideo: "videos", msgAudio: "music",
+	msgSticker: "stickers", msgVoice: "voice", msgAnim: "animations"}
 
 func (s *Server) sendFileLocked(method, kind string, p params) (any, *apiError) {
 	o, e := s.outgoingLocked(p, true)

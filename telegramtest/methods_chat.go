@@ -16,6 +16,18 @@ type Location struct {
 	Longitude float64 `json:"longitude"`
 }
 
+type apiContact struct {
+	PhoneNumber string `json:"phone_number"`
+	FirstName   string `json:"first_name"`
+	LastName    string `json:"last_name,omitempty"`
+}
+
+type apiVenue struct {
+	Location Location `json:"location"`
+	Title    string   `json:"title"`
+	Address  string   `json:"address"`
+}
+
 type apiDice struct {
 	Emoji string `json:"emoji"`
 	Value int    `json:"value"`
@@ -67,19 +79,78 @@ func (s *Server) sendLocationLocked(p params) (any, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	lat, err1 := strconv.ParseFloat(strings.TrimSpace(p.get("latitude")), 64)
-	lon, err2 := strconv.ParseFloat(strings.TrimSpace(p.get("longitude")), 64)
-	if err1 != nil || lat < -90 || lat > 90 {
-		return nil, badRequest("wrong latitude specified")
+	loc, e := locationParams(p)
+	if e != nil {
+		return nil, e
 	}
-	if err2 != nil || lon < -180 || lon > 180 {
-		return nil, badRequest("wrong longitude specified")
-	}
-	m := &storedMsg{kind: msgLocation, extra: &Location{Latitude: lat, Longitude: lon}}
+	m := &storedMsg{kind: msgLocation, extra: &loc}
 	if e := s.acceptLocked("sendLocation", o, m); e != nil {
 		return nil, e
 	}
 	return s.apiMessageOf(o.c, m), nil
+}
+
+// locationParams reads latitude and longitude as Telegram checks them.
+func locationParams(p params) (Location, *apiError) {
+	lat, err1 := strconv.ParseFloat(strings.TrimSpace(p.get("latitude")), 64)
+	lon, err2 := strconv.ParseFloat(strings.TrimSpace(p.get("longitude")), 64)
+	if err1 != nil || lat < -90 || lat > 90 {
+		return Location{}, badRequest("wrong latitude specified")
+	}
+	if err2 != nil || lon < -180 || lon > 180 {
+		return Location{}, badRequest("wrong longitude specified")
+	}
+	return Location{Latitude: lat, Longitude: lon}, nil
+}
+
+func (s *Server) sendContactLocked(p params) (any, *apiError) {
+	o, e := s.outgoingLocked(p, true)
+	if e != nil {
+		return nil, e
+	}
+	c := &apiContact{PhoneNumber: p.get("phone_number"), FirstName: p.get("first_name"), LastName: p.get("last_name")}
+	if strings.TrimSpace(c.PhoneNumber) == "" {
+		return nil, badRequest("phone number is empty")
+	}
+	if strings.TrimSpace(c.FirstName) == "" {
+		return nil, badRequest("contact first name is empty")
+	}
+	m := &storedMsg{kind: msgContact, extra: c}
+	if e := s.acceptLocked("sendContact", o, m); e != nil {
+		return nil, e
+	}
+	return s.apiMessageOf(o.c, m), nil
+}
+
+func (s *Server) sendVenueLocked(p params) (any, *apiError) {
+	o, e := s.outgoingLocked(p, true)
+	if e != nil {
+		return nil, e
+	}
+	loc, e := locationParams(p)
+	if e != nil {
+		return nil, e
+	}
+	v := &apiVenue{Location: loc, Title: p.get("title"), Address: p.get("address")}
+	if strings.TrimSpace(v.Title) == "" || strings.TrimSpace(v.Address) == "" {
+		return nil, badRequest("venue title and address must be non-empty")
+	}
+	m := &storedMsg{kind: msgVenue, text: v.Title, sent: v.Title, extra: v}
+	if e := s.acceptLocked("sendVenue", o, m); e != nil {
+		return nil, e
+	}
+	return s.apiMessageOf(o.c, m), nil
+}
+
+func (s *Server) profilePhotosLocked(p params) (any, *apiError) {
+	id, ok, err := p.int64("user_id")
+	if err != nil || !ok {
+		return nil, badRequest("user_id is empty")
+	}
+	if _, ok := s.st.users[id]; !ok && id != s.botID {
+		return nil, badRequest("user not found")
+	}
+	return map[string]any{"total_count": 0, "photos": [][]apiPhotoSize{}}, nil
 }
 
 // diceMax is the highest value of each dice emoji.

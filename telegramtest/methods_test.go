@@ -239,6 +239,11 @@ func TestMethodsRealBotsCall(t *testing.T) {
 		{"getChatMenuButton", nil, `{"type":"commands"}`},
 		{"getMyName", nil, `{"name":"Test Bot"}`},
 		{"getMe", nil, `"can_connect_to_business":false`},
+		{"sendVoice", map[string]any{"chat_id": chat, "voice": "https://example.com/v.ogg", "caption": "hear"}, `"voice":{`},
+		{"sendAnimation", map[string]any{"chat_id": chat, "animation": "https://example.com/a.gif"}, `"animation":{`},
+		{"sendContact", map[string]any{"chat_id": chat, "phone_number": "+100", "first_name": "Ada"}, `"contact":{"phone_number":"+100","first_name":"Ada"}`},
+		{"sendVenue", map[string]any{"chat_id": chat, "latitude": 1, "longitude": 2, "title": "Café", "address": "Main St"}, `"venue":{"location":{"latitude":1,"longitude":2},"title":"Café","address":"Main St"}`},
+		{"getUserProfilePhotos", map[string]any{"user_id": f.user.ID}, `{"photos":[],"total_count":0}`},
 		{"deleteMessages", map[string]any{"chat_id": chat, "message_ids": []int64{doomed.MessageID, 999}}, "true"},
 	}
 	for _, tc := range ok {
@@ -265,6 +270,8 @@ func TestMethodsRealBotsCall(t *testing.T) {
 		{"sendDice", map[string]any{"chat_id": chat, "emoji": "🍕"}, "Bad Request: invalid dice emoji specified"},
 		{"sendPoll", map[string]any{"chat_id": chat, "question": "Tea?", "options": []string{"Yes"}}, "Bad Request: poll must have 2-12 options"},
 		{"sendSticker", map[string]any{"chat_id": chat, "sticker": "no-such-file"}, "Bad Request: wrong file identifier/HTTP URL specified"},
+		{"sendContact", map[string]any{"chat_id": chat, "first_name": "Ada"}, "Bad Request: phone number is empty"},
+		{"sendVenue", map[string]any{"chat_id": chat, "latitude": 1, "longitude": 200, "title": "x", "address": "y"}, "Bad Request: wrong longitude specified"},
 		{"setMessageReaction", map[string]any{"chat_id": chat, "message_id": photo.MessageID, "reaction": []map[string]string{{"type": "emoji", "emoji": "🍕"}}}, "Bad Request: REACTION_INVALID"},
 		{"answerInlineQuery", map[string]any{"inline_query_id": "1", "results": []any{}}, "Bad Request: query is too old and response timeout expired or query ID is invalid"},
 	}
