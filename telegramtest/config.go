@@ -148,8 +148,11 @@ type Limit struct {
 }
 
 // Limits are the send rate limits the server enforces with 429 "Too Many
-// Requests: retry after N". Every sending method (sendMessage, copyMessage,
-// forwardMessage, sendPhoto, sendDocument) counts against all that apply.
+// Requests: retry after N". Every method that sends a new message
+// (sendMessage, sendPhoto, sendDocument, sendLocation, sendPoll, copyMessage,
+// forwardMessage, …) counts once against all that apply; a media group
+// counts once for all its items. Edits, chat actions, reactions, pins and
+// callback or inline answers do not count.
 type Limits struct {
 	// Disabled turns every limit off.
 	Disabled bool `json:"disabled"`
