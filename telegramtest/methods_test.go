@@ -141,6 +141,10 @@ func TestMalformedMarkdownV2IsRefused(t *testing.T) {
 		a := call(t, f.srv, "sendMessage", map[string]any{"chat_id": f.chat.ID, "text": tc.text, "parse_mode": "MarkdownV2"})
 		wantError(t, a, 400, "Bad Request: can't parse entities: "+tc.desc)
 	}
+	wantError(t, call(t, f.srv, "sendMessage", map[string]any{"chat_id": f.chat.ID, "text": "ok *open", "parse_mode": "Markdown"}),
+		400, "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 3")
+	wantError(t, call(t, f.srv, "sendMessage", map[string]any{"chat_id": f.chat.ID, "text": "x", "parse_mode": "BBCode"}),
+		400, "Bad Request: unsupported parse_mode")
 	if n := len(f.srv.Messages()); n != 0 {
 		t.Errorf("%d refused messages reached the ledger", n)
 	}
