@@ -12,8 +12,11 @@ import { createRequire } from 'node:module';
 const require = createRequire(process.env.TGRELAY_NODE_MODULES + '/');
 const { Bot, webhookCallback, InlineKeyboard } = require('grammy');
 
-const { TOKEN, API_ROOT, MODE, PORT, SECRET } = process.env;
-const bot = new Bot(TOKEN, { client: { apiRoot: API_ROOT } });
+const { TOKEN, API_ROOT, MODE, PORT, SECRET, REPLIES } = process.env;
+// REPLIES=webhook (behind serve's gateway): answer chat actions and
+// callback queries in the webhook response, which the relay performs.
+const canUseWebhookReply = REPLIES === 'webhook' ? (m) => m === 'sendChatAction' || m === 'answerCallbackQuery' : undefined;
+const bot = new Bot(TOKEN, { client: { apiRoot: API_ROOT, canUseWebhookReply } });
 
 // The relay's identity headers of the forward being handled (webhook mode).
 const identity = new AsyncLocalStorage();

@@ -9,11 +9,12 @@ const require = createRequire(process.env.TGRELAY_NODE_MODULES + '/');
 const { Telegraf, Markup } = require('telegraf');
 const { message, editedMessage } = require('telegraf/filters');
 
-const { TOKEN, API_ROOT, MODE, PORT, SECRET } = process.env;
+const { TOKEN, API_ROOT, MODE, PORT, SECRET, REPLIES } = process.env;
 // webhookReply: false — Telegraf would otherwise answer some calls
 // (answerCbQuery, sendChatAction, deleteMessage…) in the webhook response
-// body, which the relay does not perform.
-const bot = new Telegraf(TOKEN, { telegram: { apiRoot: API_ROOT, webhookReply: false } });
+// body, which the relay performs only through its gateway (REPLIES=webhook).
+const webhookReply = REPLIES === 'webhook';
+const bot = new Telegraf(TOKEN, { telegram: { apiRoot: API_ROOT, webhookReply } });
 
 const identity = new AsyncLocalStorage();
 const attempt = () => identity.getStore()?.attempt ?? '0';
@@ -121,11 +122,13 @@ async function main() {
       const id = { updateId: req.headers['tgrelay-update-id'], attempt: req.headers['tgrelay-attempt'], claimId: req.headers['tgrelay-claim-id'] };
       identity.run(id, async () => {
         try {
-          await bot.handleUpdate(JSON.parse(Buffer.concat(chunks)));
-          res.writeHead(200).end();
+          // With webhook replies on, Telegraf may answer through res itself.
+          await bot.handleUpdate(JSON.parse(Buffer.concat(chunks)), webhookReply ? res : undefined);
+          if (!res.writableEnded) res.writeHead(200).end();
         } catch (err) {
           console.error(`handler failed: ${err.message}`);
-          res.writeHead(500).end();
+          if (!res.headersSent) res.writeHead(500);
+          res.end();
         }
       });
     });
