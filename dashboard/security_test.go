@@ -413,7 +413,7 @@ func TestBounds(t *testing.T) {
 	if code != http.StatusInternalServerError || strings.Contains(page, "<table") {
 		t.Errorf("a page over its bound: %d, %d bytes sent", code, len(page))
 	}
-	code, page = s.get(t, "/updates?limit=10")
+	code, _ = s.get(t, "/updates?limit=10")
 	if code != http.StatusOK {
 		t.Errorf("a page under its bound: %d", code)
 	}

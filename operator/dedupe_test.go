@@ -29,7 +29,7 @@ func TestDedupeRepeatsThroughChannel(t *testing.T) {
 		}; !slices.Equal(got, want) {
 			t.Errorf("drops %v, want %v", got, want)
 		}
-		time.Sleep(start.Add(operator.DefaultDedupeWindow).Sub(time.Now()))
+		time.Sleep(time.Until(start.Add(operator.DefaultDedupeWindow)))
 		ch.Post("Payment pay_5 expired after 34s", "errors")
 		drain(t, ch)
 		want := []string{
@@ -58,7 +58,7 @@ func TestDedupeBudgetThroughChannel(t *testing.T) {
 		if got, want := d.Summary(), []string{"queue is down:over-budget", "mail is down:over-budget", "dns is down:over-budget"}; !slices.Equal(got, want) {
 			t.Errorf("drops %v, want %v", got, want)
 		}
-		time.Sleep(start.Add(operator.DefaultDedupeWindow).Sub(time.Now()))
+		time.Sleep(time.Until(start.Add(operator.DefaultDedupeWindow)))
 		ch.Post("web is down", "")
 		drain(t, ch)
 		want := []string{"db is down", "cache is down", "web is down\n\n(+3 more messages over the limit)"}
@@ -88,7 +88,7 @@ func TestDedupeCustomFunctions(t *testing.T) {
 		ch.Post("db: timeout again", "")
 		ch.Post("cache: miss", "")
 		drain(t, ch)
-		time.Sleep(start.Add(10 * time.Second).Sub(time.Now()))
+		time.Sleep(time.Until(start.Add(10 * time.Second)))
 		ch.Post("db: timeout", "")
 		drain(t, ch)
 		want := []string{"db: timeout", "db: timeout\n\nЕщё таких: 1\n\nСверх лимита: 1"}
@@ -175,7 +175,7 @@ func TestDedupeFlush(t *testing.T) {
 		if !ok || next.Sub(start) <= time.Minute {
 			t.Fatalf("NextFlush = %v, %v; want just after the window", next.Sub(start), ok)
 		}
-		time.Sleep(next.Sub(time.Now()))
+		time.Sleep(time.Until(next))
 		got := d.Flush()
 		want := []operator.Summary{
 			{Topic: "ops", Text: "db down 4\n\n(+2 more like this)"},

@@ -52,7 +52,6 @@ type Server struct {
 	wg             sync.WaitGroup // webhook dispatcher and deliveries
 	webhookClient  *http.Client
 	ownClient      bool
-	startOnce      sync.Once
 	closeOnce      sync.Once
 
 	mu sync.Mutex

@@ -697,12 +697,3 @@ func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, a
 	}
 	return n > 0, nil
 }
-
-// affected reports whether a statement changed a row.
-func affected(res sql.Result, op string, updateID int64) (bool, error) {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("sqlitestore: %s %d: %w", op, updateID, err)
-	}
-	return n > 0, nil
-}

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"bytes"
-	"fmt"
 
 	"github.com/tgrelay/tgrelay/intake"
 )
@@ -102,5 +101,5 @@ func firstBody(rows []intake.StoredUpdate) string {
 	if len(rows) == 0 {
 		return "(none)"
 	}
-	return fmt.Sprintf("%s", rows[0].Body)
+	return string(rows[0].Body)
 }
