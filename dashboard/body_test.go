@@ -3,6 +3,7 @@ package dashboard
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -81,4 +82,25 @@ func FuzzFormatBody(f *testing.F) {
 			t.Errorf("formatBody(%q, %d) = %q", body, max, fb.Text)
 		}
 	})
+}
+
+// A young recorder is charted from its start (five minutes at least), an
+// old one over the whole window.
+func TestChartSpan(t *testing.T) {
+	t.Parallel()
+	start := time.Unix(1_700_000_000, 0)
+	for _, tc := range []struct {
+		age  time.Duration
+		want int
+	}{
+		{0, minChartBuckets},
+		{time.Minute, minChartBuckets},
+		{10 * time.Minute, 62},
+		{Window - time.Second, numBuckets},
+		{3 * Window, numBuckets},
+	} {
+		if got := chartSpan(Snapshot{Started: start, Taken: start.Add(tc.age)}); got != tc.want {
+			t.Errorf("age %v: span %d buckets, want %d", tc.age, got, tc.want)
+		}
+	}
 }

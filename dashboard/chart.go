@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Chart geometry: one SVG unit per bucket across, chartHeight units high.
@@ -16,7 +17,7 @@ type chart struct {
 	PerSec  bool    // values are shown as rates
 	Now     float64 // the last complete bucket, per second when PerSec
 	Peak    float64 // the highest bucket, per second when PerSec
-	Hour    uint64  // events in the window
+	Hour    uint64  // events in the buckets drawn
 	Total   uint64  // events since the recorder started
 	Width   int     // viewBox width: the number of buckets
 	Height  int
@@ -75,8 +76,8 @@ func newChart(s Series, label string, perSec bool, buckets []uint32, total uint6
 	if perSec {
 		unit = "/s"
 	}
-	c.Summary = fmt.Sprintf("%s over the last hour: %d events, peak %s%s, last %s %s%s",
-		s, c.Hour, fmtRate(c.Peak), unit, BucketWidth, fmtRate(c.Now), unit)
+	c.Summary = fmt.Sprintf("%s over the last %v: %d events, peak %s%s, last %s %s%s",
+		s, time.Duration(len(buckets))*BucketWidth, c.Hour, fmtRate(c.Peak), unit, BucketWidth, fmtRate(c.Now), unit)
 	return c
 }
 

@@ -11,6 +11,11 @@ import (
 // storeTimeout bounds every store call a page makes.
 const storeTimeout = 10 * time.Second
 
+// minChartBuckets is the shortest span a chart draws (five minutes): a
+// recorder younger than Window is charted from its start, not over an hour
+// it never saw.
+const minChartBuckets = 30
+
 // allStates lists the row states in lifecycle order.
 var allStates = []intake.State{intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned}
 
@@ -29,8 +34,19 @@ type overviewData struct {
 	HasRecorder bool
 	Snapshot    Snapshot
 	Charts      []chart
-	Window      time.Duration
+	Window      time.Duration // the span the charts draw
 	Bucket      time.Duration
+}
+
+// chartSpan is how many of the newest buckets to draw: the whole window,
+// or, for a recorder younger than it, from its start (at least
+// minChartBuckets).
+func chartSpan(s Snapshot) int {
+	age := s.Taken.Sub(s.Started)
+	if age >= Window {
+		return numBuckets
+	}
+	return min(max(int(age/BucketWidth)+2, minChartBuckets), numBuckets)
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +71,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.Snapshot = rec.Snapshot()
 		d.Snapshot.Webhook.LastError = h.redact(d.Snapshot.Webhook.LastError)
 		d.Snapshot.Webhook.OwnerHost = h.redact(d.Snapshot.Webhook.OwnerHost)
-		b, t := d.Snapshot.Buckets, d.Snapshot.Totals
+		span := chartSpan(d.Snapshot)
+		d.Window = time.Duration(span) * BucketWidth
+		var b [numSeries][]uint32
+		for k, all := range d.Snapshot.Buckets {
+			b[k] = all[len(all)-span:]
+		}
+		t := d.Snapshot.Totals
 		d.Charts = []chart{
 			newChart(SeriesAccepted, "Accepted/s", true, b[SeriesAccepted], t[SeriesAccepted]),
 			newChart(SeriesForwarded, "Forwarded/s", true, b[SeriesForwarded], t[SeriesForwarded]),
