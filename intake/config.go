@@ -141,8 +141,10 @@ type Config struct {
 	// same transaction. It requires a [FencedStore].
 	AttemptHandler func(ctx context.Context, u Update, a Attempt) error
 
-	// ExhaustionHandler receives every update whose handling ended for
-	// good (attempts spent, abandoned, or its stored body unparsable),
+	// ExhaustionHandler receives every exhaustion — the intake's dead
+	// letter: an update whose handling ended for good (attempts spent,
+	// abandoned, an unknown outcome not repeated, or its stored body
+	// unparsable),
 	// at least once, until it returns nil, which acknowledges it. It
 	// requires a [DurableStore]. Without it, such updates are settled as
 	// abandoned and only reported to [Observer.FailureFunc], unless

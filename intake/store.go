@@ -157,8 +157,8 @@ type Identity struct {
 	ClaimID  string
 }
 
-// Exhaustion is an update whose handling ended for good while a
-// [DurableStore] keeps it until the exact identity acknowledges it.
+// Exhaustion is an update whose handling ended for good — a dead letter —
+// while a [DurableStore] keeps it until the exact identity acknowledges it.
 type Exhaustion struct {
 	Identity
 	// Body is the raw stored body.

@@ -93,12 +93,16 @@ func FuzzParseUpdate(f *testing.F) {
 		`{"update_id":"1"}`, `{"update_id":1.5}`, `{"update_id":-1}`, `[]`, `null`,
 		`{"update_id":9223372036854775807}`, `{"update_id":9223372036854775808}`,
 		`{"callback_query":{"message":{"chat":{"id":"x"}}},"update_id":3}`,
+		`{"update_id":4,"message":{"chat":{"id":-1001,"type":"supergroup"}}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		id, err := intake.ParseUpdate(body)
 		_ = intake.LineKey(body)
+		if chat, typ := intake.ChatOf(body); (err != nil && (chat != 0 || typ != "")) || len(typ) > 32 {
+			t.Fatalf("chat %d %q of %q (parse error %v)", chat, typ, body, err)
+		}
 		if err != nil {
 			return
 		}

@@ -68,6 +68,15 @@ func WithResultFunc(ctx context.Context, f func(Result)) context.Context {
 	return context.WithValue(ctx, resultFuncKey{}, f)
 }
 
+// ResultFuncFrom returns the func [WithResultFunc] put in ctx, or nil. A
+// RoundTripper of its own that answers for the request (tgrelay's
+// gateway: a replayed answer, its own unknown with [OutcomeHeader]) calls
+// it with that answer, so its caller's funcs see what the caller got, and
+// makes its upstream requests with WithResultFunc(ctx, nil).
+func ResultFuncFrom(ctx context.Context) func(Result) {
+	return resultFuncFrom(ctx)
+}
+
 func resultFuncFrom(ctx context.Context) func(Result) {
 	f, _ := ctx.Value(resultFuncKey{}).(func(Result))
 	return f

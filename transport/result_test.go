@@ -84,6 +84,12 @@ func TestResultFuncSeesEveryRequest(t *testing.T) {
 	}
 	_, err = send(ctx, tr, srv.url())
 	assertUnknown(t, err)
+	if transport.ResultFuncFrom(transport.WithResultFunc(ctx, nil)) != nil {
+		t.Error("WithResultFunc(ctx, nil) left a func in the context")
+	}
+	if transport.ResultFuncFrom(ctx) == nil {
+		t.Error("ResultFuncFrom found no func")
+	}
 	if len(got) != 3 || outer != 3 {
 		t.Fatalf("inner func saw %d results, outer %d; want 3 each", len(got), outer)
 	}
