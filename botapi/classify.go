@@ -134,6 +134,13 @@ type outcomeUnknowner = interface{ OutcomeUnknown() bool }
 // so repeating it replays the recorded answer.
 type replaySafer = interface{ ReplaySafe() bool }
 
+// gatewayMark and gatewayUnknown are in every description of tgrelay's
+// gateway's unknown answer (502, Tgrelay-Outcome: unknown), lower case.
+const (
+	gatewayMark    = "tgrelay:"
+	gatewayUnknown = "not sent again"
+)
+
 // phrase maps a fragment of Telegram's description (lower case) to a reason.
 type phrase struct {
 	fragment string
@@ -194,13 +201,16 @@ var phrases = [...]phrase{
 //     and its parameters: retry_after gives rate-limited with RetryAfter;
 //     migrate_to_chat_id gives chat-migrated with MigrateToChatID; both with
 //     evidence parameters.
-//  4. The description (the APIError's, or else err.Error()) matched against a
+//  4. A description of tgrelay's gateway saying the call's outcome is unknown
+//     ("tgrelay: … not sent again", its 502 with Tgrelay-Outcome: unknown):
+//     unknown, evidence transport (the gateway speaks for its transport).
+//  5. The description (the APIError's, or else err.Error()) matched against a
 //     table of Telegram's phrases, case-insensitively: evidence description.
-//  5. Status 429: rate-limited, evidence status.
-//  6. Status 5xx in Telegram's JSON envelope: server-error, evidence status.
+//  6. Status 429: rate-limited, evidence status.
+//  7. Status 5xx in Telegram's JSON envelope: server-error, evidence status.
 //     A 5xx whose body was not JSON (a proxy's page, [APIError.NotJSON]) may
 //     hide a delivered message, so it stays unknown.
-//  7. Otherwise unknown, evidence none, with the status when one was found.
+//  8. Otherwise unknown, evidence none, with the status when one was found.
 func Classify(err error) (f Failure) {
 	unknown := Failure{Reason: ReasonUnknown, Evidence: EvidenceNone}
 	if err == nil {
@@ -248,6 +258,11 @@ func Classify(err error) (f Failure) {
 		description = description[:MaxDescriptionBytes]
 	}
 	description = strings.ToLower(description)
+	if strings.Contains(description, gatewayMark) && strings.Contains(description, gatewayUnknown) {
+		// tgrelay's gateway answered for the transport: the call may have
+		// reached Telegram (its 502 must not read as Telegram's 5xx).
+		return Failure{Reason: ReasonUnknown, Evidence: EvidenceTransport, Status: status}
+	}
 	for _, p := range phrases {
 		if strings.Contains(description, p.fragment) {
 			return failureFor(p.reason, EvidenceDescription, status)

@@ -96,6 +96,10 @@ func TestClassifyUnknownOutcome(t *testing.T) {
 		{"beside not dispatched", errors.Join(&transport.NotDispatchedError{Stage: transport.StageTLS}, unknown), false},
 		{"journaled", fmt.Errorf("lib: %w", journaled{unknown}), true},
 		{"one journaled, one not", errors.Join(journaled{unknown}, unknown), false},
+		{"the gateway's unknown answer", &botapi.APIError{Method: "sendMessage", Code: 502,
+			Description: "Bad Gateway: tgrelay: the call may have reached Telegram, but no answer came back (reset); it is not sent again"}, false},
+		{"the gateway's unknown answer in another library's words", fmt.Errorf("error response from telegram for method sendMessage, 502 %s",
+			"Bad Gateway: tgrelay: Telegram's answer broke off (EOF); the call may have taken effect and is not sent again"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := botapi.Classify(tc.err)
