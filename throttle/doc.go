@@ -17,6 +17,11 @@
 //	Config.Chat   3 per 3 seconds in one chat: 1/s on average, with a short burst of 3
 //	Config.Group  20 per minute in one group, supergroup or channel (chat id < 0), on top of Chat
 //
+// Bot and Paid calls are also spaced evenly, Per/Count apart on average
+// (at most two at once): a burst of 30 in one instant is not what
+// Telegram means by 30 per second, and a quiet chat's reply then never
+// waits a whole window for the bot-wide budget.
+//
 // Telegram says a chat may see "short bursts" over one message per second
 // but not how many; the default spends a burst of three. A server that
 // allows none (telegramtest's default Chat limit is 1 per second) answers

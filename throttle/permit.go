@@ -59,6 +59,27 @@ func (p *Permit) Done() {
 	l.dispatchLocked(now)
 }
 
+// doneAt is Done with the time the answer began to arrive (the transport
+// learns it from the connection, before its goroutine runs again); a zero
+// or future t means now.
+func (p *Permit) doneAt(t time.Time) {
+	if p == nil || p.l == nil {
+		return
+	}
+	l := p.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p.finished {
+		return
+	}
+	now := l.clock.Now()
+	if t.IsZero() || t.After(now) || t.Before(p.granted) {
+		t = now
+	}
+	l.finishLocked(p, t, true)
+	l.dispatchLocked(now)
+}
+
 // Cancel finishes the permit of a call that was never sent (its context
 // ended, or its request provably never left the process): it does not
 // count.

@@ -8,8 +8,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -86,8 +88,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	// The moment the answer's first byte was read, when Base is net/http's
+	// transport: the send is counted from then (see the package doc,
+	// "Counting"), not from when this goroutine runs again.
+	var firstByte atomic.Int64
+	traced := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotFirstResponseByte: func() { firstByte.Store(t.limiter.clock.Now().UnixNano()) },
+	})
+	answered := func() time.Time {
+		if n := firstByte.Swap(0); n != 0 {
+			return time.Unix(0, n)
+		}
+		return time.Time{}
+	}
 	for {
-		out := req.Clone(ctx)
+		out := req.Clone(traced)
 		out.Body = body
 		if replay != nil {
 			out.GetBody = replay
@@ -98,14 +113,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if errors.As(err, &nd) && nd.NotDispatched() {
 				p.Cancel()
 			} else {
-				p.Done()
+				p.doneAt(answered())
 			}
 			return nil, err
 		}
 		if resp.StatusCode != http.StatusTooManyRequests {
-			p.Done()
+			p.doneAt(answered())
 			return resp, nil
 		}
+		answered()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, max429Bytes))
 		resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(data))

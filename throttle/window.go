@@ -10,11 +10,14 @@ import "time"
 type window struct {
 	lim   Limit
 	slots []*slot
-	// smooth spaces grants at least Per/Count apart (the bot-wide limits:
-	// a burst of 30 in one instant is not "30 per second" to Telegram,
-	// and a quiet chat's reply then never waits a whole window).
+	// smooth spaces grants Per/Count apart on average (the bot-wide
+	// limits: a burst of 30 in one instant is not "30 per second" to
+	// Telegram, and a quiet chat's reply then never waits a whole window).
+	// It is a GCRA with a tolerance of one interval: a grant is due at
+	// next - interval, and next advances one interval per grant from
+	// where it was, so a timer that fires late does not slow the rate.
 	smooth bool
-	next   time.Time // with smooth: the earliest next grant
+	next   time.Time // with smooth: the theoretical time of the next grant
 }
 
 // slot is one counted send.
@@ -52,7 +55,7 @@ func (w *window) full(now time.Time, hold time.Duration) bool {
 	if w.off() {
 		return false
 	}
-	if w.smooth && w.next.After(now) {
+	if w.smooth && w.due().After(now) {
 		return true
 	}
 	w.prune(now, hold)
@@ -62,8 +65,8 @@ func (w *window) full(now time.Time, hold time.Duration) bool {
 // nextFree is when the window may have room again; call it only when full
 // reported true.
 func (w *window) nextFree(now time.Time, hold time.Duration) time.Time {
-	if w.smooth && w.next.After(now) && len(w.slots) < w.lim.Count {
-		return w.next
+	if w.smooth && w.due().After(now) && len(w.slots) < w.lim.Count {
+		return w.due()
 	}
 	var t time.Time
 	for i, s := range w.slots {
@@ -71,8 +74,8 @@ func (w *window) nextFree(now time.Time, hold time.Duration) time.Time {
 			t = e
 		}
 	}
-	if w.smooth && w.next.After(t) {
-		t = w.next
+	if w.smooth && w.due().After(t) {
+		t = w.due()
 	}
 	return t
 }
@@ -83,7 +86,7 @@ func (w *window) take(now time.Time) *slot {
 		return nil
 	}
 	if w.smooth {
-		w.next = now.Add(w.lim.interval())
+		w.next = later(w.next, now).Add(w.lim.interval())
 	}
 	s := &slot{t: now}
 	w.slots = append(w.slots, s)
@@ -93,8 +96,8 @@ func (w *window) take(now time.Time) *slot {
 // remove uncounts s (Telegram did not count a send it refused, or it was
 // never sent); the spacing it imposed is undone when nothing came since.
 func (w *window) remove(s *slot) {
-	if w.smooth && !s.done && w.next.Equal(s.t.Add(w.lim.interval())) {
-		w.next = s.t
+	if w.smooth && !s.done {
+		w.next = w.next.Add(-w.lim.interval())
 	}
 	for i, x := range w.slots {
 		if x == s {
@@ -110,4 +113,14 @@ func (w *window) remove(s *slot) {
 func (w *window) empty(now time.Time, hold time.Duration) bool {
 	w.prune(now, hold)
 	return len(w.slots) == 0
+}
+
+// due is when the next grant may go under smooth spacing.
+func (w *window) due() time.Time { return w.next.Add(-w.lim.interval()) }
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
