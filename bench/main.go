@@ -27,13 +27,16 @@ type scenario struct {
 }
 
 var scenarios = map[string]scenario{
-	"intake-accept":  {"100 clients POST updates to the webhook: group commit vs one transaction per update vs a non-durable channel", runIntakeAccept},
-	"intake-process": {"claim, no-op handler, settle through the runner vs the raw SQL loop", runIntakeProcess},
-	"transport":      {"sendMessage-sized POSTs over TLS: tgrelay transport vs http.DefaultClient vs connection-per-request", runTransport},
-	"happy-eyeballs": {"first address black-holed: time to connect, tgrelay dialer vs net.Dialer", runHappyEyeballs},
-	"broadcast-rate": {"10,000 recipients at 30/s and 1000/s with 100 ms latency: windowed vs one-at-a-time", runBroadcastRate},
-	"gateway-flood":  {"32 workers flood 50 chats with Telegram's limits on: through tgrelay's limiter vs directly (429s, delivered rate, a quiet chat's wait)", runGatewayFlood},
-	"relay":          {"updates/s through tgrelay serve vs a non-durable forwarder", runRelay},
+	"intake-accept":   {"100 clients POST updates to the webhook: group commit vs one transaction per update vs a non-durable channel", runIntakeAccept},
+	"intake-process":  {"claim, no-op handler, settle through the runner vs the raw SQL loop", runIntakeProcess},
+	"transport":       {"sendMessage-sized POSTs over TLS: tgrelay transport vs http.DefaultClient vs connection-per-request", runTransport},
+	"happy-eyeballs":  {"first address black-holed: time to connect, tgrelay dialer vs net.Dialer", runHappyEyeballs},
+	"broadcast-rate":  {"10,000 recipients at 30/s and 1000/s with 100 ms latency: windowed vs one-at-a-time", runBroadcastRate},
+	"gateway-flood":   {"32 workers flood 50 chats with Telegram's limits on: through tgrelay's limiter vs directly (429s, delivered rate, a quiet chat's wait)", runGatewayFlood},
+	"relay":           {"updates/s through tgrelay serve vs a non-durable forwarder", runRelay},
+	"crash-broadcast": {"2,000-recipient broadcast killed with SIGKILL 10+ times and resumed: chats reached twice (must be 0 unless uncertain)", runCrashBroadcast},
+	"crash-pg":        {"three serve on one PostgreSQL behind a proxy, fenced writes, random SIGKILLs: lost and double effects (must be 0)", runCrashPG},
+	"crash-serve":     {"serve on SQLite killed with SIGKILL 15+ times under load: lost (must be 0), duplicates, drain", runCrashServe},
 }
 
 func main() {

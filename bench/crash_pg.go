@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/telegramtest"
+)
+
+// runCrashPG: three serve processes on one PostgreSQL behind a round-robin
+// proxy; the sink makes a fenced domain write per update in its own
+// transaction (telegram_updates_once, sometimes slow so kills land
+// mid-write); serve processes are killed at random. Afterwards every update
+// that got a 200 has exactly one effect.
+func runCrashPG(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("crash-pg", flag.ContinueOnError)
+	fs.SetOutput(out)
+	n := fs.Int("updates", 2000, "distinct updates to post")
+	rate := fs.Float64("rate", 80, "updates started per second")
+	kills := fs.Int("kills", 15, "least SIGKILLs (spread over the three)")
+	timeout := fs.Duration("timeout", 5*time.Minute, "bound of the whole run")
+	bin := fs.String("bin", "", "tgrelay binary (default: built into a temp dir)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "tgrelay-bench-crash-pg-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
+		return err
+	}
+	res, err := crashPGRun(ctx, *bin, dir, *n, *rate, *kills, out)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "kills\tposts\t200s\tupdates\teffects\tlost\tdouble effects\towns-only doubles\tforwards\tduplicate forwards\tslow writes\tdrain after last kill\t")
+	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t\n", res.kills, res.posts, res.oks, *n, res.effects, res.lost, res.doubles, res.ownsDoubles,
+		res.forwards, res.duplicates, res.slow, res.drain.Round(time.Millisecond))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "RESULT crash-pg updates=%d kills=%d posts=%d oks=%d effects=%d lost=%d double_effects=%d owns_only_doubles=%d duplicate_forwards=%d drain_ms=%d safe=%t\n",
+		*n, res.kills, res.posts, res.oks, res.effects, res.lost, res.doubles, res.ownsDoubles, res.duplicates, res.drain.Milliseconds(), res.lost == 0 && res.doubles == 0)
+	if res.lost != 0 || res.doubles != 0 {
+		return fmt.Errorf("%d lost, %d double effects", res.lost, res.doubles)
+	}
+	return nil
+}
+
+type crashPGResult struct {
+	kills                      int
+	posts, oks                 int64
+	effects, lost, doubles     int
+	ownsDoubles                int
+	forwards, duplicates, slow int
+	drain                      time.Duration
+}
+
+// crashPGRun is the scenario proper, shared with its short test.
+func crashPGRun(ctx context.Context, bin, dir string, n int, rate float64, minKills int, out io.Writer) (crashPGResult, error) {
+	var res crashPGResult
+	cluster, err := pgtest.Start(ctx, pgtest.Options{})
+	if err != nil {
+		return res, fmt.Errorf("postgres: %w", err)
+	}
+	defer cluster.Stop()
+	dbURL, err := cluster.CreateDatabase(ctx)
+	if err != nil {
+		return res, err
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return res, err
+	}
+	defer pool.Close()
+	// The domain tables: no unique key, so a doubled write shows. crash_owns
+	// records the writes telegram_updates_owns alone would have allowed.
+	if _, err := pool.Exec(ctx, `CREATE TABLE crash_effects (update_id bigint NOT NULL, attempt int NOT NULL);
+		CREATE TABLE crash_owns (update_id bigint NOT NULL, attempt int NOT NULL)`); err != nil {
+		return res, err
+	}
+
+	tg := telegramtest.NewServer(telegramtest.Config{Logf: func(string, ...any) {}})
+	defer tg.Close()
+	const lo = 1
+	var slow atomic.Int64
+	effect := func(r *http.Request, id int64) error {
+		attempt, err := strconv.Atoi(r.Header.Get("Tgrelay-Attempt"))
+		if err != nil {
+			return err
+		}
+		claim := r.Header.Get("Tgrelay-Claim-Id")
+		tx, err := pool.Begin(r.Context())
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.WithoutCancel(r.Context()))
+		now := time.Now().UnixMilli()
+		var owns, once bool
+		if err := tx.QueryRow(r.Context(), `SELECT telegram_updates_owns($1, $2, $3, $4)`, id, attempt, claim, now).Scan(&owns); err != nil {
+			return err
+		}
+		if owns {
+			if _, err := tx.Exec(r.Context(), `INSERT INTO crash_owns VALUES ($1, $2)`, id, attempt); err != nil {
+				return err
+			}
+		}
+		if rand.IntN(10) == 0 { // a slow write: a kill may land while it holds the row
+			slow.Add(1)
+			if err := sleepCtx(r.Context(), time.Duration(200+rand.IntN(800))*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		if err := tx.QueryRow(r.Context(), `SELECT telegram_updates_once($1, $2, $3, $4, 'crash-effect')`, id, attempt, claim, now).Scan(&once); err != nil {
+			return err
+		}
+		if once {
+			if _, err := tx.Exec(r.Context(), `INSERT INTO crash_effects VALUES ($1, $2)`, id, attempt); err != nil {
+				return err
+			}
+		}
+		return tx.Commit(r.Context())
+	}
+	sink, err := startCrashSink(lo, n, effect)
+	if err != nil {
+		return res, err
+	}
+	defer sink.close()
+
+	env := childEnv("TGRELAY_TOKEN="+tg.Token, "TGRELAY_WEBHOOK_SECRET="+relaySecret)
+	var procs []*crashServe
+	for i := range 3 {
+		s, err := newCrashServe(fmt.Sprintf("serve-%d", i+1), bin, dir, crashServeArgs(dbURL, tg.URL, sink.url), env)
+		if err != nil {
+			return res, err
+		}
+		if err := s.start(ctx, true); err != nil {
+			return res, err
+		}
+		defer s.stop()
+		procs = append(procs, s)
+	}
+	proxy, err := startRoundRobin(procs)
+	if err != nil {
+		return res, err
+	}
+	defer proxy.close()
+
+	fmt.Fprintf(out, "crash-pg: %d updates at %.0f/s through a round-robin proxy to 3 serve on PostgreSQL, fenced writes, random SIGKILLs (at least %d)\n", n, rate, minKills)
+	gen := &crashGen{}
+	genDone := make(chan error, 1)
+	go func() { genDone <- gen.run(ctx, func() string { return proxy.url }, lo, n, 16, rate) }()
+	var genErr error
+	finished := false
+	stop := func() bool {
+		if !finished {
+			select {
+			case genErr = <-genDone:
+				finished = true
+			default:
+			}
+		}
+		return finished
+	}
+	var lastKill time.Time
+	res.kills, lastKill, err = killLoop(ctx, procs, minKills, time.Second, 2*time.Second, stop, out)
+	if err != nil {
+		return res, err
+	}
+	if !finished {
+		genErr = <-genDone
+	}
+	if genErr != nil {
+		return res, fmt.Errorf("generator: %w", genErr)
+	}
+	countEffects := func() (int, error) {
+		var c int
+		err := pool.QueryRow(ctx, `SELECT count(DISTINCT update_id) FROM crash_effects`).Scan(&c)
+		return c, err
+	}
+	if err := waitFor(ctx, func() bool { c, err := countEffects(); return err == nil && c == n }); err != nil {
+		fmt.Fprintf(out, "  drain %v: not every update has its effect\n", err)
+	}
+	res.drain = time.Since(lastKill)
+	for _, p := range procs {
+		p.stop()
+	}
+	res.posts, res.oks, res.slow = gen.posts.Load(), gen.oks.Load(), int(slow.Load())
+	delivered, dups := sink.tally()
+	res.duplicates = dups
+	res.forwards = delivered + dups
+	if res.effects, err = countEffects(); err != nil {
+		return res, err
+	}
+	q := func(sql string) (int, error) {
+		var c int
+		err := pool.QueryRow(context.WithoutCancel(ctx), sql).Scan(&c)
+		return c, err
+	}
+	if res.doubles, err = q(`SELECT count(*) FROM (SELECT update_id FROM crash_effects GROUP BY update_id HAVING count(*) > 1) d`); err != nil {
+		return res, err
+	}
+	if res.ownsDoubles, err = q(`SELECT count(*) FROM (SELECT update_id FROM crash_owns GROUP BY update_id HAVING count(*) > 1) d`); err != nil {
+		return res, err
+	}
+	// Lost: acknowledged to the generator, no effect.
+	rows, err := pool.Query(context.WithoutCancel(ctx), `SELECT DISTINCT update_id FROM crash_effects`)
+	if err != nil {
+		return res, err
+	}
+	has := make([]bool, n)
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return res, err
+		}
+		if i := id - lo; i >= 0 && i < int64(n) {
+			has[i] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	for i := range n {
+		if gen.acked[i].Load() && !has[i] {
+			res.lost++
+		}
+	}
+	return res, nil
+}
+
+// roundRobin is the small proxy in front of the three serve: each POST goes
+// to the next one; a refused connection answers 502 (the generator posts
+// again, as Telegram re-delivers).
+type roundRobin struct {
+	*relayServer
+	next   atomic.Uint64
+	procs  []*crashServe
+	client *http.Client
+}
+
+func startRoundRobin(procs []*crashServe) (*roundRobin, error) {
+	p := &roundRobin{procs: procs, client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
+	srv, err := startRelayServer(http.HandlerFunc(p.serve), relayWebhookPath)
+	if err != nil {
+		return nil, err
+	}
+	p.relayServer = srv
+	return p, nil
+}
+
+func (p *roundRobin) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, relayMaxBody))
+	if err != nil {
+		http.Error(w, "read", http.StatusBadRequest)
+		return
+	}
+	target := p.procs[p.next.Add(1)%uint64(len(p.procs))].webhookURL()
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, "request", http.StatusInternalServerError)
+		return
+	}
+	req.Header = r.Header.Clone()
+	resp, err := p.client.Do(req)
+	if err != nil {
+		http.Error(w, "backend down", http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+func (p *roundRobin) close() {
+	p.relayServer.close()
+	p.client.CloseIdleConnections()
+}
