@@ -20,10 +20,13 @@
 //     created by the schema, gives the same fence to an application in any
 //     language.
 //
-// Ownership alone makes a write safe from a stale worker; to make an effect
-// happen exactly once, also skip it inside the same transaction when it was
-// already made by an earlier attempt that committed but crashed before
-// settling.
+// Ownership alone makes a write safe from a stale worker, not from a retry
+// of the same update (an attempt that wrote, then failed or crashed before
+// settling). For exactly-once effects use [Store.Once] ([Store.OnceSQL]
+// for database/sql), or the SQL function
+// <table>_once(update_id, attempt, claim_id, at_ms, effect) from any
+// language: each checks ownership, skips an effect already recorded for the
+// update, and records it in the transaction of the write.
 //
 // # Schema
 //

@@ -24,7 +24,12 @@
 //
 // A handler that writes to the same database file guards that write with
 // [Store.OwnsTx] inside its own BEGIN IMMEDIATE transaction, opened on
-// [Store.DB]. Then a handler whose claim was lost can never commit.
+// [Store.DB]. Then a handler whose claim was lost can never commit. That
+// fences a stale attempt, not a retry of the same update: for exactly-once
+// effects use [Store.Once], which also records the effect in the same
+// transaction. SQLite has one writer, so such a transaction delays every
+// commit of the store, the webhook's included: keep it short, and read
+// through [Store.ReadDB].
 //
 // # A database that vanishes
 //
