@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -322,6 +323,79 @@ func killLoop(ctx context.Context, procs []*crashServe, minKills int, minGap, ma
 		}
 	}
 	return kills, last, nil
+}
+
+// loadUnderKills runs gen (n updates at rate to url) while killLoop kills
+// procs every 1–2 s, at least minKills times and until the load is done.
+// It returns the kills and the time of the last one.
+func loadUnderKills(ctx context.Context, gen *crashGen, url func() string, lo int64, n int, rate float64, procs []*crashServe, minKills int, out io.Writer) (int, time.Time, error) {
+	genDone := make(chan error, 1)
+	go func() { genDone <- gen.run(ctx, url, lo, n, 16, rate) }()
+	var genErr error
+	finished := false
+	stop := func() bool {
+		if !finished {
+			select {
+			case genErr = <-genDone:
+				finished = true
+			default:
+			}
+		}
+		return finished
+	}
+	kills, lastKill, err := killLoop(ctx, procs, minKills, time.Second, 2*time.Second, stop, out)
+	if !finished {
+		genErr = <-genDone // ctx bounds it
+	}
+	if err != nil {
+		return kills, lastKill, err
+	}
+	if genErr != nil {
+		return kills, lastKill, fmt.Errorf("generator: %w", genErr)
+	}
+	return kills, lastKill, nil
+}
+
+// crashFlags are the flags every crash scenario takes.
+type crashFlags struct {
+	fs      *flag.FlagSet
+	n       *int
+	rate    *float64
+	kills   *int
+	timeout *time.Duration
+	bin     *string
+}
+
+func newCrashFlags(name, unit string, n int, rate float64, kills int, timeout time.Duration, out io.Writer) *crashFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	return &crashFlags{fs: fs,
+		n:       fs.Int(unit, n, "how many "+unit),
+		rate:    fs.Float64("rate", rate, "per second (spreads the load over the kills)"),
+		kills:   fs.Int("kills", kills, "least SIGKILLs"),
+		timeout: fs.Duration("timeout", timeout, "bound of the whole run"),
+		bin:     fs.String("bin", "", "tgrelay binary (default: built into a temp dir)"),
+	}
+}
+
+// setup parses args, bounds ctx by -timeout and builds the binary into a
+// temp dir; done cancels and removes it.
+func (f *crashFlags) setup(ctx context.Context, args []string, out io.Writer) (_ context.Context, dir string, done func(), err error) {
+	if err := f.fs.Parse(args); err != nil {
+		return nil, "", nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
+	dir, err = os.MkdirTemp("", "tgrelay-bench-"+f.fs.Name()+"-")
+	if err != nil {
+		cancel()
+		return nil, "", nil, err
+	}
+	done = func() { cancel(); os.RemoveAll(dir) }
+	if *f.bin, err = buildTgrelay(ctx, dir, *f.bin, out); err != nil {
+		done()
+		return nil, "", nil, err
+	}
+	return ctx, dir, done, nil
 }
 
 var errTimeout = errors.New("timed out")

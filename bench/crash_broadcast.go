@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -26,27 +25,14 @@ import (
 // -kills times and resumed by name until it finishes. Afterwards no chat
 // has the message twice unless the journal records it uncertain.
 func runCrashBroadcast(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("crash-broadcast", flag.ContinueOnError)
-	fs.SetOutput(out)
-	n := fs.Int("recipients", 2000, "audience size")
-	rate := fs.Float64("rate", 100, "broadcast --rate")
-	kills := fs.Int("kills", 10, "least SIGKILLs")
-	timeout := fs.Duration("timeout", 4*time.Minute, "bound of the whole run")
-	bin := fs.String("bin", "", "tgrelay binary (default: built into a temp dir)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	dir, err := os.MkdirTemp("", "tgrelay-bench-crash-broadcast-")
+	f := newCrashFlags("crash-broadcast", "recipients", 2000, 100, 10, 4*time.Minute, out)
+	ctx, dir, done, err := f.setup(ctx, args, out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
-	res, err := crashBroadcastRun(ctx, *bin, dir, *n, *rate, *kills, out)
+	defer done()
+	n := f.n
+	res, err := crashBroadcastRun(ctx, *f.bin, dir, *n, *f.rate, *f.kills, out)
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"text/tabwriter"
@@ -26,27 +24,14 @@ import (
 // mid-write); serve processes are killed at random. Afterwards every update
 // that got a 200 has exactly one effect.
 func runCrashPG(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("crash-pg", flag.ContinueOnError)
-	fs.SetOutput(out)
-	n := fs.Int("updates", 2000, "distinct updates to post")
-	rate := fs.Float64("rate", 80, "updates started per second")
-	kills := fs.Int("kills", 15, "least SIGKILLs (spread over the three)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "bound of the whole run")
-	bin := fs.String("bin", "", "tgrelay binary (default: built into a temp dir)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	dir, err := os.MkdirTemp("", "tgrelay-bench-crash-pg-")
+	f := newCrashFlags("crash-pg", "updates", 2000, 80, 15, 5*time.Minute, out)
+	ctx, dir, done, err := f.setup(ctx, args, out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
-	res, err := crashPGRun(ctx, *bin, dir, *n, *rate, *kills, out)
+	defer done()
+	n := f.n
+	res, err := crashPGRun(ctx, *f.bin, dir, *n, *f.rate, *f.kills, out)
 	if err != nil {
 		return err
 	}
@@ -166,30 +151,10 @@ func crashPGRun(ctx context.Context, bin, dir string, n int, rate float64, minKi
 
 	fmt.Fprintf(out, "crash-pg: %d updates at %.0f/s through a round-robin proxy to 3 serve on PostgreSQL, fenced writes, random SIGKILLs (at least %d)\n", n, rate, minKills)
 	gen := &crashGen{}
-	genDone := make(chan error, 1)
-	go func() { genDone <- gen.run(ctx, func() string { return proxy.url }, lo, n, 16, rate) }()
-	var genErr error
-	finished := false
-	stop := func() bool {
-		if !finished {
-			select {
-			case genErr = <-genDone:
-				finished = true
-			default:
-			}
-		}
-		return finished
-	}
 	var lastKill time.Time
-	res.kills, lastKill, err = killLoop(ctx, procs, minKills, time.Second, 2*time.Second, stop, out)
+	res.kills, lastKill, err = loadUnderKills(ctx, gen, func() string { return proxy.url }, lo, n, rate, procs, minKills, out)
 	if err != nil {
 		return res, err
-	}
-	if !finished {
-		genErr = <-genDone
-	}
-	if genErr != nil {
-		return res, fmt.Errorf("generator: %w", genErr)
 	}
 	countEffects := func() (int, error) {
 		var c int

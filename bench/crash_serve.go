@@ -4,10 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -32,27 +30,14 @@ func crashServeArgs(db, api, forward string) []string {
 // SIGKILL every 1–2 s and restarted. Afterwards every update that got a 200
 // must reach the sink.
 func runCrashServe(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("crash-serve", flag.ContinueOnError)
-	fs.SetOutput(out)
-	n := fs.Int("updates", 3000, "distinct updates to post")
-	rate := fs.Float64("rate", 120, "updates started per second (spreads them over the kills)")
-	kills := fs.Int("kills", 15, "least SIGKILLs")
-	timeout := fs.Duration("timeout", 4*time.Minute, "bound of the whole run")
-	bin := fs.String("bin", "", "tgrelay binary (default: built into a temp dir)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	dir, err := os.MkdirTemp("", "tgrelay-bench-crash-serve-")
+	f := newCrashFlags("crash-serve", "updates", 3000, 120, 15, 4*time.Minute, out)
+	ctx, dir, done, err := f.setup(ctx, args, out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
-	res, err := crashServeRun(ctx, *bin, dir, *n, *rate, *kills, out)
+	defer done()
+	n := f.n
+	res, err := crashServeRun(ctx, *f.bin, dir, *n, *f.rate, *f.kills, out)
 	if err != nil {
 		return err
 	}
@@ -102,30 +87,10 @@ func crashServeRun(ctx context.Context, bin, dir string, n int, rate float64, mi
 
 	fmt.Fprintf(out, "crash-serve: %d updates at %.0f/s into serve on SQLite, SIGKILL every 1-2 s (at least %d)\n", n, rate, minKills)
 	gen := &crashGen{}
-	genDone := make(chan error, 1)
-	go func() { genDone <- gen.run(ctx, s.webhookURL, lo, n, 16, rate) }()
-	var genErr error
-	finished := false
-	stop := func() bool {
-		if !finished {
-			select {
-			case genErr = <-genDone:
-				finished = true
-			default:
-			}
-		}
-		return finished
-	}
 	var lastKill time.Time
-	res.kills, lastKill, err = killLoop(ctx, []*crashServe{s}, minKills, time.Second, 2*time.Second, stop, out)
+	res.kills, lastKill, err = loadUnderKills(ctx, gen, s.webhookURL, lo, n, rate, []*crashServe{s}, minKills, out)
 	if err != nil {
 		return res, err
-	}
-	if !finished {
-		genErr = <-genDone
-	}
-	if genErr != nil {
-		return res, fmt.Errorf("generator: %w", genErr)
 	}
 	// Drained: every update reached the sink and its row is completed (a
 	// row forwarded by a killed process is forwarded again once its lease
