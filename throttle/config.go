@@ -35,8 +35,12 @@ const (
 	DefaultGroupPer = time.Minute
 
 	// DefaultMaxWait bounds how long a call waits for its turn, 429 pauses
-	// and retries included, before it is refused with a retry_after.
-	DefaultMaxWait = 30 * time.Second
+	// and retries included, before it is refused with a retry_after. It is
+	// the group window (a minute): a group that sent its 20 messages in the
+	// first seconds of a minute waits for the rest of it, and a shorter
+	// bound would answer an ordinary group flood with 429s. An app's HTTP
+	// timeout toward the gateway should exceed it.
+	DefaultMaxWait = time.Minute
 	// MaxMaxWait bounds Config.MaxWait.
 	MaxMaxWait = 10 * time.Minute
 	// DefaultMaxQueue bounds the calls waiting at once, across all chats.
