@@ -298,7 +298,7 @@ func (l *Limiter) bucket(w *waiter) *window {
 
 // readyAtLocked is when ln's first waiter may go (at or before now: it may
 // go now). A held call that outlived MaxHold is counted as sent then.
-func (l *Limiter) readyAtLocked(ln *lane, now time.Time) time.Time {
+func (l *Limiter) readyAtLocked(ln *lane, now time.Time, b buckets) time.Time {
 	if h := ln.holder; h != nil {
 		end := h.granted.Add(l.cfg.MaxHold)
 		if now.Before(end) {
@@ -315,12 +315,31 @@ func (l *Limiter) readyAtLocked(ln *lane, now time.Time) time.Time {
 	}
 	later(ln.pauseUntil)
 	later(l.botPause)
-	for _, w := range []*window{&ln.chat, &ln.group, l.bucket(ln.queue[0])} {
+	for _, w := range []*window{&ln.chat, &ln.group} {
 		if w.full(now, hold) {
 			later(w.nextFree(now, hold))
 		}
 	}
+	if ln.queue[0].paid {
+		later(b.paid)
+	} else {
+		later(b.bot)
+	}
 	return t
+}
+
+// buckets is when the bot-wide windows have room (at or before now: now),
+// computed once per grant rather than once per waiting chat.
+type buckets struct{ bot, paid time.Time }
+
+func (l *Limiter) bucketsLocked(now time.Time) buckets {
+	at := func(w *window) time.Time {
+		if w.full(now, l.cfg.MaxHold) {
+			return w.nextFree(now, l.cfg.MaxHold)
+		}
+		return now
+	}
+	return buckets{bot: at(&l.bot), paid: at(&l.paid)}
 }
 
 // dispatchLocked grants every call that may go now, the chat whose last
@@ -330,8 +349,9 @@ func (l *Limiter) dispatchLocked(now time.Time) {
 		var best *lane
 		var bestKey time.Time
 		var next time.Time
+		b := l.bucketsLocked(now)
 		for _, ln := range l.active {
-			at := l.readyAtLocked(ln, now)
+			at := l.readyAtLocked(ln, now, b)
 			if at.After(now) {
 				if next.IsZero() || at.Before(next) {
 					next = at

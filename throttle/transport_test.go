@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"sync"
@@ -348,3 +349,70 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errors.New("client body failed") }
+
+// A 429 for a body the transport cannot send again (streamed past the peek
+// bound, no GetBody) goes back to the app as Telegram wrote it; the pause
+// still holds the chat's next call.
+func TestTransport429NotReplayable(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		tr := throttle.NewTransport(newLimiter(t, throttle.Config{}), roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+			body := `{"ok":true,"result":{"message_id":1}}`
+			status := 200
+			if calls.Add(1) == 1 {
+				status, body = 429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 5","parameters":{"retry_after":5}}`
+			}
+			return &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))}, nil
+		}))
+		post := func(body io.Reader) (int, string) {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://tg/bot1:x/sendMessage", body)
+			req.Header.Set("Content-Type", "application/json")
+			req.GetBody = nil
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		big := `{"chat_id":77,"text":"` + strings.Repeat("x", throttle.MaxPeekBytes) + `"}`
+		status, body := post(io.MultiReader(strings.NewReader(big))) // no GetBody: not replayable
+		if status != 429 || !strings.Contains(body, `"retry_after":5`) || calls.Load() != 1 {
+			t.Fatalf("got %d %q after %d calls, want Telegram's 429 passed through, sent once", status, body, calls.Load())
+		}
+		start := time.Now()
+		if status, _ := post(strings.NewReader(`{"chat_id":77,"text":"y"}`)); status != 200 {
+			t.Fatalf("next call: %d", status)
+		}
+		if d := time.Since(start); d != 5*time.Second {
+			t.Fatalf("next call to the chat went after %v, want the 5s pause", d)
+		}
+	})
+}
+
+// A multipart body whose file comes before chat_id, beyond the peek bound,
+// is sent unchanged and counts against the bot-wide limit only.
+func TestTransportChatIDBeyondPeek(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, _ := mw.CreateFormFile("document", "a.bin")
+	fw.Write(bytes.Repeat([]byte{1}, 2*throttle.MaxPeekBytes))
+	mw.WriteField("chat_id", "42")
+	mw.Close()
+	want := bytes.Clone(buf.Bytes())
+	req, _ := http.NewRequest(http.MethodPost, "http://tg/bot1:x/sendDocument", io.MultiReader(&buf))
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	chat, found, _, body, _, err := throttle.Inspect(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(body)
+	if found || chat != 0 || !bytes.Equal(got, want) {
+		t.Fatalf("chat %d found %v, body intact %v: want no chat and the body unchanged", chat, found, bytes.Equal(got, want))
+	}
+}
