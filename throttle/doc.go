@@ -23,10 +23,10 @@
 // waits a whole window for the bot-wide budget.
 //
 // Telegram says a chat may see "short bursts" over one message per second
-// but not how many; the default spends a burst of three. A server that
-// allows none (telegramtest's default Chat limit is 1 per second) answers
-// the second message of a burst with 429, which the limiter absorbs (see
-// "429" below); set Config.Chat to {1, time.Second} to never try.
+// but not how many; the default spends a burst of three (telegramtest
+// allows five in five seconds). A server that allows none answers the
+// second message of a burst with 429, which the limiter absorbs (see "429"
+// below); set Config.Chat to {1, time.Second} to never try.
 //
 // # Which methods count
 //
