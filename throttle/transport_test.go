@@ -150,7 +150,7 @@ func TestTransportFairnessAgainstTelegram(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var obs observed
 		l := newLimiter(t, throttle.Config{
-			Chat:        throttle.Limit{Count: 1, Per: time.Second}, // telegramtest's, which allows no burst
+			Chat:        throttle.Limit{Count: 1, Per: time.Second}, // no burst: within any server's per-chat limit
 			MaxWait:     2 * time.Minute,
 			ObserveFunc: obs.observe,
 		})
