@@ -163,6 +163,13 @@ type Config struct {
 	// [DashboardConfig]. The zero value mounts none.
 	Dashboard DashboardConfig
 
+	// Gateway serves the Bot API to the app (see [GatewayConfig]): its
+	// calls keep Telegram's limits, are fenced by the attempt identity the
+	// forward hands it and are journaled in the store, and the webhook
+	// replies in its answers are performed. The zero value serves none and
+	// leaves webhook replies unacted.
+	Gateway GatewayConfig
+
 	// Observer receives the relay's events (see [Event]), for metrics and
 	// dashboards. Nil observes nothing. Use [Observers] for several.
 	Observer Observer
@@ -225,6 +232,9 @@ func (c Config) fill() (Config, error) {
 		return c, err
 	}
 	if err := c.fillDashboard(); err != nil {
+		return c, err
+	}
+	if err := c.fillGateway(); err != nil {
 		return c, err
 	}
 	if c.Poll {

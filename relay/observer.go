@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/throttle"
 )
 
 // Kind is what an [Event] reports.
@@ -45,6 +47,13 @@ const (
 	// Reason (the call's method, "" when the body was too large to read),
 	// Err (why it was not performed).
 	KindUnactedReply Kind = "unacted_reply"
+	// KindGatewayCall: the gateway answered a call of the app (or a
+	// webhook reply it performed). Call, Duration.
+	KindGatewayCall Kind = "gateway_call"
+	// KindLimiter: the gateway's limiter granted a call its turn after
+	// Duration, or Telegram answered a call 429 (Limiter.Kind says which).
+	// Limiter.
+	KindLimiter Kind = "limiter"
 	// KindAcknowledged: an exhaustion acknowledged. ID.
 	KindAcknowledged Kind = "acknowledged"
 	// KindStoreError: a store error the runner could not return to a
@@ -97,6 +106,10 @@ type Event struct {
 	// Owned and Host are a webhook claim's or check's result.
 	Owned bool
 	Host  string
+	// Call is a gateway call's description (KindGatewayCall).
+	Call gateway.CallEvent
+	// Limiter is the limiter's observation (KindLimiter).
+	Limiter throttle.Event
 	// Err is the failure, if any.
 	Err error
 }

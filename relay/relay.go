@@ -16,6 +16,7 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/poll"
@@ -50,13 +51,16 @@ var ErrStarted = errors.New("relay: already started")
 // [Relay.Run], or [Relay.Start] and [Relay.Stop]. Its methods are safe for
 // concurrent use.
 type Relay struct {
-	cfg   Config
-	log   *slog.Logger
-	obs   Observer
-	now   func() time.Time
-	bot   *botapi.Client
-	ownBC *http.Client // the Bot API client New made, closed on stop
-	fwd   *forward.Forwarder
+	cfg      Config
+	log      *slog.Logger
+	obs      Observer
+	now      func() time.Time
+	bot      *botapi.Client
+	ownBC    *http.Client // the Bot API client New made, closed on stop
+	fwd      *forward.Forwarder
+	gw       *gateway.Gateway     // nil without Config.Gateway
+	gwBase   *transport.Transport // the gateway's transport, closed on stop
+	gwPublic string               // the gateway's base URL for the app
 
 	runner   *intake.Runner
 	adminMux *http.ServeMux
@@ -71,6 +75,7 @@ type Relay struct {
 	mu          sync.Mutex
 	servers     []*listener // stopped in reverse order of start
 	hook, admin *listener
+	gwListener  *listener
 	runnerUp    bool
 	stopPoll    func() // cancels the poller and waits for it
 	bgCancel    context.CancelFunc
@@ -122,8 +127,16 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: Bot API client: %w", err)
 	}
+	if err := r.newGateway(); err != nil {
+		return nil, err
+	}
 	fc := cfg.Forward
 	fc.UnactedReplyFunc = r.unactedReply(cfg.Forward.UnactedReplyFunc)
+	if r.gw != nil {
+		fc.Replier = r.gw
+		fc.ReplyFunc = r.reply(cfg.Forward.ReplyFunc)
+		fc.APIRoot = r.gwPublic
+	}
 	r.fwd, err = forward.New(fc)
 	if err != nil {
 		return nil, &ConfigError{Field: "Forward", Err: err}
@@ -261,6 +274,9 @@ func (r *Relay) start(ctx context.Context) error {
 		r.mu.Lock()
 		r.admin = l
 		r.mu.Unlock()
+	}
+	if err := r.startGateway(); err != nil {
+		return err
 	}
 	sctx, scancel := context.WithTimeout(ctx, startTimeout)
 	defer scancel()
@@ -465,7 +481,7 @@ func (r *Relay) stop() error {
 	r.mu.Unlock()
 	// Stop receiving: every listener but the admin one, newest first.
 	for i := len(servers) - 1; i >= 0; i-- {
-		if s := servers[i]; s != r.adminListener() {
+		if s := servers[i]; s != r.adminListener() && s != r.gatewayListener() {
 			if err := s.srv.Shutdown(dctx); err != nil {
 				r.log.Warn("relay: "+s.name+" requests still running at the drain deadline", "err", err)
 				_ = s.srv.Close()
@@ -486,6 +502,7 @@ func (r *Relay) stop() error {
 			icancel()
 		}
 	}
+	r.stopGateway(dctx)
 	if bgCancel != nil {
 		bgCancel()
 	}

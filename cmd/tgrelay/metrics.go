@@ -38,6 +38,7 @@ type relayMetrics struct {
 	pollBatches    prometheus.Counter
 	pollErrors     prometheus.Counter
 	webhookOwned   prometheus.Gauge
+	gateway        *gatewayMetrics
 }
 
 // newRelayMetrics registers serve's metrics; stats reads the store's
@@ -69,6 +70,7 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		pollErrors:   prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_poll_errors_total", Help: "Failed getUpdates calls or batches (retried)."}),
 		webhookOwned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tgrelay_webhook_owned", Help: "1 while the last webhook check found the webhook pointing here, 0 when it moved; absent in polling mode."}),
 	}
+	m.gateway = newGatewayMetrics(reg)
 	for _, r := range []string{relay.RejectInvalid, relay.RejectUnauthorized, relay.RejectTooLarge, relay.RejectMethod, relay.RejectStoreError} {
 		m.rejected.WithLabelValues(r)
 	}
@@ -126,6 +128,8 @@ func (m *relayMetrics) Observe(e relay.Event) {
 		m.pollBatches.Inc()
 	case relay.KindPollError:
 		m.pollErrors.Inc()
+	case relay.KindGatewayCall, relay.KindLimiter:
+		m.gateway.observe(e)
 	case relay.KindWebhookClaimed, relay.KindWebhookChecked:
 		if e.Err == nil {
 			m.webhookOwned.Set(boolGauge(e.Owned))

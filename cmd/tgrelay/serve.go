@@ -128,6 +128,8 @@ type serveOptions struct {
 	adminListen, logFormat, logLevel                string
 	adminToken, broadcastDir                        string
 	noDashboard, dashboardReadOnly                  bool
+	gatewayListen, gatewayPublicURL                 string
+	gatewayAllowRemote                              bool
 }
 
 // headerList is a repeatable "Name: value" flag. One Set may carry several
@@ -192,6 +194,9 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.DurationVar(&o.retention, "retention", intake.DefaultRetention, "how long settled updates are kept to refuse re-deliveries (`duration`)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", relay.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running forwards may finish (`duration`)")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "`address` for /metrics, /healthz, /readyz and the dashboard (empty: off)")
+	fs.StringVar(&o.gatewayListen, "gateway-listen", "", "`address` of the Bot API gateway for the app, such as "+relay.DefaultGatewayListen+" (empty: off); the app sets its library's API root to it and gets Telegram's limits, fenced sends and replay-safe replies")
+	fs.StringVar(&o.gatewayPublicURL, "gateway-public-url", "", "the gateway's base `URL` as the app reaches it, announced in Tgrelay-Api-Root (default http://<gateway-listen>)")
+	fs.BoolVar(&o.gatewayAllowRemote, "gateway-allow-remote", false, "allow a --gateway-listen address that is not loopback (the gateway holds the bot token)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&o.noDashboard, "no-dashboard", false, "do not serve the dashboard on the admin listener")
@@ -264,6 +269,8 @@ var serveFlagOf = map[string]string{
 	"AdminListen":            "admin-listen",
 	"Dashboard.Enabled":      "admin-listen",
 	"Dashboard.AdminToken":   "admin-token",
+	"Gateway.Listen":         "gateway-listen",
+	"Gateway.PublicURL":      "gateway-public-url",
 }
 
 // serveUsageError turns a *relay.ConfigError into a usage error naming
@@ -325,6 +332,9 @@ func (o *serveOptions) relayConfig() relay.Config {
 		BackoffBase:   o.backoffBase,
 		DrainTimeout:  o.drainTimeout,
 		AdminListen:   o.adminListen,
+		Gateway: relay.GatewayConfig{
+			Listen: o.gatewayListen, PublicURL: o.gatewayPublicURL, AllowRemote: o.gatewayAllowRemote,
+		},
 		Dashboard: relay.DashboardConfig{
 			Enabled:      o.adminListen != "" && !o.noDashboard,
 			AdminToken:   o.adminToken,
@@ -417,7 +427,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer st.Close()
 
 	cfg := o.relayConfig()
-	cfg.Store, cfg.StoreName, cfg.Logger = st, st.kind, log
+	cfg.Store, cfg.StoreName, cfg.Logger = st.updateStore, st.kind, log // the store itself, so its optional capabilities (journal, health) show
 	metrics := newRelayMetrics(st.Stats)
 	cfg.Observer = metrics
 	if sb != nil {

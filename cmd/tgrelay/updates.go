@@ -311,8 +311,15 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
+	calls, err := u.journal(ctx, id)
+	if err != nil {
+		return err
+	}
 	if u.json {
-		return u.writeJSON(toRowJSON(r, true))
+		return u.writeJSON(struct {
+			rowJSON
+			Calls []callJSON `json:"calls"`
+		}{toRowJSON(r, true), toCallsJSON(calls)})
 	}
 	state := string(r.State)
 	if r.Unacknowledged() {
@@ -336,7 +343,10 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 	} else {
 		_, err = fmt.Fprintf(u.out, "body (not JSON):\n%q\n", r.Body)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return u.printCalls(calls)
 }
 
 // ackResult is what ack prints with --json.

@@ -1,0 +1,222 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/transport"
+)
+
+// DefaultGatewayListen is the gateway's listen address when
+// GatewayConfig.Enable is set and Listen is empty: loopback, so only apps
+// on this machine reach it.
+const DefaultGatewayListen = "127.0.0.1:8081"
+
+// GatewayConfig configures the app-facing Bot API listener (package
+// gateway): the app points its library's API root at it and gets
+// Telegram's limits, honest outcomes, fenced sends and replay-safe replies.
+// The zero value serves none.
+type GatewayConfig struct {
+	// Enable serves the gateway. It is also on when Listen or Listener is
+	// set.
+	Enable bool
+	// Listen is the listen address. Empty means [DefaultGatewayListen].
+	// The gateway holds the bot's token: keep it on loopback or a private
+	// network. A non-loopback address must be confirmed with AllowRemote.
+	Listen string
+	// AllowRemote accepts a Listen address that is not loopback.
+	AllowRemote bool
+	// Listener, when set, is used instead of listening on Listen; the relay
+	// closes it on stop.
+	Listener net.Listener
+	// PublicURL is the gateway's base URL as the app reaches it, announced
+	// to the app in each forward's Tgrelay-Api-Root header (with the
+	// attempt's path). Empty means "http://" + Listener's address, or
+	// Listen's; with Listen on port 0 and no Listener, nothing is
+	// announced.
+	PublicURL string
+	// Limits are Telegram's limits the gateway keeps (throttle.Config);
+	// zero fields take throttle's defaults.
+	Limits throttle.Config
+	// MaxBufferedBody and MaxSendTries are the gateway's (see
+	// gateway.Config); zero means its defaults.
+	MaxBufferedBody int64
+	MaxSendTries    int
+}
+
+func (g GatewayConfig) enabled() bool { return g.Enable || g.Listen != "" || g.Listener != nil }
+
+func (c *Config) fillGateway() error {
+	g := &c.Gateway
+	if !g.enabled() {
+		return nil
+	}
+	if g.Listen == "" {
+		g.Listen = DefaultGatewayListen
+	}
+	if g.Listener == nil && !g.AllowRemote {
+		host, _, err := net.SplitHostPort(g.Listen)
+		if err != nil {
+			return badField("Gateway.Listen", "is not a host:port address")
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return badField("Gateway.Listen", "is not a loopback address: the gateway holds the bot's token; set Gateway.AllowRemote to serve it elsewhere")
+		}
+	}
+	if g.PublicURL != "" {
+		if err := checkHTTPURL("Gateway.PublicURL", g.PublicURL); err != nil {
+			return err
+		}
+	}
+	if g.MaxBufferedBody < 0 || g.MaxBufferedBody > gateway.MaxMaxBufferedBody {
+		return badField("Gateway.MaxBufferedBody", "is %d: want 1 to %d (0: the default)", g.MaxBufferedBody, gateway.MaxMaxBufferedBody)
+	}
+	if g.MaxSendTries < 0 || g.MaxSendTries > gateway.MaxMaxSendTries {
+		return badField("Gateway.MaxSendTries", "is %d: want 1 to %d (0: the default)", g.MaxSendTries, gateway.MaxMaxSendTries)
+	}
+	return nil
+}
+
+// newGateway builds the gateway and its limiter, when enabled.
+func (r *Relay) newGateway() error {
+	gc := r.cfg.Gateway
+	if !gc.enabled() {
+		return nil
+	}
+	limits := gc.Limits
+	next := limits.ObserveFunc
+	limits.ObserveFunc = func(e throttle.Event) {
+		if e.Kind != throttle.EventRefused { // a refusal is reported as a call, throttled
+			r.emit(Event{Kind: KindLimiter, Limiter: e, Duration: e.Wait})
+		}
+		if next != nil {
+			next(e)
+		}
+	}
+	lim, err := throttle.New(limits)
+	if err != nil {
+		return &ConfigError{Field: "Gateway.Limits", Err: err}
+	}
+	base, err := transport.New(transport.Config{})
+	if err != nil {
+		return fmt.Errorf("relay: gateway transport: %w", err)
+	}
+	r.gwBase = base
+	r.gwPublic = strings.TrimRight(gc.PublicURL, "/")
+	if r.gwPublic == "" {
+		switch {
+		case gc.Listener != nil:
+			r.gwPublic = "http://" + gc.Listener.Addr().String()
+		case !strings.HasSuffix(gc.Listen, ":0"):
+			r.gwPublic = "http://" + gc.Listen
+		}
+	}
+	apiRoot := r.cfg.APIRoot
+	if apiRoot == "" {
+		apiRoot = gateway.DefaultAPIRoot
+	}
+	r.gw, err = gateway.New(gateway.Config{
+		Token:           r.cfg.Token,
+		APIRoot:         apiRoot,
+		Transport:       throttle.NewTransport(lim, base),
+		StreamTransport: throttle.NewTransport(lim, gateway.NewStreamTransport()),
+		Store:           r.cfg.Store,
+		OwnsIntake:      true,
+		MaxBufferedBody: gc.MaxBufferedBody,
+		MaxSendTries:    gc.MaxSendTries,
+		Observer:        gateway.ObserverFunc(r.gatewayCall),
+		Logger:          r.log,
+	})
+	if err != nil {
+		return &ConfigError{Field: "Gateway", Err: err}
+	}
+	return nil
+}
+
+// gatewayCall reports a call the gateway answered.
+func (r *Relay) gatewayCall(e gateway.CallEvent) {
+	r.emit(Event{Kind: KindGatewayCall, Call: e, Duration: e.Duration})
+}
+
+// reply reports a webhook reply the gateway performed, then passes it on.
+func (r *Relay) reply(next func(forward.Reply)) func(forward.Reply) {
+	return func(rp forward.Reply) {
+		if rp.Outcome == string(gateway.OutcomeUnknown) && !rp.Replayed {
+			r.log.Warn("relay: a webhook reply's outcome is unknown; it is journaled and never sent again",
+				"update_id", rp.UpdateID, "attempt", rp.Attempt, "method", rp.Method)
+		}
+		if next != nil {
+			next(rp)
+		}
+	}
+}
+
+// startGateway serves the gateway, when enabled.
+func (r *Relay) startGateway() error {
+	if r.gw == nil {
+		return nil
+	}
+	gc := r.cfg.Gateway
+	l, err := r.serve("gateway", "Gateway.Listen", gc.Listen, gc.Listener, r.gw)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.gwListener = l
+	r.mu.Unlock()
+	r.log.Info("relay: serving the Bot API gateway for the app", "gateway", r.GatewayURL())
+	return nil
+}
+
+// stopGateway shuts the gateway listener down, after the runner drained,
+// so the calls of draining handlers still go through.
+func (r *Relay) stopGateway(ctx context.Context) {
+	l := r.gatewayListener()
+	if l == nil {
+		return
+	}
+	if err := l.srv.Shutdown(ctx); err != nil {
+		_ = l.srv.Close()
+	}
+	if r.gwBase != nil {
+		r.gwBase.CloseIdleConnections()
+	}
+}
+
+func (r *Relay) gatewayListener() *listener {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gwListener
+}
+
+// GatewayAddr returns the gateway listener's address, nil without one or
+// before Start.
+func (r *Relay) GatewayAddr() net.Addr { return addrOf(r.gatewayListener()) }
+
+// GatewayURL returns the gateway's base URL as the app reaches it:
+// Config.Gateway.PublicURL, else http://address; "" without a gateway.
+func (r *Relay) GatewayURL() string {
+	if r.gwPublic != "" {
+		return r.gwPublic
+	}
+	if a := r.GatewayAddr(); a != nil {
+		return "http://" + a.String()
+	}
+	return ""
+}
+
+// Journal lists the calls the gateway journaled for an update (nil when
+// the store keeps no journal).
+func (r *Relay) Journal(ctx context.Context, updateID int64) ([]intake.JournalEntry, error) {
+	j, ok := r.cfg.Store.(intake.JournalStore)
+	if !ok {
+		return nil, nil
+	}
+	return j.Journal(ctx, updateID)
+}

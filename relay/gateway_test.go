@@ -1,0 +1,145 @@
+package relay_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/relay"
+)
+
+// TestRelayGateway: an app behind the relay replies through the gateway,
+// using the per-attempt API root each forward announces. Its first attempt
+// sends, then fails; the retry's identical send is replayed, so the chat
+// gets the reply once; a call of the finished attempt is refused (409).
+func TestRelayGateway(t *testing.T) {
+	srv := fakeTelegram(t)
+	u := srv.NewUser("Ann")
+	chat, err := srv.NewPrivateChat(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		roots   []string
+		answers []int
+	)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		root := r.Header.Get(forward.HeaderAPIRoot)
+		body := fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)
+		resp, err := http.Post(root+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body))
+		if err != nil {
+			t.Errorf("send through the gateway: %v", err)
+			w.WriteHeader(500)
+			return
+		}
+		resp.Body.Close()
+		mu.Lock()
+		roots = append(roots, root)
+		answers = append(answers, resp.StatusCode)
+		n := len(roots)
+		mu.Unlock()
+		if n == 1 {
+			w.WriteHeader(500) // sent, then failed
+		}
+	}))
+	t.Cleanup(app.Close)
+	logs, rec := &syncBuffer{}, newRecorder()
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
+	cfg.Forward = forward.Config{URL: app.URL}
+	cfg.Gateway = relay.GatewayConfig{Listener: listen(t)}
+	r := start(t, cfg)
+	if r.GatewayURL() == "" {
+		t.Fatal("no gateway URL")
+	}
+	up, err := srv.SendText(chat, u, "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the retry to complete", func() bool { return rec.count("settled") >= 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(roots) != 2 || answers[0] != 200 || answers[1] != 200 || roots[0] == roots[1] {
+		t.Fatalf("roots %q, answers %v; want two attempts' roots, both answered 200", roots, answers)
+	}
+	if n := len(srv.MessagesTo(chat.ID)); n != 1 {
+		t.Errorf("the chat got %d messages; want the reply once", n)
+	}
+	replayed := 0
+	for _, e := range rec.all(relay.KindGatewayCall) {
+		if e.Call.Replayed {
+			replayed++
+		}
+	}
+	if replayed != 1 {
+		t.Errorf("%d replayed gateway calls; want 1", replayed)
+	}
+	resp, err := http.Post(roots[1]+"/bot"+srv.Token+"/sendMessage", "application/json",
+		bytes.NewBufferString(fmt.Sprintf(`{"chat_id":%d,"text":"late"}`, chat.ID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != gateway.StatusStale || resp.Header.Get(gateway.HeaderOutcome) != "stale" {
+		t.Errorf("a finished attempt's call = %d; want 409 stale", resp.StatusCode)
+	}
+	if n := len(srv.MessagesTo(chat.ID)); n != 1 {
+		t.Errorf("the stale call reached the chat")
+	}
+	entries, err := r.Journal(t.Context(), up.ID)
+	if err != nil || len(entries) != 1 || entries[0].Method != "sendMessage" {
+		b, _ := json.Marshal(entries)
+		t.Errorf("journal of the update = %s, %v; want the one sendMessage", b, err)
+	}
+}
+
+// TestRelayGatewayWebhookReply: a webhook reply in the app's answer is
+// performed through the gateway.
+func TestRelayGatewayWebhookReply(t *testing.T) {
+	srv := fakeTelegram(t)
+	u := srv.NewUser("Bo")
+	chat, _ := srv.NewPrivateChat(u)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"method":"sendMessage","chat_id":%d,"text":"webhook reply"}`, chat.ID)
+	}))
+	t.Cleanup(app.Close)
+	logs, rec := &syncBuffer{}, newRecorder()
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
+	cfg.Forward = forward.Config{URL: app.URL}
+	cfg.Gateway = relay.GatewayConfig{Listener: listen(t)}
+	start(t, cfg)
+	if _, err := srv.SendText(chat, u, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reply", func() bool { return len(srv.MessagesTo(chat.ID)) == 1 })
+	waitFor(t, "the settlement", func() bool { return rec.count("settled") == 1 })
+	if rec.count(string(relay.KindUnactedReply)) != 0 {
+		t.Errorf("the reply was reported unacted")
+	}
+}
+
+func TestGatewayConfig(t *testing.T) {
+	srv := fakeTelegram(t)
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
+	cfg.Gateway = relay.GatewayConfig{Listen: "0.0.0.0:8081"}
+	_, err := relay.New(cfg)
+	var ce *relay.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Gateway.Listen" {
+		t.Errorf("a public gateway address without AllowRemote: %v", err)
+	}
+	cfg.Gateway.AllowRemote = true
+	if _, err := relay.New(cfg); err != nil {
+		t.Errorf("with AllowRemote: %v", err)
+	}
+}
