@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -171,4 +172,20 @@ func (f *fixture) ledger(text string) int {
 		}
 	}
 	return n
+}
+
+// httpPost sends a sendMessage JSON call, ignoring the answer.
+func httpPost(ctx context.Context, url string, chatID int64, text string) error {
+	b, _ := json.Marshal(map[string]any{"chat_id": chatID, "text": text})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
 }
