@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // ErrLocked is returned (wrapped) by [Run] when another runner holds the
@@ -30,13 +31,31 @@ type fileLock struct {
 	held os.FileInfo // the locked file's identity, taken once it is locked
 }
 
-// acquireLock takes the lock at path without waiting.
+// lockGrace is how long acquireLock retries a lock that is held: a child
+// process forked by this one (os/exec, before its exec) holds a copy of
+// every descriptor for an instant, and with it a lock just released.
+const lockGrace = 100 * time.Millisecond
+
+// flockBriefly takes an exclusive flock on f, retrying for lockGrace while
+// it is held.
+func flockBriefly(f *os.File) error {
+	deadline := time.Now().Add(lockGrace)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// acquireLock takes the lock at path, waiting at most lockGrace.
 func acquireLock(path string) (*fileLock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("broadcast: open lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockBriefly(f); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%w: %s is held by another process", ErrLocked, path)
