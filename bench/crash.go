@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/backoff"
 )
 
 // The crash scenarios (crash-serve, crash-pg, crash-broadcast) kill tgrelay
@@ -197,7 +199,7 @@ func (g *crashGen) run(ctx context.Context, url func() string, lo int64, n, conn
 						g.acked[i].Store(true)
 						break
 					}
-					_ = sleepCtx(ctx, 20*time.Millisecond)
+					_ = backoff.Sleep(ctx, 20*time.Millisecond)
 				}
 			}
 		})
@@ -220,17 +222,6 @@ func crashPost(ctx context.Context, c *http.Client, url string, body []byte) boo
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // crashSink is the forward endpoint: it counts deliveries per update id;
@@ -302,7 +293,7 @@ func killLoop(ctx context.Context, procs []*crashServe, minKills int, minGap, ma
 	var last time.Time
 	for ctx.Err() == nil && (kills < minKills || !stop()) {
 		gap := minGap + time.Duration(rand.Int64N(int64(maxGap-minGap)+1))
-		if err := sleepCtx(ctx, gap); err != nil {
+		if err := backoff.Sleep(ctx, gap); err != nil {
 			break
 		}
 		if kills >= minKills && stop() { // no kill after the load ended
@@ -403,7 +394,7 @@ var errTimeout = errors.New("timed out")
 // waitFor polls cond every 50 ms until it holds or ctx ends.
 func waitFor(ctx context.Context, cond func() bool) error {
 	for !cond() {
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return errTimeout
 		}
 	}

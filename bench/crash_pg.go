@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
@@ -110,7 +111,7 @@ func crashPGRun(ctx context.Context, bin, dir string, n int, rate float64, minKi
 		}
 		if rand.IntN(10) == 0 { // a slow write: a kill may land while it holds the row
 			slow.Add(1)
-			if err := sleepCtx(r.Context(), time.Duration(200+rand.IntN(800))*time.Millisecond); err != nil {
+			if err := backoff.Sleep(r.Context(), time.Duration(200+rand.IntN(800))*time.Millisecond); err != nil {
 				return err
 			}
 		}

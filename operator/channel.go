@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/tghtml"
 	"github.com/tgrelay/tgrelay/throttle"
 )
@@ -461,11 +462,7 @@ func (c *Channel) turn(chatID int64) (*throttle.Permit, bool) {
 		if !errors.As(err, &werr) {
 			return p, err == nil
 		}
-		t := time.NewTimer(werr.RetryAfter)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
+		if backoff.Sleep(c.ctx, werr.RetryAfter) != nil {
 			return nil, false
 		}
 	}
@@ -501,17 +498,7 @@ func (c *Channel) waitTurn() bool {
 	if c.ctx.Err() != nil {
 		return false
 	}
-	if wait <= 0 {
-		return true
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-c.ctx.Done():
-		return false
-	}
+	return backoff.Sleep(c.ctx, wait) == nil
 }
 
 // send makes one attempt, bounded by SendTimeout; a panicking SendFunc is a
