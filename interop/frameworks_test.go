@@ -2,7 +2,10 @@ package interop
 
 import (
 	"encoding/json"
+	"net"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,16 +67,61 @@ func TestFrameworksBehindServe(t *testing.T) {
 	}
 }
 
+// TestFrameworksThroughGateway runs each bot behind serve with the
+// frameworks' webhook replies on and its Bot API calls going through
+// serve's gateway, which performs the replies.
+func TestFrameworksThroughGateway(t *testing.T) {
+	t.Parallel()
+	for _, fw := range frameworks {
+		t.Run(fw, func(t *testing.T) {
+			t.Parallel()
+			modules := requireNode(t)
+			sb := startSandbox(t)
+			port := freePort(t)
+			const secret = "interop_gateway-secret"
+			serve := startServe(t, sb, "http://127.0.0.1:"+port+"/", "--app-secret-token", secret,
+				"--gateway-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+			admin := adminURL.FindStringSubmatch(serve.waitContains(t, "admin=http"))[1]
+			gw := gatewayURL.FindStringSubmatch(serve.waitContains(t, "gateway=http"))[1]
+			bot := startBotAt(t, fw, modules, sb.token, gw, "webhook", secret, port, "REPLIES=webhook")
+			bot.waitLine(t, "READY")
+			conversation(t, sb, true)
+			if n := metric(t, admin, "tgrelay_unacted_replies_total"); n != 0 {
+				t.Errorf("%v webhook replies were not performed behind the gateway", n)
+			}
+		})
+	}
+}
+
+var gatewayURL = regexp.MustCompile(`gateway=(http://[0-9.:]+)`)
+
+// freePort returns a loopback port free a moment ago (the bot must be
+// told its port before serve, whose gateway the bot needs, starts).
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
 func startBot(t *testing.T, fw, modules string, sb *sandbox, mode, secret string) *proc {
+	t.Helper()
+	return startBotAt(t, fw, modules, sb.token, sb.url, mode, secret, "0")
+}
+
+func startBotAt(t *testing.T, fw, modules, token, apiRoot, mode, secret, port string, env ...string) *proc {
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join("testdata", "bots", fw+"_bot.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return start(t, fw+" bot", []string{
-		"TGRELAY_NODE_MODULES=" + modules, "TOKEN=" + sb.token, "API_ROOT=" + sb.url,
-		"MODE=" + mode, "PORT=0", "SECRET=" + secret,
-	}, "node", script)
+	return start(t, fw+" bot", append([]string{
+		"TGRELAY_NODE_MODULES=" + modules, "TOKEN=" + token, "API_ROOT=" + apiRoot,
+		"MODE=" + mode, "PORT=" + port, "SECRET=" + secret,
+	}, env...), "node", script)
 }
 
 func startServe(t *testing.T, sb *sandbox, forward string, extra ...string) *proc {
@@ -114,8 +162,12 @@ func conversation(t *testing.T, sb *sandbox, retries bool) {
 	if msgs[1].Method != "editMessageText" || msgs[1].PlainText != "Confirmed ✅" || msgs[2].Method != "editMessageReplyMarkup" || !strings.Contains(string(msgs[2].ReplyMarkup), "undo") {
 		t.Errorf("after the press: %+v", msgs[1:])
 	}
+	// The answer may be a webhook reply, performed after the handler ends.
 	var answers []telegramtest.CallbackAnswer
-	sb.control(t, "GET", "callback-answers", nil, &answers)
+	pollFor(t, "the callback answer", func() bool {
+		sb.control(t, "GET", "callback-answers", nil, &answers)
+		return len(answers) > 0
+	})
 	if len(answers) != 1 || answers[0].Text != "Done" {
 		t.Errorf("callback answers = %+v", answers)
 	}

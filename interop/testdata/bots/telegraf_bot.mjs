@@ -121,14 +121,21 @@ async function main() {
     req.on('end', () => {
       const id = { updateId: req.headers['tgrelay-update-id'], attempt: req.headers['tgrelay-attempt'], claimId: req.headers['tgrelay-claim-id'] };
       identity.run(id, async () => {
+        // With webhook replies on, Telegraf writes its reply into the
+        // response it is given, and ends it (200) even when the handler
+        // throws: give it a stand-in, and answer for real only once the
+        // handler's outcome is known.
+        const reply = {
+          writableEnded: false, headersSent: false, body: undefined,
+          setHeader() {}, end(body) { this.body = body; this.writableEnded = true; },
+        };
         try {
-          // With webhook replies on, Telegraf may answer through res itself.
-          await bot.handleUpdate(JSON.parse(Buffer.concat(chunks)), webhookReply ? res : undefined);
-          if (!res.writableEnded) res.writeHead(200).end();
+          await bot.handleUpdate(JSON.parse(Buffer.concat(chunks)), webhookReply ? reply : undefined);
+          if (reply.body) res.writeHead(200, { 'content-type': 'application/json' }).end(reply.body);
+          else res.writeHead(200).end();
         } catch (err) {
           console.error(`handler failed: ${err.message}`);
-          if (!res.headersSent) res.writeHead(500);
-          res.end();
+          res.writeHead(500).end(); // the reply, if any, is dropped: the retry makes it again
         }
       });
     });
