@@ -48,6 +48,9 @@ type GatewayConfig struct {
 	// gateway.Config); zero means its defaults.
 	MaxBufferedBody int64
 	MaxSendTries    int
+	// AfterIntent is a test seam: when set, it runs after each journaled
+	// intent and before the send (a crash test stops the process there).
+	AfterIntent func(method string)
 }
 
 func (g GatewayConfig) enabled() bool { return g.Enable || g.Listen != "" || g.Listener != nil }
@@ -131,6 +134,7 @@ func (r *Relay) newGateway() error {
 		MaxBufferedBody: gc.MaxBufferedBody,
 		MaxSendTries:    gc.MaxSendTries,
 		Observer:        gateway.ObserverFunc(r.gatewayCall),
+		Test:            gateway.TestHooks{AfterIntent: gc.AfterIntent},
 		Logger:          r.log,
 	})
 	if err != nil {

@@ -428,6 +428,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	cfg := o.relayConfig()
 	cfg.Store, cfg.StoreName, cfg.Logger = st.updateStore, st.kind, log // the store itself, so its optional capabilities (journal, health) show
+	if os.Getenv(envGatewayStopAfterIntent) != "" {
+		cfg.Gateway.AfterIntent = stopAfterIntent(log)
+	}
 	metrics := newRelayMetrics(st.Stats)
 	cfg.Observer = metrics
 	if sb != nil {

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/gateway"
+)
+
+// TestServeKilledBetweenIntentAndOutcome: the real binary's gateway
+// journals a reply's intent and is SIGKILLed before the outcome (a test
+// hook stops it there). After a restart, the update's next attempt makes
+// the identical call: it is answered unknown from the journal, never sent,
+// and the chat holds at most one message.
+func TestServeKilledBetweenIntentAndOutcome(t *testing.T) {
+	t.Parallel()
+	srv := serveFakeTelegram(t)
+	u := srv.NewUser("Ann")
+	chat, err := srv.NewPrivateChat(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		status            int
+		outcome, replayed string
+	}
+	var (
+		mu      sync.Mutex
+		answers []answer
+		calls   int
+	)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		root := r.Header.Get(forward.HeaderAPIRoot)
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		body := fmt.Sprintf(`{"chat_id":%d,"text":"exactly once"}`, chat.ID)
+		resp, err := http.Post(root+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body))
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway) // the relay died mid-call
+			return
+		}
+		resp.Body.Close()
+		mu.Lock()
+		answers = append(answers, answer{resp.StatusCode, resp.Header.Get(gateway.HeaderOutcome), resp.Header.Get(gateway.HeaderReplayed)})
+		mu.Unlock()
+	}))
+	t.Cleanup(app.Close)
+	db := filepath.Join(t.TempDir(), "relay.db")
+	args := []string{"--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
+		"--forward", app.URL, "--lease", "1s", "--sweep-interval", "100ms", "--backoff-base", "10ms",
+		"--pending-grace", "100ms", "--gateway-listen", serveFreeAddr(t)}
+	r := startServeProc(t, []string{envGatewayStopAfterIntent + "=1"}, args...)
+	if _, err := srv.SendText(chat, u, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	serveWaitFor(t, "the gateway to stop after the intent", func() bool {
+		return len(r.logLines("gateway: stopped after intent (test hook)")) > 0
+	}, r)
+	r.kill()
+
+	r = startServeProc(t, nil, args...)
+	serveWaitFor(t, "the next attempt's call", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(answers) > 0
+	}, r)
+	mu.Lock()
+	got := answers[0]
+	mu.Unlock()
+	if got.status != gateway.StatusUnknown || got.outcome != "unknown" || got.replayed != "true" {
+		t.Errorf("the next attempt's identical call = %+v; want 502 unknown, replayed", got)
+	}
+	if n := len(srv.MessagesTo(chat.ID)); n > 1 {
+		t.Errorf("the chat holds %d messages; want at most one", n)
+	}
+	if err := r.stop(t); err != nil {
+		t.Errorf("serve exit: %v", err)
+	}
+}
