@@ -7,6 +7,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/throttle"
 )
 
 // DashboardConfig configures the web UI (package dashboard) a relay mounts
@@ -122,6 +123,16 @@ func (o dashboardObserver) Observe(e Event) {
 		o.rec.Add(dashboard.SeriesExhausted, 1)
 	case KindLeaseLost:
 		o.rec.LeaseLost()
+	case KindGatewayCall:
+		outcome := string(e.Call.Outcome)
+		if e.Call.Replayed {
+			outcome = "replayed"
+		}
+		o.rec.GatewaySend(outcome)
+	case KindLimiter:
+		if e.Limiter.Kind == throttle.EventTooManyRequests {
+			o.rec.GatewayPause(e.Limiter.RetryAfter)
+		}
 	case KindWebhookClaimed, KindWebhookChecked:
 		w := dashboard.WebhookStatus{Mode: "webhook", Owned: e.Owned, OwnerHost: e.Host, CheckedAt: e.Time}
 		if e.Err != nil {
