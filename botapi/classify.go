@@ -39,6 +39,11 @@ const (
 	// [Failure.MigrateToChatID] (zero when only the description said so).
 	// Not retryable unchanged, and the recipient is not gone.
 	ReasonChatMigrated Reason = "chat-migrated"
+	// ReasonUnrecognized: Telegram answered with a refusal in its own JSON
+	// envelope that matches no reason above. Telegram answered, so the
+	// outcome is known (refused); it is not the unknown outcome. Never
+	// retryable, never recipient-unreachable.
+	ReasonUnrecognized Reason = "unrecognized-refusal"
 	// ReasonUnknown: nothing proves what happened. Never retryable, never
 	// recipient-unreachable.
 	ReasonUnknown Reason = "unknown"
@@ -49,7 +54,7 @@ func Reasons() []Reason {
 	return []Reason{
 		ReasonBlockedByUser, ReasonUserDeactivated, ReasonChatNotFound, ReasonNotStarted,
 		ReasonRateLimited, ReasonMessageInvalid, ReasonServerError, ReasonNotDispatched,
-		ReasonChatMigrated, ReasonUnknown,
+		ReasonChatMigrated, ReasonUnrecognized, ReasonUnknown,
 	}
 }
 
@@ -210,7 +215,10 @@ var phrases = [...]phrase{
 //  7. Status 5xx in Telegram's JSON envelope: server-error, evidence status.
 //     A 5xx whose body was not JSON (a proxy's page, [APIError.NotJSON]) may
 //     hide a delivered message, so it stays unknown.
-//  8. Otherwise unknown, evidence none, with the status when one was found.
+//  8. An [*APIError] in Telegram's JSON envelope with a status in 400..599
+//     that nothing above recognised: unrecognized-refusal, evidence none,
+//     with its status.
+//  9. Otherwise unknown, evidence none, with the status when one was found.
 func Classify(err error) (f Failure) {
 	unknown := Failure{Reason: ReasonUnknown, Evidence: EvidenceNone}
 	if err == nil {
@@ -274,6 +282,9 @@ func Classify(err error) (f Failure) {
 		return failureFor(ReasonRateLimited, EvidenceStatus, status)
 	case status >= 500 && !apiErr.NotJSON:
 		return failureFor(ReasonServerError, EvidenceStatus, status)
+	}
+	if apiErr != nil && !apiErr.NotJSON && status != 0 {
+		return failureFor(ReasonUnrecognized, EvidenceNone, status)
 	}
 	unknown.Status = status
 	return unknown

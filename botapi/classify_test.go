@@ -128,9 +128,9 @@ func TestClassify(t *testing.T) {
 		{"typed nil APIError", nilAPI, unknown},
 		{"wrapped typed nil APIError", fmt.Errorf("x: %w", nilAPI), unknown},
 		{"unrecognised 400", apiErr(400, "Bad Request: something new"),
-			botapi.Failure{Reason: botapi.ReasonUnknown, Status: 400, Evidence: botapi.EvidenceNone}},
+			botapi.Failure{Reason: botapi.ReasonUnrecognized, Status: 400, Evidence: botapi.EvidenceNone}},
 		{"unrecognised 403 is never unreachable", apiErr(403, "Forbidden: something new"),
-			botapi.Failure{Reason: botapi.ReasonUnknown, Status: 403, Evidence: botapi.EvidenceNone}},
+			botapi.Failure{Reason: botapi.ReasonUnrecognized, Status: 403, Evidence: botapi.EvidenceNone}},
 		{"status out of range", apiErr(999, "odd"), unknown},
 		{"self cycle", &selfError{}, unknown},
 		{"join cycle", &joinCycle{others: []error{errors.New("x")}}, unknown},
@@ -174,8 +174,8 @@ func TestClassifyTraits(t *testing.T) {
 			t.Errorf("%s: both retryable and unreachable", r)
 		}
 	}
-	if got := len(botapi.Reasons()); got != 10 {
-		t.Errorf("Reasons() has %d entries, want 10", got)
+	if got := len(botapi.Reasons()); got != 11 {
+		t.Errorf("Reasons() has %d entries, want 11", got)
 	}
 }
 

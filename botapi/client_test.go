@@ -149,7 +149,7 @@ func TestCallRefusal(t *testing.T) {
 		{"wrong types fall back", 418,
 			map[string]any{"ok": false, "error_code": "x", "description": 5, "parameters": map[string]any{"retry_after": -4, "migrate_to_chat_id": "no"}},
 			botapi.APIError{Method: "sendMessage", Code: 418, Description: "no description"},
-			botapi.ReasonUnknown},
+			botapi.ReasonUnrecognized},
 		{"huge retry_after is clamped", 429,
 			map[string]any{"ok": false, "error_code": 429, "description": "Too Many Requests", "parameters": map[string]any{"retry_after": 1e300}},
 			botapi.APIError{Method: "sendMessage", Code: 429, Description: "Too Many Requests", RetryAfter: botapi.MaxRetryAfter},

@@ -227,7 +227,7 @@ func TestClassify(t *testing.T) {
 		{"429 without wait", apiErr(429, "Too Many Requests"), Transient("rate-limited")},
 		{"telegram 500", apiErr(500, "Internal Server Error"), Transient("server-error")},
 		{"proxy 502", &botapi.APIError{Code: 502, Description: "response was not JSON", NotJSON: true}, Ambiguous("unknown")},
-		{"unknown 400 from telegram", apiErr(400, "Bad Request: something new"), StopBroadcast("unknown-400")},
+		{"unknown 400 from telegram", apiErr(400, "Bad Request: something new"), StopBroadcast("unrecognized-refusal-400")},
 		{"network", errors.New("connection reset"), Ambiguous("unknown")},
 		{"deadline", context.DeadlineExceeded, Ambiguous("unknown")},
 	}

@@ -127,9 +127,9 @@ func (v Verdict) Validate() error {
 //   - rate limited with retry_after: PauseAll (clamped to MaxPause);
 //   - other retryable reasons (not dispatched, 429 without a wait,
 //     Telegram's own 5xx): Transient;
-//   - unknown with a 4xx in Telegram's own JSON answer (Telegram refused,
-//     but for a reason we do not recognise, which may concern every
-//     recipient): StopBroadcast, the recipient pending;
+//   - unrecognized-refusal, a 4xx in Telegram's own JSON answer (Telegram
+//     refused, but for a reason we do not recognise, which may concern
+//     every recipient): StopBroadcast, the recipient pending;
 //   - anything else unknown (no answer, a proxy's page): Ambiguous.
 func Classify(err error) Verdict {
 	f := botapi.Classify(err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,7 +42,9 @@ const (
 const demoHelp = `
 Usage: tgrelay demo [--users N] [--messages N] [--keep] [--hold]
 
-Demo runs tgrelay end to end, offline, in well under a minute:
+Demo runs tgrelay end to end, offline, in under a minute once built (the
+first 'go run' also compiles the pure-Go SQLite driver, which takes a few
+minutes on a small machine):
 
   1. a sandbox Telegram (package telegramtest) with simulated users;
   2. 'tgrelay serve' as a child process, on a SQLite store in a temp dir,
@@ -130,10 +133,20 @@ type demoView struct {
 
 func newDemoView(w io.Writer) *demoView { return &demoView{w: w, start: time.Now()} }
 
+// demoLabels are the sources of the live view's events; their column is
+// as wide as the longest.
+var demoLabels = map[string]bool{"demo": true, "sandbox": true, "bot": true, "relay": true, "user": true, "store": true, "dashboard": true}
+
+const demoLabelWidth = len("dashboard")
+
 func (v *demoView) printf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if label, rest, ok := strings.Cut(line, " "); ok && demoLabels[label] {
+		line = fmt.Sprintf("%-*s %s", demoLabelWidth, label, strings.TrimLeft(rest, " "))
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	fmt.Fprintf(v.w, "%6.2fs  %s\n", time.Since(v.start).Seconds(), fmt.Sprintf(format, args...))
+	fmt.Fprintf(v.w, "%6.2fs  %s\n", time.Since(v.start).Seconds(), line)
 }
 
 // demoMessage is one text a simulated user sent.

@@ -31,12 +31,12 @@ func TestDemoPasses(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{
-		"relay  tgrelay serve started (pid ",
+		"relay     tgrelay serve started (pid ",
 		"simulated outage → 500, relay will retry",
 		"is poison → 400, refused for good",
 		"→ 200, acknowledged",
-		"relay  SIGKILL (pid ",
-		"relay  restarted (pid ",
+		"relay     SIGKILL (pid ",
+		"relay     restarted (pid ",
 		"\nreport\n",
 		"ok    recorded: 24 user messages, 24 rows in the store (0 missing)",
 		"ok    settled: 23 completed, 1 abandoned; 0 pending/processing/failed, 0 unacknowledged exhaustions",
@@ -89,5 +89,30 @@ func TestDemoUsage(t *testing.T) {
 		if !errors.As(err, &ue) {
 			t.Errorf("%v: err = %v, want a usage error", args, err)
 		}
+	}
+}
+
+func TestDemoViewAlignsTheEventColumn(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	v := newDemoView(&buf)
+	v.printf("sandbox Telegram Bot API at %s", "http://x")
+	v.printf("bot    replied")
+	v.printf("dashboard http://y/")
+	v.printf("phase 1: a heading stays as it is")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	col := -1
+	for _, l := range lines[:3] {
+		_, rest, _ := strings.Cut(l, "s  ") // after the elapsed time
+		fields := strings.Fields(rest)
+		at := strings.Index(rest, fields[1])
+		if col == -1 {
+			col = at
+		} else if at != col {
+			t.Errorf("event text starts at column %d, want %d:\n%s", at, col, buf.String())
+		}
+	}
+	if !strings.HasSuffix(lines[3], "phase 1: a heading stays as it is") {
+		t.Errorf("heading changed: %q", lines[3])
 	}
 }

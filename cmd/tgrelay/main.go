@@ -131,6 +131,14 @@ func help(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return exitOK
 	}
+	switch args[0] {
+	case "help":
+		fmt.Fprint(stdout, helpHelp)
+		return exitOK
+	case "version":
+		fmt.Fprint(stdout, versionHelp)
+		return exitOK
+	}
 	cmd, ok := lookup(args[0])
 	if !ok {
 		fmt.Fprintf(stderr, "tgrelay help: unknown command %q\nRun 'tgrelay help' for the list of commands.\n", args[0])
@@ -139,6 +147,18 @@ func help(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// A command prints its own usage for -h, and does nothing else.
 	return report(cmd.name, cmd.run(ctx, []string{"-h"}, stdout, stdout), stderr)
 }
+
+const helpHelp = `Usage: tgrelay help [command]
+
+Help prints the list of commands, or, given a command, its description and
+flags (the same as 'tgrelay <command> -h').
+`
+
+const versionHelp = `Usage: tgrelay version
+
+Version prints tgrelay's version (the module version, or the VCS revision it
+was built from, "+dirty" when the tree had changes) and the Go version.
+`
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, "tgrelay makes a Telegram bot keep its promises.\n\nUsage:\n\n\ttgrelay <command> [flags]\n\nCommands:\n\n")

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 
@@ -40,6 +41,7 @@ const maxSendText = 64 << 10
 
 const sendHelp = `
 Usage: tgrelay send --chat ID --text T [--html] [--token T] [--api-root URL]
+                    [--proxy URL] [--ca-file FILE] [--timeout D]
 
 Send sends one message through tgrelay's dispatch-aware transport and says
 honestly what became of it:
@@ -49,25 +51,36 @@ honestly what became of it:
   not dispatched  no byte left this process; safe to send again    exit 4
   unknown         it may have arrived; never repeat it blindly     exit 5
 
-Exit 1 is an error before any call (such as a malformed token), exit 2 a
-usage error. The token comes from --token or, better (it stays out of the
-process list), the TGRELAY_TOKEN environment variable; it never appears in
-the output.
+Exit 2 is a usage error, found before any call: a bad flag, a missing
+token, or a token without the <bot id>:<secret> shape BotFather gives. Exit
+1 is another error before any call (such as an unreadable --ca-file). The
+token comes from --token or, better (it stays out of the process list), the
+TGRELAY_TOKEN environment variable; it never appears in the output.
+
+A not-dispatched outcome names its cause: no such host, a certificate not
+trusted (--ca-file adds a private CA), a proxy's refusal (--proxy, or
+HTTPS_PROXY from the environment; SOCKS proxies are not supported), a
+refused connection.
 `
 
 // botFlags are the flags of the commands that call the Bot API.
 type botFlags struct {
 	token   string
 	apiRoot string
+	netFlags
 }
 
 func (b *botFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.token, "token", "", "bot `token` (default $"+envToken+")")
 	fs.StringVar(&b.apiRoot, "api-root", botapi.DefaultAPIRoot, "Bot API root `URL` (a local Bot API server, or `tgrelay sandbox`)")
+	b.netFlags.register(fs)
 }
 
-// client returns a Bot API client over tgrelay's transport.
+// client returns a Bot API client over tgrelay's transport. A missing or
+// malformed token, and a bad --api-root, --proxy, --ca-file or --timeout,
+// are usage errors, before any call.
 func (b *botFlags) client(cmd string) (*botapi.Client, error) {
+	hint := "Run 'tgrelay help " + cmd + "' for usage."
 	token := b.token
 	if token == "" {
 		token = os.Getenv(envToken)
@@ -75,18 +88,36 @@ func (b *botFlags) client(cmd string) (*botapi.Client, error) {
 	if token == "" {
 		return nil, &usageError{msg: "no bot token", hint: "Set " + envToken + " or pass --token."}
 	}
-	hc, err := transport.NewClient(transport.Config{})
-	if err != nil {
-		return nil, fmt.Errorf("transport: %w", err)
+	if err := checkToken("--token", token); err != nil {
+		return nil, withHint(err, hint)
 	}
-	c, err := botapi.New(token, botapi.Config{APIRoot: b.apiRoot, HTTPClient: hc})
-	if err != nil {
-		if errors.Is(err, botapi.ErrInvalidToken) {
-			return nil, &usageError{msg: "the bot token is malformed", hint: "A token looks like 123456:ABC…; run 'tgrelay help " + cmd + "'."}
-		}
-		return nil, fmt.Errorf("bot API client: %w", err)
+	if err := checkFlagURL("--api-root", b.apiRoot); err != nil {
+		return nil, withHint(err, hint)
 	}
-	return c, nil
+	hc, err := b.httpClient(0)
+	if err != nil {
+		return nil, withHint(err, hint)
+	}
+	return botClient("--token", token, b.apiRoot, hc, 0)
+}
+
+// withHint adds hint to a usage error that has none.
+func withHint(err error, hint string) error {
+	if ue, ok := errors.AsType[*usageError](err); ok && ue.hint == "" {
+		ue.hint = hint
+	}
+	return err
+}
+
+// checkFlagURL refuses a value of flagName that is not an absolute http or
+// https URL, naming the flag and never quoting the value (it may carry a
+// credential).
+func checkFlagURL(flagName, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &usageError{msg: flagName + " is not a URL: want an absolute http:// or https:// URL"}
+	}
+	return nil
 }
 
 // exitCodeError ends a command with a specific exit code after the command
@@ -166,9 +197,10 @@ func sendOutcome(res json.RawMessage, err error) outcome {
 	f := botapi.Classify(err)
 	var nd *transport.NotDispatchedError
 	if errors.As(err, &nd) {
+		cause := notDispatchedCause(nd)
 		return outcome{exitSendNotDispatched,
-			fmt.Sprintf("not dispatched (stage %s): no byte of the request left; sending again cannot duplicate it", nd.Stage),
-			"not dispatched"}
+			fmt.Sprintf("not dispatched (stage %s: %s): no byte of the request left; sending again cannot duplicate it", nd.Stage, cause),
+			"not dispatched: " + cause}
 	}
 	var ae *botapi.APIError
 	if errors.As(err, &ae) && !ae.NotJSON {

@@ -95,7 +95,7 @@ func TestSendOutcomes(t *testing.T) {
 		addr := l.Addr().String()
 		l.Close()
 		out, code, _ := runSendCapture(t, "123456:"+strings.Repeat("A", 35), "--api-root", "http://"+addr, "--chat", "1", "--text", "hi")
-		if code != exitSendNotDispatched || !strings.Contains(out, "not dispatched (stage connect)") {
+		if code != exitSendNotDispatched || !strings.Contains(out, "not dispatched (stage connect: connection refused)") {
 			t.Errorf("exit %d, output:\n%s", code, out)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -101,6 +102,11 @@ Logs are slog text or JSON on stderr; the token, the secret and the admin
 token are masked in every line. SIGINT or SIGTERM
 stops receiving, drains handlers for --drain-timeout, then cancels them.
 
+Bot API client (claim, check, getUpdates): --proxy (an http:// or https://
+proxy; default HTTPS_PROXY and the other proxy variables; SOCKS is not
+supported), --ca-file (extra CA certificates to trust) and --timeout (the
+bound of one call's answer; long polls get their own).
+
 Without a token, serve starts a built-in sandbox (a fake Bot API with a
 control API) and prints how to make a simulated user write to the bot.
 
@@ -126,6 +132,7 @@ type serveOptions struct {
 	lease, backoffBase, sweepInterval, pendingGrace time.Duration
 	retention, drainTimeout                         time.Duration
 	adminListen, logFormat, logLevel                string
+	net                                             netFlags // the Bot API client's
 	adminToken, broadcastDir                        string
 	noDashboard, dashboardReadOnly                  bool
 	gatewayListen, gatewayPublicURL                 string
@@ -203,6 +210,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.adminToken, "admin-token", "", "`token` the dashboard asks for (16+ bytes); required when --admin-listen is not loopback; prefer the environment variable")
 	fs.BoolVar(&o.dashboardReadOnly, "dashboard-read-only", false, "the dashboard shows everything and changes nothing (no Acknowledge or Requeue)")
 	fs.StringVar(&o.broadcastDir, "broadcast-state-dir", "", "`directory` of the broadcasts the dashboard shows, as 'tgrelay broadcast --state-dir' (default the same default)")
+	o.net.register(fs)
 	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [env " + envName(f.Name) + "]" })
 	return o
 }
@@ -410,6 +418,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if o.token != "" {
+		if err := checkToken("--token", o.token); err != nil {
+			return withHint(err, "Run 'tgrelay help serve' for usage.")
+		}
+	}
+	botHTTP, err := o.net.httpClient(relay.BotAPIMaxResponseBytes)
+	if err != nil {
+		return withHint(err, "Run 'tgrelay help serve' for usage.")
+	}
+	defer botHTTP.CloseIdleConnections()
 	var sb *sandbox
 	if o.token == "" {
 		if sb, err = newSandbox(o, log); err != nil {
@@ -418,6 +436,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer sb.close()
 		red.Add(o.token, o.secret)
 	}
+	created := newSQLiteFile(o.db)
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
 	st, err := openStore(octx, o.db, o.table, o.noCreate)
 	cancel()
@@ -425,9 +444,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer st.Close()
+	if created {
+		where, _ := filepath.Abs(o.db)
+		log.Info("serve: created a new SQLite database", "path", where)
+	}
 
 	cfg := o.relayConfig()
-	cfg.Store, cfg.StoreName, cfg.Logger = st.updateStore, st.kind, log // the store itself, so its optional capabilities (journal, health) show
+	cfg.Store, cfg.StoreName, cfg.Logger, cfg.BotClient = st.updateStore, st.kind, log, botHTTP // the store itself, so its optional capabilities (journal, health) show
 	if os.Getenv(envGatewayStopAfterIntent) != "" {
 		cfg.Gateway.AfterIntent = stopAfterIntent(log)
 	}

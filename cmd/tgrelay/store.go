@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -45,7 +47,7 @@ func openStore(ctx context.Context, db, table string, noCreate bool) (*openedSto
 		return nil, &usageError{msg: "--db is empty", hint: "Give a SQLite file path or a postgres:// URL."}
 	}
 	switch {
-	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+	case isPostgresURL(db):
 		pool, err := pgxpool.New(ctx, db)
 		if err != nil {
 			// pgx's parse errors may quote the URL, password included.
@@ -69,4 +71,39 @@ func openStore(ctx context.Context, db, table string, noCreate bool) (*openedSto
 		}
 		return &openedStore{updateStore: st, kind: "sqlite", close: func() { _ = st.Close() }}, nil
 	}
+}
+
+// isPostgresURL reports whether db names PostgreSQL rather than a SQLite
+// file.
+func isPostgresURL(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// openExistingStore opens the update store of an admin command: it refuses
+// a SQLite file that does not exist, and a PostgreSQL database without the
+// update table, instead of creating an empty one (which would only hide a
+// mistyped --db).
+func openExistingStore(ctx context.Context, db, table string) (*openedStore, error) {
+	hint := "Give the --db that serve uses (or TGRELAY_DB); admin commands never create a database."
+	if db == "" || !isPostgresURL(db) && !strings.Contains(db, "://") {
+		if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+			return nil, &usageError{msg: fmt.Sprintf("--db %s does not exist", db), hint: hint}
+		}
+		return openStore(ctx, db, table, false)
+	}
+	st, err := openStore(ctx, db, table, isPostgresURL(db))
+	if errors.Is(err, pgstore.ErrNoTable) {
+		return nil, &usageError{msg: "--db has no update table there (serve creates it on its first start)", hint: hint}
+	}
+	return st, err
+}
+
+// newSQLiteFile reports whether db is a SQLite file that does not exist
+// yet (so opening it creates it).
+func newSQLiteFile(db string) bool {
+	if db == "" || strings.Contains(db, "://") {
+		return false
+	}
+	_, err := os.Stat(db)
+	return errors.Is(err, fs.ErrNotExist)
 }

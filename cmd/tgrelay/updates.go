@@ -139,7 +139,7 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
-	st, err := openStore(ctx, f.db, f.table, false)
+	st, err := openExistingStore(ctx, f.db, f.table)
 	if err != nil {
 		return err
 	}

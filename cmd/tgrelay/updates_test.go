@@ -259,8 +259,17 @@ func TestUpdatesUsage(t *testing.T) {
 	if out, err := runUpdatesCapture(t, "-h"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "ack ID --attempt N --claim-id C") {
 		t.Errorf("-h: %v\n%s", err, out)
 	}
-	// Every exit path of run: a refusal is 1.
+	// Every exit path of run: a missing database is a usage error (2),
+	// and creates nothing; a refusal is 1.
 	var out bytes.Buffer
+	if code := run(context.Background(), []string{"updates", "show", "1", "--db", db}, &out, &out); code != exitUsage {
+		t.Errorf("run updates show on a missing database: exit %d, want %d", code, exitUsage)
+	}
+	st, err := openStore(t.Context(), db, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 	if code := run(context.Background(), []string{"updates", "show", "1", "--db", db}, &out, &out); code != exitError {
 		t.Errorf("run updates show missing: exit %d", code)
 	}
