@@ -90,6 +90,16 @@ func (m *relayMetrics) handler() http.Handler {
 // claim only).
 func (m *relayMetrics) registerWebhookOwned() { m.reg.MustRegister(m.webhookOwned) }
 
+// registerStoreFile adds tgrelay_store_file_ok, 1 while the store's path
+// names the database file it has open, 0 while it does not (the SQLite file
+// was deleted or replaced: intake then answers 503).
+func (m *relayMetrics) registerStoreFile(ok func() bool) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tgrelay_store_file_ok",
+		Help: "1 while the SQLite path names the open database file, 0 while it was deleted or replaced (updates are refused with 503 until it is back).",
+	}, func() float64 { return boolGauge(ok()) }))
+}
+
 // Observe feeds the relay's events into the metrics; it is the relay's
 // Prometheus [relay.Observer].
 func (m *relayMetrics) Observe(e relay.Event) {

@@ -438,7 +438,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	created := newSQLiteFile(o.db)
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
-	st, err := openStore(octx, o.db, o.table, o.noCreate)
+	fileOK := newFileWatch(log)
+	st, err := openWatchedStore(octx, o.db, o.table, o.noCreate, fileOK.changed)
 	cancel()
 	if err != nil {
 		return err
@@ -455,6 +456,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Gateway.AfterIntent = stopAfterIntent(log)
 	}
 	metrics := newRelayMetrics(st.Stats)
+	metrics.registerStoreFile(fileOK.ok)
 	cfg.Observer = metrics
 	if sb != nil {
 		cfg.Listener = sb.hookLn

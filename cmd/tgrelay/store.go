@@ -43,6 +43,14 @@ func (s *openedStore) Close() { s.close() }
 // choice is an explicit switch on the scheme, never a registry. The table is
 // created or upgraded unless noCreate is set (when migrations own it).
 func openStore(ctx context.Context, db, table string, noCreate bool) (*openedStore, error) {
+	return openWatchedStore(ctx, db, table, noCreate, nil)
+}
+
+// openWatchedStore is openStore whose SQLite store reports, through
+// onFileChange, when its path stops naming the open database file (and when
+// it names it again); see [sqlitestore.Config.OnFileChange]. PostgreSQL
+// stores ignore it: their failures surface as errors and in readiness.
+func openWatchedStore(ctx context.Context, db, table string, noCreate bool, onFileChange func(error)) (*openedStore, error) {
 	if db == "" {
 		return nil, &usageError{msg: "--db is empty", hint: "Give a SQLite file path or a postgres:// URL."}
 	}
@@ -65,7 +73,7 @@ func openStore(ctx context.Context, db, table string, noCreate bool) (*openedSto
 		if noCreate {
 			return nil, &usageError{msg: "--no-create applies to PostgreSQL only", hint: "The SQLite store always creates or upgrades its table."}
 		}
-		st, err := sqlitestore.Open(ctx, db, sqlitestore.Config{Table: table})
+		st, err := sqlitestore.Open(ctx, db, sqlitestore.Config{Table: table, OnFileChange: onFileChange})
 		if err != nil {
 			return nil, fmt.Errorf("open SQLite store %s: %w", db, err)
 		}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a log sink safe for the store's background check and the
+// test reading it at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServeStoreNoticesVanishedFile: the store serve opens reports a deleted
+// database directory through the log and the gauge's state, and reports it
+// back when the directory returns.
+func TestServeStoreNoticesVanishedFile(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	w := newFileWatch(slog.New(slog.NewTextHandler(&logs, nil)))
+	st, err := openWatchedStore(t.Context(), filepath.Join(dir, "relay.db"), "", false, w.changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("gave up waiting: %s; log:\n%s", what, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if !w.ok() {
+		t.Fatal("file reported gone right after open")
+	}
+	moved := dir + ".moved"
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the gone report", func() bool { return !w.ok() })
+	if !strings.Contains(logs.String(), "database file is gone") {
+		t.Errorf("no log line says the file is gone:\n%s", logs.String())
+	}
+	if err := os.Rename(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the back report", w.ok)
+	if !strings.Contains(logs.String(), "database file is back") {
+		t.Errorf("no log line says the file is back:\n%s", logs.String())
+	}
+}
