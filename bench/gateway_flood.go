@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
 )
@@ -189,12 +190,8 @@ func floodOnce(ctx context.Context, mode string, limits telegramtest.Limits, mes
 	var quietWaits []time.Duration
 	side.Go(func() { // the quiet chat: a reply, then quietEvery of silence
 		for {
-			t := time.NewTimer(quietEvery)
-			select {
-			case <-runCtx.Done():
-				t.Stop()
+			if backoff.Sleep(runCtx, quietEvery) != nil {
 				return
-			case <-t.C:
 			}
 			start := time.Now()
 			if app.send(runCtx, quietChat.ID, "quiet") == nil {
@@ -282,12 +279,8 @@ func (a *floodApp) send(ctx context.Context, chat int64, text string) error {
 		case resp.StatusCode == http.StatusTooManyRequests:
 			a.limited.Add(1)
 			wait := time.Duration(float64(max(env.Parameters.RetryAfter, 1)) * float64(time.Second) / a.scale)
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
+			if err := backoff.Sleep(ctx, wait); err != nil {
+				return err
 			}
 		case !env.OK:
 			return fmt.Errorf("sendMessage: %d %s", resp.StatusCode, env.Description)

@@ -59,6 +59,7 @@ type Gateway struct {
 	journal intake.JournalStore // nil when the store has no journal
 	occ     *occurrences
 	retry   backoff.Capped
+	red     botapi.Redactor // the token, in every form, and anything shaped like one
 }
 
 // New returns a Gateway for cfg, or an error naming the invalid field.
@@ -70,6 +71,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: c, occ: newOccurrences(c.MaxAttempts),
 		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}}
 	g.journal, _ = c.Store.(intake.JournalStore)
+	g.red.Add(c.Token)
 	return g, nil
 }
 
@@ -127,10 +129,8 @@ func telegramError(status int, outcome Outcome, description string, retryAfter i
 	return answer{status: status, header: h, body: b, outcome: outcome}
 }
 
-// redact removes the token and anything shaped like one.
-func (g *Gateway) redact(s string) string {
-	return botapi.Redact(strings.ReplaceAll(s, g.cfg.Token, botapi.Redacted))
-}
+// redact removes the token (raw or URL-escaped) and anything shaped like one.
+func (g *Gateway) redact(s string) string { return g.red.Redact(s) }
 
 // handle answers c, fenced and journaled under id when id is not nil.
 func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answer {
