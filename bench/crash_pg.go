@@ -221,6 +221,9 @@ type roundRobin struct {
 	next   atomic.Uint64
 	procs  []*crashServe
 	client *http.Client
+	// accepted, when set before the first request, is told of every POST
+	// a backend (index into procs) answered 200.
+	accepted func(backend int, body []byte)
 }
 
 func startRoundRobin(procs []*crashServe) (*roundRobin, error) {
@@ -239,7 +242,8 @@ func (p *roundRobin) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
 	}
-	target := p.procs[p.next.Add(1)%uint64(len(p.procs))].webhookURL()
+	backend := int(p.next.Add(1) % uint64(len(p.procs)))
+	target := p.procs[backend].webhookURL()
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, "request", http.StatusInternalServerError)
@@ -252,6 +256,9 @@ func (p *roundRobin) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK && p.accepted != nil {
+		p.accepted(backend, body)
+	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
 }

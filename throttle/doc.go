@@ -91,7 +91,10 @@
 // A call waits at most Config.MaxWait (a sooner context deadline ends it
 // sooner), 429 pauses and retries included; Config.MaxQueue calls may wait
 // at once. A call refused gets a [*WaitError] with a RetryAfter: the
-// limiter's estimate of when it could go, in whole seconds.
+// limiter's estimate of when it could go, in whole seconds. Through
+// [Transport], a call whose context ends while it waits fails with an error
+// that reports NotDispatched() true: it was never sent, so a caller that
+// records outcomes (the gateway's journal) does not count it as unknown.
 //
 // # Transport
 //

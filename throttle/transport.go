@@ -60,9 +60,10 @@ func NewTransport(l *Limiter, base http.RoundTripper) *Transport {
 func (t *Transport) Limiter() *Limiter { return t.limiter }
 
 // RoundTrip implements http.RoundTripper. Its errors are Base's, the
-// request context's (wrapped), or a failure to read the request body
-// (which reports NotDispatched() true); none holds the URL, so none holds
-// the token.
+// request context's while the call waited its turn (wrapped, and reporting
+// NotDispatched() true: nothing was sent), or a failure to read the request
+// body (which reports NotDispatched() true too); none holds the URL, so
+// none holds the token.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	method, ok := BotMethod(req.URL.Path)
 	if !ok || !Counts(method) {
@@ -86,7 +87,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if errors.As(err, &werr) {
 			return throttled(req, werr.RetryAfter), nil
 		}
-		return nil, err
+		return nil, &waitEndedError{method: method, err: err}
 	}
 	// The moment the answer's first byte was read, when Base is net/http's
 	// transport: the send is counted from then (see the package doc,
@@ -144,7 +145,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if errors.As(err, &werr) {
 				return throttled(req, werr.RetryAfter), nil
 			}
-			return nil, err
+			// Telegram's 429 said it did not act: still nothing sent.
+			return nil, &waitEndedError{method: method, err: err}
 		}
 		body = next
 	}
@@ -239,6 +241,21 @@ func (e *bodyError) Error() string {
 }
 func (e *bodyError) Unwrap() error       { return e.err }
 func (e *bodyError) NotDispatched() bool { return true }
+
+// waitEndedError reports that a call's context ended while it waited for
+// its turn (or, after Telegram's 429, for its retry): nothing was sent, so
+// sending it again is safe. A caller that journals outcomes (the gateway)
+// must not count it as unknown.
+type waitEndedError struct {
+	method string
+	err    error
+}
+
+func (e *waitEndedError) Error() string {
+	return fmt.Sprintf("throttle: %s not sent: %v", e.method, e.err)
+}
+func (e *waitEndedError) Unwrap() error       { return e.err }
+func (e *waitEndedError) NotDispatched() bool { return true }
 
 func closeBody(req *http.Request) {
 	if req.Body != nil {

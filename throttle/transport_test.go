@@ -335,6 +335,10 @@ func TestTransportErrorsHoldNoToken(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "AAAA") {
 		t.Fatalf("waiting error %q: want the deadline, without the token", err)
 	}
+	var waited interface{ NotDispatched() bool }
+	if !errors.As(err, &waited) || !waited.NotDispatched() {
+		t.Fatalf("waiting error %q: want not dispatched (nothing was sent)", err)
+	}
 	err = post(t.Context(), io.MultiReader(strings.NewReader(`{"chat_i`), errReader{}))
 	var nd interface{ NotDispatched() bool }
 	if err == nil || !errors.As(err, &nd) || !nd.NotDispatched() || strings.Contains(err.Error(), "AAAA") {

@@ -11,14 +11,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/transport"
 )
 
@@ -35,6 +34,29 @@ const (
 	// demoBotDelay is the example bot's simulated work per reply, so that
 	// updates are in flight when the relay is killed.
 	demoBotDelay = 15 * time.Millisecond
+	// demoForwardTimeout bounds one forward to the bot. The bot answers
+	// only after its reply went through the gateway, and a reply may wait
+	// there for its chat's turn: Telegram lets one chat receive
+	// throttle.DefaultChatCount messages per throttle.DefaultChatPer, so a
+	// user's fourth message in a row, or the fourth reply of the burst,
+	// waits up to about that window (a second more when Telegram's own 429
+	// asks for a whole-second retry_after, as after the restart, when the
+	// new relay's limiter has not seen the old one's sends). The timeout
+	// covers that with a second to spare. A shorter one would give up on a
+	// reply that is only waiting its turn, and retry the update while its
+	// call still waits there.
+	demoForwardTimeout = throttle.DefaultChatPer + 2*time.Second
+	// demoLease is the relay's lease: serve wants the forward timeout
+	// below it. It is also how long the killed relay's attempts stay
+	// leased before the restarted relay takes them over.
+	demoLease = demoForwardTimeout + time.Second
+	// demoInFlightStall is how long the sandbox holds back the rest of its
+	// answer to the first reply after the kill is armed: the relay is
+	// killed meanwhile, with that call between its journaled intent and
+	// its outcome.
+	demoInFlightStall = 3 * time.Second
+	// demoBurstUser is the name of the user who asks for the burst.
+	demoBurstUser = "Zoe"
 	// demoSecret is the sandbox webhook's secret (the sandbox is offline).
 	demoSecret = "tgrelay_demo_secret"
 )
@@ -49,17 +71,26 @@ minutes on a small machine):
   1. a sandbox Telegram (package telegramtest) with simulated users;
   2. 'tgrelay serve' as a child process, on a SQLite store in a temp dir,
      receiving the sandbox's webhook and forwarding to
-  3. an example bot endpoint that echoes every text back through tgrelay's
-     transport.
+  3. an example bot endpoint that echoes every text back through the
+     relay's Bot API gateway (serve --gateway-listen), using the per-update
+     API root the relay announces in the Tgrelay-Api-Root header. The
+     sandbox keeps Telegram's send limits, the gateway keeps the bot within
+     them.
 
-Users chat with the bot. One update fails twice at the bot (500) and is
-retried; one is poison (400): it becomes an exhaustion, delivered to the bot's
-exhaustion endpoint and acknowledged. Then the relay is killed with SIGKILL
-in mid-stream, users keep writing, and it is restarted.
+Users chat with the bot. One update is answered, then fails twice at the bot
+(500) and is retried: the retries send the same reply again, and the gateway
+answers it from its journal instead of sending it twice. One is poison (400):
+it becomes an exhaustion, delivered to the bot's exhaustion endpoint and
+acknowledged. One asks for a burst of five replies to one chat, more than
+Telegram lets a chat receive at once: the gateway paces them and the bot sees
+no 429. A late reply from a stale attempt is refused (409). Then the relay is
+killed with SIGKILL while a reply is in flight at Telegram, users keep
+writing, and it is restarted; that reply's outcome is unknown, and it is never
+sent again.
 
 A live view prints one line per event; the final report is drawn from the
-store and the sandbox's ledger. The exit status is 0 only if every check in
-the report holds.
+store, its journal, the gateway's answers and the sandbox's ledger. The exit
+status is 0 only if every check in the report holds.
 
 The relay's dashboard is up while the demo runs (its address is printed);
 with --hold the relay and its dashboard stay up after the report, until
@@ -68,7 +99,7 @@ Ctrl-C, so you can look around.
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	users := fs.Int("users", demoDefaultUsers, fmt.Sprintf("simulated users (1..%d)", demoMaxUsers))
+	users := fs.Int("users", demoDefaultUsers, fmt.Sprintf("simulated users (2..%d)", demoMaxUsers))
 	messages := fs.Int("messages", demoDefaultMessages, fmt.Sprintf("messages per user per phase (2..%d)", demoMaxMessages))
 	keep := fs.Bool("keep", false, "keep the temp dir (store and relay log) afterwards; it is always kept after a failure")
 	parent := fs.String("dir", "", "`directory` to make the temp dir in (default the system's)")
@@ -172,11 +203,15 @@ type demo struct {
 	chats   []telegramtest.Chat
 	sent    []demoMessage
 
-	flakyID, poisonID    int64
-	killInFlight         int
-	sentWhileDown        int
-	firstPID, secondPID  int
-	dbPath, relayLogPath string
+	burstUser telegramtest.User
+	burstChat telegramtest.Chat
+
+	flakyID, poisonID, burstID int64
+	inFlightID                 int64 // the update whose reply was in flight at the kill
+	killInFlight               int
+	sentWhileDown              int
+	firstPID, secondPID        int
+	dbPath, relayLogPath       string
 
 	hold    bool            // keep the relay up after the report
 	holdCtx context.Context // ends --hold (Ctrl-C)
@@ -186,7 +221,13 @@ func (d *demo) run(ctx context.Context) error {
 	d.view.printf("demo   temp dir %s", d.dir)
 	d.sandbox = telegramtest.NewServer(telegramtest.Config{
 		ControlAPI: true,
-		Limits:     telegramtest.Limits{Disabled: true},
+		// Telegram's limits, as the gateway's limiter counts them: a bot
+		// that ignored them would get 429s.
+		Limits: telegramtest.Limits{
+			Bot:   telegramtest.Limit{Count: throttle.DefaultBotCount, Per: throttle.DefaultBotPer},
+			Chat:  telegramtest.Limit{Count: throttle.DefaultChatCount, Per: throttle.DefaultChatPer},
+			Group: telegramtest.Limit{Count: throttle.DefaultGroupCount, Per: throttle.DefaultGroupPer},
+		},
 		Webhook: telegramtest.WebhookConfig{
 			Timeout:     5 * time.Second,
 			Backoff:     50 * time.Millisecond,
@@ -198,17 +239,13 @@ func (d *demo) run(ctx context.Context) error {
 	defer d.sandbox.Close()
 	d.view.printf("sandbox Telegram Bot API at %s", d.sandbox.URL)
 
-	// The example bot, calling the sandbox's Bot API through tgrelay's transport.
+	// The example bot, calling the relay's gateway through tgrelay's transport.
 	hc, err := transport.NewClient(transport.Config{Proxy: noProxy})
 	if err != nil {
 		return err
 	}
 	defer hc.CloseIdleConnections()
-	api, err := botapi.New(d.sandbox.Token, botapi.Config{APIRoot: d.sandbox.URL, HTTPClient: hc})
-	if err != nil {
-		return err
-	}
-	d.bot = newDemoBot(api, d.view, demoBotDelay)
+	d.bot = newDemoBot(hc, d.sandbox.Token, d.view, demoBotDelay)
 	bl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -226,6 +263,10 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	admin, err := freeLoopbackAddr()
+	if err != nil {
+		return err
+	}
+	gw, err := freeLoopbackAddr()
 	if err != nil {
 		return err
 	}
@@ -249,7 +290,9 @@ func (d *demo) run(ctx context.Context) error {
 			"--forward", botURL + "/update",
 			"--exhaustion-forward", botURL + "/exhaustion",
 			"--max-attempts", "5",
-			"--lease", "2s",
+			"--gateway-listen", gw,
+			"--forward-timeout", demoForwardTimeout.String(),
+			"--lease", demoLease.String(),
 			"--backoff-base", "100ms",
 			"--sweep-interval", "200ms",
 			"--pending-grace", "200ms",
@@ -265,12 +308,16 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	d.view.printf("relay  tgrelay serve started (pid %d): webhook %s → %s/update, store %s", d.firstPID, listen, botURL, d.dbPath)
+	d.view.printf("relay  Bot API gateway at http://%s: the bot's API root, per update in Tgrelay-Api-Root", gw)
 	d.view.printf("dashboard http://%s/ (open it while the demo runs; --hold keeps it up after the report)", admin)
 
 	if err := d.makeUsers(); err != nil {
 		return err
 	}
 	if err := d.phaseOne(ctx); err != nil {
+		return err
+	}
+	if err := d.lateReply(ctx); err != nil {
 		return err
 	}
 	if err := d.phaseTwo(ctx); err != nil {
@@ -324,18 +371,26 @@ func (d *demo) makeUsers() error {
 		d.people = append(d.people, u)
 		d.chats = append(d.chats, c)
 	}
-	return nil
+	d.burstUser = d.sandbox.NewUser(demoBurstUser)
+	var err error
+	d.burstChat, err = d.sandbox.NewPrivateChat(d.burstUser)
+	return err
 }
 
 // say makes user i send text.
 func (d *demo) say(i int, text string, phase int) (demoMessage, error) {
-	up, err := d.sandbox.SendText(d.chats[i], d.people[i], text)
+	return d.sayAs(d.people[i], d.chats[i], text, phase)
+}
+
+// sayAs makes user u send text in chat c.
+func (d *demo) sayAs(u telegramtest.User, c telegramtest.Chat, text string, phase int) (demoMessage, error) {
+	up, err := d.sandbox.SendText(c, u, text)
 	if err != nil {
-		return demoMessage{}, fmt.Errorf("user %s: %w", d.people[i].FirstName, err)
+		return demoMessage{}, fmt.Errorf("user %s: %w", u.FirstName, err)
 	}
-	m := demoMessage{updateID: up.ID, chatID: d.chats[i].ID, text: text, phase: phase}
+	m := demoMessage{updateID: up.ID, chatID: c.ID, text: text, phase: phase}
 	d.sent = append(d.sent, m)
-	d.view.printf("user   %s says %q (update %d)", d.people[i].FirstName, text, up.ID)
+	d.view.printf("user   %s says %q (update %d)", u.FirstName, text, up.ID)
 	return m, nil
 }
 
@@ -357,8 +412,13 @@ func demoWaitFor(ctx context.Context, limit time.Duration, what string, cond fun
 
 // phaseOne: every user writes; one message is flaky, one is poison.
 func (d *demo) phaseOne(ctx context.Context) error {
-	d.view.printf("phase 1: users chat; one update fails twice, one is poison")
-	var ids []int64
+	d.view.printf("phase 1: users chat; one update fails twice after its reply, one is poison, one asks for a burst")
+	burst, err := d.sayAs(d.burstUser, d.burstChat, "a "+demoBurst+" of replies, please", 1)
+	if err != nil {
+		return err
+	}
+	d.burstID = burst.updateID
+	ids := []int64{burst.updateID}
 	for j := range d.messages {
 		for i := range d.users {
 			text := fmt.Sprintf("hello %d from %s", j+1, d.people[i].FirstName)
@@ -389,9 +449,33 @@ func (d *demo) phaseOne(ctx context.Context) error {
 	})
 }
 
+// lateReply: a handler of the flaky update's first attempt, still running
+// after that update was retried and completed, tries to send once more.
+func (d *demo) lateReply(ctx context.Context) error {
+	var text string
+	for _, m := range d.sent {
+		if m.updateID == d.flakyID {
+			text = demoLatePrefix + m.text
+		}
+	}
+	c, err := d.bot.sendLate(ctx, d.flakyID, 1, d.chats[0].ID, text)
+	if err != nil {
+		return err
+	}
+	d.view.printf("bot    a late reply from update %d attempt 1 (retried and completed since) → %d %s, nothing sent", d.flakyID, c.status, c.outcome)
+	return nil
+}
+
 // phaseTwo: users write while the relay is killed and restarted.
 func (d *demo) phaseTwo(ctx context.Context) error {
 	d.view.printf("phase 2: users keep writing; the relay is killed (SIGKILL) mid-stream and restarted")
+	// The sandbox applies the next reply (it is in the ledger), sends half
+	// its answer and stalls: the relay is killed right then, with that
+	// call between its journaled intent and its outcome.
+	if err := d.sandbox.Arm(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultSlowBody, Stall: demoInFlightStall}); err != nil {
+		return err
+	}
+	defer d.sandbox.Disarm()
 	var before, all []int64
 	half := d.messages / 2
 	for j := range half {
@@ -403,34 +487,26 @@ func (d *demo) phaseTwo(ctx context.Context) error {
 			before = append(before, m.updateID)
 		}
 	}
-	// Kill as soon as the first reply of this burst is out, from the bot's
-	// hook (under its mutex, so no other reply goes out meanwhile): the rest
-	// is stored, waiting at the bot, or still at the sandbox.
-	first := make(chan struct{})
-	var once sync.Once
-	d.bot.setHook(func(id int64) {
-		if slices.Contains(before, id) {
-			once.Do(func() {
-				d.relay.kill()
-				close(first)
-			})
+	var inFlight demoMessage
+	err := demoWaitFor(ctx, demoPhaseTimeout, "the first phase 2 reply at the sandbox", func() bool {
+		for _, msg := range d.sandbox.Messages() {
+			for _, m := range d.sent {
+				if m.phase == 2 && msg.ChatID == m.chatID && msg.Text == demoEchoPrefix+m.text {
+					inFlight = m
+					return true
+				}
+			}
 		}
+		return false
 	})
-	defer d.bot.setHook(nil)
-	t := time.NewTimer(demoPhaseTimeout)
-	select {
-	case <-first:
-		t.Stop()
-	case <-t.C:
-		return errors.New("no phase 2 reply within the phase timeout")
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
+	if err != nil {
+		return err
 	}
-	d.bot.setHook(nil)
-	// The hook killed the relay right after the burst's first reply.
-	d.killInFlight = len(before) - 1
-	d.view.printf("relay  SIGKILL (pid %d) with %d of %d new updates not yet answered", d.firstPID, d.killInFlight, len(before))
+	d.relay.kill()
+	d.inFlightID = inFlight.updateID
+	d.killInFlight = len(before) - d.bot.answered(before)
+	d.view.printf("relay  SIGKILL (pid %d) while the reply to update %d was in flight at Telegram; %d of %d new updates not yet answered",
+		d.firstPID, inFlight.updateID, d.killInFlight, len(before))
 	all = append(all, before...)
 	for j := half; j < d.messages; j++ {
 		for i := range d.users {
@@ -443,7 +519,6 @@ func (d *demo) phaseTwo(ctx context.Context) error {
 		}
 	}
 	d.view.printf("sandbox %d updates wait for the webhook while the relay is down", d.sandbox.PendingUpdates())
-	var err error
 	if d.secondPID, err = d.relay.start(ctx); err != nil {
 		return err
 	}
@@ -500,7 +575,11 @@ func (d *demo) report(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store list: %w", err)
 	}
-	checks := d.checks(stats, rows)
+	journal, err := demoJournal(ctx, st.updateStore, rows)
+	if err != nil {
+		return err
+	}
+	checks := d.checks(stats, rows, journal)
 	fmt.Fprintln(d.view.w, "\nreport")
 	failed := 0
 	for _, c := range checks {
@@ -517,6 +596,23 @@ func (d *demo) report(ctx context.Context) error {
 	}
 	fmt.Fprintf(d.view.w, "demo passed: %d checks in %.1fs\n", len(checks), time.Since(d.view.start).Seconds())
 	return nil
+}
+
+// demoJournal reads the gateway's journal of every row's update.
+func demoJournal(ctx context.Context, st updateStore, rows []intake.Row) (map[int64][]intake.JournalEntry, error) {
+	js, ok := st.(intake.JournalStore)
+	if !ok {
+		return nil, errors.New("the store keeps no journal of the gateway's calls")
+	}
+	out := make(map[int64][]intake.JournalEntry, len(rows))
+	for _, r := range rows {
+		es, err := js.Journal(ctx, r.UpdateID)
+		if err != nil {
+			return nil, fmt.Errorf("journal of update %d: %w", r.UpdateID, err)
+		}
+		out[r.UpdateID] = es
+	}
+	return out, nil
 }
 
 // listAll selects every row, with one spare to detect extra rows.
