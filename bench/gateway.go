@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,7 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 	calls := fs.Int("calls", 3000, "calls per mode and round")
 	workers := fs.Int("workers", 32, "concurrent app workers")
 	rounds := fs.Int("rounds", 3, "rounds (each runs every mode once, alternately)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each mode's first round to `prefix`-<mode>.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,7 +69,7 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	big := throttle.Limit{Count: 1 << 20, Per: time.Second}
+	big := throttle.Limit{Count: -1} // a negative count turns a limit off
 	lim, err := throttle.New(throttle.Config{Bot: big, Chat: big, Group: big})
 	if err != nil {
 		return err
@@ -121,6 +123,10 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 				mu    sync.Mutex
 				lats  []time.Duration
 			)
+			stopProfile, err := startModeProfile(*cpuprofile, round, m.name)
+			if err != nil {
+				return err
+			}
 			start := time.Now()
 			for w := range *workers {
 				wg.Go(func() {
@@ -163,6 +169,7 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 			}
 			wg.Wait()
 			el := time.Since(start)
+			stopProfile()
 			if f := fails.Load(); f > 0 {
 				return fmt.Errorf("%s: %d calls failed", m.name, f)
 			}
@@ -184,4 +191,21 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "\nRESULT gateway direct_per_s=%.0f gateway_per_s=%.0f identity_per_s=%.0f ratio_plain=%.2f ratio_identity=%.2f\n",
 		direct, median(rates["gateway"]), median(rates["gateway+identity"]), median(rates["gateway"])/direct, median(rates["gateway+identity"])/direct)
 	return nil
+}
+
+// startModeProfile starts a CPU profile of one mode's first round when
+// prefix is set, and returns the function that stops and writes it.
+func startModeProfile(prefix string, round int, mode string) (func(), error) {
+	if prefix == "" || round > 0 {
+		return func() {}, nil
+	}
+	f, err := os.Create(prefix + "-" + mode + ".pprof")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
