@@ -124,6 +124,9 @@ type TestHooks struct {
 	// goroutine that records it (after the answer, unless the outcome is
 	// recorded before it).
 	BeforeOutcome func(method string)
+	// OutcomeWait, when set, runs when a call is about to wait for the
+	// outcome of an earlier attempt's identical call to be recorded.
+	OutcomeWait func(method string)
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -166,7 +166,11 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	// An earlier attempt's identical call may have been answered a moment
 	// ago, its outcome still on its way to the store: wait for it, so the
 	// entry reads as what happened rather than pending.
-	g.outcomes.wait(ctx, key)
+	var onWait func()
+	if h := g.cfg.Test.OutcomeWait; h != nil {
+		onWait = func() { h(c.method) }
+	}
+	g.outcomes.wait(ctx, key, onWait)
 	entry, intent, err := g.journal.RecordIntent(ctx, *id, cl, now)
 	switch {
 	case err != nil:

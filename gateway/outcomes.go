@@ -72,13 +72,17 @@ func (o *outcomeWrites) start(k outcomeKey) (done func(), ok bool) {
 }
 
 // wait returns once no outcome of k is being written, or when ctx ends.
-// The writes are bounded (outcomeBound), so the wait is too.
-func (o *outcomeWrites) wait(ctx context.Context, k outcomeKey) {
+// The writes are bounded (outcomeBound), so the wait is too. onWait, when
+// not nil, is called before waiting, if there is a write to wait for.
+func (o *outcomeWrites) wait(ctx context.Context, k outcomeKey, onWait func()) {
 	o.mu.Lock()
 	ch := o.writing[k]
 	o.mu.Unlock()
 	if ch == nil {
 		return
+	}
+	if onWait != nil {
+		onWait()
 	}
 	select {
 	case <-ch:
