@@ -50,6 +50,52 @@ func (s *Store) journalSQL() *journalSQL {
 	return actual.(*journalSQL)
 }
 
+// journalStmts are the journal's write statements, prepared on the writer
+// on first use (parsing them again for every call cost more than running
+// them) and closed with the store.
+type journalStmts struct {
+	mu                          sync.Mutex
+	owns, find, upsert, outcome *sql.Stmt
+}
+
+// journalStmts returns the prepared write statements, preparing them if needed.
+func (s *Store) journalStmts(ctx context.Context) (*journalStmts, error) {
+	j := &s.journal
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.outcome != nil {
+		return j, nil
+	}
+	q := s.journalSQL()
+	var sts [4]*sql.Stmt
+	for i, text := range []string{q.owns, q.find, q.upsert, q.outcome} {
+		st, err := s.w.PrepareContext(ctx, text)
+		if err != nil {
+			for _, p := range sts[:i] {
+				p.Close()
+			}
+			return nil, err
+		}
+		sts[i] = st
+	}
+	j.owns, j.find, j.upsert, j.outcome = sts[0], sts[1], sts[2], sts[3]
+	return j, nil
+}
+
+// close closes the prepared statements, if any.
+func (j *journalStmts) close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var errs []error
+	for _, st := range []*sql.Stmt{j.owns, j.find, j.upsert, j.outcome} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	j.owns, j.find, j.upsert, j.outcome = nil, nil, nil, nil
+	return errors.Join(errs...)
+}
+
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanEntry(r rowScanner) (intake.JournalEntry, error) {
@@ -80,7 +126,10 @@ func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intak
 	if err := intake.CheckCall(call); err != nil {
 		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("sqlitestore: record intent %d: %w", id.UpdateID, err)
 	}
-	q := s.journalSQL()
+	q, err := s.journalStmts(ctx)
+	if err != nil {
+		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("sqlitestore: record intent %d: %w", id.UpdateID, err)
+	}
 	var (
 		entry  intake.JournalEntry
 		intent intake.Intent
@@ -88,13 +137,13 @@ func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intak
 	op := func(ctx context.Context, tx *sql.Tx) error {
 		entry, intent = intake.JournalEntry{}, intake.IntentStale
 		var n int
-		if err := tx.QueryRowContext(ctx, q.owns, id.UpdateID, id.Attempt, id.ClaimID, ms(at)).Scan(&n); err != nil {
+		if err := tx.StmtContext(ctx, q.owns).QueryRowContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at)).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {
 			return nil
 		}
-		e, err := scanEntry(tx.QueryRowContext(ctx, q.find, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence))
+		e, err := scanEntry(tx.StmtContext(ctx, q.find).QueryRowContext(ctx, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence))
 		switch {
 		case err == nil && e.Outcome != intake.CallNotDispatched:
 			entry, intent = e, intake.IntentJournaled
@@ -102,7 +151,7 @@ func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intak
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, q.upsert, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence,
+		if _, err := tx.StmtContext(ctx, q.upsert).ExecContext(ctx, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence,
 			id.Attempt, id.ClaimID, ms(at)); err != nil {
 			return err
 		}
@@ -128,9 +177,13 @@ func (s *Store) RecordOutcome(ctx context.Context, id intake.Identity, call inta
 	if body == nil {
 		body = []byte{}
 	}
+	q, err := s.journalStmts(ctx)
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
+	}
 	var n int64
 	op := func(ctx context.Context, tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, s.journalSQL().outcome, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence,
+		r, err := tx.StmtContext(ctx, q.outcome).ExecContext(ctx, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence,
 			id.Attempt, id.ClaimID, string(res.Outcome), res.Status, body, ms(at))
 		if err != nil {
 			return err

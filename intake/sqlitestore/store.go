@@ -133,6 +133,8 @@ type Store struct {
 
 	q    queries
 	adds addStmts
+	// journal holds the journal's prepared statements (journal.go).
+	journal journalStmts
 	// writes groups concurrent single-statement writes into shared
 	// transactions (see writes.go).
 	writes groupcommit.Group[writeOp, error]
@@ -360,7 +362,7 @@ func (s *Store) DB() *sql.DB { return s.w }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.file.close()
-		s.closeErr = errors.Join(s.adds.close(), s.q.close())
+		s.closeErr = errors.Join(s.adds.close(), s.q.close(), s.journal.close())
 		if s.owned {
 			s.closeErr = errors.Join(s.closeErr, s.r.Close(), s.w.Close())
 		}
