@@ -38,8 +38,17 @@ func (s *Store) journalSQL() *journalSQL {
 			WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4`),
 		find: r.Replace(`SELECT {{columns}} FROM "{{table}}_journal"
 			WHERE update_id = ?1 AND method = ?2 AND params_hash = ?3 AND occurrence = ?4`),
-		upsert: r.Replace(`INSERT OR REPLACE INTO "{{table}}_journal" ({{columns}})
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, x'', ?7, NULL)`),
+		// The common case in one statement: the lease check and the new
+		// entry (or the replacement of a not-dispatched one). It changes
+		// no row when the lease is not live or the call is journaled;
+		// owns and find then tell which.
+		upsert: r.Replace(`INSERT INTO "{{table}}_journal" ({{columns}})
+			SELECT ?1, ?5, ?6, ?7, ?2, ?3, 'pending', 0, x'', ?4, NULL FROM "{{table}}"
+			WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4
+			ON CONFLICT (update_id, method, params_hash, occurrence) DO UPDATE SET
+			    attempt = excluded.attempt, claim_id = excluded.claim_id, outcome = 'pending', status = 0,
+			    body = x'', intended_at = excluded.intended_at, decided_at = NULL
+			WHERE outcome = 'not_dispatched'`),
 		outcome: r.Replace(`UPDATE "{{table}}_journal" SET outcome = ?7, status = ?8, body = ?9, decided_at = ?10
 			WHERE update_id = ?1 AND method = ?2 AND params_hash = ?3 AND occurrence = ?4
 			  AND attempt = ?5 AND claim_id = ?6 AND outcome = 'pending'`),
@@ -121,7 +130,9 @@ func scanEntry(r rowScanner) (intake.JournalEntry, error) {
 }
 
 // RecordIntent implements [intake.JournalStore.RecordIntent]: the lease
-// check, the lookup and the insert run in one write transaction.
+// check and the insert are one statement, followed, when it wrote nothing,
+// by the lookups that tell a stale identity from a journaled call, in the
+// same write transaction.
 func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intake.Call, at time.Time) (intake.JournalEntry, intake.Intent, error) {
 	if err := intake.CheckCall(call); err != nil {
 		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("sqlitestore: record intent %d: %w", id.UpdateID, err)
@@ -136,30 +147,34 @@ func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intak
 	)
 	op := func(ctx context.Context, tx *sql.Tx) error {
 		entry, intent = intake.JournalEntry{}, intake.IntentStale
-		var n int
-		if err := tx.StmtContext(ctx, q.owns).QueryRowContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at)).Scan(&n); err != nil {
+		res, err := tx.StmtContext(ctx, q.upsert).ExecContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at),
+			call.Method, call.ParamsHash, call.Occurrence)
+		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n > 0 {
+			entry = intake.JournalEntry{
+				UpdateID: id.UpdateID, Call: call, Attempt: id.Attempt, ClaimID: id.ClaimID,
+				Outcome: intake.CallPending, Body: []byte{}, IntendedAt: fromMS(ms(at)),
+			}
+			intent = intake.IntentRecorded
+			return nil
+		}
+		// Nothing written: the lease is not live, or the call is journaled.
+		var owned int
+		if err := tx.StmtContext(ctx, q.owns).QueryRowContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at)).Scan(&owned); err != nil {
+			return err
+		}
+		if owned == 0 {
 			return nil
 		}
 		e, err := scanEntry(tx.StmtContext(ctx, q.find).QueryRowContext(ctx, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence))
-		switch {
-		case err == nil && e.Outcome != intake.CallNotDispatched:
-			entry, intent = e, intake.IntentJournaled
-			return nil
-		case err != nil && !errors.Is(err, sql.ErrNoRows):
-			return err
+		if err != nil {
+			return fmt.Errorf("the journal entry that kept the intent from being written: %w", err)
 		}
-		if _, err := tx.StmtContext(ctx, q.upsert).ExecContext(ctx, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence,
-			id.Attempt, id.ClaimID, ms(at)); err != nil {
-			return err
-		}
-		entry = intake.JournalEntry{
-			UpdateID: id.UpdateID, Call: call, Attempt: id.Attempt, ClaimID: id.ClaimID,
-			Outcome: intake.CallPending, Body: []byte{}, IntendedAt: fromMS(ms(at)),
-		}
-		intent = intake.IntentRecorded
+		entry, intent = e, intake.IntentJournaled
 		return nil
 	}
 	if err := s.write(ctx, op); err != nil {
