@@ -208,12 +208,12 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 			idv, method, outcome := *id, c.method, a.outcome
 			go func() {
 				defer done()
-				g.recordOutcome(ctx, idv, method, cl, res, outcome)
+				g.recordOutcome(ctx, idv, method, cl, res, outcome, true)
 			}()
 			return a
 		}
 	}
-	ok := g.recordOutcome(ctx, *id, c.method, cl, res, a.outcome)
+	ok := g.recordOutcome(ctx, *id, c.method, cl, res, a.outcome, false)
 	if res.Outcome == intake.CallNotDispatched && ok {
 		g.occ.giveBack(*id, c.method, hash, n)
 	}
@@ -221,13 +221,19 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 }
 
 // recordOutcome journals res as the outcome of call, within outcomeBound
-// even after the app stopped waiting, and reports whether it applied.
-func (g *Gateway) recordOutcome(ctx context.Context, id intake.Identity, method string, call intake.Call, res intake.CallResult, outcome Outcome) bool {
+// even after the app stopped waiting, and reports whether it applied. An
+// outcome written after the answer (later) may wait for the store's next
+// write to share its commit, when the store can ([intake.DeferredOutcomeStore]).
+func (g *Gateway) recordOutcome(ctx context.Context, id intake.Identity, method string, call intake.Call, res intake.CallResult, outcome Outcome, later bool) bool {
 	if h := g.cfg.Test.BeforeOutcome; h != nil {
 		h(method)
 	}
+	record := g.journal.RecordOutcome
+	if d, ok := g.journal.(intake.DeferredOutcomeStore); ok && later {
+		record = d.RecordOutcomeDeferred
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeBound)
-	ok, err := g.journal.RecordOutcome(rctx, id, call, res, g.cfg.Test.Now())
+	ok, err := record(rctx, id, call, res, g.cfg.Test.Now())
 	cancel()
 	if err != nil || !ok {
 		// The entry stays pending, which a later attempt reads as unknown:

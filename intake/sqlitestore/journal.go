@@ -17,7 +17,11 @@ import (
 // transactions of writes.go, so an intent costs no fsync of its own under
 // load; a trigger deletes an update's entries with its row.
 
-var _ intake.JournalStore = (*Store)(nil)
+var _ intake.DeferredOutcomeStore = (*Store)(nil)
+
+// DeferredOutcomeWait bounds how long [Store.RecordOutcomeDeferred] holds an
+// outcome back for the next intent to carry it into its commit.
+const DeferredOutcomeWait = 5 * time.Millisecond
 
 // journalSQL is the journal's statements for one table.
 type journalSQL struct {
@@ -59,16 +63,33 @@ func (s *Store) journalSQL() *journalSQL {
 	return actual.(*journalSQL)
 }
 
-// journalStmts are the journal's write statements, prepared on the writer
-// on first use (parsing them again for every call cost more than running
-// them) and closed with the store.
-type journalStmts struct {
+// journalState holds the journal's write statements, prepared on the
+// writer on first use (parsing them again for every call cost more than
+// running them) and closed with the store, and the deferred outcomes
+// waiting for a commit to share.
+type journalState struct {
 	mu                          sync.Mutex
 	owns, find, upsert, outcome *sql.Stmt
+	deferred                    []*deferredOutcome
+	flush                       *time.Timer // writes deferred on its own when no intent came
 }
 
-// journalStmts returns the prepared write statements, preparing them if needed.
-func (s *Store) journalStmts(ctx context.Context) (*journalStmts, error) {
+// deferredOutcome is one outcome of [Store.RecordOutcomeDeferred] on its
+// way to a commit.
+type deferredOutcome struct {
+	id   intake.Identity
+	call intake.Call
+	res  intake.CallResult
+	at   int64
+	// n and err are the write's result, valid once done is closed.
+	n    int64
+	err  error
+	done chan struct{}
+}
+
+// journalStmts returns the prepared write statements, preparing them if
+// needed.
+func (s *Store) journalStmts(ctx context.Context) (*journalState, error) {
 	j := &s.journal
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -92,7 +113,7 @@ func (s *Store) journalStmts(ctx context.Context) (*journalStmts, error) {
 }
 
 // close closes the prepared statements, if any.
-func (j *journalStmts) close() error {
+func (j *journalState) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var errs []error
@@ -103,6 +124,61 @@ func (j *journalStmts) close() error {
 	}
 	j.owns, j.find, j.upsert, j.outcome = nil, nil, nil, nil
 	return errors.Join(errs...)
+}
+
+// takeDeferred removes and returns the outcomes waiting for a commit.
+func (j *journalState) takeDeferred() []*deferredOutcome {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	ds := j.deferred
+	j.deferred = nil
+	if j.flush != nil {
+		j.flush.Stop()
+		j.flush = nil
+	}
+	return ds
+}
+
+// writeDeferred runs the outcome updates of ds in tx. An error fails the
+// whole write (the outcomes are then written on their own).
+func (j *journalState) writeDeferred(ctx context.Context, tx *sql.Tx, ds []*deferredOutcome) error {
+	for _, d := range ds {
+		r, err := tx.StmtContext(ctx, j.outcome).ExecContext(ctx, d.id.UpdateID, d.call.Method, d.call.ParamsHash, d.call.Occurrence,
+			d.id.Attempt, d.id.ClaimID, string(d.res.Outcome), d.res.Status, d.res.Body, d.at)
+		if err != nil {
+			return err
+		}
+		if d.n, err = r.RowsAffected(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishDeferred tells the callers of ds the result of the write that
+// committed them, err.
+func finishDeferred(ds []*deferredOutcome, err error) {
+	for _, d := range ds {
+		if err != nil {
+			d.n, d.err = 0, err
+		}
+		close(d.done)
+	}
+}
+
+// writeDeferredAlone commits ds in a write of their own.
+func (s *Store) writeDeferredAlone(ds []*deferredOutcome) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeBound)
+	defer cancel()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.journal.writeDeferred(ctx, tx, ds) })
+}
+
+// flushDeferred writes the deferred outcomes that no intent carried within
+// DeferredOutcomeWait (or at Close).
+func (s *Store) flushDeferred() {
+	if ds := s.journal.takeDeferred(); len(ds) > 0 {
+		finishDeferred(ds, s.writeDeferredAlone(ds))
+	}
 }
 
 type rowScanner interface{ Scan(dest ...any) error }
@@ -145,8 +221,14 @@ func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intak
 		entry  intake.JournalEntry
 		intent intake.Intent
 	)
+	// The outcomes waiting for a commit go first, in the same write: a
+	// lookup below then sees them, and they cost no commit of their own.
+	carried := q.takeDeferred()
 	op := func(ctx context.Context, tx *sql.Tx) error {
 		entry, intent = intake.JournalEntry{}, intake.IntentStale
+		if err := q.writeDeferred(ctx, tx, carried); err != nil {
+			return err
+		}
 		res, err := tx.StmtContext(ctx, q.upsert).ExecContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at),
 			call.Method, call.ParamsHash, call.Occurrence)
 		if err != nil {
@@ -177,7 +259,16 @@ func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intak
 		entry, intent = e, intake.IntentJournaled
 		return nil
 	}
-	if err := s.write(ctx, op); err != nil {
+	err = s.write(ctx, op)
+	if len(carried) > 0 {
+		if err != nil {
+			// The outcomes did not commit with the intent: they go alone.
+			finishDeferred(carried, s.writeDeferredAlone(carried))
+		} else {
+			finishDeferred(carried, nil)
+		}
+	}
+	if err != nil {
 		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("sqlitestore: record intent %d: %w", id.UpdateID, err)
 	}
 	return entry, intent, nil
@@ -210,6 +301,38 @@ func (s *Store) RecordOutcome(ctx context.Context, id intake.Identity, call inta
 		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
 	}
 	return n > 0, nil
+}
+
+// RecordOutcomeDeferred implements
+// [intake.DeferredOutcomeStore.RecordOutcomeDeferred]: the outcome waits up
+// to [DeferredOutcomeWait] for the next RecordIntent, which writes it in
+// its own transaction before the intent; if none comes, or that write
+// fails, it is written on its own. It returns once its write committed.
+func (s *Store) RecordOutcomeDeferred(ctx context.Context, id intake.Identity, call intake.Call, res intake.CallResult, at time.Time) (bool, error) {
+	if err := intake.CheckCallResult(call, res); err != nil {
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
+	}
+	j, err := s.journalStmts(ctx)
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
+	}
+	res.Body = append([]byte{}, res.Body...) // the store copies it
+	d := &deferredOutcome{id: id, call: call, res: res, at: ms(at), done: make(chan struct{})}
+	j.mu.Lock()
+	j.deferred = append(j.deferred, d)
+	if j.flush == nil {
+		j.flush = time.AfterFunc(DeferredOutcomeWait, s.flushDeferred)
+	}
+	j.mu.Unlock()
+	select {
+	case <-d.done:
+	case <-ctx.Done():
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, ctx.Err())
+	}
+	if d.err != nil {
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, d.err)
+	}
+	return d.n > 0, nil
 }
 
 // Journal implements [intake.JournalStore.Journal].
