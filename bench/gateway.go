@@ -7,11 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,159 +32,274 @@ import (
 // directly with Go's http.Client, (b) through the gateway without an
 // identity (limiter and dispatch-aware transport only), (c) through the
 // gateway with an attempt identity, so each call is fenced and journaled
-// (intent and outcome) in a SQLite store with synchronous=FULL. Modes run
-// alternately; the limiter's limits are raised so it never waits.
+// (intent and outcome) in a SQLite store with synchronous=FULL, and (d)
+// the same with every outcome recorded before the answer
+// (MaxPendingOutcomes -1, the gateway's behaviour before outcomes followed
+// their answers). The limiter's limits are off (a negative count), so it
+// never waits.
+//
+// It runs twice: with telegramtest answering at once (zero latency: the
+// machine's CPU, shared by the fake, the load generator and the gateway,
+// is all that is measured), and with every sendMessage answered after
+// -latency (Telegram is tens of milliseconds away in real life), the same
+// for every mode. Within each, modes alternate in every round; medians of
+// the rounds are reported.
 func runGateway(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(out)
-	calls := fs.Int("calls", 3000, "calls per mode and round")
+	calls := fs.Int("calls", 3000, "calls per mode and round with zero latency")
+	latCalls := fs.Int("latency-calls", 1500, "calls per mode and round with -latency")
+	latency := fs.Duration("latency", 40*time.Millisecond, "Telegram's answer latency of the second run (0 skips it)")
 	workers := fs.Int("workers", 32, "concurrent app workers")
 	rounds := fs.Int("rounds", 3, "rounds (each runs every mode once, alternately)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each mode's first zero-latency round to `prefix`-<mode>.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *calls < *workers || *workers < 1 || *rounds < 1 {
-		return errors.New("need calls ≥ workers ≥ 1 and rounds ≥ 1")
+	if *calls < *workers || *latCalls < *workers || *workers < 1 || *rounds < 1 || *latency < 0 {
+		return errors.New("need calls, latency-calls ≥ workers ≥ 1, rounds ≥ 1 and latency ≥ 0")
 	}
 	tg := telegramtest.NewServer(telegramtest.Config{Limits: telegramtest.Limits{Disabled: true}, MaxMessages: 1 << 22})
 	defer tg.Close()
-	var chats []int64
+	b := &gatewayBench{tg: tg, workers: *workers, out: out, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * *workers}}}
 	for i := range *workers {
 		c, err := tg.NewPrivateChat(tg.NewUser("U" + strconv.Itoa(i)))
 		if err != nil {
 			return err
 		}
-		chats = append(chats, c.ID)
+		b.chats = append(b.chats, c.ID)
 	}
 	dir, err := os.MkdirTemp("", "tgrelay-bench-gateway")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	store, err := sqlitestore.Open(ctx, filepath.Join(dir, "gw.db"), sqlitestore.Config{Synchronous: "FULL"})
+	b.store, err = sqlitestore.Open(ctx, filepath.Join(dir, "gw.db"), sqlitestore.Config{Synchronous: "FULL"})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer b.store.Close()
 	base, err := transport.New(transport.Config{})
 	if err != nil {
 		return err
 	}
-	big := throttle.Limit{Count: 1 << 20, Per: time.Second}
-	lim, err := throttle.New(throttle.Config{Bot: big, Chat: big, Group: big})
+	off := throttle.Limit{Count: -1} // a negative count turns a limit off
+	lim, err := throttle.New(throttle.Config{Bot: off, Chat: off, Group: off})
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(gateway.Config{Token: tg.Token, APIRoot: tg.URL, Transport: throttle.NewTransport(lim, base), Store: store, OwnsIntake: true})
-	if err != nil {
-		return err
-	}
-	gsrv := httptest.NewServer(gw)
-	defer gsrv.Close()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * *workers}}
-
-	// One claimed update per worker and round supplies the identities.
-	var nextUpdate atomic.Int64
-	identities := func() ([]intake.Identity, error) {
-		ids := make([]intake.Identity, *workers)
-		now := time.Now()
-		for i := range ids {
-			u := nextUpdate.Add(1)
-			if _, err := store.Add(ctx, intake.Incoming{UpdateID: u, Body: []byte(`{}`), ReceivedAt: now}); err != nil {
-				return nil, err
-			}
-			id, ok, err := store.ClaimOwned(ctx, u, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 3})
-			if err != nil || !ok {
-				return nil, fmt.Errorf("claim %d: %v %v", u, ok, err)
-			}
-			ids[i] = id
+	newGateway := func(maxPending int) (*gateway.Gateway, *httptest.Server, error) {
+		gw, err := gateway.New(gateway.Config{Token: tg.Token, APIRoot: tg.URL, Transport: throttle.NewTransport(lim, base), Store: b.store,
+			OwnsIntake: true, MaxPendingOutcomes: maxPending, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return nil, nil, err
 		}
-		return ids, nil
+		return gw, httptest.NewServer(gw), nil
 	}
-	type mode struct {
-		name     string
-		root     string
-		identity bool
+	gw, gsrv, err := newGateway(0)
+	if err != nil {
+		return err
 	}
-	modes := []mode{{"direct", tg.URL, false}, {"gateway", gsrv.URL, false}, {"gateway+identity", gsrv.URL, true}}
-	rates := map[string][]float64{}
-	p50 := map[string][]time.Duration{}
-	for round := range *rounds {
-		for _, m := range modes {
-			var ids []intake.Identity
-			if m.identity {
-				if ids, err = identities(); err != nil {
-					return err
+	defer gsrv.Close()
+	// The same gateway recording every outcome before the answer: what
+	// outcomes that follow their answers are worth.
+	gwSync, ssrv, err := newGateway(-1)
+	if err != nil {
+		return err
+	}
+	defer ssrv.Close()
+	b.modes = []gatewayMode{{"direct", tg.URL, false}, {"gateway", gsrv.URL, false},
+		{"gateway+identity", gsrv.URL, true}, {"identity, sync outcome", ssrv.URL, true}}
+
+	loadBefore := loadAverage()
+	zero, err := b.phase(ctx, *calls, *rounds, *cpuprofile)
+	if err != nil {
+		return err
+	}
+	var slow gatewayPhase
+	if *latency > 0 {
+		if err := tg.Arm(telegramtest.Fault{Method: "sendMessage", Delay: *latency, Times: -1}); err != nil {
+			return err
+		}
+		if slow, err = b.phase(ctx, *latCalls, *rounds, ""); err != nil {
+			return err
+		}
+		tg.Disarm()
+	}
+	for _, g := range []*gateway.Gateway{gw, gwSync} {
+		if err := g.Shutdown(ctx); err != nil {
+			return err
+		}
+	}
+	loadAfter := loadAverage()
+
+	fmt.Fprintf(out, "gateway: %d workers, %d rounds, limits off, journal on SQLite synchronous=FULL; GOMAXPROCS %d; load average %s before, %s after\n",
+		*workers, *rounds, runtime.GOMAXPROCS(0), loadBefore, loadAfter)
+	b.table(zero, fmt.Sprintf("zero latency (%d calls per mode and round)", *calls))
+	if *latency > 0 {
+		b.table(slow, fmt.Sprintf("Telegram answers after %v (%d calls per mode and round)", *latency, *latCalls))
+	}
+	fmt.Fprintf(out, "\nRESULT gateway direct_per_s=%.0f gateway_per_s=%.0f identity_per_s=%.0f ratio_plain=%.2f ratio_identity=%.2f identity_sync_per_s=%.0f",
+		zero.rate("direct"), zero.rate("gateway"), zero.rate("gateway+identity"), zero.ratio("gateway"), zero.ratio("gateway+identity"),
+		zero.rate("identity, sync outcome"))
+	if *latency > 0 {
+		fmt.Fprintf(out, " latency_ms=%.0f direct_lat_per_s=%.0f gateway_lat_per_s=%.0f identity_lat_per_s=%.0f ratio_plain_lat=%.2f ratio_identity_lat=%.2f identity_sync_lat_per_s=%.0f",
+			ms(*latency), slow.rate("direct"), slow.rate("gateway"), slow.rate("gateway+identity"), slow.ratio("gateway"), slow.ratio("gateway+identity"),
+			slow.rate("identity, sync outcome"))
+	}
+	fmt.Fprintf(out, " load1=%s\n", strings.Fields(loadAfter + " ?")[0])
+	return nil
+}
+
+// loadAverage is /proc/loadavg's three load averages, or "unknown".
+func loadAverage() string { return intakeLoadAverage() }
+
+type gatewayMode struct {
+	name     string
+	root     string
+	identity bool
+}
+
+type gatewayBench struct {
+	tg      *telegramtest.Server
+	store   *sqlitestore.Store
+	client  *http.Client
+	chats   []int64
+	workers int
+	modes   []gatewayMode
+	out     io.Writer
+	updates atomic.Int64
+}
+
+// gatewayPhase holds the per-round rates and p50 latencies (ms) of each
+// mode.
+type gatewayPhase struct {
+	rates map[string][]float64
+	p50   map[string][]float64
+}
+
+func (p gatewayPhase) rate(mode string) float64 { return median(p.rates[mode]) }
+
+func (p gatewayPhase) ratio(mode string) float64 {
+	if d := p.rate("direct"); d > 0 {
+		return p.rate(mode) / d
+	}
+	return 0
+}
+
+// phase runs every mode once per round, alternately.
+func (b *gatewayBench) phase(ctx context.Context, calls, rounds int, profile string) (gatewayPhase, error) {
+	p := gatewayPhase{rates: map[string][]float64{}, p50: map[string][]float64{}}
+	for round := range rounds {
+		for _, m := range b.modes {
+			stop := func() {}
+			if profile != "" && round == 0 {
+				var err error
+				if stop, err = startCPUProfile(profile + "-" + strings.NewReplacer(" ", "", ",", "").Replace(m.name) + ".pprof"); err != nil {
+					return p, err
 				}
 			}
-			var (
-				wg    sync.WaitGroup
-				next  atomic.Int64
-				fails atomic.Int64
-				mu    sync.Mutex
-				lats  []time.Duration
-			)
-			start := time.Now()
-			for w := range *workers {
-				wg.Go(func() {
-					var mine []time.Duration
-					for {
-						n := next.Add(1)
-						if n > int64(*calls) || ctx.Err() != nil {
-							break
-						}
-						body := fmt.Sprintf(`{"chat_id":%d,"text":"r%d %s %d"}`, chats[w], round, m.name, n)
-						req, _ := http.NewRequestWithContext(ctx, http.MethodPost, m.root+"/bot"+tg.Token+"/sendMessage", bytes.NewBufferString(body))
-						req.Header.Set("Content-Type", "application/json")
-						if m.identity {
-							id := ids[w]
-							req.Header.Set(gateway.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
-							req.Header.Set(gateway.HeaderAttempt, strconv.Itoa(id.Attempt))
-							req.Header.Set(gateway.HeaderClaimID, id.ClaimID)
-						}
-						t0 := time.Now()
-						resp, err := client.Do(req)
-						if err != nil {
-							if fails.Add(1) == 1 {
-								fmt.Fprintf(out, "%s: first failure: %v\n", m.name, err)
-							}
-							continue
-						}
-						_, _ = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode != 200 {
-							if fails.Add(1) == 1 {
-								fmt.Fprintf(out, "%s: first failure: %d\n", m.name, resp.StatusCode)
-							}
-						}
-						mine = append(mine, time.Since(t0))
-					}
-					mu.Lock()
-					lats = append(lats, mine...)
-					mu.Unlock()
-				})
+			rate, p50, err := b.run(ctx, m, calls, round)
+			stop()
+			if err != nil {
+				return p, err
 			}
-			wg.Wait()
-			el := time.Since(start)
-			if f := fails.Load(); f > 0 {
-				return fmt.Errorf("%s: %d calls failed", m.name, f)
-			}
-			rates[m.name] = append(rates[m.name], float64(*calls)/el.Seconds())
-			p50[m.name] = append(p50[m.name], percentile(lats, 0.5))
+			p.rates[m.name] = append(p.rates[m.name], rate)
+			p.p50[m.name] = append(p.p50[m.name], ms(p50))
 		}
 	}
-	fmt.Fprintf(out, "gateway: %d sendMessage calls per mode, %d workers, %d rounds, limits off; journal on SQLite synchronous=FULL\n\n", *calls, *workers, *rounds)
-	fmt.Fprintf(out, "%-18s %12s %10s %10s\n", "mode", "calls/s", "p50 ms", "vs direct")
-	direct := median(rates["direct"])
-	for _, m := range modes {
-		r := median(rates[m.name])
-		var ps []float64
-		for _, d := range p50[m.name] {
-			ps = append(ps, ms(d))
+	return p, nil
+}
+
+// identities claims one update per worker, whose identity the worker's
+// calls carry.
+func (b *gatewayBench) identities(ctx context.Context) ([]intake.Identity, error) {
+	ids := make([]intake.Identity, b.workers)
+	now := time.Now()
+	for i := range ids {
+		u := b.updates.Add(1)
+		if _, err := b.store.Add(ctx, intake.Incoming{UpdateID: u, Body: []byte(`{}`), ReceivedAt: now}); err != nil {
+			return nil, err
 		}
-		fmt.Fprintf(out, "%-18s %12.0f %10.2f %9.2fx\n", m.name, r, median(ps), r/direct)
+		id, ok, err := b.store.ClaimOwned(ctx, u, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 3})
+		if err != nil || !ok {
+			return nil, fmt.Errorf("claim %d: %v %v", u, ok, err)
+		}
+		ids[i] = id
 	}
-	fmt.Fprintf(out, "\nRESULT gateway direct_per_s=%.0f gateway_per_s=%.0f identity_per_s=%.0f ratio_plain=%.2f ratio_identity=%.2f\n",
-		direct, median(rates["gateway"]), median(rates["gateway+identity"]), median(rates["gateway"])/direct, median(rates["gateway+identity"])/direct)
-	return nil
+	return ids, nil
+}
+
+// run makes calls sendMessage calls in mode m from the workers and returns
+// the calls per second and the median latency.
+func (b *gatewayBench) run(ctx context.Context, m gatewayMode, calls, round int) (float64, time.Duration, error) {
+	var ids []intake.Identity
+	if m.identity {
+		var err error
+		if ids, err = b.identities(ctx); err != nil {
+			return 0, 0, err
+		}
+	}
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		fails atomic.Int64
+		mu    sync.Mutex
+		lats  []time.Duration
+	)
+	fail := func(what any) {
+		if fails.Add(1) == 1 {
+			fmt.Fprintf(b.out, "%s: first failure: %v\n", m.name, what)
+		}
+	}
+	url := m.root + "/bot" + b.tg.Token + "/sendMessage"
+	start := time.Now()
+	for w := range b.workers {
+		wg.Go(func() {
+			var mine []time.Duration
+			for {
+				n := next.Add(1)
+				if n > int64(calls) || ctx.Err() != nil {
+					break
+				}
+				body := fmt.Sprintf(`{"chat_id":%d,"text":"r%d %s %d"}`, b.chats[w], round, m.name, n)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewBufferString(body))
+				req.Header.Set("Content-Type", "application/json")
+				if m.identity {
+					id := ids[w]
+					req.Header.Set(gateway.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
+					req.Header.Set(gateway.HeaderAttempt, strconv.Itoa(id.Attempt))
+					req.Header.Set(gateway.HeaderClaimID, id.ClaimID)
+				}
+				t0 := time.Now()
+				resp, err := b.client.Do(req)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					fail(resp.StatusCode)
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lats = append(lats, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if f := fails.Load(); f > 0 {
+		return 0, 0, fmt.Errorf("%s: %d calls failed", m.name, f)
+	}
+	return float64(calls) / el.Seconds(), percentile(lats, 0.5), nil
+}
+
+func (b *gatewayBench) table(p gatewayPhase, title string) {
+	fmt.Fprintf(b.out, "\n%s\n%-24s %12s %10s %10s\n", title, "mode", "calls/s", "p50 ms", "vs direct")
+	for _, m := range b.modes {
+		fmt.Fprintf(b.out, "%-24s %12.0f %10.2f %9.2fx\n", m.name, p.rate(m.name), median(p.p50[m.name]), p.ratio(m.name))
+	}
 }

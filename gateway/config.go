@@ -29,6 +29,9 @@ const (
 	// DefaultMaxAttempts is how many attempts' occurrence counters the
 	// gateway keeps in memory when Config.MaxAttempts is zero.
 	DefaultMaxAttempts = 10000
+	// DefaultMaxPendingOutcomes bounds the outcomes being journaled after
+	// their calls were answered, when Config.MaxPendingOutcomes is zero.
+	DefaultMaxPendingOutcomes = 1024
 	// outcomeBound bounds the recording of an outcome, which goes on after
 	// the app stopped waiting.
 	outcomeBound = 10 * time.Second
@@ -92,6 +95,14 @@ type Config struct {
 	// package doc on occurrences). Zero means [DefaultMaxAttempts].
 	MaxAttempts int
 
+	// MaxPendingOutcomes bounds the journaled calls whose outcome is still
+	// being recorded after the app got its answer (see the package doc,
+	// "Replay-safe replies"). When the bound is reached, an outcome is
+	// recorded before its call is answered. Zero means
+	// [DefaultMaxPendingOutcomes]; a negative value records every outcome
+	// before the answer.
+	MaxPendingOutcomes int
+
 	// Observer, when set, is told of every call the gateway answered.
 	Observer Observer
 
@@ -109,6 +120,13 @@ type TestHooks struct {
 	// AfterIntent, when set, runs after an intent was recorded and before
 	// the call is sent.
 	AfterIntent func(method string)
+	// BeforeOutcome, when set, runs before an outcome is recorded, on the
+	// goroutine that records it (after the answer, unless the outcome is
+	// recorded before it).
+	BeforeOutcome func(method string)
+	// OutcomeWait, when set, runs when a call is about to wait for the
+	// outcome of an earlier attempt's identical call to be recorded.
+	OutcomeWait func(method string)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -143,6 +161,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxAttempts = DefaultMaxAttempts
 	case c.MaxAttempts < 1:
 		return c, fmt.Errorf("%w: Config.MaxAttempts %d is below 1", ErrInvalidConfig, c.MaxAttempts)
+	}
+	if c.MaxPendingOutcomes == 0 {
+		c.MaxPendingOutcomes = DefaultMaxPendingOutcomes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

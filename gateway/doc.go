@@ -61,6 +61,21 @@
 // between them) and an unknown outcome are answered unknown and never sent
 // again. A not-dispatched outcome frees the call: a later attempt sends it.
 //
+// Only the intent must be durable before the send; the app gets Telegram's
+// answer as soon as it arrives, and the outcome is journaled meanwhile
+// (with a store that is an [intake.DeferredOutcomeStore], such as
+// sqlitestore, it rides in the commit of the next intent rather than
+// costing one of its own). If the relay dies before it commits, the entry
+// stays an intent without outcome: answered unknown, never sent again, as
+// a crash between the send and the outcome always was. A later attempt's
+// identical call that arrives while that outcome is still being written
+// waits for it, and is replayed. Config.MaxPendingOutcomes bounds the
+// outcomes in flight (beyond it, an outcome is journaled before the
+// answer; a negative value journals every one before it), and
+// [Gateway.Shutdown] waits for them; call it before closing the store.
+// Not-dispatched outcomes and webhook replies ([Gateway.Reply]) are always
+// journaled before the answer.
+//
 // Occurrences are counted in memory per attempt (Config.MaxAttempts
 // attempts at most, least recently used forgotten): a handler that sends
 // the same text twice makes two messages, and its retry's two identical

@@ -58,8 +58,10 @@ type Gateway struct {
 	cfg     Config
 	journal intake.JournalStore // nil when the store has no journal
 	occ     *occurrences
-	retry   backoff.Capped
-	red     botapi.Redactor // the token, in every form, and anything shaped like one
+	// outcomes tracks the outcome writes that follow their answers.
+	outcomes *outcomeWrites
+	retry    backoff.Capped
+	red      botapi.Redactor // the token, in every form, and anything shaped like one
 }
 
 // New returns a Gateway for cfg, or an error naming the invalid field.
@@ -68,7 +70,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: c, occ: newOccurrences(c.MaxAttempts),
+	g := &Gateway{cfg: c, occ: newOccurrences(c.MaxAttempts), outcomes: newOutcomeWrites(max(c.MaxPendingOutcomes, 0)),
 		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}}
 	g.journal, _ = c.Store.(intake.JournalStore)
 	g.red.Add(c.Token)
@@ -90,6 +92,9 @@ type call struct {
 	contentLength int64 // -1 when unknown
 	// streamAnswer passes a large answer (a file) through unbuffered.
 	streamAnswer bool
+	// durableOutcome records the outcome before the call is answered (a
+	// webhook reply, whose update settles on its answer).
+	durableOutcome bool
 }
 
 // answer is what the app gets.
@@ -157,6 +162,15 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	hash := canonicalHash(c.contentType, c.query, c.prefix, c.complete)
 	n := g.occ.take(*id, c.method, hash)
 	cl := intake.Call{Method: c.method, ParamsHash: hash, Occurrence: n}
+	key := outcomeKey{id.UpdateID, cl}
+	// An earlier attempt's identical call may have been answered a moment
+	// ago, its outcome still on its way to the store: wait for it, so the
+	// entry reads as what happened rather than pending.
+	var onWait func()
+	if h := g.cfg.Test.OutcomeWait; h != nil {
+		onWait = func() { h(c.method) }
+	}
+	g.outcomes.wait(ctx, key, onWait)
 	entry, intent, err := g.journal.RecordIntent(ctx, *id, cl, now)
 	switch {
 	case err != nil:
@@ -186,20 +200,60 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	default: // answered or throttled: an answer the app saw, replayed as is
 		res = intake.CallResult{Outcome: intake.CallAnswered, Status: a.status, Body: a.body}
 	}
+	// A not-dispatched outcome is written before the answer: it frees the
+	// occurrence number for the app's next identical call (see
+	// occurrences). The others may follow the answer (see outcomes.go).
+	if res.Outcome != intake.CallNotDispatched && !c.durableOutcome {
+		if done, ok := g.outcomes.start(key); ok {
+			idv, method, outcome := *id, c.method, a.outcome
+			go func() {
+				defer done()
+				g.recordOutcome(ctx, idv, method, cl, res, outcome, true)
+			}()
+			return a
+		}
+	}
+	ok := g.recordOutcome(ctx, *id, c.method, cl, res, a.outcome, false)
+	if res.Outcome == intake.CallNotDispatched && ok {
+		g.occ.giveBack(*id, c.method, hash, n)
+	}
+	return a
+}
+
+// recordOutcome journals res as the outcome of call, within outcomeBound
+// even after the app stopped waiting, and reports whether it applied. An
+// outcome written after the answer (later) may wait for the store's next
+// write to share its commit, when the store can ([intake.DeferredOutcomeStore]).
+func (g *Gateway) recordOutcome(ctx context.Context, id intake.Identity, method string, call intake.Call, res intake.CallResult, outcome Outcome, later bool) bool {
+	if h := g.cfg.Test.BeforeOutcome; h != nil {
+		h(method)
+	}
+	record := g.journal.RecordOutcome
+	if d, ok := g.journal.(intake.DeferredOutcomeStore); ok && later {
+		record = d.RecordOutcomeDeferred
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeBound)
-	ok, err := g.journal.RecordOutcome(rctx, *id, cl, res, g.cfg.Test.Now())
+	ok, err := record(rctx, id, call, res, g.cfg.Test.Now())
 	cancel()
 	if err != nil || !ok {
 		// The entry stays pending, which a later attempt reads as unknown:
 		// safe, never a second send.
 		g.cfg.Logger.Warn("gateway: outcome not journaled; the call counts as unknown for later attempts",
-			"update_id", id.UpdateID, "attempt", id.Attempt, "method", c.method, "outcome", string(a.outcome),
+			"update_id", id.UpdateID, "attempt", id.Attempt, "method", method, "outcome", string(outcome),
 			"applied", ok, "error", errString(err, g.redact))
 	}
-	if res.Outcome == intake.CallNotDispatched && ok {
-		g.occ.giveBack(*id, c.method, hash, n)
-	}
-	return a
+	return ok
+}
+
+// Shutdown waits until the outcomes still being journaled after their
+// calls were answered are recorded, or until ctx ends (then the error
+// wraps [ErrOutcomesPending] and ctx's error; the writes go on, each within
+// its bound). From its call on, every outcome is recorded before its call
+// is answered, so the gateway stays usable: calls still running, such as a
+// draining handler's, keep their guarantees. Call it before closing the
+// store. Safe to call more than once.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	return g.outcomes.shutdown(ctx)
 }
 
 func errString(err error, redact func(string) string) string {

@@ -12,7 +12,8 @@ import (
 // call with that identity. params is the call's JSON object without
 // "method". It reports the status the call was answered with, its outcome
 // (the [Outcome] values; "answered" for Telegram's own answer) and whether
-// it was replayed. It implements forward.Replier.
+// it was replayed. Its outcome is journaled before it returns, since the
+// update settles on its answer. It implements forward.Replier.
 func (g *Gateway) Reply(ctx context.Context, id intake.Identity, method string, params []byte) (status int, outcome string, replayed bool) {
 	start := g.cfg.Test.Now()
 	var a answer
@@ -22,7 +23,8 @@ func (g *Gateway) Reply(ctx context.Context, id intake.Identity, method string, 
 		a = telegramError(http.StatusConflict, OutcomeRefused, "Conflict: tgrelay receives this bot's updates", 0)
 	} else {
 		c := &call{method: method, httpMethod: http.MethodPost, upstream: g.cfg.APIRoot + "/bot" + g.cfg.Token + "/" + method,
-			contentType: "application/json", prefix: params, complete: true, contentLength: int64(len(params))}
+			contentType: "application/json", prefix: params, complete: true, contentLength: int64(len(params)),
+			durableOutcome: true}
 		a = g.handle(ctx, &id, c)
 	}
 	if a.stream != nil {

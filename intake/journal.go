@@ -201,3 +201,21 @@ func CheckCallResult(call Call, res CallResult) error {
 	}
 	return nil
 }
+
+// DeferredOutcomeStore is an optional capability of a [JournalStore] whose
+// writes share durable commits: an outcome may wait, briefly, to commit
+// together with the store's next write (typically another call's intent)
+// instead of costing a commit of its own, which would delay the intents
+// queued behind it. The gateway uses it for the outcomes it records after
+// answering the app; without it, it calls RecordOutcome.
+type DeferredOutcomeStore interface {
+	JournalStore
+
+	// RecordOutcomeDeferred records an outcome exactly as
+	// [JournalStore.RecordOutcome] does, with the same result and as
+	// durable when it returns, but it may hold the write back for a short
+	// bound the store documents, to share the commit of a later write. It
+	// returns ctx's error if ctx ends first; the outcome may then still be
+	// recorded.
+	RecordOutcomeDeferred(ctx context.Context, id Identity, call Call, res CallResult, at time.Time) (bool, error)
+}

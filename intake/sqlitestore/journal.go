@@ -17,7 +17,11 @@ import (
 // transactions of writes.go, so an intent costs no fsync of its own under
 // load; a trigger deletes an update's entries with its row.
 
-var _ intake.JournalStore = (*Store)(nil)
+var _ intake.DeferredOutcomeStore = (*Store)(nil)
+
+// DeferredOutcomeWait bounds how long [Store.RecordOutcomeDeferred] holds an
+// outcome back for the next intent to carry it into its commit.
+const DeferredOutcomeWait = 5 * time.Millisecond
 
 // journalSQL is the journal's statements for one table.
 type journalSQL struct {
@@ -38,8 +42,17 @@ func (s *Store) journalSQL() *journalSQL {
 			WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4`),
 		find: r.Replace(`SELECT {{columns}} FROM "{{table}}_journal"
 			WHERE update_id = ?1 AND method = ?2 AND params_hash = ?3 AND occurrence = ?4`),
-		upsert: r.Replace(`INSERT OR REPLACE INTO "{{table}}_journal" ({{columns}})
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, x'', ?7, NULL)`),
+		// The common case in one statement: the lease check and the new
+		// entry (or the replacement of a not-dispatched one). It changes
+		// no row when the lease is not live or the call is journaled;
+		// owns and find then tell which.
+		upsert: r.Replace(`INSERT INTO "{{table}}_journal" ({{columns}})
+			SELECT ?1, ?5, ?6, ?7, ?2, ?3, 'pending', 0, x'', ?4, NULL FROM "{{table}}"
+			WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4
+			ON CONFLICT (update_id, method, params_hash, occurrence) DO UPDATE SET
+			    attempt = excluded.attempt, claim_id = excluded.claim_id, outcome = 'pending', status = 0,
+			    body = x'', intended_at = excluded.intended_at, decided_at = NULL
+			WHERE outcome = 'not_dispatched'`),
 		outcome: r.Replace(`UPDATE "{{table}}_journal" SET outcome = ?7, status = ?8, body = ?9, decided_at = ?10
 			WHERE update_id = ?1 AND method = ?2 AND params_hash = ?3 AND occurrence = ?4
 			  AND attempt = ?5 AND claim_id = ?6 AND outcome = 'pending'`),
@@ -48,6 +61,124 @@ func (s *Store) journalSQL() *journalSQL {
 	}
 	actual, _ := journalSQLCache.LoadOrStore(s.table, q)
 	return actual.(*journalSQL)
+}
+
+// journalState holds the journal's write statements, prepared on the
+// writer on first use (parsing them again for every call cost more than
+// running them) and closed with the store, and the deferred outcomes
+// waiting for a commit to share.
+type journalState struct {
+	mu                          sync.Mutex
+	owns, find, upsert, outcome *sql.Stmt
+	deferred                    []*deferredOutcome
+	flush                       *time.Timer // writes deferred on its own when no intent came
+}
+
+// deferredOutcome is one outcome of [Store.RecordOutcomeDeferred] on its
+// way to a commit.
+type deferredOutcome struct {
+	id   intake.Identity
+	call intake.Call
+	res  intake.CallResult
+	at   int64
+	// n and err are the write's result, valid once done is closed.
+	n    int64
+	err  error
+	done chan struct{}
+}
+
+// journalStmts returns the prepared write statements, preparing them if
+// needed.
+func (s *Store) journalStmts(ctx context.Context) (*journalState, error) {
+	j := &s.journal
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.outcome != nil {
+		return j, nil
+	}
+	q := s.journalSQL()
+	var sts [4]*sql.Stmt
+	for i, text := range []string{q.owns, q.find, q.upsert, q.outcome} {
+		st, err := s.w.PrepareContext(ctx, text)
+		if err != nil {
+			for _, p := range sts[:i] {
+				p.Close()
+			}
+			return nil, err
+		}
+		sts[i] = st
+	}
+	j.owns, j.find, j.upsert, j.outcome = sts[0], sts[1], sts[2], sts[3]
+	return j, nil
+}
+
+// close closes the prepared statements, if any.
+func (j *journalState) close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var errs []error
+	for _, st := range []*sql.Stmt{j.owns, j.find, j.upsert, j.outcome} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	j.owns, j.find, j.upsert, j.outcome = nil, nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// takeDeferred removes and returns the outcomes waiting for a commit.
+func (j *journalState) takeDeferred() []*deferredOutcome {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	ds := j.deferred
+	j.deferred = nil
+	if j.flush != nil {
+		j.flush.Stop()
+		j.flush = nil
+	}
+	return ds
+}
+
+// writeDeferred runs the outcome updates of ds in tx. An error fails the
+// whole write (the outcomes are then written on their own).
+func (j *journalState) writeDeferred(ctx context.Context, tx *sql.Tx, ds []*deferredOutcome) error {
+	for _, d := range ds {
+		r, err := tx.StmtContext(ctx, j.outcome).ExecContext(ctx, d.id.UpdateID, d.call.Method, d.call.ParamsHash, d.call.Occurrence,
+			d.id.Attempt, d.id.ClaimID, string(d.res.Outcome), d.res.Status, d.res.Body, d.at)
+		if err != nil {
+			return err
+		}
+		if d.n, err = r.RowsAffected(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishDeferred tells the callers of ds the result of the write that
+// committed them, err.
+func finishDeferred(ds []*deferredOutcome, err error) {
+	for _, d := range ds {
+		if err != nil {
+			d.n, d.err = 0, err
+		}
+		close(d.done)
+	}
+}
+
+// writeDeferredAlone commits ds in a write of their own.
+func (s *Store) writeDeferredAlone(ds []*deferredOutcome) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeBound)
+	defer cancel()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.journal.writeDeferred(ctx, tx, ds) })
+}
+
+// flushDeferred writes the deferred outcomes that no intent carried within
+// DeferredOutcomeWait (or at Close).
+func (s *Store) flushDeferred() {
+	if ds := s.journal.takeDeferred(); len(ds) > 0 {
+		finishDeferred(ds, s.writeDeferredAlone(ds))
+	}
 }
 
 type rowScanner interface{ Scan(dest ...any) error }
@@ -75,45 +206,69 @@ func scanEntry(r rowScanner) (intake.JournalEntry, error) {
 }
 
 // RecordIntent implements [intake.JournalStore.RecordIntent]: the lease
-// check, the lookup and the insert run in one write transaction.
+// check and the insert are one statement, followed, when it wrote nothing,
+// by the lookups that tell a stale identity from a journaled call, in the
+// same write transaction.
 func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intake.Call, at time.Time) (intake.JournalEntry, intake.Intent, error) {
 	if err := intake.CheckCall(call); err != nil {
 		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("sqlitestore: record intent %d: %w", id.UpdateID, err)
 	}
-	q := s.journalSQL()
+	q, err := s.journalStmts(ctx)
+	if err != nil {
+		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("sqlitestore: record intent %d: %w", id.UpdateID, err)
+	}
 	var (
 		entry  intake.JournalEntry
 		intent intake.Intent
 	)
+	// The outcomes waiting for a commit go first, in the same write: a
+	// lookup below then sees them, and they cost no commit of their own.
+	carried := q.takeDeferred()
 	op := func(ctx context.Context, tx *sql.Tx) error {
 		entry, intent = intake.JournalEntry{}, intake.IntentStale
-		var n int
-		if err := tx.QueryRowContext(ctx, q.owns, id.UpdateID, id.Attempt, id.ClaimID, ms(at)).Scan(&n); err != nil {
+		if err := q.writeDeferred(ctx, tx, carried); err != nil {
 			return err
 		}
-		if n == 0 {
+		res, err := tx.StmtContext(ctx, q.upsert).ExecContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at),
+			call.Method, call.ParamsHash, call.Occurrence)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n > 0 {
+			entry = intake.JournalEntry{
+				UpdateID: id.UpdateID, Call: call, Attempt: id.Attempt, ClaimID: id.ClaimID,
+				Outcome: intake.CallPending, Body: []byte{}, IntendedAt: fromMS(ms(at)),
+			}
+			intent = intake.IntentRecorded
 			return nil
 		}
-		e, err := scanEntry(tx.QueryRowContext(ctx, q.find, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence))
-		switch {
-		case err == nil && e.Outcome != intake.CallNotDispatched:
-			entry, intent = e, intake.IntentJournaled
+		// Nothing written: the lease is not live, or the call is journaled.
+		var owned int
+		if err := tx.StmtContext(ctx, q.owns).QueryRowContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at)).Scan(&owned); err != nil {
+			return err
+		}
+		if owned == 0 {
 			return nil
-		case err != nil && !errors.Is(err, sql.ErrNoRows):
-			return err
 		}
-		if _, err := tx.ExecContext(ctx, q.upsert, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence,
-			id.Attempt, id.ClaimID, ms(at)); err != nil {
-			return err
+		e, err := scanEntry(tx.StmtContext(ctx, q.find).QueryRowContext(ctx, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence))
+		if err != nil {
+			return fmt.Errorf("the journal entry that kept the intent from being written: %w", err)
 		}
-		entry = intake.JournalEntry{
-			UpdateID: id.UpdateID, Call: call, Attempt: id.Attempt, ClaimID: id.ClaimID,
-			Outcome: intake.CallPending, Body: []byte{}, IntendedAt: fromMS(ms(at)),
-		}
-		intent = intake.IntentRecorded
+		entry, intent = e, intake.IntentJournaled
 		return nil
 	}
-	if err := s.write(ctx, op); err != nil {
+	err = s.write(ctx, op)
+	if len(carried) > 0 {
+		if err != nil {
+			// The outcomes did not commit with the intent: they go alone.
+			finishDeferred(carried, s.writeDeferredAlone(carried))
+		} else {
+			finishDeferred(carried, nil)
+		}
+	}
+	if err != nil {
 		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("sqlitestore: record intent %d: %w", id.UpdateID, err)
 	}
 	return entry, intent, nil
@@ -128,9 +283,13 @@ func (s *Store) RecordOutcome(ctx context.Context, id intake.Identity, call inta
 	if body == nil {
 		body = []byte{}
 	}
+	q, err := s.journalStmts(ctx)
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
+	}
 	var n int64
 	op := func(ctx context.Context, tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, s.journalSQL().outcome, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence,
+		r, err := tx.StmtContext(ctx, q.outcome).ExecContext(ctx, id.UpdateID, call.Method, call.ParamsHash, call.Occurrence,
 			id.Attempt, id.ClaimID, string(res.Outcome), res.Status, body, ms(at))
 		if err != nil {
 			return err
@@ -142,6 +301,38 @@ func (s *Store) RecordOutcome(ctx context.Context, id intake.Identity, call inta
 		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
 	}
 	return n > 0, nil
+}
+
+// RecordOutcomeDeferred implements
+// [intake.DeferredOutcomeStore.RecordOutcomeDeferred]: the outcome waits up
+// to [DeferredOutcomeWait] for the next RecordIntent, which writes it in
+// its own transaction before the intent; if none comes, or that write
+// fails, it is written on its own. It returns once its write committed.
+func (s *Store) RecordOutcomeDeferred(ctx context.Context, id intake.Identity, call intake.Call, res intake.CallResult, at time.Time) (bool, error) {
+	if err := intake.CheckCallResult(call, res); err != nil {
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
+	}
+	j, err := s.journalStmts(ctx)
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
+	}
+	res.Body = append([]byte{}, res.Body...) // the store copies it
+	d := &deferredOutcome{id: id, call: call, res: res, at: ms(at), done: make(chan struct{})}
+	j.mu.Lock()
+	j.deferred = append(j.deferred, d)
+	if j.flush == nil {
+		j.flush = time.AfterFunc(DeferredOutcomeWait, s.flushDeferred)
+	}
+	j.mu.Unlock()
+	select {
+	case <-d.done:
+	case <-ctx.Done():
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, ctx.Err())
+	}
+	if d.err != nil {
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, d.err)
+	}
+	return d.n > 0, nil
 }
 
 // Journal implements [intake.JournalStore.Journal].

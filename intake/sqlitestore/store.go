@@ -133,6 +133,9 @@ type Store struct {
 
 	q    queries
 	adds addStmts
+	// journal holds the journal's prepared statements and deferred
+	// outcomes (journal.go).
+	journal journalState
 	// writes groups concurrent single-statement writes into shared
 	// transactions (see writes.go).
 	writes groupcommit.Group[writeOp, error]
@@ -359,8 +362,9 @@ func (s *Store) DB() *sql.DB { return s.w }
 // return the first result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.flushDeferred() // outcomes waiting for an intent to carry them
 		s.file.close()
-		s.closeErr = errors.Join(s.adds.close(), s.q.close())
+		s.closeErr = errors.Join(s.adds.close(), s.q.close(), s.journal.close())
 		if s.owned {
 			s.closeErr = errors.Join(s.closeErr, s.r.Close(), s.w.Close())
 		}

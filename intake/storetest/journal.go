@@ -22,6 +22,7 @@ func journalCases() []testCase {
 		{name: "PrunedWithUpdate", rule: "pruning an update forgets its journal", needs: capJournal, run: journalPruned},
 		{name: "InvalidCalls", rule: "calls outside the contract are errors", needs: capJournal, run: journalInvalid},
 		{name: "ConcurrentIntents", rule: "of concurrent identical intents exactly one is recorded", needs: capJournal, run: journalRace},
+		{name: "DeferredOutcomes", rule: "a deferred outcome is recorded as RecordOutcome records it, with or without an intent to share its commit", needs: capJournal, run: journalDeferred},
 		{name: "RequeueKeepsJournal", rule: "a requeued update keeps its journal", needs: capJournal | capAdmin, run: journalRequeue},
 	}
 }
@@ -371,5 +372,71 @@ func journalRequeue(c *checker) {
 	again := c.mustClaimOwned(1, claimOpts(5, 100, 1), 1)
 	if e := c.mustIntent(again, cl, 6, intake.IntentJournaled); e.Outcome != intake.CallAnswered {
 		c.errorf("the requeued update's call was journaled as %s; want answered", e.Outcome)
+	}
+}
+
+// journalDeferred: for an [intake.DeferredOutcomeStore], outcomes recorded
+// with RecordOutcomeDeferred, alone or while intents are recorded, are
+// applied exactly as RecordOutcome applies them and durable on return.
+func journalDeferred(c *checker) {
+	d, ok := c.journal.(intake.DeferredOutcomeStore)
+	if !ok {
+		return // the capability is optional
+	}
+	c.mustAdd(1, 0)
+	id := c.mustClaimOwned(1, claimOpts(0, 100_000, 3), 1)
+	var calls []intake.Call
+	for n := 1; n <= racers; n++ {
+		cl := call("sendMessage", n)
+		c.mustIntent(id, cl, 1, intake.IntentRecorded)
+		calls = append(calls, cl)
+	}
+	alone := call("sendPhoto", 1)
+	c.mustIntent(id, alone, 1, intake.IntentRecorded)
+	deferred := func(cl intake.Call, res intake.CallResult, who intake.Identity) bool {
+		ok, err := d.RecordOutcomeDeferred(c.ctx, who, cl, res, at(2))
+		c.failed(fmt.Sprintf("RecordOutcomeDeferred(%s, %s #%d)", fmtID(who), cl.Method, cl.Occurrence), err)
+		return ok
+	}
+	// Alone: nothing else is written meanwhile.
+	if !deferred(alone, answered(`{"ok":true,"alone":1}`), id) {
+		c.errorf("RecordOutcomeDeferred of a pending entry with no other write reported false")
+	}
+	// Alongside intents of other calls.
+	var wg sync.WaitGroup
+	for i, cl := range calls {
+		wg.Go(func() {
+			defer c.recoverPanic()
+			if !deferred(cl, answered(fmt.Sprintf(`{"ok":true,"n":%d}`, i)), id) {
+				c.errorf("RecordOutcomeDeferred(%s #%d) beside intents reported false", cl.Method, cl.Occurrence)
+			}
+		})
+		wg.Go(func() {
+			defer c.recoverPanic()
+			c.mustIntent(id, call("sendVideo", i+1), 3, intake.IntentRecorded)
+		})
+	}
+	wg.Wait()
+	if deferred(calls[0], answered(`{}`), id) {
+		c.errorf("a second deferred outcome of an entry was applied")
+	}
+	if deferred(alone, answered(`{}`), wrongClaim(id)) {
+		c.errorf("a deferred outcome with a wrong claim id was applied")
+	}
+	got := map[string]intake.JournalEntry{}
+	for _, e := range c.entries(1) {
+		got[fmt.Sprintf("%s#%d", e.Method, e.Occurrence)] = e
+	}
+	if e := got["sendPhoto#1"]; e.Outcome != intake.CallAnswered || string(e.Body) != `{"ok":true,"alone":1}` || e.Status != 200 {
+		c.errorf("the outcome deferred alone reads %s %d %q", e.Outcome, e.Status, e.Body)
+	}
+	for i, cl := range calls {
+		want := fmt.Sprintf(`{"ok":true,"n":%d}`, i)
+		if e := got[fmt.Sprintf("%s#%d", cl.Method, cl.Occurrence)]; e.Outcome != intake.CallAnswered || string(e.Body) != want || !e.DecidedAt.Equal(at(2)) {
+			c.errorf("the outcome deferred beside intents (%s #%d) reads %s %q decided %v; want answered %s at 2ms", cl.Method, cl.Occurrence, e.Outcome, e.Body, e.DecidedAt, want)
+		}
+		if e := got[fmt.Sprintf("sendVideo#%d", i+1)]; e.Outcome != intake.CallPending {
+			c.errorf("an intent recorded beside deferred outcomes reads %s; want pending", e.Outcome)
+		}
 	}
 }

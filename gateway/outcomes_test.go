@@ -1,0 +1,266 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/transport"
+)
+
+// gate blocks outcome writes until released: the first n writes (n < 0:
+// all) wait in BeforeOutcome; entered receives once per blocked write.
+type gate struct {
+	n       int64
+	seen    atomic.Int64
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate(t *testing.T, n int64) *gate {
+	g := &gate{n: n, entered: make(chan struct{}, 100), release: make(chan struct{})}
+	t.Cleanup(g.open) // never leave a write blocked behind the test
+	return g
+}
+
+func (g *gate) hook(string) {
+	if g.n >= 0 && g.seen.Add(1) > g.n {
+		return
+	}
+	g.entered <- struct{}{}
+	<-g.release
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+// outcomes lists the journaled outcomes of the update's calls.
+func (f *fixture) outcomes(t *testing.T, updateID int64) []intake.CallOutcome {
+	t.Helper()
+	es, err := f.store.Journal(t.Context(), updateID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []intake.CallOutcome
+	for _, e := range es {
+		out = append(out, e.Outcome)
+	}
+	return out
+}
+
+// TestOutcomeAfterAnswer: the app gets Telegram's answer while the outcome
+// is still being journaled (the entry is pending meanwhile); once written,
+// a later attempt's identical call is replayed.
+func TestOutcomeAfterAnswer(t *testing.T) {
+	g := newGate(t, -1)
+	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.Test.BeforeOutcome = g.hook }})
+	id := f.claim(t, 1)
+	r := f.send(t, &id, "hi")
+	if r.status != 200 {
+		t.Fatalf("send = %d %s", r.status, r.body)
+	}
+	<-g.entered
+	if got := f.outcomes(t, 1); len(got) != 1 || got[0] != intake.CallPending {
+		t.Fatalf("journal while the outcome is held back = %v; want one pending entry", got)
+	}
+	g.open()
+	if err := f.gw.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.outcomes(t, 1); len(got) != 1 || got[0] != intake.CallAnswered {
+		t.Fatalf("journal after Shutdown = %v; want one answered entry", got)
+	}
+}
+
+// TestLaterAttemptWaitsForOutcome: a later attempt's identical call that
+// arrives while the earlier attempt's outcome is being written waits for
+// it and is replayed with the recorded answer, not answered unknown from
+// the pending intent.
+func TestLaterAttemptWaitsForOutcome(t *testing.T) {
+	g := newGate(t, 1)
+	waiting := make(chan struct{}, 1)
+	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) {
+		c.Test.BeforeOutcome = g.hook
+		c.Test.OutcomeWait = func(string) { waiting <- struct{}{} }
+	}})
+	first := f.claim(t, 2)
+	a1 := f.send(t, &first, "reply")
+	if a1.status != 200 {
+		t.Fatalf("attempt 1 = %d %s", a1.status, a1.body)
+	}
+	<-g.entered // attempt 1's outcome is held back
+	f.fail(t, first)
+	second := f.reclaim(t, 2)
+	got := make(chan reply, 1)
+	go func() { got <- f.send(t, &second, "reply") }()
+	select {
+	case <-waiting: // attempt 2's call waits for the outcome
+	case r := <-got:
+		t.Fatalf("attempt 2's identical call was answered (%d %s) without waiting for attempt 1's outcome", r.status, r.body)
+	}
+	g.open()
+	r := <-got
+	if r.status != 200 || r.header.Get(gateway.HeaderReplayed) != "true" || !bytes.Equal(r.body, a1.body) {
+		t.Errorf("attempt 2's identical call = %d %s (replayed %q, outcome %q); want attempt 1's answer replayed",
+			r.status, r.body, r.header.Get(gateway.HeaderReplayed), r.header.Get(gateway.HeaderOutcome))
+	}
+	if n := f.ledger("reply"); n != 1 {
+		t.Errorf("the chat got %d messages; want 1", n)
+	}
+}
+
+// TestOutcomeBound: with MaxPendingOutcomes writes in flight, the next
+// call's outcome is journaled before its answer.
+func TestOutcomeBound(t *testing.T) {
+	g := newGate(t, 1)
+	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) {
+		c.Test.BeforeOutcome = g.hook
+		c.MaxPendingOutcomes = 1
+	}})
+	id := f.claim(t, 3)
+	if r := f.send(t, &id, "one"); r.status != 200 {
+		t.Fatalf("send one = %d", r.status)
+	}
+	<-g.entered // the bound is taken
+	if r := f.send(t, &id, "two"); r.status != 200 {
+		t.Fatalf("send two = %d", r.status)
+	}
+	got := f.outcomes(t, 3)
+	var pending, answered int
+	for _, o := range got {
+		switch o {
+		case intake.CallPending:
+			pending++
+		case intake.CallAnswered:
+			answered++
+		}
+	}
+	if pending != 1 || answered != 1 {
+		t.Errorf("journal at the bound = %v; want the first pending (held back) and the second answered before its answer", got)
+	}
+}
+
+// TestSyncOutcomes: a negative MaxPendingOutcomes journals every outcome
+// before the answer.
+func TestSyncOutcomes(t *testing.T) {
+	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.MaxPendingOutcomes = -1 }})
+	id := f.claim(t, 4)
+	for _, text := range []string{"a", "b", "c"} {
+		if r := f.send(t, &id, text); r.status != 200 {
+			t.Fatalf("send %s = %d", text, r.status)
+		}
+		for _, o := range f.outcomes(t, 4) {
+			if o != intake.CallAnswered {
+				t.Fatalf("journal right after the answer = %v; want every entry answered", f.outcomes(t, 4))
+			}
+		}
+	}
+}
+
+// TestShutdownWaitsForOutcomes: Shutdown returns only once the outcomes in
+// flight are journaled (or reports that they are not, when its context
+// ends first); after it, outcomes are journaled before the answer.
+func TestShutdownWaitsForOutcomes(t *testing.T) {
+	g := newGate(t, 1)
+	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.Test.BeforeOutcome = g.hook }})
+	id := f.claim(t, 5)
+	if r := f.send(t, &id, "one"); r.status != 200 {
+		t.Fatalf("send = %d", r.status)
+	}
+	<-g.entered
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := f.gw.Shutdown(ended); !errors.Is(err, gateway.ErrOutcomesPending) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown with an ended context while a write is held = %v; want ErrOutcomesPending and context.Canceled", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.gw.Shutdown(t.Context()) }()
+	g.open()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := f.outcomes(t, 5); len(got) != 1 || got[0] != intake.CallAnswered {
+		t.Fatalf("journal after Shutdown = %v; want the outcome written", got)
+	}
+	// After Shutdown the gateway still serves, journaling before answering.
+	if r := f.send(t, &id, "two"); r.status != 200 {
+		t.Fatalf("send after Shutdown = %d", r.status)
+	}
+	for _, o := range f.outcomes(t, 5) {
+		if o != intake.CallAnswered {
+			t.Errorf("journal right after a call answered after Shutdown = %v; want all answered", f.outcomes(t, 5))
+		}
+	}
+}
+
+// TestStopBeforeOutcomeCommit: the app got Telegram's answer, and the
+// gateway stops for good before the outcome commits (a process killed
+// there). Another gateway on the same SQLite file serves the update's next
+// attempt: its identical call is answered unknown and not sent again.
+func TestStopBeforeOutcomeCommit(t *testing.T) {
+	tg := telegramtest.NewServer(telegramtest.Config{})
+	t.Cleanup(tg.Close)
+	chat, _ := tg.NewPrivateChat(tg.NewUser("Ann"))
+	path := filepath.Join(t.TempDir(), "gw.db")
+	open := func() *sqlitestore.Store {
+		st, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{Synchronous: "FULL"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	newGateway := func(st *sqlitestore.Store, hook func(string)) *httptest.Server {
+		tr, err := transport.New(transport.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw, err := gateway.New(gateway.Config{Token: tg.Token, APIRoot: tg.URL, Transport: tr, Store: st,
+			Test: gateway.TestHooks{BeforeOutcome: hook}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(gw)
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	g := newGate(t, -1)
+	first := open()
+	now := time.Now()
+	first.Add(t.Context(), intake.Incoming{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: now})
+	id, ok, err := first.ClaimOwned(t.Context(), 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(200 * time.Millisecond), MaxAttempts: 3})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	f := &fixture{tg: tg, chat: chat, srv: newGateway(first, g.hook)}
+	if r := f.send(t, &id, "once"); r.status != 200 {
+		t.Fatalf("attempt 1 = %d %s", r.status, r.body)
+	}
+	<-g.entered // answered; the outcome never commits: the process "dies" here
+
+	second := open()
+	later := time.Now().Add(time.Second) // after the first lease
+	next, ok, err := second.ClaimOwned(t.Context(), 1, intake.ClaimOpts{Now: later, LeaseUntil: later.Add(time.Hour), MaxAttempts: 3})
+	if err != nil || !ok || next.Attempt != 2 {
+		t.Fatalf("reclaim: %+v %v %v", next, ok, err)
+	}
+	f.srv = newGateway(second, nil)
+	r := f.send(t, &next, "once")
+	if r.status != gateway.StatusUnknown || r.header.Get(gateway.HeaderOutcome) != "unknown" || r.header.Get(gateway.HeaderReplayed) != "true" {
+		t.Errorf("the next attempt's identical call = %d %s (outcome %q, replayed %q); want unknown, replayed",
+			r.status, r.body, r.header.Get(gateway.HeaderOutcome), r.header.Get(gateway.HeaderReplayed))
+	}
+	if n := f.ledger("once"); n != 1 {
+		t.Errorf("the chat got %d messages; want exactly the first", n)
+	}
+}
