@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Heartbeats (intake.ProcessStore) live in the table <table>_processes.
+// Heartbeats (intake.ProcessStore) live in the table <table>_procs.
 // Several processes may share one database file, and SQLite's write lock
 // says nothing about whether the process that last held a row is alive, so
 // the store keeps heartbeats like a shared database does. Every write goes

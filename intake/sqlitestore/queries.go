@@ -20,7 +20,7 @@ const claimableSQL = `(state = 'pending' OR (state = 'failed' AND due_at <= ?2) 
 // heartbeat of the owner lasts through ?2 (it lapsed, left, was reaped or
 // never registered). Claiming such a row counts a crash.
 const lapsedSQL = `(state = 'processing' AND owner IS NOT NULL AND NOT EXISTS (
-    SELECT 1 FROM "{{table}}_processes" AS p WHERE p.process_id = "{{table}}".owner AND p.until_ms >= ?2))`
+    SELECT 1 FROM "{{table}}_procs" AS p WHERE p.process_id = "{{table}}".owner AND p.until_ms >= ?2))`
 
 // crashSQL is 1 when the claim counts a crash, else 0.
 const crashSQL = `(CASE WHEN ` + lapsedSQL + ` THEN 1 ELSE 0 END)`
@@ -119,15 +119,15 @@ WHERE update_id = ?1 AND state = 'abandoned' AND settled_at IS NULL AND attempts
 WHERE update_id = ?1 AND state IN ('failed', 'abandoned')`
 
 	// ?1 process id, ?2 heartbeat end.
-	registerSQL = `INSERT INTO "{{table}}_processes" (process_id, until_ms) VALUES (?1, ?2)
+	registerSQL = `INSERT INTO "{{table}}_procs" (process_id, until_ms) VALUES (?1, ?2)
 ON CONFLICT (process_id) DO NOTHING`
 	// ?1 process id, ?2 heartbeat end, ?3 now. Never shortens, never revives.
-	beatSQL = `UPDATE "{{table}}_processes" SET until_ms = max(until_ms, ?2)
+	beatSQL = `UPDATE "{{table}}_procs" SET until_ms = max(until_ms, ?2)
 WHERE process_id = ?1 AND until_ms >= ?3`
 	// ?1 process id.
-	leaveSQL = `DELETE FROM "{{table}}_processes" WHERE process_id = ?1`
+	leaveSQL = `DELETE FROM "{{table}}_procs" WHERE process_id = ?1`
 	// ?1 now.
-	reapSQL = `DELETE FROM "{{table}}_processes" WHERE until_ms < ?1`
+	reapSQL = `DELETE FROM "{{table}}_procs" WHERE until_ms < ?1`
 
 	rowColumns = `update_id, state, attempts, claim_id, received_at, due_at, settled_at, error, body`
 

@@ -6,7 +6,7 @@
 -- intake's clock (Unix milliseconds).
 ALTER TABLE "{{table}}" ADD COLUMN owner TEXT;
 ALTER TABLE "{{table}}" ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE IF NOT EXISTS "{{table}}_processes" (
+CREATE TABLE IF NOT EXISTS "{{table}}_procs" (
     process_id TEXT    PRIMARY KEY,
     until_ms   INTEGER NOT NULL
 ) WITHOUT ROWID;
