@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS {{table}}_procs (
 CREATE OR REPLACE FUNCTION {{table}}_clock(local_ms bigint, bound_ms bigint)
 RETURNS boolean
 LANGUAGE plpgsql
-VOLATILE
+STABLE -- so the planner checks it once per statement, before any row
 AS $$
 DECLARE
     skew bigint := local_ms - (extract(epoch FROM statement_timestamp()) * 1000)::bigint;
