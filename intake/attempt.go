@@ -95,7 +95,11 @@ func (s unfenced) Owns(context.Context, Identity, time.Time) (bool, error) { ret
 func (r *Runner) attempt(rn *run, j job) outcome {
 	leaseFor := r.cfg.LeaseDuration
 	taken := now()
-	opts := ClaimOpts{Now: taken, LeaseUntil: taken.Add(leaseFor), MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil}
+	r.mu.Lock()
+	hb := rn.hb
+	r.mu.Unlock()
+	opts := ClaimOpts{Now: taken, LeaseUntil: taken.Add(leaseFor), MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil,
+		Owner: hb.claimAs(taken), MaxCrashes: r.crashes}
 	cctx, ccancel := context.WithTimeout(rn.ctx, leaseFor)
 	id, ok, err := r.store.ClaimOwned(cctx, j.id, opts)
 	ccancel()
@@ -116,6 +120,8 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 	l.mu.Lock()
 	l.timer = time.AfterFunc(opts.LeaseUntil.Sub(now()), func() { r.leaseDeadline(l) })
 	l.mu.Unlock()
+	hb.track(l, opts.Owner)
+	defer hb.untrack(l)
 	rctx, rcancel := context.WithCancel(rn.ctx)
 	rn.wg.Add(1)
 	go r.renewLoop(rn, rctx, l)

@@ -34,6 +34,15 @@ const (
 	// DefaultMaxBatch is how many concurrent [Runner.Accept] calls one group
 	// commit ([BatchStore.AddBatch]) records at most.
 	DefaultMaxBatch = 256
+	// DefaultHeartbeatTimeout is how long a process's heartbeat lasts
+	// without a renewal: a process dead this long loses its claims to the
+	// others.
+	DefaultHeartbeatTimeout = 10 * time.Second
+	// DefaultHeartbeatInterval is the period of heartbeat renewals.
+	DefaultHeartbeatInterval = 3 * time.Second
+	// DefaultMaxCrashes is the crash budget of one update: how many times
+	// its process may end while handling it before it is given up.
+	DefaultMaxCrashes = 10
 )
 
 // Limits of [Config]: a value outside them is refused by [New].
@@ -49,6 +58,9 @@ const (
 	MaxPageSize       = 10000
 	MaxMaxQueued      = 1 << 20
 	MaxMaxBatch       = 10000
+	MinHeartbeat      = time.Millisecond // the least HeartbeatInterval and HeartbeatTimeout
+	MaxHeartbeat      = time.Hour        // the most HeartbeatInterval and HeartbeatTimeout
+	MaxMaxCrashes     = 1000
 	MaxRetryDelay     = 24 * time.Hour // a longer delay from any policy is cut to this
 	defaultRetryBase  = 5 * time.Second
 	defaultRetryLimit = 15 * time.Minute
@@ -70,6 +82,10 @@ const (
 	// StepSweep: a background sweep failed (Due, DueExhaustions or Prune).
 	// Errors of [Runner.Sweep] and [Runner.Start] are returned instead.
 	StepSweep Step = "sweep"
+	// StepHeartbeat: a heartbeat renewal, registration, reap or leave of a
+	// [ProcessStore] failed. The registration of [Runner.Start] is returned
+	// instead.
+	StepHeartbeat Step = "heartbeat"
 )
 
 // Failure is one failed attempt, as reported to [Observer.FailureFunc].
@@ -222,6 +238,39 @@ type Config struct {
 	// [DefaultMaxBatch]. Unused when the store is not a BatchStore.
 	MaxBatch int
 
+	// HeartbeatTimeout is how long this process's heartbeat lasts in a
+	// [ProcessStore] without a renewal, [MinHeartbeat] to [MaxHeartbeat].
+	// When the process dies, the updates it was handling are taken over
+	// by other processes (or its successor) this long after its last
+	// renewal, instead of when their leases end. When the process cannot
+	// prove its heartbeat for this long (the store refused a renewal or
+	// none got through), it stops the attempts it claimed under it, as if
+	// their leases had ended, since others may take them over; it
+	// registers anew as soon as the store answers. Defaults to
+	// [DefaultHeartbeatTimeout].
+	HeartbeatTimeout time.Duration
+	// HeartbeatInterval is the period of heartbeat renewals, [MinHeartbeat]
+	// up to below HeartbeatTimeout. Defaults to [DefaultHeartbeatInterval],
+	// or a third of a shorter HeartbeatTimeout.
+	HeartbeatInterval time.Duration
+	// NoHeartbeat, with a [ProcessStore], runs without heartbeats: this
+	// process's claims carry no owner and are taken over only when their
+	// leases end, and a store outage shorter than a lease stops no
+	// attempt. Without a ProcessStore there are no heartbeats anyway.
+	NoHeartbeat bool
+	// MaxCrashes is the crash budget of one update, 1 to [MaxMaxCrashes],
+	// or -1 for none. An attempt whose process's heartbeat lapsed before
+	// it ended (the process was killed, crashed, or paused past its
+	// heartbeat) is a crash. Crashes count against MaxCrashes instead of
+	// MaxAttempts, so processes killed for reasons of their own (a deploy,
+	// an OOM kill of a neighbour) do not use up an update's attempts,
+	// while an update that itself kills its process every time (a poison
+	// update) is still given up after MaxCrashes crashes, with
+	// [CrashesSpentText]. -1 counts crashes against MaxAttempts like any
+	// attempt. Used only with a [ProcessStore] (see [ClaimOpts.MaxCrashes]).
+	// Defaults to [DefaultMaxCrashes].
+	MaxCrashes int
+
 	// Observer receives events. The zero value observes nothing.
 	Observer Observer
 	// Logger receives store errors and failed attempts, never bodies. Nil
@@ -285,6 +334,19 @@ func (c Config) fill() (Config, error) {
 	fillInt("PageSize", &c.PageSize, DefaultPageSize, 1, MaxPageSize)
 	fillInt("MaxQueued", &c.MaxQueued, DefaultMaxQueued, 1, MaxMaxQueued)
 	fillInt("MaxBatch", &c.MaxBatch, DefaultMaxBatch, 1, MaxMaxBatch)
+	fillDur("HeartbeatTimeout", &c.HeartbeatTimeout, DefaultHeartbeatTimeout, MinHeartbeat, MaxHeartbeat)
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = min(DefaultHeartbeatInterval, max(c.HeartbeatTimeout/3, MinHeartbeat))
+	}
+	if err == nil && (c.HeartbeatInterval < MinHeartbeat || c.HeartbeatInterval >= c.HeartbeatTimeout) {
+		err = fmt.Errorf("intake: Config.HeartbeatInterval is %v, want %v up to below HeartbeatTimeout %v", c.HeartbeatInterval, MinHeartbeat, c.HeartbeatTimeout)
+	}
+	if err == nil && c.MaxCrashes != -1 {
+		fillInt("MaxCrashes", &c.MaxCrashes, DefaultMaxCrashes, 1, MaxMaxCrashes)
+		if err != nil {
+			err = fmt.Errorf("%w, or -1 for no crash budget", err)
+		}
+	}
 	if err != nil {
 		return c, err
 	}

@@ -43,6 +43,13 @@ func TestConfigValidation(t *testing.T) {
 		{"huge MaxQueued", func(c *intake.Config) { c.MaxQueued = intake.MaxMaxQueued + 1 }, "Config.MaxQueued"},
 		{"negative MaxBatch", func(c *intake.Config) { c.MaxBatch = -1 }, "Config.MaxBatch"},
 		{"huge MaxBatch", func(c *intake.Config) { c.MaxBatch = intake.MaxMaxBatch + 1 }, "Config.MaxBatch"},
+		{"negative HeartbeatTimeout", func(c *intake.Config) { c.HeartbeatTimeout = -1 }, "Config.HeartbeatTimeout"},
+		{"huge HeartbeatTimeout", func(c *intake.Config) { c.HeartbeatTimeout = 2 * time.Hour }, "Config.HeartbeatTimeout"},
+		{"interval not below timeout", func(c *intake.Config) { c.HeartbeatInterval = intake.DefaultHeartbeatTimeout }, "Config.HeartbeatInterval is 10s, want 1ms up to below HeartbeatTimeout 10s"},
+		{"short timeout shortens the default interval", func(c *intake.Config) { c.HeartbeatTimeout = 30 * time.Millisecond }, ""},
+		{"no crash budget", func(c *intake.Config) { c.MaxCrashes = -1 }, ""},
+		{"negative MaxCrashes", func(c *intake.Config) { c.MaxCrashes = -2 }, "Config.MaxCrashes is -2, want 1 to 1000 (zero means 10), or -1 for no crash budget"},
+		{"huge MaxCrashes", func(c *intake.Config) { c.MaxCrashes = intake.MaxMaxCrashes + 1 }, "Config.MaxCrashes"},
 		{"limits are allowed", func(c *intake.Config) {
 			c.MaxAttempts, c.LeaseDuration, c.PendingGrace = intake.MaxMaxAttempts, intake.MinLeaseDuration, intake.MaxPendingGrace
 			c.SweepInterval, c.Retention, c.MaxConcurrent = intake.MinSweepInterval, intake.MaxRetention, 1

@@ -27,6 +27,8 @@ type Runner struct {
 	proves  bool         // the store proves ownership (Config.Store is a FencedStore)
 	durable DurableStore // set when exhaustions are kept: an ExhaustionHandler or KeepExhaustions
 	batch   *committer   // set when the store is a BatchStore
+	procs   ProcessStore // set when the store keeps heartbeats and Config.NoHeartbeat is unset
+	crashes int          // ClaimOpts.MaxCrashes
 	policy  func(error, int) (time.Duration, bool)
 	log     *slog.Logger
 
@@ -47,6 +49,7 @@ type run struct {
 	wg     sync.WaitGroup // every goroutine of this run
 	stop   chan struct{}  // closed to stop the background sweeper
 	kick   chan struct{}  // a catch-up sweep is wanted (capacity 1)
+	hb     *heartbeat     // this lifecycle's process, set by Start (guarded by Runner.mu); nil without one
 
 	// Guarded by Runner.mu.
 	held       int                // queued updates on lines waiting for a retry
@@ -103,6 +106,12 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if bs, ok := c.Store.(BatchStore); ok {
 		r.batch = newCommitter(bs, c.MaxBatch, c.LeaseDuration)
+	}
+	if ps, ok := c.Store.(ProcessStore); ok {
+		r.crashes = max(c.MaxCrashes, 0)
+		if !c.NoHeartbeat {
+			r.procs = ps
+		}
 	}
 	return r, nil
 }
@@ -182,7 +191,10 @@ func (r *Runner) Start(ctx context.Context) error {
 	rn := r.ensureRunLocked(ctx)
 	r.mu.Unlock()
 
-	_, err := r.sweep(ctx, rn, now())
+	err := r.startHeartbeat(ctx, rn)
+	if err == nil {
+		_, err = r.sweep(ctx, rn, now())
+	}
 
 	r.mu.Lock()
 	if r.starting == sc {
@@ -308,11 +320,25 @@ func (r *Runner) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-drained:
+		r.endHeartbeat(ctx, rn, true)
 		rn.cancel(ErrClosed)
 		return nil
 	case <-ctx.Done():
+		r.endHeartbeat(ctx, rn, false)
 		rn.cancel(ErrClosed)
 		return ctx.Err()
+	}
+}
+
+// endHeartbeat ends rn's heartbeat, if it has one; leave removes it from
+// the store (nothing of this lifecycle is in flight any more).
+func (r *Runner) endHeartbeat(ctx context.Context, rn *run, leave bool) {
+	r.mu.Lock()
+	hb := rn.hb
+	rn.hb = nil
+	r.mu.Unlock()
+	if hb != nil {
+		hb.end(ctx, leave)
 	}
 }
 

@@ -29,6 +29,12 @@ const (
 // instead.
 const AttemptsSpentText = "attempts spent"
 
+// CrashesSpentText is the error text a [ProcessStore] records in a row when
+// a claim takes it over from a process whose heartbeat lapsed and finds its
+// crash budget ([ClaimOpts.MaxCrashes]) spent: the update was in flight
+// each time its process ended, so it is most likely what ends them.
+const CrashesSpentText = "crashes spent: its process ended while handling it too often"
+
 // ErrInvalidArgument is wrapped by the error a store method returns for an
 // argument outside the contract: a [ClaimOpts], [Settlement], [DueQuery],
 // [ExhaustionQuery] or [ListQuery] whose Validate fails. Such a call changes
@@ -74,7 +80,7 @@ type ClaimOpts struct {
 	// Now is the intake clock's time of the claim. It decides whether a row is
 	// claimable: a pending row always is; a failed row when its retry time is
 	// at or before Now; a processing row only when its lease ended strictly
-	// before Now.
+	// before Now, or, in a [ProcessStore], when its owner is not live at Now.
 	Now time.Time
 	// LeaseUntil is the end of the lease the claim takes. The lease is live
 	// through LeaseUntil inclusive.
@@ -88,13 +94,33 @@ type ClaimOpts struct {
 	// process that crashed on its last attempt still leaves a durable record.
 	// Only a [DurableStore] can honour it; other stores ignore it.
 	DurableExhaustion bool
+	// Owner is the process id ([ProcessStore.Register]) of the runner taking
+	// the claim, or empty for none. A [ProcessStore] records it with the
+	// claim, and the row becomes claimable again as soon as that process's
+	// heartbeat lapses, even while its lease lasts. A claim with no owner is
+	// reclaimed only when its lease ends. Other stores ignore it.
+	Owner string
+	// MaxCrashes is the crash budget of a [ProcessStore], 0 or more. A claim
+	// that takes over a processing row whose owner was not live at Now
+	// counts a crash: the previous attempt ended with its process. With
+	// MaxCrashes above zero, crashed attempts count against MaxCrashes
+	// instead of MaxAttempts: the row is spent when its attempts that did
+	// not end in a crash reach MaxAttempts (abandoned with
+	// [AttemptsSpentText]) or its crashes reach MaxCrashes (abandoned with
+	// [CrashesSpentText]). Zero counts every attempt against MaxAttempts,
+	// crashed or not, as a store without heartbeats does. Other stores
+	// ignore it.
+	MaxCrashes int
 }
 
 // Validate reports an error wrapping [ErrInvalidArgument] when MaxAttempts
-// is below 1.
+// is below 1 or MaxCrashes is negative.
 func (o ClaimOpts) Validate() error {
 	if o.MaxAttempts < 1 {
 		return invalid("ClaimOpts.MaxAttempts %d: want at least 1", o.MaxAttempts)
+	}
+	if o.MaxCrashes < 0 {
+		return invalid("ClaimOpts.MaxCrashes %d: want 0 or more", o.MaxCrashes)
 	}
 	return nil
 }
@@ -304,6 +330,52 @@ type DurableStore interface {
 	// (pending, processing, failed, settled), a wrong attempt, a wrong claim
 	// id or a second acknowledgement reports false.
 	AcknowledgeExhaustion(ctx context.Context, id Identity, at time.Time) (bool, error)
+}
+
+// ProcessStore adds heartbeats of live processes to a [FencedStore], so that
+// the rows a dead process held are taken over within a heartbeat timeout
+// instead of a whole lease. A runner registers a fresh process id when it
+// starts, renews its heartbeat every few seconds and claims with
+// [ClaimOpts.Owner] set to that id. A processing row whose owner is not
+// live at a claim's Now (its heartbeat lapsed, it left, or it was never
+// registered) is claimable as if its lease had ended, and [Store.Due]
+// lists it; the claim counts a crash (see [ClaimOpts.MaxCrashes]).
+//
+// The takeover is fenced like any reclaim: it generates a new claim id, so
+// the old identity can no longer renew, settle, exhaust or own the row,
+// whether its process died or was only paused. A heartbeat is live through
+// its end inclusive, like a lease, and, like a lease, a renewal never
+// revives a lapsed one: a process that finds its heartbeat lapsed must
+// treat every claim it holds as lost and register a new id.
+//
+// Times are the intake's clock, as everywhere in the contract. The intake
+// uses this capability when the store has it, unless [Config.NoHeartbeat].
+type ProcessStore interface {
+	FencedStore
+
+	// Register records a new process id whose heartbeat is live through
+	// until and reports true. It reports false, changing nothing, when the
+	// id is recorded already, live or lapsed. Once reaped or left an id is
+	// forgotten, so callers never reuse one: the intake generates a fresh
+	// random id for every lifecycle.
+	Register(ctx context.Context, process string, until time.Time) (bool, error)
+
+	// Beat renews the heartbeat of process, only while it is live at now
+	// (its end >= now). The end becomes the later of the current end and
+	// until: a renewal never shortens a heartbeat and never revives a lapsed
+	// one. It reports whether the heartbeat changed; false means the
+	// process is not live (lapsed, left, reaped or never registered).
+	Beat(ctx context.Context, process string, until, now time.Time) (bool, error)
+
+	// Leave removes the heartbeat of process (a clean shutdown): the rows
+	// it still holds are claimable at once. It reports whether a heartbeat
+	// was removed.
+	Leave(ctx context.Context, process string) (bool, error)
+
+	// Reap removes the heartbeats that lapsed strictly before now and
+	// reports how many it removed. Their rows were claimable already; a
+	// runner that reaped some sweeps at once to take them over.
+	Reap(ctx context.Context, now time.Time) (int, error)
 }
 
 // HealthChecker is an optional capability of a store: it reports whether

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -141,6 +142,18 @@ type Config struct {
 	SweepInterval time.Duration
 	PendingGrace  time.Duration
 	Retention     time.Duration
+	// HeartbeatTimeout, HeartbeatInterval, NoHeartbeat and MaxCrashes
+	// configure the heartbeat of this process in a store that keeps them
+	// (both SQL stores do): an update whose process died is forwarded
+	// again by another process (or the restarted one) a HeartbeatTimeout
+	// after the death rather than a lease, and crashed attempts count
+	// against MaxCrashes instead of MaxAttempts. Zero means the intake's
+	// default; MaxCrashes -1 counts crashes as attempts (see
+	// [intake.Config]).
+	HeartbeatTimeout  time.Duration
+	HeartbeatInterval time.Duration
+	NoHeartbeat       bool
+	MaxCrashes        int
 	// BackoffBase is the delay before the first retry of a failed forward;
 	// each next retry waits four times longer, capped at
 	// [MaxRetryBackoff]. Zero means [DefaultBackoffBase]; 1ms to
@@ -252,6 +265,7 @@ func (c *Config) fillRunner() error {
 	for _, f := range []intField{
 		{"MaxAttempts", &c.MaxAttempts, 1, intake.MaxMaxAttempts},
 		{"MaxConcurrent", &c.MaxConcurrent, 1, intake.MaxMaxConcurrent},
+		{"MaxCrashes", &c.MaxCrashes, -1, intake.MaxMaxCrashes},
 	} {
 		if *f.v != 0 && (*f.v < f.lo || *f.v > f.hi) {
 			return badField(f.name, "is %d: want %d to %d", *f.v, f.lo, f.hi)
@@ -278,6 +292,8 @@ func (c *Config) fillRunner() error {
 		{"Retention", c.Retention, time.Nanosecond, intake.MaxRetention},
 		{"BackoffBase", c.BackoffBase, time.Millisecond, MaxBackoffBase},
 		{"DrainTimeout", c.DrainTimeout, time.Nanosecond, MaxDrainTimeout},
+		{"HeartbeatTimeout", c.HeartbeatTimeout, intake.MinHeartbeat, intake.MaxHeartbeat},
+		{"HeartbeatInterval", c.HeartbeatInterval, intake.MinHeartbeat, intake.MaxHeartbeat},
 	} {
 		if f.v == 0 {
 			continue // the intake's default
@@ -285,6 +301,12 @@ func (c *Config) fillRunner() error {
 		if f.v < f.lo || f.v > f.hi {
 			return badField(f.name, "is %v: want %v to %v", f.v, f.lo, f.hi)
 		}
+	}
+	if hb, to := c.HeartbeatInterval, cmp.Or(c.HeartbeatTimeout, intake.DefaultHeartbeatTimeout); hb != 0 && hb >= to {
+		return badField("HeartbeatInterval", "is %v: want below the heartbeat timeout (%v)", hb, to)
+	}
+	if c.MaxCrashes == 0 {
+		c.MaxCrashes = intake.DefaultMaxCrashes
 	}
 	return nil
 }

@@ -159,6 +159,10 @@ func New(cfg Config) (*Relay, error) {
 		SweepInterval:     cfg.SweepInterval,
 		PendingGrace:      cfg.PendingGrace,
 		Retention:         cfg.Retention,
+		HeartbeatTimeout:  cfg.HeartbeatTimeout,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		NoHeartbeat:       cfg.NoHeartbeat,
+		MaxCrashes:        cfg.MaxCrashes,
 		Observer:          r.intakeObserver(),
 		Logger:            runnerLog,
 	})

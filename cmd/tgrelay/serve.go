@@ -21,6 +21,7 @@ import (
 	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/intake/pgstore"
 	"github.com/tgrelay/tgrelay/poll"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
@@ -92,6 +93,19 @@ Store: --db is a SQLite file (default ./tgrelay.db) or a postgres:// URL;
 several serve processes may share one PostgreSQL (behind one load balancer
 for the webhook).
 
+Processes dying: each serve renews a heartbeat in the store every
+--heartbeat-interval (3s). When one dies (kill -9, a crash, a lost host), the
+updates it was forwarding are forwarded again by another serve, or by its own
+restart, --heartbeat-timeout (10s) after its last heartbeat, not a --lease
+later; a serve that cannot renew its heartbeat that long stops its forwards
+itself. An attempt that ended with its process is a crash, and crashes count
+against --max-crashes (10), not --max-attempts: deploys and kills do not use
+up an update's attempts, while an update that kills its process every time
+still ends as an exhaustion ("crashes spent"). With PostgreSQL, every claim
+and heartbeat checks that this host's clock is within --max-clock-skew (2s)
+of the database's and is refused otherwise, so a host whose clock runs ahead
+never takes a live lease.
+
 Operations: with --admin-listen, /metrics (Prometheus), /healthz (process up)
 and /readyz (runner started, store reachable), and the dashboard at / (the
 relay's figures, updates, exhaustions to acknowledge or requeue, broadcasts).
@@ -131,6 +145,10 @@ type serveOptions struct {
 	maxAttempts, concurrency                        int
 	lease, backoffBase, sweepInterval, pendingGrace time.Duration
 	retention, drainTimeout                         time.Duration
+	heartbeatTimeout, heartbeatInterval             time.Duration
+	maxClockSkew                                    time.Duration
+	maxCrashes                                      int
+	noHeartbeat                                     bool
 	adminListen, logFormat, logLevel                string
 	net                                             netFlags // the Bot API client's
 	adminToken, broadcastDir                        string
@@ -199,6 +217,11 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.DurationVar(&o.sweepInterval, "sweep-interval", intake.DefaultSweepInterval, "how often due retries and others' leftovers are picked up (`duration`)")
 	fs.DurationVar(&o.pendingGrace, "pending-grace", intake.DefaultPendingGrace, "how long an update recorded by another process is left to it (`duration`)")
 	fs.DurationVar(&o.retention, "retention", intake.DefaultRetention, "how long settled updates are kept to refuse re-deliveries (`duration`)")
+	fs.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", intake.DefaultHeartbeatTimeout, "how long after this process dies its updates are taken over by others or its restart (`duration`)")
+	fs.DurationVar(&o.heartbeatInterval, "heartbeat-interval", intake.DefaultHeartbeatInterval, "how often this process renews its heartbeat (`duration`, below --heartbeat-timeout)")
+	fs.BoolVar(&o.noHeartbeat, "no-heartbeat", false, "no heartbeat: a dead process's updates are taken over only when their leases end")
+	fs.IntVar(&o.maxCrashes, "max-crashes", intake.DefaultMaxCrashes, "times an update's process may die while forwarding it before it becomes an exhaustion (-1: count them as attempts)")
+	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", pgstore.DefaultMaxClockSkew, "PostgreSQL: refuse to claim while this host's clock differs from the database's by more (`duration`; negative: no check)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", relay.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running forwards may finish (`duration`)")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "`address` for /metrics, /healthz, /readyz and the dashboard (empty: off)")
 	fs.StringVar(&o.gatewayListen, "gateway-listen", "", "`address` of the Bot API gateway for the app, such as "+relay.DefaultGatewayListen+" (empty: off); the app sets its library's API root to it and gets Telegram's limits, fenced sends and replay-safe replies")
@@ -273,6 +296,9 @@ var serveFlagOf = map[string]string{
 	"PendingGrace":           "pending-grace",
 	"Retention":              "retention",
 	"BackoffBase":            "backoff-base",
+	"HeartbeatTimeout":       "heartbeat-timeout",
+	"HeartbeatInterval":      "heartbeat-interval",
+	"MaxCrashes":             "max-crashes",
 	"DrainTimeout":           "drain-timeout",
 	"AdminListen":            "admin-listen",
 	"Dashboard.Enabled":      "admin-listen",
@@ -331,15 +357,19 @@ func (o *serveOptions) relayConfig() relay.Config {
 			URL: o.forwardURL, ExhaustionURL: o.exhaustionURL, Timeout: o.forwardTimeout, Header: o.forwardHeader.h,
 			AppSecretToken: o.appSecret,
 		},
-		MaxAttempts:   o.maxAttempts,
-		LeaseDuration: o.lease,
-		MaxConcurrent: o.concurrency,
-		SweepInterval: o.sweepInterval,
-		PendingGrace:  o.pendingGrace,
-		Retention:     o.retention,
-		BackoffBase:   o.backoffBase,
-		DrainTimeout:  o.drainTimeout,
-		AdminListen:   o.adminListen,
+		MaxAttempts:       o.maxAttempts,
+		LeaseDuration:     o.lease,
+		MaxConcurrent:     o.concurrency,
+		SweepInterval:     o.sweepInterval,
+		PendingGrace:      o.pendingGrace,
+		Retention:         o.retention,
+		HeartbeatTimeout:  o.heartbeatTimeout,
+		HeartbeatInterval: o.heartbeatInterval,
+		NoHeartbeat:       o.noHeartbeat,
+		MaxCrashes:        o.maxCrashes,
+		BackoffBase:       o.backoffBase,
+		DrainTimeout:      o.drainTimeout,
+		AdminListen:       o.adminListen,
 		Gateway: relay.GatewayConfig{
 			Listen: o.gatewayListen, PublicURL: o.gatewayPublicURL, AllowRemote: o.gatewayAllowRemote,
 		},
@@ -439,7 +469,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	created := newSQLiteFile(o.db)
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
 	fileOK := newFileWatch(log)
-	st, err := openWatchedStore(octx, o.db, o.table, o.noCreate, fileOK.changed)
+	st, err := openWatchedStore(octx, o.db, o.table, o.noCreate, o.maxClockSkew, fileOK.changed)
 	cancel()
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -43,14 +44,16 @@ func (s *openedStore) Close() { s.close() }
 // choice is an explicit switch on the scheme, never a registry. The table is
 // created or upgraded unless noCreate is set (when migrations own it).
 func openStore(ctx context.Context, db, table string, noCreate bool) (*openedStore, error) {
-	return openWatchedStore(ctx, db, table, noCreate, nil)
+	return openWatchedStore(ctx, db, table, noCreate, 0, nil)
 }
 
 // openWatchedStore is openStore whose SQLite store reports, through
 // onFileChange, when its path stops naming the open database file (and when
 // it names it again); see [sqlitestore.Config.OnFileChange]. PostgreSQL
 // stores ignore it: their failures surface as errors and in readiness.
-func openWatchedStore(ctx context.Context, db, table string, noCreate bool, onFileChange func(error)) (*openedStore, error) {
+// maxClockSkew is PostgreSQL's [pgstore.Config.MaxClockSkew] (zero: its
+// default; negative: no check); SQLite ignores it (one host, one clock).
+func openWatchedStore(ctx context.Context, db, table string, noCreate bool, maxClockSkew time.Duration, onFileChange func(error)) (*openedStore, error) {
 	if db == "" {
 		return nil, &usageError{msg: "--db is empty", hint: "Give a SQLite file path or a postgres:// URL."}
 	}
@@ -61,7 +64,10 @@ func openWatchedStore(ctx context.Context, db, table string, noCreate bool, onFi
 			// pgx's parse errors may quote the URL, password included.
 			return nil, errors.New("open PostgreSQL: the --db URL does not parse as a PostgreSQL connection string")
 		}
-		st, err := pgstore.New(ctx, pool, pgstore.Config{Table: table, NoCreate: noCreate})
+		if maxClockSkew < 0 {
+			maxClockSkew = -1
+		}
+		st, err := pgstore.New(ctx, pool, pgstore.Config{Table: table, NoCreate: noCreate, MaxClockSkew: maxClockSkew})
 		if err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("open PostgreSQL store: %w", err)

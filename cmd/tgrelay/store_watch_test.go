@@ -41,7 +41,7 @@ func TestServeStoreNoticesVanishedFile(t *testing.T) {
 	}
 	var logs lockedBuffer
 	w := newFileWatch(slog.New(slog.NewTextHandler(&logs, nil)))
-	st, err := openWatchedStore(t.Context(), filepath.Join(dir, "relay.db"), "", false, w.changed)
+	st, err := openWatchedStore(t.Context(), filepath.Join(dir, "relay.db"), "", false, 0, w.changed)
 	if err != nil {
 		t.Fatal(err)
 	}

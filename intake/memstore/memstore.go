@@ -36,6 +36,7 @@ var (
 	_ intake.BatchStore   = (*Store)(nil)
 	_ intake.AdminStore   = (*Store)(nil)
 	_ intake.JournalStore = (*Store)(nil)
+	_ intake.ProcessStore = (*Store)(nil)
 )
 
 // Store keeps update rows in memory. It is safe for concurrent use by many
@@ -49,6 +50,8 @@ var (
 type Store struct {
 	mu   sync.Mutex
 	rows map[int64]*row
+	// procs maps each registered process id to its heartbeat's end.
+	procs map[string]time.Time
 }
 
 // row is one stored update. settled distinguishes "no settlement time" from
@@ -57,6 +60,8 @@ type row struct {
 	state      intake.State
 	attempts   int
 	claimID    string
+	owner      string // process id of the latest claim; "" for none
+	crashes    int    // claims that took the row over from a lapsed owner
 	receivedAt time.Time
 	dueAt      time.Time
 	settledAt  time.Time
@@ -70,7 +75,7 @@ type row struct {
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{rows: make(map[int64]*row)}
+	return &Store{rows: make(map[int64]*row), procs: make(map[string]time.Time)}
 }
 
 // claimableAt reports whether r can be claimed at now: a pending row always,
@@ -175,15 +180,32 @@ func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intak
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.rows[updateID]
-	if !ok || !r.claimableAt(opts.Now) {
+	if !ok {
 		return intake.Identity{}, false, nil
 	}
-	if r.attempts >= opts.MaxAttempts {
+	crashed := s.ownerLapsedLocked(r, opts.Now)
+	if !crashed && !r.claimableAt(opts.Now) {
+		return intake.Identity{}, false, nil
+	}
+	crashes := r.crashes
+	if crashed {
+		crashes++
+	}
+	spent, spentText := r.attempts >= opts.MaxAttempts, intake.AttemptsSpentText
+	if opts.MaxCrashes > 0 {
+		// Crashed attempts count against their own budget (ClaimOpts).
+		spent = r.attempts-crashes >= opts.MaxAttempts
+		if crashes >= opts.MaxCrashes {
+			spent, spentText = true, intake.CrashesSpentText
+		}
+	}
+	r.crashes = crashes
+	if spent {
 		// Spend: the row had its attempts (a process may have crashed on
 		// the last one) and is abandoned instead of taken.
 		r.state = intake.StateAbandoned
 		r.dueAt = opts.Now
-		r.err = intake.AttemptsSpentText
+		r.err = spentText
 		r.settled = !opts.DurableExhaustion
 		r.settledAt = time.Time{}
 		if r.settled {
@@ -199,6 +221,7 @@ func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intak
 	r.dueAt = opts.LeaseUntil
 	r.err = ""
 	r.claimID = claimID
+	r.owner = opts.Owner
 	return intake.Identity{UpdateID: updateID, Attempt: r.attempts, ClaimID: claimID}, true, nil
 }
 
@@ -332,7 +355,7 @@ func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpda
 	var out []intake.StoredUpdate
 	for _, id := range s.sortedIDsLocked() {
 		r := s.rows[id]
-		due := r.claimableAt(q.Now)
+		due := r.claimableAt(q.Now) || s.ownerLapsedLocked(r, q.Now)
 		if r.state == intake.StatePending {
 			due = !r.receivedAt.After(q.PendingBefore)
 		}
@@ -520,6 +543,7 @@ func (s *Store) Requeue(ctx context.Context, updateID int64, now time.Time) (boo
 	}
 	r.state = intake.StatePending
 	r.attempts = 0
+	r.crashes = 0
 	r.dueAt = now
 	r.err = ""
 	r.settled, r.settledAt = false, time.Time{}

@@ -88,4 +88,5 @@ func ExampleSchema() {
 	}
 	// Output:
 	// CREATE OR REPLACE FUNCTION bot_updates_owns(update_id bigint, attempt integer, claim_id text, at_ms bigint)
+	// CREATE OR REPLACE FUNCTION bot_updates_owns(update_id bigint, attempt integer, claim_id text, at_ms bigint DEFAULT NULL)
 }

@@ -1,5 +1,7 @@
 package pgstore
 
+import "time"
+
 // BatchHooks observe the group commit of a store's writes; see testHooks.
 type BatchHooks struct {
 	// Enter is called by every write before it joins the group.
@@ -22,3 +24,7 @@ func OrderWrites(ids []int64) []int { return orderWrites(ids) }
 
 // MaxWriteBatch is maxWriteBatch.
 const MaxWriteBatch = maxWriteBatch
+
+// SetClock makes s read this host's clock from clock. Call it before s is
+// used.
+func SetClock(s *Store, clock func() time.Time) { s.clock = clock }

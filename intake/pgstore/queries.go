@@ -18,6 +18,7 @@ type queries struct {
 	requeue                              writeSQL
 	list, get, stats                     string
 	lockRows                             string
+	register, beat, leave, reap          string
 }
 
 // writeSQL is a single-row write in its two forms. alone is the plain
@@ -51,19 +52,48 @@ const claimable = `(state = 'pending'
 	   OR (state = 'failed' AND due_at <= $2::bigint)
 	   OR (state = 'processing' AND due_at < $2::bigint))`
 
+// lapsed is true for a processing row whose owner is not live at now ($2):
+// no heartbeat of the owner lasts through now (it lapsed, left, was reaped
+// or never registered). Claiming such a row counts a crash.
+const lapsed = `(state = 'processing' AND owner IS NOT NULL AND NOT EXISTS (
+	SELECT 1 FROM {{table}}_procs AS p WHERE p.process_id = {{table}}.owner AND p.until_ms >= $2::bigint))`
+
+// crash is 1 when the claim counts a crash, else 0.
+const crash = `(CASE WHEN ` + lapsed + ` THEN 1 ELSE 0 END)`
+
+// takes is true when a claimable row is taken rather than spent: with a
+// crash budget ($7 > 0) crashed attempts count against it and not against
+// the attempt ceiling $4 (see intake.ClaimOpts.MaxCrashes).
+const takes = `(CASE WHEN $7::integer > 0
+	THEN attempts - crashes - ` + crash + ` < $4::integer AND crashes + ` + crash + ` < $7::integer
+	ELSE attempts < $4::integer END)`
+
 // The claim statements take the row when attempts remain and otherwise spend
 // it, in one UPDATE. Every right-hand side reads the row as it was.
 // $1 update id, $2 now, $3 lease end, $4 max attempts, $5 'attempts spent',
-// and for owned claims $6 the new claim id.
+// $6 owner (” for none), $7 max crashes, $8 'crashes spent', $9 this host's
+// clock and $10 the clock bound (for {{table}}_clock), and for owned claims
+// $11 the new claim id.
 const claimSet = `
-	state      = CASE WHEN attempts < $4::integer THEN 'processing' ELSE 'abandoned' END,
-	attempts   = CASE WHEN attempts < $4::integer THEN attempts + 1 ELSE attempts END,
-	due_at     = CASE WHEN attempts < $4::integer THEN $3::bigint ELSE $2::bigint END,
-	error      = CASE WHEN attempts < $4::integer THEN NULL ELSE $5::text END`
+	crashes    = crashes + {{crash}},
+	state      = CASE WHEN {{takes}} THEN 'processing' ELSE 'abandoned' END,
+	attempts   = CASE WHEN {{takes}} THEN attempts + 1 ELSE attempts END,
+	due_at     = CASE WHEN {{takes}} THEN $3::bigint ELSE $2::bigint END,
+	error      = CASE WHEN {{takes}} THEN NULL
+		WHEN $7::integer > 0 AND crashes + {{crash}} >= $7::integer THEN $8::text ELSE $5::text END,
+	owner      = CASE WHEN {{takes}} THEN NULLIF($6::text, '') ELSE owner END`
+
+// claimWhere selects a claimable row, after checking this host's clock.
+const claimWhere = `WHERE update_id = $1::bigint AND ({{claimable}} OR {{lapsed}})
+	AND {{table}}_clock($9::bigint, $10::bigint)`
 
 func buildQueries(table string) queries {
-	r := strings.NewReplacer("{{table}}", table, "{{claimable}}", claimable, "{{claimSet}}", claimSet)
-	f := func(s string) string { return r.Replace(s) }
+	// Two passes: the fragments name the table too.
+	frag := strings.NewReplacer("{{claimSet}}", claimSet, "{{claimWhere}}", claimWhere)
+	pred := strings.NewReplacer("{{claimable}}", claimable, "{{takes}}", takes, "{{crash}}", crash)
+	lap := strings.NewReplacer("{{lapsed}}", lapsed, "{{dueLapsed}}", strings.ReplaceAll(lapsed, "$2::bigint", "$1::bigint"))
+	tab := strings.NewReplacer("{{table}}", table)
+	f := func(s string) string { return tab.Replace(lap.Replace(pred.Replace(frag.Replace(s)))) }
 	w := func(s string) writeSQL { return newWriteSQL(f(s)) }
 	return queries{
 		add: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at)
@@ -76,19 +106,19 @@ func buildQueries(table string) queries {
 			RETURNING update_id`),
 
 		claim: w(`UPDATE {{table}} SET {{claimSet}},
-				settled_at = CASE WHEN attempts < $4::integer THEN settled_at ELSE $2::bigint END
-			WHERE update_id = $1::bigint AND {{claimable}}
+				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE $2::bigint END
+			{{claimWhere}}
 			RETURNING state, attempts`),
 		claimOwned: w(`UPDATE {{table}} SET {{claimSet}},
-				settled_at = CASE WHEN attempts < $4::integer THEN settled_at ELSE $2::bigint END,
-				claim_id   = CASE WHEN attempts < $4::integer THEN $6::text ELSE COALESCE(claim_id, $6::text) END
-			WHERE update_id = $1::bigint AND {{claimable}}
+				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE $2::bigint END,
+				claim_id   = CASE WHEN {{takes}} THEN $11::text ELSE COALESCE(claim_id, $11::text) END
+			{{claimWhere}}
 			RETURNING state, attempts, claim_id`),
 		// A durable spend leaves settled_at NULL: an unacknowledged exhaustion.
 		claimOwnedDurable: w(`UPDATE {{table}} SET {{claimSet}},
-				settled_at = CASE WHEN attempts < $4::integer THEN settled_at ELSE NULL END,
-				claim_id   = CASE WHEN attempts < $4::integer THEN $6::text ELSE COALESCE(claim_id, $6::text) END
-			WHERE update_id = $1::bigint AND {{claimable}}
+				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE NULL END,
+				claim_id   = CASE WHEN {{takes}} THEN $11::text ELSE COALESCE(claim_id, $11::text) END
+			{{claimWhere}}
 			RETURNING state, attempts, claim_id`),
 
 		// $1 update id, $2 attempt, $3 lease end, $4 now, $5 claim id.
@@ -122,6 +152,7 @@ func buildQueries(table string) queries {
 			WHERE (state = 'pending' AND received_at <= $2::bigint)
 			   OR (state = 'failed' AND due_at <= $1::bigint)
 			   OR (state = 'processing' AND due_at < $1::bigint)
+			   OR {{dueLapsed}}
 			ORDER BY update_id
 			LIMIT $3::integer
 			FOR UPDATE SKIP LOCKED`),
@@ -159,6 +190,20 @@ func buildQueries(table string) queries {
 					ORDER BY update_id
 					FOR NO KEY UPDATE SKIP LOCKED) AS locked) AS agg`),
 
+		// $1 process id, $2 heartbeat end, $3 this host's clock, $4 the
+		// clock bound.
+		register: f(`INSERT INTO {{table}}_procs (process_id, until_ms)
+			SELECT $1::text, $2::bigint WHERE {{table}}_clock($3::bigint, $4::bigint)
+			ON CONFLICT (process_id) DO NOTHING`),
+		// $1 process id, $2 heartbeat end, $3 now, $4 this host's clock, $5
+		// the clock bound. Never shortens, never revives.
+		beat: f(`UPDATE {{table}}_procs SET until_ms = GREATEST(until_ms, $2::bigint)
+			WHERE process_id = $1::text AND until_ms >= $3::bigint AND {{table}}_clock($4::bigint, $5::bigint)`),
+		// $1 process id.
+		leave: f(`DELETE FROM {{table}}_procs WHERE process_id = $1::text`),
+		// $1 now.
+		reap: f(`DELETE FROM {{table}}_procs WHERE until_ms < $1::bigint`),
+
 		// $1 state (NULL: any), $2 unacknowledged only, $3 after, $4 limit.
 		list: f(`SELECT ` + rowColumns + ` FROM {{table}}
 			WHERE ($1::text IS NULL OR state = $1::text)
@@ -168,7 +213,7 @@ func buildQueries(table string) queries {
 			LIMIT $4::integer`),
 		get: f(`SELECT ` + rowColumns + ` FROM {{table}} WHERE update_id = $1::bigint`),
 		// $1 update id, $2 now. Leaves claim_id: the next claim replaces it.
-		requeue: w(`UPDATE {{table}} SET state = 'pending', attempts = 0, due_at = $2::bigint,
+		requeue: w(`UPDATE {{table}} SET state = 'pending', attempts = 0, crashes = 0, due_at = $2::bigint,
 				error = NULL, settled_at = NULL
 			WHERE update_id = $1::bigint AND state IN ('failed', 'abandoned')`),
 		// A pending row's due_at is when it became pending: its receipt or

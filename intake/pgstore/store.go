@@ -44,6 +44,14 @@ type Config struct {
 	// never create a table. When unset (the default), New applies the
 	// migrations the table lacks.
 	NoCreate bool
+	// MaxClockSkew bounds how far this host's clock may be from the
+	// database's. Every claim and heartbeat checks it in its own statement
+	// (the SQL function <table>_clock) and fails with a [*ClockSkewError]
+	// beyond it, changing nothing, so a host whose clock runs ahead never
+	// takes a live lease or a live process's rows early. Zero means
+	// [DefaultMaxClockSkew]; -1 checks nothing; other values are from 1 ms
+	// to [MaxMaxClockSkew].
+	MaxClockSkew time.Duration
 }
 
 // Store is an [intake.DurableStore], [intake.BatchStore] and
@@ -70,6 +78,10 @@ type Store struct {
 	// transactions (see writes.go).
 	writes groupcommit.Group[writeReq, writeRes]
 	hooks  *testHooks
+	// skew is the clock bound in milliseconds (0: none); clock is this
+	// host's clock, time.Now but in tests.
+	skew  int64
+	clock func() time.Time
 }
 
 // Compile-time checks of the capability levels Store claims.
@@ -78,6 +90,7 @@ var (
 	_ intake.BatchStore    = (*Store)(nil)
 	_ intake.AdminStore    = (*Store)(nil)
 	_ intake.HealthChecker = (*Store)(nil)
+	_ intake.ProcessStore  = (*Store)(nil)
 )
 
 // New returns a store over the caller's pool. Unless cfg.NoCreate is set it
@@ -97,7 +110,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err := ValidateTable(cfg.Table); err != nil {
 		return nil, fmt.Errorf("pgstore: Config.Table: %w", err)
 	}
-	s := &Store{pool: pool, table: cfg.Table, q: buildQueries(cfg.Table)}
+	switch {
+	case cfg.MaxClockSkew == 0:
+		cfg.MaxClockSkew = DefaultMaxClockSkew
+	case cfg.MaxClockSkew == -1:
+		cfg.MaxClockSkew = 0
+	case cfg.MaxClockSkew < time.Millisecond || cfg.MaxClockSkew > MaxMaxClockSkew:
+		return nil, fmt.Errorf("pgstore: Config.MaxClockSkew is %v, want 1ms to %v, or -1 for no check (zero means %v)",
+			cfg.MaxClockSkew, MaxMaxClockSkew, DefaultMaxClockSkew)
+	}
+	s := &Store{pool: pool, table: cfg.Table, q: buildQueries(cfg.Table), skew: cfg.MaxClockSkew.Milliseconds(), clock: time.Now}
 	s.writes = groupcommit.Group[writeReq, writeRes]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
 	if !cfg.NoCreate {
 		if err := migrate(ctx, pool, cfg.Table); err != nil {
@@ -136,6 +158,8 @@ func (s *Store) fail(op string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
+		case clockSkewCode:
+			return s.skewError(op, pgErr)
 		case "42P01": // undefined_table
 			return fmt.Errorf("%w: %s (%s; apply pgstore.Schema(%q) or leave Config.NoCreate unset): %w",
 				ErrNoTable, s.table, op, s.table, err)
@@ -218,7 +242,7 @@ func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts
 	var attempts int
 	n, err := s.write(ctx, "claim", writeReq{
 		updateID: updateID, sql: s.q.claim,
-		args: []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.AttemptsSpentText},
+		args: s.claimArgs(updateID, opts),
 		dest: []any{&state, &attempts},
 	})
 	if err != nil {
@@ -249,7 +273,7 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 	)
 	n, err := s.write(ctx, "claim owned", writeReq{
 		updateID: updateID, sql: sql,
-		args: []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.AttemptsSpentText, uuid.NewString()},
+		args: append(s.claimArgs(updateID, opts), uuid.NewString()),
 		dest: []any{&state, &attempts, &claimID},
 	})
 	if err != nil {
@@ -259,6 +283,12 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 		return intake.Identity{}, false, nil
 	}
 	return intake.Identity{UpdateID: updateID, Attempt: attempts, ClaimID: claimID}, true, nil
+}
+
+// claimArgs are the parameters $1 to $10 of the claim statements.
+func (s *Store) claimArgs(updateID int64, opts intake.ClaimOpts) []any {
+	return []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.AttemptsSpentText,
+		opts.Owner, opts.MaxCrashes, intake.CrashesSpentText, ms(s.clock()), s.skew}
 }
 
 func checkClaimOpts(opts intake.ClaimOpts) error {

@@ -16,6 +16,20 @@ import (
 // ended strictly before now (a lease is live through its end inclusive).
 const claimableSQL = `(state = 'pending' OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2))`
 
+// lapsedSQL is true for a processing row whose owner is not live at ?2: no
+// heartbeat of the owner lasts through ?2 (it lapsed, left, was reaped or
+// never registered). Claiming such a row counts a crash.
+const lapsedSQL = `(state = 'processing' AND owner IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM "{{table}}_procs" AS p WHERE p.process_id = "{{table}}".owner AND p.until_ms >= ?2))`
+
+// crashSQL is 1 when the claim counts a crash, else 0.
+const crashSQL = `(CASE WHEN ` + lapsedSQL + ` THEN 1 ELSE 0 END)`
+
+// takesSQL is true when a claimable row is taken rather than spent: with a
+// crash budget (?9 > 0) crashed attempts count against it and not against
+// the attempt ceiling ?4 (see intake.ClaimOpts.MaxCrashes).
+const takesSQL = `(CASE WHEN ?9 > 0 THEN attempts - crashes - ` + crashSQL + ` < ?4 AND crashes + ` + crashSQL + ` < ?9 ELSE attempts < ?4 END)`
+
 // Statement texts; {{table}} is replaced by the validated table name. Every
 // state change is one statement, so it is atomic without a transaction.
 const (
@@ -24,17 +38,21 @@ const (
 VALUES (?1, ?2, 'pending', 0, ?3, ?3) ON CONFLICT (update_id) DO NOTHING`
 
 	// ?1 update_id, ?2 now, ?3 lease end, ?4 max attempts, ?5 durable
-	// exhaustion, ?6 fresh claim id, ?7 the spent error text. A claimable row
-	// below the ceiling is taken; one at the ceiling is spent (abandoned),
-	// keeping its claim id or filling a fresh one. Both in one statement.
+	// exhaustion, ?6 fresh claim id, ?7 the spent error text, ?8 owner (''
+	// for none), ?9 max crashes, ?10 the crashes-spent error text. A
+	// claimable row below the ceiling is taken; one at the ceiling is spent
+	// (abandoned), keeping its claim id or filling a fresh one. Both in one
+	// statement, and every right-hand side reads the row as it was.
 	claimSQL = `UPDATE "{{table}}" SET
-    state      = CASE WHEN attempts < ?4 THEN 'processing' ELSE 'abandoned' END,
-    attempts   = CASE WHEN attempts < ?4 THEN attempts + 1 ELSE attempts END,
-    due_at     = CASE WHEN attempts < ?4 THEN ?3 ELSE ?2 END,
-    error      = CASE WHEN attempts < ?4 THEN NULL ELSE ?7 END,
-    settled_at = CASE WHEN attempts < ?4 OR ?5 THEN NULL ELSE ?2 END,
-    claim_id   = CASE WHEN attempts < ?4 THEN ?6 ELSE coalesce(claim_id, ?6) END
-WHERE update_id = ?1 AND ` + claimableSQL + `
+    crashes    = crashes + {{crash}},
+    state      = CASE WHEN {{takes}} THEN 'processing' ELSE 'abandoned' END,
+    attempts   = CASE WHEN {{takes}} THEN attempts + 1 ELSE attempts END,
+    due_at     = CASE WHEN {{takes}} THEN ?3 ELSE ?2 END,
+    error      = CASE WHEN {{takes}} THEN NULL WHEN ?9 > 0 AND crashes + {{crash}} >= ?9 THEN ?10 ELSE ?7 END,
+    settled_at = CASE WHEN {{takes}} OR ?5 THEN NULL ELSE ?2 END,
+    claim_id   = CASE WHEN {{takes}} THEN ?6 ELSE coalesce(claim_id, ?6) END,
+    owner      = CASE WHEN {{takes}} THEN nullif(?8, '') ELSE owner END
+WHERE update_id = ?1 AND (` + claimableSQL + ` OR {{lapsed}})
 RETURNING state, attempts, claim_id`
 
 	// ?1 update_id, ?2 attempt, ?3 lease end, ?4 now [, ?5 claim id].
@@ -72,7 +90,8 @@ RETURNING 1`
 	// sort of every match, which reads the whole backlog on every sweep.
 	dueSQL = `SELECT update_id, body FROM "{{table}}" INDEXED BY "{{table}}_live"
 WHERE state IN ('pending', 'processing', 'failed')
-  AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2))
+  AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
+    OR {{lapsed}})
 ORDER BY update_id LIMIT ?3`
 
 	// ?1 before.
@@ -96,8 +115,19 @@ ORDER BY update_id LIMIT ?1`
 WHERE update_id = ?1 AND state = 'abandoned' AND settled_at IS NULL AND attempts = ?2 AND claim_id = ?3`
 
 	// ?1 update_id, ?2 now.
-	requeueSQL = `UPDATE "{{table}}" SET state = 'pending', attempts = 0, due_at = ?2, settled_at = NULL, error = NULL
+	requeueSQL = `UPDATE "{{table}}" SET state = 'pending', attempts = 0, crashes = 0, due_at = ?2, settled_at = NULL, error = NULL
 WHERE update_id = ?1 AND state IN ('failed', 'abandoned')`
+
+	// ?1 process id, ?2 heartbeat end.
+	registerSQL = `INSERT INTO "{{table}}_procs" (process_id, until_ms) VALUES (?1, ?2)
+ON CONFLICT (process_id) DO NOTHING`
+	// ?1 process id, ?2 heartbeat end, ?3 now. Never shortens, never revives.
+	beatSQL = `UPDATE "{{table}}_procs" SET until_ms = max(until_ms, ?2)
+WHERE process_id = ?1 AND until_ms >= ?3`
+	// ?1 process id.
+	leaveSQL = `DELETE FROM "{{table}}_procs" WHERE process_id = ?1`
+	// ?1 now.
+	reapSQL = `DELETE FROM "{{table}}_procs" WHERE until_ms < ?1`
 
 	rowColumns = `update_id, state, attempts, claim_id, received_at, due_at, settled_at, error, body`
 
@@ -178,16 +208,23 @@ func (a *addStmts) close() error {
 	return errors.Join(errs...)
 }
 
+// fillSQL fills the shared predicates and the table name into a statement.
+func fillSQL(text, table string) string {
+	text = strings.NewReplacer("{{takes}}", takesSQL, "{{crash}}", crashSQL, "{{lapsed}}", lapsedSQL).Replace(text)
+	return strings.ReplaceAll(text, sqlschema.Placeholder, table)
+}
+
 // queries holds the statements prepared once at construction.
 type queries struct {
 	ownsTxSQL, listSQL string
 
 	add, claim, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
+	register, beat, leave, reap                                                              *sql.Stmt
 	owns, due, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra                   *sql.Stmt
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
-	fill := func(text string) string { return strings.ReplaceAll(text, sqlschema.Placeholder, table) }
+	fill := func(text string) string { return fillSQL(text, table) }
 	q.ownsTxSQL = fill(ownsTxSQL)
 	q.listSQL = fill(`SELECT ` + rowColumns + ` FROM "{{table}}"`)
 	for _, p := range []struct {
@@ -205,6 +242,10 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		{w, &q.exhaust, exhaustSQL},
 		{w, &q.acknowledge, acknowledgeSQL},
 		{w, &q.requeue, requeueSQL},
+		{w, &q.register, registerSQL},
+		{w, &q.beat, beatSQL},
+		{w, &q.leave, leaveSQL},
+		{w, &q.reap, reapSQL},
 		{r, &q.owns, ownsSQL},
 		{r, &q.due, dueSQL},
 		{r, &q.dueExhaustions, dueExhaustionsSQL},
@@ -226,6 +267,7 @@ func (q *queries) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
 		q.add, q.claim, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
+		q.register, q.beat, q.leave, q.reap,
 		q.owns, q.due, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra,
 	} {
 		if st != nil {

@@ -150,6 +150,7 @@ var (
 	_ intake.BatchStore    = (*Store)(nil)
 	_ intake.AdminStore    = (*Store)(nil)
 	_ intake.HealthChecker = (*Store)(nil)
+	_ intake.ProcessStore  = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the SQLite database file at path in WAL
@@ -487,7 +488,8 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 	found := false
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.StmtContext(ctx, s.q.claim).QueryRowContext(ctx, updateID, ms(opts.Now), ms(opts.LeaseUntil),
-			opts.MaxAttempts, opts.DurableExhaustion, newClaimID(), intake.AttemptsSpentText).Scan(&state, &attempts, &claimID)
+			opts.MaxAttempts, opts.DurableExhaustion, newClaimID(), intake.AttemptsSpentText,
+			opts.Owner, opts.MaxCrashes, intake.CrashesSpentText).Scan(&state, &attempts, &claimID)
 		if errors.Is(err, sql.ErrNoRows) {
 			found = false
 			return nil

@@ -433,7 +433,7 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 func TestDueUsesTheLiveIndex(t *testing.T) {
 	t.Parallel()
 	s, _ := openStore(t, sqlitestore.Config{})
-	due := strings.ReplaceAll(sqlitestore.DueSQL, "{{table}}", "telegram_updates")
+	due := sqlitestore.FillSQL(sqlitestore.DueSQL, "telegram_updates")
 	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+due, 1, 1, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -103,7 +103,9 @@ func (s spendsLiveLease) ClaimOwned(ctx context.Context, id int64, o intake.Clai
 func TestSpendsLiveLeaseFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return spendsLiveLease{m} }))
-	requireCases(t, res, "Claim/LiveLeaseUntouchedOnLastAttempt", "Fence/LiveLeaseUntouchedOnLastAttempt")
+	// The takeover case claims a live lease too (the takeover's own, on its
+	// last attempt) and sees it spent.
+	requireCases(t, res, "Claim/LiveLeaseUntouchedOnLastAttempt", "Fence/LiveLeaseUntouchedOnLastAttempt", "Process/TakeoverWhenOwnerLapses")
 	requireMessage(t, res, "Claim/LiveLeaseUntouchedOnLastAttempt", "a claim leaves a row under a live lease untouched, even on its last attempt: ", "the claim spent a row it could not claim")
 	requireMessage(t, res, "Fence/LiveLeaseUntouchedOnLastAttempt", "Owns(", "at 60ms) = false after claims at 50ms with MaxAttempts 1: the claim spent a row it could not claim")
 }
@@ -409,4 +411,38 @@ func TestSharedBodiesFail(t *testing.T) {
 	requireMessage(t, res, "Add/ReadsReturnPrivateBodies", "after the caller wrote into the bodies Due returned, Due lists [1] with body")
 	requireMessage(t, res, "Add/ReadsReturnPrivateBodies", "after the caller wrote into the bodies DueExhaustions returned, DueExhaustions has body")
 	requireMessage(t, res, "Add/ReadsReturnPrivateBodies", "after the caller wrote into the bodies Get returned, Get(1) has body")
+}
+
+// ignoresHeartbeats records heartbeats but claims without an owner, so a
+// dead process's rows wait out their whole lease.
+type ignoresHeartbeats struct{ *memstore.Store }
+
+func (s ignoresHeartbeats) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	o.Owner = ""
+	return s.Store.ClaimOwned(ctx, id, o)
+}
+
+func TestIgnoresHeartbeatsFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return ignoresHeartbeats{m} }), "Process")
+	requireCases(t, res, "Process/TakeoverWhenOwnerLapses", "Process/LeaveReleasesAtOnce", "Process/UnknownOwnerIsLapsed",
+		"Process/BeatKeepsOwnerLive", "Process/CrashBudget", "Process/CrashesAndAttemptsApart", "Process/NoCrashBudget")
+	requireMessage(t, res, "Process/TakeoverWhenOwnerLapses", "Due(now 101ms) = [] after the owner's heartbeat lapsed at 100ms; want [1]")
+}
+
+// crashesSpendAttempts takes over lapsed owners' rows but ignores the crash
+// budget: every crash spends an attempt, so a fleet being restarted uses up
+// its updates' attempts.
+type crashesSpendAttempts struct{ *memstore.Store }
+
+func (s crashesSpendAttempts) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	o.MaxCrashes = 0
+	return s.Store.ClaimOwned(ctx, id, o)
+}
+
+func TestCrashesSpendAttemptsFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return crashesSpendAttempts{m} }), "Process")
+	requireCases(t, res, "Process/CrashBudget", "Process/CrashesAndAttemptsApart")
+	requireMessage(t, res, "Process/CrashBudget", "ClaimOwned(1, now 200ms) = {update 0, attempt 0", "want attempt 3 of update 1")
 }

@@ -42,6 +42,7 @@ type checker struct {
 	batch   intake.BatchStore   // nil without the capability
 	admin   intake.AdminStore   // nil without the capability
 	journal intake.JournalStore // nil without the capability
+	process intake.ProcessStore // nil without the capability
 	rep     *reporter
 }
 
@@ -52,6 +53,7 @@ func newChecker(ctx context.Context, s intake.Store, rep *reporter) *checker {
 	c.batch, _ = s.(intake.BatchStore)
 	c.admin, _ = s.(intake.AdminStore)
 	c.journal, _ = s.(intake.JournalStore)
+	c.process, _ = s.(intake.ProcessStore)
 	return c
 }
 

@@ -23,7 +23,8 @@
 // [intake.Store], fence cases only for an [intake.FencedStore], exhaustion
 // cases only for an [intake.DurableStore], and the batch and admin cases only
 // for an [intake.BatchStore] or [intake.AdminStore], the journal cases only
-// for an [intake.JournalStore]. Run logs the level it
+// for an [intake.JournalStore], the process cases only for an
+// [intake.ProcessStore]. Run logs the level it
 // detected and the cases it skipped.
 //
 // # Cases
@@ -41,7 +42,9 @@
 // prune then re-add), Exhaust (crash on the last attempt, Exhaust, exact
 // acknowledgement once and only of an unacknowledged exhaustion, cursor
 // paging), Batch, Admin (oldest pending measured from when a row became
-// pending), Journal and Arguments (arguments outside the contract are
+// pending), Journal, Process (a lapsed owner's rows taken over before their
+// lease ends and fenced, heartbeats that never revive, the crash budget)
+// and Arguments (arguments outside the contract are
 // refused with [intake.ErrInvalidArgument] and change nothing).
 //
 // The concurrent cases release their racers together at a barrier and run
@@ -240,6 +243,7 @@ const (
 	capBatch
 	capAdmin
 	capJournal
+	capProcess
 )
 
 func detect(s intake.Store) capabilities {
@@ -258,6 +262,9 @@ func detect(s intake.Store) capabilities {
 	}
 	if _, ok := s.(intake.JournalStore); ok {
 		c |= capJournal
+	}
+	if _, ok := s.(intake.ProcessStore); ok {
+		c |= capProcess
 	}
 	return c
 }
@@ -285,6 +292,9 @@ func (c capabilities) String() string {
 	if c&capJournal != 0 {
 		parts = append(parts, "journal")
 	}
+	if c&capProcess != 0 {
+		parts = append(parts, "process")
+	}
 	return strings.Join(parts, "+")
 }
 
@@ -300,6 +310,7 @@ func missingName(needs, caps capabilities) string {
 		{capBatch, "intake.BatchStore"},
 		{capAdmin, "intake.AdminStore"},
 		{capJournal, "intake.JournalStore"},
+		{capProcess, "intake.ProcessStore"},
 	} {
 		if missing&c.bit != 0 {
 			return c.name
@@ -333,6 +344,7 @@ func allGroups() []group {
 		{"Batch", batchCases()},
 		{"Admin", adminCases()},
 		{"Journal", journalCases()},
+		{"Process", processCases()},
 		{"Arguments", argumentCases()},
 	}
 }

@@ -249,7 +249,7 @@ func TestLevelsAndSkips(t *testing.T) {
 		want := "detected level base (base); running 21 cases; skipped: Race/ClaimOwned (needs intake.FencedStore), " +
 			"Fence (needs intake.FencedStore), Prune/RecycledRowRefusesOldIdentity (needs intake.FencedStore), " +
 			"Exhaust (needs intake.DurableStore), Batch (needs intake.BatchStore), Admin (needs intake.AdminStore), " +
-			"Journal (needs intake.JournalStore), " +
+			"Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), " +
 			"Arguments/BadOwnedArgumentsRefused (needs intake.FencedStore), Arguments/BadExhaustionQueryRefused (needs intake.DurableStore), " +
 			"Arguments/BadListQueryRefused (needs intake.AdminStore)"
 		if got := res.plan.describe(res.caps); got != want {

@@ -1,0 +1,307 @@
+package storetest
+
+import (
+	"fmt"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+func processCases() []testCase {
+	return []testCase{
+		{name: "TakeoverWhenOwnerLapses", rule: "a row whose owner's heartbeat lapsed is taken over before its lease ends, and the old identity is fenced", needs: capProcess, run: takeoverWhenOwnerLapses},
+		{name: "BeatKeepsOwnerLive", rule: "a renewed heartbeat keeps its rows; a heartbeat is never shortened nor revived", needs: capProcess, run: beatKeepsOwnerLive},
+		{name: "RegisterOnce", rule: "a process id is registered once; a lapsed one is not registered again", needs: capProcess, run: registerOnce},
+		{name: "LeaveReleasesAtOnce", rule: "the rows of a process that left are claimable at once", needs: capProcess, run: leaveReleasesAtOnce},
+		{name: "UnknownOwnerIsLapsed", rule: "a row owned by a process that was never registered is claimable", needs: capProcess, run: unknownOwnerLapsed},
+		{name: "OnlyTheOwnerCounts", rule: "only the row's own owner's heartbeat decides a takeover; a row without owner waits for its lease", needs: capProcess, run: onlyTheOwnerCounts},
+		{name: "Reap", rule: "Reap removes exactly the heartbeats that lapsed strictly before now", needs: capProcess, run: reap},
+		{name: "CrashBudget", rule: "with MaxCrashes, takeovers from lapsed owners count against MaxCrashes, not MaxAttempts", needs: capProcess, run: crashBudget},
+		{name: "CrashesAndAttemptsApart", rule: "a lease that ended under a live owner is an attempt, not a crash", needs: capProcess, run: crashesAndAttemptsApart},
+		{name: "NoCrashBudget", rule: "with MaxCrashes zero, a crashed attempt counts against MaxAttempts", needs: capProcess, run: noCrashBudget},
+		{name: "FailedRowIsNoCrash", rule: "the retry of a failed row is no crash, even when its last owner lapsed", needs: capProcess, run: failedRowIsNoCrash},
+	}
+}
+
+// owned returns claim options at nowMS with a lease to leaseMS, taken by
+// owner.
+func owned(nowMS, leaseMS int64, max int, owner string) intake.ClaimOpts {
+	o := claimOpts(nowMS, leaseMS, max)
+	o.Owner = owner
+	return o
+}
+
+// withCrashes returns o with the crash budget set.
+func withCrashes(o intake.ClaimOpts, maxCrashes int) intake.ClaimOpts {
+	o.MaxCrashes = maxCrashes
+	return o
+}
+
+func (c *checker) register(process string, untilMS int64) bool {
+	ok, err := c.process.Register(c.ctx, process, at(untilMS))
+	c.failed(fmt.Sprintf("Register(%q, until %dms)", process, untilMS), err)
+	return ok
+}
+
+// mustRegister registers a new process id and ends the case if the store
+// refuses it.
+func (c *checker) mustRegister(process string, untilMS int64) {
+	if !c.register(process, untilMS) {
+		c.fatalf("Register(%q, until %dms) of a new process id reported false", process, untilMS)
+	}
+}
+
+func (c *checker) beat(process string, untilMS, nowMS int64) bool {
+	ok, err := c.process.Beat(c.ctx, process, at(untilMS), at(nowMS))
+	c.failed(fmt.Sprintf("Beat(%q, until %dms, now %dms)", process, untilMS, nowMS), err)
+	return ok
+}
+
+func (c *checker) leave(process string) bool {
+	ok, err := c.process.Leave(c.ctx, process)
+	c.failed(fmt.Sprintf("Leave(%q)", process), err)
+	return ok
+}
+
+func (c *checker) reap(nowMS int64) int {
+	n, err := c.process.Reap(c.ctx, at(nowMS))
+	c.failed(fmt.Sprintf("Reap(now %dms)", nowMS), err)
+	return n
+}
+
+// spentWith checks that update id was spent (abandoned instead of taken)
+// with error text want, through the capabilities the store has.
+func (c *checker) spentWith(id int64, want string) {
+	if c.admin != nil {
+		row, ok := c.get(id)
+		if !ok || row.State != intake.StateAbandoned || row.Error != want {
+			c.errorf("update %d is %s with error %q (found %v); want abandoned with %q", id, row.State, row.Error, ok, want)
+		}
+		return
+	}
+	if e, ok := c.findExhaustion(id); !ok || e.Error != want {
+		c.errorf("the exhaustion of update %d has error %q (listed %v); want %q", id, e.Error, ok, want)
+	}
+}
+
+// takeoverWhenOwnerLapses: the heart of the capability.
+func takeoverWhenOwnerLapses(c *checker) {
+	c.mustRegister("a", 100)
+	c.mustRegister("b", 100_000)
+	c.mustAdd(1, 0)
+	first := c.mustClaimOwned(1, owned(0, 10_000, defaultMax, "a"), 1)
+	for _, nowMS := range []int64{50, 100} {
+		if id, ok := c.claimOwned(1, owned(nowMS, 20_000, defaultMax, "b")); ok {
+			c.errorf("ClaimOwned at %dms took %s while its owner's heartbeat lives to 100ms and its lease to 10000ms", nowMS, fmtID(id))
+		}
+	}
+	if ids := c.dueIDs(100, 100, 10); len(ids) != 0 {
+		c.errorf("Due(now 100ms) = %v while the owner of update 1 is live through 100ms; want none", ids)
+	}
+	if ids := c.dueIDs(101, 101, 10); len(ids) != 1 || ids[0] != 1 {
+		c.errorf("Due(now 101ms) = %v after the owner's heartbeat lapsed at 100ms; want [1]", ids)
+	}
+	second := c.mustClaimOwned(1, owned(101, 20_000, defaultMax, "b"), 2)
+	if second.ClaimID == first.ClaimID {
+		c.errorf("the takeover kept claim id %q", first.ClaimID)
+	}
+	if c.renewOwned(first, 30_000, 102) {
+		c.errorf("RenewOwned(%s) reported true after the row was taken over", fmtID(first))
+	}
+	if c.owns(first, 102) {
+		c.errorf("Owns(%s, at 102ms) = true after the row was taken over", fmtID(first))
+	}
+	if c.settleOwned(first, completed(103)) {
+		c.errorf("SettleOwned(%s) reported true after the row was taken over", fmtID(first))
+	}
+	if c.durable != nil && c.exhaust(first, 103, "stale") {
+		c.errorf("Exhaust(%s) reported true after the row was taken over", fmtID(first))
+	}
+	if !c.owns(second, 104) {
+		c.errorf("Owns(%s, at 104ms) = false; the takeover holds the row", fmtID(second))
+	}
+	if _, ok := c.claimOwned(1, owned(105, 30_000, defaultMax, "a")); ok {
+		c.errorf("ClaimOwned at 105ms took the row back from the takeover, whose owner b is live")
+	}
+	if !c.settleOwned(second, completed(106)) {
+		c.errorf("SettleOwned(%s) of the takeover reported false", fmtID(second))
+	}
+}
+
+// beatKeepsOwnerLive: renewal extends, never shortens, never revives.
+func beatKeepsOwnerLive(c *checker) {
+	c.mustRegister("a", 100)
+	c.mustRegister("b", 100_000)
+	c.mustAdd(1, 0)
+	c.mustClaimOwned(1, owned(0, 10_000, defaultMax, "a"), 1)
+	if !c.beat("a", 200, 50) {
+		c.errorf("Beat(a, until 200ms, now 50ms) of a heartbeat live to 100ms reported false")
+	}
+	if id, ok := c.claimOwned(1, owned(150, 20_000, defaultMax, "b")); ok {
+		c.errorf("ClaimOwned at 150ms took %s; the owner's heartbeat was renewed to 200ms", fmtID(id))
+	}
+	if !c.beat("a", 150, 160) {
+		c.errorf("Beat(a, until 150ms, now 160ms) of a heartbeat live to 200ms reported false; a late beat is accepted, without shortening")
+	}
+	if id, ok := c.claimOwned(1, owned(200, 20_000, defaultMax, "b")); ok {
+		c.errorf("ClaimOwned at 200ms took %s: the beat to 150ms shortened the heartbeat to 200ms", fmtID(id))
+	}
+	if c.beat("a", 1000, 201) {
+		c.errorf("Beat(a, now 201ms) reported true after the heartbeat lapsed at 200ms: a beat revived a lapsed heartbeat")
+	}
+	c.mustClaimOwned(1, owned(202, 20_000, defaultMax, "b"), 2)
+	if c.beat("never", 1000, 0) {
+		c.errorf("Beat of a process id never registered reported true")
+	}
+}
+
+// registerOnce: ids are never reused, live or lapsed.
+func registerOnce(c *checker) {
+	c.mustRegister("a", 100)
+	if c.register("a", 500) {
+		c.errorf("a second Register(a) of a live process reported true")
+	}
+	if c.register("a", 100_000) {
+		c.errorf("Register(a) of a lapsed process reported true: a process id was reused")
+	}
+	if c.beat("a", 1000, 101) {
+		c.errorf("Beat(a, now 101ms) reported true: the heartbeat lapsed at 100ms (was the refused Register applied?)")
+	}
+}
+
+// leaveReleasesAtOnce: a clean shutdown hands its rows over without a wait.
+func leaveReleasesAtOnce(c *checker) {
+	c.mustRegister("a", 100_000)
+	c.mustRegister("b", 100_000)
+	c.mustAdd(1, 0)
+	first := c.mustClaimOwned(1, owned(0, 10_000, defaultMax, "a"), 1)
+	if !c.leave("a") {
+		c.errorf("Leave(a) of a registered process reported false")
+	}
+	if c.leave("a") {
+		c.errorf("a second Leave(a) reported true")
+	}
+	if c.beat("a", 200_000, 2) {
+		c.errorf("Beat(a) reported true after a left")
+	}
+	c.mustClaimOwned(1, owned(1, 20_000, defaultMax, "b"), 2)
+	if c.owns(first, 2) {
+		c.errorf("Owns(%s) = true after its process left and the row was taken over", fmtID(first))
+	}
+}
+
+// unknownOwnerLapsed: an owner the store does not know is not live.
+func unknownOwnerLapsed(c *checker) {
+	c.mustAdd(1, 0)
+	c.mustClaimOwned(1, owned(0, 10_000, defaultMax, "never-registered"), 1)
+	c.mustClaimOwned(1, owned(1, 10_000, defaultMax, ""), 2)
+}
+
+// onlyTheOwnerCounts: another process's lapse takes nothing from a live
+// owner, and an ownerless claim keeps its whole lease.
+func onlyTheOwnerCounts(c *checker) {
+	c.mustRegister("live", 100_000)
+	c.mustRegister("dead", 10)
+	c.mustAdd(1, 0)
+	c.mustAdd(2, 0)
+	c.mustClaimOwned(1, owned(0, 1000, defaultMax, "live"), 1)
+	c.mustClaimOwned(2, owned(0, 1000, defaultMax, ""), 1)
+	for _, id := range []int64{1, 2} {
+		if got, ok := c.claimOwned(id, owned(500, 2000, defaultMax, "dead")); ok {
+			c.errorf("ClaimOwned(%d) at 500ms took %s under a live lease; only process dead lapsed", id, fmtID(got))
+		}
+	}
+	if ids := c.dueIDs(500, 500, 10); len(ids) != 0 {
+		c.errorf("Due(now 500ms) = %v; want none: no row's owner lapsed", ids)
+	}
+	c.mustClaimOwned(2, owned(1001, 2000, defaultMax, "live"), 2)
+}
+
+// reap: strictly before now, and a reaped process is gone for good.
+func reap(c *checker) {
+	c.mustRegister("a", 100)
+	c.mustRegister("b", 200)
+	c.mustRegister("c", 300)
+	if n := c.reap(100); n != 0 {
+		c.errorf("Reap(now 100ms) = %d; want 0: a is live through 100ms", n)
+	}
+	if n := c.reap(201); n != 2 {
+		c.errorf("Reap(now 201ms) = %d; want 2 (a and b)", n)
+	}
+	if n := c.reap(201); n != 0 {
+		c.errorf("a second Reap(now 201ms) = %d; want 0", n)
+	}
+	if !c.beat("c", 400, 250) {
+		c.errorf("Beat(c, now 250ms) reported false: Reap removed a live process")
+	}
+	if c.beat("a", 1000, 100) {
+		c.errorf("Beat(a, now 100ms) reported true after a was reaped")
+	}
+}
+
+// crashBudget: MaxAttempts 2, MaxCrashes 3. Three processes die in turn
+// holding the update; the first two takeovers take attempts 2 and 3, beyond
+// MaxAttempts, and the third finds the crash budget spent.
+func crashBudget(c *checker) {
+	c.mustAdd(1, 0)
+	for i, owner := range []string{"p1", "p2", "p3"} {
+		startMS := int64(i) * 100
+		c.mustRegister(owner, startMS+50)
+		c.mustClaimOwned(1, withCrashes(owned(startMS, 100_000, 2, owner), 3), i+1)
+	}
+	c.mustRegister("p4", 100_000)
+	o := withCrashes(owned(251, 200_000, 2, "p4"), 3)
+	o.DurableExhaustion = c.durable != nil
+	if id, ok := c.claimOwned(1, o); ok {
+		c.fatalf("ClaimOwned at 251ms took %s; want the row spent on its third crash (MaxCrashes 3)", fmtID(id))
+	}
+	c.spentWith(1, intake.CrashesSpentText)
+}
+
+// crashesAndAttemptsApart: a crash, then leases that end while their owner
+// lives; only the latter spend MaxAttempts.
+func crashesAndAttemptsApart(c *checker) {
+	c.mustRegister("dead", 50)
+	c.mustRegister("live", 1_000_000)
+	c.mustAdd(1, 0)
+	c.mustClaimOwned(1, withCrashes(owned(0, 100_000, 2, "dead"), 5), 1)
+	// A crash: attempt 1 does not count.
+	c.mustClaimOwned(1, withCrashes(owned(51, 100, 2, "live"), 5), 2)
+	// The lease ended under a live owner: attempt 2 counts, one left.
+	c.mustClaimOwned(1, withCrashes(owned(101, 200, 2, "live"), 5), 3)
+	if id, ok := c.claimOwned(1, withCrashes(owned(201, 300, 2, "live"), 5)); ok {
+		c.fatalf("ClaimOwned at 201ms took %s; attempts 2 and 3 ended under a live owner, which spends MaxAttempts 2", fmtID(id))
+	}
+	c.spentWith(1, intake.AttemptsSpentText)
+}
+
+// noCrashBudget: without a crash budget every attempt counts.
+func noCrashBudget(c *checker) {
+	c.mustAdd(1, 0)
+	c.mustRegister("p1", 50)
+	c.mustClaimOwned(1, owned(0, 100_000, 2, "p1"), 1)
+	c.mustRegister("p2", 150)
+	c.mustClaimOwned(1, owned(51, 100_000, 2, "p2"), 2)
+	if id, ok := c.claimOwned(1, owned(151, 100_000, 2, "")); ok {
+		c.fatalf("ClaimOwned at 151ms with MaxCrashes 0 took %s; two attempts spend MaxAttempts 2, crashed or not", fmtID(id))
+	}
+	c.spentWith(1, intake.AttemptsSpentText)
+}
+
+// failedRowIsNoCrash: a settled failure is an attempt whatever became of
+// its process.
+func failedRowIsNoCrash(c *checker) {
+	c.mustRegister("p", 50)
+	c.mustAdd(1, 0)
+	first := c.mustClaimOwned(1, withCrashes(owned(0, 100, 2, "p"), 5), 1)
+	if !c.settleOwned(first, failedAt(1, 60, "boom")) {
+		c.fatalf("SettleOwned(%s, failed) reported false", fmtID(first))
+	}
+	second := c.mustClaimOwned(1, withCrashes(owned(60, 200, 2, ""), 5), 2)
+	if !c.settleOwned(second, failedAt(61, 70, "boom")) {
+		c.fatalf("SettleOwned(%s, failed) reported false", fmtID(second))
+	}
+	if id, ok := c.claimOwned(1, withCrashes(owned(70, 300, 2, ""), 5)); ok {
+		c.fatalf("ClaimOwned at 70ms took %s; two failed attempts spend MaxAttempts 2 (the retry after owner p lapsed counted as a crash?)", fmtID(id))
+	}
+	c.spentWith(1, intake.AttemptsSpentText)
+}
