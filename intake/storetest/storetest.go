@@ -23,7 +23,8 @@
 // [intake.Store], fence cases only for an [intake.FencedStore], exhaustion
 // cases only for an [intake.DurableStore], and the batch and admin cases only
 // for an [intake.BatchStore] or [intake.AdminStore], the journal cases only
-// for an [intake.JournalStore]. Run logs the level it
+// for an [intake.JournalStore], the chat order cases only for an
+// [intake.ChatOrderStore]. Run logs the level it
 // detected and the cases it skipped.
 //
 // # Cases
@@ -41,7 +42,11 @@
 // prune then re-add), Exhaust (crash on the last attempt, Exhaust, exact
 // acknowledgement once and only of an unacknowledged exhaustion, cursor
 // paging), Batch, Admin (oldest pending measured from when a row became
-// pending), Journal and Arguments (arguments outside the contract are
+// pending), Journal, ChatOrder (strict chat order: only a chat's lowest
+// unsettled row is claimable and listed, never beside a live lease of its
+// chat, settled rows and exhaustions release the chat, and a claim racing
+// the late add and claim of an earlier row of its chat loses or wins alone)
+// and Arguments (arguments outside the contract are
 // refused with [intake.ErrInvalidArgument] and change nothing).
 //
 // The concurrent cases release their racers together at a barrier and run
@@ -240,6 +245,7 @@ const (
 	capBatch
 	capAdmin
 	capJournal
+	capChatOrder
 )
 
 func detect(s intake.Store) capabilities {
@@ -258,6 +264,9 @@ func detect(s intake.Store) capabilities {
 	}
 	if _, ok := s.(intake.JournalStore); ok {
 		c |= capJournal
+	}
+	if _, ok := s.(intake.ChatOrderStore); ok {
+		c |= capChatOrder
 	}
 	return c
 }
@@ -285,6 +294,9 @@ func (c capabilities) String() string {
 	if c&capJournal != 0 {
 		parts = append(parts, "journal")
 	}
+	if c&capChatOrder != 0 {
+		parts = append(parts, "chatorder")
+	}
 	return strings.Join(parts, "+")
 }
 
@@ -300,6 +312,7 @@ func missingName(needs, caps capabilities) string {
 		{capBatch, "intake.BatchStore"},
 		{capAdmin, "intake.AdminStore"},
 		{capJournal, "intake.JournalStore"},
+		{capChatOrder, "intake.ChatOrderStore"},
 	} {
 		if missing&c.bit != 0 {
 			return c.name
@@ -333,6 +346,7 @@ func allGroups() []group {
 		{"Batch", batchCases()},
 		{"Admin", adminCases()},
 		{"Journal", journalCases()},
+		{"ChatOrder", chatOrderCases()},
 		{"Arguments", argumentCases()},
 	}
 }
