@@ -16,12 +16,22 @@ import (
 // ended strictly before now (a lease is live through its end inclusive).
 const claimableSQL = `(state = 'pending' OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2))`
 
+// inOrderSQL is the strict chat order condition at ?2 (now), for a row of
+// "{{table}}" (see [intake.ClaimOpts.StrictChatOrder]): its chat is empty,
+// or no other row of its chat is live (pending, processing or failed) with
+// a lower update id, nor processing under a lease live at now. The chat
+// index yields a chat's live rows, so the check reads one index range.
+const inOrderSQL = `(chat = '' OR NOT EXISTS (SELECT 1 FROM "{{table}}" AS o INDEXED BY "{{table}}_chat"
+    WHERE o.chat = "{{table}}".chat AND o.state IN ('pending', 'processing', 'failed')
+      AND o.update_id <> "{{table}}".update_id
+      AND (o.update_id < "{{table}}".update_id OR (o.state = 'processing' AND o.due_at >= ?2))))`
+
 // Statement texts; {{table}} is replaced by the validated table name. Every
 // state change is one statement, so it is atomic without a transaction.
 const (
-	// ?1 update_id, ?2 body, ?3 received_at.
-	addSQL = `INSERT INTO "{{table}}" (update_id, body, state, attempts, due_at, received_at)
-VALUES (?1, ?2, 'pending', 0, ?3, ?3) ON CONFLICT (update_id) DO NOTHING`
+	// ?1 update_id, ?2 body, ?3 received_at, ?4 chat.
+	addSQL = `INSERT INTO "{{table}}" (update_id, body, state, attempts, due_at, received_at, chat)
+VALUES (?1, ?2, 'pending', 0, ?3, ?3, ?4) ON CONFLICT (update_id) DO NOTHING`
 
 	// ?1 update_id, ?2 now, ?3 lease end, ?4 max attempts, ?5 durable
 	// exhaustion, ?6 fresh claim id, ?7 the spent error text. A claimable row
@@ -35,6 +45,20 @@ VALUES (?1, ?2, 'pending', 0, ?3, ?3) ON CONFLICT (update_id) DO NOTHING`
     settled_at = CASE WHEN attempts < ?4 OR ?5 THEN NULL ELSE ?2 END,
     claim_id   = CASE WHEN attempts < ?4 THEN ?6 ELSE coalesce(claim_id, ?6) END
 WHERE update_id = ?1 AND ` + claimableSQL + `
+RETURNING state, attempts, claim_id`
+
+	// claimStrictSQL is claimSQL in strict chat order: the same parameters,
+	// and the row must also be in order at ?2. Like every write it runs on
+	// the one writer connection, inside SQLite's write lock, so the check
+	// and the claim are one step for every process on the file.
+	claimStrictSQL = `UPDATE "{{table}}" SET
+    state      = CASE WHEN attempts < ?4 THEN 'processing' ELSE 'abandoned' END,
+    attempts   = CASE WHEN attempts < ?4 THEN attempts + 1 ELSE attempts END,
+    due_at     = CASE WHEN attempts < ?4 THEN ?3 ELSE ?2 END,
+    error      = CASE WHEN attempts < ?4 THEN NULL ELSE ?7 END,
+    settled_at = CASE WHEN attempts < ?4 OR ?5 THEN NULL ELSE ?2 END,
+    claim_id   = CASE WHEN attempts < ?4 THEN ?6 ELSE coalesce(claim_id, ?6) END
+WHERE update_id = ?1 AND ` + claimableSQL + ` AND ` + inOrderSQL + `
 RETURNING state, attempts, claim_id`
 
 	// ?1 update_id, ?2 attempt, ?3 lease end, ?4 now [, ?5 claim id].
@@ -75,6 +99,21 @@ WHERE state IN ('pending', 'processing', 'failed')
   AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2))
 ORDER BY update_id LIMIT ?3`
 
+	// dueStrictSQL is dueSQL listing only the rows in order at ?2.
+	dueStrictSQL = `SELECT update_id, body FROM "{{table}}" INDEXED BY "{{table}}_live"
+WHERE state IN ('pending', 'processing', 'failed')
+  AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2))
+  AND ` + inOrderSQL + `
+ORDER BY update_id LIMIT ?3`
+
+	// dueChatSQL is dueSQL for the rows of chat ?4 only, in order at ?2
+	// when ?5 is set, through the chat index.
+	dueChatSQL = `SELECT update_id, body FROM "{{table}}" INDEXED BY "{{table}}_chat"
+WHERE chat = ?4 AND state IN ('pending', 'processing', 'failed')
+  AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2))
+  AND (NOT ?5 OR ` + inOrderSQL + `)
+ORDER BY update_id LIMIT ?3`
+
 	// ?1 before.
 	pruneSQL = `DELETE FROM "{{table}}"
 WHERE settled_at < ?1 AND state IN ('completed', 'abandoned')`
@@ -111,19 +150,19 @@ WHERE update_id = ?1 AND state IN ('failed', 'abandoned')`
     (SELECT min(due_at) FROM "{{table}}" WHERE state = 'pending')`
 )
 
-// batchRows is how many rows one INSERT statement of AddBatch carries (3
+// batchRows is how many rows one INSERT statement of AddBatch carries (4
 // parameters each, far below SQLite's limit of 32766).
 const batchRows = 100
 
 // addManySQL is addSQL for rows rows, returning the ids it inserted.
 func addManySQL(table string, rows int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO "` + table + `" (update_id, body, state, attempts, due_at, received_at) VALUES `)
+	b.WriteString(`INSERT INTO "` + table + `" (update_id, body, state, attempts, due_at, received_at, chat) VALUES `)
 	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "(?%d, ?%d, 'pending', 0, ?%d, ?%d)", 3*i+1, 3*i+2, 3*i+3, 3*i+3)
+		fmt.Fprintf(&b, "(?%d, ?%d, 'pending', 0, ?%d, ?%d, ?%d)", 4*i+1, 4*i+2, 4*i+3, 4*i+3, 4*i+4)
 	}
 	b.WriteString(" ON CONFLICT (update_id) DO NOTHING RETURNING update_id")
 	return b.String()
@@ -182,8 +221,8 @@ func (a *addStmts) close() error {
 type queries struct {
 	ownsTxSQL, listSQL string
 
-	add, claim, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
-	owns, due, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra                   *sql.Stmt
+	add, claim, claimStrict, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
+	owns, due, dueStrict, dueChat, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra            *sql.Stmt
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
@@ -197,6 +236,7 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 	}{
 		{w, &q.add, addSQL},
 		{w, &q.claim, claimSQL},
+		{w, &q.claimStrict, claimStrictSQL},
 		{w, &q.renew, renewSQL},
 		{w, &q.renewOwned, renewOwnedSQL},
 		{w, &q.settle, settleSQL},
@@ -207,6 +247,8 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		{w, &q.requeue, requeueSQL},
 		{r, &q.owns, ownsSQL},
 		{r, &q.due, dueSQL},
+		{r, &q.dueStrict, dueStrictSQL},
+		{r, &q.dueChat, dueChatSQL},
 		{r, &q.dueExhaustions, dueExhaustionsSQL},
 		{r, &q.dueExhaustionsAfter, dueExhaustionsAfterSQL},
 		{r, &q.get, getSQL},
@@ -225,8 +267,8 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 func (q *queries) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
-		q.add, q.claim, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
-		q.owns, q.due, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra,
+		q.add, q.claim, q.claimStrict, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
+		q.owns, q.due, q.dueStrict, q.dueChat, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra,
 	} {
 		if st != nil {
 			errs = append(errs, st.Close())
