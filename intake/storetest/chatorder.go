@@ -18,6 +18,8 @@ const (
 	// chatOrderFirstID is the first update id of the concurrent chat order
 	// case.
 	chatOrderFirstID = 3000
+	// chatOrderRounds is how many rounds the concurrent case runs.
+	chatOrderRounds = 4 * barrierRounds
 	// strictMax is the attempt ceiling of the cases' strict claims, high
 	// enough that no case spends a row unless it means to.
 	strictMax = 5
@@ -238,7 +240,7 @@ func chatOrderDue(c *checker) {
 // and takes the row in two steps, or that does not see a concurrent claim
 // of the chat, lets both win.
 func chatOrderRace(c *checker) {
-	for round := range barrierRounds {
+	for round := range chatOrderRounds {
 		id := int64(chatOrderFirstID + 2*round)
 		chat := fmt.Sprintf("race-%d", round)
 		c.addChat(id+1, chat, 0)
@@ -258,16 +260,28 @@ func chatOrderRace(c *checker) {
 				mu.Unlock()
 			}
 		}
+		// The window lies wherever the later claim's check and its commit
+		// straddle the earlier row's add and claim: a database's round trip
+		// long. Rounds sweep a delay before one racer or the other from none
+		// to about a hundred and fifty microseconds.
+		delay := func(mine int, fn func()) func() {
+			return func() {
+				if round%2 == mine {
+					spin(1 << (round / 2 % 15))
+				}
+				fn()
+			}
+		}
 		together(c,
-			func() {
+			delay(0, func() {
 				ok, err := c.store.Add(c.ctx, intake.Incoming{UpdateID: id, Body: body(id), ReceivedAt: at(5), Chat: chat})
 				if err != nil || !ok {
 					c.errorf("Add(%d, chat %q) = %v, %v; want true, no error", id, chat, ok, err)
 					return
 				}
 				claim(id)
-			},
-			func() { claim(id + 1) },
+			}),
+			delay(1, func() { claim(id + 1) }),
 		)
 		if len(won) != 1 {
 			slices.Sort(won)
