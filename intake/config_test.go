@@ -43,6 +43,14 @@ func TestConfigValidation(t *testing.T) {
 		{"huge MaxQueued", func(c *intake.Config) { c.MaxQueued = intake.MaxMaxQueued + 1 }, "Config.MaxQueued"},
 		{"negative MaxBatch", func(c *intake.Config) { c.MaxBatch = -1 }, "Config.MaxBatch"},
 		{"huge MaxBatch", func(c *intake.Config) { c.MaxBatch = intake.MaxMaxBatch + 1 }, "Config.MaxBatch"},
+		{"process chat order", func(c *intake.Config) { c.ChatOrder = intake.ChatOrderProcess }, ""},
+		{"strict chat order", func(c *intake.Config) { c.ChatOrder = intake.ChatOrderStrict }, ""},
+		{"unknown chat order", func(c *intake.Config) { c.ChatOrder = "global" }, `Config.ChatOrder is "global", want "process" or "strict"`},
+		{"strict chat order and RetryOutOfOrder", func(c *intake.Config) { c.ChatOrder, c.RetryOutOfOrder = intake.ChatOrderStrict, true },
+			"Config.RetryOutOfOrder contradicts Config.ChatOrder"},
+		{"strict chat order without a ChatOrderStore", func(c *intake.Config) {
+			c.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ intake.DurableStore }{memstore.New()}
+		}, "requires a ChatOrderStore"},
 		{"limits are allowed", func(c *intake.Config) {
 			c.MaxAttempts, c.LeaseDuration, c.PendingGrace = intake.MaxMaxAttempts, intake.MinLeaseDuration, intake.MaxPendingGrace
 			c.SweepInterval, c.Retention, c.MaxConcurrent = intake.MinSweepInterval, intake.MaxRetention, 1

@@ -13,7 +13,8 @@ import (
 )
 
 // Runner records Telegram updates and handles each one at least once, under
-// a renewable lease, in chat order within the process, with at most
+// a renewable lease, in chat order within the process (across processes
+// with [ChatOrderStrict]), with at most
 // [Config.MaxConcurrent] handlers at a time.
 //
 // The lifecycle is [New], [Runner.Start], then [Runner.Close]; a closed
