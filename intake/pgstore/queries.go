@@ -70,13 +70,19 @@ const claimSet = `
 // (the parameter now, such as "$2"); see
 // [intake.ClaimOpts.StrictChatOrder]: its chat is empty, or no other row of
 // its chat is live (pending, processing or failed) with a lower update id,
-// nor processing under a lease live at now. The partial index
-// {{table}}_chat serves it with one index range.
+// nor processing under a lease live at now. It is two NOT EXISTS, each a
+// range of the chat's live rows in the partial index {{table}}_chat (or,
+// when the planner finds it cheaper, of {{table}}_live): the rows below the
+// update id, and, with none there, those above it under a live lease.
 func inOrder(now string) string {
-	return `({{table}}.chat = '' OR NOT EXISTS (SELECT 1 FROM {{table}} AS o
-		WHERE o.chat = {{table}}.chat AND o.state IN ('pending', 'processing', 'failed')
-		  AND o.update_id <> {{table}}.update_id
-		  AND (o.update_id < {{table}}.update_id OR (o.state = 'processing' AND o.due_at >= ` + now + `::bigint))))`
+	return `({{table}}.chat = '' OR (
+		NOT EXISTS (SELECT 1 FROM {{table}} AS o
+			WHERE o.chat = {{table}}.chat AND o.update_id < {{table}}.update_id
+			  AND o.state IN ('pending', 'processing', 'failed'))
+		AND NOT EXISTS (SELECT 1 FROM {{table}} AS o
+			WHERE o.chat = {{table}}.chat AND o.update_id > {{table}}.update_id
+			  AND o.state IN ('pending', 'processing', 'failed')
+			  AND o.state = 'processing' AND o.due_at >= ` + now + `::bigint)))`
 }
 
 // strictClaim is a claim statement with the strict chat order condition.

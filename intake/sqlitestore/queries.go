@@ -20,11 +20,17 @@ const claimableSQL = `(state = 'pending' OR (state = 'failed' AND due_at <= ?2) 
 // "{{table}}" (see [intake.ClaimOpts.StrictChatOrder]): its chat is empty,
 // or no other row of its chat is live (pending, processing or failed) with
 // a lower update id, nor processing under a lease live at now. The chat
-// index yields a chat's live rows, so the check reads one index range.
-const inOrderSQL = `(chat = '' OR NOT EXISTS (SELECT 1 FROM "{{table}}" AS o INDEXED BY "{{table}}_chat"
-    WHERE o.chat = "{{table}}".chat AND o.state IN ('pending', 'processing', 'failed')
-      AND o.update_id <> "{{table}}".update_id
-      AND (o.update_id < "{{table}}".update_id OR (o.state = 'processing' AND o.due_at >= ?2))))`
+// index yields a chat's live rows in update id order, so each of the two
+// checks reads one index range: the rows below the update id, and, with
+// none there, those above it under a live lease.
+const inOrderSQL = `(chat = '' OR (
+    NOT EXISTS (SELECT 1 FROM "{{table}}" AS o INDEXED BY "{{table}}_chat"
+        WHERE o.chat = "{{table}}".chat AND o.update_id < "{{table}}".update_id
+          AND o.state IN ('pending', 'processing', 'failed'))
+    AND NOT EXISTS (SELECT 1 FROM "{{table}}" AS o INDEXED BY "{{table}}_chat"
+        WHERE o.chat = "{{table}}".chat AND o.update_id > "{{table}}".update_id
+          AND o.state IN ('pending', 'processing', 'failed')
+          AND o.state = 'processing' AND o.due_at >= ?2)))`
 
 // Statement texts; {{table}} is replaced by the validated table name. Every
 // state change is one statement, so it is atomic without a transaction.
