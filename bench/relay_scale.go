@@ -364,19 +364,6 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// loadAverage is /proc/loadavg's three averages, or "?".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // cpuTimes is CPU time spent so far.
 type cpuTimes struct {
 	relays   time.Duration // the serve processes given

@@ -69,6 +69,10 @@ type outcome struct {
 	// retryAt is the due time of the retry the store accepted; zero when
 	// none was scheduled.
 	retryAt time.Time
+	// released reports that the attempt settled its row for good
+	// (completed, abandoned or exhausted), which releases its chat under
+	// strict chat order.
+	released bool
 }
 
 // unfenced adapts a plain [Store] to the runner's one code path: its
@@ -99,7 +103,7 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 	hb := rn.hb
 	r.mu.Unlock()
 	opts := ClaimOpts{Now: taken, LeaseUntil: taken.Add(leaseFor), MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil,
-		Owner: hb.claimAs(taken), MaxCrashes: r.crashes}
+		Owner: hb.claimAs(taken), MaxCrashes: r.crashes, StrictChatOrder: r.strict}
 	cctx, ccancel := context.WithTimeout(rn.ctx, leaseFor)
 	id, ok, err := r.store.ClaimOwned(cctx, j.id, opts)
 	ccancel()
@@ -149,8 +153,7 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 	rcancel()
 
 	if herr == nil {
-		r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
-		return outcome{}
+		return outcome{released: r.settle(rn, l, Settlement{State: StateCompleted, At: now()})}
 	}
 	return r.fail(rn, l, j, herr)
 }
@@ -286,6 +289,7 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 			r.storeError(StepSettle, l.id.UpdateID, err)
 		}
 		if ok {
+			res.released = true
 			res.exhaustion = &Exhaustion{Identity: l.id, Body: j.body, ExhaustedAt: at, Error: msg}
 			if f := r.cfg.Observer.ExhaustFunc; f != nil {
 				e := *res.exhaustion
@@ -296,9 +300,8 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 			retrying = true // the row is still processing: a reclaim will run it
 		}
 	case !d.retry:
-		if !r.settle(rn, l, Settlement{State: StateAbandoned, At: at, Error: msg}) {
-			retrying = true
-		}
+		res.released = r.settle(rn, l, Settlement{State: StateAbandoned, At: at, Error: msg})
+		retrying = !res.released
 	default:
 		// Due on a whole millisecond, the stores' precision, never before
 		// the delay: the in-process retry then finds the row due.

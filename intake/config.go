@@ -133,6 +133,42 @@ type Observer struct {
 	StoreErrorFunc func(step Step, updateID int64, err error)
 }
 
+// ChatOrder is how far the runner keeps a chat's updates in order: one
+// after the other, in the order of their update ids, never two at once.
+type ChatOrder string
+
+// The chat orders.
+const (
+	// ChatOrderProcess keeps order within one process: a chat's updates
+	// that this process accepted or swept run one at a time, in order
+	// (and a failed one holds the chat's later ones, unless
+	// [Config.RetryOutOfOrder]). Updates of one chat that several
+	// processes sharing a store took run in parallel and may overtake each
+	// other; so may an update swept after a restart. Handling costs one
+	// claim per update and no extra query. The zero value of ChatOrder
+	// means ChatOrderProcess.
+	ChatOrderProcess ChatOrder = "process"
+	// ChatOrderStrict keeps order across every process sharing the store:
+	// an update is claimed only when no earlier update of its chat
+	// (a lower update id) is pending, processing or failed, and no other
+	// update of its chat is being handled, checked by the store in the
+	// claim itself ([ClaimOpts.StrictChatOrder]). It requires a
+	// [ChatOrderStore] and refuses [Config.RetryOutOfOrder].
+	//
+	// The cost: a chat's updates are handled one at a time across the whole
+	// cluster, each claim checks the chat's earlier rows (an index lookup),
+	// and every settlement that releases a chat lists its next update
+	// (one more query) so that it runs at once whichever process recorded
+	// it. A failed update holds its chat until it succeeds or is given up,
+	// so a poisoned update holds its chat until it is exhausted (its
+	// attempts spent, or an outcome that is not retried); an exhaustion,
+	// acknowledged or not, releases the chat. A process that dies holding
+	// an update holds its chat until that lease lapses and another process
+	// reclaims it. Updates without a chat ([Incoming.Chat] empty), and rows
+	// recorded before the store kept chats, are not ordered.
+	ChatOrderStrict ChatOrder = "strict"
+)
+
 // Config configures a [Runner]. [New] copies it, so later changes to the
 // caller's value have no effect. Zero numeric fields take their DefaultX
 // value; a negative or out-of-range value is an error.
@@ -192,9 +228,16 @@ type Config struct {
 	// succeeds or is given up, so a chat never sees "two" before "one". Set
 	// it when a chat's updates are independent and one slow retry must not
 	// delay the rest; the retry then runs at its due time after them. Either
-	// way order is kept within one process only: after a restart, or on
-	// another process, a chat's later updates run when found.
+	// way, with [ChatOrderProcess], order is kept within one process only:
+	// after a restart, or on another process, a chat's later updates run
+	// when found. [ChatOrderStrict] refuses it: there a failed update holds
+	// its chat in the store, for every process.
 	RetryOutOfOrder bool
+
+	// ChatOrder says how far a chat's updates are kept in order; see
+	// [ChatOrderProcess] (the default, also the zero value) and
+	// [ChatOrderStrict].
+	ChatOrder ChatOrder
 
 	// MaxAttempts is the attempt ceiling of one update, 1 to
 	// [MaxMaxAttempts]. Defaults to [DefaultMaxAttempts].
@@ -301,6 +344,20 @@ func (c Config) fill() (Config, error) {
 		if _, ok := c.Store.(DurableStore); !ok {
 			return c, fmt.Errorf("intake: Config.KeepExhaustions requires a DurableStore, and %T is not one", c.Store)
 		}
+	}
+	switch c.ChatOrder {
+	case "":
+		c.ChatOrder = ChatOrderProcess
+	case ChatOrderProcess:
+	case ChatOrderStrict:
+		if _, ok := c.Store.(ChatOrderStore); !ok {
+			return c, fmt.Errorf("intake: Config.ChatOrder %q requires a ChatOrderStore, and %T is not one", c.ChatOrder, c.Store)
+		}
+		if c.RetryOutOfOrder {
+			return c, fmt.Errorf("intake: Config.RetryOutOfOrder contradicts Config.ChatOrder %q: a failed update holds its chat in the store", c.ChatOrder)
+		}
+	default:
+		return c, fmt.Errorf("intake: Config.ChatOrder is %q, want %q or %q (empty means %q)", c.ChatOrder, ChatOrderProcess, ChatOrderStrict, ChatOrderProcess)
 	}
 	var err error
 	fillInt := func(name string, v *int, def, lo, hi int) {

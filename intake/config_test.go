@@ -50,6 +50,14 @@ func TestConfigValidation(t *testing.T) {
 		{"no crash budget", func(c *intake.Config) { c.MaxCrashes = -1 }, ""},
 		{"negative MaxCrashes", func(c *intake.Config) { c.MaxCrashes = -2 }, "Config.MaxCrashes is -2, want 1 to 1000 (zero means 10), or -1 for no crash budget"},
 		{"huge MaxCrashes", func(c *intake.Config) { c.MaxCrashes = intake.MaxMaxCrashes + 1 }, "Config.MaxCrashes"},
+		{"process chat order", func(c *intake.Config) { c.ChatOrder = intake.ChatOrderProcess }, ""},
+		{"strict chat order", func(c *intake.Config) { c.ChatOrder = intake.ChatOrderStrict }, ""},
+		{"unknown chat order", func(c *intake.Config) { c.ChatOrder = "global" }, `Config.ChatOrder is "global", want "process" or "strict"`},
+		{"strict chat order and RetryOutOfOrder", func(c *intake.Config) { c.ChatOrder, c.RetryOutOfOrder = intake.ChatOrderStrict, true },
+			"Config.RetryOutOfOrder contradicts Config.ChatOrder"},
+		{"strict chat order without a ChatOrderStore", func(c *intake.Config) {
+			c.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ intake.DurableStore }{memstore.New()}
+		}, "requires a ChatOrderStore"},
 		{"limits are allowed", func(c *intake.Config) {
 			c.MaxAttempts, c.LeaseDuration, c.PendingGrace = intake.MaxMaxAttempts, intake.MinLeaseDuration, intake.MaxPendingGrace
 			c.SweepInterval, c.Retention, c.MaxConcurrent = intake.MinSweepInterval, intake.MaxRetention, 1

@@ -47,7 +47,11 @@
 // chat, message.chat, from, user or voter_chat id; an update with none runs
 // alone), so updates of one chat run in order within a process, and
 // different chats run in parallel, at most [Config.MaxConcurrent] handlers
-// at a time. A line waiting for its predecessor holds no slot. At most
+// at a time. With [ChatOrderStrict] the store also keeps each chat in
+// order across every process sharing it: an update is claimed only when no
+// earlier update of its chat is unsettled and none of its chat is being
+// handled, and a process that settles a chat's update takes the chat's next
+// one over at once, whichever process recorded it. A line waiting for its predecessor holds no slot. At most
 // [Config.MaxQueued] updates and exhaustions are scheduled in one process;
 // the rest wait in the store for a sweep.
 //

@@ -13,7 +13,8 @@ import (
 )
 
 // Runner records Telegram updates and handles each one at least once, under
-// a renewable lease, in chat order within the process, with at most
+// a renewable lease, in chat order within the process (across processes
+// with [ChatOrderStrict]), with at most
 // [Config.MaxConcurrent] handlers at a time.
 //
 // The lifecycle is [New], [Runner.Start], then [Runner.Close]; a closed
@@ -30,6 +31,7 @@ type Runner struct {
 	procs   ProcessStore // set when the store keeps heartbeats and Config.NoHeartbeat is unset
 	crashes int          // ClaimOpts.MaxCrashes
 	policy  func(error, int) (time.Duration, bool)
+	strict  bool // Config.ChatOrder is ChatOrderStrict
 	log     *slog.Logger
 
 	mu       sync.Mutex
@@ -77,7 +79,8 @@ type job struct {
 	id   int64
 	body []byte
 	chat chatRef
-	bad  bool // the body is not an update: exhaust or abandon without handling
+	key  string // the chat key (Incoming.Chat); empty when none
+	bad  bool   // the body is not an update: exhaust or abandon without handling
 }
 
 type startCall struct {
@@ -92,7 +95,7 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: c, policy: c.RetryFunc, log: c.Logger, cursor: -1}
+	r := &Runner{cfg: c, policy: c.RetryFunc, log: c.Logger, cursor: -1, strict: c.ChatOrder == ChatOrderStrict}
 	if r.policy == nil {
 		r.policy = DefaultRetry
 	}
@@ -136,7 +139,7 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 		r.observeAccept(-1, Invalid)
 		return Invalid, nil
 	}
-	in := Incoming{UpdateID: p.id, Body: body, ReceivedAt: now()}
+	in := Incoming{UpdateID: p.id, Body: body, ReceivedAt: now(), Chat: p.key}
 	var added bool
 	if r.batch != nil {
 		added, err = r.batch.Do(ctx, in)
@@ -153,7 +156,7 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	r.observeAccept(p.id, Accepted)
 	r.mu.Lock()
 	if r.started && r.run != nil {
-		r.scheduleLocked(r.run, job{id: p.id, body: bytes.Clone(body), chat: chatRef{p.chatID, p.chatType}}, p.line)
+		r.scheduleLocked(r.run, job{id: p.id, body: bytes.Clone(body), chat: chatRef{p.chatID, p.chatType}, key: p.key}, p.line)
 	}
 	r.mu.Unlock()
 	return Accepted, nil
@@ -423,7 +426,7 @@ func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (i
 	if pendingBefore.After(at) {
 		pendingBefore = at
 	}
-	rows, err := r.store.Due(ctx, DueQuery{Now: at, PendingBefore: pendingBefore, Limit: limit})
+	rows, err := r.store.Due(ctx, DueQuery{Now: at, PendingBefore: pendingBefore, Limit: limit, StrictChatOrder: r.strict})
 	if err != nil {
 		return 0, fmt.Errorf("list due updates: %w", err)
 	}
@@ -432,20 +435,7 @@ func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (i
 	r.mu.Lock()
 	rn.refill = len(rows) == limit
 	r.mu.Unlock()
-	n := 0
-	for _, row := range rows {
-		p, perr := parseUpdate(row.Body)
-		key := p.line
-		if perr != nil {
-			key = "update:" + strconv.FormatInt(row.UpdateID, 10)
-		}
-		j := job{id: row.UpdateID, body: row.Body, chat: chatRef{p.chatID, p.chatType}, bad: perr != nil}
-		r.mu.Lock()
-		if r.scheduleLocked(rn, j, key) {
-			n++
-		}
-		r.mu.Unlock()
-	}
+	n := r.scheduleRows(rn, rows)
 	if r.cfg.ExhaustionHandler != nil {
 		m, err := r.sweepExhaustions(ctx, rn)
 		n += m
@@ -457,6 +447,43 @@ func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (i
 		return n, fmt.Errorf("prune settled updates: %w", err)
 	}
 	return n, nil
+}
+
+// scheduleRows schedules listed rows on their chat lines and returns how
+// many were newly scheduled.
+func (r *Runner) scheduleRows(rn *run, rows []StoredUpdate) int {
+	n := 0
+	for _, row := range rows {
+		p, perr := parseUpdate(row.Body)
+		key := p.line
+		if perr != nil {
+			key = "update:" + strconv.FormatInt(row.UpdateID, 10)
+		}
+		j := job{id: row.UpdateID, body: row.Body, chat: chatRef{p.chatID, p.chatType}, key: p.key, bad: perr != nil}
+		r.mu.Lock()
+		if r.scheduleLocked(rn, j, key) {
+			n++
+		}
+		r.mu.Unlock()
+	}
+	return n
+}
+
+// handOff, under strict chat order, schedules the next update of chat key,
+// whose update this process just settled for good: that update may have
+// been recorded, and its claim refused, by another process (or before a
+// restart), and nobody else would look for it before a sweep. Of a chat
+// only its lowest unsettled update is claimable, so one row is listed.
+func (r *Runner) handOff(rn *run, key string) {
+	at := now()
+	ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
+	rows, err := r.store.Due(ctx, DueQuery{Now: at, PendingBefore: at, Limit: 1, StrictChatOrder: true, Chat: key})
+	cancel()
+	if err != nil {
+		r.storeError(StepSweep, -1, fmt.Errorf("list the next update of a chat: %w", err))
+		return
+	}
+	r.scheduleRows(rn, rows)
 }
 
 // sweepExhaustions schedules one page of due exhaustions, continuing after
@@ -603,6 +630,9 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		}
 		r.doneLocked(rn)
 		r.mu.Unlock()
+		if r.strict && res.released && j.key != "" {
+			r.handOff(rn, j.key)
+		}
 	}
 }
 

@@ -67,7 +67,21 @@ type Incoming struct {
 	// ReceivedAt is the intake clock's time of arrival. It drives the pending
 	// grace of [DueQuery.PendingBefore].
 	ReceivedAt time.Time
+	// Chat is the key of the chat the update belongs to: the key the runner
+	// keeps a chat's updates in order by, which is the id, as JSON text
+	// without quotes, of the first chat, message.chat, from, user or
+	// voter_chat object of the update's payload (a private chat and its user
+	// share one key). It is empty when the update has none, or when the key
+	// would be longer than [MaxChatKey] bytes. A [ChatOrderStore] keeps it
+	// for [ClaimOpts.StrictChatOrder]; other stores ignore it. A row with an
+	// empty Chat is never held back by strict order, nor holds others.
+	Chat string
 }
+
+// MaxChatKey is the longest [Incoming.Chat] a [ChatOrderStore] must keep.
+// Telegram's ids are 64-bit integers and channel usernames at most 32
+// bytes, so a real update's key is far shorter.
+const MaxChatKey = 64
 
 // StoredUpdate is an update row listed by [Store.Due].
 type StoredUpdate struct {
@@ -111,6 +125,20 @@ type ClaimOpts struct {
 	// crashed or not, as a store without heartbeats does. Other stores
 	// ignore it.
 	MaxCrashes int
+	// StrictChatOrder, when set, adds one condition to claimability, checked
+	// in the same atomic step as the claim: a row whose stored chat
+	// ([Incoming.Chat]) is not empty is claimable only when no other row of
+	// its chat is unsettled with a lower update id (pending, processing or
+	// failed; a completed or abandoned row, an unacknowledged exhaustion
+	// included, releases its chat) and no other row of its chat is
+	// processing under a lease live at Now (an update recorded after a
+	// later one of its chat was claimed waits for that one). So, of one
+	// chat, only the lowest unsettled row is ever claimable, and two claims
+	// of one chat can never both hold live leases, however many processes
+	// claim. A refusal for order is a false result, like any other, and
+	// spends nothing. Only a [ChatOrderStore] honours it; the intake never
+	// sets it for other stores.
+	StrictChatOrder bool
 }
 
 // Validate reports an error wrapping [ErrInvalidArgument] when MaxAttempts
@@ -162,6 +190,16 @@ type DueQuery struct {
 	PendingBefore time.Time
 	// Limit is the page size, at least 1.
 	Limit int
+	// StrictChatOrder, when set, lists only rows a claim with
+	// [ClaimOpts.StrictChatOrder] at Now could take, so rows held back by
+	// an earlier update of their chat never fill a page. Only a
+	// [ChatOrderStore] honours it.
+	StrictChatOrder bool
+	// Chat, when not empty, lists only rows whose stored chat is Chat. The
+	// intake sets it, with StrictChatOrder, to find the next update of a
+	// chat whose update it just settled. Only a [ChatOrderStore] honours
+	// it.
+	Chat string
 }
 
 // Validate reports an error wrapping [ErrInvalidArgument] when Limit is
@@ -398,6 +436,26 @@ type BatchStore interface {
 	// recorded. Duplicates within the batch are allowed: the first one wins
 	// and the rest report false. On error nothing is recorded.
 	AddBatch(ctx context.Context, us []Incoming) ([]bool, error)
+}
+
+// ChatOrderStore is an optional capability of a [Store]: it keeps each
+// row's [Incoming.Chat] and honours [ClaimOpts.StrictChatOrder],
+// [DueQuery.StrictChatOrder] and [DueQuery.Chat], so that updates of one
+// chat are handled one at a time, in update id order, by any number of
+// processes sharing the store. The intake requires one for
+// [ChatOrderStrict]. Rows recorded before the store kept chats (an older
+// schema) have an empty chat and are not ordered. An operator's
+// [AdminStore.Requeue] of an earlier update does not stop a later one
+// already claimed; the requeued one then waits for it.
+//
+// Run the ChatOrder group of
+// [github.com/tgrelay/tgrelay/intake/storetest.Run] against an
+// implementation.
+type ChatOrderStore interface {
+	Store
+	// KeepsChatOrder does nothing: it marks the capability, which a store
+	// claims by implementing it.
+	KeepsChatOrder()
 }
 
 // Row is the full state of one stored update, as operator tooling sees it.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // Update is one stored update as a handler receives it.
@@ -66,10 +67,12 @@ func (a Acceptance) String() string {
 var errNotUpdate = errors.New("intake: not a Telegram update")
 
 // parsedUpdate is what the runner needs from a body: its id, the key of
-// the chat line it runs on, and its chat.
+// the chat line it runs on, the chat key a store keeps ([Incoming.Chat]),
+// and its chat.
 type parsedUpdate struct {
 	id       int64
 	line     string
+	key      string
 	chatID   int64
 	chatType string
 }
@@ -80,6 +83,18 @@ type parsedUpdate struct {
 func ParseUpdate(body []byte) (int64, error) {
 	p, err := parseUpdate(body)
 	return p.id, err
+}
+
+// ChatKey returns the chat key of an update's body, as the runner records
+// it in [Incoming.Chat]: empty when body is not an update, has no chat, or
+// its key is longer than [MaxChatKey]. Callers that add rows to a store
+// themselves use it to keep them in strict chat order.
+func ChatKey(body []byte) string {
+	p, err := parseUpdate(body)
+	if err != nil {
+		return ""
+	}
+	return p.key
 }
 
 // parseUpdate validates body and derives the line key from its top-level
@@ -132,10 +147,13 @@ func parseUpdate(body []byte) (parsedUpdate, error) {
 	if id < 0 {
 		return parsedUpdate{}, errNotUpdate
 	}
+	var key string
 	if line == "" {
 		line = "update:" + strconv.FormatInt(id, 10)
+	} else if k := strings.TrimPrefix(line, "chat:"); len(k) <= MaxChatKey {
+		key = k
 	}
-	return parsedUpdate{id: id, line: line, chatID: chat.id, chatType: chat.typ}, nil
+	return parsedUpdate{id: id, line: line, key: key, chatID: chat.id, chatType: chat.typ}, nil
 }
 
 // parseID returns the value of a non-negative JSON integer literal, or -1.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/tgrelay/tgrelay/intake"
@@ -76,6 +77,26 @@ func TestLineKey(t *testing.T) {
 	}
 }
 
+func TestChatKey(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", intake.MaxChatKey)
+	for _, tc := range []struct{ body, want string }{
+		{`{"update_id":1,"message":{"chat":{"id":-100123},"from":{"id":7}}}`, "-100123"},
+		{`{"update_id":1,"inline_query":{"from":{"id":7}}}`, "7"},
+		{`{"update_id":1,"my_chat_member":{"chat":{"id":"@channel"}}}`, "@channel"},
+		{`{"update_id":8,"poll":{"id":"p1"}}`, ""},
+		{`{"update_id":8,"message":{"chat":{"id":"` + long + `"}}}`, long},
+		{`{"update_id":8,"message":{"chat":{"id":"` + long + `y"}}}`, ""},
+		{`{"update_id":"8","message":{"chat":{"id":1}}}`, ""},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := intake.ChatKey([]byte(tc.body)); got != tc.want {
+				t.Fatalf("ChatKey(%.60s) = %q, want %q", tc.body, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestAcceptanceString(t *testing.T) {
 	t.Parallel()
 	for a, want := range map[intake.Acceptance]string{intake.Accepted: "accepted", intake.Duplicate: "duplicate", intake.Invalid: "invalid", 0: "Acceptance(0)"} {
@@ -99,7 +120,10 @@ func FuzzParseUpdate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		id, err := intake.ParseUpdate(body)
-		_ = intake.LineKey(body)
+		line, key := intake.LineKey(body), intake.ChatKey(body)
+		if len(key) > intake.MaxChatKey || (key != "" && line != "chat:"+key) {
+			t.Fatalf("chat key %q of %q does not match its line %q", key, body, line)
+		}
 		if chat, typ := intake.ChatOf(body); (err != nil && (chat != 0 || typ != "")) || len(typ) > 32 {
 			t.Fatalf("chat %d %q of %q (parse error %v)", chat, typ, body, err)
 		}

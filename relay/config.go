@@ -154,6 +154,12 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	NoHeartbeat       bool
 	MaxCrashes        int
+	// ChatOrder is the intake's [intake.Config.ChatOrder]: the zero value
+	// and [intake.ChatOrderProcess] keep each chat in order within this
+	// process; [intake.ChatOrderStrict] keeps it across every relay sharing
+	// the store (which must be an [intake.ChatOrderStore]), at the cost of
+	// handling a chat's updates one at a time across all of them.
+	ChatOrder intake.ChatOrder
 	// BackoffBase is the delay before the first retry of a failed forward;
 	// each next retry waits four times longer, capped at
 	// [MaxRetryBackoff]. Zero means [DefaultBackoffBase]; 1ms to
@@ -257,6 +263,15 @@ func (c Config) fill() (Config, error) {
 }
 
 func (c *Config) fillRunner() error {
+	switch c.ChatOrder {
+	case "", intake.ChatOrderProcess:
+	case intake.ChatOrderStrict:
+		if _, ok := c.Store.(intake.ChatOrderStore); !ok {
+			return badField("ChatOrder", "is %q, which needs a store that keeps chat order (an intake.ChatOrderStore), and %T is not one", c.ChatOrder, c.Store)
+		}
+	default:
+		return badField("ChatOrder", "is %q: want %q or %q", c.ChatOrder, intake.ChatOrderProcess, intake.ChatOrderStrict)
+	}
 	type intField struct {
 		name   string
 		v      *int

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
 )
 
@@ -43,6 +44,10 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 		{"Retention", func(c *Config) { c.Retention = -1 }},
 		{"BackoffBase", func(c *Config) { c.BackoffBase = 2 * MaxBackoffBase }},
 		{"DrainTimeout", func(c *Config) { c.DrainTimeout = -time.Second }},
+		{"ChatOrder", func(c *Config) { c.ChatOrder = "global" }},
+		{"ChatOrder", func(c *Config) {
+			c.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ Store }{memstore.New()} // no ChatOrderStore
+		}},
 		{"Path", func(c *Config) { c.Path = "telegram" }},
 		{"Secret", func(c *Config) { c.Secret = "" }},
 		{"Secret", func(c *Config) { c.Secret = "has space" }},

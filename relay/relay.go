@@ -46,8 +46,9 @@ var ErrStarted = errors.New("relay: already started")
 
 // Relay is the sidecar as a library: it receives a bot's updates (webhook
 // or long polling), records each one durably before Telegram is answered,
-// and forwards it to the bot's HTTP endpoint, at least once, in order per
-// chat, retrying with backoff. Create it with [New]; run it with
+// and forwards it to the bot's HTTP endpoint, at least once, one at a time
+// per chat within the process ([Config.ChatOrder] strict: across every relay
+// sharing the store), retrying with backoff. Create it with [New]; run it with
 // [Relay.Run], or [Relay.Start] and [Relay.Stop]. Its methods are safe for
 // concurrent use.
 type Relay struct {
@@ -163,6 +164,7 @@ func New(cfg Config) (*Relay, error) {
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		NoHeartbeat:       cfg.NoHeartbeat,
 		MaxCrashes:        cfg.MaxCrashes,
+		ChatOrder:         cfg.ChatOrder,
 		Observer:          r.intakeObserver(),
 		Logger:            runnerLog,
 	})

@@ -39,7 +39,8 @@ Usage: tgrelay serve --forward URL [flags]
 
 Serve receives a bot's Telegram updates, records each one durably before
 Telegram is answered, and POSTs it to the bot's own HTTP endpoint (--forward),
-in any language, at least once, in order per chat, retrying with backoff.
+in any language, at least once, retrying with backoff, one at a time per chat
+within each serve process (or across all of them: --chat-order strict).
 
 Receiving:
   Webhook (default): listens on --listen at --path and checks the secret
@@ -82,6 +83,29 @@ The app's side of the contract:
                          default. Give the framework a timeout above your
                          slowest handler and --forward-timeout above the
                          framework's (default 30s; keep it below --lease).
+
+Chat order (--chat-order):
+  process (default)  a chat's updates that this serve process received or
+                     picked up are forwarded one at a time, in the order
+                     received, and a failed one holds the chat's later ones
+                     while it waits for its retry. Updates of one chat that
+                     different serve processes received (several behind a load
+                     balancer), or that one picks up after a restart, may be
+                     forwarded at the same time and overtake each other.
+  strict             an update is forwarded only when no earlier update of its
+                     chat (a lower update_id) is pending, being forwarded or
+                     waiting for a retry, and no other update of its chat is
+                     being forwarded, in every serve process sharing the
+                     database: a chat's updates go one at a time, in update_id
+                     order, across the whole cluster. The cost: a chat is never
+                     handled in parallel, each claim checks the chat's earlier
+                     updates and each settlement looks up the chat's next one,
+                     and a poisoned update holds its chat until it becomes an
+                     exhaustion (its --max-attempts spent, or a 4xx), which
+                     releases the chat; an update held by a killed process
+                     holds its chat until its --lease lapses. Updates without
+                     a chat (inline queries, polls) are never held, nor
+                     updates recorded by a tgrelay older than this option.
 
 Fencing your own write: store the three identity headers with your domain
 write and, with PostgreSQL, check in the same transaction
@@ -143,6 +167,7 @@ type serveOptions struct {
 	forwardTimeout                                  time.Duration
 	forwardHeader                                   headerList
 	maxAttempts, concurrency                        int
+	chatOrder                                       string
 	lease, backoffBase, sweepInterval, pendingGrace time.Duration
 	retention, drainTimeout                         time.Duration
 	heartbeatTimeout, heartbeatInterval             time.Duration
@@ -213,7 +238,8 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.IntVar(&o.maxAttempts, "max-attempts", intake.DefaultMaxAttempts, "attempts per update before it becomes an exhaustion")
 	fs.DurationVar(&o.lease, "lease", intake.DefaultLeaseDuration, "lease of one attempt (`duration`), renewed every quarter")
 	fs.DurationVar(&o.backoffBase, "backoff-base", relay.DefaultBackoffBase, "delay before the first retry (`duration`); x4 per attempt, capped at 15m")
-	fs.IntVar(&o.concurrency, "concurrency", intake.DefaultMaxConcurrent, "forwards running at once (different chats; one chat is in order)")
+	fs.IntVar(&o.concurrency, "concurrency", intake.DefaultMaxConcurrent, "forwards running at once (of different chats: a chat's updates go one at a time)")
+	fs.StringVar(&o.chatOrder, "chat-order", string(intake.ChatOrderProcess), "how far a chat's updates are kept in order: process (within this process) or strict (across every process sharing the database; see Chat order)")
 	fs.DurationVar(&o.sweepInterval, "sweep-interval", intake.DefaultSweepInterval, "how often due retries and others' leftovers are picked up (`duration`)")
 	fs.DurationVar(&o.pendingGrace, "pending-grace", intake.DefaultPendingGrace, "how long an update recorded by another process is left to it (`duration`)")
 	fs.DurationVar(&o.retention, "retention", intake.DefaultRetention, "how long settled updates are kept to refuse re-deliveries (`duration`)")
@@ -295,6 +321,7 @@ var serveFlagOf = map[string]string{
 	"SweepInterval":          "sweep-interval",
 	"PendingGrace":           "pending-grace",
 	"Retention":              "retention",
+	"ChatOrder":              "chat-order",
 	"BackoffBase":            "backoff-base",
 	"HeartbeatTimeout":       "heartbeat-timeout",
 	"HeartbeatInterval":      "heartbeat-interval",
@@ -367,6 +394,7 @@ func (o *serveOptions) relayConfig() relay.Config {
 		HeartbeatInterval: o.heartbeatInterval,
 		NoHeartbeat:       o.noHeartbeat,
 		MaxCrashes:        o.maxCrashes,
+		ChatOrder:         intake.ChatOrder(o.chatOrder),
 		BackoffBase:       o.backoffBase,
 		DrainTimeout:      o.drainTimeout,
 		AdminListen:       o.adminListen,

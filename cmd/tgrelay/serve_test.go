@@ -600,6 +600,8 @@ func TestServeFlagErrors(t *testing.T) {
 		{"timeout above lease", nil, []string{"--forward", "http://127.0.0.1:1/", "--lease", "1s", "--forward-timeout", "2s"}, "--forward-timeout is 2s: want below the lease"},
 		{"secret required", nil, []string{"--forward", "http://127.0.0.1:1/", "--token", "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}, "--secret (or TGRELAY_WEBHOOK_SECRET) is required"},
 		{"bad secret", []string{"TGRELAY_WEBHOOK_SECRET=has space"}, []string{"--forward", "http://127.0.0.1:1/"}, "--secret (or TGRELAY_WEBHOOK_SECRET) is not a valid webhook secret"},
+		{"chat order", nil, []string{"--forward", "http://127.0.0.1:1/", "--chat-order", "global"}, `--chat-order is "global": want "process" or "strict"`},
+		{"chat order from env", []string{"TGRELAY_CHAT_ORDER=cluster"}, []string{"--forward", "http://127.0.0.1:1/"}, `--chat-order is "cluster"`},
 		{"poll timeout", nil, []string{"--forward", "http://127.0.0.1:1/", "--poll", "--poll-timeout", "1500ms"}, "--poll-timeout"},
 		{"log format", nil, []string{"--forward", "http://127.0.0.1:1/", "--log-format", "xml"}, `--log-format "xml"`},
 		{"dashboard open to the network", nil, []string{"--forward", "http://127.0.0.1:1/", "--admin-listen", "0.0.0.0:0"}, "--admin-token is required: the admin listener is not on a loopback address"},

@@ -30,13 +30,14 @@ import (
 
 // The capability levels a Store claims, checked at compile time.
 var (
-	_ intake.Store        = (*Store)(nil)
-	_ intake.FencedStore  = (*Store)(nil)
-	_ intake.DurableStore = (*Store)(nil)
-	_ intake.BatchStore   = (*Store)(nil)
-	_ intake.AdminStore   = (*Store)(nil)
-	_ intake.JournalStore = (*Store)(nil)
-	_ intake.ProcessStore = (*Store)(nil)
+	_ intake.Store          = (*Store)(nil)
+	_ intake.FencedStore    = (*Store)(nil)
+	_ intake.DurableStore   = (*Store)(nil)
+	_ intake.BatchStore     = (*Store)(nil)
+	_ intake.AdminStore     = (*Store)(nil)
+	_ intake.JournalStore   = (*Store)(nil)
+	_ intake.ProcessStore   = (*Store)(nil)
+	_ intake.ChatOrderStore = (*Store)(nil)
 )
 
 // Store keeps update rows in memory. It is safe for concurrent use by many
@@ -68,6 +69,7 @@ type row struct {
 	settled    bool
 	err        string
 	body       []byte
+	chat       string // Incoming.Chat
 	// calls is the row's outgoing-call journal (journal.go); it goes with
 	// the row when the row is pruned.
 	calls map[intake.Call]*intake.JournalEntry
@@ -146,6 +148,30 @@ func (s *Store) addLocked(u intake.Incoming) bool {
 		receivedAt: u.ReceivedAt,
 		dueAt:      u.ReceivedAt,
 		body:       bytes.Clone(u.Body),
+		chat:       u.Chat,
+	}
+	return true
+}
+
+// KeepsChatOrder marks the [intake.ChatOrderStore] capability.
+func (s *Store) KeepsChatOrder() {}
+
+// inOrderLocked reports whether the row id may be claimed at now under
+// strict chat order (see [intake.ClaimOpts.StrictChatOrder]): its chat is
+// empty, or no other row of its chat is unsettled with a lower id, nor
+// processing under a lease live at now. The caller holds s.mu.
+func (s *Store) inOrderLocked(id int64, r *row, now time.Time) bool {
+	if r.chat == "" {
+		return true
+	}
+	for oid, o := range s.rows {
+		if oid == id || o.chat != r.chat {
+			continue
+		}
+		unsettled := o.state == intake.StatePending || o.state == intake.StateProcessing || o.state == intake.StateFailed
+		if (oid < id && unsettled) || o.liveAt(now) {
+			return false
+		}
 	}
 	return true
 }
@@ -185,6 +211,9 @@ func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intak
 	}
 	crashed := s.ownerLapsedLocked(r, opts.Now)
 	if !crashed && !r.claimableAt(opts.Now) {
+		return intake.Identity{}, false, nil
+	}
+	if opts.StrictChatOrder && !s.inOrderLocked(updateID, r, opts.Now) {
 		return intake.Identity{}, false, nil
 	}
 	crashes := r.crashes
@@ -352,6 +381,18 @@ func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpda
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Under strict order, held marks the chats an unsettled row was already
+	// seen of (in id order), live counts their rows under a live lease:
+	// inOrderLocked for every row in one pass.
+	held := map[string]bool{}
+	live := map[string]int{}
+	if q.StrictChatOrder {
+		for _, r := range s.rows {
+			if r.chat != "" && r.liveAt(q.Now) {
+				live[r.chat]++
+			}
+		}
+	}
 	var out []intake.StoredUpdate
 	for _, id := range s.sortedIDsLocked() {
 		r := s.rows[id]
@@ -359,7 +400,18 @@ func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpda
 		if r.state == intake.StatePending {
 			due = !r.receivedAt.After(q.PendingBefore)
 		}
-		if !due {
+		inOrder := true
+		if q.StrictChatOrder && r.chat != "" {
+			self := 0
+			if r.liveAt(q.Now) { // a row under a lapsed owner's live lease
+				self = 1
+			}
+			inOrder = !held[r.chat] && live[r.chat]-self == 0
+			if r.state == intake.StatePending || r.state == intake.StateProcessing || r.state == intake.StateFailed {
+				held[r.chat] = true
+			}
+		}
+		if !due || !inOrder || (q.Chat != "" && r.chat != q.Chat) {
 			continue
 		}
 		out = append(out, intake.StoredUpdate{UpdateID: id, Body: bytes.Clone(r.body)})

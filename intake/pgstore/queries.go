@@ -8,17 +8,22 @@ import "strings"
 type queries struct {
 	add, addBatch                        string
 	claim, claimOwned, claimOwnedDurable writeSQL
-	renew, renewOwned                    writeSQL
-	settle, settleOwned                  writeSQL
-	due, prune                           string
-	owns                                 string
-	exhaust                              writeSQL
-	dueExhaustions                       string
-	acknowledge                          writeSQL
-	requeue                              writeSQL
-	list, get, stats                     string
-	lockRows                             string
-	register, beat, leave, reap          string
+	// The claims in strict chat order, run after chatLock in a
+	// transaction of their own (see claimInOrder).
+	claimStrict, claimOwnedStrict, claimOwnedDurableStrict writeSQL
+	chatLock                                               string
+	dueStrict, dueChat                                     string
+	renew, renewOwned                                      writeSQL
+	settle, settleOwned                                    writeSQL
+	due, prune                                             string
+	owns                                                   string
+	exhaust                                                writeSQL
+	dueExhaustions                                         string
+	acknowledge                                            writeSQL
+	requeue                                                writeSQL
+	list, get, stats                                       string
+	lockRows                                               string
+	register, beat, leave, reap                            string
 }
 
 // writeSQL is a single-row write in its two forms. alone is the plain
@@ -87,6 +92,34 @@ const claimSet = `
 const claimWhere = `WHERE update_id = $1::bigint AND ({{claimable}} OR {{lapsed}})
 	AND {{table}}_clock($9::bigint, $10::bigint)`
 
+// inOrder is the strict chat order condition for a row of the table at now
+// (the parameter now, such as "$2"); see
+// [intake.ClaimOpts.StrictChatOrder]: its chat is empty, or no other row of
+// its chat is live (pending, processing or failed) with a lower update id,
+// nor processing under a lease live at now. It is two NOT EXISTS, each a
+// range of the chat's live rows in the partial index {{table}}_chat (or,
+// when the planner finds it cheaper, of {{table}}_live): the rows below the
+// update id, and, with none there, those above it under a live lease.
+func inOrder(now string) string {
+	return `({{table}}.chat = '' OR (
+		NOT EXISTS (SELECT 1 FROM {{table}} AS o
+			WHERE o.chat = {{table}}.chat AND o.update_id < {{table}}.update_id
+			  AND o.state IN ('pending', 'processing', 'failed'))
+		AND NOT EXISTS (SELECT 1 FROM {{table}} AS o
+			WHERE o.chat = {{table}}.chat AND o.update_id > {{table}}.update_id
+			  AND o.state IN ('pending', 'processing', 'failed')
+			  AND o.state = 'processing' AND o.due_at >= ` + now + `::bigint)))`
+}
+
+// strictClaim is a claim statement with the strict chat order condition.
+func strictClaim(stmt string) string {
+	const where = "{{claimWhere}}"
+	if !strings.Contains(stmt, where) {
+		panic("pgstore: a claim statement without its WHERE clause") // a programmer error in this file
+	}
+	return strings.Replace(stmt, where, where+" AND "+inOrder("$2"), 1)
+}
+
 func buildQueries(table string) queries {
 	// Two passes: the fragments name the table too.
 	frag := strings.NewReplacer("{{claimSet}}", claimSet, "{{claimWhere}}", claimWhere)
@@ -95,31 +128,59 @@ func buildQueries(table string) queries {
 	tab := strings.NewReplacer("{{table}}", table)
 	f := func(s string) string { return tab.Replace(lap.Replace(pred.Replace(frag.Replace(s)))) }
 	w := func(s string) writeSQL { return newWriteSQL(f(s)) }
-	return queries{
-		add: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at)
-			VALUES ($1::bigint, $2::bytea, 'pending', 0, $3::bigint, $3::bigint)
-			ON CONFLICT (update_id) DO NOTHING`),
-		addBatch: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at)
-			SELECT u.id, u.body, 'pending', 0, u.at, u.at
-			FROM unnest($1::bigint[], $2::bytea[], $3::bigint[]) AS u(id, body, at)
-			ON CONFLICT (update_id) DO NOTHING
-			RETURNING update_id`),
-
-		claim: w(`UPDATE {{table}} SET {{claimSet}},
+	claim := `UPDATE {{table}} SET {{claimSet}},
 				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE $2::bigint END
 			{{claimWhere}}
-			RETURNING state, attempts`),
-		claimOwned: w(`UPDATE {{table}} SET {{claimSet}},
+			RETURNING state, attempts`
+	claimOwned := `UPDATE {{table}} SET {{claimSet}},
 				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE $2::bigint END,
 				claim_id   = CASE WHEN {{takes}} THEN $11::text ELSE COALESCE(claim_id, $11::text) END
 			{{claimWhere}}
-			RETURNING state, attempts, claim_id`),
-		// A durable spend leaves settled_at NULL: an unacknowledged exhaustion.
-		claimOwnedDurable: w(`UPDATE {{table}} SET {{claimSet}},
+			RETURNING state, attempts, claim_id`
+	// A durable spend leaves settled_at NULL: an unacknowledged exhaustion.
+	claimOwnedDurable := `UPDATE {{table}} SET {{claimSet}},
 				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE NULL END,
 				claim_id   = CASE WHEN {{takes}} THEN $11::text ELSE COALESCE(claim_id, $11::text) END
 			{{claimWhere}}
-			RETURNING state, attempts, claim_id`),
+			RETURNING state, attempts, claim_id`
+	// $1 now, $2 pending before, $3 limit [, $4 chat, $5 strict].
+	due := `SELECT update_id, body FROM {{table}}
+			WHERE ((state = 'pending' AND received_at <= $2::bigint)
+			   OR (state = 'failed' AND due_at <= $1::bigint)
+			   OR (state = 'processing' AND due_at < $1::bigint)
+			   OR {{dueLapsed}})`
+	return queries{
+		add: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at, chat)
+			VALUES ($1::bigint, $2::bytea, 'pending', 0, $3::bigint, $3::bigint, $4::text)
+			ON CONFLICT (update_id) DO NOTHING`),
+		addBatch: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at, chat)
+			SELECT u.id, u.body, 'pending', 0, u.at, u.at, u.chat
+			FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::text[]) AS u(id, body, at, chat)
+			ON CONFLICT (update_id) DO NOTHING
+			RETURNING update_id`),
+
+		claim:                   w(claim),
+		claimOwned:              w(claimOwned),
+		claimOwnedDurable:       w(claimOwnedDurable),
+		claimStrict:             w(strictClaim(claim)),
+		claimOwnedStrict:        w(strictClaim(claimOwned)),
+		claimOwnedDurableStrict: w(strictClaim(claimOwnedDurable)),
+		// $1 update id. Serialises the strict claims of the row's chat until
+		// the transaction ends: the claim that follows, a statement of its
+		// own, takes its snapshot only once the lock is held, so it sees
+		// every strict claim of the chat committed before. The two-key form
+		// keeps these locks apart from single-key advisory locks.
+		chatLock: f(`SELECT pg_advisory_xact_lock(hashtext('tgrelay.chat.{{table}}'), hashtext(chat))
+			FROM {{table}} WHERE update_id = $1::bigint AND chat <> ''`),
+		dueStrict: f(due + ` AND ` + inOrder("$1") + `
+			ORDER BY update_id
+			LIMIT $3::integer
+			FOR UPDATE SKIP LOCKED`),
+		dueChat: f(due + ` AND chat = $4::text AND state IN ('pending', 'processing', 'failed')
+			  AND (NOT $5::boolean OR ` + inOrder("$1") + `)
+			ORDER BY update_id
+			LIMIT $3::integer
+			FOR UPDATE SKIP LOCKED`),
 
 		// $1 update id, $2 attempt, $3 lease end, $4 now, $5 claim id.
 		// Renewal never shortens a lease and never revives an expired one.

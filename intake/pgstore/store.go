@@ -86,11 +86,12 @@ type Store struct {
 
 // Compile-time checks of the capability levels Store claims.
 var (
-	_ intake.DurableStore  = (*Store)(nil)
-	_ intake.BatchStore    = (*Store)(nil)
-	_ intake.AdminStore    = (*Store)(nil)
-	_ intake.HealthChecker = (*Store)(nil)
-	_ intake.ProcessStore  = (*Store)(nil)
+	_ intake.DurableStore   = (*Store)(nil)
+	_ intake.BatchStore     = (*Store)(nil)
+	_ intake.AdminStore     = (*Store)(nil)
+	_ intake.HealthChecker  = (*Store)(nil)
+	_ intake.ProcessStore   = (*Store)(nil)
+	_ intake.ChatOrderStore = (*Store)(nil)
 )
 
 // New returns a store over the caller's pool. Unless cfg.NoCreate is set it
@@ -184,7 +185,7 @@ func body(b []byte) []byte {
 
 // Add implements [intake.Store.Add] with INSERT … ON CONFLICT DO NOTHING.
 func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
-	tag, err := s.pool.Exec(ctx, s.q.add, u.UpdateID, body(u.Body), ms(u.ReceivedAt))
+	tag, err := s.pool.Exec(ctx, s.q.add, u.UpdateID, body(u.Body), ms(u.ReceivedAt), u.Chat)
 	if err != nil {
 		return false, s.fail("add", err)
 	}
@@ -203,6 +204,7 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 	ids := make([]int64, 0, len(us))
 	bodies := make([][]byte, 0, len(us))
 	ats := make([]int64, 0, len(us))
+	chats := make([]string, 0, len(us))
 	for i, u := range us {
 		if _, dup := first[u.UpdateID]; dup {
 			continue
@@ -211,8 +213,9 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 		ids = append(ids, u.UpdateID)
 		bodies = append(bodies, body(u.Body))
 		ats = append(ats, ms(u.ReceivedAt))
+		chats = append(chats, u.Chat)
 	}
-	rows, err := s.pool.Query(ctx, s.q.addBatch, ids, bodies, ats)
+	rows, err := s.pool.Query(ctx, s.q.addBatch, ids, bodies, ats, chats)
 	if err != nil {
 		return nil, s.fail("add batch", err)
 	}
@@ -240,8 +243,12 @@ func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts
 	}
 	var state string
 	var attempts int
-	n, err := s.write(ctx, "claim", writeReq{
-		updateID: updateID, sql: s.q.claim,
+	sql := s.q.claim
+	if opts.StrictChatOrder {
+		sql = s.q.claimStrict
+	}
+	n, err := s.claimWrite(ctx, "claim", opts, writeReq{
+		updateID: updateID, sql: sql,
 		args: s.claimArgs(updateID, opts),
 		dest: []any{&state, &attempts},
 	})
@@ -263,15 +270,20 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 		return intake.Identity{}, false, err
 	}
 	sql := s.q.claimOwned
-	if opts.DurableExhaustion {
+	switch {
+	case opts.DurableExhaustion && opts.StrictChatOrder:
+		sql = s.q.claimOwnedDurableStrict
+	case opts.DurableExhaustion:
 		sql = s.q.claimOwnedDurable
+	case opts.StrictChatOrder:
+		sql = s.q.claimOwnedStrict
 	}
 	var (
 		state    string
 		attempts int
 		claimID  string
 	)
-	n, err := s.write(ctx, "claim owned", writeReq{
+	n, err := s.claimWrite(ctx, "claim owned", opts, writeReq{
 		updateID: updateID, sql: sql,
 		args: append(s.claimArgs(updateID, opts), uuid.NewString()),
 		dest: []any{&state, &attempts, &claimID},
@@ -289,6 +301,84 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 func (s *Store) claimArgs(updateID int64, opts intake.ClaimOpts) []any {
 	return []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.AttemptsSpentText,
 		opts.Owner, opts.MaxCrashes, intake.CrashesSpentText, ms(s.clock()), s.skew}
+}
+
+// KeepsChatOrder marks the [intake.ChatOrderStore] capability: the table
+// keeps each row's chat (migration 005), and a strict claim checks its
+// chat's rows in its own UPDATE, under a per-chat advisory lock (see
+// [Store.claimInOrder]).
+func (s *Store) KeepsChatOrder() {}
+
+// claimWrite runs a claim: in a shared transaction like every other write,
+// or, in strict chat order, in a transaction of its own (claimInOrder).
+func (s *Store) claimWrite(ctx context.Context, op string, opts intake.ClaimOpts, r writeReq) (int64, error) {
+	if !opts.StrictChatOrder {
+		return s.write(ctx, op, r)
+	}
+	n, err := s.claimInOrder(ctx, r)
+	if err != nil {
+		return 0, s.fail(op, err)
+	}
+	return n, nil
+}
+
+// claimInOrder runs the strict claim r in a transaction of its own, after
+// taking the transaction-level advisory lock of the row's chat (chatLock).
+//
+// Under READ COMMITTED a statement sees what was committed when it began.
+// Two strict claims of one chat running at once (say of a later update,
+// and of an earlier one that arrived late, or that an operator requeued)
+// could each check the other's row before the other's claim committed, and
+// both take their row. With the lock, strict claims of a chat run one at a
+// time, and each, a statement that starts only once the lock is held, sees
+// the claims that held it before: of two, the second finds the first's
+// live lease and refuses. The check itself needs no lock on other rows:
+// every other write only settles rows, which releases a chat and can never
+// make a check wrong. A row without a chat takes no lock.
+//
+// It costs the claim its share of group commit: one transaction, two round
+// trips and a commit of its own. The transaction holds the advisory lock
+// and, once the claim ran, the row's lock, and waits for nothing else
+// while holding them, so it cannot deadlock with the shared transactions,
+// which never wait.
+func (s *Store) claimInOrder(ctx context.Context, r writeReq) (int64, error) {
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	b.Queue(s.q.chatLock, r.updateID)
+	b.Queue(r.sql.alone, r.args...)
+	br := s.pool.SendBatch(ctx, b)
+	tx := br.Tx()
+	defer func() { _ = tx.Rollback(ctx) }() // no-op once committed
+	n, err := readInOrder(br, r)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit of a claim in chat order: %w", err)
+	}
+	return n, nil
+}
+
+// readInOrder reads claimInOrder's round trip: the begin, the lock, the
+// claim.
+func readInOrder(br pgx.BatchResults, r writeReq) (int64, error) {
+	if _, err := br.Exec(); err != nil {
+		return 0, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return 0, err
+	}
+	err := br.QueryRow().Scan(r.dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return 1, nil
 }
 
 func checkClaimOpts(opts intake.ClaimOpts) error {
@@ -360,7 +450,18 @@ func (s *Store) due(ctx context.Context, db querier, q intake.DueQuery) ([]intak
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: due: %w", err)
 	}
-	rows, err := db.Query(ctx, s.q.due, ms(q.Now), ms(q.PendingBefore), q.Limit)
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	switch {
+	case q.Chat != "":
+		rows, err = db.Query(ctx, s.q.dueChat, ms(q.Now), ms(q.PendingBefore), q.Limit, q.Chat, q.StrictChatOrder)
+	case q.StrictChatOrder:
+		rows, err = db.Query(ctx, s.q.dueStrict, ms(q.Now), ms(q.PendingBefore), q.Limit)
+	default:
+		rows, err = db.Query(ctx, s.q.due, ms(q.Now), ms(q.PendingBefore), q.Limit)
+	}
 	if err != nil {
 		return nil, s.fail("due", err)
 	}

@@ -105,8 +105,8 @@ func TestConcurrentOpensMigrateOnceAndReopeningChangesNothing(t *testing.T) {
 	if err := db.QueryRow(`SELECT version FROM tgrelay_schema_version WHERE table_name = 'telegram_updates'`).Scan(&v); err != nil || v != ms[len(ms)-1].Version {
 		t.Fatalf("recorded version = %d, %v; want %d", v, err, ms[len(ms)-1].Version)
 	}
-	if cols := strings.Join(columns(t, db), ","); !strings.HasSuffix(cols, ",claim_id,owner,crashes") {
-		t.Fatalf("columns = %s; want claim_id, owner, crashes last", cols)
+	if cols := strings.Join(columns(t, db), ","); !strings.HasSuffix(cols, ",claim_id,owner,crashes,chat") {
+		t.Fatalf("columns = %s; want claim_id, owner, crashes, chat last", cols)
 	}
 	// SQLite's schema cookie changes with every DDL statement: reopening a
 	// current table must leave it as it is.

@@ -30,12 +30,28 @@ const crashSQL = `(CASE WHEN ` + lapsedSQL + ` THEN 1 ELSE 0 END)`
 // the attempt ceiling ?4 (see intake.ClaimOpts.MaxCrashes).
 const takesSQL = `(CASE WHEN ?9 > 0 THEN attempts - crashes - ` + crashSQL + ` < ?4 AND crashes + ` + crashSQL + ` < ?9 ELSE attempts < ?4 END)`
 
+// inOrderSQL is the strict chat order condition at ?2 (now), for a row of
+// "{{table}}" (see [intake.ClaimOpts.StrictChatOrder]): its chat is empty,
+// or no other row of its chat is live (pending, processing or failed) with
+// a lower update id, nor processing under a lease live at now. The chat
+// index yields a chat's live rows in update id order, so each of the two
+// checks reads one index range: the rows below the update id, and, with
+// none there, those above it under a live lease.
+const inOrderSQL = `(chat = '' OR (
+    NOT EXISTS (SELECT 1 FROM "{{table}}" AS o INDEXED BY "{{table}}_chat"
+        WHERE o.chat = "{{table}}".chat AND o.update_id < "{{table}}".update_id
+          AND o.state IN ('pending', 'processing', 'failed'))
+    AND NOT EXISTS (SELECT 1 FROM "{{table}}" AS o INDEXED BY "{{table}}_chat"
+        WHERE o.chat = "{{table}}".chat AND o.update_id > "{{table}}".update_id
+          AND o.state IN ('pending', 'processing', 'failed')
+          AND o.state = 'processing' AND o.due_at >= ?2)))`
+
 // Statement texts; {{table}} is replaced by the validated table name. Every
 // state change is one statement, so it is atomic without a transaction.
 const (
-	// ?1 update_id, ?2 body, ?3 received_at.
-	addSQL = `INSERT INTO "{{table}}" (update_id, body, state, attempts, due_at, received_at)
-VALUES (?1, ?2, 'pending', 0, ?3, ?3) ON CONFLICT (update_id) DO NOTHING`
+	// ?1 update_id, ?2 body, ?3 received_at, ?4 chat.
+	addSQL = `INSERT INTO "{{table}}" (update_id, body, state, attempts, due_at, received_at, chat)
+VALUES (?1, ?2, 'pending', 0, ?3, ?3, ?4) ON CONFLICT (update_id) DO NOTHING`
 
 	// ?1 update_id, ?2 now, ?3 lease end, ?4 max attempts, ?5 durable
 	// exhaustion, ?6 fresh claim id, ?7 the spent error text, ?8 owner (''
@@ -43,7 +59,7 @@ VALUES (?1, ?2, 'pending', 0, ?3, ?3) ON CONFLICT (update_id) DO NOTHING`
 	// claimable row below the ceiling is taken; one at the ceiling is spent
 	// (abandoned), keeping its claim id or filling a fresh one. Both in one
 	// statement, and every right-hand side reads the row as it was.
-	claimSQL = `UPDATE "{{table}}" SET
+	claimSetSQL = `UPDATE "{{table}}" SET
     crashes    = crashes + {{crash}},
     state      = CASE WHEN {{takes}} THEN 'processing' ELSE 'abandoned' END,
     attempts   = CASE WHEN {{takes}} THEN attempts + 1 ELSE attempts END,
@@ -51,8 +67,17 @@ VALUES (?1, ?2, 'pending', 0, ?3, ?3) ON CONFLICT (update_id) DO NOTHING`
     error      = CASE WHEN {{takes}} THEN NULL WHEN ?9 > 0 AND crashes + {{crash}} >= ?9 THEN ?10 ELSE ?7 END,
     settled_at = CASE WHEN {{takes}} OR ?5 THEN NULL ELSE ?2 END,
     claim_id   = CASE WHEN {{takes}} THEN ?6 ELSE coalesce(claim_id, ?6) END,
-    owner      = CASE WHEN {{takes}} THEN nullif(?8, '') ELSE owner END
+    owner      = CASE WHEN {{takes}} THEN nullif(?8, '') ELSE owner END`
+	claimSQL = claimSetSQL + `
 WHERE update_id = ?1 AND (` + claimableSQL + ` OR {{lapsed}})
+RETURNING state, attempts, claim_id`
+
+	// claimStrictSQL is claimSQL in strict chat order: the same parameters,
+	// and the row must also be in order at ?2. Like every write it runs on
+	// the one writer connection, inside SQLite's write lock, so the check
+	// and the claim are one step for every process on the file.
+	claimStrictSQL = claimSetSQL + `
+WHERE update_id = ?1 AND (` + claimableSQL + ` OR {{lapsed}}) AND ` + inOrderSQL + `
 RETURNING state, attempts, claim_id`
 
 	// ?1 update_id, ?2 attempt, ?3 lease end, ?4 now [, ?5 claim id].
@@ -92,6 +117,23 @@ RETURNING 1`
 WHERE state IN ('pending', 'processing', 'failed')
   AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
     OR {{lapsed}})
+ORDER BY update_id LIMIT ?3`
+
+	// dueStrictSQL is dueSQL listing only the rows in order at ?2.
+	dueStrictSQL = `SELECT update_id, body FROM "{{table}}" INDEXED BY "{{table}}_live"
+WHERE state IN ('pending', 'processing', 'failed')
+  AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
+    OR {{lapsed}})
+  AND ` + inOrderSQL + `
+ORDER BY update_id LIMIT ?3`
+
+	// dueChatSQL is dueSQL for the rows of chat ?4 only, in order at ?2
+	// when ?5 is set, through the chat index.
+	dueChatSQL = `SELECT update_id, body FROM "{{table}}" INDEXED BY "{{table}}_chat"
+WHERE chat = ?4 AND state IN ('pending', 'processing', 'failed')
+  AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
+    OR {{lapsed}})
+  AND (NOT ?5 OR ` + inOrderSQL + `)
 ORDER BY update_id LIMIT ?3`
 
 	// ?1 before.
@@ -141,19 +183,19 @@ WHERE process_id = ?1 AND until_ms >= ?3`
     (SELECT min(due_at) FROM "{{table}}" WHERE state = 'pending')`
 )
 
-// batchRows is how many rows one INSERT statement of AddBatch carries (3
+// batchRows is how many rows one INSERT statement of AddBatch carries (4
 // parameters each, far below SQLite's limit of 32766).
 const batchRows = 100
 
 // addManySQL is addSQL for rows rows, returning the ids it inserted.
 func addManySQL(table string, rows int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO "` + table + `" (update_id, body, state, attempts, due_at, received_at) VALUES `)
+	b.WriteString(`INSERT INTO "` + table + `" (update_id, body, state, attempts, due_at, received_at, chat) VALUES `)
 	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "(?%d, ?%d, 'pending', 0, ?%d, ?%d)", 3*i+1, 3*i+2, 3*i+3, 3*i+3)
+		fmt.Fprintf(&b, "(?%d, ?%d, 'pending', 0, ?%d, ?%d, ?%d)", 4*i+1, 4*i+2, 4*i+3, 4*i+3, 4*i+4)
 	}
 	b.WriteString(" ON CONFLICT (update_id) DO NOTHING RETURNING update_id")
 	return b.String()
@@ -218,9 +260,9 @@ func fillSQL(text, table string) string {
 type queries struct {
 	ownsTxSQL, listSQL string
 
-	add, claim, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
-	register, beat, leave, reap                                                              *sql.Stmt
-	owns, due, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra                   *sql.Stmt
+	add, claim, claimStrict, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
+	register, beat, leave, reap                                                                           *sql.Stmt
+	owns, due, dueStrict, dueChat, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra            *sql.Stmt
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
@@ -234,6 +276,7 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 	}{
 		{w, &q.add, addSQL},
 		{w, &q.claim, claimSQL},
+		{w, &q.claimStrict, claimStrictSQL},
 		{w, &q.renew, renewSQL},
 		{w, &q.renewOwned, renewOwnedSQL},
 		{w, &q.settle, settleSQL},
@@ -248,6 +291,8 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		{w, &q.reap, reapSQL},
 		{r, &q.owns, ownsSQL},
 		{r, &q.due, dueSQL},
+		{r, &q.dueStrict, dueStrictSQL},
+		{r, &q.dueChat, dueChatSQL},
 		{r, &q.dueExhaustions, dueExhaustionsSQL},
 		{r, &q.dueExhaustionsAfter, dueExhaustionsAfterSQL},
 		{r, &q.get, getSQL},
@@ -266,9 +311,9 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 func (q *queries) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
-		q.add, q.claim, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
+		q.add, q.claim, q.claimStrict, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
 		q.register, q.beat, q.leave, q.reap,
-		q.owns, q.due, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra,
+		q.owns, q.due, q.dueStrict, q.dueChat, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra,
 	} {
 		if st != nil {
 			errs = append(errs, st.Close())

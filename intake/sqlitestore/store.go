@@ -146,11 +146,12 @@ type Store struct {
 
 // Compile-time checks of the capabilities Store claims.
 var (
-	_ intake.DurableStore  = (*Store)(nil)
-	_ intake.BatchStore    = (*Store)(nil)
-	_ intake.AdminStore    = (*Store)(nil)
-	_ intake.HealthChecker = (*Store)(nil)
-	_ intake.ProcessStore  = (*Store)(nil)
+	_ intake.DurableStore   = (*Store)(nil)
+	_ intake.BatchStore     = (*Store)(nil)
+	_ intake.AdminStore     = (*Store)(nil)
+	_ intake.HealthChecker  = (*Store)(nil)
+	_ intake.ProcessStore   = (*Store)(nil)
+	_ intake.ChatOrderStore = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the SQLite database file at path in WAL
@@ -390,7 +391,7 @@ func newClaimID() string { return uuid.NewString() }
 // [Store.AddBatch], which shares commits.
 func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	var n int64
-	err := s.runTx(ctx, []writeOp{execOp(s.q.add, &n, u.UpdateID, u.Body, ms(u.ReceivedAt))})
+	err := s.runTx(ctx, []writeOp{execOp(s.q.add, &n, u.UpdateID, u.Body, ms(u.ReceivedAt), u.Chat)})
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: add %d: %w", u.UpdateID, err)
 	}
@@ -427,11 +428,11 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 	added := make(map[int64]bool, len(us))
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		clear(added)
-		args := make([]any, 0, 3*min(len(us), batchRows))
+		args := make([]any, 0, 4*min(len(us), batchRows))
 		for chunk := range slices.Chunk(us, batchRows) {
 			args = args[:0]
 			for _, u := range chunk {
-				args = append(args, u.UpdateID, u.Body, ms(u.ReceivedAt))
+				args = append(args, u.UpdateID, u.Body, ms(u.ReceivedAt), u.Chat)
 			}
 			st := full
 			if len(chunk) < batchRows {
@@ -466,6 +467,12 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 	return out, nil
 }
 
+// KeepsChatOrder marks the [intake.ChatOrderStore] capability: the table
+// keeps each row's chat (migration 005), and a strict claim checks its
+// chat's earlier rows in the same UPDATE, which runs under SQLite's write
+// lock, so processes sharing the file keep each chat in order too.
+func (s *Store) KeepsChatOrder() {}
+
 // Claim implements [intake.Store.Claim]. Like [Store.ClaimOwned] it stores a
 // fresh claim id.
 func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (int, bool, error) {
@@ -486,8 +493,12 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 		claimID  string
 	)
 	found := false
+	st := s.q.claim
+	if opts.StrictChatOrder {
+		st = s.q.claimStrict
+	}
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		err := tx.StmtContext(ctx, s.q.claim).QueryRowContext(ctx, updateID, ms(opts.Now), ms(opts.LeaseUntil),
+		err := tx.StmtContext(ctx, st).QueryRowContext(ctx, updateID, ms(opts.Now), ms(opts.LeaseUntil),
 			opts.MaxAttempts, opts.DurableExhaustion, newClaimID(), intake.AttemptsSpentText,
 			opts.Owner, opts.MaxCrashes, intake.CrashesSpentText).Scan(&state, &attempts, &claimID)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -614,7 +625,18 @@ func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpda
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: due: %w", err)
 	}
-	rows, err := s.q.due.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	switch {
+	case q.Chat != "":
+		rows, err = s.q.dueChat.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit, q.Chat, q.StrictChatOrder)
+	case q.StrictChatOrder:
+		rows, err = s.q.dueStrict.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit)
+	default:
+		rows, err = s.q.due.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: due: %w", err)
 	}

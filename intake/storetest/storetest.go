@@ -25,6 +25,8 @@
 // for an [intake.BatchStore] or [intake.AdminStore], the journal cases only
 // for an [intake.JournalStore], the process cases only for an
 // [intake.ProcessStore]. Run logs the level it
+// for an [intake.JournalStore], the chat order cases only for an
+// [intake.ChatOrderStore]. Run logs the level it
 // detected and the cases it skipped.
 //
 // # Cases
@@ -44,6 +46,10 @@
 // paging), Batch, Admin (oldest pending measured from when a row became
 // pending), Journal, Process (a lapsed owner's rows taken over before their
 // lease ends and fenced, heartbeats that never revive, the crash budget)
+// pending), Journal, ChatOrder (strict chat order: only a chat's lowest
+// unsettled row is claimable and listed, never beside a live lease of its
+// chat, settled rows and exhaustions release the chat, and a claim racing
+// the late add and claim of an earlier row of its chat loses or wins alone)
 // and Arguments (arguments outside the contract are
 // refused with [intake.ErrInvalidArgument] and change nothing).
 //
@@ -244,6 +250,7 @@ const (
 	capAdmin
 	capJournal
 	capProcess
+	capChatOrder
 )
 
 func detect(s intake.Store) capabilities {
@@ -265,6 +272,9 @@ func detect(s intake.Store) capabilities {
 	}
 	if _, ok := s.(intake.ProcessStore); ok {
 		c |= capProcess
+	}
+	if _, ok := s.(intake.ChatOrderStore); ok {
+		c |= capChatOrder
 	}
 	return c
 }
@@ -295,6 +305,9 @@ func (c capabilities) String() string {
 	if c&capProcess != 0 {
 		parts = append(parts, "process")
 	}
+	if c&capChatOrder != 0 {
+		parts = append(parts, "chatorder")
+	}
 	return strings.Join(parts, "+")
 }
 
@@ -311,6 +324,7 @@ func missingName(needs, caps capabilities) string {
 		{capAdmin, "intake.AdminStore"},
 		{capJournal, "intake.JournalStore"},
 		{capProcess, "intake.ProcessStore"},
+		{capChatOrder, "intake.ChatOrderStore"},
 	} {
 		if missing&c.bit != 0 {
 			return c.name
@@ -345,6 +359,7 @@ func allGroups() []group {
 		{"Admin", adminCases()},
 		{"Journal", journalCases()},
 		{"Process", processCases()},
+		{"ChatOrder", chatOrderCases()},
 		{"Arguments", argumentCases()},
 	}
 }

@@ -1,0 +1,291 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// The ChatOrder group checks an [intake.ChatOrderStore]: with
+// [intake.ClaimOpts.StrictChatOrder] only a chat's lowest unsettled row is
+// claimable, and never while another row of the chat holds a live lease;
+// [intake.DueQuery.StrictChatOrder] lists only such rows, and
+// [intake.DueQuery.Chat] only one chat's.
+
+const (
+	// chatOrderFirstID is the first update id of the concurrent chat order
+	// case.
+	chatOrderFirstID = 3000
+	// chatOrderRounds is how many rounds the concurrent case runs.
+	chatOrderRounds = 4 * barrierRounds
+	// strictMax is the attempt ceiling of the cases' strict claims, high
+	// enough that no case spends a row unless it means to.
+	strictMax = 5
+)
+
+func chatOrderCases() []testCase {
+	return []testCase{
+		{name: "OnlyLowestUnsettledClaimable", rule: "under strict chat order a row is claimable only when no earlier row of its chat is pending, processing or failed",
+			needs: capChatOrder, run: chatOrderLowestOnly},
+		{name: "SettledReleasesChat", rule: "a completed or abandoned row releases its chat, a failed one holds it until it is settled for good",
+			needs: capChatOrder, run: chatOrderRelease},
+		{name: "ExhaustionReleasesChat", rule: "an exhaustion, acknowledged or not, releases its chat",
+			needs: capChatOrder | capDurable, run: chatOrderExhaustion},
+		{name: "LiveLeaseHoldsLateEarlier", rule: "an earlier row recorded after a later one of its chat was claimed waits while that one's lease is live",
+			needs: capChatOrder, run: chatOrderLateEarlier},
+		{name: "NotStrictIgnoresChat", rule: "without StrictChatOrder a claim and a listing ignore the chat",
+			needs: capChatOrder, run: chatOrderNotStrict},
+		{name: "DueListsOnlyClaimable", rule: "a strict listing skips rows held back by their chat, so they cannot fill a page, and Chat lists one chat",
+			needs: capChatOrder, run: chatOrderDue},
+		{name: "ConcurrentClaimsOfOneChat", rule: "of a claim of a chat's later row and an earlier row added and claimed at the same time, exactly one wins",
+			needs: capChatOrder, run: chatOrderRace},
+	}
+}
+
+// addChat records id with its standard body in chat (empty: none).
+func (c *checker) addChat(id int64, chat string, receivedMS int64) {
+	ok, err := c.store.Add(c.ctx, intake.Incoming{UpdateID: id, Body: body(id), ReceivedAt: at(receivedMS), Chat: chat})
+	c.failed(fmt.Sprintf("Add(%d, chat %q)", id, chat), err)
+	if !ok {
+		c.fatalf("Add(%d, chat %q) of a new update id reported false", id, chat)
+	}
+}
+
+// strictOpts are claimOpts with StrictChatOrder.
+func strictOpts(nowMS, leaseMS int64, max int) intake.ClaimOpts {
+	o := claimOpts(nowMS, leaseMS, max)
+	o.StrictChatOrder = true
+	return o
+}
+
+// strictClaim claims id in strict order and reports whether it was taken.
+func (c *checker) strictClaim(id int64, nowMS, leaseMS int64, max int) (int, bool) {
+	attempt, ok, err := c.store.Claim(c.ctx, id, strictOpts(nowMS, leaseMS, max))
+	c.failed(fmt.Sprintf("Claim(%d, now %dms, strict chat order)", id, nowMS), err)
+	return attempt, ok
+}
+
+// expectStrict claims id in strict order and reports a violation unless the
+// outcome is want; why explains the expectation.
+func (c *checker) expectStrict(id int64, nowMS, leaseMS int64, want bool, why string) int {
+	attempt, ok := c.strictClaim(id, nowMS, leaseMS, strictMax)
+	if ok != want {
+		c.errorf("Claim(%d, now %dms, strict chat order) = attempt %d, %v; want %v: %s", id, nowMS, attempt, ok, want, why)
+	}
+	return attempt
+}
+
+// strictDue lists in strict order, optionally one chat's rows.
+func (c *checker) strictDue(nowMS, pendingBeforeMS int64, limit int, chat string) []int64 {
+	rows, err := c.store.Due(c.ctx, intake.DueQuery{Now: at(nowMS), PendingBefore: at(pendingBeforeMS), Limit: limit, StrictChatOrder: true, Chat: chat})
+	c.failed(fmt.Sprintf("Due(now %dms, strict chat order, chat %q)", nowMS, chat), err)
+	return storedIDs(rows)
+}
+
+// chatOrderLowestOnly: of chat "a" only the lowest pending row is
+// claimable; another chat's rows and rows without a chat are not held; a
+// pending or processing earlier row holds the chat; a refused claim spends
+// nothing.
+func chatOrderLowestOnly(c *checker) {
+	c.addChat(1, "a", 0)
+	c.addChat(2, "a", 0)
+	c.addChat(3, "b", 0)
+	c.addChat(4, "", 0)
+	c.addChat(5, "", 0)
+	c.expectStrict(2, 10, 100, false, "row 1 of its chat is pending")
+	c.expectStrict(3, 10, 100, true, "it is the only row of chat b")
+	c.expectStrict(5, 10, 100, true, "a row without a chat is never held back")
+	c.expectStrict(4, 10, 100, true, "a row without a chat is never held back")
+	c.expectStrict(1, 10, 100, true, "it is the lowest row of chat a")
+	c.expectStrict(2, 20, 200, false, "row 1 of its chat is processing")
+	// Row 2's refusals spent nothing: once row 1 completes it gets attempt 1.
+	if !c.settle(1, 1, completed(30)) {
+		c.fatalf("Settle(1, attempt 1, completed at 30ms) under a live lease reported false")
+	}
+	if attempt := c.expectStrict(2, 40, 400, true, "row 1 of its chat completed"); attempt != 1 {
+		c.errorf("Claim(2) after two refusals for order got attempt %d; want 1: a refusal spends no attempt", attempt)
+	}
+}
+
+// chatOrderRelease: a failed row holds its chat even after its retry is
+// due; once it completes the next row is claimable; an abandoned row
+// releases too; a lapsed lease on an earlier processing row still holds.
+func chatOrderRelease(c *checker) {
+	for id := int64(1); id <= 4; id++ {
+		c.addChat(id, "a", 0)
+	}
+	c.expectStrict(1, 10, 100, true, "it is the lowest row of chat a")
+	if !c.settle(1, 1, failedAt(20, 50, "boom")) {
+		c.fatalf("Settle(1, attempt 1, failed at 20ms) under a live lease reported false")
+	}
+	c.expectStrict(2, 30, 300, false, "row 1 of its chat failed and waits for its retry")
+	c.expectStrict(2, 60, 600, false, "row 1 of its chat failed (its retry is due)")
+	c.expectStrict(1, 60, 600, true, "its retry is due and it is the lowest row of its chat")
+	c.expectStrict(2, 700, 800, false, "row 1 of its chat is processing, even with its lease lapsed")
+	c.expectStrict(1, 700, 800, true, "its lease lapsed at 600ms")
+	if !c.settle(1, 3, completed(710)) {
+		c.fatalf("Settle(1, attempt 3, completed at 710ms) under a live lease reported false")
+	}
+	c.expectStrict(2, 720, 900, true, "row 1 of its chat completed")
+	if !c.settle(2, 1, abandoned(730, "given up")) {
+		c.fatalf("Settle(2, attempt 1, abandoned at 730ms) under a live lease reported false")
+	}
+	c.expectStrict(4, 740, 900, false, "row 3 of its chat is pending")
+	c.expectStrict(3, 740, 900, true, "rows 1 and 2 of its chat are settled")
+}
+
+// chatOrderExhaustion: an unacknowledged exhaustion (Exhaust, or a claim
+// that spends a row under DurableExhaustion) releases its chat.
+func chatOrderExhaustion(c *checker) {
+	c.addChat(1, "a", 0)
+	c.addChat(2, "a", 0)
+	c.addChat(3, "a", 0)
+	o := strictOpts(10, 100, 1)
+	o.DurableExhaustion = true
+	id, ok, err := c.durable.ClaimOwned(c.ctx, 1, o)
+	c.failed("ClaimOwned(1, strict chat order)", err)
+	if !ok {
+		c.fatalf("ClaimOwned(1, now 10ms, strict chat order) of the lowest row of its chat reported false")
+	}
+	c.expectStrict(2, 20, 200, false, "row 1 of its chat is processing")
+	if !c.exhaust(id, 30, "poisoned") {
+		c.fatalf("Exhaust(%s, at 30ms) under a live lease reported false", fmtID(id))
+	}
+	o = strictOpts(40, 400, 1)
+	o.DurableExhaustion = true
+	id2, ok, err := c.durable.ClaimOwned(c.ctx, 2, o)
+	c.failed("ClaimOwned(2, strict chat order)", err)
+	if !ok {
+		c.errorf("ClaimOwned(2, now 40ms, strict chat order) = false after row 1 of its chat was exhausted; an exhaustion releases its chat")
+		return
+	}
+	c.expectStrict(3, 50, 500, false, "row 2 of its chat is processing")
+	// Row 2's lease lapses on its last attempt: the next claim spends it
+	// into an unacknowledged exhaustion, which releases the chat too.
+	o = strictOpts(410, 900, 1)
+	o.DurableExhaustion = true
+	if _, ok, err := c.durable.ClaimOwned(c.ctx, 2, o); err != nil || ok {
+		c.fatalf("ClaimOwned(2, now 410ms, MaxAttempts 1) = %v, %v; want false (spent), no error", ok, err)
+	}
+	if _, found := c.findExhaustion(id2.UpdateID); !found {
+		c.errorf("row 2, spent by a durable claim, is not listed as an exhaustion")
+	}
+	c.expectStrict(3, 420, 900, true, "rows 1 and 2 of its chat are exhaustions")
+}
+
+// chatOrderLateEarlier: row 2 of chat a is claimed; row 1 of the chat
+// arrives late. Row 1 waits while row 2's lease is live, and is claimable
+// once it lapsed; row 2 is then held by row 1.
+func chatOrderLateEarlier(c *checker) {
+	c.addChat(2, "a", 0)
+	c.expectStrict(2, 10, 100, true, "it is the only row of chat a")
+	c.addChat(1, "a", 20)
+	c.expectStrict(1, 30, 300, false, "row 2 of its chat is processing under a live lease")
+	c.expectStrict(1, 100, 300, false, "row 2's lease is live through its end, 100ms")
+	c.expectStrict(1, 101, 300, true, "row 2's lease lapsed at 100ms")
+	c.expectStrict(2, 102, 300, false, "row 1 of its chat is processing")
+}
+
+// chatOrderNotStrict: without the flag the chat changes nothing.
+func chatOrderNotStrict(c *checker) {
+	c.addChat(1, "a", 0)
+	c.addChat(2, "a", 0)
+	c.mustClaim(2, claimOpts(10, 100, defaultMax), 1)
+	c.mustClaim(1, claimOpts(10, 100, defaultMax), 1)
+	c.addChat(3, "a", 0)
+	if ids := c.dueIDs(20, 20, 10); !slices.Equal(ids, []int64{3}) {
+		c.errorf("Due(now 20ms) without StrictChatOrder listed %v; want [3]", ids)
+	}
+}
+
+// chatOrderDue: a strict listing lists a chat's lowest unsettled row only
+// (once claimable), rows of other chats and without a chat, whatever the
+// number of held rows before them; Chat narrows it to one chat.
+func chatOrderDue(c *checker) {
+	c.addChat(1, "a", 0)
+	for id := int64(2); id <= 40; id++ {
+		c.addChat(id, "a", 0)
+	}
+	c.addChat(41, "b", 0)
+	c.addChat(42, "", 0)
+	c.addChat(43, "b", 0)
+	c.addChat(44, "c", 50) // pending, received after the listing's bound
+	if ids := c.strictDue(10, 10, 5, ""); !slices.Equal(ids, []int64{1, 41, 42}) {
+		c.errorf("Due(now 10ms, strict, limit 5) listed %v; want [1 41 42]: rows 2-40 and 43 are held by rows 1 and 41, 44 is too fresh", ids)
+	}
+	if ids := c.strictDue(10, 10, 5, "b"); !slices.Equal(ids, []int64{41}) {
+		c.errorf("Due(now 10ms, strict, chat b) listed %v; want [41]", ids)
+	}
+	c.expectStrict(1, 20, 100, true, "it is the lowest row of chat a")
+	if ids := c.strictDue(30, 30, 5, "a"); len(ids) != 0 {
+		c.errorf("Due(now 30ms, strict, chat a) listed %v while row 1 of chat a is processing; want none", ids)
+	}
+	if !c.settle(1, 1, completed(40)) {
+		c.fatalf("Settle(1, attempt 1, completed at 40ms) under a live lease reported false")
+	}
+	if ids := c.strictDue(50, 50, 1, "a"); !slices.Equal(ids, []int64{2}) {
+		c.errorf("Due(now 50ms, strict, chat a, limit 1) after row 1 completed listed %v; want [2]", ids)
+	}
+	if ids := c.strictDue(60, 60, 10, ""); !slices.Equal(ids, []int64{2, 41, 42, 44}) {
+		c.errorf("Due(now 60ms, strict) listed %v; want [2 41 42 44]", ids)
+	}
+}
+
+// chatOrderRace: in each round, row id+1 of a fresh chat is pending; one
+// racer adds row id of the chat (an earlier update arriving late) and
+// claims it, while another claims row id+1, both in strict order. Whatever
+// the interleaving exactly one claim wins: a claim that checks the chat
+// and takes the row in two steps, or that does not see a concurrent claim
+// of the chat, lets both win.
+func chatOrderRace(c *checker) {
+	for round := range chatOrderRounds {
+		id := int64(chatOrderFirstID + 2*round)
+		chat := fmt.Sprintf("race-%d", round)
+		c.addChat(id+1, chat, 0)
+		var (
+			mu  sync.Mutex
+			won []int64
+		)
+		claim := func(id int64) {
+			_, ok, err := c.store.Claim(c.ctx, id, strictOpts(10, 100, strictMax))
+			if err != nil {
+				c.errorf("a concurrent strict Claim(%d) returned an error: %v", id, err)
+				return
+			}
+			if ok {
+				mu.Lock()
+				won = append(won, id)
+				mu.Unlock()
+			}
+		}
+		// The window lies wherever the later claim's check and its commit
+		// straddle the earlier row's add and claim: a database's round trip
+		// long. Rounds sweep a delay before one racer or the other from none
+		// to about a hundred and fifty microseconds.
+		delay := func(mine int, fn func()) func() {
+			return func() {
+				if round%2 == mine {
+					spin(1 << (round / 2 % 15))
+				}
+				fn()
+			}
+		}
+		together(c,
+			delay(0, func() {
+				ok, err := c.store.Add(c.ctx, intake.Incoming{UpdateID: id, Body: body(id), ReceivedAt: at(5), Chat: chat})
+				if err != nil || !ok {
+					c.errorf("Add(%d, chat %q) = %v, %v; want true, no error", id, chat, ok, err)
+					return
+				}
+				claim(id)
+			}),
+			delay(1, func() { claim(id + 1) }),
+		)
+		if len(won) != 1 {
+			slices.Sort(won)
+			c.errorf("round %d: strict claims of rows %d (added at the same time) and %d of one chat took %v; exactly one must win", round, id, id+1, won)
+		}
+	}
+}
