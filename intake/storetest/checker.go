@@ -42,7 +42,9 @@ type checker struct {
 	batch   intake.BatchStore   // nil without the capability
 	admin   intake.AdminStore   // nil without the capability
 	journal intake.JournalStore // nil without the capability
-	rep     *reporter
+	// claimAdd is nil without the capability.
+	claimAdd intake.ClaimingBatchStore
+	rep      *reporter
 }
 
 func newChecker(ctx context.Context, s intake.Store, rep *reporter) *checker {
@@ -52,6 +54,7 @@ func newChecker(ctx context.Context, s intake.Store, rep *reporter) *checker {
 	c.batch, _ = s.(intake.BatchStore)
 	c.admin, _ = s.(intake.AdminStore)
 	c.journal, _ = s.(intake.JournalStore)
+	c.claimAdd, _ = s.(intake.ClaimingBatchStore)
 	return c
 }
 

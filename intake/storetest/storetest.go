@@ -23,7 +23,8 @@
 // [intake.Store], fence cases only for an [intake.FencedStore], exhaustion
 // cases only for an [intake.DurableStore], and the batch and admin cases only
 // for an [intake.BatchStore] or [intake.AdminStore], the journal cases only
-// for an [intake.JournalStore]. Run logs the level it
+// for an [intake.JournalStore], the claim-on-add cases only for an
+// [intake.ClaimingBatchStore]. Run logs the level it
 // detected and the cases it skipped.
 //
 // # Cases
@@ -41,7 +42,10 @@
 // prune then re-add), Exhaust (crash on the last attempt, Exhaust, exact
 // acknowledgement once and only of an unacknowledged exhaustion, cursor
 // paging), Batch, Admin (oldest pending measured from when a row became
-// pending), Journal and Arguments (arguments outside the contract are
+// pending), Journal, ClaimOnAdd (a row recorded claimed is exactly a claimed
+// row under the answered identity, a duplicate is neither recorded nor
+// claimed, a lapsed one is reclaimed with attempt 2, mixed batches) and
+// Arguments (arguments outside the contract are
 // refused with [intake.ErrInvalidArgument] and change nothing).
 //
 // The concurrent cases release their racers together at a barrier and run
@@ -240,6 +244,7 @@ const (
 	capBatch
 	capAdmin
 	capJournal
+	capClaimAdd
 )
 
 func detect(s intake.Store) capabilities {
@@ -258,6 +263,9 @@ func detect(s intake.Store) capabilities {
 	}
 	if _, ok := s.(intake.JournalStore); ok {
 		c |= capJournal
+	}
+	if _, ok := s.(intake.ClaimingBatchStore); ok {
+		c |= capClaimAdd
 	}
 	return c
 }
@@ -285,6 +293,9 @@ func (c capabilities) String() string {
 	if c&capJournal != 0 {
 		parts = append(parts, "journal")
 	}
+	if c&capClaimAdd != 0 {
+		parts = append(parts, "claim-on-add")
+	}
 	return strings.Join(parts, "+")
 }
 
@@ -300,6 +311,7 @@ func missingName(needs, caps capabilities) string {
 		{capBatch, "intake.BatchStore"},
 		{capAdmin, "intake.AdminStore"},
 		{capJournal, "intake.JournalStore"},
+		{capClaimAdd, "intake.ClaimingBatchStore"},
 	} {
 		if missing&c.bit != 0 {
 			return c.name
@@ -333,6 +345,7 @@ func allGroups() []group {
 		{"Batch", batchCases()},
 		{"Admin", adminCases()},
 		{"Journal", journalCases()},
+		{"ClaimOnAdd", claimOnAddCases()},
 		{"Arguments", argumentCases()},
 	}
 }
