@@ -6,7 +6,7 @@ import "strings"
 // Every parameter carries an explicit cast, and every state change is one
 // conditional statement.
 type queries struct {
-	add, addBatch                        string
+	add, addBatch, addBatchClaimed       string
 	claim, claimOwned, claimOwnedDurable writeSQL
 	renew, renewOwned                    writeSQL
 	settle, settleOwned                  writeSQL
@@ -72,6 +72,14 @@ func buildQueries(table string) queries {
 		addBatch: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at)
 			SELECT u.id, u.body, 'pending', 0, u.at, u.at
 			FROM unnest($1::bigint[], $2::bytea[], $3::bigint[]) AS u(id, body, at)
+			ON CONFLICT (update_id) DO NOTHING
+			RETURNING update_id`),
+		// addBatch with each row's state, attempts, due time and claim id:
+		// pending rows and rows recorded already claimed in one statement.
+		addBatchClaimed: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at, claim_id)
+			SELECT u.id, u.body, u.state, u.attempts, u.due, u.at, u.claim
+			FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::text[], $5::integer[], $6::bigint[], $7::text[])
+				AS u(id, body, at, state, attempts, due, claim)
 			ON CONFLICT (update_id) DO NOTHING
 			RETURNING update_id`),
 
