@@ -90,8 +90,7 @@ func (s unfenced) SettleOwned(ctx context.Context, id Identity, st Settlement) (
 
 func (s unfenced) Owns(context.Context, Identity, time.Time) (bool, error) { return false, nil }
 
-// attempt claims job j, runs the handler under a renewed lease and settles
-// the outcome.
+// attempt claims job j and handles it (see handle).
 func (r *Runner) attempt(rn *run, j job) outcome {
 	leaseFor := r.cfg.LeaseDuration
 	taken := now()
@@ -106,15 +105,22 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 	if !ok {
 		return outcome{} // someone else holds it, it is not due, or its attempts were spent
 	}
+	return r.handle(rn, j, id, opts.LeaseUntil)
+}
+
+// handle runs the handler of job j under the claim id, whose lease ends at
+// leaseUntil, renewing the lease, and settles the outcome. The claim was
+// taken by attempt, or by the add that recorded the update (claim on add).
+func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time) outcome {
 	if f := r.cfg.Observer.ClaimFunc; f != nil {
 		guard(func() { f(id) })
 	}
 
 	hctx, hcancel := context.WithCancelCause(rn.ctx)
 	defer hcancel(nil)
-	l := &lease{id: id, until: opts.LeaseUntil, active: true, cancel: hcancel}
+	l := &lease{id: id, until: leaseUntil, active: true, cancel: hcancel}
 	l.mu.Lock()
-	l.timer = time.AfterFunc(opts.LeaseUntil.Sub(now()), func() { r.leaseDeadline(l) })
+	l.timer = time.AfterFunc(leaseUntil.Sub(now()), func() { r.leaseDeadline(l) })
 	l.mu.Unlock()
 	rctx, rcancel := context.WithCancel(rn.ctx)
 	rn.wg.Add(1)

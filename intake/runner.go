@@ -26,9 +26,12 @@ type Runner struct {
 	store   FencedStore  // Config.Store, wrapped in unfenced when it is a plain Store
 	proves  bool         // the store proves ownership (Config.Store is a FencedStore)
 	durable DurableStore // set when exhaustions are kept: an ExhaustionHandler or KeepExhaustions
-	batch   *committer   // set when the store is a BatchStore
-	policy  func(error, int) (time.Duration, bool)
-	log     *slog.Logger
+	batch   *committer   // set when the store is a BatchStore or a ClaimingBatchStore
+	// claimOnAdd is set when the store is a fenced ClaimingBatchStore: an
+	// update that can run at once is recorded already claimed.
+	claimOnAdd bool
+	policy     func(error, int) (time.Duration, bool)
+	log        *slog.Logger
 
 	mu       sync.Mutex
 	started  bool       // Accept schedules
@@ -50,6 +53,8 @@ type run struct {
 
 	// Guarded by Runner.mu.
 	held       int                // queued updates on lines waiting for a retry
+	reserved   int                // accepts holding a line and a slot while their claimed add commits
+	adding     map[string]int     // per line: accepts in flight recorded unclaimed (see Accept)
 	waiters    int                // retries waiting off their line (Config.RetryOutOfOrder)
 	stopped    bool               // stop is closed
 	draining   bool               // Close began: claim nothing new
@@ -67,6 +72,10 @@ type run struct {
 type line struct {
 	jobs    []job
 	waiting bool // the first job waits for its retry; the rest are held
+	// reserved is set while an Accept that holds this line waits for its
+	// claimed add to commit; the line's goroutine starts when it resolves,
+	// and jobs scheduled meanwhile wait behind the accepted update.
+	reserved bool
 }
 
 // job is one scheduled update.
@@ -75,6 +84,16 @@ type job struct {
 	body []byte
 	chat chatRef
 	bad  bool // the body is not an update: exhaust or abandon without handling
+	// claim, when set, is the claim the update was recorded under by
+	// Accept (claim on add): the job runs under it, in the semaphore slot
+	// Accept reserved, without claiming again. Only its first run uses it.
+	claim *heldClaim
+}
+
+// heldClaim is a claim taken by a claimed add, and the end of its lease.
+type heldClaim struct {
+	id         Identity
+	leaseUntil time.Time
 }
 
 type startCall struct {
@@ -101,8 +120,11 @@ func New(cfg Config) (*Runner, error) {
 	if c.ExhaustionHandler != nil || c.KeepExhaustions {
 		r.durable = c.Store.(DurableStore) // checked by fill
 	}
-	if bs, ok := c.Store.(BatchStore); ok {
-		r.batch = newCommitter(bs, c.MaxBatch, c.LeaseDuration)
+	if cs, ok := c.Store.(ClaimingBatchStore); ok && r.proves {
+		r.batch = newCommitter(cs.AddBatchClaimed, c.MaxBatch, c.LeaseDuration)
+		r.claimOnAdd = true
+	} else if bs, ok := c.Store.(BatchStore); ok {
+		r.batch = newCommitter(addBatchFunc(bs), c.MaxBatch, c.LeaseDuration)
 	}
 	return r, nil
 }
@@ -120,7 +142,12 @@ func now() time.Time { return time.Now().Truncate(time.Millisecond) }
 // the update (the webhook answers 503 so Telegram re-delivers it).
 //
 // With a [BatchStore], concurrent calls share one [BatchStore.AddBatch];
-// a call that finds no commit in progress commits at once.
+// a call that finds no commit in progress commits at once. With a fenced
+// [ClaimingBatchStore], an update the started runner can handle at once
+// (nothing of its chat is scheduled or being accepted in this process, a
+// handler slot is free, and nothing waits for room) is recorded already
+// claimed, in the same commit, and its handler starts before Accept
+// returns, with no second write in between.
 func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	p, err := parseUpdate(body)
 	if err != nil {
@@ -128,9 +155,14 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 		return Invalid, nil
 	}
 	in := Incoming{UpdateID: p.id, Body: body, ReceivedAt: now()}
+	if r.claimOnAdd {
+		return r.acceptClaiming(ctx, p, in)
+	}
 	var added bool
 	if r.batch != nil {
-		added, err = r.batch.Do(ctx, in)
+		var res AddResult
+		res, err = r.batch.Do(ctx, AddRequest{Incoming: in})
+		added = res.Added
 	} else {
 		added, err = r.store.Add(ctx, in)
 	}
@@ -144,10 +176,135 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	r.observeAccept(p.id, Accepted)
 	r.mu.Lock()
 	if r.started && r.run != nil {
-		r.scheduleLocked(r.run, job{id: p.id, body: bytes.Clone(body), chat: chatRef{p.chatID, p.chatType}}, p.line)
+		r.scheduleLocked(r.run, r.acceptedJob(p, body), p.line)
 	}
 	r.mu.Unlock()
 	return Accepted, nil
+}
+
+func (r *Runner) acceptedJob(p parsedUpdate, body []byte) job {
+	return job{id: p.id, body: bytes.Clone(body), chat: chatRef{p.chatID, p.chatType}}
+}
+
+// acceptClaiming is Accept through a [ClaimingBatchStore]. When the update
+// can run at once, it reserves the update's chat line and a handler slot
+// before the add, asks the add for a claim, and on commit starts the line
+// with the claimed job first; a duplicate or a failed add releases both.
+// Otherwise the add is unclaimed, and the chat's line is marked as having
+// an accept in flight, so that no later update of the chat is claimed on
+// add (and run) before this one is scheduled.
+func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming) (Acceptance, error) {
+	req := AddRequest{Incoming: in}
+	r.mu.Lock()
+	rn := r.run
+	if !r.started {
+		rn = nil
+	}
+	var ln *line
+	if rn != nil {
+		ln = r.reserveLocked(rn, p.id, p.line)
+		if ln != nil {
+			req.Claim = &ClaimOpts{Now: in.ReceivedAt, LeaseUntil: in.ReceivedAt.Add(r.cfg.LeaseDuration),
+				MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil}
+		} else {
+			rn.adding[p.line]++
+		}
+	}
+	r.mu.Unlock()
+
+	res, err := r.batch.Do(ctx, req)
+	accepted := err == nil && res.Added
+
+	r.mu.Lock()
+	switch {
+	case ln != nil && accepted && res.Claimed():
+		r.startClaimedLocked(rn, ln, p.line, r.acceptedJob(p, in.Body), &heldClaim{id: res.Identity, leaseUntil: req.Claim.LeaseUntil})
+	case ln != nil:
+		r.releaseLocked(rn, ln, p.line)
+		if accepted { // recorded, but not claimed: schedule it as any other
+			r.scheduleLocked(rn, r.acceptedJob(p, in.Body), p.line)
+		}
+	default:
+		if rn != nil {
+			if rn.adding[p.line]--; rn.adding[p.line] <= 0 {
+				delete(rn.adding, p.line)
+			}
+		}
+		if accepted && r.started && r.run != nil {
+			r.scheduleLocked(r.run, r.acceptedJob(p, in.Body), p.line)
+		}
+	}
+	r.mu.Unlock()
+
+	if err != nil {
+		return 0, fmt.Errorf("intake: record update %d: %w", p.id, err)
+	}
+	if !res.Added {
+		r.observeAccept(p.id, Duplicate)
+		return Duplicate, nil
+	}
+	r.observeAccept(p.id, Accepted)
+	return Accepted, nil
+}
+
+// reserveLocked reserves the chat line key and a handler slot for update
+// id, to record it claimed, and returns the reserved line; nil when the
+// update cannot run at once: the lifecycle drains, an update waits for room
+// (backlog), the chat has work scheduled or an accept in flight here, the
+// update is scheduled already, MaxQueued is reached, or no slot is free.
+// The reservation counts as a goroutine of rn until it resolves, so Close
+// waits for it.
+func (r *Runner) reserveLocked(rn *run, id int64, key string) *line {
+	if rn.draining || rn.backlog || rn.adding[key] > 0 {
+		return nil
+	}
+	if _, ok := rn.lines[key]; ok {
+		return nil
+	}
+	if _, ok := rn.queued[id]; ok {
+		return nil
+	}
+	if _, ok := rn.delivering[id]; ok {
+		return nil
+	}
+	if len(rn.queued)+len(rn.delivering)+rn.reserved >= r.cfg.MaxQueued || !rn.sem.TryAcquire(1) {
+		return nil
+	}
+	ln := &line{reserved: true}
+	rn.lines[key] = ln
+	rn.reserved++
+	rn.wg.Add(1) // the line's goroutine, started when the reservation resolves
+	return ln
+}
+
+// startClaimedLocked resolves the reservation of ln with the claimed job j,
+// first on its line, and starts the line. The job runs even when Close
+// began meanwhile: it holds a claim, as an attempt in flight does.
+func (r *Runner) startClaimedLocked(rn *run, ln *line, key string, j job, c *heldClaim) {
+	rn.reserved--
+	ln.reserved = false
+	j.claim = c
+	rn.queued[j.id] = struct{}{}
+	ln.jobs = append([]job{j}, ln.jobs...)
+	r.idleLocked(rn)
+	go r.runLine(rn, key, ln)
+}
+
+// releaseLocked resolves the reservation of ln without a claim: it frees
+// the slot, and starts the line for the jobs scheduled behind the
+// reservation, or removes it when there are none.
+func (r *Runner) releaseLocked(rn *run, ln *line, key string) {
+	rn.reserved--
+	ln.reserved = false
+	rn.sem.Release(1)
+	if len(ln.jobs) > 0 {
+		go r.runLine(rn, key, ln)
+		return
+	}
+	if rn.lines[key] == ln {
+		delete(rn.lines, key)
+	}
+	rn.wg.Done()
 }
 
 // Start begins handling: a first sweep takes over everything due, pending
@@ -351,6 +508,7 @@ func (r *Runner) ensureRunLocked(ctx context.Context) *run {
 		kick:       make(chan struct{}, 1),
 		lines:      make(map[string]*line),
 		queued:     make(map[int64]struct{}),
+		adding:     make(map[string]int),
 		delivering: make(map[int64]struct{}),
 		idle:       idle,
 		quiet:      true,
@@ -485,7 +643,7 @@ func (r *Runner) scheduleLocked(rn *run, j job, key string) bool {
 	if _, ok := rn.delivering[id]; ok {
 		return false
 	}
-	if len(rn.queued)+len(rn.delivering) >= r.cfg.MaxQueued {
+	if len(rn.queued)+len(rn.delivering)+rn.reserved >= r.cfg.MaxQueued {
 		rn.backlog = true
 		return false
 	}
@@ -553,7 +711,18 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		r.mu.Unlock()
 
 		var res outcome
-		if !draining && rn.sem.Acquire(rn.ctx, 1) == nil {
+		switch {
+		case j.claim != nil:
+			// Claimed on add, in the slot Accept reserved: run it, even
+			// while draining, like an attempt in flight. A retry of it on
+			// this line claims again.
+			res = r.handle(rn, j, j.claim.id, j.claim.leaseUntil)
+			rn.sem.Release(1)
+			r.mu.Lock()
+			ln.jobs[0].claim = nil
+			r.mu.Unlock()
+			j.claim = nil
+		case !draining && rn.sem.Acquire(rn.ctx, 1) == nil:
 			res = r.attempt(rn, j)
 			rn.sem.Release(1)
 		}
