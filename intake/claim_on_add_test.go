@@ -193,38 +193,50 @@ func TestClaimOnAddNeverOvertakesItsChat(t *testing.T) {
 }
 
 // A later update of a chat accepted while the chat's claimed add is in
-// flight waits behind it.
+// flight waits behind it, also when both commit in one batch (whose callers
+// then wake in any order): 20 rounds.
 func TestClaimOnAddLaterUpdateWaitsBehindReservation(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := newClaimingStore()
-		hold1 := make(chan struct{})
-		store.AddFunc = func(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
-			if reqs[0].UpdateID == 1 {
-				<-hold1
+	for round := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			store := newClaimingStore()
+			hold := make(chan struct{})
+			store.AddFunc = func(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+				if reqs[0].UpdateID == 1 {
+					<-hold
+				}
+				return store.Store.AddBatchClaimed(ctx, reqs)
 			}
-			return store.Store.AddBatchClaimed(ctx, reqs)
-		}
-		var rec recorder
-		r := newRunner(t, intake.Config{Store: store, Handler: func(ctx context.Context, u intake.Update) error {
-			rec.add("%d", u.ID)
-			return nil
-		}})
-		start(t, r)
-		var wg sync.WaitGroup
-		wg.Go(func() { mustAccept(t, r, msg(1, 100), intake.Accepted) })
-		synctest.Wait()
-		wg.Go(func() { mustAccept(t, r, msg(2, 100), intake.Accepted) }) // queued behind 1's commit
-		synctest.Wait()
-		close(hold1)
-		wg.Wait()
-		idle(t, r)
-		if !store.askedClaim(1) || store.askedClaim(2) {
-			t.Errorf("claims asked: update 1 %v, update 2 %v; want only 1", store.askedClaim(1), store.askedClaim(2))
-		}
-		if got, want := rec.get(), []string{"1", "2"}; !slices.Equal(got, want) {
-			t.Fatalf("handled %v, want %v", got, want)
-		}
-	})
+			var rec recorder
+			r := newRunner(t, intake.Config{Store: store, Handler: func(ctx context.Context, u intake.Update) error {
+				rec.add("%d", u.ID)
+				return nil
+			}})
+			start(t, r)
+			var wg sync.WaitGroup
+			wg.Go(func() { mustAccept(t, r, msg(1, 100), intake.Accepted) }) // chat 100: leads a commit that waits
+			synctest.Wait()
+			// Chat 200's two updates queue for the next commit, together.
+			wg.Go(func() { mustAccept(t, r, msg(2, 200), intake.Accepted) })
+			synctest.Wait()
+			wg.Go(func() { mustAccept(t, r, msg(3, 200), intake.Accepted) })
+			synctest.Wait()
+			close(hold)
+			wg.Wait()
+			idle(t, r)
+			if !store.askedClaim(2) || store.askedClaim(3) {
+				t.Errorf("round %d: claims asked: update 2 %v, update 3 %v; want only 2", round, store.askedClaim(2), store.askedClaim(3))
+			}
+			var chat []string
+			for _, e := range rec.get() {
+				if e != "1" {
+					chat = append(chat, e)
+				}
+			}
+			if want := []string{"2", "3"}; !slices.Equal(chat, want) {
+				t.Fatalf("round %d: chat 200 handled %v, want %v", round, chat, want)
+			}
+		})
+	}
 }
 
 // A duplicate or a failed claimed add releases its line and its slot: with
