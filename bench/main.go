@@ -35,6 +35,7 @@ var scenarios = map[string]scenario{
 	"gateway":         {"32 concurrent sendMessage, limits off: directly vs through the gateway, without and with an attempt identity (journal on SQLite FULL)", runGateway},
 	"gateway-flood":   {"32 workers flood 50 chats with Telegram's limits on: through tgrelay's limiter vs directly (429s, delivered rate, a quiet chat's wait)", runGatewayFlood},
 	"relay":           {"updates/s through tgrelay serve vs a non-durable forwarder", runRelay},
+	"relay-latency":   {"receive→forward latency at 100/s and 1,000/s (open loop): tgrelay serve vs a non-durable forwarder, beside this disk's fsync", runRelayLatency},
 	"crash-broadcast": {"2,000-recipient broadcast killed with SIGKILL 10+ times and resumed: chats reached twice (must be 0 unless uncertain)", runCrashBroadcast},
 	"crash-pg":        {"three serve on one PostgreSQL behind a proxy, fenced writes, random SIGKILLs: lost and double effects (must be 0)", runCrashPG},
 	"crash-serve":     {"serve on SQLite killed with SIGKILL 15+ times under load: lost (must be 0), duplicates, drain", runCrashServe},
