@@ -69,6 +69,9 @@ type outcome struct {
 	// retryAt is the due time of the retry the store accepted; zero when
 	// none was scheduled.
 	retryAt time.Time
+	// settling reports that the completion is being settled in the
+	// background, which unschedules the update when done.
+	settling bool
 }
 
 // unfenced adapts a plain [Store] to the runner's one code path: its
@@ -91,7 +94,7 @@ func (s unfenced) SettleOwned(ctx context.Context, id Identity, st Settlement) (
 func (s unfenced) Owns(context.Context, Identity, time.Time) (bool, error) { return false, nil }
 
 // attempt claims job j and handles it (see handle).
-func (r *Runner) attempt(rn *run, j job) outcome {
+func (r *Runner) attempt(rn *run, j job, release func()) outcome {
 	leaseFor := r.cfg.LeaseDuration
 	taken := now()
 	opts := ClaimOpts{Now: taken, LeaseUntil: taken.Add(leaseFor), MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil}
@@ -105,13 +108,15 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 	if !ok {
 		return outcome{} // someone else holds it, it is not due, or its attempts were spent
 	}
-	return r.handle(rn, j, id, opts.LeaseUntil)
+	return r.handle(rn, j, id, opts.LeaseUntil, release)
 }
 
 // handle runs the handler of job j under the claim id, whose lease ends at
 // leaseUntil, renewing the lease, and settles the outcome. The claim was
 // taken by attempt, or by the add that recorded the update (claim on add).
-func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time) outcome {
+// It calls release (the handler slot) once the handler returned, before the
+// settlement.
+func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, release func()) outcome {
 	if f := r.cfg.Observer.ClaimFunc; f != nil {
 		guard(func() { f(id) })
 	}
@@ -147,10 +152,23 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time) outco
 	l.timer.Stop()
 	l.mu.Unlock()
 	rcancel()
+	release()
 
 	if herr == nil {
-		r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
-		return outcome{}
+		// The completion commits off the chat's line: the chat's next
+		// update may start while it does (this one was handled first).
+		// The update stays scheduled until it is settled, so Idle, Close,
+		// MaxQueued and the sweep all still count it.
+		rn.wg.Add(1)
+		go func() {
+			defer rn.wg.Done()
+			r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
+			r.mu.Lock()
+			delete(rn.queued, j.id)
+			r.doneLocked(rn)
+			r.mu.Unlock()
+		}()
+		return outcome{settling: true}
 	}
 	return r.fail(rn, l, j, herr)
 }

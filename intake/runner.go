@@ -710,21 +710,25 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		draining := rn.draining
 		r.mu.Unlock()
 
+		// The slot bounds handlers, not settlements: the attempt frees it
+		// as soon as its handler returned, before its settlement commits.
 		var res outcome
 		switch {
 		case j.claim != nil:
 			// Claimed on add, in the slot Accept reserved: run it, even
 			// while draining, like an attempt in flight. A retry of it on
 			// this line claims again.
-			res = r.handle(rn, j, j.claim.id, j.claim.leaseUntil)
-			rn.sem.Release(1)
+			release := sync.OnceFunc(func() { rn.sem.Release(1) })
+			res = r.handle(rn, j, j.claim.id, j.claim.leaseUntil, release)
+			release()
 			r.mu.Lock()
 			ln.jobs[0].claim = nil
 			r.mu.Unlock()
 			j.claim = nil
 		case !draining && rn.sem.Acquire(rn.ctx, 1) == nil:
-			res = r.attempt(rn, j)
-			rn.sem.Release(1)
+			release := sync.OnceFunc(func() { rn.sem.Release(1) })
+			res = r.attempt(rn, j, release)
+			release()
 		}
 		if !res.retryAt.IsZero() && !r.cfg.RetryOutOfOrder {
 			if r.waitRetry(rn, ln, res.retryAt) {
@@ -740,7 +744,9 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		if res.exhaustion != nil {
 			r.scheduleExhaustionLocked(rn, *res.exhaustion, true)
 		}
-		delete(rn.queued, j.id)
+		if !res.settling {
+			delete(rn.queued, j.id)
+		}
 		if !res.retryAt.IsZero() {
 			r.retryOffLineLocked(rn, j, key, res.retryAt)
 		}
