@@ -68,6 +68,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	withPG := fs.Bool("pg", true, "also run serve on a throwaway durable PostgreSQL")
 	concurrency := fs.Int("concurrency", 0, "serve --concurrency (0: serve's default)")
 	bin := fs.String("bin", "", "tgrelay binary (default: go build github.com/tgrelay/tgrelay/cmd/tgrelay)")
+	binB := fs.String("bin-b", "", "a second tgrelay binary, run on SQLite as variant serve-sqlite-b, to compare two builds in one run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -113,6 +114,14 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer sq.stop()
 	variants = append(variants, &relayVariant{name: "serve-sqlite", about: "tgrelay serve, SQLite WAL synchronous=FULL (default store)", url: sq.webhookURL})
+	if *binB != "" {
+		sqB, err := startRelayServe(ctx, "serve-sqlite-b", *binB, serveArgs(filepath.Join(dir, "relay-b.db")), tg.Token, dir)
+		if err != nil {
+			return err
+		}
+		defer sqB.stop()
+		variants = append(variants, &relayVariant{name: "serve-sqlite-b", about: "tgrelay serve from -bin-b, SQLite as above", url: sqB.webhookURL})
+	}
 
 	if *withPG {
 		cluster, err := pgtest.Start(ctx, pgtest.Options{}) // durable: fsync on
