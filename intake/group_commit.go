@@ -17,7 +17,7 @@ type committer = groupcommit.Group[AddRequest, AddResult]
 
 // newCommitter returns a committer of commit; bound limits one commit.
 func newCommitter(commit func(context.Context, []AddRequest) ([]AddResult, error), max int, bound time.Duration) *committer {
-	return &committer{CommitFunc: commit, Max: max, Bound: bound, Leaders: 2}
+	return &committer{CommitFunc: commit, Max: max, Bound: bound}
 }
 
 // addBatchFunc adapts a [BatchStore] without claims on add to the

@@ -28,15 +28,9 @@ type Group[Req, Res any] struct {
 	Max int
 	// Bound limits one CommitFunc call.
 	Bound time.Duration
-	// Leaders is how many commits may run at once, at least 1; zero means
-	// 1. With more than one, a request that arrives while a commit runs
-	// starts the next one at once instead of waiting for it, which suits a
-	// CommitFunc that joins a group commit of its own further down (whose
-	// next transaction it can then join without waiting a whole commit).
-	Leaders int
 
 	mu      sync.Mutex
-	active  int // leaders committing
+	busy    bool // a leader is committing
 	pending []*request[Req, Res]
 }
 
@@ -60,8 +54,8 @@ type request[Req, Res any] struct {
 func (g *Group[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	r := &request[Req, Res]{req: req, wake: make(chan struct{}, 1)}
 	g.mu.Lock()
-	if g.active < max(g.Leaders, 1) {
-		g.active++
+	if !g.busy {
+		g.busy = true
 		g.mu.Unlock()
 		g.lead(ctx, r)
 	} else {
@@ -138,8 +132,8 @@ func (g *Group[Req, Res]) lead(ctx context.Context, r *request[Req, Res]) {
 	g.mu.Unlock()
 }
 
-// handOffLocked promotes the first waiting request to leader, or ends this
-// leader's turn when none waits.
+// handOffLocked promotes the first waiting request to leader, or ends the
+// commit in progress when none waits.
 func (g *Group[Req, Res]) handOffLocked() {
 	for len(g.pending) > 0 {
 		next := g.pending[0]
@@ -153,5 +147,5 @@ func (g *Group[Req, Res]) handOffLocked() {
 		return
 	}
 	g.pending = nil
-	g.active--
+	g.busy = false
 }
