@@ -68,7 +68,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	withPG := fs.Bool("pg", true, "also run serve on a throwaway durable PostgreSQL")
 	concurrency := fs.Int("concurrency", 0, "serve --concurrency (0: serve's default)")
 	bin := fs.String("bin", "", "tgrelay binary (default: go build github.com/tgrelay/tgrelay/cmd/tgrelay)")
-	binB := fs.String("bin-b", "", "a second tgrelay binary, run on SQLite as variant serve-sqlite-b, to compare two builds in one run")
+	binB := fs.String("bin-b", "", "a second tgrelay binary, run as variants serve-sqlite-b and serve-postgres-b, to compare two builds in one run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -142,6 +142,18 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			}
 			defer pg.stop()
 			variants = append(variants, &relayVariant{name: "serve-postgres", about: "tgrelay serve, PostgreSQL (throwaway cluster, fsync on)", url: pg.webhookURL})
+			if *binB != "" {
+				dbB, err := cluster.CreateDatabase(ctx)
+				if err != nil {
+					return fmt.Errorf("postgres: %w", err)
+				}
+				pgB, err := startRelayServe(ctx, "serve-postgres-b", *binB, serveArgs(dbB), tg.Token, dir)
+				if err != nil {
+					return err
+				}
+				defer pgB.stop()
+				variants = append(variants, &relayVariant{name: "serve-postgres-b", about: "tgrelay serve from -bin-b, PostgreSQL as above (its own database)", url: pgB.webhookURL})
+			}
 		}
 	}
 

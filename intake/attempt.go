@@ -94,7 +94,9 @@ func (s unfenced) SettleOwned(ctx context.Context, id Identity, st Settlement) (
 func (s unfenced) Owns(context.Context, Identity, time.Time) (bool, error) { return false, nil }
 
 // attempt claims job j and handles it (see handle).
-func (r *Runner) attempt(rn *run, j job, release func()) outcome {
+// The caller holds a claim token (run.claims); attempt frees it when the
+// claim fails, handle once a handler slot is had.
+func (r *Runner) attempt(rn *run, j job) outcome {
 	leaseFor := r.cfg.LeaseDuration
 	taken := now()
 	opts := ClaimOpts{Now: taken, LeaseUntil: taken.Add(leaseFor), MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil}
@@ -102,21 +104,27 @@ func (r *Runner) attempt(rn *run, j job, release func()) outcome {
 	id, ok, err := r.store.ClaimOwned(cctx, j.id, opts)
 	ccancel()
 	if err != nil {
+		rn.claims.Release(1)
 		r.storeError(StepClaim, j.id, err)
 		return outcome{}
 	}
 	if !ok {
+		rn.claims.Release(1)
 		return outcome{} // someone else holds it, it is not due, or its attempts were spent
 	}
-	return r.handle(rn, j, id, opts.LeaseUntil, release)
+	return r.handle(rn, j, id, opts.LeaseUntil)
 }
 
 // handle runs the handler of job j under the claim id, whose lease ends at
 // leaseUntil, renewing the lease, and settles the outcome. The claim was
 // taken by attempt, or by the add that recorded the update (claim on add).
-// It calls release (the handler slot) once the handler returned, before the
-// settlement.
-func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, release func()) outcome {
+//
+// The caller holds a claim token (run.claims). handle waits for a handler
+// slot (run.sem) under the claim, its lease renewed, frees the token once
+// it has the slot, and frees the slot once the handler returned, before
+// the settlement commits: a slot is never held while a store write
+// commits, and a claim is never left unrenewed.
+func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time) outcome {
 	if f := r.cfg.Observer.ClaimFunc; f != nil {
 		guard(func() { f(id) })
 	}
@@ -130,6 +138,19 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, relea
 	rctx, rcancel := context.WithCancel(rn.ctx)
 	rn.wg.Add(1)
 	go r.renewLoop(rn, rctx, l)
+
+	serr := rn.sem.Acquire(hctx, 1)
+	rn.claims.Release(1)
+	if serr != nil {
+		// The lease was lost, or Close gave up, before a slot freed: the
+		// handler never ran, and the row is reclaimed after its lease.
+		l.mu.Lock()
+		l.active = false
+		l.timer.Stop()
+		l.mu.Unlock()
+		rcancel()
+		return outcome{}
+	}
 
 	var herr error
 	if j.bad {
@@ -152,7 +173,7 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, relea
 	l.timer.Stop()
 	l.mu.Unlock()
 	rcancel()
-	release()
+	rn.sem.Release(1)
 
 	if herr == nil {
 		// The completion commits off the chat's line: the chat's next

@@ -46,14 +46,15 @@ type Runner struct {
 type run struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	sem    *semaphore.Weighted
-	wg     sync.WaitGroup // every goroutine of this run
-	stop   chan struct{}  // closed to stop the background sweeper
-	kick   chan struct{}  // a catch-up sweep is wanted (capacity 1)
+	sem    *semaphore.Weighted // handler slots: Config.MaxConcurrent
+	claims *semaphore.Weighted // claim tokens: claims being taken or waiting for a slot, Config.MaxConcurrent
+	wg     sync.WaitGroup      // every goroutine of this run
+	stop   chan struct{}       // closed to stop the background sweeper
+	kick   chan struct{}       // a catch-up sweep is wanted (capacity 1)
 
 	// Guarded by Runner.mu.
 	held       int                // queued updates on lines waiting for a retry
-	reserved   int                // accepts holding a line and a slot while their claimed add commits
+	reserved   int                // accepts holding a line and a claim token while their claimed add commits
 	adding     map[string]int     // per line: accepts in flight recorded unclaimed (see Accept)
 	waiters    int                // retries waiting off their line (Config.RetryOutOfOrder)
 	stopped    bool               // stop is closed
@@ -85,7 +86,7 @@ type job struct {
 	chat chatRef
 	bad  bool // the body is not an update: exhaust or abandon without handling
 	// claim, when set, is the claim the update was recorded under by
-	// Accept (claim on add): the job runs under it, in the semaphore slot
+	// Accept (claim on add): the job runs under it, with the claim token
 	// Accept reserved, without claiming again. Only its first run uses it.
 	claim *heldClaim
 }
@@ -187,8 +188,8 @@ func (r *Runner) acceptedJob(p parsedUpdate, body []byte) job {
 }
 
 // acceptClaiming is Accept through a [ClaimingBatchStore]. When the update
-// can run at once, it reserves the update's chat line and a handler slot
-// before the add, asks the add for a claim, and on commit starts the line
+// can run at once, it reserves the update's chat line and a claim token
+// before the add (having seen a handler slot free), asks the add for a claim, and on commit starts the line
 // with the claimed job first; a duplicate or a failed add releases both.
 // Otherwise the add is unclaimed, and the chat's line is marked as having
 // an accept in flight, so that no later update of the chat is claimed on
@@ -247,11 +248,12 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 	return Accepted, nil
 }
 
-// reserveLocked reserves the chat line key and a handler slot for update
+// reserveLocked reserves the chat line key and a claim token for update
 // id, to record it claimed, and returns the reserved line; nil when the
 // update cannot run at once: the lifecycle drains, an update waits for room
 // (backlog), the chat has work scheduled or an accept in flight here, the
-// update is scheduled already, MaxQueued is reached, or no slot is free.
+// update is scheduled already, MaxQueued is reached, or no claim token or
+// no handler slot is free.
 // The reservation counts as a goroutine of rn until it resolves, so Close
 // waits for it.
 func (r *Runner) reserveLocked(rn *run, id int64, key string) *line {
@@ -267,9 +269,16 @@ func (r *Runner) reserveLocked(rn *run, id int64, key string) *line {
 	if _, ok := rn.delivering[id]; ok {
 		return nil
 	}
-	if len(rn.queued)+len(rn.delivering)+rn.reserved >= r.cfg.MaxQueued || !rn.sem.TryAcquire(1) {
+	if len(rn.queued)+len(rn.delivering)+rn.reserved >= r.cfg.MaxQueued || !rn.claims.TryAcquire(1) {
 		return nil
 	}
+	// A handler slot must be free now; it is taken when the add has
+	// committed (see handle), so that no slot idles through the commit.
+	if !rn.sem.TryAcquire(1) {
+		rn.claims.Release(1)
+		return nil
+	}
+	rn.sem.Release(1)
 	ln := &line{reserved: true}
 	rn.lines[key] = ln
 	rn.reserved++
@@ -291,12 +300,12 @@ func (r *Runner) startClaimedLocked(rn *run, ln *line, key string, j job, c *hel
 }
 
 // releaseLocked resolves the reservation of ln without a claim: it frees
-// the slot, and starts the line for the jobs scheduled behind the
+// the claim token, and starts the line for the jobs scheduled behind the
 // reservation, or removes it when there are none.
 func (r *Runner) releaseLocked(rn *run, ln *line, key string) {
 	rn.reserved--
 	ln.reserved = false
-	rn.sem.Release(1)
+	rn.claims.Release(1)
 	if len(ln.jobs) > 0 {
 		go r.runLine(rn, key, ln)
 		return
@@ -504,6 +513,7 @@ func (r *Runner) ensureRunLocked(ctx context.Context) *run {
 		ctx:        rctx,
 		cancel:     cancel,
 		sem:        semaphore.NewWeighted(int64(r.cfg.MaxConcurrent)),
+		claims:     semaphore.NewWeighted(int64(r.cfg.MaxConcurrent)),
 		stop:       make(chan struct{}),
 		kick:       make(chan struct{}, 1),
 		lines:      make(map[string]*line),
@@ -692,8 +702,9 @@ func (r *Runner) doneLocked(rn *run) {
 	}
 }
 
-// runLine runs the jobs of one chat line in order, each under a slot of the
-// global semaphore. A line waiting for its predecessor holds no slot. A
+// runLine runs the jobs of one chat line in order, each claimed under a
+// claim token and handled in a handler slot (see handle). A line waiting
+// for its predecessor holds neither. A
 // failed job whose retry is due later stays first on its line and waits
 // for its due time (holding the chat's later jobs, unless
 // Config.RetryOutOfOrder), then runs again.
@@ -710,25 +721,22 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		draining := rn.draining
 		r.mu.Unlock()
 
-		// The slot bounds handlers, not settlements: the attempt frees it
-		// as soon as its handler returned, before its settlement commits.
+		// A claim token bounds the claims being taken or waiting for a
+		// handler slot; the slot, taken under the claim, bounds handlers
+		// (see handle).
 		var res outcome
 		switch {
 		case j.claim != nil:
-			// Claimed on add, in the slot Accept reserved: run it, even
-			// while draining, like an attempt in flight. A retry of it on
-			// this line claims again.
-			release := sync.OnceFunc(func() { rn.sem.Release(1) })
-			res = r.handle(rn, j, j.claim.id, j.claim.leaseUntil, release)
-			release()
+			// Claimed on add, with the claim token Accept reserved: run
+			// it, even while draining, like an attempt in flight. A retry
+			// of it on this line claims again.
+			res = r.handle(rn, j, j.claim.id, j.claim.leaseUntil)
 			r.mu.Lock()
 			ln.jobs[0].claim = nil
 			r.mu.Unlock()
 			j.claim = nil
-		case !draining && rn.sem.Acquire(rn.ctx, 1) == nil:
-			release := sync.OnceFunc(func() { rn.sem.Release(1) })
-			res = r.attempt(rn, j, release)
-			release()
+		case !draining && rn.claims.Acquire(rn.ctx, 1) == nil:
+			res = r.attempt(rn, j)
 		}
 		if !res.retryAt.IsZero() && !r.cfg.RetryOutOfOrder {
 			if r.waitRetry(rn, ln, res.retryAt) {
