@@ -207,7 +207,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		kv = append(kv, fmt.Sprintf("%s_ups=%.0f", key, v.median().rate()))
 	}
 	for _, v := range variants[:len(variants)-1] {
-		key := strings.TrimPrefix(v.name, "serve-")
+		key := strings.ReplaceAll(strings.TrimPrefix(v.name, "serve-"), "-", "_")
 		ratio := v.median().rate() / baseRate
 		kv = append(kv, fmt.Sprintf("%s_ratio=%.2f %s_goal_0.5x=%t", key, ratio, key, ratio >= relayGoal))
 	}

@@ -61,6 +61,7 @@ func runRelayLatency(ctx context.Context, args []string, out io.Writer) error {
 	chats := fs.Int("chats", relayDefaultChats, "chats the updates are spread over")
 	withPG := fs.Bool("pg", true, "also run serve on a throwaway durable PostgreSQL")
 	bin := fs.String("bin", "", "tgrelay binary (default: go build github.com/tgrelay/tgrelay/cmd/tgrelay)")
+	binB := fs.String("bin-b", "", "a second tgrelay binary, run as variants serve-sqlite-b and serve-postgres-b, to compare two builds in one run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -108,6 +109,14 @@ func runRelayLatency(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer sq.stop()
 	variants = append(variants, &latencyVariant{name: "serve-sqlite", url: sq.webhookURL})
+	if *binB != "" {
+		sqB, err := startRelayServe(ctx, "serve-sqlite-b", *binB, serveArgs(filepath.Join(dir, "relay-b.db")), tg.Token, dir)
+		if err != nil {
+			return err
+		}
+		defer sqB.stop()
+		variants = append(variants, &latencyVariant{name: "serve-sqlite-b", url: sqB.webhookURL})
+	}
 	if *withPG {
 		cluster, err := pgtest.Start(ctx, pgtest.Options{})
 		if err != nil {
@@ -127,6 +136,18 @@ func runRelayLatency(ctx context.Context, args []string, out io.Writer) error {
 			}
 			defer pg.stop()
 			variants = append(variants, &latencyVariant{name: "serve-postgres", url: pg.webhookURL})
+			if *binB != "" {
+				dbB, err := cluster.CreateDatabase(ctx)
+				if err != nil {
+					return fmt.Errorf("postgres: %w", err)
+				}
+				pgB, err := startRelayServe(ctx, "serve-postgres-b", *binB, serveArgs(dbB), tg.Token, dir)
+				if err != nil {
+					return err
+				}
+				defer pgB.stop()
+				variants = append(variants, &latencyVariant{name: "serve-postgres-b", url: pgB.webhookURL})
+			}
 		}
 	}
 	base, err := startNaiveForwarder(sink.url, relayLatencyConns)
@@ -196,9 +217,9 @@ func runRelayLatency(ctx context.Context, args []string, out io.Writer) error {
 			add50, add99 := p50-b50, p99-b99
 			goal50 := add50 <= fsyncP50+relayLatencyP50Slack
 			goal99 := "-"
-			if key == "sqlite" && rate == 1000 {
+			if strings.HasPrefix(key, "sqlite") && rate == 1000 {
 				goal99 = strconv.FormatBool(add99 <= relayLatencyP99Goal)
-				kv = append(kv, "sqlite_1000_goal_p99="+goal99)
+				kv = append(kv, key+"_1000_goal_p99="+goal99)
 			}
 			kv = append(kv, fmt.Sprintf("%s_%d_added_p50_ms=%.2f", key, rate, ms(add50)), fmt.Sprintf("%s_%d_added_p99_ms=%.2f", key, rate, ms(add99)),
 				fmt.Sprintf("%s_%d_goal_p50=%t", key, rate, goal50))
