@@ -68,6 +68,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	withPG := fs.Bool("pg", true, "also run serve on a throwaway durable PostgreSQL")
 	concurrency := fs.Int("concurrency", 0, "serve --concurrency (0: serve's default)")
 	bin := fs.String("bin", "", "tgrelay binary (default: go build github.com/tgrelay/tgrelay/cmd/tgrelay)")
+	binB := fs.String("bin-b", "", "a second tgrelay binary, run as variants serve-sqlite-b and serve-postgres-b, to compare two builds in one run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -113,6 +114,14 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer sq.stop()
 	variants = append(variants, &relayVariant{name: "serve-sqlite", about: "tgrelay serve, SQLite WAL synchronous=FULL (default store)", url: sq.webhookURL})
+	if *binB != "" {
+		sqB, err := startRelayServe(ctx, "serve-sqlite-b", *binB, serveArgs(filepath.Join(dir, "relay-b.db")), tg.Token, dir)
+		if err != nil {
+			return err
+		}
+		defer sqB.stop()
+		variants = append(variants, &relayVariant{name: "serve-sqlite-b", about: "tgrelay serve from -bin-b, SQLite as above", url: sqB.webhookURL})
+	}
 
 	if *withPG {
 		cluster, err := pgtest.Start(ctx, pgtest.Options{}) // durable: fsync on
@@ -133,6 +142,18 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			}
 			defer pg.stop()
 			variants = append(variants, &relayVariant{name: "serve-postgres", about: "tgrelay serve, PostgreSQL (throwaway cluster, fsync on)", url: pg.webhookURL})
+			if *binB != "" {
+				dbB, err := cluster.CreateDatabase(ctx)
+				if err != nil {
+					return fmt.Errorf("postgres: %w", err)
+				}
+				pgB, err := startRelayServe(ctx, "serve-postgres-b", *binB, serveArgs(dbB), tg.Token, dir)
+				if err != nil {
+					return err
+				}
+				defer pgB.stop()
+				variants = append(variants, &relayVariant{name: "serve-postgres-b", about: "tgrelay serve from -bin-b, PostgreSQL as above (its own database)", url: pgB.webhookURL})
+			}
 		}
 	}
 
@@ -186,7 +207,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		kv = append(kv, fmt.Sprintf("%s_ups=%.0f", key, v.median().rate()))
 	}
 	for _, v := range variants[:len(variants)-1] {
-		key := strings.TrimPrefix(v.name, "serve-")
+		key := strings.ReplaceAll(strings.TrimPrefix(v.name, "serve-"), "-", "_")
 		ratio := v.median().rate() / baseRate
 		kv = append(kv, fmt.Sprintf("%s_ratio=%.2f %s_goal_0.5x=%t", key, ratio, key, ratio >= relayGoal))
 	}

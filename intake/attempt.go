@@ -73,6 +73,9 @@ type outcome struct {
 	// (completed, abandoned or exhausted), which releases its chat under
 	// strict chat order.
 	released bool
+	// settling reports that the completion is being settled in the
+	// background, which unschedules the update when done.
+	settling bool
 }
 
 // unfenced adapts a plain [Store] to the runner's one code path: its
@@ -94,8 +97,9 @@ func (s unfenced) SettleOwned(ctx context.Context, id Identity, st Settlement) (
 
 func (s unfenced) Owns(context.Context, Identity, time.Time) (bool, error) { return false, nil }
 
-// attempt claims job j, runs the handler under a renewed lease and settles
-// the outcome.
+// attempt claims job j and handles it (see handle).
+// The caller holds a claim token (run.claims); attempt frees it when the
+// claim fails, handle once a handler slot is had.
 func (r *Runner) attempt(rn *run, j job) outcome {
 	leaseFor := r.cfg.LeaseDuration
 	taken := now()
@@ -108,27 +112,59 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 	id, ok, err := r.store.ClaimOwned(cctx, j.id, opts)
 	ccancel()
 	if err != nil {
+		rn.claims.Release(1)
 		r.storeError(StepClaim, j.id, err)
 		return outcome{}
 	}
 	if !ok {
+		rn.claims.Release(1)
 		return outcome{} // someone else holds it, it is not due, or its attempts were spent
 	}
+	return r.handle(rn, j, id, opts.LeaseUntil, opts.Owner)
+}
+
+// handle runs the handler of job j under the claim id, whose lease ends at
+// leaseUntil, renewing the lease, and settles the outcome. The claim was
+// taken by attempt, or by the add that recorded the update (claim on add),
+// as process owner (ClaimOpts.Owner; empty for none).
+//
+// The caller holds a claim token (run.claims). handle waits for a handler
+// slot (run.sem) under the claim, its lease renewed, frees the token once
+// it has the slot, and frees the slot once the handler returned, before
+// the settlement commits: a slot is never held while a store write
+// commits, and a claim is never left unrenewed.
+func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner string) outcome {
 	if f := r.cfg.Observer.ClaimFunc; f != nil {
 		guard(func() { f(id) })
 	}
 
 	hctx, hcancel := context.WithCancelCause(rn.ctx)
 	defer hcancel(nil)
-	l := &lease{id: id, until: opts.LeaseUntil, active: true, cancel: hcancel}
+	l := &lease{id: id, until: leaseUntil, active: true, cancel: hcancel}
 	l.mu.Lock()
-	l.timer = time.AfterFunc(opts.LeaseUntil.Sub(now()), func() { r.leaseDeadline(l) })
+	l.timer = time.AfterFunc(leaseUntil.Sub(now()), func() { r.leaseDeadline(l) })
 	l.mu.Unlock()
-	hb.track(l, opts.Owner)
+	r.mu.Lock()
+	hb := rn.hb
+	r.mu.Unlock()
+	hb.track(l, owner)
 	defer hb.untrack(l)
 	rctx, rcancel := context.WithCancel(rn.ctx)
 	rn.wg.Add(1)
 	go r.renewLoop(rn, rctx, l)
+
+	serr := rn.sem.Acquire(hctx, 1)
+	rn.claims.Release(1)
+	if serr != nil {
+		// The lease was lost, or Close gave up, before a slot freed: the
+		// handler never ran, and the row is reclaimed after its lease.
+		l.mu.Lock()
+		l.active = false
+		l.timer.Stop()
+		l.mu.Unlock()
+		rcancel()
+		return outcome{}
+	}
 
 	var herr error
 	if j.bad {
@@ -151,9 +187,28 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 	l.timer.Stop()
 	l.mu.Unlock()
 	rcancel()
+	rn.sem.Release(1)
 
 	if herr == nil {
-		return outcome{released: r.settle(rn, l, Settlement{State: StateCompleted, At: now()})}
+		if r.strict {
+			// In strict chat order the store releases the chat only once
+			// the completion is committed, so the line waits for it.
+			return outcome{released: r.settle(rn, l, Settlement{State: StateCompleted, At: now()})}
+		}
+		// The completion commits off the chat's line: the chat's next
+		// update may start while it does (this one was handled first).
+		// The update stays scheduled until it is settled, so Idle, Close,
+		// MaxQueued and the sweep all still count it.
+		rn.wg.Add(1)
+		go func() {
+			defer rn.wg.Done()
+			r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
+			r.mu.Lock()
+			delete(rn.queued, j.id)
+			r.doneLocked(rn)
+			r.mu.Unlock()
+		}()
+		return outcome{settling: true}
 	}
 	return r.fail(rn, l, j, herr)
 }

@@ -260,8 +260,12 @@ type Config struct {
 	// them. Up to [MaxRetention]; defaults to [DefaultRetention].
 	Retention time.Duration
 	// MaxConcurrent bounds the handlers running at once, attempts and
-	// exhaustion deliveries together, 1 to [MaxMaxConcurrent]. Defaults
-	// to [DefaultMaxConcurrent].
+	// exhaustion deliveries together, 1 to [MaxMaxConcurrent]. It bounds,
+	// separately, the claims being written or holding their (renewed)
+	// lease while they wait for a handler slot, so that no slot idles
+	// while a claim or an add commits. A handler's slot is freed when it
+	// returns, before its settlement commits. Defaults to
+	// [DefaultMaxConcurrent].
 	MaxConcurrent int
 	// PageSize is how many due rows, and how many due exhaustions, one
 	// sweep takes over, 1 to [MaxPageSize]. A sweep lists PageSize rows

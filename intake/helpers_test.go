@@ -13,9 +13,14 @@ import (
 
 // faultStore wraps a memstore with optional per-method hooks and counters.
 // A nil hook passes the call through. It is a DurableStore and a
-// BatchStore, like memstore.
+// BatchStore, like memstore, but not a ClaimingBatchStore.
 type faultStore struct {
 	*memstore.Store
+	// hideClaimOnAdd makes the promoted AddBatchClaimed ambiguous, so a
+	// faultStore is not an intake.ClaimingBatchStore: its tests drive the
+	// add-then-claim path and the AddBatch hooks. claimingStore
+	// (claim_on_add_test.go) drives the claimed-add path.
+	hideClaimOnAdd
 
 	mu           sync.Mutex
 	calls        map[string]int
@@ -106,6 +111,12 @@ func (s *faultStore) AcknowledgeExhaustion(ctx context.Context, id intake.Identi
 	}
 	return s.Store.AcknowledgeExhaustion(ctx, id, at)
 }
+
+// hideClaimOnAdd has a method named like
+// intake.ClaimingBatchStore.AddBatchClaimed, to hide memstore's beside it.
+type hideClaimOnAdd struct{}
+
+func (hideClaimOnAdd) AddBatchClaimed() {}
 
 // plainStore hides every capability but the base Store.
 type plainStore struct{ intake.Store }

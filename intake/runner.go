@@ -27,12 +27,16 @@ type Runner struct {
 	store   FencedStore  // Config.Store, wrapped in unfenced when it is a plain Store
 	proves  bool         // the store proves ownership (Config.Store is a FencedStore)
 	durable DurableStore // set when exhaustions are kept: an ExhaustionHandler or KeepExhaustions
-	batch   *committer   // set when the store is a BatchStore
-	procs   ProcessStore // set when the store keeps heartbeats and Config.NoHeartbeat is unset
-	crashes int          // ClaimOpts.MaxCrashes
-	policy  func(error, int) (time.Duration, bool)
-	strict  bool // Config.ChatOrder is ChatOrderStrict
-	log     *slog.Logger
+	batch   *committer   // set when the store is a BatchStore or a ClaimingBatchStore
+	// claimOnAdd is set when the store is a fenced ClaimingBatchStore and
+	// chat order is per process: an update that can run at once is
+	// recorded already claimed.
+	claimOnAdd bool
+	procs      ProcessStore // set when the store keeps heartbeats and Config.NoHeartbeat is unset
+	crashes    int          // ClaimOpts.MaxCrashes
+	policy     func(error, int) (time.Duration, bool)
+	strict     bool // Config.ChatOrder is ChatOrderStrict
+	log        *slog.Logger
 
 	mu       sync.Mutex
 	started  bool       // Accept schedules
@@ -47,14 +51,17 @@ type Runner struct {
 type run struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	sem    *semaphore.Weighted
-	wg     sync.WaitGroup // every goroutine of this run
-	stop   chan struct{}  // closed to stop the background sweeper
-	kick   chan struct{}  // a catch-up sweep is wanted (capacity 1)
-	hb     *heartbeat     // this lifecycle's process, set by Start (guarded by Runner.mu); nil without one
+	sem    *semaphore.Weighted // handler slots: Config.MaxConcurrent
+	claims *semaphore.Weighted // claim tokens: claims being taken or waiting for a slot, Config.MaxConcurrent
+	wg     sync.WaitGroup      // every goroutine of this run
+	stop   chan struct{}       // closed to stop the background sweeper
+	kick   chan struct{}       // a catch-up sweep is wanted (capacity 1)
+	hb     *heartbeat          // this lifecycle's process, set by Start (guarded by Runner.mu); nil without one
 
 	// Guarded by Runner.mu.
 	held       int                // queued updates on lines waiting for a retry
+	reserved   int                // accepts holding a line and a claim token while their claimed add commits
+	adding     map[string]int     // per line: accepts in flight recorded unclaimed (see Accept)
 	waiters    int                // retries waiting off their line (Config.RetryOutOfOrder)
 	stopped    bool               // stop is closed
 	draining   bool               // Close began: claim nothing new
@@ -72,6 +79,10 @@ type run struct {
 type line struct {
 	jobs    []job
 	waiting bool // the first job waits for its retry; the rest are held
+	// reserved is set while an Accept that holds this line waits for its
+	// claimed add to commit; the line's goroutine starts when it resolves,
+	// and jobs scheduled meanwhile wait behind the accepted update.
+	reserved bool
 }
 
 // job is one scheduled update.
@@ -81,6 +92,18 @@ type job struct {
 	chat chatRef
 	key  string // the chat key (Incoming.Chat); empty when none
 	bad  bool   // the body is not an update: exhaust or abandon without handling
+	// claim, when set, is the claim the update was recorded under by
+	// Accept (claim on add): the job runs under it, with the claim token
+	// Accept reserved, without claiming again. Only its first run uses it.
+	claim *heldClaim
+}
+
+// heldClaim is a claim taken by a claimed add, the end of its lease and
+// the process it was taken as (ClaimOpts.Owner).
+type heldClaim struct {
+	id         Identity
+	leaseUntil time.Time
+	owner      string
 }
 
 type startCall struct {
@@ -107,8 +130,13 @@ func New(cfg Config) (*Runner, error) {
 	if c.ExhaustionHandler != nil || c.KeepExhaustions {
 		r.durable = c.Store.(DurableStore) // checked by fill
 	}
-	if bs, ok := c.Store.(BatchStore); ok {
-		r.batch = newCommitter(bs, c.MaxBatch, c.LeaseDuration)
+	if cs, ok := c.Store.(ClaimingBatchStore); ok && r.proves && c.ChatOrder != ChatOrderStrict {
+		// Strict chat order is the store's to judge at every claim, which
+		// a claimed add does not ask it: such a runner adds unclaimed.
+		r.batch = newCommitter(cs.AddBatchClaimed, c.MaxBatch, c.LeaseDuration)
+		r.claimOnAdd = true
+	} else if bs, ok := c.Store.(BatchStore); ok {
+		r.batch = newCommitter(addBatchFunc(bs), c.MaxBatch, c.LeaseDuration)
 	}
 	if ps, ok := c.Store.(ProcessStore); ok {
 		r.crashes = max(c.MaxCrashes, 0)
@@ -132,7 +160,12 @@ func now() time.Time { return time.Now().Truncate(time.Millisecond) }
 // the update (the webhook answers 503 so Telegram re-delivers it).
 //
 // With a [BatchStore], concurrent calls share one [BatchStore.AddBatch];
-// a call that finds no commit in progress commits at once.
+// a call that finds no commit in progress commits at once. With a fenced
+// [ClaimingBatchStore], an update the started runner can handle at once
+// (nothing of its chat is scheduled or being accepted in this process, a
+// handler slot is free, and nothing waits for room) is recorded already
+// claimed, in the same commit, and its handler starts before Accept
+// returns, with no second write in between.
 func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	p, err := parseUpdate(body)
 	if err != nil {
@@ -140,9 +173,14 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 		return Invalid, nil
 	}
 	in := Incoming{UpdateID: p.id, Body: body, ReceivedAt: now(), Chat: p.key}
+	if r.claimOnAdd {
+		return r.acceptClaiming(ctx, p, in)
+	}
 	var added bool
 	if r.batch != nil {
-		added, err = r.batch.Do(ctx, in)
+		var res AddResult
+		res, err = r.batch.Do(ctx, AddRequest{Incoming: in})
+		added = res.Added
 	} else {
 		added, err = r.store.Add(ctx, in)
 	}
@@ -156,10 +194,144 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	r.observeAccept(p.id, Accepted)
 	r.mu.Lock()
 	if r.started && r.run != nil {
-		r.scheduleLocked(r.run, job{id: p.id, body: bytes.Clone(body), chat: chatRef{p.chatID, p.chatType}, key: p.key}, p.line)
+		r.scheduleLocked(r.run, r.acceptedJob(p, body), p.line)
 	}
 	r.mu.Unlock()
 	return Accepted, nil
+}
+
+func (r *Runner) acceptedJob(p parsedUpdate, body []byte) job {
+	return job{id: p.id, body: bytes.Clone(body), chat: chatRef{p.chatID, p.chatType}, key: p.key}
+}
+
+// acceptClaiming is Accept through a [ClaimingBatchStore]. When the update
+// can run at once, it reserves the update's chat line and a claim token
+// before the add (having seen a handler slot free), asks the add for a claim, and on commit starts the line
+// with the claimed job first; a duplicate or a failed add releases both.
+// Otherwise the add is unclaimed, and the chat's line is marked as having
+// an accept in flight, so that no later update of the chat is claimed on
+// add (and run) before this one is scheduled.
+func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming) (Acceptance, error) {
+	req := AddRequest{Incoming: in}
+	r.mu.Lock()
+	rn := r.run
+	if !r.started {
+		rn = nil
+	}
+	var ln *line
+	if rn != nil {
+		ln = r.reserveLocked(rn, p.id, p.line)
+		if ln != nil {
+			req.Claim = &ClaimOpts{Now: in.ReceivedAt, LeaseUntil: in.ReceivedAt.Add(r.cfg.LeaseDuration),
+				MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil,
+				Owner: rn.hb.claimAs(in.ReceivedAt), MaxCrashes: r.crashes}
+		} else {
+			rn.adding[p.line]++
+		}
+	}
+	r.mu.Unlock()
+
+	res, err := r.batch.Do(ctx, req)
+	accepted := err == nil && res.Added
+
+	r.mu.Lock()
+	switch {
+	case ln != nil && accepted && res.Claimed():
+		r.startClaimedLocked(rn, ln, p.line, r.acceptedJob(p, in.Body), &heldClaim{id: res.Identity, leaseUntil: req.Claim.LeaseUntil, owner: req.Claim.Owner})
+	case ln != nil:
+		r.releaseLocked(rn, ln, p.line)
+		if accepted { // recorded, but not claimed: schedule it as any other
+			r.scheduleLocked(rn, r.acceptedJob(p, in.Body), p.line)
+		}
+	default:
+		if rn != nil {
+			if rn.adding[p.line]--; rn.adding[p.line] <= 0 {
+				delete(rn.adding, p.line)
+			}
+		}
+		if accepted && r.started && r.run != nil {
+			r.scheduleLocked(r.run, r.acceptedJob(p, in.Body), p.line)
+		}
+	}
+	r.mu.Unlock()
+
+	if err != nil {
+		return 0, fmt.Errorf("intake: record update %d: %w", p.id, err)
+	}
+	if !res.Added {
+		r.observeAccept(p.id, Duplicate)
+		return Duplicate, nil
+	}
+	r.observeAccept(p.id, Accepted)
+	return Accepted, nil
+}
+
+// reserveLocked reserves the chat line key and a claim token for update
+// id, to record it claimed, and returns the reserved line; nil when the
+// update cannot run at once: the lifecycle drains, an update waits for room
+// (backlog), the chat has work scheduled or an accept in flight here, the
+// update is scheduled already, MaxQueued is reached, or no claim token or
+// no handler slot is free.
+// The reservation counts as a goroutine of rn until it resolves, so Close
+// waits for it.
+func (r *Runner) reserveLocked(rn *run, id int64, key string) *line {
+	if rn.draining || rn.backlog || rn.adding[key] > 0 {
+		return nil
+	}
+	if _, ok := rn.lines[key]; ok {
+		return nil
+	}
+	if _, ok := rn.queued[id]; ok {
+		return nil
+	}
+	if _, ok := rn.delivering[id]; ok {
+		return nil
+	}
+	if len(rn.queued)+len(rn.delivering)+rn.reserved >= r.cfg.MaxQueued || !rn.claims.TryAcquire(1) {
+		return nil
+	}
+	// A handler slot must be free now; it is taken when the add has
+	// committed (see handle), so that no slot idles through the commit.
+	if !rn.sem.TryAcquire(1) {
+		rn.claims.Release(1)
+		return nil
+	}
+	rn.sem.Release(1)
+	ln := &line{reserved: true}
+	rn.lines[key] = ln
+	rn.reserved++
+	rn.wg.Add(1) // the line's goroutine, started when the reservation resolves
+	return ln
+}
+
+// startClaimedLocked resolves the reservation of ln with the claimed job j,
+// first on its line, and starts the line. The job runs even when Close
+// began meanwhile: it holds a claim, as an attempt in flight does.
+func (r *Runner) startClaimedLocked(rn *run, ln *line, key string, j job, c *heldClaim) {
+	rn.reserved--
+	ln.reserved = false
+	j.claim = c
+	rn.queued[j.id] = struct{}{}
+	ln.jobs = append([]job{j}, ln.jobs...)
+	r.idleLocked(rn)
+	go r.runLine(rn, key, ln)
+}
+
+// releaseLocked resolves the reservation of ln without a claim: it frees
+// the claim token, and starts the line for the jobs scheduled behind the
+// reservation, or removes it when there are none.
+func (r *Runner) releaseLocked(rn *run, ln *line, key string) {
+	rn.reserved--
+	ln.reserved = false
+	rn.claims.Release(1)
+	if len(ln.jobs) > 0 {
+		go r.runLine(rn, key, ln)
+		return
+	}
+	if rn.lines[key] == ln {
+		delete(rn.lines, key)
+	}
+	rn.wg.Done()
 }
 
 // Start begins handling: a first sweep takes over everything due, pending
@@ -376,10 +548,12 @@ func (r *Runner) ensureRunLocked(ctx context.Context) *run {
 		ctx:        rctx,
 		cancel:     cancel,
 		sem:        semaphore.NewWeighted(int64(r.cfg.MaxConcurrent)),
+		claims:     semaphore.NewWeighted(int64(r.cfg.MaxConcurrent)),
 		stop:       make(chan struct{}),
 		kick:       make(chan struct{}, 1),
 		lines:      make(map[string]*line),
 		queued:     make(map[int64]struct{}),
+		adding:     make(map[string]int),
 		delivering: make(map[int64]struct{}),
 		idle:       idle,
 		quiet:      true,
@@ -538,7 +712,7 @@ func (r *Runner) scheduleLocked(rn *run, j job, key string) bool {
 	if _, ok := rn.delivering[id]; ok {
 		return false
 	}
-	if len(rn.queued)+len(rn.delivering) >= r.cfg.MaxQueued {
+	if len(rn.queued)+len(rn.delivering)+rn.reserved >= r.cfg.MaxQueued {
 		rn.backlog = true
 		return false
 	}
@@ -587,8 +761,9 @@ func (r *Runner) doneLocked(rn *run) {
 	}
 }
 
-// runLine runs the jobs of one chat line in order, each under a slot of the
-// global semaphore. A line waiting for its predecessor holds no slot. A
+// runLine runs the jobs of one chat line in order, each claimed under a
+// claim token and handled in a handler slot (see handle). A line waiting
+// for its predecessor holds neither. A
 // failed job whose retry is due later stays first on its line and waits
 // for its due time (holding the chat's later jobs, unless
 // Config.RetryOutOfOrder), then runs again.
@@ -605,10 +780,22 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		draining := rn.draining
 		r.mu.Unlock()
 
+		// A claim token bounds the claims being taken or waiting for a
+		// handler slot; the slot, taken under the claim, bounds handlers
+		// (see handle).
 		var res outcome
-		if !draining && rn.sem.Acquire(rn.ctx, 1) == nil {
+		switch {
+		case j.claim != nil:
+			// Claimed on add, with the claim token Accept reserved: run
+			// it, even while draining, like an attempt in flight. A retry
+			// of it on this line claims again.
+			res = r.handle(rn, j, j.claim.id, j.claim.leaseUntil, j.claim.owner)
+			r.mu.Lock()
+			ln.jobs[0].claim = nil
+			r.mu.Unlock()
+			j.claim = nil
+		case !draining && rn.claims.Acquire(rn.ctx, 1) == nil:
 			res = r.attempt(rn, j)
-			rn.sem.Release(1)
 		}
 		if !res.retryAt.IsZero() && !r.cfg.RetryOutOfOrder {
 			if r.waitRetry(rn, ln, res.retryAt) {
@@ -624,7 +811,9 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		if res.exhaustion != nil {
 			r.scheduleExhaustionLocked(rn, *res.exhaustion, true)
 		}
-		delete(rn.queued, j.id)
+		if !res.settling {
+			delete(rn.queued, j.id)
+		}
 		if !res.retryAt.IsZero() {
 			r.retryOffLineLocked(rn, j, key, res.retryAt)
 		}

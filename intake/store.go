@@ -458,6 +458,56 @@ type ChatOrderStore interface {
 	KeepsChatOrder()
 }
 
+// AddRequest is one input of [ClaimingBatchStore.AddBatchClaimed]: an
+// update to record and, when Claim is set, the claim to record it under.
+type AddRequest struct {
+	Incoming
+	// Claim, when non-nil, asks that a newly recorded row be recorded
+	// already claimed: exactly the state a [FencedStore.ClaimOwned] of a
+	// fresh pending row with these options leaves (processing, attempts 1,
+	// lease end Claim.LeaseUntil, a fresh random claim id, no error, no
+	// settlement time). Claim.MaxAttempts must be at least 1 (see
+	// [ClaimOpts.Validate]). Nil records a pending row, as [Store.Add].
+	Claim *ClaimOpts
+}
+
+// AddResult is the answer for one [AddRequest].
+type AddResult struct {
+	// Added reports that the row was newly recorded; false for an update id
+	// already stored, or an earlier duplicate in the same batch.
+	Added bool
+	// Identity is the persisted identity of the claim the row was recorded
+	// under: set only when Added is true and the request asked for a claim
+	// (zero otherwise).
+	Identity Identity
+}
+
+// Claimed reports whether the row was recorded claimed.
+func (r AddResult) Claimed() bool { return r.Identity.ClaimID != "" }
+
+// ClaimingBatchStore is an optional capability of a [FencedStore]: a group
+// commit of adds in which each new row may be recorded already claimed, so
+// that an update the runner can handle at once costs one durable commit
+// before it runs instead of two (the add, then the claim). When the store
+// has it, [New] detects it once and the runner records through it, asking
+// for a claim only for an update it can run at once (its chat is free in
+// this process and a handler slot is free).
+//
+// A row recorded claimed is indistinguishable from one that was added and
+// then claimed: renewal, settlement, Owns and exhaustion fence it by the
+// returned identity, and when its lease lapses (its process died) it is
+// reclaimed like any other, with attempt 2 and a new claim id.
+type ClaimingBatchStore interface {
+	// AddBatchClaimed records each request as [BatchStore.AddBatch] would,
+	// atomically and durably (one transaction, one commit), and reports for
+	// each input, in order, whether it was newly recorded and, for a claimed
+	// one, its identity. A duplicate (a stored update id, or an earlier
+	// request of the batch with the same id) is neither recorded nor
+	// claimed. An invalid Claim is an error wrapping [ErrInvalidArgument]
+	// and records nothing; on any error nothing is recorded.
+	AddBatchClaimed(ctx context.Context, reqs []AddRequest) ([]AddResult, error)
+}
+
 // Row is the full state of one stored update, as operator tooling sees it.
 type Row struct {
 	UpdateID   int64

@@ -12,7 +12,8 @@
 // Apart from durability, a [Store] follows the contract of
 // [intake.DurableStore] exactly and passes
 // [github.com/tgrelay/tgrelay/intake/storetest.Run] at the durable level. It
-// also implements [intake.BatchStore] and [intake.AdminStore].
+// also implements [intake.BatchStore], [intake.ClaimingBatchStore] and
+// [intake.AdminStore].
 package memstore
 
 import (
@@ -30,14 +31,15 @@ import (
 
 // The capability levels a Store claims, checked at compile time.
 var (
-	_ intake.Store          = (*Store)(nil)
-	_ intake.FencedStore    = (*Store)(nil)
-	_ intake.DurableStore   = (*Store)(nil)
-	_ intake.BatchStore     = (*Store)(nil)
-	_ intake.AdminStore     = (*Store)(nil)
-	_ intake.JournalStore   = (*Store)(nil)
-	_ intake.ProcessStore   = (*Store)(nil)
-	_ intake.ChatOrderStore = (*Store)(nil)
+	_ intake.Store              = (*Store)(nil)
+	_ intake.FencedStore        = (*Store)(nil)
+	_ intake.DurableStore       = (*Store)(nil)
+	_ intake.BatchStore         = (*Store)(nil)
+	_ intake.ClaimingBatchStore = (*Store)(nil)
+	_ intake.AdminStore         = (*Store)(nil)
+	_ intake.JournalStore       = (*Store)(nil)
+	_ intake.ProcessStore       = (*Store)(nil)
+	_ intake.ChatOrderStore     = (*Store)(nil)
 )
 
 // Store keeps update rows in memory. It is safe for concurrent use by many
@@ -137,6 +139,51 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 		added[i] = s.addLocked(u)
 	}
 	return added, nil
+}
+
+// AddBatchClaimed records each request as [Store.AddBatch] would, all under
+// one lock, recording a new row already claimed when its request asks for
+// it; see [intake.ClaimingBatchStore]. An invalid claim is an error wrapping
+// [intake.ErrInvalidArgument], and nothing is recorded.
+func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memstore: add batch claimed: %w", err)
+	}
+	// Validate and generate the claim ids before locking: a failure then
+	// changes nothing.
+	ids := make([]string, len(reqs))
+	for i, rq := range reqs {
+		if rq.Claim == nil {
+			continue
+		}
+		if err := rq.Claim.Validate(); err != nil {
+			return nil, fmt.Errorf("memstore: add batch claimed: %w", err)
+		}
+		id, err := newClaimID()
+		if err != nil {
+			return nil, fmt.Errorf("memstore: add batch claimed: %w", err)
+		}
+		ids[i] = id
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]intake.AddResult, len(reqs))
+	for i, rq := range reqs {
+		if !s.addLocked(rq.Incoming) {
+			continue
+		}
+		out[i].Added = true
+		if rq.Claim != nil {
+			r := s.rows[rq.UpdateID]
+			r.state = intake.StateProcessing
+			r.attempts = 1
+			r.dueAt = rq.Claim.LeaseUntil
+			r.claimID = ids[i]
+			r.owner = rq.Claim.Owner
+			out[i].Identity = intake.Identity{UpdateID: rq.UpdateID, Attempt: 1, ClaimID: ids[i]}
+		}
+	}
+	return out, nil
 }
 
 func (s *Store) addLocked(u intake.Incoming) bool {

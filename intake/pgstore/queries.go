@@ -6,7 +6,7 @@ import "strings"
 // Every parameter carries an explicit cast, and every state change is one
 // conditional statement.
 type queries struct {
-	add, addBatch                        string
+	add, addBatch, addBatchClaimed       string
 	claim, claimOwned, claimOwnedDurable writeSQL
 	// The claims in strict chat order, run after chatLock in a
 	// transaction of their own (see claimInOrder).
@@ -156,6 +156,18 @@ func buildQueries(table string) queries {
 		addBatch: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at, chat)
 			SELECT u.id, u.body, 'pending', 0, u.at, u.at, u.chat
 			FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::text[]) AS u(id, body, at, chat)
+			ON CONFLICT (update_id) DO NOTHING
+			RETURNING update_id`),
+		// addBatch with each row's state, attempts, due time, claim id and
+		// owner: pending rows and rows recorded already claimed in one
+		// statement. $10 this host's clock and $11 the clock bound: a
+		// claimed add is a claim, checked like one ({{table}}_clock).
+		addBatchClaimed: f(`INSERT INTO {{table}} (update_id, body, state, attempts, due_at, received_at, claim_id, owner, chat)
+			SELECT u.id, u.body, u.state, u.attempts, u.due, u.at, u.claim, u.owner, u.chat
+			FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::text[], $5::integer[], $6::bigint[], $7::text[],
+				$8::text[], $9::text[])
+				AS u(id, body, at, state, attempts, due, claim, owner, chat)
+			WHERE {{table}}_clock($10::bigint, $11::bigint)
 			ON CONFLICT (update_id) DO NOTHING
 			RETURNING update_id`),
 

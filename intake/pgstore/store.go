@@ -54,8 +54,8 @@ type Config struct {
 	MaxClockSkew time.Duration
 }
 
-// Store is an [intake.DurableStore], [intake.BatchStore] and
-// [intake.AdminStore] on a PostgreSQL table, for many processes on many
+// Store is an [intake.DurableStore], [intake.BatchStore],
+// [intake.ClaimingBatchStore] and [intake.AdminStore] on a PostgreSQL table, for many processes on many
 // machines sharing one database.
 //
 // Every state change is one conditional SQL statement, so concurrent claims
@@ -86,12 +86,13 @@ type Store struct {
 
 // Compile-time checks of the capability levels Store claims.
 var (
-	_ intake.DurableStore   = (*Store)(nil)
-	_ intake.BatchStore     = (*Store)(nil)
-	_ intake.AdminStore     = (*Store)(nil)
-	_ intake.HealthChecker  = (*Store)(nil)
-	_ intake.ProcessStore   = (*Store)(nil)
-	_ intake.ChatOrderStore = (*Store)(nil)
+	_ intake.DurableStore       = (*Store)(nil)
+	_ intake.BatchStore         = (*Store)(nil)
+	_ intake.ClaimingBatchStore = (*Store)(nil)
+	_ intake.AdminStore         = (*Store)(nil)
+	_ intake.HealthChecker      = (*Store)(nil)
+	_ intake.ProcessStore       = (*Store)(nil)
+	_ intake.ChatOrderStore     = (*Store)(nil)
 )
 
 // New returns a store over the caller's pool. Unless cfg.NoCreate is set it
@@ -225,6 +226,77 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 	}
 	for _, id := range inserted {
 		out[first[id]] = true
+	}
+	return out, nil
+}
+
+// AddBatchClaimed implements [intake.ClaimingBatchStore.AddBatchClaimed]
+// as one multi-row INSERT (one statement, one transaction, one commit) in
+// which a claimed request's row is inserted processing, at attempt 1, due at
+// its lease end, with a fresh random claim id (UUID v4). Duplicates within
+// reqs are removed before the insert, so the first one wins.
+func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	out := make([]intake.AddResult, len(reqs))
+	if len(reqs) == 0 {
+		return out, nil
+	}
+	first := make(map[int64]int, len(reqs)) // update id → index of its first occurrence
+	var (
+		ids      = make([]int64, 0, len(reqs))
+		bodies   = make([][]byte, 0, len(reqs))
+		ats      = make([]int64, 0, len(reqs))
+		states   = make([]string, 0, len(reqs))
+		attempts = make([]int32, 0, len(reqs))
+		dues     = make([]int64, 0, len(reqs))
+		claims   = make([]*string, 0, len(reqs))
+		owners   = make([]*string, 0, len(reqs))
+		chats    = make([]string, 0, len(reqs))
+	)
+	claimIDs := make([]string, len(reqs))
+	for i, rq := range reqs {
+		if rq.Claim != nil {
+			if err := rq.Claim.Validate(); err != nil {
+				return nil, fmt.Errorf("pgstore: add batch claimed: %w", err)
+			}
+		}
+		if _, dup := first[rq.UpdateID]; dup {
+			continue
+		}
+		first[rq.UpdateID] = i
+		received := ms(rq.ReceivedAt)
+		ids = append(ids, rq.UpdateID)
+		bodies = append(bodies, body(rq.Body))
+		ats = append(ats, received)
+		chats = append(chats, rq.Chat)
+		if rq.Claim == nil {
+			states, attempts, dues, claims = append(states, "pending"), append(attempts, 0), append(dues, received), append(claims, nil)
+			owners = append(owners, nil)
+			continue
+		}
+		claimIDs[i] = uuid.NewString()
+		states, attempts = append(states, "processing"), append(attempts, 1)
+		dues, claims = append(dues, ms(rq.Claim.LeaseUntil)), append(claims, &claimIDs[i])
+		var owner *string
+		if rq.Claim.Owner != "" {
+			owner = &rq.Claim.Owner
+		}
+		owners = append(owners, owner)
+	}
+	rows, err := s.pool.Query(ctx, s.q.addBatchClaimed, ids, bodies, ats, states, attempts, dues, claims, owners, chats,
+		ms(s.clock()), s.skew)
+	if err != nil {
+		return nil, s.fail("add batch claimed", err)
+	}
+	inserted, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, s.fail("add batch claimed", err)
+	}
+	for _, id := range inserted {
+		i := first[id]
+		out[i].Added = true
+		if reqs[i].Claim != nil {
+			out[i].Identity = intake.Identity{UpdateID: id, Attempt: 1, ClaimID: claimIDs[i]}
+		}
 	}
 	return out, nil
 }

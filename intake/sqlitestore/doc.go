@@ -1,6 +1,6 @@
 // Package sqlitestore is the embedded default store of the intake: an
-// [intake.DurableStore], [intake.BatchStore] and [intake.AdminStore] on one
-// table of an SQLite database file, through the pure-Go driver
+// [intake.DurableStore], [intake.BatchStore], [intake.ClaimingBatchStore]
+// and [intake.AdminStore] on one table of an SQLite database file, through the pure-Go driver
 // modernc.org/sqlite.
 //
 // # Durability

@@ -183,23 +183,30 @@ WHERE process_id = ?1 AND until_ms >= ?3`
     (SELECT min(due_at) FROM "{{table}}" WHERE state = 'pending')`
 )
 
-// batchRows is how many rows one INSERT statement of AddBatch carries (4
+// batchRows is how many rows one INSERT statement of AddBatch carries (9
 // parameters each, far below SQLite's limit of 32766).
 const batchRows = 100
 
-// addManySQL is addSQL for rows rows, returning the ids it inserted.
+// addManySQL is addSQL for rows rows, returning the ids it inserted. Each
+// row carries its state, attempts, due time, claim id, owner and chat, so that one
+// statement records pending rows and rows already claimed
+// (AddBatchClaimed).
 func addManySQL(table string, rows int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO "` + table + `" (update_id, body, state, attempts, due_at, received_at, chat) VALUES `)
+	b.WriteString(`INSERT INTO "` + table + `" (update_id, body, state, attempts, due_at, received_at, claim_id, owner, chat) VALUES `)
 	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "(?%d, ?%d, 'pending', 0, ?%d, ?%d, ?%d)", 4*i+1, 4*i+2, 4*i+3, 4*i+3, 4*i+4)
+		k := addColumns * i
+		fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8, k+9)
 	}
 	b.WriteString(" ON CONFLICT (update_id) DO NOTHING RETURNING update_id")
 	return b.String()
 }
+
+// addColumns is the number of parameters of one row of addManySQL.
+const addColumns = 9
 
 // errClosed is returned by AddBatch after [Store.Close].
 var errClosed = errors.New("sqlitestore: store closed")

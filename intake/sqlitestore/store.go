@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,8 +109,8 @@ type Config struct {
 	OnFileChange func(err error)
 }
 
-// Store is an [intake.DurableStore], [intake.BatchStore] and
-// [intake.AdminStore] on one SQLite table. Its methods are safe for
+// Store is an [intake.DurableStore], [intake.BatchStore],
+// [intake.ClaimingBatchStore] and [intake.AdminStore] on one SQLite table. Its methods are safe for
 // concurrent use, and several processes may share one database file: every
 // state change is one conditional statement, serialised by SQLite's write
 // lock.
@@ -146,12 +145,13 @@ type Store struct {
 
 // Compile-time checks of the capabilities Store claims.
 var (
-	_ intake.DurableStore   = (*Store)(nil)
-	_ intake.BatchStore     = (*Store)(nil)
-	_ intake.AdminStore     = (*Store)(nil)
-	_ intake.HealthChecker  = (*Store)(nil)
-	_ intake.ProcessStore   = (*Store)(nil)
-	_ intake.ChatOrderStore = (*Store)(nil)
+	_ intake.DurableStore       = (*Store)(nil)
+	_ intake.BatchStore         = (*Store)(nil)
+	_ intake.ClaimingBatchStore = (*Store)(nil)
+	_ intake.AdminStore         = (*Store)(nil)
+	_ intake.HealthChecker      = (*Store)(nil)
+	_ intake.ProcessStore       = (*Store)(nil)
+	_ intake.ChatOrderStore     = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the SQLite database file at path in WAL
@@ -403,36 +403,80 @@ func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 // inserted up to [batchRows] to a statement, through statements prepared
 // once per row count (see addStmts).
 func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
+	reqs := make([]intake.AddRequest, len(us))
+	for i, u := range us {
+		reqs[i].Incoming = u
+	}
+	res, err := s.addBatch(ctx, "add batch", reqs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]bool, len(us))
-	if len(us) == 0 {
+	for i, r := range res {
+		out[i] = r.Added
+	}
+	return out, nil
+}
+
+// AddBatchClaimed implements [intake.ClaimingBatchStore.AddBatchClaimed]:
+// [Store.AddBatch] whose rows may be inserted already claimed (processing,
+// attempt 1, the lease end as due time, a fresh claim id), in the same
+// statements, transaction and durable commit.
+func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.addBatch(ctx, "add batch claimed", reqs)
+}
+
+func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	out := make([]intake.AddResult, len(reqs))
+	if len(reqs) == 0 {
 		return out, nil
+	}
+	claimIDs := make([]string, len(reqs))
+	for i, rq := range reqs {
+		if rq.Claim == nil {
+			continue
+		}
+		if err := rq.Claim.Validate(); err != nil {
+			return nil, fmt.Errorf("sqlitestore: %s: %w", op, err)
+		}
+		claimIDs[i] = newClaimID()
 	}
 	// Prepared before the transaction takes the writer connection: at most
 	// two sizes, full chunks and the remainder.
 	var full, rest *sql.Stmt
 	var err error
-	if len(us) >= batchRows {
+	if len(reqs) >= batchRows {
 		if full, err = s.adds.get(ctx, s.w, s.table, batchRows); err != nil {
-			return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
+			return nil, fmt.Errorf("sqlitestore: %s: %w", op, err)
 		}
 	}
-	if r := len(us) % batchRows; r > 0 {
+	if r := len(reqs) % batchRows; r > 0 {
 		if rest, err = s.adds.get(ctx, s.w, s.table, r); err != nil {
-			return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
+			return nil, fmt.Errorf("sqlitestore: %s: %w", op, err)
 		}
 	}
+	args := make([]any, 0, addColumns*min(len(reqs), batchRows))
 	// The inserts are one write of the shared write transaction (see
 	// writes.go), so a batch of adds and concurrent claims and settlements
 	// commit together; alone, or when another write of it fails, the batch
 	// is a transaction of its own, all or nothing.
-	added := make(map[int64]bool, len(us))
+	added := make(map[int64]bool, len(reqs))
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		clear(added)
-		args := make([]any, 0, 4*min(len(us), batchRows))
-		for chunk := range slices.Chunk(us, batchRows) {
+		for start := 0; start < len(reqs); start += batchRows {
+			chunk := reqs[start:min(start+batchRows, len(reqs))]
 			args = args[:0]
-			for _, u := range chunk {
-				args = append(args, u.UpdateID, u.Body, ms(u.ReceivedAt), u.Chat)
+			for i, rq := range chunk {
+				received := ms(rq.ReceivedAt)
+				if rq.Claim == nil {
+					args = append(args, rq.UpdateID, rq.Body, "pending", 0, received, received, nil, nil, rq.Chat)
+				} else {
+					var owner any
+					if rq.Claim.Owner != "" {
+						owner = rq.Claim.Owner
+					}
+					args = append(args, rq.UpdateID, rq.Body, "processing", 1, ms(rq.Claim.LeaseUntil), received, claimIDs[start+i], owner, rq.Chat)
+				}
 			}
 			st := full
 			if len(chunk) < batchRows {
@@ -457,12 +501,18 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: add batch: %w", err)
+		return nil, fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}
 	// The first occurrence of an inserted id is the one that inserted it.
-	for i, u := range us {
-		out[i] = added[u.UpdateID]
-		delete(added, u.UpdateID)
+	for i, rq := range reqs {
+		if !added[rq.UpdateID] {
+			continue
+		}
+		delete(added, rq.UpdateID)
+		out[i].Added = true
+		if rq.Claim != nil {
+			out[i].Identity = intake.Identity{UpdateID: rq.UpdateID, Attempt: 1, ClaimID: claimIDs[i]}
+		}
 	}
 	return out, nil
 }

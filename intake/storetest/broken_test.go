@@ -5,6 +5,7 @@ import (
 	"context"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -445,4 +446,64 @@ func TestCrashesSpendAttemptsFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return crashesSpendAttempts{m} }), "Process")
 	requireCases(t, res, "Process/CrashBudget", "Process/CrashesAndAttemptsApart")
 	requireMessage(t, res, "Process/CrashBudget", "ClaimOwned(1, now 200ms) = {update 0, attempt 0", "want attempt 3 of update 1")
+}
+
+// claimAddUnpersisted answers a claimed add with an identity it never
+// stored: the row is recorded pending, as by a plain AddBatch.
+type claimAddUnpersisted struct{ *memstore.Store }
+
+func (s claimAddUnpersisted) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	in := make([]intake.Incoming, len(reqs))
+	for i, r := range reqs {
+		in[i] = r.Incoming
+	}
+	added, err := s.AddBatch(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]intake.AddResult, len(reqs))
+	for i, r := range reqs {
+		out[i].Added = added[i]
+		if added[i] && r.Claim != nil {
+			out[i].Identity = intake.Identity{UpdateID: r.UpdateID, Attempt: 1, ClaimID: "storetest-made-up-" + strconv.Itoa(i)}
+		}
+	}
+	return out, nil
+}
+
+func TestClaimAddUnpersistedFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddUnpersisted{m} }), "ClaimOnAdd")
+	requireCases(t, res, "ClaimOnAdd/ClaimedAddIsAClaim", "ClaimOnAdd/DuplicateNeitherAddedNorClaimed",
+		"ClaimOnAdd/InvalidClaimRefused", "ClaimOnAdd/LapsedLeaseReclaimed", "ClaimOnAdd/MixedBatch")
+	requireMessage(t, res, "ClaimOnAdd/ClaimedAddIsAClaim", "Get(1) after its claimed add = state pending, attempts 0")
+	requireMessage(t, res, "ClaimOnAdd/MixedBatch", "Due(now 10ms, pending before 10ms) after a mixed batch listed [10 11 12 13]; want [10 12]")
+	requireMessage(t, res, "ClaimOnAdd/LapsedLeaseReclaimed", "Due(now 20ms) listed [1]")
+}
+
+// claimAddTakesDuplicates records a claimed add of a stored update id by
+// claiming the stored row: a duplicate that takes a pending row, or a live
+// claim's row once its lease lapsed.
+type claimAddTakesDuplicates struct{ *memstore.Store }
+
+func (s claimAddTakesDuplicates) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	out, err := s.Store.AddBatchClaimed(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range reqs {
+		if !out[i].Added && r.Claim != nil {
+			if id, ok, err := s.ClaimOwned(ctx, r.UpdateID, *r.Claim); err == nil && ok {
+				out[i] = intake.AddResult{Added: true, Identity: id}
+			}
+		}
+	}
+	return out, nil
+}
+
+func TestClaimAddTakesDuplicatesFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddTakesDuplicates{m} }), "ClaimOnAdd")
+	requireCases(t, res, "ClaimOnAdd/DuplicateNeitherAddedNorClaimed")
+	requireMessage(t, res, "ClaimOnAdd/DuplicateNeitherAddedNorClaimed", "result 0 of AddBatchClaimed([1 2 3 3]) with 1 pending and 2 claimed = added true")
 }

@@ -43,7 +43,9 @@ type checker struct {
 	admin   intake.AdminStore   // nil without the capability
 	journal intake.JournalStore // nil without the capability
 	process intake.ProcessStore // nil without the capability
-	rep     *reporter
+	// claimAdd is nil without the capability.
+	claimAdd intake.ClaimingBatchStore
+	rep      *reporter
 }
 
 func newChecker(ctx context.Context, s intake.Store, rep *reporter) *checker {
@@ -54,6 +56,7 @@ func newChecker(ctx context.Context, s intake.Store, rep *reporter) *checker {
 	c.admin, _ = s.(intake.AdminStore)
 	c.journal, _ = s.(intake.JournalStore)
 	c.process, _ = s.(intake.ProcessStore)
+	c.claimAdd, _ = s.(intake.ClaimingBatchStore)
 	return c
 }
 

@@ -24,9 +24,9 @@
 // cases only for an [intake.DurableStore], and the batch and admin cases only
 // for an [intake.BatchStore] or [intake.AdminStore], the journal cases only
 // for an [intake.JournalStore], the process cases only for an
-// [intake.ProcessStore]. Run logs the level it
-// for an [intake.JournalStore], the chat order cases only for an
-// [intake.ChatOrderStore]. Run logs the level it
+// [intake.ProcessStore], the chat order cases only for an
+// [intake.ChatOrderStore], the claim-on-add cases only for an
+// [intake.ClaimingBatchStore]. Run logs the level it
 // detected and the cases it skipped.
 //
 // # Cases
@@ -45,12 +45,15 @@
 // acknowledgement once and only of an unacknowledged exhaustion, cursor
 // paging), Batch, Admin (oldest pending measured from when a row became
 // pending), Journal, Process (a lapsed owner's rows taken over before their
-// lease ends and fenced, heartbeats that never revive, the crash budget)
-// pending), Journal, ChatOrder (strict chat order: only a chat's lowest
-// unsettled row is claimable and listed, never beside a live lease of its
-// chat, settled rows and exhaustions release the chat, and a claim racing
-// the late add and claim of an earlier row of its chat loses or wins alone)
-// and Arguments (arguments outside the contract are
+// lease ends and fenced, heartbeats that never revive, the crash budget),
+// ChatOrder (strict chat order: only a chat's lowest unsettled row is
+// claimable and listed, never beside a live lease of its chat, settled rows
+// and exhaustions release the chat, and a claim racing the late add and
+// claim of an earlier row of its chat loses or wins alone), ClaimOnAdd (a
+// row recorded claimed is exactly a claimed row under the answered
+// identity, a duplicate is neither recorded nor claimed, a lapsed one is
+// reclaimed with attempt 2, mixed batches) and Arguments (arguments outside
+// the contract are
 // refused with [intake.ErrInvalidArgument] and change nothing).
 //
 // The concurrent cases release their racers together at a barrier and run
@@ -251,6 +254,7 @@ const (
 	capJournal
 	capProcess
 	capChatOrder
+	capClaimAdd
 )
 
 func detect(s intake.Store) capabilities {
@@ -275,6 +279,9 @@ func detect(s intake.Store) capabilities {
 	}
 	if _, ok := s.(intake.ChatOrderStore); ok {
 		c |= capChatOrder
+	}
+	if _, ok := s.(intake.ClaimingBatchStore); ok {
+		c |= capClaimAdd
 	}
 	return c
 }
@@ -308,6 +315,9 @@ func (c capabilities) String() string {
 	if c&capChatOrder != 0 {
 		parts = append(parts, "chatorder")
 	}
+	if c&capClaimAdd != 0 {
+		parts = append(parts, "claim-on-add")
+	}
 	return strings.Join(parts, "+")
 }
 
@@ -325,6 +335,7 @@ func missingName(needs, caps capabilities) string {
 		{capJournal, "intake.JournalStore"},
 		{capProcess, "intake.ProcessStore"},
 		{capChatOrder, "intake.ChatOrderStore"},
+		{capClaimAdd, "intake.ClaimingBatchStore"},
 	} {
 		if missing&c.bit != 0 {
 			return c.name
@@ -360,6 +371,7 @@ func allGroups() []group {
 		{"Journal", journalCases()},
 		{"Process", processCases()},
 		{"ChatOrder", chatOrderCases()},
+		{"ClaimOnAdd", claimOnAddCases()},
 		{"Arguments", argumentCases()},
 	}
 }

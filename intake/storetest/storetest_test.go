@@ -249,7 +249,7 @@ func TestLevelsAndSkips(t *testing.T) {
 		want := "detected level base (base); running 21 cases; skipped: Race/ClaimOwned (needs intake.FencedStore), " +
 			"Fence (needs intake.FencedStore), Prune/RecycledRowRefusesOldIdentity (needs intake.FencedStore), " +
 			"Exhaust (needs intake.DurableStore), Batch (needs intake.BatchStore), Admin (needs intake.AdminStore), " +
-			"Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), ChatOrder (needs intake.ChatOrderStore), " +
+			"Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), ChatOrder (needs intake.ChatOrderStore), ClaimOnAdd (needs intake.FencedStore), " +
 			"Arguments/BadOwnedArgumentsRefused (needs intake.FencedStore), Arguments/BadExhaustionQueryRefused (needs intake.DurableStore), " +
 			"Arguments/BadListQueryRefused (needs intake.AdminStore)"
 		if got := res.plan.describe(res.caps); got != want {
@@ -307,7 +307,7 @@ func TestIgnoresClaimID(t *testing.T) {
 	}{
 		{
 			method: "Owns",
-			cases:  []string{"Admin/Requeue", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
+			cases:  []string{"Admin/Requeue", "ClaimOnAdd/ClaimedAddIsAClaim", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
 			expect: []expect{
 				{"Fence/ExpiresAndNeverAdopts", "Owns with a wrong claim id (right update and attempt) = true"},
 				{"Fence/ExpiresAndNeverAdopts", "owns the recycled row"},
@@ -318,7 +318,7 @@ func TestIgnoresClaimID(t *testing.T) {
 		},
 		{
 			method: "RenewOwned",
-			cases:  []string{"Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
+			cases:  []string{"ClaimOnAdd/ClaimedAddIsAClaim", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
 			expect: []expect{
 				{"Fence/ExpiresAndNeverAdopts", "RenewOwned with a wrong claim id (right update and attempt) reported true"},
 				{"Prune/RecycledRowRefusesOldIdentity", "renewed the recycled row"},
@@ -327,7 +327,7 @@ func TestIgnoresClaimID(t *testing.T) {
 		},
 		{
 			method: "SettleOwned",
-			cases:  []string{"Admin/Requeue", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
+			cases:  []string{"Admin/Requeue", "ClaimOnAdd/ClaimedAddIsAClaim", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
 			expect: []expect{
 				{"Fence/ExpiresAndNeverAdopts", "SettleOwned with a wrong claim id reported true on the recycled row"},
 				{"Prune/RecycledRowRefusesOldIdentity", "settled the recycled row"},
