@@ -507,3 +507,27 @@ func TestClaimAddTakesDuplicatesFails(t *testing.T) {
 	requireCases(t, res, "ClaimOnAdd/DuplicateNeitherAddedNorClaimed")
 	requireMessage(t, res, "ClaimOnAdd/DuplicateNeitherAddedNorClaimed", "result 0 of AddBatchClaimed([1 2 3 3]) with 1 pending and 2 claimed = added true")
 }
+
+// claimAddDropsOwner records claimed adds without their owner, so the row
+// of a process that died right after recording it waits out its lease.
+type claimAddDropsOwner struct{ *memstore.Store }
+
+func (s claimAddDropsOwner) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	stripped := make([]intake.AddRequest, len(reqs))
+	for i, r := range reqs {
+		stripped[i] = r
+		if r.Claim != nil {
+			o := *r.Claim
+			o.Owner = ""
+			stripped[i].Claim = &o
+		}
+	}
+	return s.Store.AddBatchClaimed(ctx, stripped)
+}
+
+func TestClaimAddDropsOwnerFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddDropsOwner{m} }), "ClaimOnAdd")
+	requireCases(t, res, "ClaimOnAdd/OwnerLapseTakesOver")
+	requireMessage(t, res, "ClaimOnAdd/OwnerLapseTakesOver", "Due(now 101ms) = [] after the claimed add's owner lapsed at 100ms; want [1]")
+}

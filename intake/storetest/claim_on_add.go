@@ -19,6 +19,7 @@ func claimOnAddCases() []testCase {
 		{name: "LapsedLeaseReclaimed", rule: "a claimed-on-add row whose lease lapsed is reclaimed with attempt 2 and a new claim id", needs: capFenced | capClaimAdd, run: claimedAddLapses},
 		{name: "MixedBatch", rule: "claimed and unclaimed adds in one batch each get their own state", needs: capFenced | capClaimAdd, run: claimedAddMixed},
 		{name: "InvalidClaimRefused", rule: "a claimed add with an invalid claim is refused with intake.ErrInvalidArgument and records nothing", needs: capFenced | capClaimAdd, run: claimedAddInvalid},
+		{name: "OwnerLapseTakesOver", rule: "a claimed add records its owner: when the owner's heartbeat lapses the row is taken over before its lease ends, as a crash", needs: capFenced | capClaimAdd | capProcess, run: claimedAddOwnerLapses},
 	}
 }
 
@@ -273,4 +274,34 @@ func claimedAddInvalid(c *checker) {
 	}
 	c.mustAdd(1, 0)
 	c.mustAdd(2, 0)
+}
+
+// claimedAddOwnerLapses: a claimed add is a claim by its owner too. Once
+// the owner's heartbeat lapses the row is due and taken over before its
+// lease ends, the takeover counts a crash (not an attempt), and the first
+// identity is fenced.
+func claimedAddOwnerLapses(c *checker) {
+	c.mustRegister("a", 100)
+	c.mustRegister("b", 100_000)
+	o := owned(0, 10_000, 1, "a")
+	res := c.addClaimed(addReq(1, 0, &o))
+	if !c.checkClaimedResult(res[0], 1) {
+		return
+	}
+	first := res[0].Identity
+	if _, ok := c.claimOwned(1, owned(100, 20_000, 1, "b")); ok {
+		c.errorf("ClaimOwned(1, now 100ms) took a claimed add while its owner lives to 100ms and its lease to 10000ms")
+	}
+	if ids := c.dueIDs(101, 101, 10); len(ids) != 1 || ids[0] != 1 {
+		c.errorf("Due(now 101ms) = %v after the claimed add's owner lapsed at 100ms; want [1]", ids)
+	}
+	// MaxAttempts 1 with a crash budget: only a takeover that counts a crash
+	// (not an attempt) can take the row.
+	second := c.mustClaimOwned(1, withCrashes(owned(101, 20_000, 1, "b"), 3), 2)
+	if c.owns(first, 102) || c.settleOwned(first, completed(102)) {
+		c.errorf("the claimed add's identity %s still owns or settles after the takeover", fmtID(first))
+	}
+	if !c.settleOwned(second, completed(103)) {
+		c.errorf("SettleOwned(%s) = false; the takeover holds the row", fmtID(second))
+	}
 }
