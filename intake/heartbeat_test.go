@@ -258,8 +258,12 @@ func TestPausedProcessFindsItsClaimGone(t *testing.T) {
 			return nil
 		}})
 		start(t, b)
-		idle(t, b)
+		// a's attempt ends only after b's handler ran (taken), so once a is
+		// idle b has its attempt scheduled, and b's Idle waits for its
+		// completion to commit. (b's start-up sweep may not find the row:
+		// b takes it over when its own heartbeat next reaps a.)
 		idle(t, a)
+		idle(t, b)
 		if got := row(t, store, 1); got.State != intake.StateCompleted || got.Attempts != 2 {
 			t.Errorf("row is %s after %d attempts; want completed by the second", got.State, got.Attempts)
 		}

@@ -106,7 +106,8 @@ func TestSpendsLiveLeaseFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return spendsLiveLease{m} }))
 	// The takeover case claims a live lease too (the takeover's own, on its
 	// last attempt) and sees it spent.
-	requireCases(t, res, "Claim/LiveLeaseUntouchedOnLastAttempt", "Fence/LiveLeaseUntouchedOnLastAttempt", "Process/TakeoverWhenOwnerLapses")
+	requireCases(t, res, "Claim/LiveLeaseUntouchedOnLastAttempt", "Fence/LiveLeaseUntouchedOnLastAttempt", "Process/TakeoverWhenOwnerLapses",
+		"ClaimOnAdd/OwnerLapseTakesOver")
 	requireMessage(t, res, "Claim/LiveLeaseUntouchedOnLastAttempt", "a claim leaves a row under a live lease untouched, even on its last attempt: ", "the claim spent a row it could not claim")
 	requireMessage(t, res, "Fence/LiveLeaseUntouchedOnLastAttempt", "Owns(", "at 60ms) = false after claims at 50ms with MaxAttempts 1: the claim spent a row it could not claim")
 }
@@ -475,7 +476,7 @@ func TestClaimAddUnpersistedFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddUnpersisted{m} }), "ClaimOnAdd")
 	requireCases(t, res, "ClaimOnAdd/ClaimedAddIsAClaim", "ClaimOnAdd/DuplicateNeitherAddedNorClaimed",
-		"ClaimOnAdd/InvalidClaimRefused", "ClaimOnAdd/LapsedLeaseReclaimed", "ClaimOnAdd/MixedBatch")
+		"ClaimOnAdd/InvalidClaimRefused", "ClaimOnAdd/LapsedLeaseReclaimed", "ClaimOnAdd/MixedBatch", "ClaimOnAdd/OwnerLapseTakesOver")
 	requireMessage(t, res, "ClaimOnAdd/ClaimedAddIsAClaim", "Get(1) after its claimed add = state pending, attempts 0")
 	requireMessage(t, res, "ClaimOnAdd/MixedBatch", "Due(now 10ms, pending before 10ms) after a mixed batch listed [10 11 12 13]; want [10 12]")
 	requireMessage(t, res, "ClaimOnAdd/LapsedLeaseReclaimed", "Due(now 20ms) listed [1]")
