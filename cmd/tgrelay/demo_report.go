@@ -116,12 +116,15 @@ func (d *demo) checks(stats intake.Stats, rows []intake.Row, journal map[int64][
 	bu := bot.updates[d.burstID]
 	var ok200, got429 int
 	var took time.Duration
-	final := bu.attempts[len(bu.attempts)-1:]
+	final := -1 // the burst's last attempt
+	if len(bu.attempts) > 0 {
+		final = bu.attempts[len(bu.attempts)-1]
+	}
 	for _, c := range bu.calls {
 		if c.status == http.StatusTooManyRequests {
 			got429++
 		}
-		if len(final) == 1 && c.attempt == final[0] {
+		if c.attempt == final {
 			took += c.took
 			if c.sent() {
 				ok200++
