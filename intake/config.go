@@ -164,8 +164,12 @@ const (
 	// attempts spent, or an outcome that is not retried); an exhaustion,
 	// acknowledged or not, releases the chat. A process that dies holding
 	// an update holds its chat until that lease lapses and another process
-	// reclaims it. Updates without a chat ([Incoming.Chat] empty), and rows
-	// recorded before the store kept chats, are not ordered.
+	// reclaims it. An update found with its attempts already spent when
+	// claimed (its processes died on every attempt) is exhausted by that
+	// claim, and its chat's next update then waits for a sweep (at most
+	// PendingGrace plus SweepInterval) rather than being handed on.
+	// Updates without a chat ([Incoming.Chat] empty), and rows recorded
+	// before the store kept chats, are not ordered.
 	ChatOrderStrict ChatOrder = "strict"
 )
 

@@ -62,8 +62,11 @@ type Config struct {
 // of one row by any number of processes cannot both win. Concurrent state
 // changes made through one Store share a transaction and one commit (group
 // commit); a write whose row another transaction holds locked runs alone
-// instead, so it never stalls the others (see writes.go). Times are stored as
-// Unix milliseconds of the intake's clock. [Store.Due] skips rows locked by
+// instead, so it never stalls the others (see writes.go). A claim in strict
+// chat order ([intake.ClaimOpts.StrictChatOrder]) runs in a transaction of
+// its own under its chat's advisory lock, so two processes' claims of one
+// chat cannot both win either. Times are stored as Unix milliseconds of the
+// intake's clock. [Store.Due] skips rows locked by
 // other transactions (FOR UPDATE SKIP LOCKED), so concurrent sweepers do not
 // stampede the same rows. [Store.OwnsTx] and [Store.OwnsSQLTx] fence a
 // domain write inside the caller's own transaction.
@@ -377,8 +380,7 @@ func (s *Store) claimArgs(updateID int64, opts intake.ClaimOpts) []any {
 
 // KeepsChatOrder marks the [intake.ChatOrderStore] capability: the table
 // keeps each row's chat (migration 005), and a strict claim checks its
-// chat's rows in its own UPDATE, under a per-chat advisory lock (see
-// [Store.claimInOrder]).
+// chat's rows in its own UPDATE, under a per-chat advisory lock.
 func (s *Store) KeepsChatOrder() {}
 
 // claimWrite runs a claim: in a shared transaction like every other write,
