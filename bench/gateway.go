@@ -156,6 +156,10 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 			ms(*latency), slow.rate("direct"), slow.rate("gateway"), slow.rate("gateway+identity"), slow.ratio("gateway"), slow.ratio("gateway+identity"),
 			slow.rate("identity, sync outcome"))
 	}
+	fmt.Fprintf(out, " async_vs_sync=%.2f", zero.paired("gateway+identity", "identity, sync outcome"))
+	if *latency > 0 {
+		fmt.Fprintf(out, " async_vs_sync_lat=%.2f", slow.paired("gateway+identity", "identity, sync outcome"))
+	}
 	fmt.Fprintf(out, " load1=%s fsync_ms=%.2f\n", strings.Fields(loadAfter + " ?")[0], ms(max(fsyncBefore, fsyncAfter)))
 	return nil
 }
@@ -218,6 +222,18 @@ type gatewayPhase struct {
 }
 
 func (p gatewayPhase) rate(mode string) float64 { return median(p.rates[mode]) }
+
+// paired returns the median over rounds of mode a's rate divided by mode
+// b's in the same round: robust to the machine's drift between rounds.
+func (p gatewayPhase) paired(a, b string) float64 {
+	var rs []float64
+	for i := range min(len(p.rates[a]), len(p.rates[b])) {
+		if p.rates[b][i] > 0 {
+			rs = append(rs, p.rates[a][i]/p.rates[b][i])
+		}
+	}
+	return median(rs)
+}
 
 func (p gatewayPhase) ratio(mode string) float64 {
 	if d := p.rate("direct"); d > 0 {
@@ -344,4 +360,6 @@ func (b *gatewayBench) table(p gatewayPhase, title string) {
 	for _, m := range b.modes {
 		fmt.Fprintf(b.out, "%-24s %12.0f %10.2f %12.0f %9.2fx\n", m.name, p.rate(m.name), median(p.p50[m.name]), median(p.cpu[m.name]), p.ratio(m.name))
 	}
+	fmt.Fprintf(b.out, "per-round ratios, median: gateway/direct %.2f, gateway+identity/direct %.2f, outcome after the answer vs before %.2f\n",
+		p.paired("gateway", "direct"), p.paired("gateway+identity", "direct"), p.paired("gateway+identity", "identity, sync outcome"))
 }
