@@ -15,7 +15,9 @@ import (
 // The outgoing-call journal ([intake.JournalStore]) lives in the table
 // "<table>_journal" (migration 002). Its writes join the shared write
 // transactions of writes.go, so an intent costs no fsync of its own under
-// load; a trigger deletes an update's entries with its row.
+// load, and a deferred outcome ([Store.RecordOutcomeDeferred]) rides in
+// the transaction of the next intent; a trigger deletes an update's entries
+// with its row.
 
 var _ intake.DeferredOutcomeStore = (*Store)(nil)
 
