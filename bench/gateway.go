@@ -112,6 +112,10 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 		{"gateway+identity", gsrv.URL, true}, {"identity, sync outcome", ssrv.URL, true}}
 
 	loadBefore := loadAverage()
+	fsyncBefore, err := fsyncProbe(dir)
+	if err != nil {
+		return err
+	}
 	zero, err := b.phase(ctx, *calls, *rounds, *cpuprofile)
 	if err != nil {
 		return err
@@ -132,9 +136,14 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	loadAfter := loadAverage()
+	fsyncAfter, err := fsyncProbe(dir)
+	if err != nil {
+		return err
+	}
 
-	fmt.Fprintf(out, "gateway: %d workers, %d rounds, limits off, journal on SQLite synchronous=FULL; GOMAXPROCS %d; load average %s before, %s after\n",
-		*workers, *rounds, runtime.GOMAXPROCS(0), loadBefore, loadAfter)
+	fmt.Fprintf(out, "gateway: %d workers, %d rounds, limits off, journal on SQLite synchronous=FULL; GOMAXPROCS %d\n", *workers, *rounds, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(out, "machine: load average %s before, %s after; a 4 KiB write+fsync takes %.2f ms before, %.2f ms after (median of %d)\n",
+		loadBefore, loadAfter, ms(fsyncBefore), ms(fsyncAfter), fsyncProbes)
 	b.table(zero, fmt.Sprintf("zero latency (%d calls per mode and round)", *calls))
 	if *latency > 0 {
 		b.table(slow, fmt.Sprintf("Telegram answers after %v (%d calls per mode and round)", *latency, *latCalls))
@@ -147,8 +156,40 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 			ms(*latency), slow.rate("direct"), slow.rate("gateway"), slow.rate("gateway+identity"), slow.ratio("gateway"), slow.ratio("gateway+identity"),
 			slow.rate("identity, sync outcome"))
 	}
-	fmt.Fprintf(out, " load1=%s\n", strings.Fields(loadAfter + " ?")[0])
+	fmt.Fprintf(out, " async_vs_sync=%.2f", zero.paired("gateway+identity", "identity, sync outcome"))
+	if *latency > 0 {
+		fmt.Fprintf(out, " async_vs_sync_lat=%.2f", slow.paired("gateway+identity", "identity, sync outcome"))
+	}
+	fmt.Fprintf(out, " load1=%s fsync_ms=%.2f\n", strings.Fields(loadAfter + " ?")[0], ms(max(fsyncBefore, fsyncAfter)))
 	return nil
+}
+
+// fsyncProbes is how many write+fsync pairs fsyncProbe times.
+const fsyncProbes = 20
+
+// fsyncProbe returns the median time of a 4 KiB write and fsync of a file
+// in dir: what a commit with synchronous=FULL waits for at least, on a
+// disk other programs may be busy with.
+func fsyncProbe(dir string) (time.Duration, error) {
+	f, err := os.CreateTemp(dir, "fsync-probe")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 4096)
+	var ds []time.Duration
+	for range fsyncProbes {
+		t0 := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			return 0, err
+		}
+		if err := f.Sync(); err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	return percentile(ds, 0.5), nil
 }
 
 // loadAverage is /proc/loadavg's three load averages, or "unknown".
@@ -171,14 +212,28 @@ type gatewayBench struct {
 	updates atomic.Int64
 }
 
-// gatewayPhase holds the per-round rates and p50 latencies (ms) of each
+// gatewayPhase holds the per-round rates, p50 latencies (ms) and CPU time
+// per call (µs, the whole process: app, gateway and fake Telegram) of each
 // mode.
 type gatewayPhase struct {
 	rates map[string][]float64
 	p50   map[string][]float64
+	cpu   map[string][]float64
 }
 
 func (p gatewayPhase) rate(mode string) float64 { return median(p.rates[mode]) }
+
+// paired returns the median over rounds of mode a's rate divided by mode
+// b's in the same round: robust to the machine's drift between rounds.
+func (p gatewayPhase) paired(a, b string) float64 {
+	var rs []float64
+	for i := range min(len(p.rates[a]), len(p.rates[b])) {
+		if p.rates[b][i] > 0 {
+			rs = append(rs, p.rates[a][i]/p.rates[b][i])
+		}
+	}
+	return median(rs)
+}
 
 func (p gatewayPhase) ratio(mode string) float64 {
 	if d := p.rate("direct"); d > 0 {
@@ -189,7 +244,7 @@ func (p gatewayPhase) ratio(mode string) float64 {
 
 // phase runs every mode once per round, alternately.
 func (b *gatewayBench) phase(ctx context.Context, calls, rounds int, profile string) (gatewayPhase, error) {
-	p := gatewayPhase{rates: map[string][]float64{}, p50: map[string][]float64{}}
+	p := gatewayPhase{rates: map[string][]float64{}, p50: map[string][]float64{}, cpu: map[string][]float64{}}
 	for round := range rounds {
 		for _, m := range b.modes {
 			stop := func() {}
@@ -199,13 +254,16 @@ func (b *gatewayBench) phase(ctx context.Context, calls, rounds int, profile str
 					return p, err
 				}
 			}
+			cpu0 := intakeCPUTime()
 			rate, p50, err := b.run(ctx, m, calls, round)
+			cpu := intakeCPUTime() - cpu0
 			stop()
 			if err != nil {
 				return p, err
 			}
 			p.rates[m.name] = append(p.rates[m.name], rate)
 			p.p50[m.name] = append(p.p50[m.name], ms(p50))
+			p.cpu[m.name] = append(p.cpu[m.name], float64(cpu.Microseconds())/float64(calls))
 		}
 	}
 	return p, nil
@@ -298,8 +356,10 @@ func (b *gatewayBench) run(ctx context.Context, m gatewayMode, calls, round int)
 }
 
 func (b *gatewayBench) table(p gatewayPhase, title string) {
-	fmt.Fprintf(b.out, "\n%s\n%-24s %12s %10s %10s\n", title, "mode", "calls/s", "p50 ms", "vs direct")
+	fmt.Fprintf(b.out, "\n%s\n%-24s %12s %10s %12s %10s\n", title, "mode", "calls/s", "p50 ms", "CPU µs/call", "vs direct")
 	for _, m := range b.modes {
-		fmt.Fprintf(b.out, "%-24s %12.0f %10.2f %9.2fx\n", m.name, p.rate(m.name), median(p.p50[m.name]), p.ratio(m.name))
+		fmt.Fprintf(b.out, "%-24s %12.0f %10.2f %12.0f %9.2fx\n", m.name, p.rate(m.name), median(p.p50[m.name]), median(p.cpu[m.name]), p.ratio(m.name))
 	}
+	fmt.Fprintf(b.out, "per-round ratios, median: gateway/direct %.2f, gateway+identity/direct %.2f, outcome after the answer vs before %.2f\n",
+		p.paired("gateway", "direct"), p.paired("gateway+identity", "direct"), p.paired("gateway+identity", "identity, sync outcome"))
 }

@@ -31,7 +31,7 @@ const (
 	DefaultMaxAttempts = 10000
 	// DefaultMaxPendingOutcomes bounds the outcomes being journaled after
 	// their calls were answered, when Config.MaxPendingOutcomes is zero.
-	DefaultMaxPendingOutcomes = 1024
+	DefaultMaxPendingOutcomes = 256
 	// outcomeBound bounds the recording of an outcome, which goes on after
 	// the app stopped waiting.
 	outcomeBound = 10 * time.Second
@@ -97,8 +97,9 @@ type Config struct {
 
 	// MaxPendingOutcomes bounds the journaled calls whose outcome is still
 	// being recorded after the app got its answer (see the package doc,
-	// "Replay-safe replies"). When the bound is reached, an outcome is
-	// recorded before its call is answered. Zero means
+	// "Replay-safe replies"); each holds Telegram's answer (at most
+	// intake.MaxJournalBody) until written. When the bound is reached, an
+	// outcome is recorded before its call is answered. Zero means
 	// [DefaultMaxPendingOutcomes]; a negative value records every outcome
 	// before the answer.
 	MaxPendingOutcomes int

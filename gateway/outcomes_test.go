@@ -264,3 +264,34 @@ func TestStopBeforeOutcomeCommit(t *testing.T) {
 		t.Errorf("the chat got %d messages; want exactly the first", n)
 	}
 }
+
+// TestReplyJournalsBeforeReturning: a webhook reply's outcome is journaled
+// before Reply returns (its update settles on the answer), even with
+// outcomes after the answer on for other calls.
+func TestReplyJournalsBeforeReturning(t *testing.T) {
+	g := newGate(t, 1)
+	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.Test.BeforeOutcome = g.hook }})
+	id := f.claim(t, 6)
+	type result struct {
+		status  int
+		outcome string
+	}
+	got := make(chan result, 1)
+	go func() {
+		status, outcome, _ := f.gw.Reply(t.Context(), id, "sendMessage", []byte(`{"chat_id":`+itoa(f.chat.ID)+`,"text":"reply"}`))
+		got <- result{status, outcome}
+	}()
+	<-g.entered // the outcome is about to be written
+	select {
+	case r := <-got:
+		t.Fatalf("Reply returned (%d %s) before its outcome was journaled", r.status, r.outcome)
+	default:
+	}
+	g.open()
+	if r := <-got; r.status != 200 || r.outcome != string(gateway.OutcomeAnswered) {
+		t.Fatalf("Reply = %d %s", r.status, r.outcome)
+	}
+	if o := f.outcomes(t, 6); len(o) != 1 || o[0] != intake.CallAnswered {
+		t.Errorf("journal right after Reply returned = %v; want the answered outcome", o)
+	}
+}

@@ -15,7 +15,9 @@ import (
 // The outgoing-call journal ([intake.JournalStore]) lives in the table
 // "<table>_journal" (migration 002). Its writes join the shared write
 // transactions of writes.go, so an intent costs no fsync of its own under
-// load; a trigger deletes an update's entries with its row.
+// load, and a deferred outcome ([Store.RecordOutcomeDeferred]) rides in
+// the transaction of the next intent; a trigger deletes an update's entries
+// with its row.
 
 var _ intake.DeferredOutcomeStore = (*Store)(nil)
 
@@ -68,10 +70,17 @@ func (s *Store) journalSQL() *journalSQL {
 // running them) and closed with the store, and the deferred outcomes
 // waiting for a commit to share.
 type journalState struct {
-	mu                          sync.Mutex
+	mu       sync.Mutex
+	stmts    *journalStmts // nil until prepared, and after close
+	closed   bool
+	deferred []*deferredOutcome
+	flush    *time.Timer // writes the deferred outcomes alone when no intent came
+}
+
+// journalStmts is one set of prepared statements; never changed once made,
+// so a write holding it after Close gets "statement is closed" errors.
+type journalStmts struct {
 	owns, find, upsert, outcome *sql.Stmt
-	deferred                    []*deferredOutcome
-	flush                       *time.Timer // writes deferred on its own when no intent came
 }
 
 // deferredOutcome is one outcome of [Store.RecordOutcomeDeferred] on its
@@ -87,14 +96,20 @@ type deferredOutcome struct {
 	done chan struct{}
 }
 
+// errJournalClosed answers journal writes after Close.
+var errJournalClosed = errors.New("the store is closed")
+
 // journalStmts returns the prepared write statements, preparing them if
 // needed.
-func (s *Store) journalStmts(ctx context.Context) (*journalState, error) {
+func (s *Store) journalStmts(ctx context.Context) (*journalStmts, error) {
 	j := &s.journal
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.outcome != nil {
-		return j, nil
+	switch {
+	case j.closed:
+		return nil, errJournalClosed
+	case j.stmts != nil:
+		return j.stmts, nil
 	}
 	q := s.journalSQL()
 	var sts [4]*sql.Stmt
@@ -108,22 +123,30 @@ func (s *Store) journalStmts(ctx context.Context) (*journalState, error) {
 		}
 		sts[i] = st
 	}
-	j.owns, j.find, j.upsert, j.outcome = sts[0], sts[1], sts[2], sts[3]
-	return j, nil
+	j.stmts = &journalStmts{owns: sts[0], find: sts[1], upsert: sts[2], outcome: sts[3]}
+	return j.stmts, nil
 }
 
-// close closes the prepared statements, if any.
+// close refuses further journal writes, fails the deferred outcomes still
+// waiting (Close wrote those that were waiting when it began) and closes
+// the prepared statements.
 func (j *journalState) close() error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	var errs []error
-	for _, st := range []*sql.Stmt{j.owns, j.find, j.upsert, j.outcome} {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
+	j.closed = true
+	ds := j.deferred
+	j.deferred = nil
+	if j.flush != nil {
+		j.flush.Stop()
+		j.flush = nil
 	}
-	j.owns, j.find, j.upsert, j.outcome = nil, nil, nil, nil
-	return errors.Join(errs...)
+	st := j.stmts
+	j.stmts = nil
+	j.mu.Unlock()
+	finishDeferred(ds, errJournalClosed)
+	if st == nil {
+		return nil
+	}
+	return errors.Join(st.owns.Close(), st.find.Close(), st.upsert.Close(), st.outcome.Close())
 }
 
 // takeDeferred removes and returns the outcomes waiting for a commit.
@@ -141,9 +164,9 @@ func (j *journalState) takeDeferred() []*deferredOutcome {
 
 // writeDeferred runs the outcome updates of ds in tx. An error fails the
 // whole write (the outcomes are then written on their own).
-func (j *journalState) writeDeferred(ctx context.Context, tx *sql.Tx, ds []*deferredOutcome) error {
+func (q *journalStmts) writeDeferred(ctx context.Context, tx *sql.Tx, ds []*deferredOutcome) error {
 	for _, d := range ds {
-		r, err := tx.StmtContext(ctx, j.outcome).ExecContext(ctx, d.id.UpdateID, d.call.Method, d.call.ParamsHash, d.call.Occurrence,
+		r, err := tx.StmtContext(ctx, q.outcome).ExecContext(ctx, d.id.UpdateID, d.call.Method, d.call.ParamsHash, d.call.Occurrence,
 			d.id.Attempt, d.id.ClaimID, string(d.res.Outcome), d.res.Status, d.res.Body, d.at)
 		if err != nil {
 			return err
@@ -170,7 +193,11 @@ func finishDeferred(ds []*deferredOutcome, err error) {
 func (s *Store) writeDeferredAlone(ds []*deferredOutcome) error {
 	ctx, cancel := context.WithTimeout(context.Background(), writeBound)
 	defer cancel()
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.journal.writeDeferred(ctx, tx, ds) })
+	q, err := s.journalStmts(ctx)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return q.writeDeferred(ctx, tx, ds) })
 }
 
 // flushDeferred writes the deferred outcomes that no intent carried within
@@ -223,7 +250,7 @@ func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intak
 	)
 	// The outcomes waiting for a commit go first, in the same write: a
 	// lookup below then sees them, and they cost no commit of their own.
-	carried := q.takeDeferred()
+	carried := s.journal.takeDeferred()
 	op := func(ctx context.Context, tx *sql.Tx) error {
 		entry, intent = intake.JournalEntry{}, intake.IntentStale
 		if err := q.writeDeferred(ctx, tx, carried); err != nil {
@@ -312,13 +339,17 @@ func (s *Store) RecordOutcomeDeferred(ctx context.Context, id intake.Identity, c
 	if err := intake.CheckCallResult(call, res); err != nil {
 		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
 	}
-	j, err := s.journalStmts(ctx)
-	if err != nil {
+	if _, err := s.journalStmts(ctx); err != nil {
 		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
 	}
 	res.Body = append([]byte{}, res.Body...) // the store copies it
 	d := &deferredOutcome{id: id, call: call, res: res, at: ms(at), done: make(chan struct{})}
+	j := &s.journal
 	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, errJournalClosed)
+	}
 	j.deferred = append(j.deferred, d)
 	if j.flush == nil {
 		j.flush = time.AfterFunc(DeferredOutcomeWait, s.flushDeferred)
