@@ -225,7 +225,11 @@ func (q ExhaustionQuery) Validate() error {
 //
 // Times are the intake's clock, never the database's. Stores keep them with
 // at least millisecond precision; the intake only ever compares times it
-// passed in itself.
+// passed in itself. Where processes on several hosts share a store, their
+// clocks must agree for leases and heartbeats to mean the same to all of
+// them; a store for many hosts makes sure they do (pgstore refuses claims
+// and heartbeats from a host whose clock is off by more than a bound)
+// rather than reading its own clock.
 //
 // Methods return an error only when the store could not answer (I/O, a
 // closed database, a cancelled ctx). A refusal decided by the row's state is
