@@ -62,6 +62,12 @@ func (r *Runner) startHeartbeat(ctx context.Context, rn *run) error {
 	if err := hb.register(ctx); err != nil {
 		return err
 	}
+	// Reap before the start-up sweep: a store that can tell a dead
+	// predecessor at once (sqlitestore's process locks) hands its updates
+	// to this sweep.
+	if _, err := hb.store.Reap(ctx, now()); err != nil {
+		r.storeError(StepHeartbeat, -1, err)
+	}
 	r.mu.Lock()
 	if rn.hb != nil { // a concurrent start won; ours lapses unused
 		r.mu.Unlock()

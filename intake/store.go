@@ -378,7 +378,10 @@ type ProcessStore interface {
 
 	// Reap removes the heartbeats that lapsed strictly before now and
 	// reports how many it removed. Their rows were claimable already; a
-	// runner that reaped some sweeps at once to take them over.
+	// runner that reaped some sweeps at once to take them over. A store
+	// that can prove a registered process dead (sqlitestore: its process
+	// lock is free) may remove it too, however live its heartbeat looks;
+	// never one that may still run.
 	Reap(ctx context.Context, now time.Time) (int, error)
 }
 
