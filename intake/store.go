@@ -409,9 +409,14 @@ type BatchStore interface {
 
 // Row is the full state of one stored update, as operator tooling sees it.
 type Row struct {
-	UpdateID   int64
-	State      State
-	Attempts   int
+	UpdateID int64
+	State    State
+	Attempts int
+	// Crashes counts the attempts that ended with their process: claims
+	// of a [ProcessStore] that took the row over from a process whose
+	// heartbeat lapsed (see [ClaimOpts.MaxCrashes]). Always 0 in stores
+	// without heartbeats.
+	Crashes    int
 	ClaimID    string // empty when the row was never claimed
 	ReceivedAt time.Time
 	// DueAt is overloaded by state: the receipt time while pending, the lease

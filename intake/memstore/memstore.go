@@ -502,6 +502,7 @@ func (r *row) export(id int64) intake.Row {
 		UpdateID:   id,
 		State:      r.state,
 		Attempts:   r.attempts,
+		Crashes:    r.crashes,
 		ClaimID:    r.claimID,
 		ReceivedAt: r.receivedAt,
 		DueAt:      r.dueAt,

@@ -130,7 +130,7 @@ WHERE process_id = ?1 AND until_ms >= ?3`
 	reapSQL  = `DELETE FROM "{{table}}_procs" WHERE until_ms < ?1`
 	procsSQL = `SELECT process_id FROM "{{table}}_procs"`
 
-	rowColumns = `update_id, state, attempts, claim_id, received_at, due_at, settled_at, error, body`
+	rowColumns = `update_id, state, attempts, claim_id, received_at, due_at, settled_at, error, body, crashes`
 
 	// ?1 update_id.
 	getSQL = `SELECT ` + rowColumns + ` FROM "{{table}}" WHERE update_id = ?1`
