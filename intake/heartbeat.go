@@ -267,7 +267,13 @@ func (hb *heartbeat) beat(ctx context.Context) {
 // heartbeat so that nothing waits for it to lapse.
 func (hb *heartbeat) end(ctx context.Context, leave bool) {
 	close(hb.stop)
-	<-hb.done
+	select {
+	case <-hb.done:
+	case <-ctx.Done():
+		// A renewal hangs in the store: leave it to end with the
+		// lifecycle's context, and the heartbeat to lapse.
+		leave = false
+	}
 	hb.mu.Lock()
 	id := hb.id
 	hb.id = ""
