@@ -24,7 +24,8 @@
 // construction: [Store] (the six atomic steps), [FencedStore] (claims with a
 // persisted [Identity] that fences every write) and [DurableStore] (a terminal
 // failure kept as an exhaustion record until acknowledged). A store that is
-// also a [BatchStore] gets group commit.
+// also a [BatchStore] gets group commit; one that is also a [ProcessStore]
+// gets heartbeats, so a dead process's updates are taken over in seconds.
 //
 // # Receiving
 //
@@ -68,6 +69,34 @@
 // Delivery is at least once: a handler that finished but whose settlement
 // was lost runs again. Handlers must be idempotent (or fence their writes).
 //
+// # Processes that die
+//
+// With a [ProcessStore] (memstore, sqlitestore and pgstore are all one),
+// [Runner.Start] registers a fresh process id, renews its heartbeat every
+// [Config.HeartbeatInterval] and claims every update as that process
+// ([ClaimOpts.Owner]). When a process dies, its heartbeat lapses
+// [Config.HeartbeatTimeout] after its last renewal; the first runner to
+// renew its own heartbeat after that reaps it and sweeps at once, and the
+// updates the dead process held are claimed again, with fresh identities,
+// long before their leases end. The takeover is fenced like any reclaim: the
+// dead (or paused) process's identities can no longer renew, settle or own.
+// A runner that cannot prove its own heartbeat for a HeartbeatTimeout (the
+// store refused a renewal or none got through) stops its attempts with
+// [ErrHeartbeatLapsed], as others may take them over, and registers anew
+// when the store answers. A clean [Runner.Close] removes the heartbeat, so
+// a successor starts at once.
+//
+// An attempt whose process's heartbeat lapsed before it ended is a crash.
+// Crashes count against [Config.MaxCrashes] (by default 10), not
+// [Config.MaxAttempts]: an update forwarded while its process was killed
+// for another reason (a deploy, a neighbour's OOM kill, a lost host) keeps
+// its attempts, while an update that kills every process that handles it
+// (a poison update) is given up after MaxCrashes crashes with
+// [CrashesSpentText]. The rule can be told apart in the store alone: a
+// failure the handler returned, or a lease that ended while its process
+// still renewed its heartbeat, is an attempt; a takeover from a process
+// whose heartbeat lapsed is a crash.
+//
 // # Retries and exhaustion (dead letters)
 //
 // A failed attempt is retried after the delay [Config.RetryFunc] (by
@@ -93,5 +122,8 @@
 // context ends.
 //
 // Every time the intake passes to a store is its own clock, truncated to
-// milliseconds; tests run it under testing/synctest.
+// milliseconds; tests run it under testing/synctest. Processes on several
+// hosts sharing one store must have clocks that agree: pgstore checks, in
+// every claim and heartbeat, that this host's clock is within a bound of the
+// database's, and refuses otherwise.
 package intake

@@ -31,6 +31,7 @@ type heartbeat struct {
 
 	mu     sync.Mutex
 	id     string            // the registered id; "" while none is live
+	old    string            // the last id given up, to remove from the store
 	until  time.Time         // the last end the store confirmed
 	leases map[*lease]string // attempts in flight, with the owner they claimed under
 	timer  *time.Timer       // fires at until
@@ -61,6 +62,12 @@ func (r *Runner) startHeartbeat(ctx context.Context, rn *run) error {
 	hb := &heartbeat{r: r, store: r.procs, ctx: rn.ctx, kick: rn.kick, stop: make(chan struct{}), done: make(chan struct{}), leases: make(map[*lease]string)}
 	if err := hb.register(ctx); err != nil {
 		return err
+	}
+	// Reap before the start-up sweep: a store that can tell a dead
+	// predecessor at once (sqlitestore's process locks) hands its updates
+	// to this sweep.
+	if _, err := hb.store.Reap(ctx, now()); err != nil {
+		r.storeError(StepHeartbeat, -1, err)
 	}
 	r.mu.Lock()
 	if rn.hb != nil { // a concurrent start won; ours lapses unused
@@ -153,7 +160,7 @@ func (hb *heartbeat) lapse(why string) {
 		hb.mu.Unlock()
 		return
 	}
-	hb.id = ""
+	hb.id, hb.old = "", id
 	var lost []*lease
 	for l, owner := range hb.leases {
 		if owner == id {
@@ -201,8 +208,22 @@ func (hb *heartbeat) loop() {
 // beat is one round of the loop.
 func (hb *heartbeat) beat(ctx context.Context) {
 	hb.mu.Lock()
-	id := hb.id
+	id, old := hb.id, hb.old
 	hb.mu.Unlock()
+	if old != "" {
+		// A late renewal may have kept the id given up alive in the store;
+		// remove it, so that its rows, whose attempts were stopped, are
+		// claimable at once.
+		if _, err := hb.store.Leave(ctx, old); err != nil {
+			hb.r.storeError(StepHeartbeat, -1, err)
+		} else {
+			hb.mu.Lock()
+			if hb.old == old {
+				hb.old = ""
+			}
+			hb.mu.Unlock()
+		}
+	}
 	if id == "" {
 		if err := hb.register(ctx); err != nil {
 			hb.r.storeError(StepHeartbeat, -1, err)
@@ -246,7 +267,13 @@ func (hb *heartbeat) beat(ctx context.Context) {
 // heartbeat so that nothing waits for it to lapse.
 func (hb *heartbeat) end(ctx context.Context, leave bool) {
 	close(hb.stop)
-	<-hb.done
+	select {
+	case <-hb.done:
+	case <-ctx.Done():
+		// A renewal hangs in the store: leave it to end with the
+		// lifecycle's context, and the heartbeat to lapse.
+		leave = false
+	}
 	hb.mu.Lock()
 	id := hb.id
 	hb.id = ""

@@ -499,8 +499,8 @@ func (r *Runner) Close(ctx context.Context) error {
 		rn.cancel(ErrClosed)
 		return nil
 	case <-ctx.Done():
+		rn.cancel(ErrClosed) // first: it also ends a renewal in flight
 		r.endHeartbeat(ctx, rn, false)
-		rn.cancel(ErrClosed)
 		return ctx.Err()
 	}
 }

@@ -263,7 +263,11 @@ func (q ExhaustionQuery) Validate() error {
 //
 // Times are the intake's clock, never the database's. Stores keep them with
 // at least millisecond precision; the intake only ever compares times it
-// passed in itself.
+// passed in itself. Where processes on several hosts share a store, their
+// clocks must agree for leases and heartbeats to mean the same to all of
+// them; a store for many hosts makes sure they do (pgstore refuses claims
+// and heartbeats from a host whose clock is off by more than a bound)
+// rather than reading its own clock.
 //
 // Methods return an error only when the store could not answer (I/O, a
 // closed database, a cancelled ctx). A refusal decided by the row's state is
@@ -412,7 +416,10 @@ type ProcessStore interface {
 
 	// Reap removes the heartbeats that lapsed strictly before now and
 	// reports how many it removed. Their rows were claimable already; a
-	// runner that reaped some sweeps at once to take them over.
+	// runner that reaped some sweeps at once to take them over. A store
+	// that can prove a registered process dead (sqlitestore: its process
+	// lock is free) may remove it too, however live its heartbeat looks;
+	// never one that may still run.
 	Reap(ctx context.Context, now time.Time) (int, error)
 }
 
@@ -510,9 +517,14 @@ type ClaimingBatchStore interface {
 
 // Row is the full state of one stored update, as operator tooling sees it.
 type Row struct {
-	UpdateID   int64
-	State      State
-	Attempts   int
+	UpdateID int64
+	State    State
+	Attempts int
+	// Crashes counts the attempts that ended with their process: claims
+	// of a [ProcessStore] that took the row over from a process whose
+	// heartbeat lapsed (see [ClaimOpts.MaxCrashes]). Always 0 in stores
+	// without heartbeats.
+	Crashes    int
 	ClaimID    string // empty when the row was never claimed
 	ReceivedAt time.Time
 	// DueAt is overloaded by state: the receipt time while pending, the lease

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tgrelay/tgrelay/internal/leakcheck"
+	"github.com/tgrelay/tgrelay/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+// pgtest.Main also runs the leak check.
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func runCapture(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()

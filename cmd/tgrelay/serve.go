@@ -121,8 +121,9 @@ Processes dying: each serve renews a heartbeat in the store every
 --heartbeat-interval (3s). When one dies (kill -9, a crash, a lost host), the
 updates it was forwarding are forwarded again by another serve, or by its own
 restart, --heartbeat-timeout (10s) after its last heartbeat, not a --lease
-later; a serve that cannot renew its heartbeat that long stops its forwards
-itself. An attempt that ended with its process is a crash, and crashes count
+later; with SQLite a restart takes them over as it starts (each serve holds a
+lock file under <db>-procs/ that the kernel frees when it dies). A serve that
+cannot renew its heartbeat that long stops its forwards itself. An attempt that ended with its process is a crash, and crashes count
 against --max-crashes (10), not --max-attempts: deploys and kills do not use
 up an update's attempts, while an update that kills its process every time
 still ends as an exhaustion ("crashes spent"). With PostgreSQL, every claim

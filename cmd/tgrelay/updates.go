@@ -211,6 +211,7 @@ type rowJSON struct {
 	State          intake.State    `json:"state"`
 	Unacknowledged bool            `json:"unacknowledged,omitempty"`
 	Attempts       int             `json:"attempts"`
+	Crashes        int             `json:"crashes,omitempty"`
 	ClaimID        string          `json:"claim_id,omitempty"`
 	ReceivedAt     time.Time       `json:"received_at"`
 	DueAt          *time.Time      `json:"due_at,omitempty"`
@@ -225,6 +226,7 @@ func toRowJSON(r intake.Row, withBody bool) rowJSON {
 		State:          r.State,
 		Unacknowledged: r.Unacknowledged(),
 		Attempts:       r.Attempts,
+		Crashes:        r.Crashes,
 		ClaimID:        r.ClaimID,
 		ReceivedAt:     r.ReceivedAt.UTC(),
 		Error:          r.Error,
@@ -329,6 +331,9 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 	fmt.Fprintf(tw, "update_id:\t%d\n", r.UpdateID)
 	fmt.Fprintf(tw, "state:\t%s\n", state)
 	fmt.Fprintf(tw, "attempt:\t%d\n", r.Attempts)
+	if r.Crashes > 0 {
+		fmt.Fprintf(tw, "crashes:\t%d (attempts that ended with their process)\n", r.Crashes)
+	}
 	fmt.Fprintf(tw, "claim_id:\t%s\n", orDash(r.ClaimID))
 	fmt.Fprintf(tw, "received:\t%s\n", fmtTime(r.ReceivedAt))
 	fmt.Fprintf(tw, "due:\t%s\n", fmtTime(r.DueAt))

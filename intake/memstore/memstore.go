@@ -601,6 +601,7 @@ func (r *row) export(id int64) intake.Row {
 		UpdateID:   id,
 		State:      r.state,
 		Attempts:   r.attempts,
+		Crashes:    r.crashes,
 		ClaimID:    r.claimID,
 		ReceivedAt: r.receivedAt,
 		DueAt:      r.dueAt,

@@ -52,7 +52,7 @@ func scanRow(r pgx.Row) (intake.Row, error) {
 		received, due    int64
 		settled          *int64
 	)
-	if err := r.Scan(&row.UpdateID, &state, &row.Attempts, &claimID, &received, &due, &settled, &errText, &row.Body); err != nil {
+	if err := r.Scan(&row.UpdateID, &state, &row.Attempts, &claimID, &received, &due, &settled, &errText, &row.Body, &row.Crashes); err != nil {
 		return intake.Row{}, err
 	}
 	row.State = intake.State(state)

@@ -18,7 +18,8 @@
 //   - [Store.OwnsSQLTx] takes a database/sql transaction (pgx/v5/stdlib);
 //   - the SQL function <table>_owns(update_id, attempt, claim_id, at_ms),
 //     created by the schema, gives the same fence to an application in any
-//     language.
+//     language; without at_ms (or with NULL) the lease is judged at the
+//     database's clock.
 //
 // Ownership alone makes a write safe from a stale worker, not from a retry
 // of the same update (an attempt that wrote, then failed or crashed before
@@ -27,6 +28,29 @@
 // <table>_once(update_id, attempt, claim_id, at_ms, effect) from any
 // language: each checks ownership, skips an effect already recorded for the
 // update, and records it in the transaction of the write.
+//
+// # Processes and clocks
+//
+// Store is an [intake.ProcessStore]: each runner keeps a heartbeat in
+// <table>_procs, its claims record it as their owner, and a processing row
+// whose owner's heartbeat lapsed is claimable at once (and counts a crash,
+// see [intake.ClaimOpts.MaxCrashes]), so a killed process's updates are
+// taken over in seconds instead of a lease.
+//
+// Every time in the table is the clock of the host that wrote it, as the
+// intake contract says. With several hosts, a host whose clock ran ahead
+// would see the others' leases and heartbeats end early and take them. The
+// store does not switch to the database's clock (the contract and its
+// conformance suite pass times in); it refuses to let such a host act:
+// every claim and heartbeat statement calls the SQL function
+// <table>_clock with this host's clock, which raises, in that same
+// statement and before any row is touched, when it differs from the
+// database's clock by more than [Config.MaxClockSkew] (2 s by default). The
+// store reports a [*ClockSkewError] and changes nothing; a runner whose
+// first heartbeat is refused does not start. Within the bound, a lease or
+// heartbeat may look up to the bound shorter to another host, far less than
+// the renewal margins (a quarter lease; a heartbeat renewed every 3 s of
+// its 10 s).
 //
 // # Schema
 //

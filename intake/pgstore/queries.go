@@ -299,4 +299,4 @@ func buildQueries(table string) queries {
 }
 
 // rowColumns are the columns of an [intake.Row], in scanRow's order.
-const rowColumns = `update_id, state, attempts, claim_id, received_at, due_at, settled_at, error, body`
+const rowColumns = `update_id, state, attempts, claim_id, received_at, due_at, settled_at, error, body, crashes`

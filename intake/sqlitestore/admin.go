@@ -131,7 +131,7 @@ func scanRow(sc scanner) (intake.Row, error) {
 		received, due    int64
 		settled          sql.NullInt64
 	)
-	if err := sc.Scan(&r.UpdateID, &state, &r.Attempts, &claimID, &received, &due, &settled, &errText, &r.Body); err != nil {
+	if err := sc.Scan(&r.UpdateID, &state, &r.Attempts, &claimID, &received, &due, &settled, &errText, &r.Body, &r.Crashes); err != nil {
 		return intake.Row{}, err
 	}
 	r.State = intake.State(state)

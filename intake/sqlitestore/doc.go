@@ -20,6 +20,16 @@
 // processes can share one file: SQLite's write lock orders them, and
 // busy_timeout makes them wait for each other rather than fail.
 //
+// # Processes that die
+//
+// Store is an [intake.ProcessStore]: heartbeats in <table>_procs, and for
+// each process registered through a Store an exclusive lock on a file in
+// the directory <database file>-procs, which the kernel frees the moment
+// the process dies. [Store.Reap] removes a registered process whose lock
+// is free at once, so a serve restarted after kill -9 takes its
+// predecessor's updates over as it starts; other processes on the file are
+// judged by their heartbeats. See process.go.
+//
 // # Fencing a domain write
 //
 // A handler that writes to the same database file guards that write with

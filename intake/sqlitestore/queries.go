@@ -169,9 +169,10 @@ WHERE process_id = ?1 AND until_ms >= ?3`
 	// ?1 process id.
 	leaveSQL = `DELETE FROM "{{table}}_procs" WHERE process_id = ?1`
 	// ?1 now.
-	reapSQL = `DELETE FROM "{{table}}_procs" WHERE until_ms < ?1`
+	reapSQL  = `DELETE FROM "{{table}}_procs" WHERE until_ms < ?1`
+	procsSQL = `SELECT process_id FROM "{{table}}_procs"`
 
-	rowColumns = `update_id, state, attempts, claim_id, received_at, due_at, settled_at, error, body`
+	rowColumns = `update_id, state, attempts, claim_id, received_at, due_at, settled_at, error, body, crashes`
 
 	// ?1 update_id.
 	getSQL = `SELECT ` + rowColumns + ` FROM "{{table}}" WHERE update_id = ?1`
@@ -269,7 +270,7 @@ type queries struct {
 
 	add, claim, claimStrict, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
 	register, beat, leave, reap                                                                           *sql.Stmt
-	owns, due, dueStrict, dueChat, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra            *sql.Stmt
+	owns, due, dueStrict, dueChat, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra, procs     *sql.Stmt
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
@@ -305,6 +306,7 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		{r, &q.get, getSQL},
 		{r, &q.stats, statsSQL},
 		{r, &q.statsExtra, statsExtraSQL},
+		{r, &q.procs, procsSQL},
 	} {
 		st, err := p.db.PrepareContext(ctx, fill(p.text))
 		if err != nil {
@@ -320,7 +322,7 @@ func (q *queries) close() error {
 	for _, st := range []*sql.Stmt{
 		q.add, q.claim, q.claimStrict, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
 		q.register, q.beat, q.leave, q.reap,
-		q.owns, q.due, q.dueStrict, q.dueChat, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra,
+		q.owns, q.due, q.dueStrict, q.dueChat, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra, q.procs,
 	} {
 		if st != nil {
 			errs = append(errs, st.Close())

@@ -139,6 +139,10 @@ type Store struct {
 	// transactions (see writes.go).
 	writes groupcommit.Group[writeOp, error]
 
+	// procs holds the process locks of the processes registered here
+	// (process.go).
+	procs *procLocker
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -331,7 +335,7 @@ func build(ctx context.Context, w, r *sql.DB, owned bool, cfg Config) (*Store, e
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{table: table, w: w, r: r, owned: owned, file: fw}
+	s := &Store{table: table, w: w, r: r, owned: owned, file: fw, procs: newProcLocker(file)}
 	s.writes = groupcommit.Group[writeOp, error]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
 	if err := s.q.prepare(ctx, w, r, table); err != nil {
 		s.q.close()
@@ -365,6 +369,7 @@ func (s *Store) DB() *sql.DB { return s.w }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.flushDeferred() // outcomes waiting for an intent to carry them
+		s.procs.close()
 		s.file.close()
 		s.closeErr = errors.Join(s.adds.close(), s.q.close(), s.journal.close())
 		if s.owned {

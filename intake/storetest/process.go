@@ -248,6 +248,11 @@ func crashBudget(c *checker) {
 		c.mustRegister(owner, startMS+50)
 		c.mustClaimOwned(1, withCrashes(owned(startMS, 100_000, 2, owner), 3), i+1)
 	}
+	if c.admin != nil {
+		if row, _ := c.get(1); row.Crashes != 2 || row.Attempts != 3 {
+			c.errorf("after two takeovers from lapsed owners the row has %d attempts, %d crashes; want 3, 2", row.Attempts, row.Crashes)
+		}
+	}
 	c.mustRegister("p4", 100_000)
 	o := withCrashes(owned(251, 200_000, 2, "p4"), 3)
 	o.DurableExhaustion = c.durable != nil
