@@ -391,3 +391,15 @@ func TestClaimOnAddReclaimedAfterLease(t *testing.T) {
 		}
 	})
 }
+
+// The test stores are what their tests assume: faultStore drives the
+// add-then-claim path, claimingStore the claimed add.
+func TestTestStoresCapabilities(t *testing.T) {
+	t.Parallel()
+	if _, ok := any(newFaultStore()).(intake.ClaimingBatchStore); ok {
+		t.Error("faultStore is a ClaimingBatchStore; its tests would not drive the AddBatch path")
+	}
+	if _, ok := any(newClaimingStore()).(intake.ClaimingBatchStore); !ok {
+		t.Error("claimingStore is not a ClaimingBatchStore")
+	}
+}
