@@ -47,8 +47,9 @@
 // nothing of its chat is scheduled or being accepted in this process, and
 // a handler slot is free — is recorded already claimed by this runner in
 // the add's own transaction (attempt 1, a fresh claim id, the lease), and
-// its handler starts right after that commit, before Accept returns, with
-// no claim write in between: one durable commit between Telegram and the
+// its handler starts right after that commit, before Accept returns (or,
+// should another update take the free slot meanwhile, as soon as one frees,
+// its lease renewed meanwhile), with no claim write in between: one durable commit between Telegram and the
 // handler. Other updates are recorded pending and claimed when their turn
 // comes, as always. A row recorded claimed is an ordinary claimed row: if
 // its process dies, it is reclaimed when its lease lapses.
@@ -61,8 +62,8 @@
 // different chats run in parallel, at most [Config.MaxConcurrent] handlers
 // at a time. A line waiting for its predecessor holds no slot, and neither
 // does a claim being written or waiting for a slot: claims are bounded
-// separately, by as many claim tokens as slots, and hold their renewed
-// lease while they wait. At most
+// separately, at four per slot, and hold their renewed lease while they
+// wait. At most
 // [Config.MaxQueued] updates and exhaustions are scheduled in one process;
 // the rest wait in the store for a sweep.
 //
