@@ -54,10 +54,12 @@ const (
 // serve. A run ends when the endpoint has received every update at least
 // once; the rate is updates / that time.
 //
-// What bounds serve here is the store, not the relay layer: every update
-// costs one batched insert plus two single-row durable commits (ClaimOwned
-// and SettleOwned), and `go run ./bench intake-process` measures those two
-// alone at a few hundred per second on the shared 2-core machines.
+// What bounds serve here is the store and the machine's CPU, not the relay
+// layer: an update the runner can take at once costs one batched insert,
+// recorded already claimed (claim on add), and one group-committed
+// settlement; one that finds its chat busy costs a claim write too.
+// -bin-b runs a second build beside the first (serve-sqlite-b,
+// serve-postgres-b), to compare two versions in one run.
 func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
 	fs.SetOutput(out)

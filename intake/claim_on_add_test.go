@@ -391,3 +391,65 @@ func TestClaimOnAddReclaimedAfterLease(t *testing.T) {
 		}
 	})
 }
+
+// The test stores are what their tests assume: faultStore drives the
+// add-then-claim path, claimingStore the claimed add.
+func TestTestStoresCapabilities(t *testing.T) {
+	t.Parallel()
+	if _, ok := any(newFaultStore()).(intake.ClaimingBatchStore); ok {
+		t.Error("faultStore is a ClaimingBatchStore; its tests would not drive the AddBatch path")
+	}
+	if _, ok := any(newClaimingStore()).(intake.ClaimingBatchStore); !ok {
+		t.Error("claimingStore is not a ClaimingBatchStore")
+	}
+}
+
+// A claim waiting for a handler slot keeps its lease renewed, and its
+// handler runs under it once the slot frees; handlers never exceed
+// MaxConcurrent.
+func TestClaimWaitsForASlotUnderItsLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		var mu sync.Mutex
+		running, most := 0, 0
+		var ids []intake.Identity
+		r := newRunner(t, intake.Config{Store: store, MaxConcurrent: 1, LeaseDuration: 10 * time.Second,
+			AttemptHandler: func(ctx context.Context, u intake.Update, a intake.Attempt) error {
+				mu.Lock()
+				running++
+				most = max(most, running)
+				ids = append(ids, a.Identity)
+				mu.Unlock()
+				if u.ID == 1 {
+					time.Sleep(30 * time.Second) // three leases
+				}
+				mu.Lock()
+				running--
+				mu.Unlock()
+				return nil
+			}})
+		start(t, r)
+		t0 := time.Now()
+		mustAccept(t, r, msg(1, 100), intake.Accepted)
+		synctest.Wait()                                // update 1's handler holds the only slot
+		mustAccept(t, r, msg(2, 200), intake.Accepted) // no slot free: claimed by its line, then waits
+		time.Sleep(25 * time.Second)
+		got := row(t, store, 2)
+		if got.State != intake.StateProcessing || got.Attempts != 1 || !got.DueAt.After(t0.Add(25*time.Second)) {
+			t.Fatalf("update 2 waiting for a slot: %s, attempt %d, lease to %v after start; want processing, attempt 1, its lease renewed past 25s",
+				got.State, got.Attempts, got.DueAt.Sub(t0))
+		}
+		idle(t, r)
+		mu.Lock()
+		defer mu.Unlock()
+		if most != 1 {
+			t.Errorf("%d handlers ran at once; MaxConcurrent is 1", most)
+		}
+		if len(ids) != 2 || ids[1].UpdateID != 2 || ids[1].Attempt != 1 || ids[1].ClaimID != got.ClaimID {
+			t.Fatalf("attempts %+v; want update 2 run once, under the claim it waited with (%q)", ids, got.ClaimID)
+		}
+		if got := row(t, store, 2); got.State != intake.StateCompleted {
+			t.Fatalf("update 2 = %s, want completed", got.State)
+		}
+	})
+}

@@ -264,10 +264,10 @@ type Config struct {
 	// them. Up to [MaxRetention]; defaults to [DefaultRetention].
 	Retention time.Duration
 	// MaxConcurrent bounds the handlers running at once, attempts and
-	// exhaustion deliveries together, 1 to [MaxMaxConcurrent]. It bounds,
-	// separately, the claims being written or holding their (renewed)
-	// lease while they wait for a handler slot, so that no slot idles
-	// while a claim or an add commits. A handler's slot is freed when it
+	// exhaustion deliveries together, 1 to [MaxMaxConcurrent]. Claims are
+	// bounded separately, at four per slot: those being written and those
+	// holding their (renewed) lease while they wait for a handler slot, so
+	// that no slot idles while a claim or a claimed add commits. A handler's slot is freed when it
 	// returns, before its settlement commits. Defaults to
 	// [DefaultMaxConcurrent].
 	MaxConcurrent int

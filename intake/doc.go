@@ -24,8 +24,10 @@
 // construction: [Store] (the six atomic steps), [FencedStore] (claims with a
 // persisted [Identity] that fences every write) and [DurableStore] (a terminal
 // failure kept as an exhaustion record until acknowledged). A store that is
-// also a [BatchStore] gets group commit; one that is also a [ProcessStore]
-// gets heartbeats, so a dead process's updates are taken over in seconds.
+// also a [BatchStore] gets group commit, and a fenced store that is a
+// [ClaimingBatchStore] gets claim on add; one that is also a
+// [ProcessStore] gets heartbeats, so a dead process's updates are taken
+// over in seconds.
 //
 // # Receiving
 //
@@ -42,6 +44,18 @@
 // meanwhile are committed together next (at most [Config.MaxBatch] per
 // commit). There is no batching window, so an idle intake adds no latency.
 //
+// Claim on add: with a fenced [ClaimingBatchStore] (memstore, sqlitestore
+// and pgstore are), an update that a started runner can handle at once —
+// nothing of its chat is scheduled or being accepted in this process, and
+// a handler slot is free — is recorded already claimed by this runner in
+// the add's own transaction (attempt 1, a fresh claim id, the lease), and
+// its handler starts right after that commit, before Accept returns (or,
+// should another update take the free slot meanwhile, as soon as one frees,
+// its lease renewed meanwhile), with no claim write in between: one durable commit between Telegram and the
+// handler. Other updates are recorded pending and claimed when their turn
+// comes, as always. A row recorded claimed is an ordinary claimed row: if
+// its process dies, it is reclaimed when its lease lapses.
+//
 // # Handling
 //
 // Each update runs on the line of its chat (taken from the first payload's
@@ -52,14 +66,21 @@
 // order across every process sharing it: an update is claimed only when no
 // earlier update of its chat is unsettled and none of its chat is being
 // handled, and a process that settles a chat's update takes the chat's next
-// one over at once, whichever process recorded it. A line waiting for its predecessor holds no slot. At most
+// one over at once, whichever process recorded it. A line waiting for its
+// predecessor holds no slot, and neither does a claim being written or
+// waiting for a slot: claims are bounded separately, at four per slot, and
+// hold their renewed lease while they wait. At most
 // [Config.MaxQueued] updates and exhaustions are scheduled in one process;
 // the rest wait in the store for a sweep.
 //
 // An attempt claims its row (ClaimOwned on a [FencedStore]) with a lease of
 // [Config.LeaseDuration], renews it every quarter lease, one renewal at a
 // time, and settles it when the handler returns: completed on nil, failed
-// with a retry time, or given up. A handler's context is cancelled with an
+// with a retry time, or given up. The handler's slot is freed when it
+// returns, before the settlement commits, and a completion commits off the
+// chat's line: the chat's next update may start while it does (the update
+// stays scheduled, for [Runner.Idle] and [Runner.Close], until it is
+// settled). A failure holds the line until its retry is recorded. A handler's context is cancelled with an
 // [*OwnershipLostError] cause when a renewal is refused or the last lease
 // the store confirmed ends. That signal is advisory: with
 // [Config.AttemptHandler] the handler receives the attempt's [Identity],

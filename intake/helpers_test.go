@@ -20,6 +20,7 @@ type faultStore struct {
 	// faultStore is not an intake.ClaimingBatchStore: its tests drive the
 	// add-then-claim path and the AddBatch hooks. claimingStore
 	// (claim_on_add_test.go) drives the claimed-add path.
+	//lint:ignore U1000 present only to make the promoted method ambiguous
 	hideClaimOnAdd
 
 	mu           sync.Mutex
@@ -114,8 +115,11 @@ func (s *faultStore) AcknowledgeExhaustion(ctx context.Context, id intake.Identi
 
 // hideClaimOnAdd has a method named like
 // intake.ClaimingBatchStore.AddBatchClaimed, to hide memstore's beside it.
+//
+//lint:ignore U1000 never used: its presence hides a method
 type hideClaimOnAdd struct{}
 
+//lint:ignore U1000 never called: its presence hides memstore's method
 func (hideClaimOnAdd) AddBatchClaimed() {}
 
 // plainStore hides every capability but the base Store.

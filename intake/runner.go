@@ -47,12 +47,18 @@ type Runner struct {
 	cursor   int64 // exhaustion paging cursor; -1 when unset
 }
 
+// claimsPerSlot is how many claims, per handler slot, may be written or
+// wait under their renewed lease for a slot at once. A claim commits in a
+// few milliseconds and a forward may take less: with one per slot, the
+// slots idle while claims commit (measured in BENCHMARKS.md, relay).
+const claimsPerSlot = 4
+
 // run is one lifecycle: everything Start (or a Sweep) schedules until Close.
 type run struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	sem    *semaphore.Weighted // handler slots: Config.MaxConcurrent
-	claims *semaphore.Weighted // claim tokens: claims being taken or waiting for a slot, Config.MaxConcurrent
+	claims *semaphore.Weighted // claim tokens: claims being taken or waiting for a slot, claimsPerSlot per slot
 	wg     sync.WaitGroup      // every goroutine of this run
 	stop   chan struct{}       // closed to stop the background sweeper
 	kick   chan struct{}       // a catch-up sweep is wanted (capacity 1)
@@ -548,7 +554,7 @@ func (r *Runner) ensureRunLocked(ctx context.Context) *run {
 		ctx:        rctx,
 		cancel:     cancel,
 		sem:        semaphore.NewWeighted(int64(r.cfg.MaxConcurrent)),
-		claims:     semaphore.NewWeighted(int64(r.cfg.MaxConcurrent)),
+		claims:     semaphore.NewWeighted(int64(claimsPerSlot * r.cfg.MaxConcurrent)),
 		stop:       make(chan struct{}),
 		kick:       make(chan struct{}, 1),
 		lines:      make(map[string]*line),
