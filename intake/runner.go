@@ -153,8 +153,9 @@ func now() time.Time { return time.Now().Truncate(time.Millisecond) }
 // [ClaimingBatchStore], an update the started runner can handle at once
 // (nothing of its chat is scheduled or being accepted in this process, a
 // handler slot is free, and nothing waits for room) is recorded already
-// claimed, in the same commit, and its handler starts before Accept
-// returns, with no second write in between.
+// claimed, in the same commit, and handed to its handler before Accept
+// returns, with no second write in between (should another update take
+// the free slot meanwhile, it waits for the next under its renewed lease).
 func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	p, err := parseUpdate(body)
 	if err != nil {
