@@ -453,3 +453,33 @@ func TestClaimWaitsForASlotUnderItsLease(t *testing.T) {
 		}
 	})
 }
+
+// A claimed-on-add update given up is exhausted under the identity its add
+// recorded, and the exhaustion is delivered and acknowledged by it.
+func TestClaimOnAddExhaustedUnderItsIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newClaimingStore()
+		handled := make(chan intake.Identity, 1)
+		delivered := make(chan intake.Exhaustion, 1)
+		r := newRunner(t, intake.Config{Store: store,
+			AttemptHandler: func(ctx context.Context, u intake.Update, a intake.Attempt) error {
+				handled <- a.Identity
+				return intake.Abandon(errors.New("not for us"))
+			},
+			ExhaustionHandler: func(ctx context.Context, e intake.Exhaustion) error {
+				delivered <- e
+				return nil
+			}})
+		start(t, r)
+		mustAccept(t, r, msg(1, 100), intake.Accepted)
+		id := <-handled
+		e := <-delivered
+		idle(t, r)
+		if !store.askedClaim(1) || e.Identity != id || id.Attempt != 1 {
+			t.Fatalf("claimed add handled as %+v, exhausted as %+v; want one identity, attempt 1, claimed on add", id, e.Identity)
+		}
+		if got := row(t, store, 1); got.State != intake.StateAbandoned || got.SettledAt.IsZero() || got.ClaimID != id.ClaimID {
+			t.Fatalf("row = %s, settled %v, claim %q; want an acknowledged exhaustion under %q", got.State, got.SettledAt, got.ClaimID, id.ClaimID)
+		}
+	})
+}

@@ -88,7 +88,9 @@
 // transaction is authoritative, even when workers are killed mid-write.
 //
 // Delivery is at least once: a handler that finished but whose settlement
-// was lost runs again. Handlers must be idempotent (or fence their writes).
+// was lost runs again — after its chat's next update, when that one had
+// started while the completion was committing and the process died in
+// between. Handlers must be idempotent (or fence their writes).
 //
 // # Processes that die
 //

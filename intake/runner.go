@@ -170,8 +170,9 @@ func now() time.Time { return time.Now().Truncate(time.Millisecond) }
 // [ClaimingBatchStore], an update the started runner can handle at once
 // (nothing of its chat is scheduled or being accepted in this process, a
 // handler slot is free, and nothing waits for room) is recorded already
-// claimed, in the same commit, and its handler starts before Accept
-// returns, with no second write in between.
+// claimed, in the same commit, and handed to its handler before Accept
+// returns, with no second write in between (should another update take
+// the free slot meanwhile, it waits for the next under its renewed lease).
 func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	p, err := parseUpdate(body)
 	if err != nil {
@@ -212,8 +213,9 @@ func (r *Runner) acceptedJob(p parsedUpdate, body []byte) job {
 
 // acceptClaiming is Accept through a [ClaimingBatchStore]. When the update
 // can run at once, it reserves the update's chat line and a claim token
-// before the add (having seen a handler slot free), asks the add for a claim, and on commit starts the line
-// with the claimed job first; a duplicate or a failed add releases both.
+// before the add (having seen a handler slot free), asks the add for a
+// claim, and on commit starts the line with the claimed job first; a
+// duplicate or a failed add releases both.
 // Otherwise the add is unclaimed, and the chat's line is marked as having
 // an accept in flight, so that no later update of the chat is claimed on
 // add (and run) before this one is scheduled.
@@ -277,9 +279,8 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 // update cannot run at once: the lifecycle drains, an update waits for room
 // (backlog), the chat has work scheduled or an accept in flight here, the
 // update is scheduled already, MaxQueued is reached, or no claim token or
-// no handler slot is free.
-// The reservation counts as a goroutine of rn until it resolves, so Close
-// waits for it.
+// no handler slot is free. The reservation counts as a goroutine of rn
+// until it resolves, so Close waits for it.
 func (r *Runner) reserveLocked(rn *run, id int64, key string) *line {
 	if rn.draining || rn.backlog || rn.adding[key] > 0 {
 		return nil
@@ -769,10 +770,9 @@ func (r *Runner) doneLocked(rn *run) {
 
 // runLine runs the jobs of one chat line in order, each claimed under a
 // claim token and handled in a handler slot (see handle). A line waiting
-// for its predecessor holds neither. A
-// failed job whose retry is due later stays first on its line and waits
-// for its due time (holding the chat's later jobs, unless
-// Config.RetryOutOfOrder), then runs again.
+// for its predecessor holds neither. A failed job whose retry is due later
+// stays first on its line and waits for its due time (holding the chat's
+// later jobs, unless Config.RetryOutOfOrder), then runs again.
 func (r *Runner) runLine(rn *run, key string, ln *line) {
 	defer rn.wg.Done()
 	for {

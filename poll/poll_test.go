@@ -74,7 +74,8 @@ func (s *flakyStore) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool
 	return s.Store.AddBatch(ctx, us)
 }
 
-// AddBatchClaimed is the add a started runner uses (claim on add).
+// AddBatchClaimed fails like AddBatch: a started runner records through it
+// (claim on add).
 func (s *flakyStore) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
 	if s.fail() {
 		return nil, errInjected

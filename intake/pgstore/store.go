@@ -55,8 +55,8 @@ type Config struct {
 }
 
 // Store is an [intake.DurableStore], [intake.BatchStore],
-// [intake.ClaimingBatchStore] and [intake.AdminStore] on a PostgreSQL table, for many processes on many
-// machines sharing one database.
+// [intake.ClaimingBatchStore] and [intake.AdminStore] on a PostgreSQL
+// table, for many processes on many machines sharing one database.
 //
 // Every state change is one conditional SQL statement, so concurrent claims
 // of one row by any number of processes cannot both win. Concurrent state
@@ -237,7 +237,12 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 // as one multi-row INSERT (one statement, one transaction, one commit) in
 // which a claimed request's row is inserted processing, at attempt 1, due at
 // its lease end, with a fresh random claim id (UUID v4). Duplicates within
-// reqs are removed before the insert, so the first one wins.
+// reqs are removed before the insert, so the first one wins. Like
+// [Store.AddBatch] it runs on the pool, beside the shared transaction of
+// the single-row writes (see writes.go), which only writes rows it has
+// locked and never waits: an insert can wait for another transaction's
+// uncommitted insert of the same update id, and PostgreSQL flushes
+// concurrent commits together anyway.
 func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
 	out := make([]intake.AddResult, len(reqs))
 	if len(reqs) == 0 {
