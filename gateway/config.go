@@ -55,9 +55,10 @@ type Config struct {
 
 	// Transport sends the calls whose body is in memory. Required. It should
 	// be a throttle.Transport over a transport.Transport, so calls keep
-	// Telegram's limits and a call that never left reports
-	// NotDispatched() true; any RoundTripper works, and errors that do not
-	// carry that mark count as unknown.
+	// Telegram's limits, a call that never left reports NotDispatched()
+	// true, and a fenced call's lease is checked and its intent journaled
+	// only at its turn (see the package doc); any RoundTripper works, and
+	// errors that do not carry that mark count as unknown.
 	Transport http.RoundTripper
 
 	// StreamTransport sends multipart uploads larger than MaxBufferedBody,
@@ -119,7 +120,8 @@ type TestHooks struct {
 	// Now replaces time.Now.
 	Now func() time.Time
 	// AfterIntent, when set, runs after an intent was recorded and before
-	// the call is sent.
+	// the call is sent (through a throttle.Transport: at the call's turn,
+	// while it holds its permit).
 	AfterIntent func(method string)
 	// BeforeOutcome, when set, runs before an outcome is recorded, on the
 	// goroutine that records it (after the answer, unless the outcome is

@@ -44,8 +44,10 @@
 // library as its API root for that update. The call is sent only while
 // that attempt holds its lease in Config.Store; an attempt whose lease
 // expired, or whose update was claimed again or settled, gets 409 and
-// nothing is sent. Calls without an identity are only throttled and
-// classified.
+// nothing is sent. The lease is checked when the call may leave: once the
+// limiter granted it its turn (see "When the intent is recorded"), so an
+// attempt that lost its lease while its call waited is refused then.
+// Calls without an identity are only throttled and classified.
 //
 // # Replay-safe replies
 //
@@ -60,6 +62,28 @@
 // Telegram is not called. An intent without outcome (the relay died
 // between them) and an unknown outcome are answered unknown and never sent
 // again. A not-dispatched outcome frees the call: a later attempt sends it.
+//
+// # When the intent is recorded
+//
+// An intent stands for a call that may have reached Telegram, so it is
+// recorded as late as possible: when Config.Transport (or StreamTransport)
+// is a [throttle.Transport], from the function the gateway hands it with
+// [throttle.WithBeforeSend], which runs once the limiter has granted the
+// call its turn and just before the request is written to the connection.
+// A call waits for its turn up to the limiter's MaxWait (a minute by
+// default); if the relay dies meanwhile, nothing is pending, and the next
+// attempt's identical call is sent rather than answered unknown. A call
+// that gives up waiting (MaxWait, its context ended) records nothing. A
+// call refused at its turn (stale: 409; journaled already: replayed or
+// unknown; the store failing: 503) is not sent, and the limiter does not
+// count it. A try that did not leave (a failed connect) journals its entry
+// not dispatched before it is tried again, so its next intent is recorded
+// at its next turn too. The occurrence is still taken when the call
+// arrives, so identical calls of an attempt are numbered in the order they
+// were made, however long they wait. With any other transport (one that
+// does not report RunsBeforeSend), the lease is checked and the intent
+// recorded just before the call is handed to it, so the wait in such a
+// transport, if any, is covered by the intent.
 //
 // Only the intent must be durable before the send; the app gets Telegram's
 // answer as soon as it arrives, and the outcome is journaled meanwhile

@@ -16,6 +16,7 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
+	"github.com/tgrelay/tgrelay/throttle"
 )
 
 // Headers the gateway reads and writes.
@@ -138,6 +139,11 @@ func telegramError(status int, outcome Outcome, description string, retryAfter i
 func (g *Gateway) redact(s string) string { return g.red.Redact(s) }
 
 // handle answers c, fenced and journaled under id when id is not nil.
+//
+// The fence is checked, and the journal's intent recorded, when the call
+// may leave: through a transport that runs [throttle.WithBeforeSend]
+// functions, once the limiter granted the call its turn (see gate); through
+// any other transport, before the call is handed to it.
 func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answer {
 	if id == nil {
 		return g.send(ctx, c)
@@ -146,47 +152,31 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 		return telegramError(http.StatusBadRequest, OutcomeRefused,
 			"Bad Request: tgrelay: this gateway has no store, so it cannot fence a call that carries an attempt identity", 0)
 	}
-	now := g.cfg.Test.Now()
+	gt := &gate{g: g, ctx: ctx, id: *id, method: c.method}
 	if g.journal == nil || readOnly(c.method) {
-		owns, err := g.cfg.Store.Owns(ctx, *id, now)
-		if err != nil {
-			return telegramError(StatusNotDispatched, OutcomeNotDispatched,
-				"Service Unavailable: tgrelay: the store could not check the attempt's lease; nothing was sent: "+g.redact(err.Error()), 0)
-		}
-		if !owns {
-			return staleAnswer(*id)
-		}
-		return g.send(ctx, c)
+		return g.sendGated(ctx, c, gt)
 	}
 
+	// The occurrence is taken now, in the order the attempt made its calls,
+	// though the intent is recorded only when the call's turn comes: two
+	// identical calls waiting in the limiter keep the numbers 1 and 2.
 	hash := canonicalHash(c.contentType, c.query, c.prefix, c.complete)
 	n := g.occ.take(*id, c.method, hash)
 	cl := intake.Call{Method: c.method, ParamsHash: hash, Occurrence: n}
+	gt.journaled, gt.call = true, cl
 	key := outcomeKey{id.UpdateID, cl}
-	// An earlier attempt's identical call may have been answered a moment
-	// ago, its outcome still on its way to the store: wait for it, so the
-	// entry reads as what happened rather than pending.
-	var onWait func()
-	if h := g.cfg.Test.OutcomeWait; h != nil {
-		onWait = func() { h(c.method) }
-	}
-	g.outcomes.wait(ctx, key, onWait)
-	entry, intent, err := g.journal.RecordIntent(ctx, *id, cl, now)
-	switch {
-	case err != nil:
+	a := g.sendGated(ctx, c, gt)
+	switch gt.state {
+	case gateReplayed:
+		return a
+	case gateRecorded:
+	default:
+		// No intent stands (none was recorded, or a try that never left
+		// undid it), so nothing left: a refusal, or a call that gave up
+		// waiting for its turn. A later identical call sends it.
 		g.occ.giveBack(*id, c.method, hash, n)
-		return telegramError(StatusNotDispatched, OutcomeNotDispatched,
-			"Service Unavailable: tgrelay: the journal could not record the call; nothing was sent: "+g.redact(err.Error()), 0)
-	case intent == intake.IntentStale:
-		g.occ.giveBack(*id, c.method, hash, n)
-		return staleAnswer(*id)
-	case intent == intake.IntentJournaled:
-		return replay(entry)
+		return a
 	}
-	if h := g.cfg.Test.AfterIntent; h != nil {
-		h(c.method)
-	}
-	a := g.send(ctx, c)
 	res := intake.CallResult{Outcome: intake.CallUnknown}
 	switch {
 	case a.outcome == OutcomeNotDispatched || a.status == http.StatusTooManyRequests:
@@ -218,6 +208,128 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 		g.occ.giveBack(*id, c.method, hash, n)
 	}
 	return a
+}
+
+// sendGated sends c with gt run when the call may leave; when gt refuses
+// the call, its answer is gt's.
+func (g *Gateway) sendGated(ctx context.Context, c *call, gt *gate) answer {
+	a := g.sendWith(ctx, c, gt)
+	if gt.state == gateRefused || gt.state == gateReplayed {
+		return gt.refusal
+	}
+	return a
+}
+
+// runsBeforeSend reports whether rt runs [throttle.WithBeforeSend]
+// functions ([throttle.Transport] does).
+func runsBeforeSend(rt http.RoundTripper) bool {
+	r, ok := rt.(interface{ RunsBeforeSend() bool })
+	return ok && r.RunsBeforeSend()
+}
+
+// gateState is how far a gate got.
+type gateState int
+
+const (
+	gateWaiting  gateState = iota // not run yet: the call has not had its turn
+	gateChecked                   // the lease held, nothing journaled (a call that is not journaled)
+	gateRecorded                  // the intent was recorded
+	gateRefused                   // stale, or the store failed: refusal holds the answer
+	gateReplayed                  // journaled already: refusal holds the replayed answer
+)
+
+// gate checks the fence and records the intent of one call when the call
+// may leave (see handle). It runs on the goroutine that sends the call, at
+// most once to effect: a second run (a not-dispatched try sent again)
+// passes at once.
+type gate struct {
+	g         *Gateway
+	ctx       context.Context
+	id        intake.Identity
+	method    string
+	journaled bool        // record an intent for call, else only check the lease
+	call      intake.Call // when journaled
+	state     gateState
+	refusal   answer // when refused or replayed
+}
+
+// errGateRefused is what a gate's refusal returns to the transport.
+var errGateRefused = errors.New("gateway: the call was refused at its turn")
+
+func (gt *gate) run() error {
+	switch gt.state {
+	case gateChecked, gateRecorded:
+		return nil
+	case gateRefused, gateReplayed:
+		return errGateRefused
+	}
+	g, ctx := gt.g, gt.ctx
+	now := g.cfg.Test.Now()
+	if !gt.journaled {
+		owns, err := g.cfg.Store.Owns(ctx, gt.id, now)
+		switch {
+		case err != nil:
+			gt.refuse(gateRefused, telegramError(StatusNotDispatched, OutcomeNotDispatched,
+				"Service Unavailable: tgrelay: the store could not check the attempt's lease; nothing was sent: "+g.redact(err.Error()), 0))
+		case !owns:
+			gt.refuse(gateRefused, staleAnswer(gt.id))
+		default:
+			gt.state = gateChecked
+			return nil
+		}
+		return errGateRefused
+	}
+	// An earlier attempt's identical call may have been answered a moment
+	// ago, its outcome still on its way to the store: wait for it, so the
+	// entry reads as what happened rather than pending.
+	var onWait func()
+	if h := g.cfg.Test.OutcomeWait; h != nil {
+		onWait = func() { h(gt.method) }
+	}
+	g.outcomes.wait(ctx, outcomeKey{gt.id.UpdateID, gt.call}, onWait)
+	entry, intent, err := g.journal.RecordIntent(ctx, gt.id, gt.call, now)
+	switch {
+	case err != nil:
+		gt.refuse(gateRefused, telegramError(StatusNotDispatched, OutcomeNotDispatched,
+			"Service Unavailable: tgrelay: the journal could not record the call; nothing was sent: "+g.redact(err.Error()), 0))
+	case intent == intake.IntentStale:
+		gt.refuse(gateRefused, staleAnswer(gt.id))
+	case intent == intake.IntentJournaled:
+		gt.refuse(gateReplayed, replay(entry))
+	default:
+		gt.state = gateRecorded
+		if h := g.cfg.Test.AfterIntent; h != nil {
+			h(gt.method)
+		}
+		return nil
+	}
+	return errGateRefused
+}
+
+func (gt *gate) refuse(s gateState, a answer) { gt.state, gt.refusal = s, a }
+
+// release undoes the intent of a try that did not leave (err says why):
+// its entry is journaled not dispatched and the gate made to record it
+// again at the next try's turn, so that a crash while that try waits
+// leaves nothing pending. When the outcome cannot be written the intent
+// stands and the next try passes at once, as it always may.
+func (gt *gate) release(err error) {
+	switch gt.state {
+	case gateChecked:
+		gt.state = gateWaiting // check the lease again at the next turn
+	case gateRecorded:
+		res := intake.CallResult{Outcome: intake.CallNotDispatched, Body: []byte(`{"ok":false,"error_code":503,"description":"tgrelay: not dispatched: ` +
+			jsonEscape(gt.g.redact(err.Error())) + `"}`)}
+		if gt.g.recordOutcome(gt.ctx, gt.id, gt.method, gt.call, res, OutcomeNotDispatched, false) {
+			gt.state = gateWaiting
+		}
+	}
+}
+
+// jsonEscape returns s escaped for a JSON string, without the quotes.
+func jsonEscape(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }
 
 // recordOutcome journals res as the outcome of call, within outcomeBound
@@ -300,13 +412,27 @@ func notDispatched(err error) bool {
 	return errors.As(err, &nd) && nd.NotDispatched()
 }
 
+// transportFor returns the transport c goes through, nil when it needs the
+// stream transport and there is none.
+func (g *Gateway) transportFor(c *call) http.RoundTripper {
+	if !c.complete || c.streamAnswer && g.cfg.StreamTransport != nil {
+		return g.cfg.StreamTransport
+	}
+	return g.cfg.Transport
+}
+
 // send hands c to the transport, again while it was not dispatched, at most
 // MaxSendTries times.
-func (g *Gateway) send(ctx context.Context, c *call) answer {
-	rt := g.cfg.Transport
-	if !c.complete || c.streamAnswer && g.cfg.StreamTransport != nil {
-		rt = g.cfg.StreamTransport
-	}
+func (g *Gateway) send(ctx context.Context, c *call) answer { return g.sendWith(ctx, c, nil) }
+
+// sendWith is send with gt, when not nil, run before each try leaves: by
+// the transport once the call has its turn when the transport runs
+// [throttle.WithBeforeSend] functions, else just before the try is handed
+// to it. A try that gt refuses ends the send. A try that did not leave
+// releases gt's intent, so a later try (or attempt) records it again when
+// its turn comes.
+func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
+	rt := g.transportFor(c)
 	if rt == nil {
 		return telegramError(http.StatusRequestEntityTooLarge, OutcomeRefused, fmt.Sprintf(
 			"Request Entity Too Large: tgrelay: a body above %d bytes needs the gateway's stream transport, which is not configured", g.cfg.MaxBufferedBody), 0)
@@ -322,18 +448,35 @@ func (g *Gateway) send(ctx context.Context, c *call) answer {
 				break
 			}
 		}
+		tctx := ctx
+		if gt != nil {
+			if runsBeforeSend(rt) {
+				tctx = throttle.WithBeforeSend(ctx, gt.run)
+			} else if gt.run() != nil {
+				break
+			}
+		}
 		tries++
-		req, err := g.newRequest(ctx, c)
+		req, err := g.newRequest(tctx, c)
 		if err != nil {
 			return telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: "+g.redact(err.Error()), 0)
 		}
 		resp, err := rt.RoundTrip(req)
+		if gt != nil && (gt.state == gateRefused || gt.state == gateReplayed) {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			break // the caller answers with gt's refusal
+		}
 		if err == nil {
 			a := g.readAnswer(resp, c)
 			a.tries = tries
 			return a
 		}
 		lastErr = err
+		if notDispatched(err) && gt != nil {
+			gt.release(err)
+		}
 		if !notDispatched(err) {
 			a := telegramError(StatusUnknown, OutcomeUnknown,
 				"Bad Gateway: tgrelay: the call may have reached Telegram, but no answer came back ("+g.redact(err.Error())+"); it is not sent again", 0)

@@ -27,6 +27,7 @@ type fixture struct {
 	gw     *gateway.Gateway
 	srv    *httptest.Server
 	chat   telegramtest.Chat
+	lim    *throttle.Limiter
 	events chan gateway.CallEvent
 }
 
@@ -56,7 +57,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{tg: tg, store: memstore.New(), chat: chat, events: make(chan gateway.CallEvent, 1000)}
+	f := &fixture{tg: tg, store: memstore.New(), chat: chat, lim: lim, events: make(chan gateway.CallEvent, 1000)}
 	cfg := gateway.Config{
 		Token:           tg.Token,
 		APIRoot:         tg.URL,

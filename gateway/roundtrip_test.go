@@ -91,3 +91,42 @@ func TestRoundTripperUnderRunner(t *testing.T) {
 		t.Errorf("ledger holds %d; want 1: the retry's send is replayed", n)
 	}
 }
+
+// TestRoundTripperLeaseLostWhileWaiting: an in-process call waits for its
+// chat's turn while its attempt loses the lease; at its turn it is refused
+// 409 and not sent, and nothing is journaled for it.
+func TestRoundTripperLeaseLostWhileWaiting(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	bot, err := botapi.New(f.tg.Token, botapi.Config{APIRoot: f.tg.URL, HTTPClient: &http.Client{Transport: f.gw.RoundTripper()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := map[string]any{"chat_id": f.chat.ID, "text": "late"}
+	first := f.claim(t, 6)
+	held := holdTurn(t, f.lim, f.chat.ID)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := bot.Call(gateway.WithIdentity(t.Context(), first), "sendMessage", params)
+		errc <- err
+	}()
+	waitQueued(t, f.lim, 1)
+	f.fail(t, first)
+	held.Cancel()
+	var apiErr *botapi.APIError
+	if err := <-errc; !errors.As(err, &apiErr) || apiErr.Code != http.StatusConflict {
+		t.Fatalf("the call at its turn = %v; want a 409 APIError", err)
+	}
+	if n := f.ledger("late"); n != 0 {
+		t.Fatalf("ledger holds %d; want nothing sent", n)
+	}
+	if es, _ := f.store.Journal(t.Context(), 6); len(es) != 0 {
+		t.Fatalf("journal %+v; want nothing recorded for a refused call", es)
+	}
+	second := f.reclaim(t, 6)
+	if _, err := bot.Call(gateway.WithIdentity(t.Context(), second), "sendMessage", params); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.ledger("late"); n != 1 {
+		t.Fatalf("ledger holds %d; want the next attempt's call sent once", n)
+	}
+}

@@ -117,6 +117,13 @@
 // already handles. The URL carries the bot token, so no error of this
 // package contains a URL.
 //
+// A caller that must do something only once a call is about to leave (the
+// gateway checks the attempt's lease and journals the call's intent) puts a
+// function in the request's context with [WithBeforeSend]: the transport
+// runs it after the grant and before Base, and a refusal there cancels the
+// permit (the call does not count) and returns a [*BeforeSendError]. A call
+// that waits and gives up never runs it.
+//
 // # Observing
 //
 // Config.ObserveFunc receives an [Event] per granted call (with its wait),

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,12 +62,17 @@ func (t *Transport) Limiter() *Limiter { return t.limiter }
 
 // RoundTrip implements http.RoundTripper. Its errors are Base's, the
 // request context's while the call waited its turn (wrapped, and reporting
-// NotDispatched() true: nothing was sent), or a failure to read the request
-// body (which reports NotDispatched() true too); none holds the URL, so
-// none holds the token.
+// NotDispatched() true: nothing was sent), a failure to read the request
+// body (which reports NotDispatched() true too), or a [*BeforeSendError]
+// when the context's [WithBeforeSend] function refused the send; none holds
+// the URL, so none holds the token.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	method, ok := BotMethod(req.URL.Path)
 	if !ok || !Counts(method) {
+		if err := runBeforeSend(req.Context(), method); err != nil {
+			closeBody(req)
+			return nil, err
+		}
 		return t.base.RoundTrip(req)
 	}
 	tg, body, replay, err := inspect(req)
@@ -88,6 +94,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return throttled(req, werr.RetryAfter), nil
 		}
 		return nil, &waitEndedError{method: method, err: err}
+	}
+	if err := runBeforeSend(ctx, method); err != nil {
+		closeReader(body)
+		p.Cancel() // nothing was sent: it does not count
+		return nil, err
 	}
 	// The moment the answer's first byte was read, when Base is net/http's
 	// transport: the send is counted from then (see the package doc,
@@ -151,6 +162,60 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		body = next
 	}
 }
+
+type beforeSendKey struct{}
+
+// WithBeforeSend returns ctx carrying fn, which a [Transport] given a
+// request with that context runs once, when the call may go: after the
+// limiter granted it its turn (at once for a call that does not count), and
+// before the request goes to Base. A 429 retry within the same RoundTrip
+// does not run it again. It runs on the goroutine that called RoundTrip,
+// while the call holds its permit, so the chat's next call waits for it:
+// keep it short and bounded by the request's context.
+//
+// When fn returns an error the request is not sent: its body is closed, its
+// permit cancelled (the call does not count against any limit), and
+// RoundTrip returns a [*BeforeSendError] wrapping fn's error. A call that
+// never gets its turn (its context ends, or it is answered with the
+// limiter's 429) never runs fn. The gateway records a call's journal intent
+// here, so an intent stands only for a call that is about to leave.
+func WithBeforeSend(ctx context.Context, fn func() error) context.Context {
+	return context.WithValue(ctx, beforeSendKey{}, fn)
+}
+
+// RunsBeforeSend reports true: t runs the function [WithBeforeSend] put in
+// a request's context. A RoundTripper wrapping a Transport may forward it
+// when it hands every request on unchanged; the gateway asks for it to
+// learn whether it may leave its journal intent to the transport.
+func (t *Transport) RunsBeforeSend() bool { return true }
+
+func runBeforeSend(ctx context.Context, method string) error {
+	fn, _ := ctx.Value(beforeSendKey{}).(func() error)
+	if fn == nil {
+		return nil
+	}
+	if err := fn(); err != nil {
+		return &BeforeSendError{Method: method, Err: err}
+	}
+	return nil
+}
+
+// BeforeSendError reports that the function of [WithBeforeSend] refused a
+// call when its turn came: nothing was sent, and it did not count.
+type BeforeSendError struct {
+	Method string // the Bot API method, empty for a request that is not a call
+	Err    error  // the function's error
+}
+
+func (e *BeforeSendError) Error() string {
+	return fmt.Sprintf("throttle: %s not sent: refused before sending: %v", e.Method, e.Err)
+}
+
+// Unwrap returns the function's error.
+func (e *BeforeSendError) Unwrap() error { return e.Err }
+
+// NotDispatched reports true: the request never left.
+func (e *BeforeSendError) NotDispatched() bool { return true }
 
 // BotMethod returns the method of a Bot API URL path
 // ("…/bot<token>/<method>"), or false for any other path (a file download
