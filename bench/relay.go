@@ -16,7 +16,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -82,13 +81,8 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if *bin == "" {
-		*bin = filepath.Join(dir, "tgrelay")
-		fmt.Fprintln(out, "building tgrelay ...")
-		b, err := exec.CommandContext(ctx, "go", "build", "-o", *bin, "github.com/tgrelay/tgrelay/cmd/tgrelay").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("go build: %v\n%s", err, b)
-		}
+	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
+		return err
 	}
 
 	// serve needs a Bot API at start; nothing is sent through it.
@@ -110,53 +104,13 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return a
 	}
-	sq, err := startRelayServe(ctx, "serve-sqlite", *bin, serveArgs(filepath.Join(dir, "relay.db")), tg.Token, dir)
+	served, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, serveArgs, tg.Token)
+	defer stopServes()
 	if err != nil {
 		return err
 	}
-	defer sq.stop()
-	variants = append(variants, &relayVariant{name: "serve-sqlite", about: "tgrelay serve, SQLite WAL synchronous=FULL (default store)", url: sq.webhookURL})
-	if *binB != "" {
-		sqB, err := startRelayServe(ctx, "serve-sqlite-b", *binB, serveArgs(filepath.Join(dir, "relay-b.db")), tg.Token, dir)
-		if err != nil {
-			return err
-		}
-		defer sqB.stop()
-		variants = append(variants, &relayVariant{name: "serve-sqlite-b", about: "tgrelay serve from -bin-b, SQLite as above", url: sqB.webhookURL})
-	}
-
-	if *withPG {
-		cluster, err := pgtest.Start(ctx, pgtest.Options{}) // durable: fsync on
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			fmt.Fprintf(out, "postgres: UNAVAILABLE: %v; reporting SQLite only\n", err)
-		} else {
-			defer cluster.Stop()
-			dbURL, err := cluster.CreateDatabase(ctx)
-			if err != nil {
-				return fmt.Errorf("postgres: %w", err)
-			}
-			pg, err := startRelayServe(ctx, "serve-postgres", *bin, serveArgs(dbURL), tg.Token, dir)
-			if err != nil {
-				return err
-			}
-			defer pg.stop()
-			variants = append(variants, &relayVariant{name: "serve-postgres", about: "tgrelay serve, PostgreSQL (throwaway cluster, fsync on)", url: pg.webhookURL})
-			if *binB != "" {
-				dbB, err := cluster.CreateDatabase(ctx)
-				if err != nil {
-					return fmt.Errorf("postgres: %w", err)
-				}
-				pgB, err := startRelayServe(ctx, "serve-postgres-b", *binB, serveArgs(dbB), tg.Token, dir)
-				if err != nil {
-					return err
-				}
-				defer pgB.stop()
-				variants = append(variants, &relayVariant{name: "serve-postgres-b", about: "tgrelay serve from -bin-b, PostgreSQL as above (its own database)", url: pgB.webhookURL})
-			}
-		}
+	for _, v := range served {
+		variants = append(variants, &relayVariant{name: v.name, about: v.about, url: v.url})
 	}
 
 	base, err := startNaiveForwarder(sink.url, *conns)

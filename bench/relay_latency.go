@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -81,13 +78,8 @@ func runRelayLatency(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if *bin == "" {
-		*bin = filepath.Join(dir, "tgrelay")
-		fmt.Fprintln(out, "building tgrelay ...")
-		b, err := exec.CommandContext(ctx, "go", "build", "-o", *bin, "github.com/tgrelay/tgrelay/cmd/tgrelay").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("go build: %v\n%s", err, b)
-		}
+	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "load average at start: %s\n", intakeLoadAverage())
 
@@ -103,52 +95,13 @@ func runRelayLatency(ctx context.Context, args []string, out io.Writer) error {
 			"--webhook-check-interval", "0", "--log-level", "warn"}
 	}
 	var variants []*latencyVariant
-	sq, err := startRelayServe(ctx, "serve-sqlite", *bin, serveArgs(filepath.Join(dir, "relay.db")), tg.Token, dir)
+	served, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, serveArgs, tg.Token)
+	defer stopServes()
 	if err != nil {
 		return err
 	}
-	defer sq.stop()
-	variants = append(variants, &latencyVariant{name: "serve-sqlite", url: sq.webhookURL})
-	if *binB != "" {
-		sqB, err := startRelayServe(ctx, "serve-sqlite-b", *binB, serveArgs(filepath.Join(dir, "relay-b.db")), tg.Token, dir)
-		if err != nil {
-			return err
-		}
-		defer sqB.stop()
-		variants = append(variants, &latencyVariant{name: "serve-sqlite-b", url: sqB.webhookURL})
-	}
-	if *withPG {
-		cluster, err := pgtest.Start(ctx, pgtest.Options{})
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			fmt.Fprintf(out, "postgres: UNAVAILABLE: %v; reporting SQLite only\n", err)
-		} else {
-			defer cluster.Stop()
-			dbURL, err := cluster.CreateDatabase(ctx)
-			if err != nil {
-				return fmt.Errorf("postgres: %w", err)
-			}
-			pg, err := startRelayServe(ctx, "serve-postgres", *bin, serveArgs(dbURL), tg.Token, dir)
-			if err != nil {
-				return err
-			}
-			defer pg.stop()
-			variants = append(variants, &latencyVariant{name: "serve-postgres", url: pg.webhookURL})
-			if *binB != "" {
-				dbB, err := cluster.CreateDatabase(ctx)
-				if err != nil {
-					return fmt.Errorf("postgres: %w", err)
-				}
-				pgB, err := startRelayServe(ctx, "serve-postgres-b", *binB, serveArgs(dbB), tg.Token, dir)
-				if err != nil {
-					return err
-				}
-				defer pgB.stop()
-				variants = append(variants, &latencyVariant{name: "serve-postgres-b", url: pgB.webhookURL})
-			}
-		}
+	for _, v := range served {
+		variants = append(variants, &latencyVariant{name: v.name, url: v.url})
 	}
 	base, err := startNaiveForwarder(sink.url, relayLatencyConns)
 	if err != nil {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/tgrelay/tgrelay/internal/pgtest"
+)
+
+// servedRelay is one serve process that a relay scenario measures.
+type servedRelay struct {
+	name, about, url string
+}
+
+// startRelayServes starts the serve variants the relay scenarios compare:
+// serve on SQLite in dir and, with withPG, on a throwaway durable
+// PostgreSQL cluster (reported and skipped when none can be started); with
+// binB each again from a second build (its own database), to compare two
+// builds in one run. args gives serve's flags for a database. stop ends
+// every process and the cluster; it is set even on an error.
+func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string, withPG bool,
+	args func(db string) []string, token string) (variants []servedRelay, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	start := func(name, about, bin, db string) error {
+		s, err := startRelayServe(ctx, name, bin, args(db), token, dir)
+		if err != nil {
+			return err
+		}
+		stops = append(stops, s.stop)
+		variants = append(variants, servedRelay{name: name, about: about, url: s.webhookURL})
+		return nil
+	}
+	if err := start("serve-sqlite", "tgrelay serve, SQLite WAL synchronous=FULL (default store)", bin, filepath.Join(dir, "relay.db")); err != nil {
+		return nil, stop, err
+	}
+	if binB != "" {
+		if err := start("serve-sqlite-b", "tgrelay serve from -bin-b, SQLite as above", binB, filepath.Join(dir, "relay-b.db")); err != nil {
+			return nil, stop, err
+		}
+	}
+	if !withPG {
+		return variants, stop, nil
+	}
+	cluster, err := pgtest.Start(ctx, pgtest.Options{}) // durable: fsync on
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, stop, err
+		}
+		fmt.Fprintf(out, "postgres: UNAVAILABLE: %v; reporting SQLite only\n", err)
+		return variants, stop, nil
+	}
+	stops = append(stops, func() { cluster.Stop() })
+	builds := []struct{ name, about, bin string }{
+		{"serve-postgres", "tgrelay serve, PostgreSQL (throwaway cluster, fsync on)", bin},
+		{"serve-postgres-b", "tgrelay serve from -bin-b, PostgreSQL as above (its own database)", binB},
+	}
+	for _, b := range builds {
+		if b.bin == "" {
+			continue
+		}
+		db, err := cluster.CreateDatabase(ctx)
+		if err != nil {
+			return nil, stop, fmt.Errorf("postgres: %w", err)
+		}
+		if err := start(b.name, b.about, b.bin, db); err != nil {
+			return nil, stop, err
+		}
+	}
+	return variants, stop, nil
+}
