@@ -2,6 +2,7 @@ package relay
 
 import (
 	"errors"
+	"github.com/tgrelay/tgrelay/intake"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,11 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 		{"Retention", func(c *Config) { c.Retention = -1 }},
 		{"BackoffBase", func(c *Config) { c.BackoffBase = 2 * MaxBackoffBase }},
 		{"DrainTimeout", func(c *Config) { c.DrainTimeout = -time.Second }},
+		{"HeartbeatTimeout", func(c *Config) { c.HeartbeatTimeout = -time.Second }},
+		{"HeartbeatInterval", func(c *Config) { c.HeartbeatInterval = time.Minute }},
+		{"HeartbeatInterval", func(c *Config) { c.HeartbeatTimeout, c.HeartbeatInterval = time.Second, time.Second }},
+		{"MaxCrashes", func(c *Config) { c.MaxCrashes = -2 }},
+		{"MaxCrashes", func(c *Config) { c.MaxCrashes = intake.MaxMaxCrashes + 1 }},
 		{"Path", func(c *Config) { c.Path = "telegram" }},
 		{"Secret", func(c *Config) { c.Secret = "" }},
 		{"Secret", func(c *Config) { c.Secret = "has space" }},
