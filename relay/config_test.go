@@ -2,12 +2,12 @@ package relay
 
 import (
 	"errors"
-	"github.com/tgrelay/tgrelay/intake"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
 )
 
