@@ -41,6 +41,7 @@ type ClockSkewError struct {
 	Op string
 }
 
+// Error implements error.
 func (e *ClockSkewError) Error() string {
 	dir := "ahead of"
 	if e.Skew < 0 {
