@@ -242,7 +242,7 @@ func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts
 	var attempts int
 	n, err := s.write(ctx, "claim", writeReq{
 		updateID: updateID, sql: s.q.claim,
-		args: s.claimArgs(updateID, opts),
+		args: s.claimArgs(updateID, opts), clockArg: claimClockArg,
 		dest: []any{&state, &attempts},
 	})
 	if err != nil {
@@ -273,7 +273,7 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 	)
 	n, err := s.write(ctx, "claim owned", writeReq{
 		updateID: updateID, sql: sql,
-		args: append(s.claimArgs(updateID, opts), uuid.NewString()),
+		args: append(s.claimArgs(updateID, opts), uuid.NewString()), clockArg: claimClockArg,
 		dest: []any{&state, &attempts, &claimID},
 	})
 	if err != nil {
@@ -285,11 +285,15 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 	return intake.Identity{UpdateID: updateID, Attempt: attempts, ClaimID: claimID}, true, nil
 }
 
-// claimArgs are the parameters $1 to $10 of the claim statements.
+// claimArgs are the parameters $1 to $10 of the claim statements; $9,
+// this host's clock, is stamped when the statement is sent.
 func (s *Store) claimArgs(updateID int64, opts intake.ClaimOpts) []any {
 	return []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.AttemptsSpentText,
-		opts.Owner, opts.MaxCrashes, intake.CrashesSpentText, ms(s.clock()), s.skew}
+		opts.Owner, opts.MaxCrashes, intake.CrashesSpentText, int64(0), s.skew}
 }
+
+// claimClockArg is the position of this host's clock among claimArgs.
+const claimClockArg = 9
 
 func checkClaimOpts(opts intake.ClaimOpts) error {
 	if err := opts.Validate(); err != nil {
