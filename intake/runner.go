@@ -347,7 +347,10 @@ func (r *Runner) releaseLocked(rn *run, ln *line, key string) {
 // concurrent callers share one start and its result, and a call on a
 // started runner returns nil at once. When the first sweep fails, Start
 // returns its error and may be called again. ctx bounds only the first
-// sweep; handlers run until [Runner.Close].
+// sweep; handlers run until [Runner.Close]. With a [ProcessStore] (unless
+// [Config.NoHeartbeat]) Start first registers a fresh process id and
+// starts renewing its heartbeat, which lasts until Close; a refused
+// registration (pgstore's ClockSkewError included) fails Start.
 func (r *Runner) Start(ctx context.Context) error {
 	if err := r.lockOpen(ctx); err != nil {
 		return err
@@ -445,8 +448,10 @@ func (r *Runner) Idle(ctx context.Context) error {
 // handlers in flight. When ctx ends first it cancels the handlers' contexts
 // with cause [ErrClosed] and returns ctx.Err() without waiting further;
 // handlers that ignore their context then finish in the background, and
-// their attempts are retried after their leases lapse. Close is
-// idempotent, and Close without Start returns nil. A later Start begins a
+// their attempts are retried after their leases lapse (or, with a
+// [ProcessStore], after the heartbeat Close stops renewing lapses). After a
+// complete drain Close removes the heartbeat, so a successor takes over at
+// once. Close is idempotent, and Close without Start returns nil. A later Start begins a
 // new lifecycle.
 func (r *Runner) Close(ctx context.Context) error {
 	r.mu.Lock()

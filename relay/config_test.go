@@ -48,6 +48,11 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 		{"ChatOrder", func(c *Config) {
 			c.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ Store }{memstore.New()} // no ChatOrderStore
 		}},
+		{"HeartbeatTimeout", func(c *Config) { c.HeartbeatTimeout = -time.Second }},
+		{"HeartbeatInterval", func(c *Config) { c.HeartbeatInterval = time.Minute }},
+		{"HeartbeatInterval", func(c *Config) { c.HeartbeatTimeout, c.HeartbeatInterval = time.Second, time.Second }},
+		{"MaxCrashes", func(c *Config) { c.MaxCrashes = -2 }},
+		{"MaxCrashes", func(c *Config) { c.MaxCrashes = intake.MaxMaxCrashes + 1 }},
 		{"Path", func(c *Config) { c.Path = "telegram" }},
 		{"Secret", func(c *Config) { c.Secret = "" }},
 		{"Secret", func(c *Config) { c.Secret = "has space" }},

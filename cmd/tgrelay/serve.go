@@ -421,6 +421,9 @@ func (o *serveOptions) validate() error {
 	if o.concurrency == 0 {
 		return serveUsageError(&relay.ConfigError{Field: "MaxConcurrent", Err: fmt.Errorf("is 0: want 1 to %d", intake.MaxMaxConcurrent)})
 	}
+	if o.maxCrashes == 0 {
+		return serveUsageError(&relay.ConfigError{Field: "MaxCrashes", Err: fmt.Errorf("is 0: want 1 to %d, or -1 to count crashes as attempts", intake.MaxMaxCrashes)})
+	}
 	cfg := o.relayConfig()
 	if o.token == "" { // the sandbox's token and secret are made later
 		cfg.Token = sandboxToken()

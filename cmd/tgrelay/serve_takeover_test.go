@@ -96,10 +96,11 @@ func (h *holdingEndpoint) reforwarded() map[int64]time.Time {
 }
 
 // postUpdate delivers one update to a serve's webhook, as Telegram (behind a
-// load balancer) would.
+// load balancer) would. Every update has a chat of its own, so none waits
+// on its chat's line behind a held one.
 func postUpdate(t *testing.T, webhook string, id int64) {
 	t.Helper()
-	body := fmt.Appendf(nil, `{"update_id":%d,"message":{"message_id":%d,"date":1,"chat":{"id":%d,"type":"private"},"text":"hi"}}`, id, id, 1000+id%7)
+	body := fmt.Appendf(nil, `{"update_id":%d,"message":{"message_id":%d,"date":1,"chat":{"id":%d,"type":"private"},"text":"hi"}}`, id, id, 1000+id)
 	req, err := http.NewRequest(http.MethodPost, webhook, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -124,14 +125,21 @@ func waitTakeover(t *testing.T, ep *holdingEndpoint, since time.Time, procs ...*
 	for {
 		var worst time.Duration
 		done := true
+		early := 0
 		for _, at := range ep.reforwarded() {
 			if at.IsZero() {
 				done = false
 				break
 			}
+			if at.Before(since) {
+				early++
+			}
 			worst = max(worst, at.Sub(since))
 		}
 		if done {
+			if early > 0 {
+				t.Errorf("%d held updates were forwarded again before the kill: the test did not hold them until it", early)
+			}
 			return worst
 		}
 		if time.Now().After(deadline) {
@@ -197,6 +205,10 @@ func TestServeKillOneOfThreeOnPostgres(t *testing.T) {
 	for held := range ep.reforwarded() {
 		if hs := ep.hitsOf(held); len(hs) == 0 || hs[len(hs)-1].attempt != 2 {
 			t.Errorf("held update %d completed by forwards %v; want attempt 2", held, hs)
+		}
+		// The kill was a crash, not an attempt of the update's own.
+		if row, ok, err := st.Get(t.Context(), held); err != nil || !ok || row.Crashes != 1 {
+			t.Errorf("held update %d: crashes %d (%v, %v); want 1", held, row.Crashes, ok, err)
 		}
 	}
 }

@@ -41,6 +41,7 @@ type ClockSkewError struct {
 	Op string
 }
 
+// Error implements error.
 func (e *ClockSkewError) Error() string {
 	dir := "ahead of"
 	if e.Skew < 0 {
@@ -65,7 +66,7 @@ func (s *Store) skewError(op string, pgErr *pgconn.PgError) error {
 // with a [*ClockSkewError] when this host's clock is off, so a runner
 // refuses to start on such a host.
 func (s *Store) Register(ctx context.Context, process string, until time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, s.q.register, process, ms(until), ms(s.clock()), s.skew)
+	tag, err := s.execClocked(ctx, s.q.register, process, ms(until), clockNow{}, s.skew)
 	if err != nil {
 		return false, s.fail("register process", err)
 	}
@@ -75,11 +76,31 @@ func (s *Store) Register(ctx context.Context, process string, until time.Time) (
 // Beat implements [intake.ProcessStore.Beat], checking this host's clock
 // like [Store.Register].
 func (s *Store) Beat(ctx context.Context, process string, until, now time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, s.q.beat, process, ms(until), ms(now), ms(s.clock()), s.skew)
+	tag, err := s.execClocked(ctx, s.q.beat, process, ms(until), ms(now), clockNow{}, s.skew)
 	if err != nil {
 		return false, s.fail("heartbeat", err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// clockNow marks the argument of execClocked that is this host's clock.
+type clockNow struct{}
+
+// execClocked runs sql on a connection of the pool, reading this host's
+// clock into the clockNow argument only once the connection is in hand, so
+// that a wait for the pool never reads as clock skew.
+func (s *Store) execClocked(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	defer conn.Release()
+	for i, a := range args {
+		if _, ok := a.(clockNow); ok {
+			args[i] = ms(s.clock())
+		}
+	}
+	return conn.Exec(ctx, sql, args...)
 }
 
 // Leave implements [intake.ProcessStore.Leave].

@@ -290,7 +290,14 @@ func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) (
 		}
 		owners = append(owners, owner)
 	}
-	rows, err := s.pool.Query(ctx, s.q.addBatchClaimed, ids, bodies, ats, states, attempts, dues, claims, owners, chats,
+	// This host's clock is read once a connection is in hand, so a wait for
+	// the pool never reads as skew (see writeReq.clockArg).
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, s.fail("add batch claimed", err)
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, s.q.addBatchClaimed, ids, bodies, ats, states, attempts, dues, claims, owners, chats,
 		ms(s.clock()), s.skew)
 	if err != nil {
 		return nil, s.fail("add batch claimed", err)
@@ -329,7 +336,7 @@ func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts
 	}
 	n, err := s.claimWrite(ctx, "claim", opts, writeReq{
 		updateID: updateID, sql: sql,
-		args: s.claimArgs(updateID, opts),
+		args: s.claimArgs(updateID, opts), clockArg: claimClockArg,
 		dest: []any{&state, &attempts},
 	})
 	if err != nil {
@@ -365,7 +372,7 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 	)
 	n, err := s.claimWrite(ctx, "claim owned", opts, writeReq{
 		updateID: updateID, sql: sql,
-		args: append(s.claimArgs(updateID, opts), uuid.NewString()),
+		args: append(s.claimArgs(updateID, opts), uuid.NewString()), clockArg: claimClockArg,
 		dest: []any{&state, &attempts, &claimID},
 	})
 	if err != nil {
@@ -377,11 +384,15 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 	return intake.Identity{UpdateID: updateID, Attempt: attempts, ClaimID: claimID}, true, nil
 }
 
-// claimArgs are the parameters $1 to $10 of the claim statements.
+// claimArgs are the parameters $1 to $10 of the claim statements; $9,
+// this host's clock, is stamped when the statement is sent.
 func (s *Store) claimArgs(updateID int64, opts intake.ClaimOpts) []any {
 	return []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.AttemptsSpentText,
-		opts.Owner, opts.MaxCrashes, intake.CrashesSpentText, ms(s.clock()), s.skew}
+		opts.Owner, opts.MaxCrashes, intake.CrashesSpentText, int64(0), s.skew}
 }
+
+// claimClockArg is the position of this host's clock among claimArgs.
+const claimClockArg = 9
 
 // KeepsChatOrder marks the [intake.ChatOrderStore] capability: the table
 // keeps each row's chat (migration 005), and a strict claim checks its
@@ -421,11 +432,17 @@ func (s *Store) claimWrite(ctx context.Context, op string, opts intake.ClaimOpts
 // while holding them, so it cannot deadlock with the shared transactions,
 // which never wait.
 func (s *Store) claimInOrder(ctx context.Context, r writeReq) (int64, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	s.stampClock(r) // once the connection is in hand, as write does
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
 	b.Queue(s.q.chatLock, r.updateID)
 	b.Queue(r.sql.alone, r.args...)
-	br := s.pool.SendBatch(ctx, b)
+	br := conn.SendBatch(ctx, b)
 	tx := br.Tx()
 	defer func() { _ = tx.Rollback(ctx) }() // no-op once committed
 	n, err := readInOrder(br, r)

@@ -75,6 +75,18 @@ type writeReq struct {
 	// most); nil for a statement without. The values are valid only when
 	// the write reports one row.
 	dest []any
+	// clockArg, when above zero, is the 1-based position in args of this
+	// host's clock for <table>_clock. It is read once a connection is in
+	// hand, just before the statement is sent, so that neither the group
+	// commit's queue nor the pool's wait reads as clock skew.
+	clockArg int
+}
+
+// stampClock fills r's clock argument, if it has one.
+func (s *Store) stampClock(r writeReq) {
+	if r.clockArg > 0 {
+		r.args[r.clockArg-1] = ms(s.clock())
+	}
 }
 
 // writeRes answers a writeReq.
@@ -117,14 +129,20 @@ func (s *Store) write(ctx context.Context, op string, r writeReq) (int64, error)
 
 // writeAlone runs r as one autocommit statement on the pool.
 func (s *Store) writeAlone(ctx context.Context, r writeReq) (int64, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	s.stampClock(r)
 	if r.dest == nil {
-		tag, err := s.pool.Exec(ctx, r.sql.alone, r.args...)
+		tag, err := conn.Exec(ctx, r.sql.alone, r.args...)
 		if err != nil {
 			return 0, err
 		}
 		return tag.RowsAffected(), nil
 	}
-	err := s.pool.QueryRow(ctx, r.sql.alone, r.args...).Scan(r.dest...)
+	err = conn.QueryRow(ctx, r.sql.alone, r.args...).Scan(r.dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -189,16 +207,22 @@ func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]writeRes, 
 			rows = append(rows, id)
 		}
 	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return aloneAll()
+	}
+	defer conn.Release() // after the rollback below
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
 	b.Queue(s.q.lockRows, rows)
 	for _, i := range order {
+		s.stampClock(reqs[i])
 		b.Queue(reqs[i].sql.shared, reqs[i].args...)
 	}
-	br := s.pool.SendBatch(ctx, b)
+	br := conn.SendBatch(ctx, b)
 	tx := br.Tx()
 	defer func() { _ = tx.Rollback(ctx) }() // no-op once committed; closes the connection if ctx ended
-	err := readShared(br, reqs, order, res)
+	err = readShared(br, reqs, order, res)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}

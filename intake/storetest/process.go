@@ -18,6 +18,7 @@ func processCases() []testCase {
 		{name: "CrashBudget", rule: "with MaxCrashes, takeovers from lapsed owners count against MaxCrashes, not MaxAttempts", needs: capProcess, run: crashBudget},
 		{name: "CrashesAndAttemptsApart", rule: "a lease that ended under a live owner is an attempt, not a crash", needs: capProcess, run: crashesAndAttemptsApart},
 		{name: "NoCrashBudget", rule: "with MaxCrashes zero, a crashed attempt counts against MaxAttempts", needs: capProcess, run: noCrashBudget},
+		{name: "NegativeCrashBudgetRefused", rule: "a claim with a negative MaxCrashes is refused with intake.ErrInvalidArgument and changes nothing", needs: capProcess, run: negativeCrashBudget},
 		{name: "FailedRowIsNoCrash", rule: "the retry of a failed row is no crash, even when its last owner lapsed", needs: capProcess, run: failedRowIsNoCrash},
 	}
 }
@@ -309,4 +310,12 @@ func failedRowIsNoCrash(c *checker) {
 		c.fatalf("ClaimOwned at 70ms took %s; two failed attempts spend MaxAttempts 2 (the retry after owner p lapsed counted as a crash?)", fmtID(id))
 	}
 	c.spentWith(1, intake.AttemptsSpentText)
+}
+
+// negativeCrashBudget: MaxCrashes below zero is outside the contract.
+func negativeCrashBudget(c *checker) {
+	c.mustAdd(1, 0)
+	_, ok, err := c.fenced.ClaimOwned(c.ctx, 1, withCrashes(owned(0, 100, defaultMax, ""), -1))
+	c.refused(fmt.Sprintf("ClaimOwned(1, MaxCrashes -1) (reported %v)", ok), err)
+	c.mustClaimOwned(1, owned(1, 100, defaultMax, ""), 1)
 }
