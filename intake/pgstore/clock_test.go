@@ -39,8 +39,19 @@ func TestSkewedHostNeverTakesALiveLease(t *testing.T) {
 	for name, claim := range map[string]func() error{
 		"ClaimOwned": func() error { _, _, err := skewed.ClaimOwned(ctx, 1, steal); return err },
 		"Claim":      func() error { _, _, err := skewed.Claim(ctx, 1, steal); return err },
-		"Register":   func() error { _, err := skewed.Register(ctx, "skewed", t1.Add(10*time.Second)); return err },
-		"Beat":       func() error { _, err := skewed.Beat(ctx, "honest", t1.Add(10*time.Second), t1); return err },
+		"ClaimOwned in strict chat order": func() error {
+			strict := steal
+			strict.StrictChatOrder = true
+			_, _, err := skewed.ClaimOwned(ctx, 1, strict)
+			return err
+		},
+		"AddBatchClaimed": func() error {
+			_, err := skewed.AddBatchClaimed(ctx, []intake.AddRequest{{
+				Incoming: intake.Incoming{UpdateID: 2, Body: []byte(`{"update_id":2}`), ReceivedAt: t1}, Claim: &steal}})
+			return err
+		},
+		"Register": func() error { _, err := skewed.Register(ctx, "skewed", t1.Add(10*time.Second)); return err },
+		"Beat":     func() error { _, err := skewed.Beat(ctx, "honest", t1.Add(10*time.Second), t1); return err },
 	} {
 		err := claim()
 		var cse *pgstore.ClockSkewError
@@ -54,6 +65,9 @@ func TestSkewedHostNeverTakesALiveLease(t *testing.T) {
 	}
 	if owns, err := honest.Owns(ctx, first, time.Now()); err != nil || !owns {
 		t.Fatalf("honest Owns after the skewed claims = %v, %v; the live lease was taken", owns, err)
+	}
+	if _, found, err := honest.Get(ctx, 2); err != nil || found {
+		t.Errorf("Get(2) after the skewed claimed add = found %v, %v; want nothing recorded", found, err)
 	}
 	if ok, err := honest.Beat(ctx, "honest", time.Now().Add(10*time.Second), time.Now()); err != nil || !ok {
 		t.Errorf("honest Beat = %v, %v; the skewed Beat changed its heartbeat", ok, err)
