@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/closedport"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/transport"
 )
@@ -194,13 +194,7 @@ func TestTransportFaults(t *testing.T) {
 // MaxSendTries times, answered 503 not-dispatched, and a later attempt sends
 // it.
 func TestNotDispatched(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + l.Addr().String()
-	l.Close()
-	var root = dead
+	root := "http://" + closedport.Addr(t) // refuses every connection
 	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.APIRoot = root; c.MaxSendTries = 2 }})
 	id := f.claim(t, 3)
 	r := f.send(t, &id, "later")

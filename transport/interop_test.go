@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/closedport"
 	"github.com/tgrelay/tgrelay/transport"
 )
 
@@ -28,12 +29,7 @@ func TestBotAPIClassifiesTransportErrors(t *testing.T) {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	ln.Close()
+	refused := "http://" + closedport.Addr(t)
 	if f := botapi.Classify(post(refused)); f.Reason != botapi.ReasonNotDispatched || !f.Retryable {
 		t.Errorf("refused connection classified %+v, want not-dispatched and retryable", f)
 	}

@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"errors"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tgrelay/tgrelay/internal/closedport"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -88,12 +88,7 @@ func TestSendOutcomes(t *testing.T) {
 	t.Run("not dispatched", func(t *testing.T) {
 		t.Parallel()
 		// A port nobody listens on refuses the connection: nothing was sent.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
+		addr := closedport.Addr(t)
 		out, code, _ := runSendCapture(t, "123456:"+strings.Repeat("A", 35), "--api-root", "http://"+addr, "--chat", "1", "--text", "hi")
 		if code != exitSendNotDispatched || !strings.Contains(out, "not dispatched (stage connect: connection refused)") {
 			t.Errorf("exit %d, output:\n%s", code, out)
