@@ -63,8 +63,25 @@ const claimable = `(state = 'pending'
 const lapsed = `(state = 'processing' AND owner IS NOT NULL AND NOT EXISTS (
 	SELECT 1 FROM {{table}}_procs AS p WHERE p.process_id = {{table}}.owner AND p.until_ms >= $2::bigint))`
 
-// crash is 1 when the claim counts a crash, else 0.
-const crash = `(CASE WHEN ` + lapsed + ` THEN 1 ELSE 0 END)`
+// crash is 1 when the claim counts a crash, else 0: the row's lapsed
+// owner, judged once per claim in claimWith.
+const crash = `cur.crash`
+
+// claimWith locks the claimed row and judges its owner once: lapsed is a
+// subquery, and the claim's expressions need it a dozen times (every
+// {{takes}}), which PostgreSQL would evaluate each time. FOR NO KEY UPDATE
+// is the lock the UPDATE takes anyway; under READ COMMITTED it waits for a
+// concurrent write of the row and then reads its newest version, which the
+// UPDATE then changes, so the claim stays one atomic step. This host's
+// clock is checked first, before any row is read (a condition on
+// parameters only). The row is selected with sharedWhere, so a shared
+// write that lockRows skipped reads no row and waits for nothing.
+const claimWith = `WITH cur AS (
+	SELECT update_id, CASE WHEN {{lapsed}} THEN 1 ELSE 0 END AS crash
+	FROM {{table}}
+	WHERE update_id = $1::bigint AND {{table}}_clock($9::bigint, $10::bigint)
+	FOR NO KEY UPDATE)
+`
 
 // takes is true when a claimable row is taken rather than spent: with a
 // crash budget ($7 > 0) crashed attempts count against it and not against
@@ -88,9 +105,9 @@ const claimSet = `
 		WHEN $7::integer > 0 AND crashes + {{crash}} >= $7::integer THEN $8::text ELSE $5::text END,
 	owner      = CASE WHEN {{takes}} THEN NULLIF($6::text, '') ELSE owner END`
 
-// claimWhere selects a claimable row, after checking this host's clock.
-const claimWhere = `WHERE update_id = $1::bigint AND ({{claimable}} OR {{lapsed}})
-	AND {{table}}_clock($9::bigint, $10::bigint)`
+// claimWhere selects the row claimWith locked, when it is claimable or
+// its owner lapsed.
+const claimWhere = `FROM cur WHERE {{table}}.update_id = cur.update_id AND ({{claimable}} OR cur.crash = 1)`
 
 // inOrder is the strict chat order condition for a row of the table at now
 // (the parameter now, such as "$2"); see
@@ -122,23 +139,23 @@ func strictClaim(stmt string) string {
 
 func buildQueries(table string) queries {
 	// Two passes: the fragments name the table too.
-	frag := strings.NewReplacer("{{claimSet}}", claimSet, "{{claimWhere}}", claimWhere)
+	frag := strings.NewReplacer("{{claimWith}}", claimWith, "{{claimSet}}", claimSet, "{{claimWhere}}", claimWhere)
 	pred := strings.NewReplacer("{{claimable}}", claimable, "{{takes}}", takes, "{{crash}}", crash)
 	lap := strings.NewReplacer("{{lapsed}}", lapsed, "{{dueLapsed}}", strings.ReplaceAll(lapsed, "$2::bigint", "$1::bigint"))
 	tab := strings.NewReplacer("{{table}}", table)
 	f := func(s string) string { return tab.Replace(lap.Replace(pred.Replace(frag.Replace(s)))) }
 	w := func(s string) writeSQL { return newWriteSQL(f(s)) }
-	claim := `UPDATE {{table}} SET {{claimSet}},
+	claim := `{{claimWith}}UPDATE {{table}} SET {{claimSet}},
 				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE $2::bigint END
 			{{claimWhere}}
 			RETURNING state, attempts`
-	claimOwned := `UPDATE {{table}} SET {{claimSet}},
+	claimOwned := `{{claimWith}}UPDATE {{table}} SET {{claimSet}},
 				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE $2::bigint END,
 				claim_id   = CASE WHEN {{takes}} THEN $11::text ELSE COALESCE(claim_id, $11::text) END
 			{{claimWhere}}
 			RETURNING state, attempts, claim_id`
 	// A durable spend leaves settled_at NULL: an unacknowledged exhaustion.
-	claimOwnedDurable := `UPDATE {{table}} SET {{claimSet}},
+	claimOwnedDurable := `{{claimWith}}UPDATE {{table}} SET {{claimSet}},
 				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE NULL END,
 				claim_id   = CASE WHEN {{takes}} THEN $11::text ELSE COALESCE(claim_id, $11::text) END
 			{{claimWhere}}

@@ -264,7 +264,7 @@ func TestFenceLocksOutReclaimUntilCommit(t *testing.T) {
 			waitFor(t, 10*time.Second, "the reclaim to wait on the row lock", func() (bool, error) {
 				var n int
 				err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-					WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE%'`).Scan(&n)
+					WHERE datname = current_database() AND wait_event_type = 'Lock' AND (query LIKE 'UPDATE%' OR query LIKE 'WITH cur AS%')`).Scan(&n)
 				return n > 0, err
 			})
 			// It stays blocked while the domain transaction is open.
