@@ -133,23 +133,11 @@ func chatOrderRun(ctx context.Context, bin, dir string, cluster *pgtest.Cluster,
 
 	env := childEnv("TGRELAY_TOKEN="+tg.Token, "TGRELAY_WEBHOOK_SECRET="+relaySecret)
 	args := append(crashServeArgs(dbURL, tg.URL, app.url), "--chat-order", mode)
-	var procs []*crashServe
-	for i := range 3 {
-		s, err := newCrashServe(fmt.Sprintf("%s-serve-%d", mode, i+1), bin, dir, args, env)
-		if err != nil {
-			return res, err
-		}
-		if err := s.start(ctx, true); err != nil {
-			return res, err
-		}
-		defer s.stop()
-		procs = append(procs, s)
-	}
-	proxy, err := startRoundRobin(procs)
+	procs, proxy, stopCluster, err := startServeCluster(ctx, mode+"-serve", 3, bin, dir, args, env)
+	defer stopCluster()
 	if err != nil {
 		return res, err
 	}
-	defer proxy.close()
 
 	gen := &orderGen{app: app}
 	t0 := time.Now()

@@ -132,23 +132,11 @@ func crashPGRun(ctx context.Context, bin, dir string, n int, rate float64, minKi
 	defer sink.close()
 
 	env := childEnv("TGRELAY_TOKEN="+tg.Token, "TGRELAY_WEBHOOK_SECRET="+relaySecret)
-	var procs []*crashServe
-	for i := range 3 {
-		s, err := newCrashServe(fmt.Sprintf("serve-%d", i+1), bin, dir, crashServeArgs(dbURL, tg.URL, sink.url), env)
-		if err != nil {
-			return res, err
-		}
-		if err := s.start(ctx, true); err != nil {
-			return res, err
-		}
-		defer s.stop()
-		procs = append(procs, s)
-	}
-	proxy, err := startRoundRobin(procs)
+	procs, proxy, stopCluster, err := startServeCluster(ctx, "serve", 3, bin, dir, crashServeArgs(dbURL, tg.URL, sink.url), env)
+	defer stopCluster()
 	if err != nil {
 		return res, err
 	}
-	defer proxy.close()
 
 	fmt.Fprintf(out, "crash-pg: %d updates at %.0f/s through a round-robin proxy to 3 serve on PostgreSQL, fenced writes, random SIGKILLs (at least %d)\n", n, rate, minKills)
 	gen := &crashGen{}
@@ -224,6 +212,34 @@ type roundRobin struct {
 	// accepted, when set before the first request, is told of every POST
 	// a backend (index into procs) answered 200.
 	accepted func(backend int, body []byte)
+}
+
+// startServeCluster starts n serve processes named prefix-1 … prefix-n
+// with the same flags and environment, and a round-robin proxy in front of
+// them. stop ends the proxy and the processes; it is set even on an error.
+func startServeCluster(ctx context.Context, prefix string, n int, bin, dir string, args, env []string) (procs []*crashServe, proxy *roundRobin, stop func(), err error) {
+	stop = func() {
+		if proxy != nil {
+			proxy.close()
+		}
+		for _, s := range procs {
+			s.stop()
+		}
+	}
+	for i := range n {
+		s, err := newCrashServe(fmt.Sprintf("%s-%d", prefix, i+1), bin, dir, args, env)
+		if err != nil {
+			return procs, nil, stop, err
+		}
+		procs = append(procs, s)
+		if err := s.start(ctx, true); err != nil {
+			return procs, nil, stop, err
+		}
+	}
+	if proxy, err = startRoundRobin(procs); err != nil {
+		return procs, nil, stop, err
+	}
+	return procs, proxy, stop, nil
 }
 
 func startRoundRobin(procs []*crashServe) (*roundRobin, error) {
