@@ -123,10 +123,11 @@ updates it was forwarding are forwarded again by another serve, or by its own
 restart, --heartbeat-timeout (10s) after its last heartbeat, not a --lease
 later; with SQLite a restart takes them over as it starts (each serve holds a
 lock file under <db>-procs/ that the kernel frees when it dies). A serve that
-cannot renew its heartbeat that long stops its forwards itself. An attempt that ended with its process is a crash, and crashes count
-against --max-crashes (10), not --max-attempts: deploys and kills do not use
-up an update's attempts, while an update that kills its process every time
-still ends as an exhaustion ("crashes spent"). With PostgreSQL, every claim
+cannot renew its heartbeat that long stops its forwards itself. An attempt
+that ended with its process is a crash, and crashes count against
+--max-crashes (10), not --max-attempts: deploys and kills do not use up an
+update's attempts, while an update that kills its process every time still
+ends as an exhaustion ("crashes spent"). With PostgreSQL, every claim
 and heartbeat checks that this host's clock is within --max-clock-skew (2s)
 of the database's and is refused otherwise, so a host whose clock runs ahead
 never takes a live lease.
