@@ -224,13 +224,7 @@ type latencyResult struct {
 func (g *relayLoad) runOpen(ctx context.Context, sink *relaySink, url string, rate, n int) (latencyResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, relayRunTimeout)
 	defer cancel()
-	lo := g.nextID
-	g.nextID += int64(n)
-	bodies := make([][]byte, n)
-	for i := range n {
-		id := lo + int64(i)
-		bodies[i] = telegramUpdate(id, 1000+id%int64(g.chats))
-	}
+	lo, bodies := g.nextBatch(n)
 	done := sink.expect(lo, n)
 	sched := make([]time.Time, n)
 	var reposts atomic.Int64

@@ -211,17 +211,24 @@ func telegramUpdate(id int64, chat int64) []byte {
 		`,"date":1764400000,"text":"hello from the relay benchmark, message ` + strconv.FormatInt(id, 10) + `"}}`)
 }
 
-// run posts n new updates to url and waits until the sink has them all.
-func (g *relayLoad) run(ctx context.Context, sink *relaySink, url string, n int) (relayResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, relayRunTimeout)
-	defer cancel()
-	lo := g.nextID
+// nextBatch makes the bodies of n new updates over the load's chats and
+// returns them with the first one's id.
+func (g *relayLoad) nextBatch(n int) (lo int64, bodies [][]byte) {
+	lo = g.nextID
 	g.nextID += int64(n)
-	bodies := make([][]byte, n)
+	bodies = make([][]byte, n)
 	for i := range n {
 		id := lo + int64(i)
 		bodies[i] = telegramUpdate(id, 1000+id%int64(g.chats))
 	}
+	return lo, bodies
+}
+
+// run posts n new updates to url and waits until the sink has them all.
+func (g *relayLoad) run(ctx context.Context, sink *relaySink, url string, n int) (relayResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, relayRunTimeout)
+	defer cancel()
+	lo, bodies := g.nextBatch(n)
 	done := sink.expect(lo, n)
 	sent := make([]time.Time, n)
 	var next, reposts atomic.Int64
