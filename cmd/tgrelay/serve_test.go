@@ -563,8 +563,9 @@ func TestServeKillAndRestartLosesNothing(t *testing.T) {
 		}
 		t.Logf("at the kill: %v", s.Count)
 	}()
+	first := r
 	r = startServeProc(t, nil, args...)
-	serveWaitFor(t, "every update forwarded after the restart", func() bool { return ep.distinct() == len(ups) })
+	serveWaitFor(t, "every update forwarded after the restart", func() bool { return ep.distinct() == len(ups) }, first, r)
 	// Every update ends completed in the store.
 	st, err := openStore(t.Context(), db, "", false)
 	if err != nil {
