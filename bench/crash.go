@@ -320,8 +320,15 @@ func killLoop(ctx context.Context, procs []*crashServe, minKills int, minGap, ma
 // procs every 1–2 s, at least minKills times and until the load is done.
 // It returns the kills and the time of the last one.
 func loadUnderKills(ctx context.Context, gen *crashGen, url func() string, lo int64, n int, rate float64, procs []*crashServe, minKills int, out io.Writer) (int, time.Time, error) {
+	return killsDuring(ctx, func() error { return gen.run(ctx, url, lo, n, 16, rate) }, procs, minKills, out)
+}
+
+// killsDuring runs load while killLoop kills procs every 1–2 s, at least
+// minKills times and until load returned. It returns the kills and the time
+// of the last one; a load error is returned as the generator's.
+func killsDuring(ctx context.Context, load func() error, procs []*crashServe, minKills int, out io.Writer) (int, time.Time, error) {
 	genDone := make(chan error, 1)
-	go func() { genDone <- gen.run(ctx, url, lo, n, 16, rate) }()
+	go func() { genDone <- load() }()
 	var genErr error
 	finished := false
 	stop := func() bool {

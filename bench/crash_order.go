@@ -141,32 +141,12 @@ func chatOrderRun(ctx context.Context, bin, dir string, cluster *pgtest.Cluster,
 
 	gen := &orderGen{app: app}
 	t0 := time.Now()
-	genDone := make(chan error, 1)
-	go func() { genDone <- gen.run(ctx, proxy.url, n, chats, rate) }()
+	load := func() error { return gen.run(ctx, proxy.url, n, chats, rate) }
 	if minKills > 0 {
-		var genErr error
-		finished := false
-		stop := func() bool {
-			if !finished {
-				select {
-				case genErr = <-genDone:
-					finished = true
-				default:
-				}
-			}
-			return finished
-		}
-		res.kills, _, err = killLoop(ctx, procs, minKills, time.Second, 2*time.Second, stop, out)
-		if !finished {
-			genErr = <-genDone
-		}
-		if err != nil {
+		if res.kills, _, err = killsDuring(ctx, load, procs, minKills, out); err != nil {
 			return res, err
 		}
-		if genErr != nil {
-			return res, fmt.Errorf("generator: %w", genErr)
-		}
-	} else if err := <-genDone; err != nil {
+	} else if err := load(); err != nil {
 		return res, fmt.Errorf("generator: %w", err)
 	}
 	// Drained: the app answered every update, and every row is completed
