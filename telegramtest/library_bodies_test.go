@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
 // A libraryBody is one request as a bot library sends it. Body holds
@@ -418,5 +416,3 @@ func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
-
-var _ = telegramtest.NewServer // the fixture comes from setup
