@@ -238,7 +238,28 @@ content-disposition:form-data; name="media"
 	{lib: "python-telegram-bot", name: "reply_to_message_id as reply_parameters, no preview", method: "sendMessage", contentType: "form",
 		form: form("chat_id", "$CHAT", "text", "reply https://example.com",
 			"reply_parameters", `{"message_id": $MSG, "allow_sending_without_reply": true}`, "link_preview_options", `{"is_disabled": true}`), check: wantReplyTo},
-	{lib: "python-telegram-bot", name: "MarkdownV2 and entities", method: "sendMessage", contentType: "form",
+	{lib: "python-telegram-bot", name: "reply_to_message_id (before v20.8)", method: "sendMessage", contentType: "form",
+		form: form("chat_id", "$CHAT", "text", "reply", "reply_to_message_id", "$MSG", "allow_sending_without_reply", "false"), check: wantReplyTo},
+	{lib: "python-telegram-bot", name: "document upload replying", method: "sendDocument", contentType: mp, body: crlf(`--b0undary
+Content-Disposition: form-data; name="chat_id"
+
+$CHAT
+--b0undary
+Content-Disposition: form-data; name="reply_parameters"
+
+{"message_id": $MSG}
+--b0undary
+Content-Disposition: form-data; name="disable_notification"
+
+true
+--b0undary
+Content-Disposition: form-data; name="document"; filename="notes.txt"
+Content-Type: text/plain
+
+notes
+--b0undary--
+`), check: wantReplyTo},
+	{lib: "python-telegram-bot", name: "entities", method: "sendMessage", contentType: "form",
 		form: form("chat_id", "$CHAT", "text", "bold", "entities", `[{"type": "bold", "offset": 0, "length": 4}]`)},
 	{lib: "python-telegram-bot", name: "photo upload", method: "sendPhoto", contentType: mp, body: crlf(`--b0undary
 Content-Disposition: form-data; name="chat_id"
