@@ -41,6 +41,17 @@
 // is not echoed (the ledger records the markup as sent either way). getMe
 // has the fields current framework types require.
 //
+// An empty optional field is absent, as Telegram reads it: "", false, 0,
+// null, [] or an object whose fields are all empty (go-telegram/bot's
+// "copy_text":{"text":""} in every inline button, "parse_mode":"",
+// "reply_parameters":{}, "reply_markup":{}). Where Telegram gives an empty
+// value a meaning, it keeps it: "callback_game":{} is a game button,
+// "request_poll":{} asks for any poll, and "switch_inline_query":"" is a
+// button's action when no other field is used. An empty reply_markup
+// (including {"inline_keyboard":[]}) is no markup, so an edit with one
+// removes the keyboard; reply_parameters that is empty or names message 0
+// is no reply; parse_mode "None" is no parse mode.
+//
 // Refusals use Telegram's wording: 403 "Forbidden: bot was blocked by the
 // user" ([Server.SetBlocked]), 403 "Forbidden: user is deactivated"
 // ([Server.Deactivate]), 403 "Forbidden: bot was kicked from the group
@@ -56,7 +67,12 @@
 // "BOT_COMMAND_INVALID", "REACTION_INVALID", "wrong parameter action in
 // request" and the other checks of each method.
 //
-// Differences from Telegram, on purpose: setWebhook accepts http:// URLs
+// Differences from Telegram, on purpose: an inline keyboard button that
+// uses two optional fields (say a url and a callback_data, both non-empty)
+// or a reply keyboard button that uses two (request_contact and
+// request_location) is refused, "only one of the optional fields must be
+// used", as the Bot API documentation requires, where Telegram silently
+// takes the first in its own order; setWebhook accepts http:// URLs
 // and any port (test servers are loopback), rejects max_connections outside
 // 1..100 instead of clamping it; a file named by URL is not downloaded (its
 // download path answers 404), and inline messages cannot be edited.

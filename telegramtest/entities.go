@@ -40,8 +40,12 @@ func formatText(text, parseMode, explicit string) (string, []Entity, *apiError) 
 	if !utf8.ValidString(text) {
 		return "", nil, badRequest("text must be encoded in UTF-8")
 	}
-	switch strings.ToLower(parseMode) {
-	case "":
+	mode := strings.ToLower(parseMode)
+	if text == "" {
+		mode = "" // Telegram reads no parse mode for an empty text or caption
+	}
+	switch mode {
+	case "", "none":
 		if strings.TrimSpace(explicit) != "" {
 			if err := json.Unmarshal([]byte(explicit), &ents); err != nil {
 				return "", nil, badRequest("can't parse entities JSON object")

@@ -321,68 +321,6 @@ func textParams(p params, key, parseKey, entitiesKey string, caption bool) (stri
 	return plain, ents, nil
 }
 
-// inlineButtonActions are the fields of which an inline keyboard button
-// must have exactly one.
-var inlineButtonActions = []string{"url", "callback_data", "web_app", "login_url", "switch_inline_query",
-	"switch_inline_query_current_chat", "switch_inline_query_chosen_chat", "copy_text", "callback_game", "pay"}
-
-// checkMarkup validates reply_markup. It returns the markup as sent, and
-// the markup a sent message keeps: an inline keyboard is kept, a reply
-// keyboard, its removal or a force reply is not echoed back (as Telegram
-// does not).
-func checkMarkup(p params) (raw, kept json.RawMessage, e *apiError) {
-	s := strings.TrimSpace(p.get("reply_markup"))
-	if s == "" {
-		return nil, nil, nil
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(s), &obj); err != nil || obj == nil {
-		return nil, nil, badRequest("can't parse reply keyboard markup JSON object")
-	}
-	raw = json.RawMessage(s)
-	ik, ok := obj["inline_keyboard"]
-	if !ok {
-		if kb, ok := obj["keyboard"]; ok {
-			var rows [][]json.RawMessage
-			if json.Unmarshal(kb, &rows) != nil {
-				return nil, nil, badRequest("field \"keyboard\" must be an Array")
-			}
-		}
-		return raw, nil, nil
-	}
-	var rows [][]map[string]json.RawMessage
-	if err := json.Unmarshal(ik, &rows); err != nil {
-		return nil, nil, badRequest("field \"inline_keyboard\" of the InlineKeyboardMarkup must be an Array of Arrays")
-	}
-	for _, row := range rows {
-		for _, b := range row {
-			var text string
-			if json.Unmarshal(b["text"], &text) != nil || text == "" {
-				return nil, nil, badRequest("can't parse inline keyboard button: Text is empty")
-			}
-			n := 0
-			for _, a := range inlineButtonActions {
-				if _, ok := b[a]; ok {
-					n++
-				}
-			}
-			if n == 0 {
-				return nil, nil, badRequest("can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard")
-			}
-			if n > 1 {
-				return nil, nil, badRequest("can't parse inline keyboard button: only one of the optional fields must be used")
-			}
-			if cd, ok := b["callback_data"]; ok {
-				var data string
-				if json.Unmarshal(cd, &data) != nil || len(data) == 0 || len(data) > 64 {
-					return nil, nil, badRequest("BUTTON_DATA_INVALID")
-				}
-			}
-		}
-	}
-	return raw, raw, nil
-}
-
 // outgoing is what every sending method shares: the target chat, thread,
 // reply and reply markup.
 type outgoing struct {
@@ -413,14 +351,9 @@ func (s *Server) outgoingLocked(p params, withMarkup bool) (outgoing, *apiError)
 		return o, badRequest("reply_to_message_id is invalid")
 	}
 	allowWithout := p.bool("allow_sending_without_reply")
-	if raw := strings.TrimSpace(p.get("reply_parameters")); raw != "" {
-		var rp struct {
-			MessageID                int64 `json:"message_id"`
-			AllowSendingWithoutReply bool  `json:"allow_sending_without_reply"`
-		}
-		if json.Unmarshal([]byte(raw), &rp) != nil || rp.MessageID == 0 {
-			return o, badRequest("can't parse reply parameters JSON object")
-		}
+	if rp, set, e := replyParameters(p); e != nil {
+		return o, e
+	} else if set {
 		replyTo, allowWithout = rp.MessageID, rp.AllowSendingWithoutReply
 	}
 	if replyTo != 0 {
@@ -497,6 +430,9 @@ func (s *Server) sendMessageLocked(p params) (any, *apiError) {
 	}
 	text, ents, e := textParams(p, "text", "parse_mode", "entities", false)
 	if e != nil {
+		return nil, e
+	}
+	if e := checkLinkPreview(p); e != nil {
 		return nil, e
 	}
 	m := &storedMsg{kind: msgText, text: text, sent: p.get("text"), entities: ents}
@@ -710,6 +646,9 @@ func (s *Server) editTextLocked(p params) (any, *apiError) {
 	}
 	text, ents, e := textParams(p, "text", "parse_mode", "entities", false)
 	if e != nil {
+		return nil, e
+	}
+	if e := checkLinkPreview(p); e != nil {
 		return nil, e
 	}
 	raw, kept, e := checkMarkup(p)
