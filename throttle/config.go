@@ -95,8 +95,9 @@ type Config struct {
 	// MaxWait bounds how long one call may wait for its turn, 429 pauses
 	// and retries included. A call that cannot be granted within it is
 	// refused with a [*WaitError] carrying a retry_after. Zero means
-	// DefaultMaxWait; at most MaxMaxWait. A context deadline that comes
-	// sooner ends the wait sooner.
+	// DefaultMaxWait; at most MaxMaxWait. A sooner deadline set with
+	// [WithWaitDeadline] replaces it for one call; a context deadline that
+	// comes sooner ends the wait sooner, with the context's error.
 	MaxWait time.Duration
 	// MaxQueue bounds the calls waiting at once, across all chats; a call
 	// beyond it is refused at once with a [*WaitError] (ReasonQueueFull).
