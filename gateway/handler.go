@@ -56,10 +56,10 @@ var intakeMethods = []string{"getUpdates", "setWebhook", "deleteWebhook"}
 //
 // Every answer carries [HeaderCallTimeout]. The handler sets its
 // connection's write deadline to [Bounds].WriteTimeout from the request's
-// arrival, and, once the body is read, its read deadline too (so that the
-// server's read timeout, which would otherwise also end the request's
-// context while the call waits, does not), when the ResponseWriter allows
-// it (http.ResponseController). An app that closes its connection while its
+// arrival, when the ResponseWriter allows it (http.ResponseController), so
+// a server whose own write timeout is shorter does not cut the answer. (The
+// server's read timeout bounds reading the request only: net/http lifts the
+// read deadline once the body is read.) An app that closes its connection while its
 // call has not left stops the call: it is not sent. Once it left, the call
 // goes on, and its outcome is journaled; the answer the app did not get is
 // reported to the Observer as undelivered.
@@ -70,8 +70,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = rc.SetWriteDeadline(deadline) // not supported: the server's own WriteTimeout applies
 	ctx, l, release := g.callContext(r.Context(), arrival)
 	defer release()
-	bodyRead := func() { _ = rc.SetReadDeadline(deadline) }
-	a, method, fenced := g.serve(ctx, l, r, bodyRead)
+	a, method, fenced := g.serve(ctx, l, r)
 	w.Header().Set(HeaderCallTimeout, g.bounds.callTimeoutValue())
 	delivered := g.write(w, rc, r.Context(), a)
 	g.observe(method, a, fenced, false, start, !delivered)
@@ -121,9 +120,8 @@ func notFound() answer {
 }
 
 // serve answers r in ctx, the call's context (see callContext), stopped
-// through l when the app goes; bodyRead is called once the buffered part of
-// the body is read.
-func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request, bodyRead func()) (a answer, method string, fenced bool) {
+// through l when the app goes.
+func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answer, method string, fenced bool) {
 	path := r.URL.Path
 	var id *intake.Identity
 	if rest, ok := strings.CutPrefix(path, AttemptPrefix); ok {
@@ -171,7 +169,6 @@ func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request, bodyRead
 		if r.URL.RawQuery != "" {
 			c.upstream += "?" + r.URL.RawQuery
 		}
-		bodyRead()
 		return g.handle(ctx, id, c), "file", fenced
 	}
 	method = tail
@@ -193,7 +190,6 @@ func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request, bodyRead
 	if err := g.readBody(r.Body, c); err != nil {
 		return *err, method, fenced
 	}
-	bodyRead()
 	return g.handle(ctx, id, c), method, fenced
 }
 
