@@ -38,8 +38,10 @@ const (
 	// and retries included, before it is refused with a retry_after. It is
 	// the group window (a minute): a group that sent its 20 messages in the
 	// first seconds of a minute waits for the rest of it, and a shorter
-	// bound would answer an ordinary group flood with 429s. An app's HTTP
-	// timeout toward the gateway should exceed it.
+	// bound would answer an ordinary group flood with 429s. The gateway
+	// answers a call within this wait plus Telegram's answer time (its
+	// Bounds, stated to the app in Tgrelay-Call-Timeout); an app's HTTP
+	// timeout toward the gateway should exceed that.
 	DefaultMaxWait = time.Minute
 	// MaxMaxWait bounds Config.MaxWait.
 	MaxMaxWait = 10 * time.Minute
