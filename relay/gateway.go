@@ -158,8 +158,13 @@ func (r *Relay) newGateway() error {
 	return nil
 }
 
-// gatewayCall reports a call the gateway answered.
+// gatewayCall reports a call the gateway answered, and warns of a sent
+// call whose answer the app did not wait for.
 func (r *Relay) gatewayCall(e gateway.CallEvent) {
+	if e.Undelivered && !e.Replayed && (e.Outcome == gateway.OutcomeAnswered || e.Outcome == gateway.OutcomeUnknown) {
+		r.log.Warn("relay: the app gave up on a gateway call that was sent; its outcome is journaled, but an app that sends it again unfenced makes it twice: set its HTTP timeout above the gateway's Tgrelay-Call-Timeout",
+			"method", e.Method, "outcome", string(e.Outcome), "fenced", e.Fenced, "after", e.Duration, "call_timeout", r.gw.Bounds().Answer)
+	}
 	r.emit(Event{Kind: KindGatewayCall, Call: e, Duration: e.Duration})
 }
 

@@ -68,14 +68,21 @@ func gwSend(t *testing.T, client *http.Client, root, token string, chatID int64,
 // listener added) in front of srv.
 func gatewayRelay(t *testing.T, srv *telegramtest.Server, gc relay.GatewayConfig, fwd forward.Config) (*relay.Relay, *recorder) {
 	t.Helper()
-	rec := newRecorder()
-	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, rec)
+	r, rec, _ := gatewayRelayLogs(t, srv, gc, fwd)
+	return r, rec
+}
+
+// gatewayRelayLogs is gatewayRelay, also returning the relay's log.
+func gatewayRelayLogs(t *testing.T, srv *telegramtest.Server, gc relay.GatewayConfig, fwd forward.Config) (*relay.Relay, *recorder, *syncBuffer) {
+	t.Helper()
+	rec, logs := newRecorder(), &syncBuffer{}
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
 	if fwd.URL != "" {
 		cfg.Forward = fwd
 	}
 	gc.Listener = listen(t)
 	cfg.Gateway = gc
-	return start(t, cfg), rec
+	return start(t, cfg), rec, logs
 }
 
 // callEvents returns the gateway calls the relay reported.
@@ -302,7 +309,7 @@ func TestGatewayAppGoneAfterSendJournaled(t *testing.T) {
 	if err := srv.Arm(telegramtest.Fault{Method: "sendMessage", Delay: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	_, rec := gatewayRelay(t, srv, relay.GatewayConfig{}, forward.Config{URL: app.URL})
+	_, rec, logs := gatewayRelayLogs(t, srv, relay.GatewayConfig{}, forward.Config{URL: app.URL})
 	if _, err := srv.SendText(chat, u, "hi"); err != nil {
 		t.Fatal(err)
 	}
@@ -319,5 +326,8 @@ func TestGatewayAppGoneAfterSendJournaled(t *testing.T) {
 	es := callEvents(rec)
 	if len(es) != 2 || es[0].Outcome != gateway.OutcomeAnswered || !es[0].Undelivered || es[1].Undelivered || !es[1].Replayed {
 		t.Fatalf("call events %+v; want the first answered but undelivered, the second replayed and delivered", es)
+	}
+	if ws := logLines(logs, "relay: the app gave up on a gateway call that was sent; its outcome is journaled, but an app that sends it again unfenced makes it twice: set its HTTP timeout above the gateway's Tgrelay-Call-Timeout"); len(ws) != 1 || ws[0]["method"] != "sendMessage" {
+		t.Errorf("warnings %v; want one naming the call", ws)
 	}
 }
