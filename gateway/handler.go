@@ -59,10 +59,10 @@ var intakeMethods = []string{"getUpdates", "setWebhook", "deleteWebhook"}
 // arrival, when the ResponseWriter allows it (http.ResponseController), so
 // a server whose own write timeout is shorter does not cut the answer. (The
 // server's read timeout bounds reading the request only: net/http lifts the
-// read deadline once the body is read.) An app that closes its connection while its
-// call has not left stops the call: it is not sent. Once it left, the call
-// goes on, and its outcome is journaled; the answer the app did not get is
-// reported to the Observer as undelivered.
+// read deadline once the body is read.) An app that closes its connection
+// while its call has not left stops the call: it is not sent. Once it left,
+// the call goes on, and its outcome is journaled; the answer the app did
+// not get is reported to the Observer as undelivered.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start, arrival := g.cfg.Test.Now(), time.Now()
 	rc := http.NewResponseController(w)
@@ -101,6 +101,9 @@ func (g *Gateway) write(w http.ResponseWriter, rc *http.ResponseController, app 
 	}
 	w.WriteHeader(a.status)
 	_, err := w.Write(a.body)
+	if errors.Is(err, http.ErrBodyNotAllowed) { // HEAD: the head is the answer
+		err = nil
+	}
 	if a.stream != nil {
 		if err == nil {
 			_, err = io.Copy(w, a.stream)
