@@ -331,3 +331,27 @@ func TestGatewayAppGoneAfterSendJournaled(t *testing.T) {
 		t.Errorf("warnings %v; want one naming the call", ws)
 	}
 }
+
+// TestGatewayAppGoneDuringTelegram429Retry: Telegram refused the call with
+// 429 (it did not act) and the gateway waits to send it again; the app
+// gives up meanwhile: the call is not sent again.
+func TestGatewayAppGoneDuringTelegram429Retry(t *testing.T) {
+	srv := fakeTelegram(t)
+	chat, _ := srv.NewPrivateChat(srv.NewUser("Gus"))
+	r, rec := gatewayRelay(t, srv, relay.GatewayConfig{Limits: throttle.Config{MaxWait: 10 * time.Second}}, forward.Config{})
+	if err := srv.Arm(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultTooManyRequests, RetryAfter: 2}); err != nil {
+		t.Fatal(err)
+	}
+	impatient := &http.Client{Timeout: 500 * time.Millisecond}
+	if _, err := gwSend(t, impatient, r.GatewayURL(), srv.Token, chat.ID, "refused once"); err == nil {
+		t.Fatal("the impatient client got an answer; want it to give up during the retry's wait")
+	}
+	waitFor(t, "the call's end", func() bool { return len(callEvents(rec)) == 1 })
+	if e := callEvents(rec)[0]; e.Outcome != gateway.OutcomeNotDispatched || !e.Undelivered {
+		t.Fatalf("call event %+v; want not dispatched, undelivered", e)
+	}
+	if n := telegram429s(rec); n != 1 || len(srv.MessagesTo(chat.ID)) != 0 || srv.Calls()["sendMessage"] != 0 {
+		t.Fatalf("Telegram refused %d calls, got %d more, the chat has %d messages; want the one refusal and nothing else",
+			n, srv.Calls()["sendMessage"], len(srv.MessagesTo(chat.ID)))
+	}
+}
