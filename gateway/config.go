@@ -32,6 +32,11 @@ const (
 	// DefaultMaxPendingOutcomes bounds the outcomes being journaled after
 	// their calls were answered, when Config.MaxPendingOutcomes is zero.
 	DefaultMaxPendingOutcomes = 256
+	// DefaultResponseTimeout is Config.ResponseTimeout when zero: the
+	// transport package's default response timeout.
+	DefaultResponseTimeout = 30 * time.Second
+	// MaxResponseTimeout is the largest Config.ResponseTimeout accepted.
+	MaxResponseTimeout = 10 * time.Minute
 	// outcomeBound bounds the recording of an outcome, which goes on after
 	// the app stopped waiting.
 	outcomeBound = 10 * time.Second
@@ -105,6 +110,15 @@ type Config struct {
 	// before the answer.
 	MaxPendingOutcomes int
 
+	// ResponseTimeout is the longest Telegram may take to answer a call
+	// once it has its turn, 1ms to [MaxResponseTimeout]. Give Transport the
+	// same response timeout (transport.Config.ResponseTimeout; relay does),
+	// so a silent Telegram is answered unknown within it; whatever the
+	// transport does, the gateway ends a call MaxWait + ResponseTimeout
+	// after its arrival (see the package doc, "Time bounds", and
+	// [Gateway.Bounds]). Zero means [DefaultResponseTimeout].
+	ResponseTimeout time.Duration
+
 	// Observer, when set, is told of every call the gateway answered.
 	Observer Observer
 
@@ -164,6 +178,12 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxAttempts = DefaultMaxAttempts
 	case c.MaxAttempts < 1:
 		return c, fmt.Errorf("%w: Config.MaxAttempts %d is below 1", ErrInvalidConfig, c.MaxAttempts)
+	}
+	switch {
+	case c.ResponseTimeout == 0:
+		c.ResponseTimeout = DefaultResponseTimeout
+	case c.ResponseTimeout < time.Millisecond || c.ResponseTimeout > MaxResponseTimeout:
+		return c, fmt.Errorf("%w: Config.ResponseTimeout %v: want 1ms to %v", ErrInvalidConfig, c.ResponseTimeout, MaxResponseTimeout)
 	}
 	if c.MaxPendingOutcomes == 0 {
 		c.MaxPendingOutcomes = DefaultMaxPendingOutcomes

@@ -15,7 +15,10 @@
 //     Telegram's own 429 included).
 //   - The limiter's Telegram-shaped 429 with retry_after, when the call
 //     could not be sent within its MaxWait (header Tgrelay-Outcome:
-//     throttled). Nothing was sent.
+//     throttled): at once, with the time to its turn, when its chat's or
+//     group's limit shows that its turn comes too late. Nothing was sent.
+//     Telegram's own 429 whose retry_after outlasts what is left of the
+//     wait is passed on as it came, and the call is not sent again.
 //   - [StatusNotDispatched] (503, Tgrelay-Outcome: not-dispatched): the call
 //     never left, even after Config.MaxSendTries tries. Sending it again is
 //     safe.
@@ -33,6 +36,43 @@
 // Every answer the gateway makes itself is Telegram-shaped
 // ({"ok":false,"error_code":…,"description":…}), so an app's library
 // reports it as it reports Telegram's errors.
+//
+// # Time bounds
+//
+// Every call is answered within one bound, from the arrival of its
+// request ([Gateway.Bounds], stated on every answer of the handler in
+// [HeaderCallTimeout], in seconds):
+//
+//	MaxWait           the limiter's Config.MaxWait (a minute by default): the
+//	                  longest the call waits for its turn, Telegram's 429
+//	                  pauses and retries included; then the limiter's 429
+//	+ ResponseTimeout Config.ResponseTimeout (30 s by default): the longest
+//	                  Telegram may take to answer once the call has its turn;
+//	                  then unknown (502)
+//	+ OutcomeTimeout  journaling an outcome that precedes the answer (10 s)
+//	= Answer          100 s by default
+//
+// The gateway keeps it itself: a call's context ends MaxWait +
+// ResponseTimeout after its arrival, whatever its transports do, and the
+// limiter grants no turn after MaxWait (it refuses the call with a 429
+// instead). A server serving the gateway must not cut a call sooner: its
+// write timeout must be at least [Bounds].WriteTimeout (Answer plus
+// [AnswerWriteMargin]); the relay builds its gateway server with it, and
+// [Gateway.ServeHTTP] also sets its connection's write deadline to it. An
+// app's HTTP timeout toward the gateway should exceed Answer: an app that
+// gives up sooner may leave a call that is then sent (see below). A file
+// download or a large answer must end within the same bound.
+//
+// # The app's connection
+//
+// An app that closes its connection (its HTTP client gave up) while its
+// call waits (for its turn, or between tries that never left) stops the
+// call: it is not sent, nothing is journaled as sent, and a later
+// attempt's identical call is sent. Once the call has left, the app's going
+// does not stop it: Telegram's answer is read and journaled as if the app
+// were there, so the update's next attempt gets it replayed rather than
+// sending the message again. The Observer reports an answer the app did
+// not get as undelivered ([CallEvent].Undelivered).
 //
 // # Fencing
 //
@@ -70,8 +110,8 @@
 // is a [throttle.Transport], from the function the gateway hands it with
 // [throttle.WithBeforeSend], which runs once the limiter has granted the
 // call its turn and just before the request is written to the connection.
-// A call waits for its turn up to the limiter's MaxWait (a minute by
-// default); if the relay dies meanwhile, nothing is pending, and the next
+// A call waits for its turn up to the limiter's MaxWait (see "Time
+// bounds"); if the relay dies meanwhile, nothing is pending, and the next
 // attempt's identical call is sent rather than answered unknown. A call
 // that gives up waiting (MaxWait, its context ended) records nothing. A
 // call refused at its turn (stale: 409; journaled already: replayed or

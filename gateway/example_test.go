@@ -74,3 +74,26 @@ func Example() {
 	// attempt 2 status 200 replayed true
 	// messages in the chat: 1
 }
+
+// A gateway's answer bound comes from its limiter's MaxWait and its
+// response timeout; the server that serves it gets the derived write
+// timeout, so it never cuts a call the gateway is still answering.
+func ExampleGateway_Bounds() {
+	limiter, _ := throttle.New(throttle.Config{}) // Telegram's limits, a minute's wait
+	base, _ := transport.New(transport.Config{ResponseTimeout: 30 * time.Second})
+	gw, err := gateway.New(gateway.Config{
+		Token:           "123:abc",
+		Transport:       throttle.NewTransport(limiter, base),
+		ResponseTimeout: 30 * time.Second, // the transport's
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	b := gw.Bounds()
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: b.WriteTimeout}
+	fmt.Println("wait:", b.MaxWait, "answer:", b.ResponseTimeout, "answered within:", b.Answer)
+	fmt.Println("server write timeout:", srv.WriteTimeout)
+	// Output:
+	// wait: 1m0s answer: 30s answered within: 1m40s
+	// server write timeout: 1m45s
+}

@@ -63,6 +63,7 @@ type Gateway struct {
 	outcomes *outcomeWrites
 	retry    backoff.Capped
 	red      botapi.Redactor // the token, in every form, and anything shaped like one
+	bounds   Bounds
 }
 
 // New returns a Gateway for cfg, or an error naming the invalid field.
@@ -72,7 +73,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: c, occ: newOccurrences(c.MaxAttempts), outcomes: newOutcomeWrites(max(c.MaxPendingOutcomes, 0)),
-		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}}
+		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}, bounds: boundsOf(c)}
 	g.journal, _ = c.Store.(intake.JournalStore)
 	g.red.Add(c.Token)
 	return g, nil
@@ -96,6 +97,8 @@ type call struct {
 	// durableOutcome records the outcome before the call is answered (a
 	// webhook reply, whose update settles on its answer).
 	durableOutcome bool
+	// leash stops the call while it has not left, when its app goes.
+	leash *leash
 }
 
 // answer is what the app gets.
@@ -448,13 +451,26 @@ func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
 				break
 			}
 		}
-		tctx := ctx
-		if gt != nil {
-			if runsBeforeSend(rt) {
-				tctx = throttle.WithBeforeSend(ctx, gt.run)
-			} else if gt.run() != nil {
-				break
+		// The call leaves once it has its turn (through a throttle
+		// transport) or now (through another): unless its app has gone,
+		// and, for a fenced call, if its gate lets it.
+		leave := func() error {
+			if c.leash != nil {
+				if err := c.leash.leave(); err != nil {
+					return err
+				}
 			}
+			if gt != nil {
+				return gt.run()
+			}
+			return nil
+		}
+		tctx := ctx
+		if runsBeforeSend(rt) {
+			tctx = throttle.WithBeforeSend(ctx, leave)
+		} else if err := leave(); err != nil {
+			lastErr = err
+			break
 		}
 		tries++
 		req, err := g.newRequest(tctx, c)
@@ -474,14 +490,17 @@ func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
 			return a
 		}
 		lastErr = err
-		if notDispatched(err) && gt != nil {
-			gt.release(err)
-		}
 		if !notDispatched(err) {
 			a := telegramError(StatusUnknown, OutcomeUnknown,
 				"Bad Gateway: tgrelay: the call may have reached Telegram, but no answer came back ("+g.redact(err.Error())+"); it is not sent again", 0)
 			a.tries = tries
 			return a
+		}
+		if gt != nil {
+			gt.release(err)
+		}
+		if c.leash != nil {
+			c.leash.back() // waiting again: the app's going stops it
 		}
 	}
 	desc := "Service Unavailable: tgrelay: the call could not be sent and never left; sending it again is safe"

@@ -234,6 +234,7 @@ func TestConfigValidation(t *testing.T) {
 		"Config.MaxBufferedBody": func(c *gateway.Config) { c.MaxBufferedBody = -1 },
 		"Config.MaxSendTries":    func(c *gateway.Config) { c.MaxSendTries = 11 },
 		"Config.MaxAttempts":     func(c *gateway.Config) { c.MaxAttempts = -1 },
+		"Config.ResponseTimeout": func(c *gateway.Config) { c.ResponseTimeout = 11 * time.Minute },
 	} {
 		c := ok
 		mut(&c)

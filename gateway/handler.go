@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -52,15 +53,31 @@ var intakeMethods = []string{"getUpdates", "setWebhook", "deleteWebhook"}
 // Config.MaxBufferedBody of it is held (a larger multipart upload streams
 // through; a larger JSON or form body is answered 413). The server's own
 // read timeout bounds a slow app.
+//
+// Every answer carries [HeaderCallTimeout]. The handler sets its
+// connection's write deadline to [Bounds].WriteTimeout from the request's
+// arrival, when the ResponseWriter allows it (http.ResponseController), so
+// a server whose own write timeout is shorter does not cut the answer. (The
+// server's read timeout bounds reading the request only: net/http lifts the
+// read deadline once the body is read.) An app that closes its connection
+// while its call has not left stops the call: it is not sent. Once it left,
+// the call goes on, and its outcome is journaled; the answer the app did
+// not get is reported to the Observer as undelivered.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := g.cfg.Test.Now()
-	a, method, fenced := g.serve(r)
-	g.write(w, a)
-	g.observe(method, a, fenced, false, start)
+	start, arrival := g.cfg.Test.Now(), time.Now()
+	rc := http.NewResponseController(w)
+	deadline := arrival.Add(g.bounds.WriteTimeout)
+	_ = rc.SetWriteDeadline(deadline) // not supported: the server's own WriteTimeout applies
+	ctx, l, release := g.callContext(r.Context(), arrival)
+	defer release()
+	a, method, fenced := g.serve(ctx, l, r)
+	w.Header().Set(HeaderCallTimeout, g.bounds.callTimeoutValue())
+	delivered := g.write(w, rc, r.Context(), a)
+	g.observe(method, a, fenced, false, start, !delivered)
 }
 
 // observe reports a to the Observer.
-func (g *Gateway) observe(method string, a answer, fenced, webhookReply bool, start time.Time) {
+func (g *Gateway) observe(method string, a answer, fenced, webhookReply bool, start time.Time, undelivered bool) {
 	obs := g.cfg.Observer
 	if obs == nil {
 		return
@@ -69,28 +86,45 @@ func (g *Gateway) observe(method string, a answer, fenced, webhookReply bool, st
 		method = "invalid"
 	}
 	obs.ObserveCall(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
-		Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start)})
+		Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start), Undelivered: undelivered})
 }
 
 func equalFold(a, b string) bool { return strings.EqualFold(a, b) }
 
-func (g *Gateway) write(w http.ResponseWriter, a answer) {
+// write writes a and reports whether the app got it, as far as the server
+// can tell: its connection was still open (app, the request's context, had
+// not ended) and every write and the final flush succeeded.
+func (g *Gateway) write(w http.ResponseWriter, rc *http.ResponseController, app context.Context, a answer) bool {
+	gone := app.Err() != nil
 	for k, vs := range a.header {
 		w.Header()[k] = vs
 	}
 	w.WriteHeader(a.status)
-	_, _ = w.Write(a.body)
+	_, err := w.Write(a.body)
+	if errors.Is(err, http.ErrBodyNotAllowed) { // HEAD: the head is the answer
+		err = nil
+	}
 	if a.stream != nil {
-		_, _ = io.Copy(w, a.stream)
+		if err == nil {
+			_, err = io.Copy(w, a.stream)
+		}
 		a.stream.Close()
 	}
+	if err == nil {
+		if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
+			err = ferr
+		}
+	}
+	return !gone && err == nil && app.Err() == nil
 }
 
 func notFound() answer {
 	return telegramError(http.StatusNotFound, OutcomeRefused, "Not Found", 0)
 }
 
-func (g *Gateway) serve(r *http.Request) (a answer, method string, fenced bool) {
+// serve answers r in ctx, the call's context (see callContext), stopped
+// through l when the app goes.
+func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answer, method string, fenced bool) {
 	path := r.URL.Path
 	var id *intake.Identity
 	if rest, ok := strings.CutPrefix(path, AttemptPrefix); ok {
@@ -128,7 +162,7 @@ func (g *Gateway) serve(r *http.Request) (a answer, method string, fenced bool) 
 	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(g.cfg.Token)) != 1 {
 		return telegramError(http.StatusUnauthorized, OutcomeRefused, "Unauthorized", 0), "", fenced
 	}
-	c := &call{httpMethod: r.Method, query: r.URL.Query(), contentType: r.Header.Get("Content-Type"), contentLength: r.ContentLength}
+	c := &call{httpMethod: r.Method, query: r.URL.Query(), contentType: r.Header.Get("Content-Type"), contentLength: r.ContentLength, leash: l}
 	if file {
 		if tail == "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
 			return notFound(), "file", fenced
@@ -138,7 +172,7 @@ func (g *Gateway) serve(r *http.Request) (a answer, method string, fenced bool) 
 		if r.URL.RawQuery != "" {
 			c.upstream += "?" + r.URL.RawQuery
 		}
-		return g.handle(r.Context(), id, c), "file", fenced
+		return g.handle(ctx, id, c), "file", fenced
 	}
 	method = tail
 	if !methodRE.MatchString(method) {
@@ -159,7 +193,7 @@ func (g *Gateway) serve(r *http.Request) (a answer, method string, fenced bool) 
 	if err := g.readBody(r.Body, c); err != nil {
 		return *err, method, fenced
 	}
-	return g.handle(r.Context(), id, c), method, fenced
+	return g.handle(ctx, id, c), method, fenced
 }
 
 // readBody reads up to MaxBufferedBody+1 bytes of body into c.prefix; the

@@ -57,6 +57,13 @@ type CallEvent struct {
 	Tries int
 	// Duration is the time from the call's arrival to its answer.
 	Duration time.Duration
+	// Undelivered tells that the app did not get the answer: its
+	// connection had ended when the answer was written, or writing it
+	// failed (as far as the server can tell: an answer the kernel took for
+	// a connection the app closed a moment later counts as delivered).
+	// Such a call, if it was sent, still has its outcome journaled. Only
+	// [Gateway.ServeHTTP] reports it.
+	Undelivered bool
 }
 
 // Observer receives an event for every call the gateway answered, for

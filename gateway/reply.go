@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
 )
@@ -16,6 +17,8 @@ import (
 // update settles on its answer. It implements forward.Replier.
 func (g *Gateway) Reply(ctx context.Context, id intake.Identity, method string, params []byte) (status int, outcome string, replayed bool) {
 	start := g.cfg.Test.Now()
+	ctx, l, release := g.callContext(ctx, time.Now())
+	defer release()
 	var a answer
 	if !methodRE.MatchString(method) {
 		a = telegramError(http.StatusNotFound, OutcomeRefused, "Not Found", 0)
@@ -24,13 +27,13 @@ func (g *Gateway) Reply(ctx context.Context, id intake.Identity, method string, 
 	} else {
 		c := &call{method: method, httpMethod: http.MethodPost, upstream: g.cfg.APIRoot + "/bot" + g.cfg.Token + "/" + method,
 			contentType: "application/json", prefix: params, complete: true, contentLength: int64(len(params)),
-			durableOutcome: true}
+			durableOutcome: true, leash: l}
 		a = g.handle(ctx, &id, c)
 	}
 	if a.stream != nil {
 		a.stream.Close()
 	}
-	g.observe(method, a, true, true, start)
+	g.observe(method, a, true, true, start, false)
 	return a.status, string(a.outcome), a.replayed
 }
 

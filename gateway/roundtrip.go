@@ -59,8 +59,9 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	g := rt.g
 	start := g.cfg.Test.Now()
+	ctx, l, release := g.callContext(req.Context(), time.Now())
 	c := &call{httpMethod: req.Method, upstream: req.URL.String(), query: req.URL.Query(),
-		contentType: req.Header.Get("Content-Type"), contentLength: req.ContentLength}
+		contentType: req.Header.Get("Content-Type"), contentLength: req.ContentLength, leash: l}
 	c.method = methodOf(req.URL.Path)
 	var a answer
 	if c.method == "" {
@@ -75,21 +76,31 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		} else {
 			defer closeBody(req)
 		}
-		a = g.handle(req.Context(), &id, c)
+		a = g.handle(ctx, &id, c)
 	}
-	g.observe(c.method, a, true, false, start)
+	g.observe(c.method, a, true, false, start, false)
 	var body io.ReadCloser = io.NopCloser(bytes.NewReader(a.body))
 	if a.stream != nil {
+		// The call's context lives until the caller closes the stream.
 		body = struct {
 			io.Reader
 			io.Closer
-		}{io.MultiReader(bytes.NewReader(a.body), a.stream), a.stream}
+		}{io.MultiReader(bytes.NewReader(a.body), a.stream), closerFunc(func() error {
+			defer release()
+			return a.stream.Close()
+		})}
+	} else {
+		release()
 	}
 	return &http.Response{
 		Status: http.StatusText(a.status), StatusCode: a.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: a.header, Body: body, ContentLength: -1, Request: req,
 	}, nil
 }
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 func closeBody(req *http.Request) {
 	if req.Body != nil {

@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -41,6 +43,50 @@ func TestCallCancelledWhileWaitingItsTurnIsNotDispatched(t *testing.T) {
 	status, outcome, replayed := f.gw.Reply(t.Context(), next, "sendMessage", params)
 	if status != 200 || replayed {
 		t.Fatalf("the next attempt's call: %d %s replayed=%v; want it sent", status, outcome, replayed)
+	}
+	if n := f.ledger("the reply"); n != 1 {
+		t.Fatalf("the chat got the reply %d times; want 1", n)
+	}
+}
+
+// TestAppGoneWhileWaitingOverHTTP: an app whose HTTP client gives up while
+// its fenced call waits for its turn stops the call: nothing is sent or
+// journaled, the answer is reported undelivered, and the next attempt's
+// identical call is sent (not answered unknown).
+func TestAppGoneWhileWaitingOverHTTP(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for i := range 3 { // the chat's window: Telegram's 3 per 3 s
+		if r := f.send(t, nil, fmt.Sprint("filler ", i)); r.status != 200 {
+			t.Fatalf("filler %d answered %d", i, r.status)
+		}
+	}
+	for range 3 {
+		<-f.events
+	}
+	id := f.claim(t, 43)
+	b := fmt.Appendf(nil, `{"chat_id":%d,"text":"the reply"}`, f.chat.ID)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gateway.AttemptRoot(f.srv.URL, id)+"/bot"+f.tg.Token+"/sendMessage", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if _, err := (&http.Client{Timeout: 200 * time.Millisecond}).Do(req); err == nil {
+		t.Fatal("the impatient client got an answer; want it to give up while the call waits")
+	}
+	e := <-f.events
+	if e.Outcome != gateway.OutcomeNotDispatched || !e.Undelivered || !e.Fenced {
+		t.Fatalf("event %+v; want a fenced call not dispatched, its answer undelivered", e)
+	}
+	if es, err := f.store.Journal(t.Context(), 43); err != nil || len(es) != 0 {
+		t.Fatalf("journal %+v, %v; want nothing journaled", es, err)
+	}
+	if n := f.ledger("the reply"); n != 0 {
+		t.Fatalf("the chat got the reply %d times; want none", n)
+	}
+	f.fail(t, id)
+	next := f.reclaim(t, 43)
+	if r := f.send(t, &next, "the reply"); r.status != 200 || r.header.Get(gateway.HeaderReplayed) != "" {
+		t.Fatalf("the next attempt's call: %d %s; want it sent", r.status, r.body)
 	}
 	if n := f.ledger("the reply"); n != 1 {
 		t.Fatalf("the chat got the reply %d times; want 1", n)

@@ -1,10 +1,12 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
@@ -48,6 +50,14 @@ type GatewayConfig struct {
 	// gateway.Config); zero means its defaults.
 	MaxBufferedBody int64
 	MaxSendTries    int
+	// ResponseTimeout is the longest Telegram may take to answer a call of
+	// the app once it has its turn: the response timeout of the gateway's
+	// transport and gateway.Config.ResponseTimeout. Zero means
+	// gateway.DefaultResponseTimeout. With Limits.MaxWait it makes the
+	// gateway's answer bound (gateway.Bounds), which the gateway's HTTP
+	// server is built to keep: its write timeout is derived from it, never
+	// shorter.
+	ResponseTimeout time.Duration
 	// AfterIntent is a test seam: when set, it runs after each journaled
 	// intent and before the send (a crash test stops the process there).
 	AfterIntent func(method string)
@@ -80,6 +90,9 @@ func (c *Config) fillGateway() error {
 	if g.MaxBufferedBody < 0 || g.MaxBufferedBody > gateway.MaxMaxBufferedBody {
 		return badField("Gateway.MaxBufferedBody", "is %d: want 1 to %d (0: the default)", g.MaxBufferedBody, gateway.MaxMaxBufferedBody)
 	}
+	if g.ResponseTimeout != 0 && (g.ResponseTimeout < time.Millisecond || g.ResponseTimeout > gateway.MaxResponseTimeout) {
+		return badField("Gateway.ResponseTimeout", "is %v: want 1ms to %v (0: the default)", g.ResponseTimeout, gateway.MaxResponseTimeout)
+	}
 	if g.MaxSendTries < 0 || g.MaxSendTries > gateway.MaxMaxSendTries {
 		return badField("Gateway.MaxSendTries", "is %d: want 1 to %d (0: the default)", g.MaxSendTries, gateway.MaxMaxSendTries)
 	}
@@ -106,7 +119,8 @@ func (r *Relay) newGateway() error {
 	if err != nil {
 		return &ConfigError{Field: "Gateway.Limits", Err: err}
 	}
-	base, err := transport.New(transport.Config{})
+	respTimeout := cmp.Or(gc.ResponseTimeout, gateway.DefaultResponseTimeout)
+	base, err := transport.New(transport.Config{ResponseTimeout: respTimeout})
 	if err != nil {
 		return fmt.Errorf("relay: gateway transport: %w", err)
 	}
@@ -133,6 +147,7 @@ func (r *Relay) newGateway() error {
 		OwnsIntake:      true,
 		MaxBufferedBody: gc.MaxBufferedBody,
 		MaxSendTries:    gc.MaxSendTries,
+		ResponseTimeout: respTimeout,
 		Observer:        gateway.ObserverFunc(r.gatewayCall),
 		Test:            gateway.TestHooks{AfterIntent: gc.AfterIntent},
 		Logger:          r.log,
@@ -143,8 +158,13 @@ func (r *Relay) newGateway() error {
 	return nil
 }
 
-// gatewayCall reports a call the gateway answered.
+// gatewayCall reports a call the gateway answered, and warns of a sent
+// call whose answer the app did not wait for.
 func (r *Relay) gatewayCall(e gateway.CallEvent) {
+	if e.Undelivered && !e.Replayed && (e.Outcome == gateway.OutcomeAnswered || e.Outcome == gateway.OutcomeUnknown) {
+		r.log.Warn("relay: the app gave up on a gateway call that was sent; its outcome is journaled, but an app that sends it again unfenced makes it twice: set its HTTP timeout above the gateway's Tgrelay-Call-Timeout",
+			"method", e.Method, "outcome", string(e.Outcome), "fenced", e.Fenced, "after", e.Duration, "call_timeout", r.gw.Bounds().Answer)
+	}
 	r.emit(Event{Kind: KindGatewayCall, Call: e, Duration: e.Duration})
 }
 
@@ -167,14 +187,20 @@ func (r *Relay) startGateway() error {
 		return nil
 	}
 	gc := r.cfg.Gateway
-	l, err := r.serve("gateway", "Gateway.Listen", gc.Listen, gc.Listener, r.gw)
+	// The server never cuts a call the gateway is still answering: its
+	// write timeout is the gateway's, derived from the limiter's MaxWait
+	// and the response timeout (the handler also sets its connection's
+	// deadlines itself).
+	b := r.gw.Bounds()
+	l, err := r.serveTimeouts("gateway", "Gateway.Listen", gc.Listen, gc.Listener, r.gw, b.WriteTimeout)
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	r.gwListener = l
 	r.mu.Unlock()
-	r.log.Info("relay: serving the Bot API gateway for the app", "gateway", r.GatewayURL())
+	r.log.Info("relay: serving the Bot API gateway for the app", "gateway", r.GatewayURL(),
+		"max_wait", b.MaxWait, "response_timeout", b.ResponseTimeout, "answer_within", b.Answer)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
@@ -141,5 +142,9 @@ func TestGatewayConfig(t *testing.T) {
 	cfg.Gateway.AllowRemote = true
 	if _, err := relay.New(cfg); err != nil {
 		t.Errorf("with AllowRemote: %v", err)
+	}
+	cfg.Gateway.ResponseTimeout = 11 * time.Minute
+	if _, err := relay.New(cfg); !errors.As(err, &ce) || ce.Field != "Gateway.ResponseTimeout" {
+		t.Errorf("a response timeout above the bound: %v", err)
 	}
 }

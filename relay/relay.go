@@ -300,6 +300,11 @@ func (r *Relay) start(ctx context.Context) error {
 
 // serve listens (unless l is given) and serves h in the background.
 func (r *Relay) serve(name, field, addr string, l net.Listener, h http.Handler) (*listener, error) {
+	return r.serveTimeouts(name, field, addr, l, h, writeTimeout)
+}
+
+// serveTimeouts is serve with the server's write timeout.
+func (r *Relay) serveTimeouts(name, field, addr string, l net.Listener, h http.Handler, write time.Duration) (*listener, error) {
 	if l == nil {
 		var err error
 		if l, err = net.Listen("tcp", addr); err != nil {
@@ -310,7 +315,7 @@ func (r *Relay) serve(name, field, addr string, l net.Listener, h http.Handler) 
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
+		WriteTimeout:      write,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),

@@ -103,3 +103,54 @@ func TestTransportBeforeSend(t *testing.T) {
 		t.Fatalf("stats %+v after a refusal; want the permit cancelled", s)
 	}
 }
+
+// TestTransportBeforeSendOn429Retry: after Telegram's 429 the function
+// runs again before the resend, once the retry has its turn; when it
+// refuses then, the resend does not go (Telegram acted on nothing), the
+// error says not dispatched, and the permit is cancelled.
+func TestTransportBeforeSendOn429Retry(t *testing.T) {
+	tg := telegramtest.NewServer(telegramtest.Config{})
+	t.Cleanup(tg.Close)
+	chat, err := tg.NewPrivateChat(tg.NewUser("Ann"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Arm(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultTooManyRequests, RetryAfter: 1}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := throttle.New(throttle.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Int32
+	tr := throttle.NewTransport(l, roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return http.DefaultTransport.RoundTrip(r)
+	}))
+	gone := errors.New("the app has gone")
+	runs := 0
+	ctx := throttle.WithBeforeSend(t.Context(), func() error {
+		runs++
+		if runs > 1 {
+			return gone
+		}
+		return nil
+	})
+	body, _ := json.Marshal(map[string]any{"chat_id": chat.ID, "text": "hi"})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tg.URL+"/bot"+tg.Token+"/sendMessage", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := tr.RoundTrip(req)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	var bse *throttle.BeforeSendError
+	if !errors.As(err, &bse) || !errors.Is(err, gone) {
+		t.Fatalf("RoundTrip: %v; want the retry refused before it was sent", err)
+	}
+	if runs != 2 || sent.Load() != 1 || len(tg.MessagesTo(chat.ID)) != 0 {
+		t.Fatalf("ran %d, sent %d, ledger %d; want 2 runs, 1 send (the 429), no message", runs, sent.Load(), len(tg.MessagesTo(chat.ID)))
+	}
+	if s := l.Stats(); s.Held != 0 {
+		t.Fatalf("stats %+v after the refusal; want the permit cancelled", s)
+	}
+}

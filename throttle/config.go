@@ -38,8 +38,10 @@ const (
 	// and retries included, before it is refused with a retry_after. It is
 	// the group window (a minute): a group that sent its 20 messages in the
 	// first seconds of a minute waits for the rest of it, and a shorter
-	// bound would answer an ordinary group flood with 429s. An app's HTTP
-	// timeout toward the gateway should exceed it.
+	// bound would answer an ordinary group flood with 429s. The gateway
+	// answers a call within this wait plus Telegram's answer time (its
+	// Bounds, stated to the app in Tgrelay-Call-Timeout); an app's HTTP
+	// timeout toward the gateway should exceed that.
 	DefaultMaxWait = time.Minute
 	// MaxMaxWait bounds Config.MaxWait.
 	MaxMaxWait = 10 * time.Minute
@@ -95,8 +97,9 @@ type Config struct {
 	// MaxWait bounds how long one call may wait for its turn, 429 pauses
 	// and retries included. A call that cannot be granted within it is
 	// refused with a [*WaitError] carrying a retry_after. Zero means
-	// DefaultMaxWait; at most MaxMaxWait. A context deadline that comes
-	// sooner ends the wait sooner.
+	// DefaultMaxWait; at most MaxMaxWait. A sooner deadline set with
+	// [WithWaitDeadline] replaces it for one call; a context deadline that
+	// comes sooner ends the wait sooner, with the context's error.
 	MaxWait time.Duration
 	// MaxQueue bounds the calls waiting at once, across all chats; a call
 	// beyond it is refused at once with a [*WaitError] (ReasonQueueFull).

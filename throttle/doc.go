@@ -88,10 +88,18 @@
 //
 // # Waiting is bounded
 //
-// A call waits at most Config.MaxWait (a sooner context deadline ends it
-// sooner), 429 pauses and retries included; Config.MaxQueue calls may wait
-// at once. A call refused gets a [*WaitError] with a RetryAfter: the
-// limiter's estimate of when it could go, in whole seconds. Through
+// A call waits at most Config.MaxWait, or until the sooner deadline a
+// caller put in its context with [WithWaitDeadline], 429 pauses and
+// retries included (a sooner context deadline ends it sooner, with the
+// context's error); Config.MaxQueue calls may wait at once. A call that
+// cannot be granted by then gets a [*WaitError] with a RetryAfter, in
+// whole seconds: at once, with the time until its chat's or group's limit
+// has room, when the sends already answered show that its turn cannot come
+// in time (the 21st message to a group within a minute, its turn 40 s
+// away, with 10 s to wait); else when its wait ends, with the limiter's
+// estimate of when it could go. The sends still in flight are not counted
+// for the refusal at once (one may yet be refused by Telegram and free its
+// slot), so a call that waiting would have let through is never refused. Through
 // [Transport], a call whose context ends while it waits fails with an error
 // that reports NotDispatched() true: it was never sent, so a caller that
 // records outcomes (the gateway's journal) does not count it as unknown.
@@ -120,9 +128,10 @@
 // A caller that must do something only once a call is about to leave (the
 // gateway checks the attempt's lease and journals the call's intent) puts a
 // function in the request's context with [WithBeforeSend]: the transport
-// runs it after the grant and before Base, and a refusal there cancels the
-// permit (the call does not count) and returns a [*BeforeSendError]. A call
-// that waits and gives up never runs it.
+// runs it after the grant and before Base (and before each resend after
+// Telegram's 429), and a refusal there cancels the permit (the call does
+// not count) and returns a [*BeforeSendError]. A call that waits and gives
+// up never runs it.
 //
 // # Observing
 //

@@ -122,6 +122,9 @@ func (l *Limiter) wait(ctx context.Context, method string, chatID int64, paid bo
 	}
 	now := l.clock.Now()
 	w := &waiter{method: method, paid: paid, start: now, deadline: now.Add(l.cfg.MaxWait)}
+	if d, ok := ctx.Value(waitDeadlineKey{}).(time.Time); ok && d.Before(w.deadline) {
+		w.deadline = d
+	}
 	return l.enqueue(ctx, w, chatID, false)
 }
 
@@ -191,6 +194,21 @@ func (l *Limiter) enqueue(ctx context.Context, w *waiter, chatID int64, front bo
 	}
 }
 
+type waitDeadlineKey struct{}
+
+// WithWaitDeadline returns ctx carrying t, the latest moment a call made
+// with it may be granted its turn, when that is sooner than its
+// Config.MaxWait: [Limiter.Wait] (and [Transport], 429 retries included)
+// refuses the call with a [*WaitError] and its retry_after when it cannot
+// be granted by t, at once when its limits show that already, as it does
+// at MaxWait. Unlike a context deadline, which ends the wait with the
+// context's error, it gets the call the Telegram-shaped 429 its caller
+// can act on. A caller with its own bound on the whole call (the gateway:
+// the wait, then Telegram's answer) sets it to leave room for the answer.
+func WithWaitDeadline(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, waitDeadlineKey{}, t)
+}
+
 // isGranted reports whether w got its permit; l.mu must be held.
 func (l *Limiter) isGranted(w *waiter) bool {
 	select {
@@ -209,8 +227,11 @@ func (l *Limiter) granted(w *waiter) *Permit {
 }
 
 // refuseAtOnceLocked returns the refusal of a call that waiting cannot
-// help: its chat or the bot is paused beyond its deadline, or the queue is
-// full (a retry, already counted in the bound once, is let in).
+// help: its chat or the bot is paused beyond its deadline, its chat's or
+// group's limit cannot have room before its deadline (by the sends
+// answered already, see [window.earliest]: a lower bound, so a call that
+// waiting could have let through is never refused), or the queue is full
+// (a retry, already counted in the bound once, is let in).
 func (l *Limiter) refuseAtOnceLocked(ln *lane, w *waiter, now time.Time, retry bool) *WaitError {
 	pause := ln.pauseUntil
 	if l.botPause.After(pause) {
@@ -218,6 +239,9 @@ func (l *Limiter) refuseAtOnceLocked(ln *lane, w *waiter, now time.Time, retry b
 	}
 	if pause.After(w.deadline) {
 		return &WaitError{Method: w.method, ChatID: ln.id, Reason: ReasonPaused, RetryAfter: retryAfterSeconds(pause.Sub(now))}
+	}
+	if at := later(ln.chat.earliest(now), ln.group.earliest(now)); at.After(w.deadline) {
+		return &WaitError{Method: w.method, ChatID: ln.id, Reason: ReasonMaxWait, RetryAfter: retryAfterSeconds(at.Sub(now))}
 	}
 	if !retry && l.queued >= l.cfg.MaxQueue {
 		return &WaitError{Method: w.method, ChatID: ln.id, Reason: ReasonQueueFull, RetryAfter: retryAfterSeconds(l.estimateLocked(ln, w, now))}

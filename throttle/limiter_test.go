@@ -348,12 +348,14 @@ func TestMaxWaitRefuses(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var refused []throttle.Event
+		// The bot-wide limit is full: the answered sends of the call's
+		// own chat do not show that it cannot go in time, so it waits.
 		l := newLimiter(t, throttle.Config{
-			Chat:        throttle.Limit{Count: 1, Per: 10 * time.Second},
+			Bot:         throttle.Limit{Count: 1, Per: 10 * time.Second},
 			MaxWait:     3 * time.Second,
 			ObserveFunc: func(e throttle.Event) { refused = append(refused, e) },
 		})
-		send(t, l, 4)
+		send(t, l, 1)
 		start := time.Now()
 		_, err := l.Wait(t.Context(), "sendMessage", 4)
 		var werr *throttle.WaitError
@@ -613,4 +615,64 @@ func (c *fakeClock) advance(d time.Duration) {
 	for _, t := range due {
 		t.f()
 	}
+}
+
+// TestRefusedAtOnce: a call whose group cannot have room before its wait
+// ends, by the sends answered already, is refused at once with the time
+// until its turn, not after waiting; one whose turn comes within its wait
+// is let through; a send still in flight is not counted for the refusal
+// (it may yet be refused by Telegram and free its slot).
+func TestRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const group = -100
+		l := newLimiter(t, throttle.Config{
+			Chat:    throttle.Limit{Count: -1},
+			MaxWait: 10 * time.Second,
+		})
+		for range 20 { // the group's 20 in the first seconds of its minute
+			send(t, l, group)
+			time.Sleep(time.Second)
+		}
+		start := time.Now() // 20 s into the minute: the 21st's turn is 40 s away
+		_, err := l.Wait(t.Context(), "sendMessage", group)
+		var werr *throttle.WaitError
+		if !errors.As(err, &werr) {
+			t.Fatalf("Wait: %v, want a *WaitError", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("refused after %v, want at once", d)
+		}
+		if werr.Reason != throttle.ReasonMaxWait || werr.RetryAfter != 40*time.Second {
+			t.Errorf("WaitError %+v, want max-wait, retry after 40s (its turn)", werr)
+		}
+
+		// With a deadline set for the call, the same holds for it.
+		time.Sleep(35 * time.Second) // the turn is 5 s away, within MaxWait
+		ctx := throttle.WithWaitDeadline(t.Context(), time.Now().Add(2*time.Second))
+		if _, err := l.Wait(ctx, "sendMessage", group); !errors.As(err, &werr) || werr.RetryAfter != 5*time.Second {
+			t.Fatalf("Wait with 2s left: %v, want refused at once, retry after 5s", err)
+		}
+		if d := send(t, l, group); d != 5*time.Second {
+			t.Errorf("without the deadline the call waited %v, want its turn in 5s", d)
+		}
+
+		// A send in flight does not count for the refusal: the call waits.
+		l2 := newLimiter(t, throttle.Config{Chat: throttle.Limit{Count: 1, Per: time.Minute}, MaxWait: 10 * time.Second})
+		p, err := l2.Wait(t.Context(), "sendMessage", 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(4 * time.Second)
+			p.Limited(time.Second) // Telegram's 429: the slot is free again
+		}()
+		start = time.Now()
+		if d := send(t, l2, 7); d != 5*time.Second {
+			t.Errorf("behind a send in flight, refused by Telegram after 4s, the call waited %v, want 5s (the 429's pause)", d)
+		}
+		if time.Since(start) == 0 {
+			t.Error("the call was refused at once")
+		}
+	})
 }

@@ -159,6 +159,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// Telegram's 429 said it did not act: still nothing sent.
 			return nil, &waitEndedError{method: method, err: err}
 		}
+		if err := runBeforeSend(ctx, method); err != nil {
+			closeReader(next)
+			p.Cancel() // the retry is not sent: it does not count
+			return nil, err
+		}
 		body = next
 	}
 }
@@ -166,10 +171,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 type beforeSendKey struct{}
 
 // WithBeforeSend returns ctx carrying fn, which a [Transport] given a
-// request with that context runs once, when the call may go: after the
-// limiter granted it its turn (at once for a call that does not count), and
-// before the request goes to Base. A 429 retry within the same RoundTrip
-// does not run it again. It runs on the goroutine that called RoundTrip,
+// request with that context runs when the call may go: after the limiter
+// granted it its turn (at once for a call that does not count), and before
+// the request goes to Base; again before each resend after Telegram's 429,
+// once the retry has its turn, so a caller can still stop a call that
+// Telegram did not act on (the gateway does when the app that made it has
+// gone). It runs on the goroutine that called RoundTrip,
 // while the call holds its permit, so the chat's next call waits for it:
 // keep it short and bounded by the request's context.
 //

@@ -1,6 +1,9 @@
 package throttle
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // window counts the sends of one [Limit]: at most Count slots, each the
 // time a send was counted. A slot still in flight (its answer not back) is
@@ -107,6 +110,27 @@ func (w *window) remove(s *slot) {
 			return
 		}
 	}
+}
+
+// earliest is a lower bound of when one more send could be counted: it
+// takes only the sends answered already (done), since a send in flight may
+// still be uncounted (a 429, a send that never left) and free its slot.
+// now when the limit is off or has room.
+func (w *window) earliest(now time.Time) time.Time {
+	if w.off() {
+		return now
+	}
+	var done []time.Time
+	for _, s := range w.slots {
+		if s.done && s.t.Add(w.lim.Per).After(now) {
+			done = append(done, s.t)
+		}
+	}
+	if len(done) < w.lim.Count {
+		return now
+	}
+	slices.SortFunc(done, time.Time.Compare)
+	return later(now, done[len(done)-w.lim.Count].Add(w.lim.Per))
 }
 
 // empty reports whether nothing counts at now.

@@ -18,7 +18,7 @@ const maxMethodLabels = 64
 
 // gatewayMetrics are the gateway's Prometheus metrics.
 type gatewayMetrics struct {
-	calls       *prometheus.CounterVec // method, outcome, replayed
+	calls       *prometheus.CounterVec // method, outcome, replayed, delivered
 	stale       prometheus.Counter
 	replays     prometheus.Counter
 	telegram429 prometheus.Counter
@@ -31,8 +31,8 @@ type gatewayMetrics struct {
 func newGatewayMetrics(reg *prometheus.Registry) *gatewayMetrics {
 	g := &gatewayMetrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_gateway_calls_total",
-			Help: "Bot API calls the gateway answered, by method (at most 64 distinct, then other), outcome (answered, throttled, not-dispatched, unknown, stale, refused) and replayed (answered from the journal)."},
-			[]string{"method", "outcome", "replayed"}),
+			Help: "Bot API calls the gateway answered, by method (at most 64 distinct, then other), outcome (answered, throttled, not-dispatched, unknown, stale, refused), replayed (answered from the journal) and delivered (false: the app's connection had ended, or the write failed, so the app never got the answer; a sent call's outcome is journaled all the same)."},
+			[]string{"method", "outcome", "replayed", "delivered"}),
 		stale: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_gateway_stale_refusals_total",
 			Help: "Calls refused because their attempt no longer held its lease (nothing sent)."}),
 		replays: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_gateway_replays_total",
@@ -65,7 +65,7 @@ func (g *gatewayMetrics) observe(e relay.Event) {
 	switch e.Kind {
 	case relay.KindGatewayCall:
 		c := e.Call
-		g.calls.WithLabelValues(g.method(c.Method), string(c.Outcome), strconv.FormatBool(c.Replayed)).Inc()
+		g.calls.WithLabelValues(g.method(c.Method), string(c.Outcome), strconv.FormatBool(c.Replayed), strconv.FormatBool(!c.Undelivered)).Inc()
 		if c.Outcome == gateway.OutcomeStale {
 			g.stale.Inc()
 		}

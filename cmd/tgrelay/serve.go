@@ -142,6 +142,18 @@ Logs are slog text or JSON on stderr; the token, the secret and the admin
 token are masked in every line. SIGINT or SIGTERM
 stops receiving, drains handlers for --drain-timeout, then cancels them.
 
+Gateway answer time (--gateway-listen): every call of the app is answered
+within MaxWait (60s: the longest a call waits for its turn under Telegram's
+limits, 429 pauses included) + the response timeout (30s: Telegram's answer
+once the call left) + 10s (journaling), 100s in all, stated in seconds in the
+Tgrelay-Call-Timeout header of every answer; the gateway's server never cuts a
+call sooner. Set the app's HTTP timeout toward the gateway above it. A call
+whose turn cannot come within its wait gets a Telegram-shaped 429 with
+retry_after at once; Telegram's own 429 is passed on when its retry_after
+outlasts the wait; a silent Telegram gives 502 with Tgrelay-Outcome: unknown.
+An app that gives up while its call waits stops it (never sent); once sent,
+the call's outcome is journaled and a retried update gets it replayed.
+
 Bot API client (claim, check, getUpdates): --proxy (an http:// or https://
 proxy; default HTTPS_PROXY and the other proxy variables; SOCKS is not
 supported), --ca-file (extra CA certificates to trust) and --timeout (the

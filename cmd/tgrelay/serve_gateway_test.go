@@ -86,3 +86,26 @@ func TestServeKilledBetweenIntentAndOutcome(t *testing.T) {
 		t.Errorf("serve exit: %v", err)
 	}
 }
+
+// TestServeGatewayStatesItsAnswerBound: the real binary's gateway states
+// its answer bound on every answer: with serve's defaults, a minute's wait,
+// 30 s for Telegram's answer and 10 s to journal it.
+func TestServeGatewayStatesItsAnswerBound(t *testing.T) {
+	t.Parallel()
+	srv := serveFakeTelegram(t)
+	gw := serveFreeAddr(t)
+	db := filepath.Join(t.TempDir(), "relay.db")
+	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
+		"--forward", "http://127.0.0.1:9/unused", "--gateway-listen", gw)
+	resp, err := http.Get("http://" + gw + "/bot" + srv.Token + "/getMe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get(gateway.HeaderCallTimeout) != "100" {
+		t.Errorf("getMe through the gateway: %d, %s %q; want 200 and 100", resp.StatusCode, gateway.HeaderCallTimeout, resp.Header.Get(gateway.HeaderCallTimeout))
+	}
+	if err := r.stop(t); err != nil {
+		t.Errorf("serve exit: %v", err)
+	}
+}

@@ -25,7 +25,9 @@ def call(root, method, params):
         headers={"Content-Type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
+        # Above the gateway's answer bound (Tgrelay-Call-Timeout, 100 s by
+        # default): a client that gives up sooner may leave a call that is sent.
+        with urllib.request.urlopen(req, timeout=110) as resp:
             return resp.status, resp.headers, json.load(resp)
     except urllib.error.HTTPError as e:
         return e.code, e.headers, json.load(e)

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/relay"
+)
+
+// TestGatewayMetricsDelivered: an answer the app never got (its
+// connection gone) is counted apart from the ones it got.
+func TestGatewayMetricsDelivered(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	g := newGatewayMetrics(reg)
+	for _, c := range []gateway.CallEvent{
+		{Method: "sendMessage", Outcome: gateway.OutcomeAnswered},
+		{Method: "sendMessage", Outcome: gateway.OutcomeAnswered},
+		{Method: "sendMessage", Outcome: gateway.OutcomeAnswered, Undelivered: true},
+		{Method: "sendMessage", Outcome: gateway.OutcomeNotDispatched, Undelivered: true},
+	} {
+		g.observe(relay.Event{Kind: relay.KindGatewayCall, Call: c})
+	}
+	for _, tc := range []struct {
+		outcome, delivered string
+		want               float64
+	}{
+		{"answered", "true", 2},
+		{"answered", "false", 1},
+		{"not-dispatched", "false", 1},
+		{"not-dispatched", "true", 0},
+	} {
+		if got := counterValue(t, reg, "tgrelay_gateway_calls_total", map[string]string{
+			"method": "sendMessage", "outcome": tc.outcome, "replayed": "false", "delivered": tc.delivered}); got != tc.want {
+			t.Errorf("calls{outcome=%s,delivered=%s} = %v, want %v", tc.outcome, tc.delivered, got, tc.want)
+		}
+	}
+}
+
+// counterValue returns the value of the counter name with exactly labels
+// in reg (0 when there is none).
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue metrics
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
