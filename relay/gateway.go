@@ -37,9 +37,9 @@ type GatewayConfig struct {
 	Listener net.Listener
 	// PublicURL is the gateway's base URL as the app reaches it, announced
 	// to the app in each forward's Tgrelay-Api-Root header (with the
-	// attempt's path). Empty means "http://" + Listener's address, or
-	// Listen's; with Listen on port 0 and no Listener, nothing is
-	// announced.
+	// attempt's path; see forward.HeaderAPIRoot for its format). Empty
+	// means "http://" + the address the gateway listens on: Listener's, or
+	// the one bound for Listen (on port 0, the port the system chose).
 	PublicURL string
 	// Limits are Telegram's limits the gateway keeps (throttle.Config);
 	// zero fields take throttle's defaults.

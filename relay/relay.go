@@ -136,7 +136,7 @@ func New(cfg Config) (*Relay, error) {
 	if r.gw != nil {
 		fc.Replier = r.gw
 		fc.ReplyFunc = r.reply(cfg.Forward.ReplyFunc)
-		fc.APIRoot = r.gwPublic
+		fc.APIRoot, fc.APIRootFunc = "", r.GatewayURL // the bound address, on port 0
 	}
 	r.fwd, err = forward.New(fc)
 	if err != nil {
