@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strings"
 
@@ -106,10 +105,13 @@ func (r *Relay) newGateway() error {
 	if err != nil {
 		return &ConfigError{Field: "Gateway.Limits", Err: err}
 	}
-	base, err := transport.New(transport.Config{})
+	// The gateway's upstream goes where and how the relay's own calls go.
+	bt := r.cfg.BotTransport
+	base, err := transport.New(bt)
 	if err != nil {
-		return fmt.Errorf("relay: gateway transport: %w", err)
+		return &ConfigError{Field: "BotTransport", Err: err}
 	}
+	stream := gateway.NewStreamTransportConfig(gateway.StreamConfig{Proxy: bt.Proxy, TLSConfig: bt.TLSConfig, HeaderTimeout: bt.ResponseTimeout})
 	r.gwBase = base
 	r.gwPublic = strings.TrimRight(gc.PublicURL, "/")
 	if r.gwPublic == "" {
@@ -128,7 +130,7 @@ func (r *Relay) newGateway() error {
 		Token:           r.cfg.Token,
 		APIRoot:         apiRoot,
 		Transport:       throttle.NewTransport(lim, base),
-		StreamTransport: throttle.NewTransport(lim, gateway.NewStreamTransport()),
+		StreamTransport: throttle.NewTransport(lim, stream),
 		Store:           r.cfg.Store,
 		OwnsIntake:      true,
 		MaxBufferedBody: gc.MaxBufferedBody,

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
@@ -142,4 +144,48 @@ func TestGatewayConfig(t *testing.T) {
 	if _, err := relay.New(cfg); err != nil {
 		t.Errorf("with AllowRemote: %v", err)
 	}
+}
+
+// TestRelayGatewayOnPortZero: a gateway listening on port 0 is announced at
+// the address it bound, and a call made under the announced root the way
+// most libraries join it (root + "/bot<token>/<method>") is the attempt's.
+func TestRelayGatewayOnPortZero(t *testing.T) {
+	srv := fakeTelegram(t)
+	u := srv.NewUser("Ann")
+	chat, err := srv.NewPrivateChat(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := make(chan string, 4)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		root := r.Header.Get(forward.HeaderAPIRoot)
+		if root != "" {
+			body := fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)
+			if resp, err := http.Post(root+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body)); err == nil {
+				resp.Body.Close()
+			}
+		}
+		roots <- root
+	}))
+	t.Cleanup(app.Close)
+	logs, rec := &syncBuffer{}, newRecorder()
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
+	cfg.Forward = forward.Config{URL: app.URL}
+	cfg.Gateway = relay.GatewayConfig{Listen: "127.0.0.1:0"}
+	r := start(t, cfg)
+	if _, err := srv.SendText(chat, u, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	var root string
+	select {
+	case root = <-roots:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no forward")
+	}
+	want := "http://" + r.GatewayAddr().String() + "/a/"
+	if !strings.HasPrefix(root, want) || !strings.HasSuffix(root, "/bot") || r.GatewayURL() != "http://"+r.GatewayAddr().String() {
+		t.Errorf("announced root %q, gateway URL %q; want %s…/bot", root, r.GatewayURL(), want)
+	}
+	waitFor(t, "the reply", func() bool { return len(srv.MessagesTo(chat.ID)) == 1 })
 }

@@ -113,14 +113,13 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Observer != nil {
 		r.obs = Observers(cfg.Observer) // recovers panics
 	}
-	hc := cfg.BotClient
-	if hc == nil {
-		hc, err = transport.NewClient(transport.Config{MaxResponseBytes: BotAPIMaxResponseBytes})
-		if err != nil {
-			return nil, fmt.Errorf("relay: Bot API transport: %w", err)
-		}
-		r.ownBC = hc
+	own := cfg.BotTransport
+	own.MaxResponseBytes = max(own.MaxResponseBytes, BotAPIMaxResponseBytes)
+	hc, err := transport.NewClient(own)
+	if err != nil {
+		return nil, &ConfigError{Field: "BotTransport", Err: err}
 	}
+	r.ownBC = hc
 	r.bot, err = botapi.New(cfg.Token, botapi.Config{APIRoot: cfg.APIRoot, HTTPClient: hc, MaxResponseBytes: BotAPIMaxResponseBytes})
 	if errors.Is(err, botapi.ErrInvalidToken) {
 		return nil, badField("Token", "is not a bot token: want <bot id>:<secret> as BotFather gives it")

@@ -486,11 +486,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return withHint(err, "Run 'tgrelay help serve' for usage.")
 		}
 	}
-	botHTTP, err := o.net.httpClient(relay.BotAPIMaxResponseBytes)
+	// One Bot API client configuration for all serve sends: webhook
+	// ownership, polling and the gateway's upstream.
+	bc, err := o.net.botAPI(o.apiRoot)
 	if err != nil {
 		return withHint(err, "Run 'tgrelay help serve' for usage.")
 	}
-	defer botHTTP.CloseIdleConnections()
 	var sb *sandbox
 	if o.token == "" {
 		if sb, err = newSandbox(o, log); err != nil {
@@ -498,6 +499,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer sb.close()
 		red.Add(o.token, o.secret)
+		bc.root = o.apiRoot // the sandbox's
 	}
 	created := newSQLiteFile(o.db)
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
@@ -514,7 +516,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	cfg := o.relayConfig()
-	cfg.Store, cfg.StoreName, cfg.Logger, cfg.BotClient = st.updateStore, st.kind, log, botHTTP // the store itself, so its optional capabilities (journal, health) show
+	cfg.Store, cfg.StoreName, cfg.Logger = st.updateStore, st.kind, log // the store itself, so its optional capabilities (journal, health) show
+	cfg.APIRoot, cfg.BotTransport = bc.root, bc.transport
 	if os.Getenv(envGatewayStopAfterIntent) != "" {
 		cfg.Gateway.AfterIntent = stopAfterIntent(log)
 	}
