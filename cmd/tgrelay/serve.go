@@ -142,10 +142,19 @@ Logs are slog text or JSON on stderr; the token, the secret and the admin
 token are masked in every line. SIGINT or SIGTERM
 stops receiving, drains handlers for --drain-timeout, then cancels them.
 
-Bot API client (claim, check, getUpdates): --proxy (an http:// or https://
-proxy; default HTTPS_PROXY and the other proxy variables; SOCKS is not
-supported), --ca-file (extra CA certificates to trust) and --timeout (the
-bound of one call's answer; long polls get their own).
+Bot API client, one for all that serve sends to --api-root (webhook claim
+and check, getUpdates, and the gateway's calls, webhook replies, uploads and
+file downloads): --proxy (an http:// or https:// proxy; default HTTPS_PROXY
+and the other proxy variables; SOCKS is not supported), --ca-file (extra CA
+certificates to trust) and --timeout (the bound of one call's answer; long
+polls get their own).
+
+Gateway API root: each forward carries Tgrelay-Api-Root,
+<gateway>/a/<update>/<attempt>/<claim>/bot with no trailing slash; pass it
+unchanged as the library's API root for that update's calls (grammY apiRoot,
+Telegraf apiRoot, python-telegram-bot base_url, aiogram from_base,
+go-telegram/bot WithServerURL, telego WithAPIServer). On --gateway-listen
+127.0.0.1:0 it names the port the system chose.
 
 Without a token, serve starts a built-in sandbox (a fake Bot API with a
 control API) and prints how to make a simulated user write to the bot.
@@ -253,7 +262,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", relay.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running forwards may finish (`duration`)")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "`address` for /metrics, /healthz, /readyz and the dashboard (empty: off)")
 	fs.StringVar(&o.gatewayListen, "gateway-listen", "", "`address` of the Bot API gateway for the app, such as "+relay.DefaultGatewayListen+" (empty: off); the app sets its library's API root to it and gets Telegram's limits, fenced sends and replay-safe replies")
-	fs.StringVar(&o.gatewayPublicURL, "gateway-public-url", "", "the gateway's base `URL` as the app reaches it, announced in Tgrelay-Api-Root (default http://<gateway-listen>)")
+	fs.StringVar(&o.gatewayPublicURL, "gateway-public-url", "", "the gateway's base `URL` as the app reaches it, announced in Tgrelay-Api-Root (default http:// and the address the gateway listens on)")
 	fs.BoolVar(&o.gatewayAllowRemote, "gateway-allow-remote", false, "allow a --gateway-listen address that is not loopback (the gateway holds the bot token)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
