@@ -86,6 +86,10 @@ var intakeMethods = []string{"getUpdates", "setWebhook", "deleteWebhook"}
 //	/file/bot<token>/<path>            a file download
 //	/a/<update>/<attempt>/<claim>/…    either, on behalf of that attempt
 //
+// A call under the announced root, which ends in [RootSuffix], is read
+// as one of these whichever way the app's library joined root and call
+// (see "The announced API root" in the package doc).
+//
 // A call carries an attempt identity through the per-attempt prefix or the
 // three headers [HeaderUpdateID], [HeaderAttempt] and [HeaderClaimID] (both
 // at once must agree). The token must be Config.Token (else 401, as
