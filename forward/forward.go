@@ -80,8 +80,32 @@ const (
 	// exhaustion delivery.
 	HeaderKind = "Tgrelay-Kind"
 	// HeaderAPIRoot carries the per-attempt Bot API root of an update
-	// forward when [Config.APIRoot] is set: a call made under it carries
-	// the attempt's identity (see package gateway).
+	// forward when [Config.APIRoot] or [Config.APIRootFunc] gives the
+	// gateway's address: a call made under it carries the attempt's
+	// identity (see package gateway). Its value is
+	//
+	//	<gateway base URL>/a/<update id>/<attempt>/<claim id>/bot
+	//
+	// with no trailing slash, such as
+	// "http://127.0.0.1:8081/a/7/1/c-9/bot". An app hands it unchanged to
+	// its library as the API root of the calls it makes for that update:
+	//
+	//	grammY                 new Bot(token, {client: {apiRoot: root}})          root + "/bot<token>/<method>"
+	//	Telegraf               new Telegraf(token, {telegram: {apiRoot: root}})   URL("./bot<token>/<method>", root)
+	//	node-telegram-bot-api  {baseApiUrl: root}                                  root + "/bot<token>/<method>"
+	//	python-telegram-bot    Bot(token, base_url=root,                          root + "<token>/<method>"
+	//	                           base_file_url=root + "/file/bot")
+	//	aiogram                TelegramAPIServer.from_base(root)                  root + "/bot<token>/<method>"
+	//	go-telegram/bot        bot.WithServerURL(root)                            root + "/bot<token>/<method>"
+	//	telego                 telego.WithAPIServer(root)                         root + "/bot<token>/<method>"
+	//
+	// The gateway routes each of these forms (and the same with a doubled
+	// slash, from a root given a trailing slash by hand) to the attempt's
+	// call; the last segment "bot" is what lets python-telegram-bot append
+	// the token directly and Telegraf drop the last segment when it
+	// resolves the call's relative URL. A file download is
+	// root + "/file/bot<token>/<path>" (Telegraf's getFileLink: resolved,
+	// likewise).
 	HeaderAPIRoot = "Tgrelay-Api-Root"
 	// HeaderAck is the response header with which an exhaustion endpoint
 	// acknowledges a delivery: its value must be the exhaustion's claim id.
@@ -152,6 +176,12 @@ type Config struct {
 	// (such as "http://127.0.0.1:8081"): each update forward then carries
 	// [HeaderAPIRoot], the per-attempt API root under it.
 	APIRoot string
+	// APIRootFunc, when set, is asked for the gateway's base URL at each
+	// update forward, instead of APIRoot: for a gateway whose address is
+	// known only once it listens (on port 0). It must be safe for
+	// concurrent use and return an absolute http or https URL, or "" to
+	// announce nothing.
+	APIRootFunc func() string
 }
 
 // Replier performs one Bot API call on behalf of an attempt, fenced and
@@ -211,6 +241,7 @@ type Forwarder struct {
 	replier            Replier
 	replyFunc          func(Reply)
 	apiRoot            string
+	apiRootFunc        func() string
 }
 
 // New returns a Forwarder for cfg, or an error naming the invalid field.
@@ -258,7 +289,16 @@ func New(cfg Config) (*Forwarder, error) {
 		replier:       cfg.Replier,
 		replyFunc:     cfg.ReplyFunc,
 		apiRoot:       strings.TrimRight(cfg.APIRoot, "/"),
+		apiRootFunc:   cfg.APIRootFunc,
 	}, nil
+}
+
+// gatewayRoot is the gateway's base URL to announce, or "".
+func (f *Forwarder) gatewayRoot() string {
+	if f.apiRootFunc != nil {
+		return f.apiRootFunc()
+	}
+	return f.apiRoot
 }
 
 // UnactedReplies is how many replies in update answers were not acted on
@@ -449,8 +489,8 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 	req.Header.Set(HeaderAttempt, strconv.Itoa(id.Attempt))
 	req.Header.Set(HeaderClaimID, id.ClaimID)
 	req.Header.Set(HeaderKind, kind)
-	if kind == "update" && f.apiRoot != "" {
-		req.Header.Set(HeaderAPIRoot, AttemptRoot(f.apiRoot, id))
+	if root := f.gatewayRoot(); kind == "update" && root != "" {
+		req.Header.Set(HeaderAPIRoot, AttemptRoot(root, id))
 	}
 	if kind == "update" && f.appSecret != "" {
 		req.Header.Set(HeaderTelegramSecret, f.appSecret)

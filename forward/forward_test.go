@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,5 +261,40 @@ func TestThroughRunner(t *testing.T) {
 	left, err := st.DueExhaustions(t.Context(), intake.ExhaustionQuery{Limit: 10})
 	if err != nil || len(left) != 0 {
 		t.Fatalf("exhaustions left after a 2xx: %v, %v", left, err)
+	}
+}
+
+// TestHandleAnnouncesAPIRoot: an update forward carries the per-attempt
+// API root under APIRoot, or under what APIRootFunc says at that moment (a
+// gateway on port 0 is known only once it listens); nothing when there is
+// none.
+func TestHandleAnnouncesAPIRoot(t *testing.T) {
+	t.Parallel()
+	e, srv := newEndpoint(t, http.StatusOK, nil)
+	const want = "http://127.0.0.1:8081/a/42/2/c-1/bot"
+	static := newForwarder(t, forward.Config{URL: srv.URL, APIRoot: "http://127.0.0.1:8081/"})
+	var base atomic.Value
+	base.Store("")
+	dynamic := newForwarder(t, forward.Config{URL: srv.URL, APIRootFunc: func() string { return base.Load().(string) }})
+	none := newForwarder(t, forward.Config{URL: srv.URL})
+	upd := intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}
+	for _, f := range []*forward.Forwarder{static, dynamic, none} {
+		if err := f.Handle(t.Context(), upd, attempt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base.Store("http://127.0.0.1:8081")
+	if err := dynamic.Handle(t.Context(), upd, attempt); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range e.got() {
+		got = append(got, r.header.Get(forward.HeaderAPIRoot))
+	}
+	if w := []string{want, "", "", want}; strings.Join(got, " | ") != strings.Join(w, " | ") {
+		t.Errorf("announced roots %q; want %q", got, w)
+	}
+	if got := forward.AttemptRoot("http://h:1/", attempt.Identity); got != "http://h:1/a/42/2/c-1/bot" {
+		t.Errorf("AttemptRoot = %q", got)
 	}
 }

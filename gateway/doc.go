@@ -80,14 +80,28 @@
 // three headers the forward posts each update with ([HeaderUpdateID],
 // [HeaderAttempt], [HeaderClaimID]) copied onto the call, or the
 // per-attempt API root the forward announces ([AttemptRoot]: the gateway's
-// address followed by /a/<update>/<attempt>/<claim>), handed to the app's
-// library as its API root for that update. The call is sent only while
+// address followed by /a/<update>/<attempt>/<claim>/bot), handed to the
+// app's library as its API root for that update (see "The announced API
+// root"). The call is sent only while
 // that attempt holds its lease in Config.Store; an attempt whose lease
 // expired, or whose update was claimed again or settled, gets 409 and
 // nothing is sent. The lease is checked when the call may leave: once the
 // limiter granted it its turn (see "When the intent is recorded"), so an
 // attempt that lost its lease while its call waited is refused then.
 // Calls without an identity are only throttled and classified.
+//
+// # The announced API root
+//
+// The root a forward announces in Tgrelay-Api-Root ends in the segment
+// "bot" ([RootSuffix]), and the gateway reads a call under it however the
+// app's library joined root and call: root + "/bot<token>/<method>"
+// (grammY, aiogram, node-telegram-bot-api, go-telegram/bot, telego),
+// root + "<token>/<method>" (python-telegram-bot's base_url), or the URL
+// "./bot<token>/<method>" resolved against the root (Telegraf, which drops
+// the root's last segment), and the same for /file/bot<token>/<path>.
+// Runs of slashes count as one, so a root given a trailing slash by hand
+// works too. An app therefore passes the header's value unchanged; the
+// table of what each library takes is at forward.HeaderAPIRoot.
 //
 // # Replay-safe replies
 //

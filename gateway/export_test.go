@@ -8,3 +8,6 @@ var ParseIdentity = parseIdentity
 
 // MethodOf exposes methodOf to the fuzz tests.
 var MethodOf = methodOf
+
+// RoutePath exposes routePath to the fuzz tests.
+var RoutePath = routePath

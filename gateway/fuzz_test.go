@@ -86,3 +86,54 @@ func FuzzIdentityAndMethod(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRoutePath: whatever the token and method, every way a library joins
+// the announced root's tail ("/bot") with a call reads as Telegram's
+// /bot<token>/<method>, and no path comes out with a doubled slash.
+func FuzzRoutePath(f *testing.F) {
+	f.Add("123:abc", "sendMessage", "/bot//x")
+	f.Add("1:_-", "getMe", "")
+	f.Fuzz(func(t *testing.T, token, method, other string) {
+		if out := gateway.RoutePath(other); strings.Contains(out, "//") {
+			t.Errorf("RoutePath(%q) = %q: a doubled slash", other, out)
+		}
+		if !tokenLike(token) || method == "" || strings.ContainsAny(method, "/?#") {
+			return
+		}
+		want := "/bot" + token + "/" + method
+		for _, p := range []string{
+			"/bot/bot" + token + "/" + method,  // root + "/bot<token>/<method>"
+			"/bot" + token + "/" + method,      // root + "<token>/<method>", or Telegraf's resolution
+			"/bot//bot" + token + "/" + method, // a trailing slash added by hand
+			"//bot/bot" + token + "/" + method,
+			"/bot/" + token + "/" + method, // python-telegram-bot's base_url with a trailing slash
+		} {
+			if got := gateway.RoutePath(p); got != want {
+				t.Errorf("RoutePath(%q) = %q; want %q", p, got, want)
+			}
+		}
+		if got, want := gateway.RoutePath("/bot/file/bot"+token+"/"+method), "/file/bot"+token+"/"+method; got != want {
+			t.Errorf("a file under the root: %q; want %q", got, want)
+		}
+	})
+}
+
+// tokenLike reports whether s has a bot token's shape: digits, a colon,
+// then letters, digits, _ and -.
+func tokenLike(s string) bool {
+	id, secret, ok := strings.Cut(s, ":")
+	if !ok || id == "" || secret == "" {
+		return false
+	}
+	for _, r := range id {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	for _, r := range secret {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}

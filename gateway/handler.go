@@ -21,11 +21,56 @@ import (
 // identity. [AttemptRoot] builds the root an app hands to its library.
 const AttemptPrefix = "/a/"
 
+// RootSuffix ends every API root the gateway announces: a last path
+// segment "bot" that the gateway routes with or without (see "The
+// announced API root" in the package doc), so that a library that appends
+// "/bot<token>/<method>", one that appends "<token>/<method>" and one
+// that resolves "./bot<token>/<method>" against the root all reach the
+// same call.
+const RootSuffix = "/bot"
+
 // AttemptRoot returns the per-attempt API root for id under the gateway's
-// base URL (such as "http://127.0.0.1:8081"): base + "/a/<update>/<attempt>/<claim>".
+// base URL (such as "http://127.0.0.1:8081"):
+// base + "/a/<update>/<attempt>/<claim>" + [RootSuffix]. It is the value
+// of the forward's Tgrelay-Api-Root header, which an app hands unchanged to
+// its library as the API root of the calls it makes for that update.
 func AttemptRoot(base string, id intake.Identity) string {
 	return strings.TrimRight(base, "/") + AttemptPrefix + strconv.FormatInt(id.UpdateID, 10) + "/" +
-		strconv.Itoa(id.Attempt) + "/" + id.ClaimID
+		strconv.Itoa(id.Attempt) + "/" + id.ClaimID + RootSuffix
+}
+
+// routePath maps the path of a call made under an announced API root onto
+// Telegram's own form (/bot<token>/<method> or /file/bot<token>/<path>),
+// whichever way the app's library joined the root and the call:
+//
+//	root + "/bot<token>/<method>"   …/bot/bot<token>/<method>   (grammY, aiogram, node-telegram-bot-api, go-telegram/bot, telego)
+//	root + "<token>/<method>"       …/bot<token>/<method>       (python-telegram-bot's base_url)
+//	URL("./bot<token>/<method>", root)  …/bot<token>/<method>   (Telegraf: the root's last segment, "bot", is dropped)
+//	root + "/file/bot<token>/<path>"    …/bot/file/bot<token>/<path>
+//
+// Runs of slashes count as one (a root given a trailing slash by hand), and
+// …/bot/<token>/<method> (python-telegram-bot's base_url with a trailing
+// slash) is read as /bot<token>/<method>. A path of another shape is
+// returned as it is, to be refused.
+func routePath(p string) string {
+	if strings.Contains(p, "//") {
+		var b strings.Builder
+		for i := 0; i < len(p); i++ {
+			if p[i] == '/' && i > 0 && p[i-1] == '/' {
+				continue
+			}
+			b.WriteByte(p[i])
+		}
+		p = b.String()
+	}
+	rest, ok := strings.CutPrefix(p, RootSuffix+"/")
+	if !ok {
+		return p
+	}
+	if strings.HasPrefix(rest, "bot") || strings.HasPrefix(rest, "file/") {
+		return "/" + rest
+	}
+	return RootSuffix + rest
 }
 
 var (
@@ -41,6 +86,10 @@ var intakeMethods = []string{"getUpdates", "setWebhook", "deleteWebhook"}
 //	/bot<token>/<method>               a call (GET or POST; JSON, form or multipart)
 //	/file/bot<token>/<path>            a file download
 //	/a/<update>/<attempt>/<claim>/…    either, on behalf of that attempt
+//
+// A call under the announced root, which ends in [RootSuffix], is read
+// as one of these whichever way the app's library joined root and call
+// (see "The announced API root" in the package doc).
 //
 // A call carries an attempt identity through the per-attempt prefix or the
 // three headers [HeaderUpdateID], [HeaderAttempt] and [HeaderClaimID] (both
@@ -138,6 +187,7 @@ func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answe
 		}
 		id, path = &pid, "/"+parts[3]
 	}
+	path = routePath(path)
 	if hid, present, err := identityFromHeader(r.Header); present {
 		if err != nil {
 			return telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: "+err.Error(), 0), "", true

@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -122,15 +125,47 @@ func methodOf(path string) string {
 	return method
 }
 
+// DefaultStreamHeaderTimeout bounds the wait for the head of a streamed
+// call's answer, once its request is written, when
+// StreamConfig.HeaderTimeout is zero.
+const DefaultStreamHeaderTimeout = 5 * time.Minute
+
 // NewStreamTransport returns a streaming [http.RoundTripper] for
 // Config.StreamTransport: the standard library's transport (proxies from
 // the environment, keep-alive), whose failures to connect are marked as not
 // dispatched (the request was never written), and every other failure
-// counts as unknown. Wrap it in the same limiter as Config.Transport.
-func NewStreamTransport() http.RoundTripper {
+// counts as unknown. Wrap it in the same limiter as Config.Transport. It is
+// NewStreamTransportConfig(StreamConfig{}).
+func NewStreamTransport() http.RoundTripper { return NewStreamTransportConfig(StreamConfig{}) }
+
+// StreamConfig configures [NewStreamTransportConfig] with the parts of the
+// Bot API client's configuration (a transport.Config's fields of the same
+// names) that a streaming transport applies, so that streamed calls go the
+// way Config.Transport's go.
+type StreamConfig struct {
+	// Proxy picks the proxy, as http.Transport.Proxy does. Nil means the
+	// environment's (HTTPS_PROXY, HTTP_PROXY, NO_PROXY).
+	Proxy func(*http.Request) (*url.URL, error)
+	// TLSConfig is used for https destinations and proxies; it is cloned.
+	// Nil means the system's roots.
+	TLSConfig *tls.Config
+	// HeaderTimeout bounds the wait for the answer's head once the request
+	// is written. Zero means [DefaultStreamHeaderTimeout].
+	HeaderTimeout time.Duration
+}
+
+// NewStreamTransportConfig returns [NewStreamTransport]'s round tripper
+// configured by c.
+func NewStreamTransportConfig(c StreamConfig) http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 32
-	t.ResponseHeaderTimeout = 5 * time.Minute
+	t.ResponseHeaderTimeout = cmp.Or(c.HeaderTimeout, DefaultStreamHeaderTimeout)
+	if c.Proxy != nil {
+		t.Proxy = c.Proxy
+	}
+	if c.TLSConfig != nil {
+		t.TLSClientConfig = c.TLSConfig.Clone()
+	}
 	return streamTransport{t}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/poll"
+	"github.com/tgrelay/tgrelay/transport"
 )
 
 // Defaults and bounds of [Config].
@@ -66,12 +66,23 @@ type Config struct {
 	// Required. It never appears in a log line, an error or a metric.
 	Token string
 	// APIRoot is the Bot API root URL, for a local Bot API server. Empty
-	// means https://api.telegram.org.
+	// means https://api.telegram.org. Every Bot API call of the relay goes
+	// there: webhook ownership (claim and check), getUpdates, and the
+	// gateway's upstream.
 	APIRoot string
-	// BotClient makes the Bot API calls (claim, check, getUpdates). Nil
-	// means a [github.com/tgrelay/tgrelay/transport] client reading at most
-	// [BotAPIMaxResponseBytes] per answer.
-	BotClient *http.Client
+	// BotTransport is how every Bot API call of the relay gets to APIRoot:
+	// the proxy, the trusted CAs (TLSConfig.RootCAs, such as a private CA
+	// or a corporate proxy's), the connect budget and the response timeout
+	// apply alike to webhook ownership, getUpdates, and the gateway's
+	// calls, webhook replies, streamed uploads and file downloads. The
+	// zero value is transport's defaults (proxies from the environment,
+	// the system's roots). MaxResponseBytes bounds the answers of the
+	// gateway's calls (zero: transport's default); the relay's own calls
+	// read up to the larger of it and [BotAPIMaxResponseBytes]. Streamed
+	// calls go through the standard library's transport with its Proxy and
+	// TLSConfig, and ResponseTimeout bounding the wait for the answer's
+	// head (zero: gateway.DefaultStreamHeaderTimeout).
+	BotTransport transport.Config
 
 	// Store records the updates. Required. The relay never closes it:
 	// close it after [Relay.Run] or [Relay.Stop] returns, when nothing of

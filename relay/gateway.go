@@ -3,7 +3,6 @@ package relay
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"net"
 	"strings"
 	"time"
@@ -39,9 +38,9 @@ type GatewayConfig struct {
 	Listener net.Listener
 	// PublicURL is the gateway's base URL as the app reaches it, announced
 	// to the app in each forward's Tgrelay-Api-Root header (with the
-	// attempt's path). Empty means "http://" + Listener's address, or
-	// Listen's; with Listen on port 0 and no Listener, nothing is
-	// announced.
+	// attempt's path; see forward.HeaderAPIRoot for its format). Empty
+	// means "http://" + the address the gateway listens on: Listener's, or
+	// the one bound for Listen (on port 0, the port the system chose).
 	PublicURL string
 	// Limits are Telegram's limits the gateway keeps (throttle.Config);
 	// zero fields take throttle's defaults.
@@ -119,11 +118,16 @@ func (r *Relay) newGateway() error {
 	if err != nil {
 		return &ConfigError{Field: "Gateway.Limits", Err: err}
 	}
-	respTimeout := cmp.Or(gc.ResponseTimeout, gateway.DefaultResponseTimeout)
-	base, err := transport.New(transport.Config{ResponseTimeout: respTimeout})
+	// The gateway's upstream goes where and how the relay's own calls go;
+	// Gateway.ResponseTimeout, when set, overrides BotTransport's.
+	bt := r.cfg.BotTransport
+	respTimeout := cmp.Or(gc.ResponseTimeout, bt.ResponseTimeout, gateway.DefaultResponseTimeout)
+	bt.ResponseTimeout = respTimeout
+	base, err := transport.New(bt)
 	if err != nil {
-		return fmt.Errorf("relay: gateway transport: %w", err)
+		return &ConfigError{Field: "BotTransport", Err: err}
 	}
+	stream := gateway.NewStreamTransportConfig(gateway.StreamConfig{Proxy: bt.Proxy, TLSConfig: bt.TLSConfig, HeaderTimeout: bt.ResponseTimeout})
 	r.gwBase = base
 	r.gwPublic = strings.TrimRight(gc.PublicURL, "/")
 	if r.gwPublic == "" {
@@ -142,7 +146,7 @@ func (r *Relay) newGateway() error {
 		Token:           r.cfg.Token,
 		APIRoot:         apiRoot,
 		Transport:       throttle.NewTransport(lim, base),
-		StreamTransport: throttle.NewTransport(lim, gateway.NewStreamTransport()),
+		StreamTransport: throttle.NewTransport(lim, stream),
 		Store:           r.cfg.Store,
 		OwnsIntake:      true,
 		MaxBufferedBody: gc.MaxBufferedBody,

@@ -2,19 +2,26 @@ package relay_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/relay"
+	"github.com/tgrelay/tgrelay/transport"
 )
 
 // TestRelayGateway: an app behind the relay replies through the gateway,
@@ -146,5 +153,116 @@ func TestGatewayConfig(t *testing.T) {
 	cfg.Gateway.ResponseTimeout = 11 * time.Minute
 	if _, err := relay.New(cfg); !errors.As(err, &ce) || ce.Field != "Gateway.ResponseTimeout" {
 		t.Errorf("a response timeout above the bound: %v", err)
+	}
+}
+
+// TestRelayGatewayOnPortZero: a gateway listening on port 0 is announced at
+// the address it bound, and a call made under the announced root the way
+// most libraries join it (root + "/bot<token>/<method>") is the attempt's.
+func TestRelayGatewayOnPortZero(t *testing.T) {
+	srv := fakeTelegram(t)
+	u := srv.NewUser("Ann")
+	chat, err := srv.NewPrivateChat(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := make(chan string, 4)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		root := r.Header.Get(forward.HeaderAPIRoot)
+		if root != "" {
+			body := fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)
+			if resp, err := http.Post(root+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body)); err == nil {
+				resp.Body.Close()
+			}
+		}
+		roots <- root
+	}))
+	t.Cleanup(app.Close)
+	logs, rec := &syncBuffer{}, newRecorder()
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
+	cfg.Forward = forward.Config{URL: app.URL}
+	cfg.Gateway = relay.GatewayConfig{Listen: "127.0.0.1:0"}
+	r := start(t, cfg)
+	if _, err := srv.SendText(chat, u, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	var root string
+	select {
+	case root = <-roots:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no forward")
+	}
+	want := "http://" + r.GatewayAddr().String() + "/a/"
+	if !strings.HasPrefix(root, want) || !strings.HasSuffix(root, "/bot") || r.GatewayURL() != "http://"+r.GatewayAddr().String() {
+		t.Errorf("announced root %q, gateway URL %q; want %s…/bot", root, r.GatewayURL(), want)
+	}
+	waitFor(t, "the reply", func() bool { return len(srv.MessagesTo(chat.ID)) == 1 })
+}
+
+// TestRelayBotTransportReachesTheGateway: Config.BotTransport is how every
+// Bot API call of the relay gets to APIRoot, the gateway's included. Here
+// the API root's host is known only to BotTransport's resolver: polling
+// and the app's call through the gateway both work, and both asked it.
+func TestRelayBotTransportReachesTheGateway(t *testing.T) {
+	srv := fakeTelegram(t)
+	u := srv.NewUser("Ann")
+	chat, err := srv.NewPrivateChat(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	var lookups atomic.Int32
+	bt := transport.Config{
+		Proxy: func(*http.Request) (*url.URL, error) { return nil, nil },
+		LookupFunc: func(ctx context.Context, network, host string) ([]netip.Addr, error) {
+			if host != "telegram.internal.test" {
+				return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+			}
+			lookups.Add(1)
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		},
+	}
+	answers := make(chan int, 4)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		body := fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)
+		resp, err := http.Post(r.Header.Get(forward.HeaderAPIRoot)+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body))
+		if err != nil {
+			answers <- 0
+			return
+		}
+		resp.Body.Close()
+		answers <- resp.StatusCode
+	}))
+	t.Cleanup(app.Close)
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
+	cfg.APIRoot, cfg.BotTransport = "http://telegram.internal.test:"+port, bt
+	cfg.Forward = forward.Config{URL: app.URL}
+	cfg.Gateway = relay.GatewayConfig{Listener: listen(t)}
+	start(t, cfg)
+	if _, err := srv.SendText(chat, u, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case status := <-answers:
+		if status != http.StatusOK {
+			t.Fatalf("the app's call through the gateway = %d; want 200", status)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no forward")
+	}
+	if n := len(srv.MessagesTo(chat.ID)); n != 1 {
+		t.Errorf("the chat holds %d messages; want the reply", n)
+	}
+	if n := lookups.Load(); n < 2 {
+		t.Errorf("BotTransport's resolver was asked %d times; want by polling's transport and by the gateway's", n)
+	}
+
+	bad := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
+	bad.BotTransport.ResponseTimeout = -time.Second
+	var ce *relay.ConfigError
+	if _, err := relay.New(bad); !errors.As(err, &ce) || ce.Field != "BotTransport" {
+		t.Errorf("a negative BotTransport.ResponseTimeout: %v; want a ConfigError naming BotTransport", err)
 	}
 }

@@ -113,14 +113,13 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Observer != nil {
 		r.obs = Observers(cfg.Observer) // recovers panics
 	}
-	hc := cfg.BotClient
-	if hc == nil {
-		hc, err = transport.NewClient(transport.Config{MaxResponseBytes: BotAPIMaxResponseBytes})
-		if err != nil {
-			return nil, fmt.Errorf("relay: Bot API transport: %w", err)
-		}
-		r.ownBC = hc
+	own := cfg.BotTransport
+	own.MaxResponseBytes = max(own.MaxResponseBytes, BotAPIMaxResponseBytes)
+	hc, err := transport.NewClient(own)
+	if err != nil {
+		return nil, &ConfigError{Field: "BotTransport", Err: err}
 	}
+	r.ownBC = hc
 	r.bot, err = botapi.New(cfg.Token, botapi.Config{APIRoot: cfg.APIRoot, HTTPClient: hc, MaxResponseBytes: BotAPIMaxResponseBytes})
 	if errors.Is(err, botapi.ErrInvalidToken) {
 		return nil, badField("Token", "is not a bot token: want <bot id>:<secret> as BotFather gives it")
@@ -136,7 +135,7 @@ func New(cfg Config) (*Relay, error) {
 	if r.gw != nil {
 		fc.Replier = r.gw
 		fc.ReplyFunc = r.reply(cfg.Forward.ReplyFunc)
-		fc.APIRoot = r.gwPublic
+		fc.APIRoot, fc.APIRootFunc = "", r.GatewayURL // the bound address, on port 0
 	}
 	r.fwd, err = forward.New(fc)
 	if err != nil {

@@ -95,13 +95,37 @@ func (n *netFlags) transportConfig() (transport.Config, error) {
 	return c, nil
 }
 
-// httpClient returns tgrelay's dispatch-aware client configured by the
-// flags, reading at most maxResponse bytes per answer (0: the default).
-func (n *netFlags) httpClient(maxResponse int64) (*http.Client, error) {
-	c, err := n.transportConfig()
-	if err != nil {
-		return nil, err
+// botAPIConfig is a command's one Bot API client configuration: where
+// calls go (--api-root) and how they get there (--proxy, --ca-file,
+// --timeout). It is built once, by [netFlags.botAPI], and every Bot API
+// call the command makes uses it: send's, webhook's and broadcast's
+// calls, and serve's webhook ownership, polling and gateway upstream
+// (through relay.Config's APIRoot and BotTransport).
+type botAPIConfig struct {
+	// root is the Bot API root without a trailing slash.
+	root string
+	// transport carries the proxy, the trusted CAs and the response
+	// timeout; MaxResponseBytes is left zero (each user sets its own).
+	transport transport.Config
+}
+
+// botAPI builds the Bot API client configuration from the flags and the
+// API root (empty: Telegram's), with errors naming the flag.
+func (n *netFlags) botAPI(apiRoot string) (botAPIConfig, error) {
+	if apiRoot == "" {
+		apiRoot = botapi.DefaultAPIRoot
 	}
+	tc, err := n.transportConfig()
+	if err != nil {
+		return botAPIConfig{}, err
+	}
+	return botAPIConfig{root: strings.TrimRight(apiRoot, "/"), transport: tc}, nil
+}
+
+// httpClient returns tgrelay's dispatch-aware client configured by b,
+// reading at most maxResponse bytes per answer (0: the default).
+func (b botAPIConfig) httpClient(maxResponse int64) (*http.Client, error) {
+	c := b.transport
 	c.MaxResponseBytes = maxResponse
 	hc, err := transport.NewClient(c)
 	if err != nil {
@@ -144,13 +168,18 @@ func notDispatchedCause(nd *transport.NotDispatchedError) string {
 	}
 }
 
-// botClient returns a Bot API client for token over hc, refusing a
-// malformed token before any call.
-func botClient(flagName, token, apiRoot string, hc *http.Client, maxResponse int64) (*botapi.Client, error) {
+// client returns a Bot API client for token configured by b, refusing a
+// malformed token before any call; it reads at most maxResponse bytes per
+// answer (0: the default).
+func (b botAPIConfig) client(flagName, token string, maxResponse int64) (*botapi.Client, error) {
 	if err := checkToken(flagName, token); err != nil {
 		return nil, err
 	}
-	c, err := botapi.New(token, botapi.Config{APIRoot: apiRoot, HTTPClient: hc, MaxResponseBytes: maxResponse})
+	hc, err := b.httpClient(maxResponse)
+	if err != nil {
+		return nil, err
+	}
+	c, err := botapi.New(token, botapi.Config{APIRoot: b.root, HTTPClient: hc, MaxResponseBytes: maxResponse})
 	if errors.Is(err, botapi.ErrInvalidToken) {
 		return nil, checkToken(flagName, "")
 	}

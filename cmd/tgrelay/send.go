@@ -94,11 +94,11 @@ func (b *botFlags) client(cmd string) (*botapi.Client, error) {
 	if err := checkFlagURL("--api-root", b.apiRoot); err != nil {
 		return nil, withHint(err, hint)
 	}
-	hc, err := b.httpClient(0)
+	bc, err := b.botAPI(b.apiRoot)
 	if err != nil {
 		return nil, withHint(err, hint)
 	}
-	return botClient("--token", token, b.apiRoot, hc, 0)
+	return bc.client("--token", token, 0)
 }
 
 // withHint adds hint to a usage error that has none.

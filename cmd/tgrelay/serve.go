@@ -144,7 +144,7 @@ stops receiving, drains handlers for --drain-timeout, then cancels them.
 
 Gateway answer time (--gateway-listen): every call of the app is answered
 within MaxWait (60s: the longest a call waits for its turn under Telegram's
-limits, 429 pauses included) + the response timeout (30s: Telegram's answer
+limits, 429 pauses included) + --timeout (30s: Telegram's answer
 once the call left) + 10s (journaling), 100s in all, stated in seconds in the
 Tgrelay-Call-Timeout header of every answer; the gateway's server never cuts a
 call sooner. Set the app's HTTP timeout toward the gateway above it. A call
@@ -154,10 +154,19 @@ outlasts the wait; a silent Telegram gives 502 with Tgrelay-Outcome: unknown.
 An app that gives up while its call waits stops it (never sent); once sent,
 the call's outcome is journaled and a retried update gets it replayed.
 
-Bot API client (claim, check, getUpdates): --proxy (an http:// or https://
-proxy; default HTTPS_PROXY and the other proxy variables; SOCKS is not
-supported), --ca-file (extra CA certificates to trust) and --timeout (the
-bound of one call's answer; long polls get their own).
+Bot API client, one for all that serve sends to --api-root (webhook claim
+and check, getUpdates, and the gateway's calls, webhook replies, uploads and
+file downloads): --proxy (an http:// or https:// proxy; default HTTPS_PROXY
+and the other proxy variables; SOCKS is not supported), --ca-file (extra CA
+certificates to trust) and --timeout (the bound of one call's answer; long
+polls get their own).
+
+Gateway API root: each forward carries Tgrelay-Api-Root,
+<gateway>/a/<update>/<attempt>/<claim>/bot with no trailing slash; pass it
+unchanged as the library's API root for that update's calls (grammY apiRoot,
+Telegraf apiRoot, python-telegram-bot base_url, aiogram from_base,
+go-telegram/bot WithServerURL, telego WithAPIServer). On --gateway-listen
+127.0.0.1:0 it names the port the system chose.
 
 Without a token, serve starts a built-in sandbox (a fake Bot API with a
 control API) and prints how to make a simulated user write to the bot.
@@ -265,7 +274,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", relay.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running forwards may finish (`duration`)")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "`address` for /metrics, /healthz, /readyz and the dashboard (empty: off)")
 	fs.StringVar(&o.gatewayListen, "gateway-listen", "", "`address` of the Bot API gateway for the app, such as "+relay.DefaultGatewayListen+" (empty: off); the app sets its library's API root to it and gets Telegram's limits, fenced sends and replay-safe replies")
-	fs.StringVar(&o.gatewayPublicURL, "gateway-public-url", "", "the gateway's base `URL` as the app reaches it, announced in Tgrelay-Api-Root (default http://<gateway-listen>)")
+	fs.StringVar(&o.gatewayPublicURL, "gateway-public-url", "", "the gateway's base `URL` as the app reaches it, announced in Tgrelay-Api-Root (default http:// and the address the gateway listens on)")
 	fs.BoolVar(&o.gatewayAllowRemote, "gateway-allow-remote", false, "allow a --gateway-listen address that is not loopback (the gateway holds the bot token)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
@@ -498,11 +507,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return withHint(err, "Run 'tgrelay help serve' for usage.")
 		}
 	}
-	botHTTP, err := o.net.httpClient(relay.BotAPIMaxResponseBytes)
+	// One Bot API client configuration for all serve sends: webhook
+	// ownership, polling and the gateway's upstream.
+	bc, err := o.net.botAPI(o.apiRoot)
 	if err != nil {
 		return withHint(err, "Run 'tgrelay help serve' for usage.")
 	}
-	defer botHTTP.CloseIdleConnections()
 	var sb *sandbox
 	if o.token == "" {
 		if sb, err = newSandbox(o, log); err != nil {
@@ -510,6 +520,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer sb.close()
 		red.Add(o.token, o.secret)
+		bc.root = o.apiRoot // the sandbox's
 	}
 	created := newSQLiteFile(o.db)
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
@@ -526,7 +537,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	cfg := o.relayConfig()
-	cfg.Store, cfg.StoreName, cfg.Logger, cfg.BotClient = st.updateStore, st.kind, log, botHTTP // the store itself, so its optional capabilities (journal, health) show
+	cfg.Store, cfg.StoreName, cfg.Logger = st.updateStore, st.kind, log // the store itself, so its optional capabilities (journal, health) show
+	cfg.APIRoot, cfg.BotTransport = bc.root, bc.transport
 	if os.Getenv(envGatewayStopAfterIntent) != "" {
 		cfg.Gateway.AfterIntent = stopAfterIntent(log)
 	}

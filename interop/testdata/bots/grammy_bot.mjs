@@ -2,27 +2,44 @@
 // `tgrelay sandbox` (MODE=poll: long polling) or behind `tgrelay serve`
 // (MODE=webhook: serve forwards each update to this process).
 //
-// Environment: TOKEN, API_ROOT, MODE, PORT (webhook), SECRET (webhook: the
-// app secret serve sends in X-Telegram-Bot-Api-Secret-Token),
-// TGRELAY_NODE_MODULES (where grammy is installed).
+// Environment: TOKEN, API_ROOT (the Bot API root of the calls outside an
+// update), MODE, PORT (webhook), SECRET (webhook: the app secret serve
+// sends in X-Telegram-Bot-Api-Secret-Token, checked by grammY's
+// secretToken option), ROOT=header (webhook behind serve's gateway: each
+// update's calls go to the API root serve announces for it in
+// Tgrelay-Api-Root, taken exactly as it arrives), REPLIES=webhook (answer
+// chat actions and callback queries in the webhook response, which the
+// relay performs through its gateway), TGRELAY_NODE_MODULES (where grammy
+// is installed).
 import http from 'node:http';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 
 const require = createRequire(process.env.TGRELAY_NODE_MODULES + '/');
-const { Bot, webhookCallback, InlineKeyboard } = require('grammy');
+const { Bot, Composer, webhookCallback, InlineKeyboard } = require('grammy');
 
-const { TOKEN, API_ROOT, MODE, PORT, SECRET, REPLIES } = process.env;
-// REPLIES=webhook (behind serve's gateway): answer chat actions and
-// callback queries in the webhook response, which the relay performs.
+const { TOKEN, API_ROOT, MODE, PORT, SECRET, REPLIES, ROOT } = process.env;
 const canUseWebhookReply = REPLIES === 'webhook' ? (m) => m === 'sendChatAction' || m === 'answerCallbackQuery' : undefined;
 const bot = new Bot(TOKEN, { client: { apiRoot: API_ROOT, canUseWebhookReply } });
+const handlers = new Composer();
+bot.use(handlers);
 
-// The relay's identity headers of the forward being handled (webhook mode).
+// The relay's identity headers and API root of the forward being handled
+// (webhook mode).
 const identity = new AsyncLocalStorage();
 const attempt = () => identity.getStore()?.attempt ?? '0';
+const apiRoot = () => (ROOT === 'header' && identity.getStore()?.root) || API_ROOT;
 
-bot.command('start', async (ctx) => {
+// botFor returns the bot that handles one forward: with ROOT=header, a bot
+// whose API root is the one announced for this update, unchanged.
+function botFor(root) {
+  if (ROOT !== 'header') return bot;
+  const b = new Bot(TOKEN, { botInfo: bot.botInfo, client: { apiRoot: root, canUseWebhookReply } });
+  b.use(handlers);
+  return b;
+}
+
+handlers.command('start', async (ctx) => {
   await ctx.replyWithChatAction('typing');
   await ctx.reply(`<b>Hello</b>, <i>${ctx.from.first_name}</i>!`, {
     parse_mode: 'HTML',
@@ -31,13 +48,13 @@ bot.command('start', async (ctx) => {
   });
 });
 
-bot.callbackQuery('yes', async (ctx) => {
+handlers.callbackQuery('yes', async (ctx) => {
   await ctx.answerCallbackQuery({ text: 'Done' });
   await ctx.editMessageText('Confirmed ✅');
   await ctx.editMessageReplyMarkup({ reply_markup: new InlineKeyboard().text('Undo', 'undo') });
 });
 
-bot.command('media', async (ctx) => {
+handlers.command('media', async (ctx) => {
   await ctx.replyWithMediaGroup([
     { type: 'photo', media: 'https://example.com/1.jpg', caption: 'one' },
     { type: 'photo', media: 'https://example.com/2.jpg' },
@@ -48,7 +65,7 @@ bot.command('media', async (ctx) => {
   await ctx.replyWithSticker('https://example.com/sticker.webp');
 });
 
-bot.command('caption', async (ctx) => {
+handlers.command('caption', async (ctx) => {
   const m = await ctx.replyWithPhoto('https://example.com/p.jpg', { caption: '*bold* caption', parse_mode: 'MarkdownV2' });
   await ctx.api.editMessageCaption(ctx.chat.id, m.message_id, { caption: 'new _caption_', parse_mode: 'MarkdownV2' });
   try {
@@ -58,22 +75,22 @@ bot.command('caption', async (ctx) => {
   }
 });
 
-bot.on('message:photo', async (ctx) => {
+handlers.on('message:photo', async (ctx) => {
   const file = await ctx.getFile();
-  const res = await fetch(`${API_ROOT}/file/bot${TOKEN}/${file.file_path}`);
+  const res = await fetch(`${apiRoot()}/file/bot${TOKEN}/${file.file_path}`); // as grammY's files plugin builds it
   const body = Buffer.from(await res.arrayBuffer());
   await ctx.reply(`photo: ${body.length} bytes: ${body.toString()}`, { reply_parameters: { message_id: ctx.msg.message_id } });
 });
 
-bot.on('message:location', (ctx) => ctx.reply(`at ${ctx.msg.location.latitude},${ctx.msg.location.longitude}`));
+handlers.on('message:location', (ctx) => ctx.reply(`at ${ctx.msg.location.latitude},${ctx.msg.location.longitude}`));
 
-bot.on('edited_message:text', (ctx) => ctx.reply(`edited: ${ctx.editedMessage.text}`));
+handlers.on('edited_message:text', (ctx) => ctx.reply(`edited: ${ctx.editedMessage.text}`));
 
-bot.on('inline_query', (ctx) => ctx.answerInlineQuery([
+handlers.on('inline_query', (ctx) => ctx.answerInlineQuery([
   { type: 'article', id: '1', title: 'Echo', input_message_content: { message_text: ctx.inlineQuery.query } },
 ], { cache_time: 0 }));
 
-bot.command('info', async (ctx) => {
+handlers.command('info', async (ctx) => {
   const chat = await ctx.getChat();
   const me = await ctx.getChatMember(ctx.from.id);
   const count = await ctx.getChatMemberCount();
@@ -83,7 +100,7 @@ bot.command('info', async (ctx) => {
   await ctx.reply(`info: ${chat.title} ${me.status} members=${count} admins=${admins.length}`);
 });
 
-bot.command('react', async (ctx) => {
+handlers.command('react', async (ctx) => {
   await ctx.react('👍');
   const a = await ctx.reply('temporary 1');
   const b = await ctx.reply('temporary 2');
@@ -91,10 +108,10 @@ bot.command('react', async (ctx) => {
   await ctx.reply('reacted');
 });
 
-bot.command('boom', () => { throw new Error('boom always fails'); });
+handlers.command('boom', () => { throw new Error('boom always fails'); });
 
 // Fails on its first attempt, so the relay retries it (webhook mode).
-bot.command('flaky', async (ctx) => {
+handlers.command('flaky', async (ctx) => {
   if (attempt() === '1') throw new Error('flaky handler fails on attempt 1');
   await ctx.reply(`recovered on attempt ${attempt()}`);
 });
@@ -116,11 +133,16 @@ async function main() {
     return;
   }
   await bot.init();
-  // grammY's webhookCallback rethrows a handler's error: without this
-  // wrapper the process dies; with it the relay gets a 500 and retries.
-  const callback = webhookCallback(bot, 'http', { secretToken: SECRET || undefined, timeoutMilliseconds: 10_000 });
   const server = http.createServer((req, res) => {
-    const id = { updateId: req.headers['tgrelay-update-id'], attempt: req.headers['tgrelay-attempt'], claimId: req.headers['tgrelay-claim-id'] };
+    const root = req.headers['tgrelay-api-root'];
+    if (ROOT === 'header') {
+      if (!root) { console.error('no Tgrelay-Api-Root: is the gateway off?'); res.writeHead(500).end(); return; }
+      if (!seenRoot) { seenRoot = true; console.log(`ROOT ${root}`); }
+    }
+    const id = { updateId: req.headers['tgrelay-update-id'], attempt: req.headers['tgrelay-attempt'], claimId: req.headers['tgrelay-claim-id'], root };
+    // grammY's webhookCallback rethrows a handler's error: without this
+    // wrapper the process dies; with it the relay gets a 500 and retries.
+    const callback = webhookCallback(botFor(root), 'http', { secretToken: SECRET || undefined, timeoutMilliseconds: 10_000 });
     identity.run(id, () => callback(req, res)).catch((err) => {
       console.error(`handler failed: ${err.message}`);
       if (!res.headersSent) res.writeHead(500);
@@ -129,5 +151,7 @@ async function main() {
   });
   server.listen(Number(PORT), '127.0.0.1', () => console.log(`READY ${server.address().port}`));
 }
+
+let seenRoot = false;
 
 main().catch((err) => { console.error(err); process.exit(1); });

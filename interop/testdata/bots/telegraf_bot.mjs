@@ -1,25 +1,54 @@
 // A Telegraf bot written the usual way, run by the interop tests against
 // `tgrelay sandbox` (MODE=poll) or behind `tgrelay serve` (MODE=webhook).
-// Environment as for grammy_bot.mjs.
+// Environment as for grammy_bot.mjs. With ROOT=header, each update's calls
+// go to the API root serve announces for it in Tgrelay-Api-Root, taken
+// exactly as it arrives, with Telegraf's default webhookReply (serve's
+// gateway performs the replies). Otherwise webhookReply is off unless
+// REPLIES=webhook: without the gateway nothing would perform them.
 import http from 'node:http';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 
 const require = createRequire(process.env.TGRELAY_NODE_MODULES + '/');
-const { Telegraf, Markup } = require('telegraf');
+const { Telegraf, Composer, Markup } = require('telegraf');
 const { message, editedMessage } = require('telegraf/filters');
 
-const { TOKEN, API_ROOT, MODE, PORT, SECRET, REPLIES } = process.env;
-// webhookReply: false — Telegraf would otherwise answer some calls
-// (answerCbQuery, sendChatAction, deleteMessage…) in the webhook response
-// body, which the relay performs only through its gateway (REPLIES=webhook).
-const webhookReply = REPLIES === 'webhook';
-const bot = new Telegraf(TOKEN, { telegram: { apiRoot: API_ROOT, webhookReply } });
+const { TOKEN, API_ROOT, MODE, PORT, SECRET, REPLIES, ROOT } = process.env;
+const telegramOptions = (apiRoot) => (ROOT === 'header' ? { apiRoot } : { apiRoot, webhookReply: REPLIES === 'webhook' });
+const bot = new Telegraf(TOKEN, { telegram: telegramOptions(API_ROOT) });
+const handlers = new Composer();
+bot.use(handlers);
 
 const identity = new AsyncLocalStorage();
 const attempt = () => identity.getStore()?.attempt ?? '0';
 
-bot.start(async (ctx) => {
+// botFor returns the bot that handles one forward: with ROOT=header, a bot
+// whose API root is the one announced for this update, unchanged.
+function botFor(root) {
+  if (ROOT !== 'header') return bot;
+  const b = new Telegraf(TOKEN, { telegram: telegramOptions(root) });
+  b.botInfo = bot.botInfo;
+  b.use(handlers);
+  return b;
+}
+
+// standIn is the response Telegraf's webhookCallback writes to. Telegraf
+// ends the response it is given with 200 even when the handler throws, and
+// with webhookReply on it ends it at the handler's first eligible call
+// (answerCbQuery…), while the handler goes on calling under the attempt's
+// API root: the real response is written only once the handler is done,
+// and is a 500 when it threw, so the relay retries.
+function standIn() {
+  return {
+    statusCode: 200, headers: {}, body: undefined, headersSent: false, writableEnded: false,
+    setHeader(k, v) { this.headers[k.toLowerCase()] = v; },
+    writeHead(code, headers) { this.statusCode = code; Object.assign(this.headers, headers); return this; },
+    end(body) { if (body !== undefined) this.body = body; this.writableEnded = true; return this; },
+    sendTo(res) { res.writeHead(this.statusCode, this.headers).end(this.body); },
+  };
+}
+
+handlers.start(async (ctx) => {
   await ctx.sendChatAction('typing');
   await ctx.replyWithHTML(`<b>Hello</b>, <i>${ctx.from.first_name}</i>!`, {
     reply_parameters: { message_id: ctx.message.message_id },
@@ -27,13 +56,13 @@ bot.start(async (ctx) => {
   });
 });
 
-bot.action('yes', async (ctx) => {
+handlers.action('yes', async (ctx) => {
   await ctx.answerCbQuery('Done');
   await ctx.editMessageText('Confirmed ✅');
   await ctx.editMessageReplyMarkup(Markup.inlineKeyboard([Markup.button.callback('Undo', 'undo')]).reply_markup);
 });
 
-bot.command('media', async (ctx) => {
+handlers.command('media', async (ctx) => {
   await ctx.replyWithMediaGroup([
     { type: 'photo', media: 'https://example.com/1.jpg', caption: 'one' },
     { type: 'photo', media: 'https://example.com/2.jpg' },
@@ -44,7 +73,7 @@ bot.command('media', async (ctx) => {
   await ctx.replyWithSticker('https://example.com/sticker.webp');
 });
 
-bot.command('caption', async (ctx) => {
+handlers.command('caption', async (ctx) => {
   const m = await ctx.replyWithPhoto('https://example.com/p.jpg', { caption: '*bold* caption', parse_mode: 'MarkdownV2' });
   await ctx.telegram.editMessageCaption(ctx.chat.id, m.message_id, undefined, 'new _caption_', { parse_mode: 'MarkdownV2' });
   try {
@@ -54,7 +83,7 @@ bot.command('caption', async (ctx) => {
   }
 });
 
-bot.on(message('photo'), async (ctx) => {
+handlers.on(message('photo'), async (ctx) => {
   const photo = ctx.message.photo.at(-1);
   const link = await ctx.telegram.getFileLink(photo.file_id);
   const res = await fetch(link);
@@ -62,15 +91,15 @@ bot.on(message('photo'), async (ctx) => {
   await ctx.reply(`photo: ${body.length} bytes: ${body.toString()}`, { reply_parameters: { message_id: ctx.message.message_id } });
 });
 
-bot.on(message('location'), (ctx) => ctx.reply(`at ${ctx.message.location.latitude},${ctx.message.location.longitude}`));
+handlers.on(message('location'), (ctx) => ctx.reply(`at ${ctx.message.location.latitude},${ctx.message.location.longitude}`));
 
-bot.on(editedMessage('text'), (ctx) => ctx.reply(`edited: ${ctx.editedMessage.text}`));
+handlers.on(editedMessage('text'), (ctx) => ctx.reply(`edited: ${ctx.editedMessage.text}`));
 
-bot.on('inline_query', (ctx) => ctx.answerInlineQuery([
+handlers.on('inline_query', (ctx) => ctx.answerInlineQuery([
   { type: 'article', id: '1', title: 'Echo', input_message_content: { message_text: ctx.inlineQuery.query } },
 ], { cache_time: 0 }));
 
-bot.command('info', async (ctx) => {
+handlers.command('info', async (ctx) => {
   const chat = await ctx.getChat();
   const me = await ctx.getChatMember(ctx.from.id);
   const count = await ctx.getChatMembersCount();
@@ -80,7 +109,7 @@ bot.command('info', async (ctx) => {
   await ctx.reply(`info: ${chat.title} ${me.status} members=${count} admins=${admins.length}`);
 });
 
-bot.command('react', async (ctx) => {
+handlers.command('react', async (ctx) => {
   await ctx.react('👍');
   const a = await ctx.reply('temporary 1');
   const b = await ctx.reply('temporary 2');
@@ -88,9 +117,9 @@ bot.command('react', async (ctx) => {
   await ctx.reply('reacted');
 });
 
-bot.command('boom', () => { throw new Error('boom always fails'); });
+handlers.command('boom', () => { throw new Error('boom always fails'); });
 
-bot.command('flaky', async (ctx) => {
+handlers.command('flaky', async (ctx) => {
   if (attempt() === '1') throw new Error('flaky handler fails on attempt 1');
   await ctx.reply(`recovered on attempt ${attempt()}`);
 });
@@ -110,34 +139,21 @@ async function main() {
     return;
   }
   bot.botInfo = await bot.telegram.getMe();
-  // Telegraf's stock webhookCallback answers 200 even when a handler
-  // throws, so the relay would never retry: handle the update ourselves and
-  // answer 500 on failure.
+  let seenRoot = false;
   const server = http.createServer((req, res) => {
-    if (req.method !== 'POST') { res.writeHead(405).end(); return; }
-    if (SECRET && req.headers['x-telegram-bot-api-secret-token'] !== SECRET) { res.writeHead(401).end(); return; }
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const id = { updateId: req.headers['tgrelay-update-id'], attempt: req.headers['tgrelay-attempt'], claimId: req.headers['tgrelay-claim-id'] };
-      identity.run(id, async () => {
-        // With webhook replies on, Telegraf writes its reply into the
-        // response it is given, and ends it (200) even when the handler
-        // throws: give it a stand-in, and answer for real only once the
-        // handler's outcome is known.
-        const reply = {
-          writableEnded: false, headersSent: false, body: undefined,
-          setHeader() {}, end(body) { this.body = body; this.writableEnded = true; },
-        };
-        try {
-          await bot.handleUpdate(JSON.parse(Buffer.concat(chunks)), webhookReply ? reply : undefined);
-          if (reply.body) res.writeHead(200, { 'content-type': 'application/json' }).end(reply.body);
-          else res.writeHead(200).end();
-        } catch (err) {
-          console.error(`handler failed: ${err.message}`);
-          res.writeHead(500).end(); // the reply, if any, is dropped: the retry makes it again
-        }
-      });
+    const root = req.headers['tgrelay-api-root'];
+    if (ROOT === 'header') {
+      if (!root) { console.error('no Tgrelay-Api-Root: is the gateway off?'); res.writeHead(500).end(); return; }
+      if (!seenRoot) { seenRoot = true; console.log(`ROOT ${root}`); }
+    }
+    const id = { updateId: req.headers['tgrelay-update-id'], attempt: req.headers['tgrelay-attempt'], claimId: req.headers['tgrelay-claim-id'] };
+    // The stock webhook handler, its secret check configured the documented
+    // way (a mismatch is answered 403).
+    const callback = botFor(root).webhookCallback('/', { secretToken: SECRET || undefined });
+    const reply = standIn();
+    identity.run(id, () => callback(req, reply)).then(() => reply.sendTo(res), (err) => {
+      console.error(`handler failed: ${err.message}`);
+      res.writeHead(500).end(); // the reply, if any, is dropped: the retry makes it again
     });
   });
   server.listen(Number(PORT), '127.0.0.1', () => console.log(`READY ${server.address().port}`));
