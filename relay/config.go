@@ -185,8 +185,9 @@ type Config struct {
 	// Gateway serves the Bot API to the app (see [GatewayConfig]): its
 	// calls keep Telegram's limits, are fenced by the attempt identity the
 	// forward hands it and are journaled in the store, and the webhook
-	// replies in its answers are performed. The zero value serves none and
-	// leaves webhook replies unacted.
+	// replies in its answers are performed. The zero value serves it on an
+	// ephemeral loopback port ([DefaultGatewayListen]);
+	// Gateway.Disable serves none and leaves webhook replies unacted.
 	Gateway GatewayConfig
 
 	// Observer receives the relay's events (see [Event]), for metrics and

@@ -181,7 +181,7 @@ type serveOptions struct {
 	adminToken, broadcastDir                        string
 	noDashboard, dashboardReadOnly                  bool
 	gatewayListen, gatewayPublicURL                 string
-	gatewayAllowRemote                              bool
+	gatewayAllowRemote, noGateway                   bool
 }
 
 // headerList is a repeatable "Name: value" flag. One Set may carry several
@@ -252,7 +252,8 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", pgstore.DefaultMaxClockSkew, "PostgreSQL: refuse to claim while this host's clock differs from the database's by more (`duration`; negative: no check)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", relay.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running forwards may finish (`duration`)")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "`address` for /metrics, /healthz, /readyz and the dashboard (empty: off)")
-	fs.StringVar(&o.gatewayListen, "gateway-listen", "", "`address` of the Bot API gateway for the app, such as "+relay.DefaultGatewayListen+" (empty: off); the app sets its library's API root to it and gets Telegram's limits, fenced sends and replay-safe replies")
+	fs.StringVar(&o.gatewayListen, "gateway-listen", "", "`address` of the Bot API gateway for the app (default "+relay.DefaultGatewayListen+", an ephemeral loopback port announced in Tgrelay-Api-Root); the app takes its library's API root from that header and gets Telegram's limits, fenced sends and replay-safe replies")
+	fs.BoolVar(&o.noGateway, "no-gateway", false, "serve no Bot API gateway: webhook replies in the app's answers are then not performed (each is logged and counted)")
 	fs.StringVar(&o.gatewayPublicURL, "gateway-public-url", "", "the gateway's base `URL` as the app reaches it, announced in Tgrelay-Api-Root (default http://<gateway-listen>)")
 	fs.BoolVar(&o.gatewayAllowRemote, "gateway-allow-remote", false, "allow a --gateway-listen address that is not loopback (the gateway holds the bot token)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
@@ -334,6 +335,7 @@ var serveFlagOf = map[string]string{
 	"Dashboard.AdminToken":   "admin-token",
 	"Gateway.Listen":         "gateway-listen",
 	"Gateway.PublicURL":      "gateway-public-url",
+	"Gateway.Listener":       "gateway-listen",
 }
 
 // serveUsageError turns a *relay.ConfigError into a usage error naming
@@ -401,7 +403,7 @@ func (o *serveOptions) relayConfig() relay.Config {
 		DrainTimeout:      o.drainTimeout,
 		AdminListen:       o.adminListen,
 		Gateway: relay.GatewayConfig{
-			Listen: o.gatewayListen, PublicURL: o.gatewayPublicURL, AllowRemote: o.gatewayAllowRemote,
+			Disable: o.noGateway, Listen: o.gatewayListen, PublicURL: o.gatewayPublicURL, AllowRemote: o.gatewayAllowRemote,
 		},
 		Dashboard: relay.DashboardConfig{
 			Enabled:      o.adminListen != "" && !o.noDashboard,
