@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
@@ -80,6 +81,7 @@ func (r *Relay) forwardHeld(ctx context.Context, u intake.Update, a intake.Attem
 		if held {
 			r.mu.Lock()
 			r.app.Held--
+			r.publishAppLocked()
 			r.mu.Unlock()
 		}
 	}()
@@ -119,6 +121,7 @@ func (r *Relay) appRefused(id intake.Identity, ae *forward.AuthError, held bool,
 	r.app.AuthFailing, r.app.AuthCode = true, ae.Code
 	r.app.Refusals++
 	n := r.app.Held
+	r.publishAppLocked()
 	r.mu.Unlock()
 	hint := "the forward sends no X-Telegram-Bot-Api-Secret-Token: set " + r.setting("Forward.AppSecretToken") + " to the secret the app's framework checks"
 	if ae.SecretSent {
@@ -137,12 +140,25 @@ func (r *Relay) appAccepted(id intake.Identity) {
 	was := r.app.AuthFailing
 	since := r.app.AuthFailingSince
 	r.app.AuthFailing, r.app.AuthCode, r.app.AuthFailingSince = false, 0, time.Time{}
+	if was {
+		r.publishAppLocked()
+	}
 	r.mu.Unlock()
 	if !was {
 		return
 	}
 	r.log.Info("relay: the app accepts forwards again", "update_id", id.UpdateID, "refused_for", r.now().Sub(since).Round(time.Millisecond))
 	r.emit(Event{Kind: KindAppAuthAccepted, ID: id})
+}
+
+// publishAppLocked shows the app's side on the dashboard, if any. The
+// caller holds r.mu.
+func (r *Relay) publishAppLocked() {
+	if r.rec == nil {
+		return
+	}
+	a := r.app
+	r.rec.SetApp(dashboard.AppStatus{AuthFailing: a.AuthFailing, AuthCode: a.AuthCode, Since: a.AuthFailingSince, Held: a.Held, Refusals: a.Refusals})
 }
 
 // App returns the app's side as its answers show it (see [AppStatus]).

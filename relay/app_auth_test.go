@@ -41,6 +41,8 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	cfg.Forward = forward.Config{URL: app.URL + "/update", AppSecretToken: appSecret}
 	cfg.MaxAttempts = 2
+	cfg.AdminListen = "127.0.0.1:0"
+	cfg.Dashboard = relay.DashboardConfig{Enabled: true}
 	cfg.SettingNameFunc = func(f string) string {
 		if f == "Forward.AppSecretToken" {
 			return "--app-secret-token"
@@ -70,6 +72,9 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 	if strings.Contains(logs.String(), appSecret) {
 		t.Error("the logs contain the app's secret")
 	}
+	if code, page := get(t, r.DashboardURL()); code != http.StatusOK || !strings.Contains(page, "refuses forwards (403)") || !strings.Contains(page, "held, not given up") {
+		t.Errorf("dashboard overview while refused (%d) shows no app alert:\n%s", code, page)
+	}
 
 	want.Store(appSecret) // the operator fixes the configuration
 	waitFor(t, "the update delivered", func() bool { return ep.distinct() == 1 })
@@ -79,6 +84,9 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 		t.Errorf("delivered as %+v, want attempt 1 (the refusals spent no attempt)", hits)
 	}
 	waitFor(t, "the hold to end", func() bool { return r.Status().App.Held == 0 })
+	if _, page := get(t, r.DashboardURL()); !strings.Contains(page, "accepts forwards") {
+		t.Errorf("dashboard overview after the fix shows no recovery:\n%s", page)
+	}
 	if st := r.Status().App; st.AuthFailing || st.Refusals < 3 {
 		t.Errorf("App status after the fix = %+v, want not failing, refusals counted", st)
 	}
