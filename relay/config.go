@@ -127,9 +127,12 @@ type Config struct {
 	// the store for operator tooling). A zero Forward.Timeout means 30s or
 	// half the lease, whichever is less; it must stay below the lease.
 	// Forward.AppSecretToken, when set, is sent to the app in
-	// X-Telegram-Bot-Api-Secret-Token. Replies in the app's answers that
-	// nothing performs are logged as warnings and reported as
-	// [KindUnactedReply] events, besides Forward.UnactedReplyFunc.
+	// X-Telegram-Bot-Api-Secret-Token; an app that answers 401 or 403
+	// (its secret check disagrees) has its update held, never given up
+	// (see [AppStatus]). Replies in the app's answers are performed
+	// through the gateway; without one, each is logged as a warning and
+	// reported as a [KindUnactedReply] event, besides
+	// Forward.UnactedReplyFunc.
 	Forward forward.Config
 
 	// MaxAttempts, LeaseDuration, MaxConcurrent, SweepInterval,
