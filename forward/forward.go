@@ -16,9 +16,10 @@
 //   - 401 or 403: the endpoint refused the forward's credentials, a
 //     configuration problem (most often its framework's secret check and
 //     [Config.AppSecretToken] disagree), not a bad update: an [*AuthError],
-//     tried again after [AuthRetryDelay] and never given up for this
-//     reason. Package relay holds such an update within its attempt, so
-//     the refusals spend none of its attempts.
+//     tried again after [AuthRetryDelay] rather than given up at once (on
+//     its own, each such attempt still counts against the intake's
+//     ceiling). Package relay holds such an update within its attempt
+//     instead, so the refusals spend none of its attempts.
 //   - Any other 4xx: the endpoint refused it for good; no further attempts,
 //     the update becomes an exhaustion.
 //   - 5xx, 429 or 503 without Retry-After, a timeout or a connection error:
@@ -295,7 +296,7 @@ const AuthRetryDelay = 30 * time.Second
 // of the forward (a secret check that expects another
 // X-Telegram-Bot-Api-Secret-Token than [Config.AppSecretToken], or one the
 // forward does not send), not a bad update: [Forwarder.Handle] returns it
-// wrapped in [intake.RetryLater], never as a reason to give the update up.
+// wrapped in [intake.RetryLater], never as [intake.Abandon].
 // Its message names the setting to check and never quotes a secret.
 type AuthError struct {
 	StatusError

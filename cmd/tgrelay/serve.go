@@ -86,9 +86,10 @@ The app's side of the contract:
                          never spending its attempts for this. Each refusal
                          is logged as an error naming --app-secret-token and
                          counted (tgrelay_app_auth_failures_total); while it
-                         lasts tgrelay_app_auth_failing is 1 and
+                         lasts tgrelay_app_auth_failing is 1,
                          tgrelay_app_auth_held_updates counts the held
-                         updates. To give an update up, answer another 4xx.
+                         updates and the dashboard's Overview shows the
+                         alert. To give an update up, answer another 4xx.
   Webhook replies        a Bot API call in the response body (Telegraf's
                          default for answerCbQuery, deleteMessage, ...) is
                          performed through the gateway under the attempt's
