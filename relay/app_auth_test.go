@@ -72,6 +72,9 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 	if strings.Contains(logs.String(), appSecret) {
 		t.Error("the logs contain the app's secret")
 	}
+	if code, body := get(t, r.AdminURL()+"/readyz"); code != http.StatusOK || !strings.Contains(body, "warning: the app refuses forwards with 403") || !strings.Contains(body, "--app-secret-token") {
+		t.Errorf("/readyz while refused = %d %q, want 200 with a warning naming --app-secret-token", code, body)
+	}
 	if code, page := get(t, r.DashboardURL()); code != http.StatusOK || !strings.Contains(page, "refuses forwards (403)") || !strings.Contains(page, "held, not given up") {
 		t.Errorf("dashboard overview while refused (%d) shows no app alert:\n%s", code, page)
 	}
@@ -84,6 +87,9 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 		t.Errorf("delivered as %+v, want attempt 1 (the refusals spent no attempt)", hits)
 	}
 	waitFor(t, "the hold to end", func() bool { return r.Status().App.Held == 0 })
+	if _, body := get(t, r.AdminURL()+"/readyz"); body != "ready\n" {
+		t.Errorf("/readyz after the fix = %q, want ready", body)
+	}
 	if _, page := get(t, r.DashboardURL()); !strings.Contains(page, "accepts forwards") {
 		t.Errorf("dashboard overview after the fix shows no recovery:\n%s", page)
 	}

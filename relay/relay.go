@@ -659,7 +659,9 @@ func (r *Relay) Ready(ctx context.Context) error {
 	return nil
 }
 
-// serveReady answers /readyz: 200 while Ready, 503 otherwise.
+// serveReady answers /readyz: 200 while Ready, 503 otherwise. While the
+// app refuses forwards with 401 or 403 (see [AppStatus]) it stays 200 and
+// adds a warning line.
 func (r *Relay) serveReady(w http.ResponseWriter, req *http.Request) {
 	ctx, cancel := context.WithTimeout(req.Context(), readyTimeout)
 	defer cancel()
@@ -673,4 +675,10 @@ func (r *Relay) serveReady(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	io.WriteString(w, "ready\n")
+	// Still ready: the relay records every update, so Telegram's webhook
+	// must keep reaching it; the probe's body says what is wrong.
+	if app := r.App(); app.AuthFailing {
+		fmt.Fprintf(w, "warning: the app refuses forwards with %d since %s; %d updates held, not given up: make the app's secret check and %s agree\n",
+			app.AuthCode, app.AuthFailingSince.UTC().Format(time.RFC3339), app.Held, r.setting("Forward.AppSecretToken"))
+	}
 }

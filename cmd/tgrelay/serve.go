@@ -175,7 +175,8 @@ of the database's and is refused otherwise, so a host whose clock runs ahead
 never takes a live lease.
 
 Operations: with --admin-listen, /metrics (Prometheus), /healthz (process up)
-and /readyz (runner started, store reachable), and the dashboard at / (the
+and /readyz (runner started, store reachable; still 200, with a warning line,
+while the app answers 401/403), and the dashboard at / (the
 relay's figures, updates, exhaustions to acknowledge or requeue, broadcasts).
 The dashboard answers on a loopback address only, unless --admin-token (env
 TGRELAY_ADMIN_TOKEN) is set: a non-loopback --admin-listen without one is
