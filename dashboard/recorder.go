@@ -101,8 +101,9 @@ type AppStatus struct {
 //
 // A Recorder is fed by the relay — through [Recorder.Observer] for the
 // intake runner's events, [Recorder.SetWebhook] after every ownership
-// check, and [Recorder.GatewaySend] and [Recorder.GatewayPause] from the
-// gateway — and read by the [Handler]. Every method is safe for concurrent
+// check, [Recorder.GatewaySend] and [Recorder.GatewayPause] from the
+// gateway, and [Recorder.SetApp] when the app's answers change the alert
+// — and read by the [Handler]. Every method is safe for concurrent
 // use and fast enough to call from an observer. The zero value is not
 // usable; call [NewRecorder].
 type Recorder struct {

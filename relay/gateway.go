@@ -183,6 +183,7 @@ func (r *Relay) reply(next func(forward.Reply)) func(forward.Reply) {
 // startGateway serves the gateway, when enabled.
 func (r *Relay) startGateway() error {
 	if r.gw == nil {
+		r.log.Info("relay: no Bot API gateway (" + r.setting("Gateway.Disable") + "): webhook replies in the app's answers are not performed, only logged and counted")
 		return nil
 	}
 	gc := r.cfg.Gateway

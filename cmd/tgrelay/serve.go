@@ -381,6 +381,7 @@ var serveFlagOf = map[string]string{
 	"Gateway.Listen":         "gateway-listen",
 	"Gateway.PublicURL":      "gateway-public-url",
 	"Gateway.Listener":       "gateway-listen",
+	"Gateway.Disable":        "no-gateway",
 }
 
 // flagOfField names a relay.Config field as its serve flag ("--app-secret-token"),

@@ -100,6 +100,9 @@ func TestServeDefaultsPerformWebhookReplies(t *testing.T) {
 				if answered || deleted || unacted != 2 || len(r.logLines("relay: the app answered with a Bot API call in the response body that was not performed")) != 2 {
 					t.Errorf("--no-gateway: answered %v, deleted %v, unacted %v; want nothing performed, 2 counted and logged", answered, deleted, unacted)
 				}
+				if len(r.logLines("relay: no Bot API gateway (--no-gateway): webhook replies in the app's answers are not performed, only logged and counted")) != 1 {
+					t.Errorf("no start line saying webhook replies are not performed; stderr:\n%s", r.stderr)
+				}
 				return
 			}
 			if !answered || !deleted || unacted != 0 {
