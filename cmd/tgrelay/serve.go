@@ -83,7 +83,9 @@ The app's side of the contract:
                          misconfigured: its update is held in its attempt and
                          forwarded again after --backoff-base, doubling up to
                          1m, until the app accepts it, never given up and
-                         never spending its attempts for this. Each refusal
+                         never spending its attempts for this (a stop ends
+                         the hold and counts that one attempt, but never
+                         makes the update an exhaustion). Each refusal
                          is logged as an error naming --app-secret-token and
                          counted (tgrelay_app_auth_failures_total); while it
                          lasts tgrelay_app_auth_failing is 1,
@@ -130,7 +132,8 @@ Chat order (--chat-order, --retry-order):
   process (default)  a chat's updates that this serve process received or
                      picked up are forwarded one at a time, in the order
                      received, and a failed one holds the chat's later ones
-                     while it waits for its retry. Updates of one chat that
+                     while it waits for its retry (unless --retry-order
+                     out-of-line). Updates of one chat that
                      different serve processes received (several behind a load
                      balancer), or that one picks up after a restart, may be
                      forwarded at the same time and overtake each other.
