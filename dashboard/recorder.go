@@ -78,6 +78,22 @@ type WebhookStatus struct {
 	LastError string
 }
 
+// AppStatus is the app's side as the relay reports it with
+// [Recorder.SetApp]: whether the app refuses forwards with 401 or 403 (a
+// configuration alert), and the updates held for it.
+type AppStatus struct {
+	// AuthFailing reports that the app's last answer to a forward was 401
+	// or 403; AuthCode is that status.
+	AuthFailing bool
+	AuthCode    int
+	// Since is when the app began refusing; zero while not AuthFailing.
+	Since time.Time
+	// Held is how many updates are held for it now.
+	Held int
+	// Refusals counts the 401 and 403 answers since the relay started.
+	Refusals int64
+}
+
 // Recorder is the bounded in-process ring the Overview's charts read: per
 // [Series], one count per [BucketWidth] over the last [Window], plus the
 // counters and the webhook and gateway figures the relay reports. Nothing
@@ -85,8 +101,9 @@ type WebhookStatus struct {
 //
 // A Recorder is fed by the relay — through [Recorder.Observer] for the
 // intake runner's events, [Recorder.SetWebhook] after every ownership
-// check, and [Recorder.GatewaySend] and [Recorder.GatewayPause] from the
-// gateway — and read by the [Handler]. Every method is safe for concurrent
+// check, [Recorder.GatewaySend] and [Recorder.GatewayPause] from the
+// gateway, and [Recorder.SetApp] when the app's answers change the alert
+// — and read by the [Handler]. Every method is safe for concurrent
 // use and fast enough to call from an observer. The zero value is not
 // usable; call [NewRecorder].
 type Recorder struct {
@@ -107,6 +124,8 @@ type Recorder struct {
 
 	webhook    WebhookStatus
 	webhookSet bool
+
+	app AppStatus
 }
 
 // NewRecorder returns an empty Recorder whose window starts now.
@@ -196,6 +215,14 @@ func (r *Recorder) SetWebhook(w WebhookStatus) {
 	r.mu.Unlock()
 }
 
+// SetApp records the app's side as the relay sees it now. The Overview
+// shows it once the app refused a forward.
+func (r *Recorder) SetApp(a AppStatus) {
+	r.mu.Lock()
+	r.app = a
+	r.mu.Unlock()
+}
+
 // GatewaySend counts one send the gateway finished, by its outcome (for
 // example "sent", "replayed", "not-dispatched", "unknown", "refused",
 // "rate-limited"). At most [MaxGatewayOutcomes] distinct names are kept;
@@ -248,6 +275,8 @@ type Snapshot struct {
 	Pauses    uint64
 	LastPause time.Time
 	PauseFor  time.Duration
+	// App is the app's side as last reported by [Recorder.SetApp].
+	App AppStatus
 }
 
 // Count is one named counter of a [Snapshot].
@@ -266,6 +295,7 @@ func (r *Recorder) Snapshot() Snapshot {
 		Taken: now, Started: r.started, Totals: r.totals, LeasesLost: r.leasesLost,
 		Webhook: r.webhook, HasWebhook: r.webhookSet,
 		HasGateway: r.gatewaySet, Pauses: r.pauses, LastPause: r.lastPause, PauseFor: r.pauseFor,
+		App: r.app,
 	}
 	for k := range numSeries {
 		b := make([]uint32, numBuckets)

@@ -13,6 +13,13 @@
 //
 //   - 2xx: the update is completed.
 //   - 429 or 503 with a Retry-After header: tried again after that wait.
+//   - 401 or 403: the endpoint refused the forward's credentials, a
+//     configuration problem (most often its framework's secret check and
+//     [Config.AppSecretToken] disagree), not a bad update: an [*AuthError],
+//     tried again after [AuthRetryDelay] rather than given up at once (on
+//     its own, each such attempt still counts against the intake's
+//     ceiling). Package relay holds such an update within its attempt
+//     instead, so the refusals spend none of its attempts.
 //   - Any other 4xx: the endpoint refused it for good; no further attempts,
 //     the update becomes an exhaustion.
 //   - 5xx, 429 or 503 without Retry-After, a timeout or a connection error:
@@ -320,6 +327,36 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("forward: %s endpoint answered %d %s", e.Kind, e.Code, http.StatusText(e.Code))
 }
 
+// AuthRetryDelay is how long [Forwarder.Handle] asks the intake to wait
+// before it tries again an update the endpoint answered 401 or 403.
+const AuthRetryDelay = 30 * time.Second
+
+// AuthError is the endpoint's 401 or 403 to an update forward: it refused
+// the forward's credentials. That is a configuration problem of the app or
+// of the forward (a secret check that expects another
+// X-Telegram-Bot-Api-Secret-Token than [Config.AppSecretToken], or one the
+// forward does not send), not a bad update: [Forwarder.Handle] returns it
+// wrapped in [intake.RetryLater], never as [intake.Abandon].
+// Its message names the setting to check and never quotes a secret.
+type AuthError struct {
+	StatusError
+	// SecretSent reports that the forward carried Config.AppSecretToken
+	// in [HeaderTelegramSecret].
+	SecretSent bool
+}
+
+// Error implements error.
+func (e *AuthError) Error() string {
+	hint := "the forward sent no " + HeaderTelegramSecret + " (Config.AppSecretToken is empty); set it to the secret the app checks"
+	if e.SecretSent {
+		hint = "the app refused the " + HeaderTelegramSecret + " the forward sent; make Config.AppSecretToken and the app's secret check agree"
+	}
+	return e.StatusError.Error() + ": a configuration problem, not a bad update: " + hint
+}
+
+// Unwrap returns the embedded *StatusError, so errors.As finds it too.
+func (e *AuthError) Unwrap() error { return &e.StatusError }
+
 // UnacknowledgedError is an exhaustion endpoint's 2xx answer without the
 // acknowledgment [HeaderAck] must carry. The exhaustion stays
 // unacknowledged and is delivered again.
@@ -359,6 +396,8 @@ func (f *Forwarder) Handle(ctx context.Context, u intake.Update, a intake.Attemp
 		return err
 	}
 	switch {
+	case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden:
+		return intake.RetryLater(&AuthError{StatusError: *se, SecretSent: f.appSecret != ""}, AuthRetryDelay)
 	case (se.Code == http.StatusTooManyRequests || se.Code == http.StatusServiceUnavailable) && se.RetryAfter > 0:
 		return intake.RetryLater(se, se.RetryAfter)
 	case se.Code >= 400 && se.Code < 500 && se.Code != http.StatusTooManyRequests && se.Code != http.StatusRequestTimeout:

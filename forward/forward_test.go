@@ -109,6 +109,8 @@ func TestHandleStatusMapping(t *testing.T) {
 		{"400 refuses for good", 400, "", "abandon", 0},
 		{"404 refuses for good", 404, "", "abandon", 0},
 		{"422 refuses for good", 422, "", "abandon", 0},
+		{"401 is a configuration problem, retried", 401, "", "retry-after", forward.AuthRetryDelay},
+		{"403 is a configuration problem, retried", 403, "", "retry-after", forward.AuthRetryDelay},
 		{"429 with Retry-After", 429, "7", "retry-after", 7 * time.Second},
 		{"503 with Retry-After", 503, "2", "retry-after", 2 * time.Second},
 		{"429 without Retry-After", 429, "", "retry", 0},
@@ -296,5 +298,46 @@ func TestHandleAnnouncesAPIRoot(t *testing.T) {
 	}
 	if got := forward.AttemptRoot("http://h:1/", attempt.Identity); got != "http://h:1/a/42/2/c-1/bot" {
 		t.Errorf("AttemptRoot = %q", got)
+	}
+}
+
+// TestHandleAuthRefusalNamesTheSetting: a 401 or 403 is an *AuthError, not
+// an abandonment, whose message names the setting to check, says whether
+// the app's secret was sent, and never quotes it.
+func TestHandleAuthRefusalNamesTheSetting(t *testing.T) {
+	t.Parallel()
+	const secret = "app-only_s3cret"
+	for _, tc := range []struct {
+		name     string
+		status   int
+		secret   string
+		wantSent bool
+		wantText string
+	}{
+		{"401 without a secret", http.StatusUnauthorized, "", false, "AppSecretToken is empty"},
+		{"403 with a wrong secret", http.StatusForbidden, secret, true, "make Config.AppSecretToken and the app's secret check agree"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e, srv := newEndpoint(t, tc.status, nil)
+			f := newForwarder(t, forward.Config{URL: srv.URL, AppSecretToken: tc.secret})
+			err := f.Handle(t.Context(), intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}, attempt)
+			var ae *forward.AuthError
+			if !errors.As(err, &ae) {
+				t.Fatalf("err = %v, want an AuthError", err)
+			}
+			if ab := (*intake.AbandonError)(nil); errors.As(err, &ab) {
+				t.Fatalf("err = %v is an abandonment", err)
+			}
+			if ae.Code != tc.status || ae.SecretSent != tc.wantSent {
+				t.Errorf("AuthError = {Code %d, SecretSent %v}, want {%d, %v}", ae.Code, ae.SecretSent, tc.status, tc.wantSent)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.wantText) || strings.Contains(msg, secret) {
+				t.Errorf("message = %q, want it to contain %q and not the secret", msg, tc.wantText)
+			}
+			if got := e.got(); len(got) != 1 || got[0].header.Get(forward.HeaderTelegramSecret) != tc.secret {
+				t.Errorf("the forward's secret header = %v", got)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -209,6 +210,20 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 			r.mu.Unlock()
 		}()
 		return outcome{settling: true}
+	}
+	if errors.Is(context.Cause(hctx), ErrClosed) && !decide(r.policy, herr, id.Attempt, r.cfg.MaxAttempts).retry {
+		// Close gave up on the handler (its drain deadline passed), and
+		// settling its failure would give the update up: the failure is
+		// the close's, not the update's. The row is left as a killed
+		// process leaves it, to be taken over (as a crash, with a
+		// ProcessStore) once its heartbeat or lease lapses.
+		r.log.Info("intake: attempt cancelled by Close on its last try; left unsettled, not given up",
+			"update_id", id.UpdateID, "attempt", id.Attempt)
+		if f := r.cfg.Observer.FailureFunc; f != nil {
+			fl := Failure{Identity: id, Err: herr, Retrying: true}
+			guard(func() { f(fl) })
+		}
+		return outcome{}
 	}
 	return r.fail(rn, l, j, herr)
 }

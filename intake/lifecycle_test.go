@@ -3,6 +3,7 @@ package intake_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 )
 
 func nop(context.Context, intake.Update) error { return nil }
@@ -328,4 +330,59 @@ func TestCloseWithoutStartAndDropsWaiting(t *testing.T) {
 			t.Fatalf("update accepted after Close is %q, want pending", got)
 		}
 	})
+}
+
+// A handler that Close cancels at its drain deadline on the update's last
+// attempt does not make the update an exhaustion: the row is left
+// processing, as a killed process leaves it, with a store that would
+// still write the exhaustion after the cancellation (SQLite).
+func TestCloseDeadlineNeverExhaustsTheLastAttempt(t *testing.T) {
+	t.Parallel()
+	store, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "intake.db"), sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	running := make(chan struct{})
+	failed := make(chan intake.Failure, 1)
+	var exhausted atomic.Int32
+	r, err := intake.New(intake.Config{
+		Store:       store,
+		MaxAttempts: 1,
+		Handler: func(ctx context.Context, u intake.Update) error {
+			close(running)
+			<-ctx.Done()
+			return errors.New("the app is still refusing") // not the context's error: a failure
+		},
+		ExhaustionHandler: func(context.Context, intake.Exhaustion) error { exhausted.Add(1); return nil },
+		Observer: intake.Observer{
+			ExhaustFunc: func(intake.Exhaustion) { exhausted.Add(1) },
+			FailureFunc: func(f intake.Failure) { failed <- f },
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, r)
+	mustAccept(t, r, msg(1, 1), intake.Accepted)
+	<-running
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := r.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close = %v, want DeadlineExceeded", err)
+	}
+	select {
+	case f := <-failed:
+		if !f.Retrying {
+			t.Errorf("failure reported as not retried: %+v", f)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the cancelled attempt's failure was never reported")
+	}
+	if got := row(t, store, 1); got.State != intake.StateProcessing {
+		t.Errorf("row is %q after a forced close on its last attempt, want processing (not given up)", got.State)
+	}
+	if n := exhausted.Load(); n != 0 {
+		t.Errorf("%d exhaustions delivered", n)
+	}
 }

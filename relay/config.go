@@ -138,9 +138,12 @@ type Config struct {
 	// the store for operator tooling). A zero Forward.Timeout means 30s or
 	// half the lease, whichever is less; it must stay below the lease.
 	// Forward.AppSecretToken, when set, is sent to the app in
-	// X-Telegram-Bot-Api-Secret-Token. Replies in the app's answers that
-	// nothing performs are logged as warnings and reported as
-	// [KindUnactedReply] events, besides Forward.UnactedReplyFunc.
+	// X-Telegram-Bot-Api-Secret-Token; an app that answers 401 or 403
+	// (its secret check disagrees) has its update held, never given up
+	// (see [AppStatus]). Replies in the app's answers are performed
+	// through the gateway; without one, each is logged as a warning and
+	// reported as a [KindUnactedReply] event, besides
+	// Forward.UnactedReplyFunc.
 	Forward forward.Config
 
 	// MaxAttempts, LeaseDuration, MaxConcurrent, SweepInterval,
@@ -171,6 +174,17 @@ type Config struct {
 	// the store (which must be an [intake.ChatOrderStore]), at the cost of
 	// handling a chat's updates one at a time across all of them.
 	ChatOrder intake.ChatOrder
+	// RetryOutOfOrder lets a chat's later updates be forwarded while a
+	// failed update of the chat waits for its retry: the retry goes out of
+	// the chat's line and runs at its due time, after them (see
+	// [intake.Config.RetryOutOfOrder]). By default (false) a failed update
+	// keeps its place and holds the chat's later updates until it
+	// succeeds or is given up, so the app never sees a chat's "two" before
+	// its "one". It contradicts ChatOrder [intake.ChatOrderStrict], where a
+	// failed update holds its chat in the store. An update held because
+	// the app refuses it with 401 or 403 (see [AppStatus]) holds its chat
+	// either way.
+	RetryOutOfOrder bool
 	// BackoffBase is the delay before the first retry of a failed forward;
 	// each next retry waits four times longer, capped at
 	// [MaxRetryBackoff]. Zero means [DefaultBackoffBase]; 1ms to
@@ -196,8 +210,9 @@ type Config struct {
 	// Gateway serves the Bot API to the app (see [GatewayConfig]): its
 	// calls keep Telegram's limits, are fenced by the attempt identity the
 	// forward hands it and are journaled in the store, and the webhook
-	// replies in its answers are performed. The zero value serves none and
-	// leaves webhook replies unacted.
+	// replies in its answers are performed. The zero value serves it on an
+	// ephemeral loopback port ([DefaultGatewayListen]);
+	// Gateway.Disable serves none and leaves webhook replies unacted.
 	Gateway GatewayConfig
 
 	// Observer receives the relay's events (see [Event]), for metrics and
@@ -206,6 +221,11 @@ type Config struct {
 	// Logger receives what happened, never a secret or an update body.
 	// Nil logs nothing.
 	Logger *slog.Logger
+	// SettingNameFunc, when set, names a Config field path (such as
+	// "Forward.AppSecretToken") as the user sets it (a command line's
+	// flag), for the hints of the relay's log lines. Nil, or an empty
+	// answer, names the field path.
+	SettingNameFunc func(field string) string
 }
 
 // ConfigError is an invalid [Config] field. Field is the Go name of the
@@ -279,6 +299,9 @@ func (c *Config) fillRunner() error {
 	case intake.ChatOrderStrict:
 		if _, ok := c.Store.(intake.ChatOrderStore); !ok {
 			return badField("ChatOrder", "is %q, which needs a store that keeps chat order (an intake.ChatOrderStore), and %T is not one", c.ChatOrder, c.Store)
+		}
+		if c.RetryOutOfOrder {
+			return badField("RetryOutOfOrder", "contradicts ChatOrder %q: there a failed update holds its chat for every process", c.ChatOrder)
 		}
 	default:
 		return badField("ChatOrder", "is %q: want %q or %q", c.ChatOrder, intake.ChatOrderProcess, intake.ChatOrderStrict)

@@ -15,17 +15,28 @@ import (
 )
 
 // DefaultGatewayListen is the gateway's listen address when
-// GatewayConfig.Enable is set and Listen is empty: loopback, so only apps
-// on this machine reach it.
-const DefaultGatewayListen = "127.0.0.1:8081"
+// GatewayConfig.Listen is empty: an ephemeral port on loopback, so only
+// apps on this machine reach it, two relays on one machine never collide,
+// and the app learns the address from each forward's Tgrelay-Api-Root.
+// Set Listen to a fixed port for calls the app makes outside an update.
+const DefaultGatewayListen = "127.0.0.1:0"
 
 // GatewayConfig configures the app-facing Bot API listener (package
 // gateway): the app points its library's API root at it and gets
-// Telegram's limits, honest outcomes, fenced sends and replay-safe replies.
-// The zero value serves none.
+// Telegram's limits, honest outcomes, fenced sends and replay-safe replies,
+// and the webhook replies in its answers to forwards are performed.
+//
+// The zero value serves the gateway on [DefaultGatewayListen]: the safe
+// path is the default path. Set Disable to serve none; the relay then
+// performs no webhook reply (each is logged and reported as a
+// [KindUnactedReply] event instead).
 type GatewayConfig struct {
-	// Enable serves the gateway. It is also on when Listen or Listener is
-	// set.
+	// Disable serves no gateway. It contradicts Listen, Listener and
+	// PublicURL.
+	Disable bool
+	// Enable changes nothing.
+	//
+	// Deprecated: the gateway is on unless Disable is set.
 	Enable bool
 	// Listen is the listen address. Empty means [DefaultGatewayListen].
 	// The gateway holds the bot's token: keep it on loopback or a private
@@ -62,11 +73,19 @@ type GatewayConfig struct {
 	AfterIntent func(method string)
 }
 
-func (g GatewayConfig) enabled() bool { return g.Enable || g.Listen != "" || g.Listener != nil }
+func (g GatewayConfig) enabled() bool { return !g.Disable }
 
 func (c *Config) fillGateway() error {
 	g := &c.Gateway
-	if !g.enabled() {
+	if g.Disable {
+		switch {
+		case g.Listen != "":
+			return badField("Gateway.Listen", "is set, but the gateway is disabled")
+		case g.Listener != nil:
+			return badField("Gateway.Listener", "is set, but the gateway is disabled")
+		case g.PublicURL != "":
+			return badField("Gateway.PublicURL", "is set, but the gateway is disabled")
+		}
 		return nil
 	}
 	if g.Listen == "" {
@@ -188,6 +207,7 @@ func (r *Relay) reply(next func(forward.Reply)) func(forward.Reply) {
 // startGateway serves the gateway, when enabled.
 func (r *Relay) startGateway() error {
 	if r.gw == nil {
+		r.log.Info("relay: no Bot API gateway (" + r.setting("Gateway.Disable") + "): webhook replies in the app's answers are not performed, only logged and counted")
 		return nil
 	}
 	gc := r.cfg.Gateway

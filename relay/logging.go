@@ -32,6 +32,7 @@ const (
 	FailHTTP429    = "http_429"
 	FailHTTP503    = "http_503"
 	FailHTTP4xx    = "http_4xx"
+	FailAppAuth    = "app_auth" // 401 or 403: see AppStatus
 	FailHTTP5xx    = "http_5xx"
 	FailTimeout    = "timeout"
 	FailConnection = "connection"
@@ -47,10 +48,13 @@ const (
 // body, or other.
 func FailureReason(err error) string {
 	var se *forward.StatusError
+	var ae *forward.AuthError
 	var pe *intake.PanicError
 	var ol *intake.OwnershipLostError
 	var ne net.Error
 	switch {
+	case errors.As(err, &ae):
+		return FailAppAuth
 	case errors.As(err, &se):
 		switch {
 		case se.Code == http.StatusTooManyRequests:

@@ -47,6 +47,14 @@ const (
 	// Reason (the call's method, "" when the body was too large to read),
 	// Err (why it was not performed).
 	KindUnactedReply Kind = "unacted_reply"
+	// KindAppAuthRefused: the app answered an update forward 401 or 403,
+	// a configuration problem; the update is held in its attempt and
+	// forwarded again after Duration (see [AppStatus]). ID, Err (a
+	// *[forward.AuthError]), Duration, Count (the updates held now).
+	KindAppAuthRefused Kind = "app_auth_refused"
+	// KindAppAuthAccepted: the app answered a forward with something other
+	// than 401 or 403 after refusing: the alert is over. ID.
+	KindAppAuthAccepted Kind = "app_auth_accepted"
 	// KindGatewayCall: the gateway answered a call of the app (or a
 	// webhook reply it performed). Call, Duration.
 	KindGatewayCall Kind = "gateway_call"
@@ -97,7 +105,8 @@ type Event struct {
 	Step intake.Step
 	// Reason is a rejection's reason.
 	Reason string
-	// Count is a poll batch's size.
+	// Count is a poll batch's size, or the updates held
+	// (KindAppAuthRefused).
 	Count int
 	// Duration is a forward's duration or a poll error's wait.
 	Duration time.Duration

@@ -81,6 +81,8 @@ type Relay struct {
 	stopPoll    func() // cancels the poller and waits for it
 	bgCancel    context.CancelFunc
 	bg          sync.WaitGroup
+	app         AppStatus     // the app's answers (app_auth.go)
+	stopping    chan struct{} // closed when Stop begins: ends the holds
 	webhook     WebhookStatus
 	stopOnce    sync.Once
 	stopErr     error
@@ -100,7 +102,7 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Relay{cfg: cfg, obs: cfg.Observer, now: time.Now, fatal: make(chan error, 1)}
+	r := &Relay{cfg: cfg, obs: cfg.Observer, now: time.Now, fatal: make(chan error, 1), stopping: make(chan struct{})}
 	var h slog.Handler = slog.DiscardHandler
 	if cfg.Logger != nil {
 		h = cfg.Logger.Handler()
@@ -149,7 +151,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	r.runner, err = intake.New(intake.Config{
 		Store:             cfg.Store,
-		AttemptHandler:    r.timedForward,
+		AttemptHandler:    r.forwardHeld,
 		ExhaustionHandler: exh,
 		KeepExhaustions:   true,
 		RetryFunc:         retryFunc(cfg.BackoffBase),
@@ -164,6 +166,7 @@ func New(cfg Config) (*Relay, error) {
 		NoHeartbeat:       cfg.NoHeartbeat,
 		MaxCrashes:        cfg.MaxCrashes,
 		ChatOrder:         cfg.ChatOrder,
+		RetryOutOfOrder:   cfg.RetryOutOfOrder,
 		Observer:          r.intakeObserver(),
 		Logger:            runnerLog,
 	})
@@ -484,6 +487,7 @@ func (r *Relay) Stop() error {
 func (r *Relay) stop() error {
 	r.startOnce.Store(true) // a stopped relay does not start
 	r.ready.Store(false)
+	close(r.stopping) // the updates the app refused stop waiting for it
 	dctx, cancel := context.WithTimeout(context.Background(), r.cfg.DrainTimeout)
 	defer cancel()
 	r.mu.Lock()
@@ -565,6 +569,10 @@ type Status struct {
 	AdminURL string
 	// Webhook is the webhook registration as last claimed or checked.
 	Webhook WebhookStatus
+	// App is the app's side as its answers show it: whether it refuses
+	// forwards with 401 or 403 (a configuration alert), and how many
+	// updates are held for that.
+	App AppStatus
 }
 
 // Status returns the relay's current status. It does no I/O; see
@@ -576,6 +584,7 @@ func (r *Relay) Status() Status {
 	}
 	r.mu.Lock()
 	st.Webhook = r.webhook
+	st.App = r.app
 	r.mu.Unlock()
 	return st
 }
@@ -654,7 +663,9 @@ func (r *Relay) Ready(ctx context.Context) error {
 	return nil
 }
 
-// serveReady answers /readyz: 200 while Ready, 503 otherwise.
+// serveReady answers /readyz: 200 while Ready, 503 otherwise. While the
+// app refuses forwards with 401 or 403 (see [AppStatus]) it stays 200 and
+// adds a warning line.
 func (r *Relay) serveReady(w http.ResponseWriter, req *http.Request) {
 	ctx, cancel := context.WithTimeout(req.Context(), readyTimeout)
 	defer cancel()
@@ -668,4 +679,10 @@ func (r *Relay) serveReady(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	io.WriteString(w, "ready\n")
+	// Still ready: the relay records every update, so Telegram's webhook
+	// must keep reaching it; the probe's body says what is wrong.
+	if app := r.App(); app.AuthFailing {
+		fmt.Fprintf(w, "warning: the app refuses forwards with %d since %s; %d updates held, not given up: make the app's secret check and %s agree\n",
+			app.AuthCode, app.AuthFailingSince.UTC().Format(time.RFC3339), app.Held, r.setting("Forward.AppSecretToken"))
+	}
 }

@@ -165,6 +165,9 @@ func TestCLIFlagErrorsNameTheFlag(t *testing.T) {
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--token", "123456:" + strings.Repeat("A", 35), "--secret", "s", "--proxy", "socks5://h:1"}, "--proxy: SOCKS", 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--token", "bad", "--secret", "s"}, "malformed", 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--max-attempts", "-1"}, "--max-attempts is -1", 0},
+		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--no-gateway", "--gateway-listen", "127.0.0.1:0"}, "--gateway-listen is set, but the gateway is disabled", 0},
+		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--retry-order", "sideways"}, `--retry-order is "sideways": want in-line or out-of-line`, 0},
+		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--retry-order", "out-of-line", "--chat-order", "strict", "--db", "postgres://127.0.0.1:1/x"}, "--retry-order contradicts", 0},
 	} {
 		if tc.code == 0 {
 			tc.code = exitUsage

@@ -72,7 +72,8 @@ minutes on a small machine):
   2. 'tgrelay serve' as a child process, on a SQLite store in a temp dir,
      receiving the sandbox's webhook and forwarding to
   3. an example bot endpoint that echoes every text back through the
-     relay's Bot API gateway (serve --gateway-listen), using the per-update
+     relay's Bot API gateway (on by default; here on a fixed
+     --gateway-listen), using the per-update
      API root the relay announces in the Tgrelay-Api-Root header. The
      sandbox keeps Telegram's send limits, the gateway keeps the bot within
      them.

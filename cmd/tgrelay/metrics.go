@@ -38,6 +38,7 @@ type relayMetrics struct {
 	pollBatches    prometheus.Counter
 	pollErrors     prometheus.Counter
 	webhookOwned   prometheus.Gauge
+	appRefusals    prometheus.Counter
 	gateway        *gatewayMetrics
 }
 
@@ -53,7 +54,7 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 			Help: "Updates refused, by reason: invalid (not an update), unauthorized (wrong secret), too_large, method, store_error (Telegram delivers again)."}, []string{"reason"}),
 		attempts: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_attempts_total", Help: "Forward attempts started (claims taken)."}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_attempt_failures_total",
-			Help: "Failed forward attempts, by reason: http_429, http_503, http_4xx, http_5xx, timeout, connection, cancelled, panic, unparsable, other."}, []string{"reason"}),
+			Help: "Failed forward attempts, by reason: http_429, http_503, http_4xx, http_5xx, app_auth, timeout, connection, cancelled, panic, unparsable, other."}, []string{"reason"}),
 		settlements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_settlements_total", Help: "Attempt settlements applied, by resulting state."}, []string{"state"}),
 		leasesLost:  prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_leases_lost_total", Help: "Attempts that lost their lease."}),
 		exhausted:   prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustions_total", Help: "Updates given up and kept as exhaustions."}),
@@ -66,8 +67,10 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_store_errors_total", Help: "Store errors of the runner, by step."}, []string{"step"}),
 		forwardSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tgrelay_forward_duration_seconds",
 			Help: "Time of one forward to the bot's endpoint, by outcome (ok or error).", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"outcome"}),
-		pollBatches:  prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_poll_batches_total", Help: "getUpdates batches recorded in full and confirmed."}),
-		pollErrors:   prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_poll_errors_total", Help: "Failed getUpdates calls or batches (retried)."}),
+		pollBatches: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_poll_batches_total", Help: "getUpdates batches recorded in full and confirmed."}),
+		pollErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_poll_errors_total", Help: "Failed getUpdates calls or batches (retried)."}),
+		appRefusals: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_app_auth_failures_total",
+			Help: "Update forwards the app answered 401 or 403: a configuration problem (check --app-secret-token against the app's secret check); each such update is held, not given up."}),
 		webhookOwned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tgrelay_webhook_owned", Help: "1 while the last webhook check found the webhook pointing here, 0 when it moved; absent in polling mode."}),
 	}
 	m.gateway = newGatewayMetrics(reg)
@@ -75,7 +78,7 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		m.rejected.WithLabelValues(r)
 	}
 	reg.MustRegister(m.accepted, m.duplicate, m.rejected, m.attempts, m.failures, m.settlements, m.leasesLost,
-		m.exhausted, m.acknowledged, m.exhaustFailed, m.unactedReplies, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
+		m.exhausted, m.acknowledged, m.exhaustFailed, m.unactedReplies, m.appRefusals, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
 		newStatsCollector(stats),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -89,6 +92,22 @@ func (m *relayMetrics) handler() http.Handler {
 // registerWebhookOwned exposes tgrelay_webhook_owned (webhook mode with a
 // claim only).
 func (m *relayMetrics) registerWebhookOwned() { m.reg.MustRegister(m.webhookOwned) }
+
+// registerApp adds the gauges of the app's side: tgrelay_app_auth_failing
+// (1 while the app's last answer to a forward was 401 or 403) and
+// tgrelay_app_auth_held_updates (the updates held for it).
+func (m *relayMetrics) registerApp(app func() relay.AppStatus) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tgrelay_app_auth_failing",
+			Help: "1 while the app's last answer to a forward was 401 or 403 (a configuration alert: check --app-secret-token), else 0.",
+		}, func() float64 { return boolGauge(app().AuthFailing) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tgrelay_app_auth_held_updates",
+			Help: "Updates held, unspent, because the app answers 401 or 403; forwarded again until it accepts them.",
+		}, func() float64 { return float64(app().Held) }),
+	)
+}
 
 // registerStoreFile adds tgrelay_store_file_ok, 1 while the store's path
 // names the database file it has open, 0 while it does not (the SQLite file
@@ -132,6 +151,8 @@ func (m *relayMetrics) Observe(e relay.Event) {
 		m.acknowledged.Inc()
 	case relay.KindUnactedReply:
 		m.unactedReplies.Inc()
+	case relay.KindAppAuthRefused:
+		m.appRefusals.Inc()
 	case relay.KindStoreError:
 		m.storeErrors.WithLabelValues(string(e.Step)).Inc()
 	case relay.KindPollBatch:

@@ -30,6 +30,9 @@ import (
 // Defaults of `tgrelay serve` that are not the relay's own.
 const (
 	defaultSandboxListen = "127.0.0.1:0"
+	// The values of --retry-order.
+	retryInLine    = "in-line"
+	retryOutOfLine = "out-of-line"
 	// openTimeout bounds opening the store at start.
 	openTimeout = time.Minute
 )
@@ -56,6 +59,9 @@ Delivery: each update is POSTed with the headers Tgrelay-Update-Id,
 Tgrelay-Attempt and Tgrelay-Claim-Id.
   2xx                              completed
   429 or 503 with Retry-After      tried again after that wait
+  401 or 403                       held: the app refuses serve's credentials,
+                                   a configuration problem, not a bad update
+                                   (see --app-secret-token below)
   other 4xx                        given up at once (an exhaustion)
   5xx, timeout, connection error   tried again after --backoff-base x 4^(n-1)
                                    (capped at 15m), up to --max-attempts
@@ -72,11 +78,29 @@ The app's side of the contract:
                          moved behind serve keeps its framework's secret check
                          (T is yours to choose; it is not --secret, and it is
                          never sent with an exhaustion). Default: no header.
+                         An app that answers 401 or 403 (a framework's secret
+                         check that expects another secret, or none sent) is
+                         misconfigured: its update is held in its attempt and
+                         forwarded again after --backoff-base, doubling up to
+                         1m, until the app accepts it, never given up and
+                         never spending its attempts for this (a stop ends
+                         the hold and counts that one attempt, but never
+                         makes the update an exhaustion). Each refusal
+                         is logged as an error naming --app-secret-token and
+                         counted (tgrelay_app_auth_failures_total); while it
+                         lasts tgrelay_app_auth_failing is 1,
+                         tgrelay_app_auth_held_updates counts the held
+                         updates and the dashboard's Overview shows the
+                         alert. To give an update up, answer another 4xx.
   Webhook replies        a Bot API call in the response body (Telegraf's
-                         default for answerCbQuery, sendChatAction, ...) is
-                         not performed: each is logged as a warning and
-                         counted (tgrelay_unacted_replies_total). Turn them off
-                         (Telegraf: telegram.webhookReply = false).
+                         default for answerCbQuery, deleteMessage, ...) is
+                         performed through the gateway under the attempt's
+                         identity, and the update completes once its outcome
+                         is known; a retried attempt's identical reply is
+                         answered from the journal, not sent twice. With
+                         --no-gateway nothing performs it: each is logged as
+                         a warning and counted (tgrelay_unacted_replies_total),
+                         and the update completes without it.
   Timeouts               a handler still running when the app answers (or
                          when --forward-timeout ends the forward) is retried
                          while it runs: grammY answers 500 after 10 s by
@@ -84,11 +108,32 @@ The app's side of the contract:
                          slowest handler and --forward-timeout above the
                          framework's (default 30s; keep it below --lease).
 
-Chat order (--chat-order):
+Gateway (on by default; --no-gateway turns it off): a Bot API for the app on
+--gateway-listen (default 127.0.0.1:0, an ephemeral loopback port; it holds
+the bot token, so a non-loopback address needs --gateway-allow-remote). Each
+update forward announces a per-attempt API root in the header
+Tgrelay-Api-Root: the app's calls made under it keep Telegram's limits, are
+refused (409) once the attempt is stale, and are journaled, so a slow handler
+whose update is forwarded again gets its earlier identical call's answer
+(Tgrelay-Replayed: true) instead of a second message. Set a fixed
+--gateway-listen for calls the app makes outside an update.
+
+Chat order (--chat-order, --retry-order):
+  Why a failed update holds its chat: a chat's messages mean something in
+  their order ("/start" before the answer to it, an edit after its message),
+  and an app that saw "two" before "one" cannot undo it. So by default
+  (--retry-order in-line) a failed update keeps its place and the chat's later
+  updates wait until it succeeds or is given up; other chats go on. When a
+  chat's updates are independent and one slow retry must not delay the rest,
+  --retry-order out-of-line lets them go on while the failed one waits for its
+  retry, which then runs after them. An update held for a 401 or 403 holds its
+  chat either way (the next one would be refused too). --chat-order strict
+  refuses out-of-line.
   process (default)  a chat's updates that this serve process received or
                      picked up are forwarded one at a time, in the order
                      received, and a failed one holds the chat's later ones
-                     while it waits for its retry. Updates of one chat that
+                     while it waits for its retry (unless --retry-order
+                     out-of-line). Updates of one chat that
                      different serve processes received (several behind a load
                      balancer), or that one picks up after a restart, may be
                      forwarded at the same time and overtake each other.
@@ -133,7 +178,8 @@ of the database's and is refused otherwise, so a host whose clock runs ahead
 never takes a live lease.
 
 Operations: with --admin-listen, /metrics (Prometheus), /healthz (process up)
-and /readyz (runner started, store reachable), and the dashboard at / (the
+and /readyz (runner started, store reachable; still 200, with a warning line,
+while the app answers 401/403), and the dashboard at / (the
 relay's figures, updates, exhaustions to acknowledge or requeue, broadcasts).
 The dashboard answers on a loopback address only, unless --admin-token (env
 TGRELAY_ADMIN_TOKEN) is set: a non-loopback --admin-listen without one is
@@ -190,7 +236,7 @@ type serveOptions struct {
 	forwardTimeout                                  time.Duration
 	forwardHeader                                   headerList
 	maxAttempts, concurrency                        int
-	chatOrder                                       string
+	chatOrder, retryOrder                           string
 	lease, backoffBase, sweepInterval, pendingGrace time.Duration
 	retention, drainTimeout                         time.Duration
 	heartbeatTimeout, heartbeatInterval             time.Duration
@@ -202,7 +248,7 @@ type serveOptions struct {
 	adminToken, broadcastDir                        string
 	noDashboard, dashboardReadOnly                  bool
 	gatewayListen, gatewayPublicURL                 string
-	gatewayAllowRemote                              bool
+	gatewayAllowRemote, noGateway                   bool
 }
 
 // headerList is a repeatable "Name: value" flag. One Set may carry several
@@ -263,6 +309,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.DurationVar(&o.backoffBase, "backoff-base", relay.DefaultBackoffBase, "delay before the first retry (`duration`); x4 per attempt, capped at 15m")
 	fs.IntVar(&o.concurrency, "concurrency", intake.DefaultMaxConcurrent, "forwards running at once (of different chats: a chat's updates go one at a time)")
 	fs.StringVar(&o.chatOrder, "chat-order", string(intake.ChatOrderProcess), "how far a chat's updates are kept in order: process (within this process) or strict (across every process sharing the database; see Chat order)")
+	fs.StringVar(&o.retryOrder, "retry-order", retryInLine, "where a failed update waits for its retry: in-line (it holds its chat's later updates, so the app sees a chat in order) or out-of-line (they go on; see Chat order)")
 	fs.DurationVar(&o.sweepInterval, "sweep-interval", intake.DefaultSweepInterval, "how often due retries and others' leftovers are picked up (`duration`)")
 	fs.DurationVar(&o.pendingGrace, "pending-grace", intake.DefaultPendingGrace, "how long an update recorded by another process is left to it (`duration`)")
 	fs.DurationVar(&o.retention, "retention", intake.DefaultRetention, "how long settled updates are kept to refuse re-deliveries (`duration`)")
@@ -273,8 +320,9 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", pgstore.DefaultMaxClockSkew, "PostgreSQL: refuse to claim while this host's clock differs from the database's by more (`duration`; negative: no check)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", relay.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running forwards may finish (`duration`)")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "`address` for /metrics, /healthz, /readyz and the dashboard (empty: off)")
-	fs.StringVar(&o.gatewayListen, "gateway-listen", "", "`address` of the Bot API gateway for the app, such as "+relay.DefaultGatewayListen+" (empty: off); the app sets its library's API root to it and gets Telegram's limits, fenced sends and replay-safe replies")
-	fs.StringVar(&o.gatewayPublicURL, "gateway-public-url", "", "the gateway's base `URL` as the app reaches it, announced in Tgrelay-Api-Root (default http:// and the address the gateway listens on)")
+	fs.StringVar(&o.gatewayListen, "gateway-listen", "", "`address` of the Bot API gateway for the app (default "+relay.DefaultGatewayListen+", an ephemeral loopback port announced in Tgrelay-Api-Root); the app takes its library's API root from that header and gets Telegram's limits, fenced sends and replay-safe replies")
+	fs.BoolVar(&o.noGateway, "no-gateway", false, "serve no Bot API gateway: webhook replies in the app's answers are then not performed (each is logged and counted)")
+	fs.StringVar(&o.gatewayPublicURL, "gateway-public-url", "", "the gateway's base `URL` as the app reaches it, announced in Tgrelay-Api-Root (default http://<gateway-listen>)")
 	fs.BoolVar(&o.gatewayAllowRemote, "gateway-allow-remote", false, "allow a --gateway-listen address that is not loopback (the gateway holds the bot token)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
@@ -345,6 +393,7 @@ var serveFlagOf = map[string]string{
 	"PendingGrace":           "pending-grace",
 	"Retention":              "retention",
 	"ChatOrder":              "chat-order",
+	"RetryOutOfOrder":        "retry-order",
 	"BackoffBase":            "backoff-base",
 	"HeartbeatTimeout":       "heartbeat-timeout",
 	"HeartbeatInterval":      "heartbeat-interval",
@@ -355,6 +404,17 @@ var serveFlagOf = map[string]string{
 	"Dashboard.AdminToken":   "admin-token",
 	"Gateway.Listen":         "gateway-listen",
 	"Gateway.PublicURL":      "gateway-public-url",
+	"Gateway.Listener":       "gateway-listen",
+	"Gateway.Disable":        "no-gateway",
+}
+
+// flagOfField names a relay.Config field as its serve flag ("--app-secret-token"),
+// for the relay's log lines; "" for a field without one.
+func flagOfField(field string) string {
+	if name, ok := serveFlagOf[field]; ok {
+		return "--" + name
+	}
+	return ""
 }
 
 // serveUsageError turns a *relay.ConfigError into a usage error naming
@@ -418,11 +478,12 @@ func (o *serveOptions) relayConfig() relay.Config {
 		NoHeartbeat:       o.noHeartbeat,
 		MaxCrashes:        o.maxCrashes,
 		ChatOrder:         intake.ChatOrder(o.chatOrder),
+		RetryOutOfOrder:   o.retryOrder == retryOutOfLine,
 		BackoffBase:       o.backoffBase,
 		DrainTimeout:      o.drainTimeout,
 		AdminListen:       o.adminListen,
 		Gateway: relay.GatewayConfig{
-			Listen: o.gatewayListen, PublicURL: o.gatewayPublicURL, AllowRemote: o.gatewayAllowRemote,
+			Disable: o.noGateway, Listen: o.gatewayListen, PublicURL: o.gatewayPublicURL, AllowRemote: o.gatewayAllowRemote,
 		},
 		Dashboard: relay.DashboardConfig{
 			Enabled:      o.adminListen != "" && !o.noDashboard,
@@ -437,6 +498,9 @@ func (o *serveOptions) relayConfig() relay.Config {
 // store, so that a mistyped flag creates no database. Its errors name the
 // flag.
 func (o *serveOptions) validate() error {
+	if o.retryOrder != retryInLine && o.retryOrder != retryOutOfLine {
+		return &usageError{msg: fmt.Sprintf("--retry-order is %q: want %s or %s", o.retryOrder, retryInLine, retryOutOfLine), hint: "Run 'tgrelay help serve' for usage."}
+	}
 	if o.maxAttempts == 0 {
 		return serveUsageError(&relay.ConfigError{Field: "MaxAttempts", Err: fmt.Errorf("is 0: want 1 to %d", intake.MaxMaxAttempts)})
 	}
@@ -539,6 +603,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := o.relayConfig()
 	cfg.Store, cfg.StoreName, cfg.Logger = st.updateStore, st.kind, log // the store itself, so its optional capabilities (journal, health) show
 	cfg.APIRoot, cfg.BotTransport = bc.root, bc.transport
+	cfg.SettingNameFunc = flagOfField
 	if os.Getenv(envGatewayStopAfterIntent) != "" {
 		cfg.Gateway.AfterIntent = stopAfterIntent(log)
 	}
@@ -555,6 +620,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return serveUsageError(err)
 	}
+	metrics.registerApp(r.App)
 	r.HandleAdmin("GET /metrics", metrics.handler())
 	if sb != nil {
 		sb.start(stdout)
