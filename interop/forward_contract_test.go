@@ -93,7 +93,7 @@ func TestServeForwardContract(t *testing.T) {
 	sb := startSandbox(t)
 	a := newApp(t)
 	const appSecret = "app-only_s3cret"
-	serve := startServe(t, sb, a.srv.URL+"/update", "--app-secret-token", appSecret,
+	serve := startServe(t, sb, a.srv.URL+"/update", "--no-gateway", "--app-secret-token", appSecret,
 		"--exhaustion-forward", a.srv.URL+"/exhaustion", "--admin-listen", "127.0.0.1:0", "--max-attempts", "1")
 	admin := adminURL.FindStringSubmatch(serve.waitContains(t, "admin=http"))[1]
 	ada, adaChat := sb.user(t, "Ada")
