@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
@@ -137,7 +138,9 @@ func strictErrorMessage(err error) string {
 	switch {
 	case errors.As(err, &cv):
 		return ErrMsgCertVerify
-	case errors.As(err, &rh):
+	case errors.As(err, &rh), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		// net/http replaces the record header error of a plain HTTP
+		// answer with an untyped one.
 		return ErrMsgWrongVersion
 	case errors.As(err, &alert):
 		return ErrMsgHandshake
