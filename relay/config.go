@@ -112,6 +112,11 @@ type Config struct {
 	// TakeoverFrom names the host the webhook points to now ("none" for a
 	// bot without one) to take it over from; empty never takes over.
 	TakeoverFrom string
+	// WebhookCertificateFunc, when set, returns the PEM certificate to
+	// upload with setWebhook each time the webhook is claimed (on start and
+	// by [Relay.ReclaimWebhook]): a self-signed certificate, which Telegram
+	// then trusts for PublicURL. Nil uploads none.
+	WebhookCertificateFunc func() []byte
 	// MaxConnections is setWebhook's max_connections, 1 to 100; zero
 	// means Telegram's default.
 	MaxConnections int
@@ -385,6 +390,8 @@ func (c *Config) fillWebhook() error {
 		if err := checkHTTPURL("PublicURL", c.PublicURL); err != nil {
 			return err
 		}
+	} else if c.WebhookCertificateFunc != nil {
+		return badField("WebhookCertificateFunc", "needs PublicURL: a certificate is uploaded when the webhook is claimed")
 	}
 	if c.MaxConnections < 0 || c.MaxConnections > 100 {
 		return badField("MaxConnections", "is %d: want 1 to 100 (0: Telegram's default)", c.MaxConnections)

@@ -386,12 +386,9 @@ func (r *Relay) startWebhook(ctx, bgCtx context.Context) error {
 // claimWebhook claims the webhook and starts the periodic check.
 func (r *Relay) claimWebhook(ctx, bgCtx context.Context) error {
 	c := r.cfg
-	res, err := hookowner.Claim(ctx, r.bot, hookowner.ClaimConfig{
-		URL: c.PublicURL, Secret: c.Secret, TakeoverFrom: c.TakeoverFrom,
-		AllowedUpdates: c.AllowedUpdates, MaxConnections: c.MaxConnections,
-	})
+	res, err := r.claim(ctx, c.TakeoverFrom)
 	if err != nil {
-		return fmt.Errorf("relay: claim the webhook: %w", err)
+		return err
 	}
 	host := hostOf(res.URL)
 	attrs := []any{"owner_host", host, "pending_updates", res.PendingUpdates}
@@ -412,6 +409,45 @@ func (r *Relay) claimWebhook(ctx, bgCtx context.Context) error {
 			URL: c.PublicURL, Secret: c.Secret, Interval: c.WebhookCheckInterval, Func: w.checked,
 		})
 	})
+	return nil
+}
+
+// claim sets the webhook under the ownership rules, uploading the
+// certificate of Config.WebhookCertificateFunc.
+func (r *Relay) claim(ctx context.Context, takeoverFrom string) (hookowner.ClaimResult, error) {
+	c := r.cfg
+	cc := hookowner.ClaimConfig{
+		URL: c.PublicURL, Secret: c.Secret, TakeoverFrom: takeoverFrom,
+		AllowedUpdates: c.AllowedUpdates, MaxConnections: c.MaxConnections,
+	}
+	if c.WebhookCertificateFunc != nil {
+		cc.Certificate = c.WebhookCertificateFunc()
+	}
+	res, err := hookowner.Claim(ctx, r.bot, cc)
+	if err != nil {
+		return res, fmt.Errorf("relay: claim the webhook: %w", err)
+	}
+	return res, nil
+}
+
+// ReclaimWebhook sets the webhook again, with the certificate
+// Config.WebhookCertificateFunc returns now: call it after rotating a
+// self-signed certificate, so that Telegram trusts the new one. It never
+// takes over: it succeeds only while the webhook is this relay's (a
+// *[hookowner.ClaimError] otherwise). It is an error without
+// Config.PublicURL or before [Relay.Start].
+func (r *Relay) ReclaimWebhook(ctx context.Context) error {
+	r.mu.Lock()
+	claimed := r.webhook.Claimed
+	r.mu.Unlock()
+	if r.cfg.PublicURL == "" || !claimed {
+		return errors.New("relay: ReclaimWebhook needs a webhook claimed on start (Config.PublicURL)")
+	}
+	res, err := r.claim(ctx, "")
+	if err != nil {
+		return err
+	}
+	r.log.Info("relay: webhook set again", "owner_host", hostOf(res.URL), "pending_updates", res.PendingUpdates)
 	return nil
 }
 
