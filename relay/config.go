@@ -2,6 +2,7 @@ package relay
 
 import (
 	"cmp"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -97,6 +98,11 @@ type Config struct {
 	// Listener, when set, is used for the webhook instead of listening on
 	// Listen; the relay closes it on stop.
 	Listener net.Listener
+	// TLSConfig, when set, makes the webhook listener serve HTTPS with it
+	// (its certificate is the one Telegram verifies); nil serves plain
+	// HTTP, for a TLS-terminating proxy in front. The relay does not
+	// modify it.
+	TLSConfig *tls.Config
 	// Path is the webhook's path; it starts with "/". Empty means
 	// [DefaultPath].
 	Path string
@@ -366,6 +372,9 @@ func (c *Config) fillPoll() error {
 	}
 	if c.PublicURL != "" {
 		return badField("PublicURL", "applies to the webhook, not to long polling")
+	}
+	if c.TLSConfig != nil {
+		return badField("TLSConfig", "applies to the webhook, not to long polling")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -367,7 +368,16 @@ func (r *Relay) startWebhook(ctx, bgCtx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(c.Path, r.observeRejections(wh))
-	l, err := r.serve("webhook", "Listen", c.Listen, c.Listener, mux)
+	ln := c.Listener
+	if c.TLSConfig != nil {
+		if ln == nil {
+			if ln, err = net.Listen("tcp", c.Listen); err != nil {
+				return &ConfigError{Field: "Listen", Err: fmt.Errorf("is not available: %w", err)}
+			}
+		}
+		ln = tls.NewListener(ln, c.TLSConfig)
+	}
+	l, err := r.serve("webhook", "Listen", c.Listen, ln, mux)
 	if err != nil {
 		return err
 	}
@@ -631,10 +641,13 @@ func (r *Relay) WebhookAddr() net.Addr { return addrOf(r.hookListener()) }
 // before Start.
 func (r *Relay) AdminAddr() net.Addr { return addrOf(r.adminListener()) }
 
-// WebhookURL returns the local webhook URL (http://address/path), "" when
-// not listening.
+// WebhookURL returns the local webhook URL (http://address/path, or
+// https:// with Config.TLSConfig), "" when not listening.
 func (r *Relay) WebhookURL() string {
 	if a := r.WebhookAddr(); a != nil {
+		if r.cfg.TLSConfig != nil {
+			return "https://" + a.String() + r.cfg.Path
+		}
 		return "http://" + a.String() + r.cfg.Path
 	}
 	return ""
