@@ -216,4 +216,3 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
-
