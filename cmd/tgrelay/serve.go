@@ -353,6 +353,8 @@ var serveFlagOf = map[string]string{
 	"Dashboard.AdminToken":   "admin-token",
 	"Gateway.Listen":         "gateway-listen",
 	"Gateway.PublicURL":      "gateway-public-url",
+	"TLSConfig":              "tls-cert",
+	"WebhookCertificateFunc": "self-signed",
 }
 
 // serveUsageError turns a *relay.ConfigError into a usage error naming
