@@ -507,7 +507,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.tls.validate(o, func(name string) bool { _, env := os.LookupEnv(envName(name)); return given[name] || env }); err != nil {
 		return err
 	}
-	if o.tls.selfSignedValidity, err = selfSignedValidityFromEnv(); err != nil {
+	if err := o.tls.testSeamsFromEnv(); err != nil {
 		return err
 	}
 	if o.token != "" {

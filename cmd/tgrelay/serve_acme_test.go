@@ -119,6 +119,9 @@ func TestServeHTTPSACMEWithPebble(t *testing.T) {
 		"certificate": listenerCert, "privateKey": listenerKey,
 		"httpPort": atoi(t, httpPort), "tlsPort": atoi(t, servePort),
 		"ocspResponderURL": "", "externalAccountBindingRequired": false,
+		// Short-lived certificates, renewed (envACMERenewBefore) a few
+		// seconds after they are issued, so the test sees one renewed.
+		"certificateValidityPeriod": 60,
 	}}
 	b, _ := json.Marshal(config)
 	configFile := filepath.Join(dir, "pebble.json")
@@ -150,7 +153,7 @@ func TestServeHTTPSACMEWithPebble(t *testing.T) {
 
 	srv := strictTelegram(t, issuing, serveAddr)
 	ep := newBotEndpoint(t, nil)
-	r := startServeProc(t, []string{"TGRELAY_TOKEN=" + srv.Token, "TGRELAY_WEBHOOK_SECRET=" + testSecret},
+	r := startServeProc(t, []string{"TGRELAY_TOKEN=" + srv.Token, "TGRELAY_WEBHOOK_SECRET=" + testSecret, envACMERenewBefore + "=57s"},
 		"--api-root", srv.URL, "--db", filepath.Join(dir, "relay.db"), "--listen", serveAddr,
 		"--public-url", "https://"+host+"/telegram", "--takeover-from", "none", "--forward", ep.url(),
 		"--acme", "--acme-directory", "https://"+pebbleAddr+"/dir", "--acme-ca-file", caFile, "--acme-email", "ops@example.com")
@@ -160,6 +163,12 @@ func TestServeHTTPSACMEWithPebble(t *testing.T) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: issuing, DNSName: host, Intermediates: intermediates(t, serveAddr, host)}); err != nil {
 		t.Fatalf("the certificate served is not Pebble's for %s: %v", host, err)
 	}
+	// Renewed on its own, and served at once; deliveries go on.
+	serveWaitFor(t, "the certificate to be renewed", func() bool {
+		return servedLeaf(t, serveAddr, host).SerialNumber.Cmp(leaf.SerialNumber) != 0
+	}, r)
+	sendAndWaitForwarded(t, srv, ep, 3, r)
+
 	// Kept beside the database, so a restart does not ask the CA again.
 	if _, err := os.Stat(filepath.Join(dir, "relay.db-tls", host)); err != nil {
 		t.Errorf("the certificate is not kept beside the database: %v", err)

@@ -25,6 +25,11 @@ import (
 // --self-signed generates (a Go duration), so a test sees one rotated.
 const envSelfSignedValidity = "TGRELAY_TEST_SELF_SIGNED_VALIDITY"
 
+// envACMERenewBefore is a test seam: how long before expiry --acme renews
+// a certificate (a Go duration), so a test against a CA issuing
+// short-lived certificates sees one renewed.
+const envACMERenewBefore = "TGRELAY_TEST_ACME_RENEW_BEFORE"
+
 // reclaimMaxWait caps the wait between attempts to upload a rotated
 // certificate.
 const reclaimMaxWait = time.Minute
@@ -37,7 +42,7 @@ type tlsFlags struct {
 	selfSigned                       bool
 	dir                              string
 	selfSignedValidity               time.Duration // envSelfSignedValidity; 0: the default
-	sighup                           chan os.Signal
+	acmeRenewBefore                  time.Duration // envACMERenewBefore; 0: the default
 }
 
 func (t *tlsFlags) register(fs *flag.FlagSet) {
@@ -191,7 +196,7 @@ func (t *tlsFlags) open(o *serveOptions, log *slog.Logger) (*servedTLS, error) {
 		dir := t.tlsDir(o.db)
 		m, err := tlscert.NewACME(tlscert.ACMEConfig{
 			Host: host, CacheDir: dir, DirectoryURL: t.acmeDirectory, Email: t.acmeEmail,
-			RootCAs: roots, Proxy: http.ProxyFromEnvironment,
+			RootCAs: roots, Proxy: http.ProxyFromEnvironment, RenewBefore: t.acmeRenewBefore,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("--acme: %w", err)
@@ -205,12 +210,9 @@ func (t *tlsFlags) open(o *serveOptions, log *slog.Logger) (*servedTLS, error) {
 // reloadOnSIGHUP reads the certificate files again on each SIGHUP until
 // ctx ends. (Changed files are also read at the next handshake.)
 func (t *tlsFlags) reloadOnSIGHUP(ctx context.Context, files *tlscert.Files, log *slog.Logger) {
-	ch := t.sighup
-	if ch == nil {
-		ch = make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGHUP)
-		defer signal.Stop(ch)
-	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	defer signal.Stop(ch)
 	for {
 		select {
 		case <-ctx.Done():
@@ -274,15 +276,18 @@ func rotateSelfSigned(ctx context.Context, ss *tlscert.SelfSigned, r *relay.Rela
 	}
 }
 
-// selfSignedValidityFromEnv reads the test seam envSelfSignedValidity.
-func selfSignedValidityFromEnv() (time.Duration, error) {
-	v := os.Getenv(envSelfSignedValidity)
-	if v == "" {
-		return 0, nil
+// testSeamsFromEnv reads the test seams envSelfSignedValidity and
+// envACMERenewBefore.
+func (t *tlsFlags) testSeamsFromEnv() error {
+	for name, d := range map[string]*time.Duration{envSelfSignedValidity: &t.selfSignedValidity, envACMERenewBefore: &t.acmeRenewBefore} {
+		v := os.Getenv(name)
+		if v == "" {
+			continue
+		}
+		var err error
+		if *d, err = time.ParseDuration(v); err != nil {
+			return errors.New(name + " is not a duration")
+		}
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, errors.New(envSelfSignedValidity + " is not a duration")
-	}
-	return d, nil
+	return nil
 }

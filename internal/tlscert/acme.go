@@ -38,13 +38,18 @@ type ACMEConfig struct {
 	RootCAs *x509.CertPool
 	// Proxy is the proxy of requests to the CA. Nil means none.
 	Proxy func(*http.Request) (*url.URL, error)
+	// RenewBefore is how long before expiry a certificate is renewed (less
+	// a random tenth). Zero means autocert's default: a third of the
+	// certificate's validity, at most 30 days (30 days for Let's
+	// Encrypt's 90-day certificates).
+	RenewBefore time.Duration
 }
 
 // NewACME returns a certificate manager for cfg.Host: on the first TLS
 // handshake for that name it obtains a certificate from the CA, proving the
 // name by the tls-alpn-01 challenge on the same listener (so the CA must
 // reach the host on port 443); it keeps it in cfg.CacheDir and renews it
-// on its own before it expires (autocert's default: 30 days before).
+// on its own before it expires (see ACMEConfig.RenewBefore).
 // Serve with [ACMETLSConfig]. Handshakes for other names are refused.
 func NewACME(cfg ACMEConfig) (*autocert.Manager, error) {
 	if cfg.Host == "" || cfg.CacheDir == "" {
@@ -64,10 +69,11 @@ func NewACME(cfg ACMEConfig) (*autocert.Manager, error) {
 		IdleConnTimeout:     time.Minute,
 	}
 	return &autocert.Manager{
-		Prompt:     autocert.AcceptTOS,
-		Cache:      autocert.DirCache(cfg.CacheDir),
-		HostPolicy: autocert.HostWhitelist(cfg.Host),
-		Email:      cfg.Email,
+		Prompt:      autocert.AcceptTOS,
+		Cache:       autocert.DirCache(cfg.CacheDir),
+		HostPolicy:  autocert.HostWhitelist(cfg.Host),
+		Email:       cfg.Email,
+		RenewBefore: cfg.RenewBefore,
 		Client: &acme.Client{
 			DirectoryURL: dir,
 			HTTPClient:   &http.Client{Transport: tr, Timeout: acmeTimeout},
