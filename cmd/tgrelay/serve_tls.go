@@ -106,7 +106,7 @@ func (t *tlsFlags) validate(o *serveOptions, given func(string) bool) error {
 	}
 	if o.publicURL != "" {
 		if err := botapi.CheckWebhookURL(o.publicURL); err != nil {
-			return usage("--public-url " + strings.TrimPrefix(err.Error(), "botapi: ") + ": Telegram would not deliver to it")
+			return usage("--public-url is not an address Telegram delivers to: " + strings.TrimPrefix(err.Error(), "botapi: "))
 		}
 	}
 	if t.acme {

@@ -238,9 +238,9 @@ func TestServeHTTPSFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"self-signed on a port Telegram skips", []string{"--self-signed", "--public-url", "https://203.0.113.9:8080/h"}, "--public-url Telegram delivers webhooks only to ports 443, 80, 88 or 8443 (got 8080)"},
-		{"acme on plain http", []string{"--acme", "--public-url", "http://bot.example.com/h"}, "--public-url a webhook address must be an https URL (got http://)"},
-		{"files on a port Telegram skips", []string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--public-url", "https://bot.example.com:9443/h"}, "(got 9443)"},
+		{"self-signed on a port Telegram skips", []string{"--self-signed", "--public-url", "https://203.0.113.9:8080/h"}, "--public-url is not an address Telegram delivers to: Telegram delivers webhooks only to ports 443, 80, 88 or 8443 (got 8080)"},
+		{"acme on plain http", []string{"--acme", "--public-url", "http://bot.example.com/h"}, "--public-url is not an address Telegram delivers to: a webhook address must be an https URL (got http://)"},
+		{"files on a port Telegram skips", []string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--public-url", "https://bot.example.com:9443/h"}, "--public-url is not an address Telegram delivers to: Telegram delivers webhooks only to ports 443, 80, 88 or 8443 (got 9443)"},
 		{"acme for an IP", []string{"--acme", "--public-url", "https://203.0.113.9/h"}, "--acme needs a DNS name in --public-url"},
 		{"acme off 443", []string{"--acme", "--public-url", "https://bot.example.com:8443/h"}, "--acme needs --public-url on port 443 (got 8443)"},
 		{"two modes", []string{"--acme", "--self-signed", "--public-url", "https://bot.example.com/h"}, "--acme and --self-signed are different ways"},
