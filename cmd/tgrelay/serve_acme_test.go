@@ -157,6 +157,7 @@ func TestServeHTTPSACMEWithPebble(t *testing.T) {
 		"--api-root", srv.URL, "--db", filepath.Join(dir, "relay.db"), "--listen", serveAddr,
 		"--public-url", "https://"+host+"/telegram", "--takeover-from", "none", "--forward", ep.url(),
 		"--acme", "--acme-directory", "https://"+pebbleAddr+"/dir", "--acme-ca-file", caFile, "--acme-email", "ops@example.com")
+	serveWaitFor(t, "the certificate obtained at start", func() bool { return len(r.logLines("serve: ACME certificate ready")) > 0 }, r)
 	sendAndWaitForwarded(t, srv, ep, 3, r)
 
 	leaf := servedLeaf(t, serveAddr, host)

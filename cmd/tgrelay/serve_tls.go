@@ -201,8 +201,24 @@ func (t *tlsFlags) open(o *serveOptions, log *slog.Logger) (*servedTLS, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--acme: %w", err)
 		}
-		log.Info("serve: ACME certificates on the first handshake", "host", host, "directory", t.acmeDirectory, "dir", dir)
-		return &servedTLS{config: tlscert.ACMETLSConfig(m), run: func(context.Context, *relay.Relay) {}}, nil
+		log.Info("serve: ACME certificate from the CA (or the kept one)", "host", host, "directory", t.acmeDirectory, "dir", dir)
+		return &servedTLS{config: tlscert.ACMETLSConfig(m), run: func(context.Context, *relay.Relay) {
+			// Obtain it now rather than at Telegram's first delivery, so a CA
+			// that cannot be reached is reported at start. Not waited for:
+			// autocert bounds it (5 minutes) and stop must not wait on it.
+			go func() {
+				cert, err := m.GetCertificate(tlscert.ECDSAHello(host))
+				if err != nil {
+					log.Error("serve: obtaining the ACME certificate failed; trying again at each TLS handshake", "host", host, "err", err)
+					return
+				}
+				attrs := []any{"host", host}
+				if cert.Leaf != nil {
+					attrs = append(attrs, "expires", cert.Leaf.NotAfter.UTC())
+				}
+				log.Info("serve: ACME certificate ready", attrs...)
+			}()
+		}}, nil
 	}
 	return nil, nil
 }

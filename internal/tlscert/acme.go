@@ -88,3 +88,17 @@ func ACMETLSConfig(m *autocert.Manager) *tls.Config {
 	c.MinVersion = tls.VersionTLS12
 	return c
 }
+
+// ECDSAHello is a TLS ClientHello for host from a client that accepts
+// ECDSA certificates, as Telegram's does: pass it to an autocert Manager's
+// GetCertificate to obtain (or load) the certificate such clients get,
+// before any client connects.
+func ECDSAHello(host string) *tls.ClientHelloInfo {
+	return &tls.ClientHelloInfo{
+		ServerName:        host,
+		CipherSuites:      []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256},
+		SupportedCurves:   []tls.CurveID{tls.CurveP256},
+		SignatureSchemes:  []tls.SignatureScheme{tls.ECDSAWithP256AndSHA256},
+		SupportedVersions: []uint16{tls.VersionTLS13, tls.VersionTLS12},
+	}
+}
