@@ -17,6 +17,7 @@
 package hookowner
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -99,7 +100,8 @@ const (
 	// owner tag of another secret.
 	ReasonOtherSecret Reason = "other-secret"
 	// ReasonNotConfirmed: setWebhook answered, but getWebhookInfo afterwards
-	// does not show this address.
+	// does not show this address (or, when a certificate was uploaded, no
+	// custom certificate).
 	ReasonNotConfirmed Reason = "not-confirmed"
 )
 
@@ -142,6 +144,11 @@ type ClaimConfig struct {
 	// DropPendingUpdates is sent as drop_pending_updates. Defaults to false:
 	// updates Telegram holds are kept.
 	DropPendingUpdates bool
+	// Certificate, when non-nil, is a PEM public key certificate uploaded
+	// with setWebhook as its certificate file (multipart/form-data), so that
+	// Telegram trusts a self-signed certificate served at URL. Nil uploads
+	// none. Claim does not keep it.
+	Certificate []byte
 }
 
 // ClaimResult is a successful claim.
@@ -207,7 +214,8 @@ func withoutOwner(raw string) string {
 // only if it is this secret's already or cfg.TakeoverFrom names the host it
 // currently points to. A refusal is a *[ClaimError] and calls no setWebhook.
 // After setWebhook it reads the webhook back and reports ReasonNotConfirmed
-// when Telegram does not show the tagged address.
+// when Telegram does not show the tagged address, or shows no custom
+// certificate after cfg.Certificate was uploaded.
 func Claim(ctx context.Context, c Caller, cfg ClaimConfig) (ClaimResult, error) {
 	tagged, err := TaggedURL(cfg.URL, cfg.Secret)
 	if err != nil {
@@ -240,6 +248,9 @@ func Claim(ctx context.Context, c Caller, cfg ClaimConfig) (ClaimResult, error) 
 	if cfg.MaxConnections != 0 {
 		params["max_connections"] = cfg.MaxConnections
 	}
+	if cfg.Certificate != nil {
+		params["certificate"] = botapi.InputFile{Name: "certificate.pem", Reader: bytes.NewReader(cfg.Certificate)}
+	}
 	if _, err := c.Call(ctx, "setWebhook", params); err != nil {
 		return ClaimResult{}, fmt.Errorf("hookowner: setWebhook: %w", err)
 	}
@@ -247,7 +258,7 @@ func Claim(ctx context.Context, c Caller, cfg ClaimConfig) (ClaimResult, error) 
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	if after.URL != tagged {
+	if after.URL != tagged || (cfg.Certificate != nil && !after.HasCustomCertificate) {
 		return ClaimResult{}, &ClaimError{Reason: ReasonNotConfirmed, OwnerHost: hostOf(after.URL)}
 	}
 	res := ClaimResult{URL: tagged, PendingUpdates: after.PendingUpdateCount}

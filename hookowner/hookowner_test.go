@@ -239,3 +239,29 @@ func TestClaimNotConfirmed(t *testing.T) {
 		t.Fatalf("err = %v, want not-confirmed", err)
 	}
 }
+
+func TestClaimUploadsCertificate(t *testing.T) {
+	t.Parallel()
+	_, r := setup(t)
+	cert := []byte("-----BEGIN CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIBATAKBggqhkjOPQQDAjAUMRIwEAYDVQQDEwkxMjcuMC4wLjEwHhcNMjYwMTAxMDAwMDAwWhcNMjcwMTAxMDAwMDAwWjAUMRIwEAYDVQQDEwkxMjcuMC4wLjEwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAT6\n-----END CERTIFICATE-----\n")
+	// A certificate Telegram cannot parse is refused by setWebhook.
+	if _, err := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: hookowner.HostNone, Certificate: cert}); err == nil {
+		t.Fatal("Claim with a broken certificate succeeded")
+	}
+	good := selfSignedPEM(t)
+	res, err := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: hookowner.HostNone, Certificate: good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := r.c.Call(t.Context(), "getWebhookInfo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in struct {
+		URL  string `json:"url"`
+		Cert bool   `json:"has_custom_certificate"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil || in.URL != res.URL || !in.Cert {
+		t.Fatalf("getWebhookInfo = %s (%v), want %s with a custom certificate", raw, err, res.URL)
+	}
+}

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"cmp"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,6 +109,11 @@ type Config struct {
 	// Listener, when set, is used for the webhook instead of listening on
 	// Listen; the relay closes it on stop.
 	Listener net.Listener
+	// TLSConfig, when set, makes the webhook listener serve HTTPS with it
+	// (its certificate is the one Telegram verifies); nil serves plain
+	// HTTP, for a TLS-terminating proxy in front. The relay does not
+	// modify it.
+	TLSConfig *tls.Config
 	// Path is the webhook's path; it starts with "/". Empty means
 	// [DefaultPath].
 	Path string
@@ -123,6 +129,11 @@ type Config struct {
 	// TakeoverFrom names the host the webhook points to now ("none" for a
 	// bot without one) to take it over from; empty never takes over.
 	TakeoverFrom string
+	// WebhookCertificateFunc, when set, returns the PEM certificate to
+	// upload with setWebhook each time the webhook is claimed (on start and
+	// by [Relay.ReclaimWebhook]): a self-signed certificate, which Telegram
+	// then trusts for PublicURL. Nil uploads none.
+	WebhookCertificateFunc func() []byte
 	// MaxConnections is setWebhook's max_connections, 1 to 100; zero
 	// means Telegram's default.
 	MaxConnections int
@@ -396,6 +407,9 @@ func (c *Config) fillPoll() error {
 	if c.PublicURL != "" {
 		return badField("PublicURL", "applies to the webhook, not to long polling")
 	}
+	if c.TLSConfig != nil {
+		return badField("TLSConfig", "applies to the webhook, not to long polling")
+	}
 	return nil
 }
 
@@ -419,6 +433,8 @@ func (c *Config) fillWebhook() error {
 		if err := checkHTTPURL("PublicURL", c.PublicURL); err != nil {
 			return err
 		}
+	} else if c.WebhookCertificateFunc != nil {
+		return badField("WebhookCertificateFunc", "needs PublicURL: a certificate is uploaded when the webhook is claimed")
 	}
 	if c.MaxConnections < 0 || c.MaxConnections > 100 {
 		return badField("MaxConnections", "is %d: want 1 to 100 (0: Telegram's default)", c.MaxConnections)

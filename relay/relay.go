@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -374,7 +375,16 @@ func (r *Relay) startWebhook(ctx, bgCtx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(c.Path, r.observeRejections(wh))
-	l, err := r.serve("webhook", "Listen", c.Listen, c.Listener, mux)
+	ln := c.Listener
+	if c.TLSConfig != nil {
+		if ln == nil {
+			if ln, err = net.Listen("tcp", c.Listen); err != nil {
+				return &ConfigError{Field: "Listen", Err: fmt.Errorf("is not available: %w", err)}
+			}
+		}
+		ln = tls.NewListener(ln, c.TLSConfig)
+	}
+	l, err := r.serve("webhook", "Listen", c.Listen, ln, mux)
 	if err != nil {
 		return err
 	}
@@ -393,12 +403,9 @@ func (r *Relay) startWebhook(ctx, bgCtx context.Context) error {
 // claimWebhook claims the webhook and starts the periodic check.
 func (r *Relay) claimWebhook(ctx, bgCtx context.Context) error {
 	c := r.cfg
-	res, err := hookowner.Claim(ctx, r.bot, hookowner.ClaimConfig{
-		URL: c.PublicURL, Secret: c.Secret, TakeoverFrom: c.TakeoverFrom,
-		AllowedUpdates: c.AllowedUpdates, MaxConnections: c.MaxConnections,
-	})
+	res, err := r.claim(ctx, c.TakeoverFrom)
 	if err != nil {
-		return fmt.Errorf("relay: claim the webhook: %w", err)
+		return err
 	}
 	host := hostOf(res.URL)
 	attrs := []any{"owner_host", host, "pending_updates", res.PendingUpdates}
@@ -419,6 +426,45 @@ func (r *Relay) claimWebhook(ctx, bgCtx context.Context) error {
 			URL: c.PublicURL, Secret: c.Secret, Interval: c.WebhookCheckInterval, Func: w.checked,
 		})
 	})
+	return nil
+}
+
+// claim sets the webhook under the ownership rules, uploading the
+// certificate of Config.WebhookCertificateFunc.
+func (r *Relay) claim(ctx context.Context, takeoverFrom string) (hookowner.ClaimResult, error) {
+	c := r.cfg
+	cc := hookowner.ClaimConfig{
+		URL: c.PublicURL, Secret: c.Secret, TakeoverFrom: takeoverFrom,
+		AllowedUpdates: c.AllowedUpdates, MaxConnections: c.MaxConnections,
+	}
+	if c.WebhookCertificateFunc != nil {
+		cc.Certificate = c.WebhookCertificateFunc()
+	}
+	res, err := hookowner.Claim(ctx, r.bot, cc)
+	if err != nil {
+		return res, fmt.Errorf("relay: claim the webhook: %w", err)
+	}
+	return res, nil
+}
+
+// ReclaimWebhook sets the webhook again, with the certificate
+// Config.WebhookCertificateFunc returns now: call it after rotating a
+// self-signed certificate, so that Telegram trusts the new one. It never
+// takes over: it succeeds only while the webhook is this relay's (a
+// *[hookowner.ClaimError] otherwise). It is an error without
+// Config.PublicURL or before [Relay.Start].
+func (r *Relay) ReclaimWebhook(ctx context.Context) error {
+	r.mu.Lock()
+	claimed := r.webhook.Claimed
+	r.mu.Unlock()
+	if r.cfg.PublicURL == "" || !claimed {
+		return errors.New("relay: ReclaimWebhook needs a webhook claimed on start (Config.PublicURL)")
+	}
+	res, err := r.claim(ctx, "")
+	if err != nil {
+		return err
+	}
+	r.log.Info("relay: webhook set again", "owner_host", hostOf(res.URL), "pending_updates", res.PendingUpdates)
 	return nil
 }
 
@@ -608,10 +654,13 @@ func (r *Relay) WebhookAddr() net.Addr { return addrOf(r.hookListener()) }
 // before Start.
 func (r *Relay) AdminAddr() net.Addr { return addrOf(r.adminListener()) }
 
-// WebhookURL returns the local webhook URL (http://address/path), "" when
-// not listening.
+// WebhookURL returns the local webhook URL (http://address/path, or
+// https:// with Config.TLSConfig), "" when not listening.
 func (r *Relay) WebhookURL() string {
 	if a := r.WebhookAddr(); a != nil {
+		if r.cfg.TLSConfig != nil {
+			return "https://" + a.String() + r.cfg.Path
+		}
 		return "http://" + a.String() + r.cfg.Path
 	}
 	return ""

@@ -1,7 +1,11 @@
 package telegramtest
 
 import (
+	"context"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"regexp"
 	"time"
@@ -182,7 +186,29 @@ type WebhookConfig struct {
 	MaxBackoff time.Duration
 	// Client posts the updates. Nil means a client of the server's own that
 	// trusts any certificate (webhook targets in tests are self-signed).
+	// Not used with Strict.
 	Client *http.Client
+
+	// Strict delivers webhooks the way Telegram does. setWebhook then
+	// refuses an address that is not https ([ErrMsgNotHTTPS]) or not on
+	// port 443, 80, 88 or 8443 ([ErrMsgPort]), and each delivery verifies
+	// the webhook's certificate chain and its host name or IP address
+	// against the certificate uploaded with setWebhook, when one was, or
+	// else against RootCAs. A failure is reported in getWebhookInfo's
+	// last_error_message in Telegram's words ([ErrMsgCertVerify],
+	// [ErrMsgWrongVersion], [ErrMsgConnectionRefused], "Wrong response
+	// from the webhook: 503 Service Unavailable", ...). Defaults to false:
+	// any http or https address on any port, any certificate.
+	Strict bool
+	// RootCAs are the roots a strict delivery trusts when no certificate
+	// was uploaded. Nil means the system's roots. Strict only.
+	RootCAs *x509.CertPool
+	// DialContextFunc, when set, opens every strict delivery's connection
+	// instead of a net.Dialer, with the address of the webhook URL (such as
+	// "bot.example.com:443"): a test maps that Telegram-valid address to
+	// its loopback listener, so the URL the bot sets stays one Telegram
+	// accepts. Strict only.
+	DialContextFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 var tokenShape = regexp.MustCompile(`^([1-9][0-9]{0,14}):[A-Za-z0-9_-]{30,40}$`)
@@ -214,6 +240,12 @@ func (c Config) Validate() error {
 		if ch.bad {
 			return fmt.Errorf("telegramtest: Config.%s must be %s", ch.name, ch.want)
 		}
+	}
+	if c.Webhook.Strict && c.Webhook.Client != nil {
+		return errors.New("telegramtest: Config.Webhook.Client cannot be set with Webhook.Strict (strict deliveries use their own client)")
+	}
+	if !c.Webhook.Strict && (c.Webhook.RootCAs != nil || c.Webhook.DialContextFunc != nil) {
+		return errors.New("telegramtest: Config.Webhook.RootCAs and DialContextFunc apply only with Webhook.Strict")
 	}
 	if err := c.Limits.validate(); err != nil {
 		return err

@@ -73,7 +73,11 @@
 // request_location) is refused, "only one of the optional fields must be
 // used", as the Bot API documentation requires, where Telegram silently
 // takes the first in its own order; setWebhook accepts http:// URLs
-// and any port (test servers are loopback), rejects max_connections outside
+// and any port (test servers are loopback), and deliveries trust any
+// certificate, unless [WebhookConfig.Strict] asks for Telegram's rules
+// (https to ports 443, 80, 88 and 8443 only, the certificate verified
+// against given roots or the one uploaded with setWebhook, failures
+// reported in Telegram's words); it rejects max_connections outside
 // 1..100 instead of clamping it; a file named by URL is not downloaded (its
 // download path answers 404), and inline messages cannot be edited.
 //

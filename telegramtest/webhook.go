@@ -3,6 +3,7 @@ package telegramtest
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,7 +27,9 @@ type webhookState struct {
 	lastErrorDate int64
 	lastErrorMsg  string
 	inflight      int
-	busy          map[int64]bool // chats with a delivery in flight
+	busy          map[int64]bool    // chats with a delivery in flight
+	cert          *x509.Certificate // uploaded with setWebhook, or nil
+	client        *http.Client      // strict deliveries' client for url and cert; nil when lenient
 }
 
 func (s *Server) setWebhookLocked(p params) (any, *apiError) {
@@ -36,7 +39,20 @@ func (s *Server) setWebhookLocked(p params) (any, *apiError) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, badRequest("bad webhook: An HTTPS URL must be provided for webhook")
+		return nil, badRequest(ErrMsgNotHTTPS)
+	}
+	if s.cfg.Webhook.Strict {
+		if e := checkStrictURL(u); e != nil {
+			return nil, e
+		}
+	}
+	var cert *x509.Certificate
+	if f, ok := p.files["certificate"]; ok {
+		if cert, err = parseUploadedCert(f.Data); err != nil {
+			return nil, badRequest(ErrMsgBadCertificate)
+		}
+	} else if p.has("certificate") {
+		return nil, badRequest(ErrMsgBadCertificate) // it must be uploaded, not named
 	}
 	secret := p.get("secret_token")
 	if p.has("secret_token") && !botapi.ValidSecretToken(secret) {
@@ -59,7 +75,11 @@ func (s *Server) setWebhookLocked(p params) (any, *apiError) {
 		s.setPendingLocked(nil)
 	}
 	w := &s.st.webhook
-	w.url, w.secret, w.maxConn = raw, secret, maxConn
+	w.url, w.secret, w.maxConn, w.cert = raw, secret, maxConn, cert
+	w.client = nil
+	if s.cfg.Webhook.Strict {
+		w.client = newStrictClient(s.cfg.Webhook, u, cert)
+	}
 	s.wakeLocked()
 	return described{true, "Webhook was set"}, nil
 }
@@ -70,7 +90,7 @@ func (s *Server) deleteWebhookLocked(p params) (any, *apiError) {
 	}
 	w := &s.st.webhook
 	was := w.url
-	w.url, w.secret = "", ""
+	w.url, w.secret, w.cert, w.client = "", "", nil, nil
 	s.wakeLocked()
 	if was == "" {
 		return described{true, "Webhook is already deleted"}, nil
@@ -91,7 +111,7 @@ type apiWebhookInfo struct {
 func (s *Server) webhookInfoLocked() apiWebhookInfo {
 	w := s.st.webhook
 	info := apiWebhookInfo{
-		URL: w.url, PendingUpdateCount: len(s.st.pending),
+		URL: w.url, HasCustomCertificate: w.cert != nil, PendingUpdateCount: len(s.st.pending),
 		LastErrorDate: w.lastErrorDate, LastErrorMessage: w.lastErrorMsg,
 		AllowedUpdates: w.allowed,
 	}
@@ -106,6 +126,7 @@ type delivery struct {
 	u       *pendingUpdate
 	url     string
 	secret  string
+	client  *http.Client // nil: the server's own lenient client
 	attempt int
 	epoch   uint64
 }
@@ -175,7 +196,7 @@ func (s *Server) pickLocked(now time.Time) (jobs []delivery, next time.Time) {
 		u.inflight = true
 		w.busy[u.ChatID] = true
 		w.inflight++
-		jobs = append(jobs, delivery{u: u, url: w.url, secret: w.secret, attempt: u.attempts + 1, epoch: s.st.epoch})
+		jobs = append(jobs, delivery{u: u, url: w.url, secret: w.secret, client: w.client, attempt: u.attempts + 1, epoch: s.st.epoch})
 	}
 	return jobs, next
 }
@@ -195,8 +216,12 @@ func (s *Server) deliver(j delivery) {
 		if j.secret != "" {
 			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", j.secret)
 		}
+		client := s.webhookClient
+		if j.client != nil {
+			client = j.client
+		}
 		var resp *http.Response
-		resp, err = s.webhookClient.Do(req)
+		resp, err = client.Do(req)
 		if err == nil {
 			_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxWebhookResponseBytes))
 			resp.Body.Close()
@@ -216,7 +241,9 @@ func (s *Server) deliver(j delivery) {
 		case errors.Is(err, context.DeadlineExceeded):
 			msg = "Read timeout expired"
 		case errors.Is(err, syscall.ECONNREFUSED):
-			msg = "Connection refused"
+			msg = ErrMsgConnectionRefused
+		case strictErrorMessage(err) != "":
+			msg = strictErrorMessage(err)
 		default:
 			msg = "Connection failed"
 		}

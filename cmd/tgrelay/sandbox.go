@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/tgrelay/tgrelay/telegramtest"
@@ -19,6 +22,7 @@ const DefaultSandboxAddr = "127.0.0.1:8081"
 const sandboxHelp = `
 Usage: tgrelay sandbox [-addr 127.0.0.1:8081] [-tls [-cert file]] [-token T] [-no-limits]
                        [-webhook-timeout 60s] [-webhook-backoff 1s] [-webhook-attempts 10]
+                       [-strict-webhook [-webhook-ca-file F] [-webhook-connect host:port=addr]]
 
 Sandbox runs a fake Telegram Bot API server (package telegramtest) until
 SIGINT or SIGTERM, so that a bot written in any language can run its
@@ -79,6 +83,18 @@ drop_after_effect, server_error, proxy_error, too_many_requests, slow_body,
 huge_body, unreachable (the port closes for duration_ms and idle connections
 drop: a request provably never arrives); an empty kind only adds delay_ms. Details:
 go doc github.com/tgrelay/tgrelay/telegramtest
+
+Webhooks are delivered to any http or https address, trusting any
+certificate, unless -strict-webhook asks for Telegram's own rules: setWebhook
+refuses an address that is not https or not on port 443, 80, 88 or 8443, and
+each delivery verifies the certificate chain and the host name or IP address
+against the certificate uploaded with setWebhook (its certificate field), or
+else against -webhook-ca-file (default the system's roots). Failures show in
+getWebhookInfo's last_error_message as Telegram words them ("SSL error
+{error:0A000086:SSL routines::certificate verify failed}", "Connection
+refused", "Wrong response from the webhook: 503 Service Unavailable").
+-webhook-connect bot.example.com:443=127.0.0.1:8443 (repeatable) sends the
+deliveries for a Telegram-valid address to a local listener instead.
 `
 
 func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -91,6 +107,10 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	hookTimeout := fs.Duration("webhook-timeout", telegramtest.DefaultWebhookTimeout, "how long a webhook delivery waits for the bot's answer")
 	hookBackoff := fs.Duration("webhook-backoff", telegramtest.DefaultWebhookBackoff, "wait before re-delivering a failed update; doubles per attempt")
 	hookAttempts := fs.Int("webhook-attempts", telegramtest.DefaultWebhookMaxAttempts, "deliveries of one update before it is given up")
+	strict := fs.Bool("strict-webhook", false, "deliver webhooks as Telegram does: https only, to ports 443, 80, 88 and 8443, certificate verified")
+	hookCA := fs.String("webhook-ca-file", "", "with -strict-webhook, PEM `file` of the roots a webhook's certificate may chain to (default the system's)")
+	var connect connectMap
+	fs.Var(&connect, "webhook-connect", "with -strict-webhook, deliver to `host:port=addr`: the webhook address host:port is reached at addr (repeatable)")
 	fs.Usage = commandUsage(fs, sandboxHelp)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -102,6 +122,9 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *hookTimeout <= 0 || *hookBackoff <= 0 || *hookAttempts <= 0 {
 		return &usageError{msg: "-webhook-timeout, -webhook-backoff and -webhook-attempts must be positive", hint: hint}
 	}
+	if !*strict && (*hookCA != "" || len(connect) > 0) {
+		return &usageError{msg: "-webhook-ca-file and -webhook-connect need -strict-webhook", hint: hint}
+	}
 	var logMu sync.Mutex
 	cfg := telegramtest.Config{
 		Token:      *token,
@@ -112,12 +135,26 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			Backoff:     *hookBackoff,
 			MaxBackoff:  max(*hookBackoff, telegramtest.DefaultWebhookMaxBackoff),
 			MaxAttempts: *hookAttempts,
+			Strict:      *strict,
 		},
 		Logf: func(format string, args ...any) {
 			logMu.Lock()
 			defer logMu.Unlock()
 			fmt.Fprintf(stderr, format+"\n", args...)
 		},
+	}
+	if *hookCA != "" {
+		b, err := readBounded(*hookCA, maxCAFileBytes)
+		if err != nil {
+			return fmt.Errorf("-webhook-ca-file: %w", err)
+		}
+		cfg.Webhook.RootCAs = x509.NewCertPool()
+		if !cfg.Webhook.RootCAs.AppendCertsFromPEM(b) {
+			return &usageError{msg: "-webhook-ca-file holds no PEM certificate", hint: hint}
+		}
+	}
+	if len(connect) > 0 {
+		cfg.Webhook.DialContextFunc = connect.dial
 	}
 	if err := cfg.Validate(); err != nil {
 		return &usageError{msg: err.Error(), hint: hint}
@@ -147,4 +184,33 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	srv.Close()
 	fmt.Fprintln(stdout, "sandbox stopped")
 	return nil
+}
+
+// connectMap is the repeatable -webhook-connect flag: webhook addresses
+// (host:port) mapped to the addresses they are reached at.
+type connectMap map[string]string
+
+func (m *connectMap) String() string { return fmt.Sprint(len(*m), " mapping(s)") }
+
+func (m *connectMap) Set(v string) error {
+	from, to, ok := strings.Cut(v, "=")
+	if _, _, err := net.SplitHostPort(from); !ok || err != nil {
+		return errors.New("want host:port=address:port")
+	}
+	if _, _, err := net.SplitHostPort(to); err != nil {
+		return errors.New("want host:port=address:port")
+	}
+	if *m == nil {
+		*m = connectMap{}
+	}
+	(*m)[from] = to
+	return nil
+}
+
+// dial connects to the address addr is mapped to, or to addr itself.
+func (m connectMap) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if to, ok := m[addr]; ok {
+		addr = to
+	}
+	return (&net.Dialer{}).DialContext(ctx, network, addr)
 }

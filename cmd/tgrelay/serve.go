@@ -217,6 +217,23 @@ go-telegram/bot WithServerURL, telego WithAPIServer). On --gateway-listen
 Without a token, serve starts a built-in sandbox (a fake Bot API with a
 control API) and prints how to make a simulated user write to the bot.
 
+HTTPS (Telegram delivers webhooks only over HTTPS, to ports 443, 80, 88 or
+8443; --public-url must be such an https:// address, whatever --listen is):
+  --tls-cert F --tls-key F  a certificate (with its chain) and key from
+                            files, read again when they change or on SIGHUP;
+                            open connections and accepted updates are kept.
+  --acme                    a certificate for --public-url's host from an
+                            ACME CA (--acme-directory, default Let's
+                            Encrypt), obtained on the first handshake by the
+                            tls-alpn-01 challenge on --listen (the CA must
+                            reach the host on port 443: --public-url on 443),
+                            kept in --tls-dir and renewed on its own.
+  --self-signed             a certificate generated for --public-url's host
+                            or IP address, kept in --tls-dir, uploaded with
+                            setWebhook, and replaced (and uploaded again) 30
+                            days before it expires.
+  Without them serve speaks plain HTTP, for a proxy that terminates TLS.
+
 Every flag can also be set by an environment variable, TGRELAY_ and the flag
 name in upper case with _ for - (TGRELAY_TOKEN, TGRELAY_DB, TGRELAY_FORWARD,
 ...; the secret is TGRELAY_WEBHOOK_SECRET). A flag on the command line wins.
@@ -249,6 +266,7 @@ type serveOptions struct {
 	noDashboard, dashboardReadOnly                  bool
 	gatewayListen, gatewayPublicURL                 string
 	gatewayAllowRemote, noGateway                   bool
+	tls                                             tlsFlags
 }
 
 // headerList is a repeatable "Name: value" flag. One Set may carry several
@@ -330,6 +348,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.adminToken, "admin-token", "", "`token` the dashboard asks for (16+ bytes); required when --admin-listen is not loopback; prefer the environment variable")
 	fs.BoolVar(&o.dashboardReadOnly, "dashboard-read-only", false, "the dashboard shows everything and changes nothing (no Acknowledge or Requeue)")
 	fs.StringVar(&o.broadcastDir, "broadcast-state-dir", "", "`directory` of the broadcasts the dashboard shows, as 'tgrelay broadcast --state-dir' (default the same default)")
+	o.tls.register(fs)
 	o.net.register(fs)
 	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [env " + envName(f.Name) + "]" })
 	return o
@@ -406,6 +425,8 @@ var serveFlagOf = map[string]string{
 	"Gateway.PublicURL":      "gateway-public-url",
 	"Gateway.Listener":       "gateway-listen",
 	"Gateway.Disable":        "no-gateway",
+	"TLSConfig":              "tls-cert",
+	"WebhookCertificateFunc": "self-signed",
 }
 
 // flagOfField names a relay.Config field as its serve flag ("--app-secret-token"),
@@ -566,6 +587,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.validate(); err != nil {
 		return err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := o.tls.validate(o, func(name string) bool { _, env := os.LookupEnv(envName(name)); return given[name] || env }); err != nil {
+		return err
+	}
+	if err := o.tls.testSeamsFromEnv(); err != nil {
+		return err
+	}
 	if o.token != "" {
 		if err := checkToken("--token", o.token); err != nil {
 			return withHint(err, "Run 'tgrelay help serve' for usage.")
@@ -600,7 +629,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Info("serve: created a new SQLite database", "path", where)
 	}
 
+	https, err := o.tls.open(o, log)
+	if err != nil {
+		return err
+	}
+
 	cfg := o.relayConfig()
+	if https != nil {
+		cfg.TLSConfig, cfg.WebhookCertificateFunc = https.config, https.certPEM
+	}
 	cfg.Store, cfg.StoreName, cfg.Logger = st.updateStore, st.kind, log // the store itself, so its optional capabilities (journal, health) show
 	cfg.APIRoot, cfg.BotTransport = bc.root, bc.transport
 	cfg.SettingNameFunc = flagOfField
@@ -624,6 +661,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	r.HandleAdmin("GET /metrics", metrics.handler())
 	if sb != nil {
 		sb.start(stdout)
+	}
+	if https != nil {
+		hctx, stopHTTPS := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); https.run(hctx, r) }()
+		defer func() { stopHTTPS(); <-done }()
 	}
 	return serveRunError(r.Run(ctx))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,7 +14,7 @@ import (
 
 const webhookHelp = `
 Usage: tgrelay webhook <set|check|delete> [--url URL] [--secret S] [--takeover-from HOST]
-                       [--token T] [--api-root URL]
+                       [--certificate FILE] [--token T] [--api-root URL]
 
 Webhook manages the bot's single Telegram webhook under tgrelay's ownership
 rules. The address tgrelay registers carries an owner tag derived from the
@@ -22,7 +23,10 @@ webhook from another's.
 
   set --url URL      point the webhook at URL, only if it is already this
                      secret's, or --takeover-from names the host it points to
-                     now ("none" for a bot without a webhook)
+                     now ("none" for a bot without a webhook); with
+                     --certificate, upload that PEM certificate so Telegram
+                     trusts a self-signed one ('tgrelay serve --self-signed'
+                     does this itself)
   check --url URL    exit 0 if the webhook is this URL with this secret's tag;
                      print Telegram's pending count and last delivery error
   delete             remove the webhook, under the same rules as set
@@ -40,6 +44,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	rawURL := fs.String("url", "", "public HTTPS `URL` Telegram posts to (set, check)")
 	secret := fs.String("secret", "", "webhook `secret`, 1-256 of A-Z a-z 0-9 _ - (default $"+envWebhookSecret+")")
 	takeover := fs.String("takeover-from", "", "set, delete: `host` of the current owner to take over from (\"none\" for no webhook)")
+	certFile := fs.String("certificate", "", "set: PEM `file` of a self-signed certificate to upload with setWebhook")
 	fs.Usage = commandUsage(fs, webhookHelp)
 	pos, err := parseInterleaved(fs, args, stdout)
 	if err != nil {
@@ -62,6 +67,18 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if sub == "check" && *takeover != "" {
 		return &usageError{msg: "--takeover-from applies to set and delete", hint: hint}
 	}
+	if sub != "set" && *certFile != "" {
+		return &usageError{msg: "--certificate applies to set", hint: hint}
+	}
+	var cert []byte
+	if *certFile != "" {
+		if cert, err = readBounded(*certFile, maxCAFileBytes); err != nil {
+			return fmt.Errorf("--certificate: %w", err)
+		}
+		if b, _ := pem.Decode(cert); b == nil || b.Type != "CERTIFICATE" {
+			return &usageError{msg: "--certificate holds no PEM certificate", hint: hint}
+		}
+	}
 	if *secret == "" {
 		*secret = os.Getenv(envWebhookSecret)
 	}
@@ -77,7 +94,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	switch sub {
 	case "set":
-		res, err := hookowner.Claim(ctx, c, hookowner.ClaimConfig{URL: *rawURL, Secret: *secret, TakeoverFrom: *takeover})
+		res, err := hookowner.Claim(ctx, c, hookowner.ClaimConfig{URL: *rawURL, Secret: *secret, TakeoverFrom: *takeover, Certificate: cert})
 		if err != nil {
 			return webhookError("set", err)
 		}

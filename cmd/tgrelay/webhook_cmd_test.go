@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,5 +102,29 @@ func TestWebhookUsage(t *testing.T) {
 		if !errors.As(err, &ue) {
 			t.Errorf("%v: err = %v, want a usage error", args, err)
 		}
+	}
+}
+
+func TestWebhookSetUploadsCertificate(t *testing.T) {
+	t.Parallel()
+	srv := telegramtest.NewServer(telegramtest.Config{Logf: t.Logf})
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	certPath := filepath.Join(dir, "cert.pem")
+	newTLSTestCA(t, "203.0.113.9").writeLeaf(t, "203.0.113.9", certPath, filepath.Join(dir, "key.pem"))
+	var buf bytes.Buffer
+	err := runWebhook(t.Context(), []string{"set", "--url", "https://203.0.113.9:8443/hook", "--secret", "secret_A_1234",
+		"--takeover-from", "none", "--certificate", certPath, "--token", srv.Token, "--api-root", srv.URL}, &buf, &buf)
+	if err != nil {
+		t.Fatalf("set: %v\n%s", err, buf.String())
+	}
+	raw, err := serveBotClient(t, srv).Call(t.Context(), "getWebhookInfo", nil)
+	if err != nil || !strings.Contains(string(raw), `"has_custom_certificate":true`) {
+		t.Fatalf("getWebhookInfo = %s, %v; want the uploaded certificate", raw, err)
+	}
+	err = runWebhook(t.Context(), []string{"check", "--url", "https://203.0.113.9:8443/hook", "--secret", "secret_A_1234",
+		"--certificate", certPath, "--token", srv.Token, "--api-root", srv.URL}, &buf, &buf)
+	if ue, ok := errors.AsType[*usageError](err); !ok || !strings.Contains(ue.msg, "--certificate applies to set") {
+		t.Errorf("check --certificate: %v", err)
 	}
 }
