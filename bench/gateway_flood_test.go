@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/telegramtest"
+)
+
+// TestGatewayFloodShort runs the gateway-flood scenario through the built
+// serve at Telegram's limits with a dozen messages (a few seconds: the
+// busiest private chat gets 5, so it waits for its window once), and
+// checks what any gateway must do at that size: no 429 reaches the app,
+// every message arrives once, in its chat's order, and the RESULT line
+// carries the keys BENCHMARKS.md quotes.
+func TestGatewayFloodShort(t *testing.T) {
+	ctx, bin, _ := buildForTest(t)
+	var out bytes.Buffer
+	err := runGatewayFlood(ctx, []string{"-bin", bin, "-messages", "12", "-workers", "4", "-privates", "2", "-groups", "1",
+		"-group-share", "0.25", "-quiet-every", "300ms", "-timeout", "1m", "-late-arrival", "5s"}, &out)
+	if err != nil {
+		t.Fatalf("gateway-flood: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "RESULT gateway-flood ") {
+		t.Fatalf("last line %q, want the RESULT line\n%s", last, out.String())
+	}
+	for _, want := range []string{" app_429=0 ", " in_chat=12 ", " sent=12 ", " duplicates=0 ", " order_violations=0 ", " no_answer=0 ", " ok_not_in_chat=0 "} {
+		if !strings.Contains(last, want) {
+			t.Errorf("RESULT line lacks %q: %s", want, last)
+		}
+	}
+	for _, key := range []string{"wall_s=", "min_s=", "wall_vs_min=", "quiet_p99_s=", "no_answer_in_chat=", "goal_wall="} {
+		if !strings.Contains(last, key) {
+			t.Errorf("RESULT line lacks %s: %s", key, last)
+		}
+	}
+}
+
+// TestFloodPlanMinimum checks the spread of the messages over the chats
+// and the limit-bound minimum the wall time is held against.
+func TestFloodPlanMinimum(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		plan           floodPlan
+		privates, grps []int // messages per chat, sorted
+		want           time.Duration
+		binding        string
+	}{
+		// 3,000 at 30/s: the 3,000th goes 99 s after the first. 30 a
+		// group: the 21st waits a minute. 67–68 a private chat at 5 per
+		// 5 s: the 68th goes at 13 windows, 65 s.
+		{"default", floodPlan{messages: 3000, privates: 40, groups: 10, groupShare: 0.1, order: "shuffled", seed: 1},
+			[]int{67, 68}, []int{30}, 99 * time.Second, "the bot's limit"},
+		// 60 a group at 20 a minute: the 41st to 60th go at 2 minutes.
+		{"groups bind", floodPlan{messages: 3000, privates: 40, groups: 10, groupShare: 0.2, order: "interleaved"},
+			[]int{60}, []int{60}, 120 * time.Second, "the busiest group's limit"},
+		// 11 in one private chat at 5 per 5 s: the 11th at 10 s.
+		{"one chat", floodPlan{messages: 11, privates: 1, order: "interleaved"},
+			[]int{11}, nil, 10 * time.Second, "the busiest private chat's limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.plan.validate(); err != nil {
+				t.Fatal(err)
+			}
+			var chats []floodChat
+			for i, n := range spread(tc.plan.messages-tc.plan.groupMessages(), tc.plan.privates) {
+				chats = append(chats, floodChat{id: int64(i + 1), n: n})
+			}
+			for i, n := range spread(tc.plan.groupMessages(), tc.plan.groups) {
+				chats = append(chats, floodChat{id: -int64(i + 1), group: true, n: n})
+			}
+			jobs := tc.plan.jobs(chats)
+			if len(jobs) != tc.plan.messages {
+				t.Fatalf("%d jobs, want %d", len(jobs), tc.plan.messages)
+			}
+			per := map[int64][]int{} // seqs in queue order
+			for _, j := range jobs {
+				per[j.chat] = append(per[j.chat], j.seq)
+			}
+			for _, c := range chats {
+				seqs := per[c.id]
+				if len(seqs) != c.n {
+					t.Errorf("chat %d: %d jobs, want %d", c.id, len(seqs), c.n)
+				}
+				for k, s := range seqs {
+					if s != k {
+						t.Fatalf("chat %d: seqs %v, want 0..%d in queue order", c.id, seqs, c.n-1)
+					}
+				}
+				want := tc.privates
+				if c.group {
+					want = tc.grps
+				}
+				if n := c.n; !slices.Contains(want, n) {
+					t.Errorf("chat %d (group %t) gets %d messages, want one of %v", c.id, c.group, n, want)
+				}
+			}
+			m := tc.plan.minimum(jobs, floodLimits, 0)
+			if m.value() != tc.want || m.binding() != tc.binding {
+				t.Errorf("minimum %v set by %s, want %v set by %s (%+v)", m.value(), m.binding(), tc.want, tc.binding, m)
+			}
+		})
+	}
+}
+
+// TestWindowMin checks the sliding-window bound: with 3 per second, the
+// 4th to 6th send go a second after the first, the 7th two.
+func TestWindowMin(t *testing.T) {
+	l := telegramtest.Limit{Count: 3, Per: time.Second}
+	for n, want := range map[int]time.Duration{0: 0, 1: 0, 3: 0, 4: time.Second, 6: time.Second, 7: 2 * time.Second} {
+		if got := windowMin(n, l); got != want {
+			t.Errorf("windowMin(%d, 3 per 1s) = %v, want %v", n, got, want)
+		}
+	}
+}
