@@ -435,6 +435,11 @@ func (a *floodApp) send(ctx context.Context, chat int64, text string) floodCall 
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := a.client.Do(req)
+		if err != nil && ctx.Err() != nil { // the run stopped: not the gateway's doing
+			c.outcome = outcomeNotSent
+			c.end = time.Now()
+			return c
+		}
 		if err != nil {
 			c.outcome = classifyCallErr(err)
 			c.end = time.Now()
@@ -529,8 +534,10 @@ func runFlood(ctx context.Context, app *floodApp, jobs []*floodJob, workers int,
 			if backoff.Sleep(quietCtx, quietEvery) != nil {
 				return
 			}
-			c := app.send(quietCtx, quietChat, fmt.Sprintf("quiet %d", i))
-			if c.outcome == outcomeNotSent && quietCtx.Err() != nil {
+			// The call itself runs to its outcome: stopping the quiet chat
+			// must not cut one short.
+			c := app.send(runCtx, quietChat, fmt.Sprintf("quiet %d", i))
+			if c.outcome == outcomeNotSent {
 				return
 			}
 			r.quietSent++
@@ -735,7 +742,7 @@ func (r *floodReport) report(out io.Writer, p floodPlan, workers int) error {
 		quietMax = slices.Max(f.quietWaits)
 	}
 	complete := r.byOutcome[outcomeNotSent] == 0
-	sec := func(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
 	met := func(ok bool) string {
 		if ok {
 			return "met"
@@ -745,7 +752,9 @@ func (r *floodReport) report(out io.Writer, p floodPlan, workers int) error {
 	goal429 := r.app429 == 0
 	goalAnswer := noAnswerArrived == 0
 	goalOrder := r.orderViolations == 0
-	goalWall := complete && ratio <= floodGoalWallRatio
+	// With a minimum of 0 (a flood the limits do not bind) there is
+	// nothing to hold the wall time against.
+	goalWall := complete && minimum > 0 && ratio <= floodGoalWallRatio
 	goalQuiet := len(f.quietWaits) > 0 && quietP99 <= floodGoalQuietP99
 
 	fmt.Fprintf(out, "\nlimit-bound minimum: %s, set by %s (bot %s for %d messages with the quiet chat's %d; busiest private chat %s; busiest group %s)\n",
@@ -763,7 +772,11 @@ func (r *floodReport) report(out io.Writer, p floodPlan, workers int) error {
 	fmt.Fprintf(tw, "messages in the chats / sent / planned\t%d / %d / %d\t\t\n", r.delivered, r.sent, len(f.jobs))
 	fmt.Fprintf(tw, "answered ok but not in the chat / in the chat twice\t%d / %d\t\t\n", r.okNotDelivered, r.duplicates)
 	fmt.Fprintf(tw, "wall time (first call to last outcome)\t%s\t\t\n", sec(f.wall))
-	fmt.Fprintf(tw, "wall time ÷ limit-bound minimum\t%.3fx\t≤ %.2fx: %s\t\n", ratio, floodGoalWallRatio, met(goalWall))
+	if minimum > 0 {
+		fmt.Fprintf(tw, "wall time ÷ limit-bound minimum\t%.3fx\t≤ %.2fx: %s\t\n", ratio, floodGoalWallRatio, met(goalWall))
+	} else {
+		fmt.Fprintf(tw, "wall time ÷ limit-bound minimum\tn/a\tthe limits do not bind this flood\t\n")
+	}
 	fmt.Fprintf(tw, "quiet chat p50 / p99 / max (%d answered, %d errors)\t%s / %s / %s\t≤ %s p99: %s\t\n",
 		len(f.quietWaits), f.quietErrs, sec(quietP50), sec(quietP99), sec(quietMax), sec(floodGoalQuietP99), met(goalQuiet))
 	if r.gw.ok {
@@ -783,7 +796,7 @@ func (r *floodReport) report(out io.Writer, p floodPlan, workers int) error {
 	fmt.Fprintf(out, "RESULT gateway-flood limits=telegram messages=%d workers=%d privates=%d groups=%d group_messages=%d order=%s"+
 		" app_429=%d no_answer=%d no_answer_in_chat=%d timeouts=%d resets=%d answered_429=%d answered_unknown=%d other_errors=%d"+
 		" order_violations=%d in_chat=%d sent=%d ok_not_in_chat=%d duplicates=%d wall_s=%.2f min_s=%.2f wall_vs_min=%.3f"+
-		" quiet_p50_s=%.2f quiet_p99_s=%.2f quiet_n=%d tg_429=%.0f"+
+		" quiet_p50_s=%.3f quiet_p99_s=%.3f quiet_n=%d tg_429=%.0f"+
 		" goal_429=%t goal_answer=%t goal_order=%t goal_wall=%t goal_quiet=%t\n",
 		len(f.jobs), workers, p.privates, p.groups, p.groupMessages(), p.order,
 		r.app429, noAnswer, noAnswerArrived, r.byOutcome[outcomeTimeout], r.byOutcome[outcomeConn], r.byOutcome[outcome429], r.byOutcome[outcomeUnknown], r.byOutcome[outcomeOtherErr],

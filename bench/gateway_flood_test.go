@@ -20,7 +20,7 @@ func TestGatewayFloodShort(t *testing.T) {
 	ctx, bin, _ := buildForTest(t)
 	var out bytes.Buffer
 	err := runGatewayFlood(ctx, []string{"-bin", bin, "-messages", "12", "-workers", "4", "-privates", "2", "-groups", "1",
-		"-group-share", "0.25", "-quiet-every", "300ms", "-timeout", "1m", "-late-arrival", "5s"}, &out)
+		"-group-share", "0.25", "-quiet-every", "1s", "-timeout", "1m", "-late-arrival", "5s"}, &out)
 	if err != nil {
 		t.Fatalf("gateway-flood: %v\n%s", err, out.String())
 	}
