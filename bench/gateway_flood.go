@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -33,10 +33,12 @@ const (
 	floodDefaultPrivates = 40
 	floodDefaultGroups   = 10
 	// floodDefaultGroupShare is the share of the messages that go to the
-	// groups: 300 of 3,000, 30 a group, so the groups' 20 a minute does not
-	// bind the run (30 a group is 60 s; the bot's 30/s over 3,000 is 99 s)
-	// but a group whose messages come close together waits for its turn.
-	floodDefaultGroupShare = 0.1
+	// groups: 600 of 3,000, so every chat, private or group, gets 60. A
+	// group takes 20 a minute: its 21st to 40th message go a minute after
+	// its first, its 41st to 60th two minutes after, so the groups bind the
+	// run (120 s; the bot's 30 a second binds 3,000 messages at 99 s), and
+	// a group's 21st and 41st message wait about a minute for their turn.
+	floodDefaultGroupShare = 0.2
 	// floodDefaultClientTimeout is the app's HTTP client timeout: aiogram's
 	// and go-telegram/bot's default of a minute.
 	floodDefaultClientTimeout = time.Minute
@@ -75,12 +77,12 @@ var floodLimits = telegramtest.Limits{
 // within 1.15× the time the limits allow at best, and a quiet chat on the
 // side is answered within 1.1 s (p99).
 //
-// The app is what a bot team writes with a stock HTTP client: 32 workers
-// take the messages from one queue in a fixed order (-order: shuffled by
-// -seed, or interleaved evenly) and each chat's messages go one at a time,
-// in order, as an app that cares for order does (a worker that takes a
-// chat's next message first waits for its previous one to be answered).
-// Each call has the client's timeout (-client-timeout); a 429 is waited
+// The app is what a bot team writes with a stock HTTP client: each chat
+// has its queue of messages, sent one at a time and in order, and 32
+// workers take turns over the chats that have a message ready (a worker
+// takes a chat, sends its next message, and puts the chat back at the end
+// of the line), so a chat waiting for its turn holds one worker, not the
+// others. Each call has the client's timeout (-client-timeout); a 429 is waited
 // out (retry_after) and the message sent again, up to 5 times; a
 // connection error, a timeout or an unknown answer is counted and the
 // message is never sent again (it may have arrived). The quiet chat sends
@@ -99,8 +101,6 @@ func runGatewayFlood(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&p.privates, "privates", floodDefaultPrivates, "private chats")
 	fs.IntVar(&p.groups, "groups", floodDefaultGroups, "groups")
 	fs.Float64Var(&p.groupShare, "group-share", floodDefaultGroupShare, "share of the messages sent to the groups (evenly); the rest go evenly to the private chats")
-	fs.StringVar(&p.order, "order", "shuffled", "order of the messages in the app's queue: shuffled (by -seed) or interleaved (each chat's messages spread evenly)")
-	fs.Uint64Var(&p.seed, "seed", 1, "seed of the shuffled order")
 	workers := fs.Int("workers", floodDefaultWorkers, "app workers")
 	clientTimeout := fs.Duration("client-timeout", floodDefaultClientTimeout, "the app's HTTP client timeout per call")
 	quietEvery := fs.Duration("quiet-every", floodDefaultQuietEvery, "the quiet chat's silence between two messages")
@@ -158,7 +158,7 @@ func runGatewayFlood(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer serve.stop()
 
-	jobs := p.jobs(chats)
+	jobs := allJobs(chats)
 	fmt.Fprintf(out, "gateway-flood: tgrelay serve (the built binary, its gateway with default limits) in front of telegramtest at Telegram's limits, not scaled:\n")
 	fmt.Fprintf(out, "  bot %d per %v, chat %d per %v, group %d per %v (sliding windows; a 429 with retry_after beyond them)\n",
 		floodLimits.Bot.Count, floodLimits.Bot.Per, floodLimits.Chat.Count, floodLimits.Chat.Per, floodLimits.Group.Count, floodLimits.Group.Per)
@@ -168,7 +168,7 @@ func runGatewayFlood(ctx context.Context, args []string, out io.Writer) error {
 
 	app := newFloodApp("http://"+gwAddr+"/bot"+tg.Token+"/sendMessage", *clientTimeout, *workers)
 	defer app.client.CloseIdleConnections()
-	res := runFlood(ctx, app, jobs, *workers, quiet.ID, *quietEvery, *timeout)
+	res := runFlood(ctx, app, chats, *workers, quiet.ID, *quietEvery, *timeout)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -194,8 +194,6 @@ func runGatewayFlood(ctx context.Context, args []string, out io.Writer) error {
 type floodPlan struct {
 	messages, privates, groups int
 	groupShare                 float64
-	order                      string
-	seed                       uint64
 }
 
 func (p floodPlan) validate() error {
@@ -204,8 +202,6 @@ func (p floodPlan) validate() error {
 		return errors.New("need -messages ≥ 1 and at least one chat")
 	case p.groupShare < 0 || p.groupShare > 1 || (p.groups == 0 && p.groupShare > 0) || (p.privates == 0 && p.groupShare < 1):
 		return errors.New("-group-share must be within 0..1, 0 without groups and 1 without private chats")
-	case p.order != "shuffled" && p.order != "interleaved":
-		return fmt.Errorf("-order %q: want shuffled or interleaved", p.order)
 	}
 	return nil
 }
@@ -230,15 +226,8 @@ func (p floodPlan) describe() string {
 	g := p.groupMessages()
 	pr := spread(p.messages-g, max(p.privates, 1))
 	gr := spread(g, max(p.groups, 1))
-	return fmt.Sprintf("%d messages: %d to %d private chats (%s each), %d to %d groups (%s each), %s",
-		p.messages, p.messages-g, p.privates, span(pr), g, p.groups, span(gr), p.orderText())
-}
-
-func (p floodPlan) orderText() string {
-	if p.order == "shuffled" {
-		return fmt.Sprintf("queued in a shuffled order (seed %d)", p.seed)
-	}
-	return "queued interleaved (each chat's messages spread evenly)"
+	return fmt.Sprintf("%d messages: %d to %d private chats (%s each), %d to %d groups (%s each); each chat's one at a time, in order",
+		p.messages, p.messages-g, p.privates, span(pr), g, p.groups, span(gr))
 }
 
 // span formats the range of counts: "30" or "67–68".
@@ -253,43 +242,43 @@ func span(ns []int) string {
 	return fmt.Sprintf("%d–%d", lo, hi)
 }
 
-// floodChat is one chat of the flood.
+// floodChat is one chat of the flood and its queue of messages.
 type floodChat struct {
 	id    int64
 	group bool
-	n     int // messages it gets
+	jobs  []*floodJob // in the order the app sends them
+	next  int         // the next to send; owned by the worker holding the chat
 }
 
-// chats creates the chats in tg with their share of the messages.
-func (p floodPlan) chats(tg *telegramtest.Server) ([]floodChat, error) {
+// chats creates the chats in tg and their messages: the first of each
+// chat, then the second of each, and so on, numbered in that order.
+func (p floodPlan) chats(tg *telegramtest.Server) ([]*floodChat, error) {
 	g := p.groupMessages()
-	var out []floodChat
+	var out []*floodChat
 	for i, n := range spread(p.messages-g, p.privates) {
 		c, err := tg.NewPrivateChat(tg.NewUser(fmt.Sprintf("u%d", i)))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, floodChat{id: c.ID, n: n})
+		out = append(out, &floodChat{id: c.ID, jobs: make([]*floodJob, n)})
 	}
 	for i, n := range spread(g, p.groups) {
 		c, err := tg.NewGroup(fmt.Sprintf("g%d", i), tg.NewUser(fmt.Sprintf("m%d", i)))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, floodChat{id: c.ID, group: true, n: n})
+		out = append(out, &floodChat{id: c.ID, group: true, jobs: make([]*floodJob, n)})
 	}
+	layoutJobs(out)
 	return out, nil
 }
 
 // floodJob is one message of the flood and what became of its call.
 type floodJob struct {
-	id    int // position in the app's queue; the text is "flood <id>"
+	id    int // the text is "flood <id>"
 	chat  int64
 	group bool
-	seq   int // position among its chat's messages
-	// prev is closed when the chat's previous message got its outcome
-	// (nil for the first); done is closed when this one did.
-	prev, done chan struct{}
+	seq   int // position in its chat's queue
 
 	// Set by the worker that sent it.
 	call floodCall
@@ -297,42 +286,34 @@ type floodJob struct {
 	arrivals int
 }
 
-// jobs lays out the app's queue: each chat's messages, ordered by
-// p.order, each chained to its chat's previous one.
-func (p floodPlan) jobs(chats []floodChat) []*floodJob {
-	type slot struct {
-		c   int
-		key float64
-	}
-	var slots []slot
-	for i, c := range chats {
-		for k := range c.n {
-			slots = append(slots, slot{i, (float64(k) + 0.5) / float64(c.n)})
+// layoutJobs fills each chat's queue and returns every job by id: the
+// first message of each chat, then the second of each, and so on.
+func layoutJobs(chats []*floodChat) []*floodJob {
+	var jobs []*floodJob
+	for k := 0; ; k++ {
+		more := false
+		for _, c := range chats {
+			if k >= len(c.jobs) {
+				continue
+			}
+			more = true
+			j := &floodJob{id: len(jobs), chat: c.id, group: c.group, seq: k, call: floodCall{outcome: outcomeNotSent}}
+			c.jobs[k] = j
+			jobs = append(jobs, j)
+		}
+		if !more {
+			return jobs
 		}
 	}
-	if p.order == "shuffled" {
-		rand.New(rand.NewPCG(p.seed, p.seed^0x9e3779b97f4a7c15)).Shuffle(len(slots), func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
-	} else {
-		slices.SortStableFunc(slots, func(a, b slot) int {
-			if a.key < b.key {
-				return -1
-			}
-			if a.key > b.key {
-				return 1
-			}
-			return 0
-		})
+}
+
+// allJobs returns every job of chats by id.
+func allJobs(chats []*floodChat) []*floodJob {
+	var jobs []*floodJob
+	for _, c := range chats {
+		jobs = append(jobs, c.jobs...)
 	}
-	last := make([]*floodJob, len(chats))
-	jobs := make([]*floodJob, len(slots))
-	for i, s := range slots {
-		j := &floodJob{id: i, chat: chats[s.c].id, group: chats[s.c].group, done: make(chan struct{})}
-		if prev := last[s.c]; prev != nil {
-			j.prev, j.seq = prev.done, prev.seq+1
-		}
-		last[s.c] = j
-		jobs[i] = j
-	}
+	slices.SortFunc(jobs, func(a, b *floodJob) int { return a.id - b.id })
 	return jobs
 }
 
@@ -514,19 +495,50 @@ func (r floodRun) lastUnanswered() time.Time {
 	return t
 }
 
-// runFlood runs the workers over jobs and the quiet chat beside them,
-// until every job has its outcome or timeout passes.
-func runFlood(ctx context.Context, app *floodApp, jobs []*floodJob, workers int, quietChat int64, quietEvery, timeout time.Duration) floodRun {
+// interleaveChats spreads the groups evenly among the private chats, for
+// the first turn (40 and 10: 4 private chats, a group, 4 private chats, …).
+func interleaveChats(chats []*floodChat) []*floodChat {
+	var privates, groups []*floodChat
+	for _, c := range chats {
+		if c.group {
+			groups = append(groups, c)
+		} else {
+			privates = append(privates, c)
+		}
+	}
+	n, g := len(chats), len(groups)
+	out := make([]*floodChat, 0, n)
+	for i := range n {
+		if (i+1)*g/n > i*g/n { // the i-th place is the next group's share
+			out, groups = append(out, groups[0]), groups[1:]
+		} else {
+			out, privates = append(out, privates[0]), privates[1:]
+		}
+	}
+	return out
+}
+
+// runFlood runs the workers over the chats and the quiet chat beside
+// them, until every message has its outcome or timeout passes.
+func runFlood(ctx context.Context, app *floodApp, chats []*floodChat, workers int, quietChat int64, quietEvery, timeout time.Duration) floodRun {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	queue := make(chan *floodJob, len(jobs))
-	for _, j := range jobs {
-		j.call = floodCall{outcome: outcomeNotSent}
-		queue <- j
-	}
-	close(queue)
+	r := floodRun{jobs: allJobs(chats)}
 
-	r := floodRun{jobs: jobs}
+	// ready holds each chat with a message to send at most once, so it
+	// never fills; the last chat to finish closes it.
+	ready := make(chan *floodChat, len(chats))
+	var left atomic.Int64
+	for _, c := range interleaveChats(chats) {
+		if len(c.jobs) > 0 {
+			left.Add(1)
+			ready <- c
+		}
+	}
+	if left.Load() == 0 {
+		close(ready)
+	}
+
 	quietCtx, stopQuiet := context.WithCancel(runCtx)
 	var side sync.WaitGroup
 	side.Go(func() {
@@ -553,17 +565,17 @@ func runFlood(ctx context.Context, app *floodApp, jobs []*floodJob, workers int,
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for j := range queue {
-				if j.prev != nil {
-					select {
-					case <-j.prev:
-					case <-runCtx.Done():
-					}
-				}
+			for c := range ready {
+				j := c.jobs[c.next]
+				c.next++
 				if runCtx.Err() == nil {
 					j.call = app.send(runCtx, j.chat, fmt.Sprintf("flood %d", j.id))
 				}
-				close(j.done)
+				if c.next < len(c.jobs) && runCtx.Err() == nil {
+					ready <- c
+				} else if left.Add(-1) == 0 {
+					close(ready)
+				}
 			}
 		})
 	}
@@ -793,12 +805,12 @@ func (r *floodReport) report(out io.Writer, p floodPlan, workers int) error {
 	if !complete {
 		fmt.Fprintf(out, "the flood was stopped by -timeout: %d messages not sent\n", r.byOutcome[outcomeNotSent])
 	}
-	fmt.Fprintf(out, "RESULT gateway-flood limits=telegram messages=%d workers=%d privates=%d groups=%d group_messages=%d order=%s"+
+	fmt.Fprintf(out, "RESULT gateway-flood limits=telegram messages=%d workers=%d privates=%d groups=%d group_messages=%d"+
 		" app_429=%d no_answer=%d no_answer_in_chat=%d timeouts=%d resets=%d answered_429=%d answered_unknown=%d other_errors=%d"+
 		" order_violations=%d in_chat=%d sent=%d ok_not_in_chat=%d duplicates=%d wall_s=%.2f min_s=%.2f wall_vs_min=%.3f"+
 		" quiet_p50_s=%.3f quiet_p99_s=%.3f quiet_n=%d tg_429=%.0f"+
 		" goal_429=%t goal_answer=%t goal_order=%t goal_wall=%t goal_quiet=%t\n",
-		len(f.jobs), workers, p.privates, p.groups, p.groupMessages(), p.order,
+		len(f.jobs), workers, p.privates, p.groups, p.groupMessages(),
 		r.app429, noAnswer, noAnswerArrived, r.byOutcome[outcomeTimeout], r.byOutcome[outcomeConn], r.byOutcome[outcome429], r.byOutcome[outcomeUnknown], r.byOutcome[outcomeOtherErr],
 		r.orderViolations, r.delivered, r.sent, r.okNotDelivered, r.duplicates, f.wall.Seconds(), minimum.Seconds(), ratio,
 		quietP50.Seconds(), quietP99.Seconds(), len(f.quietWaits), r.gw.telegram429,

@@ -41,62 +41,62 @@ func TestGatewayFloodShort(t *testing.T) {
 	}
 }
 
-// TestFloodPlanMinimum checks the spread of the messages over the chats
-// and the limit-bound minimum the wall time is held against.
+// TestFloodPlanMinimum checks the spread of the messages over the chats,
+// each chat's queue, and the limit-bound minimum the wall time is held
+// against.
 func TestFloodPlanMinimum(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		plan           floodPlan
-		privates, grps []int // messages per chat, sorted
+		privates, grps []int // messages a chat may get
 		want           time.Duration
 		binding        string
 	}{
-		// 3,000 at 30/s: the 3,000th goes 99 s after the first. 30 a
-		// group: the 21st waits a minute. 67–68 a private chat at 5 per
-		// 5 s: the 68th goes at 13 windows, 65 s.
-		{"default", floodPlan{messages: 3000, privates: 40, groups: 10, groupShare: 0.1, order: "shuffled", seed: 1},
-			[]int{67, 68}, []int{30}, 99 * time.Second, "the bot's limit"},
-		// 60 a group at 20 a minute: the 41st to 60th go at 2 minutes.
-		{"groups bind", floodPlan{messages: 3000, privates: 40, groups: 10, groupShare: 0.2, order: "interleaved"},
+		// 60 a chat. A group at 20 a minute: its 41st to 60th go two
+		// minutes after its first; 3,000 at 30/s: the last 99 s after
+		// the first; 60 in a private chat at 5 per 5 s: 55 s.
+		{"default", floodPlan{messages: 3000, privates: 40, groups: 10, groupShare: 0.2},
 			[]int{60}, []int{60}, 120 * time.Second, "the busiest group's limit"},
+		// 30 a group: the 21st at a minute; 67–68 a private chat at 5
+		// per 5 s: the 68th at 13 windows, 65 s.
+		{"bot binds", floodPlan{messages: 3000, privates: 40, groups: 10, groupShare: 0.1},
+			[]int{67, 68}, []int{30}, 99 * time.Second, "the bot's limit"},
 		// 11 in one private chat at 5 per 5 s: the 11th at 10 s.
-		{"one chat", floodPlan{messages: 11, privates: 1, order: "interleaved"},
+		{"one chat", floodPlan{messages: 11, privates: 1},
 			[]int{11}, nil, 10 * time.Second, "the busiest private chat's limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.plan.validate(); err != nil {
 				t.Fatal(err)
 			}
-			var chats []floodChat
+			var chats []*floodChat
 			for i, n := range spread(tc.plan.messages-tc.plan.groupMessages(), tc.plan.privates) {
-				chats = append(chats, floodChat{id: int64(i + 1), n: n})
+				chats = append(chats, &floodChat{id: int64(i + 1), jobs: make([]*floodJob, n)})
 			}
 			for i, n := range spread(tc.plan.groupMessages(), tc.plan.groups) {
-				chats = append(chats, floodChat{id: -int64(i + 1), group: true, n: n})
+				chats = append(chats, &floodChat{id: -int64(i + 1), group: true, jobs: make([]*floodJob, n)})
 			}
-			jobs := tc.plan.jobs(chats)
+			layoutJobs(chats)
+			jobs := allJobs(chats)
 			if len(jobs) != tc.plan.messages {
 				t.Fatalf("%d jobs, want %d", len(jobs), tc.plan.messages)
 			}
-			per := map[int64][]int{} // seqs in queue order
-			for _, j := range jobs {
-				per[j.chat] = append(per[j.chat], j.seq)
+			for i, j := range jobs {
+				if j.id != i {
+					t.Fatalf("job %d has id %d", i, j.id)
+				}
 			}
 			for _, c := range chats {
-				seqs := per[c.id]
-				if len(seqs) != c.n {
-					t.Errorf("chat %d: %d jobs, want %d", c.id, len(seqs), c.n)
-				}
-				for k, s := range seqs {
-					if s != k {
-						t.Fatalf("chat %d: seqs %v, want 0..%d in queue order", c.id, seqs, c.n-1)
+				for k, j := range c.jobs {
+					if j.seq != k || j.chat != c.id || j.group != c.group {
+						t.Fatalf("chat %d: job %d is %+v", c.id, k, j)
 					}
 				}
 				want := tc.privates
 				if c.group {
 					want = tc.grps
 				}
-				if n := c.n; !slices.Contains(want, n) {
+				if n := len(c.jobs); !slices.Contains(want, n) {
 					t.Errorf("chat %d (group %t) gets %d messages, want one of %v", c.id, c.group, n, want)
 				}
 			}
@@ -105,6 +105,26 @@ func TestFloodPlanMinimum(t *testing.T) {
 				t.Errorf("minimum %v set by %s, want %v set by %s (%+v)", m.value(), m.binding(), tc.want, tc.binding, m)
 			}
 		})
+	}
+}
+
+// TestInterleaveChats checks the first turn's order: the groups spread
+// evenly among the private chats, every chat once.
+func TestInterleaveChats(t *testing.T) {
+	var chats []*floodChat
+	for i := range 8 {
+		chats = append(chats, &floodChat{id: int64(i + 1)})
+	}
+	for i := range 2 {
+		chats = append(chats, &floodChat{id: -int64(i + 1), group: true})
+	}
+	var got []int64
+	for _, c := range interleaveChats(chats) {
+		got = append(got, c.id)
+	}
+	want := []int64{1, 2, 3, 4, -1, 5, 6, 7, 8, -2}
+	if !slices.Equal(got, want) {
+		t.Errorf("first turn %v, want %v", got, want)
 	}
 }
 
