@@ -317,15 +317,26 @@ func allJobs(chats []*floodChat) []*floodJob {
 	return jobs
 }
 
-// windowMin is the earliest the last of n sends can go under a limit of
-// l.Count sends in any window of l.Per, the first at 0: the k-th (from 0)
-// must be l.Per after the (k−Count)-th, so it goes at ⌊k/Count⌋·Per at
-// best.
-func windowMin(n int, l telegramtest.Limit) time.Duration {
-	if n <= 1 || l.Count <= 0 {
+// windowMin is the earliest the last of n sends can go under limits of
+// Count sends in any window of Per each, the first at 0. Sending each as
+// early as every limit allows is the fastest schedule: the k-th (from 0)
+// goes Per after the (k−Count)-th under each limit, so at the latest of
+// those. A group's 60 messages at 5 per 5 s and 20 a minute: the 20th
+// goes at 15 s, the 21st to 40th at 60–75 s, the 41st to 60th at
+// 120–135 s.
+func windowMin(n int, limits ...telegramtest.Limit) time.Duration {
+	if n <= 0 {
 		return 0
 	}
-	return time.Duration((n-1)/l.Count) * l.Per
+	at := make([]time.Duration, n)
+	for k := range at {
+		for _, l := range limits {
+			if l.Count > 0 && k >= l.Count {
+				at[k] = max(at[k], at[k-l.Count]+l.Per)
+			}
+		}
+	}
+	return at[n-1]
 }
 
 // floodMin is the limit-bound minimum of a flood and which limit sets it.
@@ -345,9 +356,10 @@ func (m floodMin) binding() string {
 	return "the busiest private chat's limit"
 }
 
-// minimum is the time the limits allow a flood of these jobs at best, from
-// its first send to its last: the largest of the bot-wide bound over every
-// message (the quiet chat's included) and each chat's own bounds.
+// minimum is a lower bound of the time the limits allow a flood of these
+// jobs, from its first send to its last: the largest of the bot-wide bound
+// over every message (the quiet chat's included) and each chat's own bound
+// under every limit that applies to it.
 func (p floodPlan) minimum(jobs []*floodJob, l telegramtest.Limits, quiet int) floodMin {
 	per := map[int64]int{}
 	group := map[int64]bool{}
@@ -358,7 +370,7 @@ func (p floodPlan) minimum(jobs []*floodJob, l telegramtest.Limits, quiet int) f
 	m := floodMin{bot: windowMin(len(jobs)+quiet, l.Bot)}
 	for c, n := range per {
 		if group[c] {
-			m.group = max(m.group, windowMin(n, l.Chat), windowMin(n, l.Group))
+			m.group = max(m.group, windowMin(n, l.Chat, l.Group))
 		} else {
 			m.private = max(m.private, windowMin(n, l.Chat))
 		}
@@ -640,6 +652,9 @@ type floodReport struct {
 	// after the app gave up it arrived (the largest).
 	lateBy time.Duration
 	quiet  int // quiet messages in the ledger
+	// longestPrivate, longestGroup: the longest call (first try to
+	// outcome) to a private chat, to a group.
+	longestPrivate, longestGroup time.Duration
 }
 
 // analyzeFlood matches the ledger to the calls.
@@ -678,6 +693,11 @@ func analyzeFlood(jobs []*floodJob, msgs []telegramtest.Message, quietChat int64
 		}
 		if c.outcome != outcomeNotSent {
 			r.sent++
+			if j.group {
+				r.longestGroup = max(r.longestGroup, c.end.Sub(c.start))
+			} else {
+				r.longestPrivate = max(r.longestPrivate, c.end.Sub(c.start))
+			}
 		}
 		if j.arrivals == 0 {
 			if c.outcome == outcomeOK {
@@ -783,6 +803,7 @@ func (r *floodReport) report(out io.Writer, p floodPlan, workers int) error {
 	fmt.Fprintf(tw, "order violations (overtaken in their chat)\t%d\t0: %s\t\n", r.orderViolations, met(goalOrder))
 	fmt.Fprintf(tw, "messages in the chats / sent / planned\t%d / %d / %d\t\t\n", r.delivered, r.sent, len(f.jobs))
 	fmt.Fprintf(tw, "answered ok but not in the chat / in the chat twice\t%d / %d\t\t\n", r.okNotDelivered, r.duplicates)
+	fmt.Fprintf(tw, "longest call, first try to outcome: private chat / group\t%s / %s\t\t\n", sec(r.longestPrivate), sec(r.longestGroup))
 	fmt.Fprintf(tw, "wall time (first call to last outcome)\t%s\t\t\n", sec(f.wall))
 	if minimum > 0 {
 		fmt.Fprintf(tw, "wall time ÷ limit-bound minimum\t%.3fx\t≤ %.2fx: %s\t\n", ratio, floodGoalWallRatio, met(goalWall))
@@ -808,12 +829,12 @@ func (r *floodReport) report(out io.Writer, p floodPlan, workers int) error {
 	fmt.Fprintf(out, "RESULT gateway-flood limits=telegram messages=%d workers=%d privates=%d groups=%d group_messages=%d"+
 		" app_429=%d no_answer=%d no_answer_in_chat=%d timeouts=%d resets=%d answered_429=%d answered_unknown=%d other_errors=%d"+
 		" order_violations=%d in_chat=%d sent=%d ok_not_in_chat=%d duplicates=%d wall_s=%.2f min_s=%.2f wall_vs_min=%.3f"+
-		" quiet_p50_s=%.3f quiet_p99_s=%.3f quiet_n=%d tg_429=%.0f"+
+		" quiet_p50_s=%.3f quiet_p99_s=%.3f quiet_n=%d longest_group_call_s=%.1f tg_429=%.0f"+
 		" goal_429=%t goal_answer=%t goal_order=%t goal_wall=%t goal_quiet=%t\n",
 		len(f.jobs), workers, p.privates, p.groups, p.groupMessages(),
 		r.app429, noAnswer, noAnswerArrived, r.byOutcome[outcomeTimeout], r.byOutcome[outcomeConn], r.byOutcome[outcome429], r.byOutcome[outcomeUnknown], r.byOutcome[outcomeOtherErr],
 		r.orderViolations, r.delivered, r.sent, r.okNotDelivered, r.duplicates, f.wall.Seconds(), minimum.Seconds(), ratio,
-		quietP50.Seconds(), quietP99.Seconds(), len(f.quietWaits), r.gw.telegram429,
+		quietP50.Seconds(), quietP99.Seconds(), len(f.quietWaits), r.longestGroup.Seconds(), r.gw.telegram429,
 		goal429, goalAnswer, goalOrder, goalWall, goalQuiet)
 	return nil
 }

@@ -52,11 +52,11 @@ func TestFloodPlanMinimum(t *testing.T) {
 		want           time.Duration
 		binding        string
 	}{
-		// 60 a chat. A group at 20 a minute: its 41st to 60th go two
-		// minutes after its first; 3,000 at 30/s: the last 99 s after
-		// the first; 60 in a private chat at 5 per 5 s: 55 s.
+		// 60 a chat. A group at 5 per 5 s and 20 a minute: its 41st to
+		// 60th go 120–135 s after its first; 3,000 at 30/s: the last
+		// 99 s after the first; 60 in a private chat at 5 per 5 s: 55 s.
 		{"default", floodPlan{messages: 3000, privates: 40, groups: 10, groupShare: 0.2},
-			[]int{60}, []int{60}, 120 * time.Second, "the busiest group's limit"},
+			[]int{60}, []int{60}, 135 * time.Second, "the busiest group's limit"},
 		// 30 a group: the 21st at a minute; 67–68 a private chat at 5
 		// per 5 s: the 68th at 13 windows, 65 s.
 		{"bot binds", floodPlan{messages: 3000, privates: 40, groups: 10, groupShare: 0.1},
@@ -128,13 +128,22 @@ func TestInterleaveChats(t *testing.T) {
 	}
 }
 
-// TestWindowMin checks the sliding-window bound: with 3 per second, the
-// 4th to 6th send go a second after the first, the 7th two.
+// TestWindowMin checks the bound of the earliest schedule under one limit
+// and under two at once.
 func TestWindowMin(t *testing.T) {
-	l := telegramtest.Limit{Count: 3, Per: time.Second}
+	three := telegramtest.Limit{Count: 3, Per: time.Second}
 	for n, want := range map[int]time.Duration{0: 0, 1: 0, 3: 0, 4: time.Second, 6: time.Second, 7: 2 * time.Second} {
-		if got := windowMin(n, l); got != want {
+		if got := windowMin(n, three); got != want {
 			t.Errorf("windowMin(%d, 3 per 1s) = %v, want %v", n, got, want)
+		}
+	}
+	// 2 per second and 4 per 10 s: 0, 0, 1, 1, then the 5th waits for
+	// the first to leave the 10 s window.
+	ten := telegramtest.Limit{Count: 4, Per: 10 * time.Second}
+	two := telegramtest.Limit{Count: 2, Per: time.Second}
+	for n, want := range map[int]time.Duration{4: time.Second, 5: 10 * time.Second, 7: 11 * time.Second, 9: 20 * time.Second} {
+		if got := windowMin(n, two, ten); got != want {
+			t.Errorf("windowMin(%d, 2 per 1s, 4 per 10s) = %v, want %v", n, got, want)
 		}
 	}
 }
