@@ -648,10 +648,12 @@ type floodReport struct {
 	// orderViolations: messages that reached their chat after a later
 	// message of the same chat (overtaken).
 	orderViolations int
-	// lateBy: for calls without an answer whose message arrived, how long
-	// after the app gave up it arrived (the largest).
-	lateBy time.Duration
-	quiet  int // quiet messages in the ledger
+	// arrivedFrom, arrivedTo: for the calls without an answer whose
+	// message reached the chat, the range of its arrival less the moment
+	// the app saw the error (negative: the message was in the chat before
+	// the app was told the connection broke).
+	arrivedFrom, arrivedTo time.Duration
+	quiet                  int // quiet messages in the ledger
 	// longestPrivate, longestGroup: the longest call (first try to
 	// outcome) to a private chat, to a group.
 	longestPrivate, longestGroup time.Duration
@@ -708,7 +710,11 @@ func analyzeFlood(jobs []*floodJob, msgs []telegramtest.Message, quietChat int64
 		r.delivered++
 		r.deliveredBy[c.outcome]++
 		if !c.answered() {
-			r.lateBy = max(r.lateBy, arrived[j.id].Sub(c.end))
+			d := arrived[j.id].Sub(c.end)
+			if r.deliveredBy[outcomeTimeout]+r.deliveredBy[outcomeConn] == 1 {
+				r.arrivedFrom, r.arrivedTo = d, d
+			}
+			r.arrivedFrom, r.arrivedTo = min(r.arrivedFrom, d), max(r.arrivedTo, d)
 		}
 	}
 	return r
@@ -797,7 +803,9 @@ func (r *floodReport) report(out io.Writer, p floodPlan, workers int) error {
 	fmt.Fprintf(tw, "429s seen by the app (waited out and retried)\t%d\t0: %s\t\n", r.app429, met(goal429))
 	fmt.Fprintf(tw, "calls without an answer whose message reached the chat\t%d of %d\t0: %s\t\n", noAnswerArrived, noAnswer, met(goalAnswer))
 	fmt.Fprintf(tw, "  of which the client's timeout / a connection reset or EOF\t%d / %d\t\t\n", r.byOutcome[outcomeTimeout], r.byOutcome[outcomeConn])
-	fmt.Fprintf(tw, "  latest arrival after the app gave up\t%s\t\t\n", sec(r.lateBy))
+	if noAnswerArrived > 0 {
+		fmt.Fprintf(tw, "  in the chat, relative to the app's error\t%+.3fs to %+.3fs\t\t\n", r.arrivedFrom.Seconds(), r.arrivedTo.Seconds())
+	}
 	fmt.Fprintf(tw, "answers 429 (given up) / unknown, and of those in the chat\t%d / %d, %d\t\t\n", r.byOutcome[outcome429], r.byOutcome[outcomeUnknown], r.deliveredBy[outcome429]+r.deliveredBy[outcomeUnknown])
 	fmt.Fprintf(tw, "other error answers\t%d\t\t\n", r.byOutcome[outcomeOtherErr])
 	fmt.Fprintf(tw, "order violations (overtaken in their chat)\t%d\t0: %s\t\n", r.orderViolations, met(goalOrder))
