@@ -34,10 +34,11 @@ const (
 	floodDefaultGroups   = 10
 	// floodDefaultGroupShare is the share of the messages that go to the
 	// groups: 600 of 3,000, so every chat, private or group, gets 60. A
-	// group takes 20 a minute: its 21st to 40th message go a minute after
-	// its first, its 41st to 60th two minutes after, so the groups bind the
-	// run (120 s; the bot's 30 a second binds 3,000 messages at 99 s), and
-	// a group's 21st and 41st message wait about a minute for their turn.
+	// group takes 5 in any 5 s and 20 a minute: its 20 first go within
+	// 15 s at best, the 21st to 40th at 60–75 s, the 41st to 60th at
+	// 120–135 s, so the groups bind the run (135 s; the bot's 30 a second
+	// binds 3,000 messages at 99 s), and a group's 21st and 41st message
+	// wait for their turn.
 	floodDefaultGroupShare = 0.2
 	// floodDefaultClientTimeout is the app's HTTP client timeout: aiogram's
 	// and go-telegram/bot's default of a minute.
