@@ -287,10 +287,10 @@ type floodJob struct {
 	arrivals int
 }
 
-// layoutJobs fills each chat's queue and returns every job by id: the
-// first message of each chat, then the second of each, and so on.
-func layoutJobs(chats []*floodChat) []*floodJob {
-	var jobs []*floodJob
+// layoutJobs fills each chat's queue, numbering the messages the first
+// of each chat, then the second of each, and so on.
+func layoutJobs(chats []*floodChat) {
+	id := 0
 	for k := 0; ; k++ {
 		more := false
 		for _, c := range chats {
@@ -298,12 +298,11 @@ func layoutJobs(chats []*floodChat) []*floodJob {
 				continue
 			}
 			more = true
-			j := &floodJob{id: len(jobs), chat: c.id, group: c.group, seq: k, call: floodCall{outcome: outcomeNotSent}}
-			c.jobs[k] = j
-			jobs = append(jobs, j)
+			c.jobs[k] = &floodJob{id: id, chat: c.id, group: c.group, seq: k, call: floodCall{outcome: outcomeNotSent}}
+			id++
 		}
 		if !more {
-			return jobs
+			return
 		}
 	}
 }
