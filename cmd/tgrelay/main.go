@@ -52,6 +52,7 @@ func commands() []command {
 		{"updates", "list, show, acknowledge and requeue stored updates (--db)", runUpdates},
 		{"webhook", "set, check or delete the bot's webhook under the ownership rules", runWebhook},
 		{"send", "send one message and report its honest outcome (exit code per outcome)", runSend},
+		{"doctor", "check a live deployment (token, webhook, HTTPS, secret, app, gateway, store) and say what to fix", runDoctor},
 	}
 }
 
