@@ -26,6 +26,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/hookowner"
+	"github.com/tgrelay/tgrelay/internal/closedport"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
@@ -151,10 +154,23 @@ type doctorRig struct {
 
 func newDoctorRig(t *testing.T, rc rigConfig) *doctorRig {
 	t.Helper()
-	rig := &doctorRig{ca: newTestCA(t, "Test Root CA"), now: time.Now()}
+	rig := &doctorRig{ca: newTestCA(t, "Test Root CA"), now: time.Now().Truncate(time.Second)}
+	// The fake Telegram resolves the test host to loopback, as the doctor's
+	// injected resolver does.
+	dialer := &net.Dialer{}
+	hookClient := &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the sandbox's own habit; doctor judges the certificate
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if host, port, _ := net.SplitHostPort(addr); host == testHost {
+				addr = net.JoinHostPort("127.0.0.1", port)
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+	}}
+	t.Cleanup(hookClient.CloseIdleConnections)
 	rig.tg = telegramtest.NewServer(telegramtest.Config{
 		NowFunc: func() time.Time { return rig.now },
-		Webhook: telegramtest.WebhookConfig{Timeout: 5 * time.Second, MaxAttempts: 100, Backoff: time.Hour},
+		Webhook: telegramtest.WebhookConfig{Timeout: 5 * time.Second, MaxAttempts: 100, Backoff: time.Hour, Client: hookClient},
 		Logf:    func(string, ...any) {},
 	})
 	t.Cleanup(rig.tg.Close)
@@ -305,6 +321,442 @@ func TestDoctorHealthyDeployment(t *testing.T) {
 	for state, n := range stats.Count {
 		if n != 0 {
 			t.Errorf("the store holds %d %v updates after doctor, want none", n, state)
+		}
+	}
+}
+
+// expect is one finding a fault must produce.
+type expect struct{ check, status, what, fix string }
+
+func TestDoctorNamesTheFixForEachFault(t *testing.T) {
+	t.Parallel()
+	trusted := func(ca *testCA) tls.Certificate { return ca.issue(t, certSpec{names: []string{testHost}}) }
+	for _, tc := range []struct {
+		name   string
+		rig    rigConfig
+		inject func(t *testing.T, rig *doctorRig)
+		want   []expect
+		worst  string
+	}{
+		{
+			name: "serve down: its port refuses, and Telegram says so",
+			rig:  rigConfig{cert: trusted, noServe: true},
+			inject: func(t *testing.T, rig *doctorRig) {
+				// The webhook was set by serve before it stopped.
+				setWebhook(t, rig, rig.o.publicURL, testSecret)
+				deliverAndFail(t, rig)
+			},
+			want: []expect{
+				{"webhook", statusFail, `"Connection refused"`, "start serve"},
+				{"webhook", statusWarn, "update(s) wait at Telegram", "24 hours"},
+				{"public-url", statusFail, "does not accept connections", "start serve with HTTPS"},
+				{"secret", statusSkip, "not probed", ""},
+			},
+			worst: statusFail,
+		},
+		{
+			name: "serve runs with another secret",
+			rig:  rigConfig{cert: trusted, serveSecret: "another-secret-of-serve"},
+			want: []expect{
+				{"webhook", statusFail, "set with another secret", "--takeover-from " + testHost},
+				{"secret", statusFail, "refuses this secret too (403)", "same environment file"},
+			},
+			worst: statusFail,
+		},
+		{
+			name: "self-signed certificate not uploaded",
+			rig: rigConfig{cert: func(ca *testCA) tls.Certificate {
+				return ca.issue(t, certSpec{names: []string{testHost}, selfSigned: true})
+			}},
+			want: []expect{
+				{"public-url", statusFail, "self-signed and none was uploaded", "--self-signed"},
+				{"secret", statusSkip, "not probed", ""},
+			},
+			worst: statusFail,
+		},
+		{
+			name: "certificate for another name",
+			rig: rigConfig{cert: func(ca *testCA) tls.Certificate {
+				return ca.issue(t, certSpec{names: []string{"other.example.test"}})
+			}},
+			want:  []expect{{"public-url", statusFail, "is for other.example.test, not " + testHost, "--acme"}},
+			worst: statusFail,
+		},
+		{
+			name: "expired certificate",
+			rig: rigConfig{cert: func(ca *testCA) tls.Certificate {
+				return ca.issue(t, certSpec{names: []string{testHost}, notBefore: time.Now().Add(-90 * 24 * time.Hour), notAfter: time.Now().Add(-time.Hour)})
+			}},
+			want:  []expect{{"public-url", statusFail, "expired", "renew"}},
+			worst: statusFail,
+		},
+		{
+			name: "certificate expiring in days",
+			rig: rigConfig{cert: func(ca *testCA) tls.Certificate {
+				return ca.issue(t, certSpec{names: []string{testHost}, notAfter: time.Now().Add(5*24*time.Hour + time.Hour)})
+			}},
+			want: []expect{
+				{"public-url", statusWarn, "expires in 5 day(s)", "renew"},
+				{"secret", statusOK, "takes this one", ""},
+			},
+			worst: statusWarn,
+		},
+		{
+			name: "intermediate certificate not sent",
+			rig: rigConfig{cert: func(ca *testCA) tls.Certificate {
+				return ca.issue(t, certSpec{names: []string{testHost}, viaUnsentIntermediate: true})
+			}},
+			want:  []expect{{"public-url", statusFail, "no intermediate certificate", "fullchain.pem"}},
+			worst: statusFail,
+		},
+		{
+			name:  "plain HTTP behind an https:// public URL",
+			rig:   rigConfig{scheme: "https"},
+			want:  []expect{{"public-url", statusFail, "answers plain HTTP, not HTTPS", "--tls-cert/--tls-key"}},
+			worst: statusFail,
+		},
+		{
+			name: "an http:// public URL",
+			rig:  rigConfig{},
+			want: []expect{
+				{"public-url", statusFail, "is http://", "https://"},
+				{"secret", statusOK, "takes this one", ""}, // over loopback only
+			},
+			worst: statusFail,
+		},
+		{
+			name: "a port Telegram does not deliver to",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.env.ports = telegramWebhookPorts
+			},
+			want:  []expect{{"public-url", statusFail, "only to ports 443, 80, 88 and 8443", "443 is usual"}},
+			worst: statusFail,
+		},
+		{
+			name: "a host that does not resolve",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.env.lookupHost = func(ctx context.Context, host string) ([]string, error) {
+					return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+				}
+			},
+			want: []expect{
+				{"public-url", statusFail, "does not resolve: no such host " + testHost, "DNS record"},
+				{"secret", statusSkip, "not probed", ""},
+			},
+			worst: statusFail,
+		},
+		{
+			name: "a host with only private addresses",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.env.privateOK = false
+			},
+			want:  []expect{{"public-url", statusFail, "only private or loopback addresses (127.0.0.1)", "public address"}},
+			worst: statusFail,
+		},
+		{
+			name: "Telegram's recent SSL error",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.tg.SetWebhookError(rig.now.Add(-5*time.Minute), "SSL error {error:0A000086:SSL routines::certificate verify failed}")
+			},
+			want:  []expect{{"webhook", statusFail, "failed 5m0s ago", "fullchain.pem"}},
+			worst: statusFail,
+		},
+		{
+			name: "Telegram's old error with nothing waiting",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.tg.SetWebhookError(rig.now.Add(-3*time.Hour), "Failed to resolve host: Name or service not known")
+			},
+			want:  []expect{{"webhook", statusOK, "old (3h0m0s ago", ""}},
+			worst: statusOK,
+		},
+		{
+			name:  "no webhook set",
+			rig:   rigConfig{cert: trusted, noServe: true},
+			want:  []expect{{"webhook", statusFail, "no webhook is set", "--takeover-from none"}},
+			worst: statusFail,
+		},
+		{
+			name: "the webhook points elsewhere",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				setWebhook(t, rig, "https://elsewhere.example.test/hook", "other-secret")
+			},
+			want:  []expect{{"webhook", statusFail, "points to host elsewhere.example.test", "--takeover-from elsewhere.example.test"}},
+			worst: statusFail,
+		},
+		{
+			name: "allowed_updates and max_connections differ from serve's flags",
+			rig:  rigConfig{cert: trusted, args: []string{"--allowed-updates", "message,callback_query", "--max-connections", "10"}},
+			want: []expect{
+				{"webhook", statusWarn, "--allowed-updates says message,callback_query", "restart serve"},
+				{"webhook", statusWarn, "max_connections is 40, but --max-connections says 10", "restart serve"},
+			},
+			worst: statusWarn,
+		},
+		{
+			name: "long polling with a webhook set",
+			rig:  rigConfig{cert: trusted, args: []string{"--poll"}},
+			want: []expect{
+				{"webhook", statusFail, "a webhook is set (host " + testHost, "tgrelay webhook delete"},
+				{"public-url", statusSkip, "--poll", ""},
+			},
+			worst: statusFail,
+		},
+		{
+			name: "a revoked token",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.o.token = "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+			},
+			want: []expect{
+				{"token", statusFail, "Telegram refuses the token", "@BotFather"},
+				{"webhook", statusSkip, "see token", ""},
+			},
+			worst: statusFail,
+		},
+		{
+			name: "no token",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.o.token = ""
+			},
+			want:  []expect{{"token", statusFail, "no bot token", "TGRELAY_TOKEN"}},
+			worst: statusFail,
+		},
+		{
+			name: "the proxy refuses",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.o.net.proxy = "http://" + closedport.Addr(t)
+			},
+			want: []expect{
+				{"proxy", statusFail, "does not accept connections: connection refused", "--proxy none"},
+				{"token", statusFail, "never reached Telegram", "proxy"},
+			},
+			worst: statusFail,
+		},
+		{
+			name: "a SOCKS proxy in the environment",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.o.apiRoot = "https://api.telegram.example.test"
+				rig.env.getenv = func(name string) string {
+					if name == "HTTPS_PROXY" {
+						return "socks5://127.0.0.1:1080"
+					}
+					return ""
+				}
+			},
+			want:  []expect{{"proxy", statusFail, "socks5 proxy", "HTTP CONNECT"}},
+			worst: statusFail,
+		},
+		{
+			name: "the app is down",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.o.forwardURL = "http://" + closedport.Addr(t) + "/hook"
+			},
+			want:  []expect{{"app", statusFail, "--forward (host 127.0.0.1:", "start the bot's app"}},
+			worst: statusFail,
+		},
+		{
+			name: "the gateway is not there",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.o.gatewayListen = closedport.Addr(t)
+			},
+			want:  []expect{{"gateway", statusFail, "does not answer: connection refused", "start serve"}},
+			worst: statusFail,
+		},
+		{
+			name: "no database at --db",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.o.db = filepath.Join(t.TempDir(), "missing.db")
+			},
+			want:  []expect{{"store", statusFail, "no database at", "start serve once"}},
+			worst: statusFail,
+		},
+		{
+			name: "an unwritable store",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.o.db = t.TempDir() // a directory: not writable as a file, even by root
+			},
+			want:  []expect{{"store", statusFail, "is not writable by this user", "serve's user"}},
+			worst: statusFail,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rig := newDoctorRig(t, tc.rig)
+			if tc.inject != nil {
+				tc.inject(t, rig)
+			}
+			rep := rig.diagnose(t)
+			for _, w := range tc.want {
+				want(t, rep, w.check, w.status, w.what, w.fix)
+			}
+			if rep.Worst != tc.worst {
+				t.Errorf("worst = %s, want %s", rep.Worst, tc.worst)
+			}
+		})
+	}
+}
+
+// setWebhook sets the webhook as another process would.
+func setWebhook(t *testing.T, rig *doctorRig, rawURL, secret string) {
+	t.Helper()
+	u := rawURL
+	if secret == testSecret {
+		var err error
+		if u, err = hookowner.TaggedURL(rawURL, secret); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := botapi.New(rig.tg.Token, botapi.Config{APIRoot: rig.tg.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(t.Context(), "setWebhook", map[string]any{"url": u, "secret_token": secret}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deliverAndFail makes a user write to the bot and waits until the
+// sandbox's delivery failed.
+func deliverAndFail(t *testing.T, rig *doctorRig) {
+	t.Helper()
+	u := rig.tg.NewUser("Ada")
+	chat, err := rig.tg.NewPrivateChat(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rig.tg.SendText(chat, u, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	serveWaitFor(t, "a failed webhook delivery", func() bool {
+		for _, d := range rig.tg.Deliveries() {
+			if d.Err != "" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestDoctorCommandLine runs the command as a user would: settings from
+// serve's environment variables, --json, and the exit status of the worst
+// finding. Not parallel: it sets environment variables.
+func TestDoctorCommandLine(t *testing.T) {
+	rig := newDoctorRig(t, rigConfig{})
+	t.Setenv("TGRELAY_TOKEN", rig.tg.Token)
+	t.Setenv("TGRELAY_WEBHOOK_SECRET", testSecret)
+	t.Setenv("TGRELAY_DB", rig.db)
+	t.Setenv("TGRELAY_PUBLIC_URL", rig.o.publicURL)
+	t.Setenv("TGRELAY_FORWARD", rig.o.forwardURL)
+	t.Setenv("TGRELAY_JSON", "no") // doctor's own flag is not read from the environment
+	code, stdout, stderr := runCapture(t, "doctor", "--json", "--api-root", rig.tg.URL)
+	// The public URL is http:// on a loopback port: Telegram would not
+	// deliver there.
+	if code != exitDoctorFail {
+		t.Errorf("exit code = %d, want %d (stderr %q)", code, exitDoctorFail, stderr)
+	}
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, stdout)
+	}
+	want(t, rep, "token", statusOK, "@telegramtest_bot", "")
+	want(t, rep, "webhook", statusOK, "owner tag", "")
+	want(t, rep, "public-url", statusFail, "is http://", "https://")
+	want(t, rep, "store", statusOK, "schema version", "")
+	if rep.Worst != statusFail || !strings.Contains(rep.Version, "tgrelay ") {
+		t.Errorf("worst %q, version %q", rep.Worst, rep.Version)
+	}
+	if !strings.Contains(stderr, "tgrelay doctor: ") || strings.Contains(stdout+stderr, testSecret) || strings.Contains(stdout+stderr, rig.tg.Token) {
+		t.Errorf("stderr %q, or a secret in the output", stderr)
+	}
+
+	// Human output: one line per finding, status first.
+	code, stdout, _ = runCapture(t, "doctor", "--api-root", rig.tg.URL)
+	if code != exitDoctorFail {
+		t.Errorf("exit code = %d, want %d", code, exitDoctorFail)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != len(rep.Findings)+1 || !strings.HasPrefix(lines[0], "tgrelay ") {
+		t.Fatalf("got %d lines for %d findings:\n%s", len(lines), len(rep.Findings), stdout)
+	}
+	for i, f := range rep.Findings {
+		line := lines[i+1]
+		if !strings.HasPrefix(line, f.Status+" ") || !strings.Contains(line, f.Check) || (f.Fix != "" && !strings.Contains(line, " -> "+f.Fix)) {
+			t.Errorf("line %q does not show finding %+v", line, f)
+		}
+	}
+}
+
+func TestDoctorExitFollowsTheWorstFinding(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		statuses []string
+		code     int
+	}{
+		{[]string{statusOK, statusSkip}, exitOK},
+		{[]string{statusOK, statusWarn, statusSkip}, exitDoctorWarn},
+		{[]string{statusWarn, statusFail, statusOK}, exitDoctorFail},
+	} {
+		var fs []finding
+		e := &doctorExit{}
+		for _, s := range tc.statuses {
+			fs = append(fs, finding{Status: s})
+			e.warns += map[string]int{statusWarn: 1}[s]
+			e.fails += map[string]int{statusFail: 1}[s]
+		}
+		code := exitOK
+		if e.warns+e.fails > 0 {
+			code = report("doctor", e, io.Discard)
+		}
+		if code != tc.code || (code == exitOK) != (worst(fs) == statusOK) {
+			t.Errorf("%v: exit %d (worst %s), want %d", tc.statuses, code, worst(fs), tc.code)
+		}
+	}
+}
+
+func TestExplainHookError(t *testing.T) {
+	t.Parallel()
+	// Telegram's own wordings, as its getWebhookInfo reports them.
+	for _, tc := range []struct{ msg, plain, fix string }{
+		{"Connection refused", "nothing listens", "start serve"},
+		{"Connection timed out", "firewall drops", "149.154.160.0/20"},
+		{"Read timeout expired", "no answer came in time", "store"},
+		{"SSL error {error:0A000086:SSL routines::certificate verify failed}", "does not trust the certificate", "fullchain.pem"},
+		{"SSL error {error:14090086:SSL routines:ssl3_get_server_certificate:certificate verify failed}", "does not trust", "--self-signed"},
+		{"SSL error {error:0A00010B:SSL routines::wrong version number}", "plain HTTP", "--tls-cert/--tls-key"},
+		{"SSL error {error:0A000410:SSL routines::sslv3 alert handshake failure}", "handshake", "certificate"},
+		{"Wrong response from the webhook: 401 Unauthorized", "401", "secret"},
+		{"Wrong response from the webhook: 403 Forbidden", "403", "TGRELAY_WEBHOOK_SECRET"},
+		{"Wrong response from the webhook: 404 Not Found", "404", "--path"},
+		{"Wrong response from the webhook: 405 Method Not Allowed", "405", "--path"},
+		{"Wrong response from the webhook: 413 Request Entity Too Large", "413", "body limit"},
+		{"Wrong response from the webhook: 502 Bad Gateway", "502", "--listen"},
+		{"Wrong response from the webhook: 503 Service Unavailable", "503", "store"},
+		{"Wrong response from the webhook: 504 Gateway Time-out", "504", "--listen"},
+		{"Wrong response from the webhook: 500 Internal Server Error", "other than 2xx", "503"},
+		{"Failed to resolve host: Name or service not known", "cannot resolve", "DNS record"},
+		{"Failed to resolve host: No address associated with hostname", "cannot resolve", "DNS record"},
+		{"Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443", "only to ports", "443"},
+		{"Bad Request: bad webhook: IP address 192.168.1.2 is reserved", "private or reserved", "public address"},
+		{"Connection reset by peer", "reset", "proxy"},
+		{"Bad Request: bad webhook: An HTTPS URL must be provided for webhook", "only over HTTPS", "--acme"},
+		{"Something new", "could not deliver", `"Something new"`},
+	} {
+		plain, fix := explainHookError(tc.msg)
+		if !strings.Contains(plain, tc.plain) || !strings.Contains(fix, tc.fix) {
+			t.Errorf("%q: got %q -> %q; want %q -> %q", tc.msg, plain, fix, tc.plain, tc.fix)
 		}
 	}
 }

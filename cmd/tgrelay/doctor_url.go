@@ -184,7 +184,10 @@ func (d *doctor) checkCertificate(ctx context.Context, check, host, addr string)
 		inter.AddCert(c)
 	}
 	_, verr := leaf.Verify(x509.VerifyOptions{Roots: d.env.roots, Intermediates: inter, DNSName: host, CurrentTime: now})
-	selfSigned := bytes.Equal(leaf.RawIssuer, leaf.RawSubject) && leaf.CheckSignatureFrom(leaf) == nil
+	// Signed by its own key (CheckSignatureFrom would also want a CA flag,
+	// which many self-signed server certificates lack).
+	selfSigned := bytes.Equal(leaf.RawIssuer, leaf.RawSubject) &&
+		leaf.CheckSignature(leaf.SignatureAlgorithm, leaf.RawTBSCertificate, leaf.Signature) == nil
 	switch {
 	case verr == nil && custom:
 		d.warn(check, "the certificate is trusted, but a certificate was uploaded with setWebhook: Telegram checks against the upload, and refuses this one if it differs",
