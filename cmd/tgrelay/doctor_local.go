@@ -241,6 +241,9 @@ func (d *doctor) checkPostgres(ctx context.Context) {
 		dir = "behind"
 	}
 	measured := fmt.Sprintf("this host's clock is %v %s the database's (±%v)", skew.Abs().Round(time.Millisecond), dir, within.Round(time.Millisecond))
+	if skew.Abs() < time.Millisecond {
+		measured = fmt.Sprintf("this host's clock agrees with the database's within a millisecond (±%v)", within.Round(time.Microsecond))
+	}
 	switch {
 	case bound < 0:
 		d.ok(check, measured+"; --max-clock-skew is off")

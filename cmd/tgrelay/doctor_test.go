@@ -29,6 +29,7 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/internal/closedport"
+	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
@@ -758,5 +759,34 @@ func TestExplainHookError(t *testing.T) {
 		if !strings.Contains(plain, tc.plain) || !strings.Contains(fix, tc.fix) {
 			t.Errorf("%q: got %q -> %q; want %q -> %q", tc.msg, plain, fix, tc.plain, tc.fix)
 		}
+	}
+}
+
+// TestDoctorPostgresStore checks a PostgreSQL --db before serve made its
+// table, and after.
+func TestDoctorPostgresStore(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	check := func() doctorReport {
+		t.Helper()
+		o := parseServeArgs(t, []string{"--db", db})
+		d := &doctor{o: o, env: defaultDoctorEnv(), red: &botapi.Redactor{}}
+		d.checkStore(t.Context())
+		t.Logf("%+v", d.out)
+		return doctorReport{Findings: d.out, Worst: worst(d.out)}
+	}
+	want(t, check(), "store", statusFail, "no update table yet", "start serve once")
+
+	st, err := openStore(t.Context(), db, "", false) // as serve does on start
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	rep := check()
+	want(t, rep, "store", statusOK, "PostgreSQL: schema version", "")
+	want(t, rep, "store", statusOK, "PostgreSQL accepts writes", "")
+	want(t, rep, "store", statusOK, "the database's", "")
+	if rep.Worst != statusOK {
+		t.Errorf("worst = %s", rep.Worst)
 	}
 }

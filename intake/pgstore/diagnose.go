@@ -26,25 +26,30 @@ func (s *Store) SchemaVersion(ctx context.Context) (recorded, latest int, err er
 
 // ClockSkew measures this host's clock minus the database's (positive when
 // this host runs ahead), the quantity [Config.MaxClockSkew] bounds. It reads
-// the database's clock_timestamp() once on a connection already in hand and
-// compares it with the midpoint of this host's clock around the query, so
-// the result is off by at most half the query's round trip, which it
-// returns as uncertainty. It changes nothing.
+// the database's clock_timestamp() on a connection already in hand and
+// compares it with the midpoint of this host's clock around the query; of
+// three such readings it keeps the one with the shortest round trip. The
+// result is off by at most half that round trip, which it returns as
+// uncertainty. It changes nothing.
 func (s *Store) ClockSkew(ctx context.Context) (skew, uncertainty time.Duration, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return 0, 0, s.fail("clock skew", err)
 	}
 	defer conn.Release()
-	var dbMicros int64
-	before := s.clock()
-	err = conn.QueryRow(ctx, "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint").Scan(&dbMicros)
-	after := s.clock()
-	if err != nil {
-		return 0, 0, s.fail("clock skew", err)
+	const readings = 3
+	for i := range readings {
+		var dbMicros int64
+		before := s.clock()
+		err = conn.QueryRow(ctx, "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint").Scan(&dbMicros)
+		after := s.clock()
+		if err != nil {
+			return 0, 0, s.fail("clock skew", err)
+		}
+		half := after.Sub(before) / 2
+		if i == 0 || half < uncertainty {
+			skew, uncertainty = before.Add(half).Sub(time.UnixMicro(dbMicros)), half
+		}
 	}
-	half := after.Sub(before) / 2
-	here := before.Add(half)
-	db := time.UnixMicro(dbMicros)
-	return here.Sub(db), half, nil
+	return skew, uncertainty, nil
 }
