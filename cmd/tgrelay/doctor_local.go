@@ -232,7 +232,14 @@ func (d *doctor) checkPostgres(ctx context.Context) {
 		d.fail(check, "the database's clock cannot be read: "+err.Error(), "check the database")
 		return
 	}
-	bound := d.o.maxClockSkew
+	status, what, fix := judgeClockSkew(skew, within, d.o.maxClockSkew)
+	d.add(check, status, what, fix)
+}
+
+// judgeClockSkew turns a measured skew (this host minus the database) into
+// a finding against --max-clock-skew (bound; zero: its default; negative:
+// no check).
+func judgeClockSkew(skew, within, bound time.Duration) (status, what, fix string) {
 	if bound == 0 {
 		bound = pgstore.DefaultMaxClockSkew
 	}
@@ -246,14 +253,14 @@ func (d *doctor) checkPostgres(ctx context.Context) {
 	}
 	switch {
 	case bound < 0:
-		d.ok(check, measured+"; --max-clock-skew is off")
+		return statusOK, measured + "; --max-clock-skew is off", ""
 	case skew.Abs() > bound:
-		d.fail(check, measured+fmt.Sprintf(", beyond --max-clock-skew %v: serve refuses to claim or beat", bound),
-			"synchronise the clocks with NTP (timedatectl set-ntp true, or chrony) on this host and the database's")
+		return statusFail, measured + fmt.Sprintf(", beyond --max-clock-skew %v: serve refuses to claim or beat", bound),
+			"synchronise the clocks with NTP (timedatectl set-ntp true, or chrony) on this host and the database's"
 	case skew.Abs() > bound/2:
-		d.warn(check, measured+fmt.Sprintf(", more than half of --max-clock-skew %v", bound),
-			"synchronise the clocks with NTP before serve starts refusing claims")
+		return statusWarn, measured + fmt.Sprintf(", more than half of --max-clock-skew %v", bound),
+			"synchronise the clocks with NTP before serve starts refusing claims"
 	default:
-		d.ok(check, measured+fmt.Sprintf(", within --max-clock-skew %v", bound))
+		return statusOK, measured + fmt.Sprintf(", within --max-clock-skew %v", bound), ""
 	}
 }

@@ -790,3 +790,75 @@ func TestDoctorPostgresStore(t *testing.T) {
 		t.Errorf("worst = %s", rep.Worst)
 	}
 }
+
+// TestDoctorSelfSignedUploaded runs the checks step by step against serve
+// with a self-signed certificate, with getWebhookInfo's
+// has_custom_certificate set as Telegram sets it after an upload (the
+// sandbox does not report uploads): the certificate is accepted, and the
+// secret probe trusts exactly that certificate.
+func TestDoctorSelfSignedUploaded(t *testing.T) {
+	t.Parallel()
+	rig := newDoctorRig(t, rigConfig{cert: func(ca *testCA) tls.Certificate {
+		return ca.issue(t, certSpec{names: []string{testHost}, selfSigned: true})
+	}})
+	d := &doctor{o: rig.o, env: rig.env, red: &botapi.Redactor{}}
+	ctx := t.Context()
+	d.checkToken(ctx)
+	d.checkWebhook(ctx)
+	if d.info == nil {
+		t.Fatalf("no webhook info: %+v", d.out)
+	}
+	d.info.HasCustomCertificate = true
+	d.checkPublicURL(ctx)
+	d.checkSecret(ctx)
+	rep := doctorReport{Findings: d.out, Worst: worst(d.out)}
+	t.Logf("%+v", d.out)
+	want(t, rep, "public-url", statusOK, "self-signed and a certificate was uploaded", "")
+	want(t, rep, "secret", statusOK, "takes this one", "")
+	if rep.Worst != statusOK {
+		t.Errorf("worst = %s", rep.Worst)
+	}
+}
+
+// TestDoctorComparesTelegramsIPAddress checks the name against the address
+// getWebhookInfo reports.
+func TestDoctorComparesTelegramsIPAddress(t *testing.T) {
+	t.Parallel()
+	env := defaultDoctorEnv()
+	env.lookupHost = func(context.Context, string) ([]string, error) { return []string{"198.51.100.7"}, nil }
+	for _, tc := range []struct {
+		telegram, status string
+	}{{"198.51.100.7", statusOK}, {"203.0.113.9", statusWarn}, {"", statusOK}} {
+		d := &doctor{o: &serveOptions{}, env: env, red: &botapi.Redactor{}, info: &webhookInfo{IPAddress: tc.telegram}}
+		if _, ok := d.resolve(t.Context(), "public-url", testHost); !ok {
+			t.Fatal("resolve failed")
+		}
+		rep := doctorReport{Findings: d.out}
+		if w := worst(d.out); w != tc.status {
+			t.Errorf("Telegram's %q: worst %s, want %s: %+v", tc.telegram, w, tc.status, d.out)
+		}
+		if tc.status == statusWarn {
+			want(t, rep, "public-url", statusWarn, "Telegram delivers to 203.0.113.9, but "+testHost+" resolves here to 198.51.100.7", "DNS")
+		}
+	}
+}
+
+func TestJudgeClockSkew(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		skew, bound time.Duration
+		status, what string
+	}{
+		{0, 0, statusOK, "agrees with the database's within a millisecond"},
+		{500 * time.Millisecond, 0, statusOK, "500ms ahead of the database's (±1ms), within --max-clock-skew 2s"},
+		{-1500 * time.Millisecond, 0, statusWarn, "1.5s behind the database's"},
+		{3 * time.Second, 0, statusFail, "beyond --max-clock-skew 2s"},
+		{3 * time.Second, 5 * time.Second, statusWarn, "more than half of --max-clock-skew 5s"},
+		{time.Hour, -1, statusOK, "--max-clock-skew is off"},
+	} {
+		status, what, fix := judgeClockSkew(tc.skew, time.Millisecond, tc.bound)
+		if status != tc.status || !strings.Contains(what, tc.what) || (status != statusOK) != (fix != "") {
+			t.Errorf("skew %v bound %v: %s %q -> %q; want %s %q", tc.skew, tc.bound, status, what, fix, tc.status, tc.what)
+		}
+	}
+}
