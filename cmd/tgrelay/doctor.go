@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,7 +54,9 @@ The checks, in order:
 A check that an earlier failure makes pointless is skipped. Doctor changes
 nothing: it never sets the webhook, creates or migrates the database, or
 records an update (the secret probe counts as one invalid webhook request in
-serve's metrics).
+serve's metrics; the SQLite check creates and removes a temporary file beside
+the database to test its directory). Run it as serve's user: permissions are
+checked for the user that runs it.
 
 Output: one line per finding, "ok", "warn" or "fail", the check, what was
 found and, after "->", what to do. --json prints one JSON object instead:
@@ -286,7 +289,7 @@ func (d *doctor) probe(ctx context.Context) (context.Context, context.CancelFunc
 func (d *doctor) checkSettings() {
 	if err := d.o.validate(); err != nil {
 		msg := err.Error()
-		if ue, ok := err.(*usageError); ok && ue.hint != "" {
+		if ue, ok := errors.AsType[*usageError](err); ok {
 			msg = ue.msg
 		}
 		d.fail("settings", "serve would refuse these settings: "+msg, "fix the flag or its TGRELAY_ variable; 'tgrelay help serve' lists them")

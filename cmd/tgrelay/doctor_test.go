@@ -846,7 +846,7 @@ func TestDoctorComparesTelegramsIPAddress(t *testing.T) {
 func TestJudgeClockSkew(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		skew, bound time.Duration
+		skew, bound  time.Duration
 		status, what string
 	}{
 		{0, 0, statusOK, "agrees with the database's within a millisecond"},
