@@ -365,6 +365,29 @@ func TestDoctorNamesTheFixForEachFault(t *testing.T) {
 			worst: statusFail,
 		},
 		{
+			name: "the webhook was set with this secret, serve runs with another: Telegram gets 403",
+			rig:  rigConfig{cert: trusted, serveSecret: "another-secret-of-serve"},
+			inject: func(t *testing.T, rig *doctorRig) {
+				setWebhook(t, rig, rig.o.publicURL, testSecret) // as 'tgrelay webhook set' with this environment would
+				deliverAndFail(t, rig)
+			},
+			want: []expect{
+				{"webhook", statusOK, "owner tag", ""},
+				{"webhook", statusFail, `"Wrong response from the webhook: 403 Forbidden"`, "TGRELAY_WEBHOOK_SECRET"},
+				{"secret", statusFail, "refuses this secret too (403)", "same environment file"},
+			},
+			worst: statusFail,
+		},
+		{
+			name: "long polling without a webhook",
+			rig:  rigConfig{cert: trusted, noServe: true, args: []string{"--poll"}},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.o.publicURL = "" // serve refuses --public-url with --poll (the settings check)
+			},
+			want:  []expect{{"settings", statusOK, "long polling", ""}, {"webhook", statusOK, "as long polling needs", ""}, {"public-url", statusSkip, "--poll", ""}, {"secret", statusSkip, "--poll", ""}},
+			worst: statusOK,
+		},
+		{
 			name: "self-signed certificate not uploaded",
 			rig: rigConfig{cert: func(ca *testCA) tls.Certificate {
 				return ca.issue(t, certSpec{names: []string{testHost}, selfSigned: true})
@@ -503,6 +526,7 @@ func TestDoctorNamesTheFixForEachFault(t *testing.T) {
 			name: "long polling with a webhook set",
 			rig:  rigConfig{cert: trusted, args: []string{"--poll"}},
 			want: []expect{
+				{"settings", statusFail, "serve would refuse these settings: --public-url applies to the webhook", "tgrelay help serve"},
 				{"webhook", statusFail, "a webhook is set (host " + testHost, "tgrelay webhook delete"},
 				{"public-url", statusSkip, "--poll", ""},
 			},
