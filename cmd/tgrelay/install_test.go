@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestVersionOf(t *testing.T) {
@@ -82,7 +83,10 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
+		t.Skip("SKIPPED: git is not installed; the install test clones this repository")
+	}
+	if err := exec.CommandContext(t.Context(), "git", "-C", root, "rev-parse", "HEAD").Run(); err != nil {
+		t.Skip("SKIPPED: this source tree is not a git checkout; the install test clones it")
 	}
 	tmp := t.TempDir()
 	clone := filepath.Join(tmp, "clone")
@@ -111,8 +115,21 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A module proxy serving the committed tree as v0.0.1.
-	const module, version = "github.com/tgrelay/tgrelay", "v0.0.1"
+	// A module proxy serving the committed tree as a release. The version is
+	// new for every run, since the module cache keeps what it got under a
+	// version forever; what this test leaves there is removed at its end.
+	const module = "github.com/tgrelay/tgrelay"
+	version := fmt.Sprintf("v0.0.%d", time.Now().UnixNano())
+	modcache := strings.TrimSpace(goCmd(t, tmp, nil, "env", "GOMODCACHE"))
+	t.Cleanup(func() {
+		_ = os.RemoveAll(filepath.Join(modcache, module+"@"+version))
+		leftovers, _ := filepath.Glob(filepath.Join(modcache, "cache", "download", module, "@v", version+".*"))
+		// The clone's builds record their pseudo-version's .info too.
+		pseudo, _ := filepath.Glob(filepath.Join(modcache, "cache", "download", module, "@v", "v0.0.0-*-"+head[:12]+".info"))
+		for _, f := range append(leftovers, pseudo...) {
+			_ = os.Remove(f)
+		}
+	})
 	proxy := filepath.Join(tmp, "proxy")
 	dir := filepath.Join(proxy, module, "@v")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -139,7 +156,8 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	goCmd(t, work, append(env,
-		"GOPROXY=file://"+filepath.ToSlash(proxy), "GOSUMDB=off", "GONOSUMDB=", "GOPRIVATE=", "GOBIN="+gobin),
+		"GOPROXY=file://"+filepath.ToSlash(proxy), "GOSUMDB=off", "GONOSUMDB=", "GOPRIVATE=", "GOBIN="+gobin,
+		"GOFLAGS=-buildvcs=true -modcacherw"), // writable, so that the cleanup can remove it
 		"install", module+"/cmd/tgrelay@latest")
 	if v := runBinary(t, filepath.Join(gobin, "tgrelay"), "version"); !strings.HasPrefix(v, "tgrelay "+version+" go") {
 		t.Errorf("the installed version = %q, want tgrelay %s", v, version)
