@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -259,6 +260,12 @@ type doctor struct {
 func diagnose(ctx context.Context, o *serveOptions, env doctorEnv) doctorReport {
 	d := &doctor{o: o, env: env, red: &botapi.Redactor{}}
 	d.red.Add(o.token, o.secret, o.adminToken, o.appSecret)
+	for _, raw := range []string{o.db, o.net.proxy, o.forwardURL, o.exhaustionURL} {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			pw, _ := u.User.Password()
+			d.red.Add(pw) // credentials in URLs never reach a finding either
+		}
+	}
 	d.checkSettings()
 	d.checkProxy(ctx)
 	d.checkToken(ctx)
@@ -271,9 +278,11 @@ func diagnose(ctx context.Context, o *serveOptions, env doctorEnv) doctorReport 
 	return doctorReport{Version: versionString(), Worst: worst(d.out), Findings: d.out}
 }
 
-// add records a finding, masking the token and the secrets in its text.
+// add records a finding, masking the token and the secrets in its text and
+// keeping it on one line (errors of some libraries span several).
 func (d *doctor) add(check, status, what, fix string) {
-	d.out = append(d.out, finding{Check: check, Status: status, What: d.red.Redact(what), Fix: d.red.Redact(fix)})
+	oneLine := func(s string) string { return strings.Join(strings.Fields(d.red.Redact(s)), " ") }
+	d.out = append(d.out, finding{Check: check, Status: status, What: oneLine(what), Fix: oneLine(fix)})
 }
 
 func (d *doctor) ok(check, what string)        { d.add(check, statusOK, what, "") }

@@ -273,6 +273,11 @@ func (rig *doctorRig) diagnose(t *testing.T) doctorReport {
 	var b strings.Builder
 	_ = writeDoctorReport(&b, rep, false)
 	t.Logf("doctor:\n%s", b.String())
+	for _, f := range rep.Findings {
+		if strings.ContainsAny(f.What+f.Fix, "\n\r") {
+			t.Errorf("finding %+v spans lines", f)
+		}
+	}
 	js, _ := json.Marshal(rep)
 	for _, secret := range []string{rig.tg.Token, testSecret, strings.SplitN(rig.tg.Token, ":", 2)[1]} {
 		if strings.Contains(string(js), secret) || strings.Contains(b.String(), secret) {
@@ -338,6 +343,8 @@ func TestDoctorNamesTheFixForEachFault(t *testing.T) {
 		inject func(t *testing.T, rig *doctorRig)
 		want   []expect
 		worst  string
+		// hidden must appear in no finding.
+		hidden string
 	}{
 		{
 			name: "serve down: its port refuses, and Telegram says so",
@@ -608,6 +615,16 @@ func TestDoctorNamesTheFixForEachFault(t *testing.T) {
 			worst: statusFail,
 		},
 		{
+			name: "PostgreSQL does not answer",
+			rig:  rigConfig{cert: trusted},
+			inject: func(t *testing.T, rig *doctorRig) {
+				rig.o.db = "postgres://tgrelay:hunter2-db-password@" + closedport.Addr(t) + "/tgrelay?connect_timeout=5"
+			},
+			want:   []expect{{"store", statusFail, "PostgreSQL does not answer", "TGRELAY_DB"}},
+			worst:  statusFail,
+			hidden: "hunter2-db-password",
+		},
+		{
 			name: "an unwritable store",
 			rig:  rigConfig{cert: trusted},
 			inject: func(t *testing.T, rig *doctorRig) {
@@ -624,6 +641,9 @@ func TestDoctorNamesTheFixForEachFault(t *testing.T) {
 				tc.inject(t, rig)
 			}
 			rep := rig.diagnose(t)
+			if js, _ := json.Marshal(rep); tc.hidden != "" && strings.Contains(string(js), tc.hidden) {
+				t.Errorf("a finding shows %q", tc.hidden)
+			}
 			for _, w := range tc.want {
 				want(t, rep, w.check, w.status, w.what, w.fix)
 			}
