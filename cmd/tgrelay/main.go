@@ -52,6 +52,7 @@ func commands() []command {
 		{"updates", "list, show, acknowledge and requeue stored updates (--db)", runUpdates},
 		{"webhook", "set, check or delete the bot's webhook under the ownership rules", runWebhook},
 		{"send", "send one message and report its honest outcome (exit code per outcome)", runSend},
+		{"doctor", "check a live deployment (token, webhook, HTTPS, secret, app, gateway, store) and say what to fix", runDoctor},
 	}
 }
 
@@ -156,8 +157,12 @@ flags (the same as 'tgrelay <command> -h').
 
 const versionHelp = `Usage: tgrelay version
 
-Version prints tgrelay's version (the module version, or the VCS revision it
-was built from, "+dirty" when the tree had changes) and the Go version.
+Version prints tgrelay's version and the Go version it was built with: the
+module version when installed with 'go install ...@version' (or built in a
+clone: a tag, or a pseudo-version naming the commit's time and revision, with
+"+dirty" when the tree had changes); "devel <revision> (<commit time>)" for a
+build with VCS information but no module version; "(devel)" for a build
+without either (-buildvcs=false, or a git worktree, which Go does not stamp).
 `
 
 func usage(w io.Writer) {
@@ -202,30 +207,64 @@ func commandUsage(fs *flag.FlagSet, text string) func() {
 	}
 }
 
-// versionString is the module version (or VCS revision) and Go version.
+// buildVersion, when set at link time (-ldflags "-X main.buildVersion=v1.2.3"),
+// is the version printed, for packagers who build outside a module version
+// and a VCS checkout.
+var buildVersion string
+
+// versionString is tgrelay's version line: see [versionOf].
 func versionString() string {
-	v, rev, dirty := "(devel)", "", false
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return versionOf(bi, buildVersion, runtime.Version())
+}
+
+// versionOf returns "tgrelay <version> <go version>" from the build info:
+//   - the module version when the binary was installed with
+//     'go install github.com/tgrelay/tgrelay/cmd/tgrelay@<version>', or built
+//     in a clone by a Go that stamps one (a tag, or a pseudo-version naming
+//     the commit's time and revision, with "+dirty" for uncommitted changes);
+//   - otherwise, for a local build with VCS information but no module
+//     version, "devel <revision>[+dirty] (<commit time>)";
+//   - otherwise "(devel)": built without VCS information (-buildvcs=false,
+//     a git worktree, or a source tree without .git).
+//
+// override, when not empty, replaces all of it but the Go version.
+func versionOf(bi *debug.BuildInfo, override, goVersion string) string {
+	v := override
+	if v == "" && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	if v == "" && bi != nil {
+		var rev, at string
+		dirty := false
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
 				rev = s.Value
+			case "vcs.time":
+				at = s.Value
 			case "vcs.modified":
 				dirty = s.Value == "true"
 			}
 		}
-	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
+		if rev != "" {
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			v = "devel " + rev
+			if dirty {
+				v += "+dirty"
+			}
+			if at != "" {
+				v += " (" + at + ")"
+			}
 		}
-		v += " " + rev
-		if dirty {
-			v += "+dirty"
-		}
 	}
-	return fmt.Sprintf("tgrelay %s %s", v, runtime.Version())
+	if v == "" {
+		v = "(devel)"
+	}
+	return "tgrelay " + v + " " + goVersion
 }

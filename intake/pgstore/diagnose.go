@@ -1,0 +1,55 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake/internal/sqlschema"
+)
+
+// SchemaVersion returns the schema version recorded for the store's table
+// (0 when none is) and the latest version this store knows, for
+// diagnostics such as `tgrelay doctor`. A recorded version above latest
+// means a newer tgrelay migrated the table. It only reads and takes no
+// lock.
+func (s *Store) SchemaVersion(ctx context.Context) (recorded, latest int, err error) {
+	ms, err := Migrations(s.table)
+	if err != nil {
+		return 0, 0, err
+	}
+	v, err := schemaVersion(ctx, s.pool, s.table)
+	if err != nil {
+		return 0, 0, s.fail("read schema version", err)
+	}
+	return v, sqlschema.Latest(ms), nil
+}
+
+// ClockSkew measures this host's clock minus the database's (positive when
+// this host runs ahead), the quantity [Config.MaxClockSkew] bounds. It reads
+// the database's clock_timestamp() on a connection already in hand and
+// compares it with the midpoint of this host's clock around the query; of
+// three such readings it keeps the one with the shortest round trip. The
+// result is off by at most half that round trip, which it returns as
+// uncertainty. It changes nothing.
+func (s *Store) ClockSkew(ctx context.Context) (skew, uncertainty time.Duration, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, 0, s.fail("clock skew", err)
+	}
+	defer conn.Release()
+	const readings = 3
+	for i := range readings {
+		var dbMicros int64
+		before := s.clock()
+		err = conn.QueryRow(ctx, "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint").Scan(&dbMicros)
+		after := s.clock()
+		if err != nil {
+			return 0, 0, s.fail("clock skew", err)
+		}
+		half := after.Sub(before) / 2
+		if i == 0 || half < uncertainty {
+			skew, uncertainty = before.Add(half).Sub(time.UnixMicro(dbMicros)), half
+		}
+	}
+	return skew, uncertainty, nil
+}
