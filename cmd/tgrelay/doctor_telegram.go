@@ -131,14 +131,17 @@ func (d *doctor) checkToken(ctx context.Context) {
 			"set TGRELAY_TOKEN to the token @BotFather gave (in the environment file, not on the command line)")
 		return
 	}
-	hc, err := d.o.net.httpClient(relay.BotAPIMaxResponseBytes)
-	if err != nil {
-		d.fail(check, "the Bot API client cannot be set up: "+err.Error(), "fix --proxy, --ca-file or --timeout")
+	if err := checkToken("--token", d.o.token); err != nil {
+		d.fail(check, err.Error(), "copy the token from @BotFather again: <bot id>:<secret>")
 		return
 	}
-	c, err := botClient("--token", d.o.token, d.o.apiRoot, hc, relay.BotAPIMaxResponseBytes)
+	api, err := d.o.net.botAPI(d.o.apiRoot)
+	var c *botapi.Client
+	if err == nil {
+		c, err = api.client("--token", d.o.token, relay.BotAPIMaxResponseBytes)
+	}
 	if err != nil {
-		d.fail(check, err.Error(), "copy the token from @BotFather again: <bot id>:<secret>")
+		d.fail(check, "the Bot API client cannot be set up: "+err.Error(), "fix --proxy, --ca-file or --timeout")
 		return
 	}
 	pctx, cancel := d.probe(ctx)

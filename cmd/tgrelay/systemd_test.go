@@ -16,14 +16,6 @@ import (
 // systemdDir holds the documented unit and its environment file.
 var systemdDir = filepath.Join("..", "..", "docs", "systemd")
 
-// httpsEnvNames are the variables of serve's HTTPS flags, which the
-// environment file shows commented out. They are checked like the others
-// once serve defines them (the HTTPS modes are built on another branch);
-// until then the test says so in its log.
-var httpsEnvNames = map[string]bool{
-	"TGRELAY_ACME": true, "TGRELAY_TLS_CERT": true, "TGRELAY_TLS_KEY": true, "TGRELAY_SELF_SIGNED": true,
-}
-
 // unitDirectives parses a systemd unit into section.key -> values, joining
 // continued lines.
 func unitDirectives(t *testing.T, path string) map[string][]string {
@@ -118,9 +110,6 @@ func TestSystemdEnvironmentFileNamesServeFlags(t *testing.T) {
 		}
 		switch {
 		case known[name]:
-		case httpsEnvNames[name]:
-			t.Logf("line %d: %s is not a serve flag in this tree yet (the HTTPS modes); not checked", i+1, name)
-			continue
 		default:
 			t.Errorf("line %d: serve has no flag for %s", i+1, name)
 			continue
