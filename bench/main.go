@@ -39,6 +39,7 @@ var scenarios = map[string]scenario{
 	"chat-order":      {"three serve on one PostgreSQL, 20 chats: overtaken and overlapping forwards with --chat-order process vs strict, and strict under SIGKILLs (strict must be 0)", runChatOrder},
 	"relay-latency":   {"receive→forward latency at 100/s and 1,000/s (open loop): tgrelay serve vs a non-durable forwarder, beside this disk's fsync", runRelayLatency},
 	"crash-broadcast": {"2,000-recipient broadcast killed with SIGKILL 10+ times and resumed: chats reached twice (must be 0 unless uncertain)", runCrashBroadcast},
+	"crash-payments":  {"serve on PostgreSQL forwards successful_payment updates to examples/payments; serve and the app killed with SIGKILL in turn: payments lost or fulfilled twice (must be 0)", runCrashPayments},
 	"crash-pg":        {"three serve on one PostgreSQL behind a proxy, fenced writes, random SIGKILLs: lost and double effects (must be 0)", runCrashPG},
 	"crash-serve":     {"serve on SQLite killed with SIGKILL 15+ times under load: lost (must be 0), duplicates, drain", runCrashServe},
 }
