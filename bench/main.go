@@ -32,6 +32,7 @@ var scenarios = map[string]scenario{
 	"transport":       {"sendMessage-sized POSTs over TLS: tgrelay transport vs http.DefaultClient vs connection-per-request", runTransport},
 	"happy-eyeballs":  {"first address black-holed: time to connect, tgrelay dialer vs net.Dialer", runHappyEyeballs},
 	"broadcast-rate":  {"10,000 recipients at 30/s and 1000/s with 100 ms latency: windowed vs one-at-a-time", runBroadcastRate},
+	"deadlines":       {"callback and pre-checkout queries among slow messages that saturate the app: share answered within Telegram's deadlines, serve with its deadlines vs every update alike", runDeadlines},
 	"gateway":         {"32 concurrent sendMessage, limits off: directly vs through the gateway, without and with an attempt identity (journal on SQLite FULL)", runGateway},
 	"gateway-flood":   {"32 workers flood 50 chats with Telegram's limits on: through tgrelay's limiter vs directly (429s, delivered rate, a quiet chat's wait)", runGatewayFlood},
 	"relay":           {"updates/s through tgrelay serve vs a non-durable forwarder", runRelay},
