@@ -76,6 +76,10 @@ const schemaSQL = `CREATE TABLE IF NOT EXISTS purchases (
 // was fulfilled already.
 const onceSQL = `SELECT telegram_updates_once($1, $2, $3, NULL, 'payment:' || $4)`
 
+// ownsSQL tells a stale attempt from a payment fulfilled already, after
+// onceSQL answered false: false means stale (answer 503, not a 4xx).
+const ownsSQL = `SELECT telegram_updates_owns($1, $2, $3)`
+
 // fulfilSQL is the fulfilment, made only when onceSQL answered true, in its
 // transaction: $1 charge id, $2 user id, $3 invoice payload, $4 currency,
 // $5 total amount, $6 update id, $7 attempt.
@@ -255,7 +259,7 @@ func (a *app) fulfilSQL(ctx context.Context, id intake.Identity, user int64, p *
 		// telegram_updates_owns to tell them apart (for the log and the
 		// status code only; neither writes).
 		var owns bool
-		if err := tx.QueryRow(ctx, `SELECT telegram_updates_owns($1, $2, $3)`, id.UpdateID, id.Attempt, id.ClaimID).Scan(&owns); err != nil {
+		if err := tx.QueryRow(ctx, ownsSQL, id.UpdateID, id.Attempt, id.ClaimID).Scan(&owns); err != nil {
 			return false, err
 		}
 		if !owns {

@@ -163,7 +163,7 @@ func TestReadmeQuotesTheSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, q := range map[string]string{"onceSQL": onceSQL, "fulfilSQL": fulfilSQL} {
+	for name, q := range map[string]string{"onceSQL": onceSQL, "ownsSQL": ownsSQL, "fulfilSQL": fulfilSQL} {
 		if !bytes.Contains(readme, []byte(q)) {
 			t.Errorf("README.md does not quote %s verbatim:\n%s", name, q)
 		}
