@@ -160,6 +160,9 @@ func tail(path string) string {
 type crashGen struct {
 	posts, oks atomic.Int64
 	acked      []atomic.Bool // by update index: got a 200
+	// body, when set before run, makes update id's body (chat is
+	// 1000+id%200); nil means a text message (telegramUpdate).
+	body func(id, chat int64) []byte
 }
 
 // run posts updates with ids lo..lo+n-1 to url(), until every one got a 200
@@ -191,7 +194,11 @@ func (g *crashGen) run(ctx context.Context, url func() string, lo int64, n, conn
 		wg.Go(func() {
 			for i := range ids {
 				id := lo + int64(i)
-				body := telegramUpdate(id, 1000+id%200)
+				mk := g.body
+				if mk == nil {
+					mk = telegramUpdate
+				}
+				body := mk(id, 1000+id%200)
 				for ctx.Err() == nil {
 					g.posts.Add(1)
 					if crashPost(ctx, client, url(), body) {

@@ -32,6 +32,7 @@ var scenarios = map[string]scenario{
 	"transport":       {"sendMessage-sized POSTs over TLS: tgrelay transport vs http.DefaultClient vs connection-per-request", runTransport},
 	"happy-eyeballs":  {"first address black-holed: time to connect, tgrelay dialer vs net.Dialer", runHappyEyeballs},
 	"broadcast-rate":  {"10,000 recipients at 30/s and 1000/s with 100 ms latency: windowed vs one-at-a-time", runBroadcastRate},
+	"deadlines":       {"callback and pre-checkout queries among slow messages that saturate the app: share answered within Telegram's deadlines, serve with its deadlines vs every update alike", runDeadlines},
 	"gateway":         {"32 concurrent sendMessage, limits off: directly vs through the gateway, without and with an attempt identity (journal on SQLite FULL)", runGateway},
 	"gateway-flood":   {"32 workers flood 40 private chats and 10 groups through serve's gateway at Telegram's real limits: app 429s, calls without an answer, order, wall time vs the limits' minimum, a quiet chat's wait", runGatewayFlood},
 	"relay":           {"updates/s through tgrelay serve vs a non-durable forwarder", runRelay},
@@ -39,6 +40,7 @@ var scenarios = map[string]scenario{
 	"chat-order":      {"three serve on one PostgreSQL, 20 chats: overtaken and overlapping forwards with --chat-order process vs strict, and strict under SIGKILLs (strict must be 0)", runChatOrder},
 	"relay-latency":   {"receive→forward latency at 100/s and 1,000/s (open loop): tgrelay serve vs a non-durable forwarder, beside this disk's fsync", runRelayLatency},
 	"crash-broadcast": {"2,000-recipient broadcast killed with SIGKILL 10+ times and resumed: chats reached twice (must be 0 unless uncertain)", runCrashBroadcast},
+	"crash-payments":  {"serve on PostgreSQL forwards successful_payment updates to examples/payments; serve and the app killed with SIGKILL in turn: payments lost or fulfilled twice (must be 0)", runCrashPayments},
 	"crash-pg":        {"three serve on one PostgreSQL behind a proxy, fenced writes, random SIGKILLs: lost and double effects (must be 0)", runCrashPG},
 	"crash-serve":     {"serve on SQLite killed with SIGKILL 15+ times under load: lost (must be 0), duplicates, drain", runCrashServe},
 }
