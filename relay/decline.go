@@ -184,13 +184,14 @@ func (c *Config) fillDecline() error {
 	}
 	for _, k := range []struct {
 		field    string
+		kind     string
 		p        *DeclinePolicy
 		deadline time.Duration
 		text     string
 	}{
-		{"Decline.CallbackQuery", &d.CallbackQuery, DefaultCallbackQueryDeadline, ""},
-		{"Decline.PreCheckoutQuery", &d.PreCheckoutQuery, DefaultPreCheckoutQueryDeadline, DefaultPreCheckoutDeclineMessage},
-		{"Decline.ShippingQuery", &d.ShippingQuery, DefaultShippingQueryDeadline, DefaultShippingDeclineMessage},
+		{"Decline.CallbackQuery", "callback query", &d.CallbackQuery, DefaultCallbackQueryDeadline, ""},
+		{"Decline.PreCheckoutQuery", "pre-checkout query", &d.PreCheckoutQuery, DefaultPreCheckoutQueryDeadline, DefaultPreCheckoutDeclineMessage},
+		{"Decline.ShippingQuery", "shipping query", &d.ShippingQuery, DefaultShippingQueryDeadline, DefaultShippingDeclineMessage},
 	} {
 		if k.p.Deadline < 0 {
 			return badField(k.field+".Deadline", "is %v: want > 0 (0: the default)", k.p.Deadline)
@@ -205,7 +206,7 @@ func (c *Config) fillDecline() error {
 			return badField(k.field+".Text", "is %d characters: want at most %d", n, maxDeclineText)
 		}
 		if !d.Disable && !k.p.Disable && d.Margin >= k.p.Deadline {
-			return badField("Decline.Margin", "is %v: want less than %s.Deadline (%v)", d.Margin, k.field, k.p.Deadline)
+			return badField("Decline.Margin", "is %v: want less than the %s deadline (%v)", d.Margin, k.kind, k.p.Deadline)
 		}
 	}
 	return nil
