@@ -227,13 +227,14 @@ type decliner struct {
 	now       func() time.Time
 	afterFunc func(time.Duration, func()) func() bool
 	log       *slog.Logger
+	emit      func(Event) // nil: no events
 
 	mu   sync.Mutex
 	seen map[int64]time.Time // first sighting of each update with a deadline
 }
 
-func newDecliner(cfg DeclineConfig, send declineSender, log *slog.Logger) *decliner {
-	d := &decliner{cfg: cfg, send: send, now: cfg.Test.NowFunc, afterFunc: cfg.Test.AfterFunc, log: log, seen: map[int64]time.Time{}}
+func newDecliner(cfg DeclineConfig, send declineSender, log *slog.Logger, emit func(Event)) *decliner {
+	d := &decliner{cfg: cfg, send: send, now: cfg.Test.NowFunc, afterFunc: cfg.Test.AfterFunc, log: log, emit: emit, seen: map[int64]time.Time{}}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -322,13 +323,20 @@ func (d *decliner) declineAs(ctx context.Context, id intake.Identity, upd intake
 	method, params := d.call(q, p)
 	status, outcome, replayed := d.send.Reply(ctx, id, method, params)
 	dc := Decline{Identity: id, Kind: kind, QueryID: q.id, Status: status, Outcome: outcome, Replayed: replayed}
+	var err error
+	if status != http.StatusOK {
+		err = &DeclineError{dc}
+	}
 	if f := d.cfg.DeclineFunc; f != nil {
 		f(dc)
 	}
-	if status != http.StatusOK {
+	if d.emit != nil {
+		d.emit(Event{Kind: KindDeclined, ID: id, Reason: kind, Decline: dc, Err: err})
+	}
+	if err != nil {
 		d.log.Warn("relay: a query the app did not answer in time could not be declined",
 			"update_id", id.UpdateID, "attempt", id.Attempt, "kind", kind, "status", status, "outcome", outcome, "replayed", replayed)
-		return &DeclineError{dc}
+		return err
 	}
 	if replayed {
 		d.log.Info("relay: a query near its deadline was answered already; not declined",

@@ -117,7 +117,7 @@ func newDeclineBench(t *testing.T, cfg DeclineConfig) *declineBench {
 	if err := c.fillDecline(); err != nil {
 		t.Fatal(err)
 	}
-	b.d = newDecliner(c.Decline, b.gw, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	b.d = newDecliner(c.Decline, b.gw, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	return b
 }
 

@@ -276,6 +276,10 @@ func TestSlowAppSpinnerAnsweredOnce(t *testing.T) {
 	if n := len(s.tg.CallbackAnswers()); n != 1 || s.tg.Calls()["answerCallbackQuery"] != 1 {
 		t.Errorf("Telegram saw %d answers in %d calls; want 1", n, s.tg.Calls()["answerCallbackQuery"])
 	}
+	if ev := s.rec.all(relay.KindDeclined); len(ev) != 1 || ev[0].Reason != relay.DeclineCallbackQuery || ev[0].Decline.Replayed ||
+		ev[0].Err != nil || ev[0].ID.UpdateID != press.ID || ev[0].Decline.QueryID != press.CallbackQueryID {
+		t.Errorf("declined events = %+v; want the one decline, sent", ev)
+	}
 }
 
 // invoice has the bot send an invoice and returns its message id.
@@ -349,5 +353,8 @@ func TestAnsweredPreCheckoutPays(t *testing.T) {
 	}
 	if n := s.tg.Calls()["answerPreCheckoutQuery"]; n != 1 {
 		t.Errorf("%d answerPreCheckoutQuery calls reached Telegram; want 1 (no decline)", n)
+	}
+	if ev := s.rec.all(relay.KindDeclined); len(ev) != 0 {
+		t.Errorf("declined events = %+v; want none", ev)
 	}
 }

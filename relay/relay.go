@@ -141,7 +141,7 @@ func New(cfg Config) (*Relay, error) {
 		fc.APIRoot, fc.APIRootFunc = "", r.GatewayURL // the bound address, on port 0
 	}
 	if r.gw != nil {
-		r.decl = newDecliner(cfg.Decline, r.gw, r.log)
+		r.decl = newDecliner(cfg.Decline, r.gw, r.log, r.emit)
 	}
 	r.fwd, err = forward.New(fc)
 	if err != nil {

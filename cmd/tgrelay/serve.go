@@ -128,7 +128,8 @@ attempt: a button press (15 s) gets an empty answerCallbackQuery (or
 --callback-decline-text), so the spinner stops; a pre-checkout query (10 s)
 and a shipping query are declined ok:false with --precheckout-decline-message,
 so nobody is charged for an order the app never checked. The app's later
-answer is then the decline's, replayed from the journal.
+answer is then the decline's, replayed from the journal. Each decline is
+logged and counted (tgrelay_declines_total{kind, outcome}).
 
 Chat order (--chat-order, --retry-order):
   Why a failed update holds its chat: a chat's messages mean something in
