@@ -127,8 +127,12 @@
 // attempt and with any parameters (another text, ok:true after the relay's
 // own decline), is answered from the journal with Tgrelay-Replayed: true.
 // Two answers to one query in flight at once take turns, so the second
-// reads the first's outcome. An answer whose query id cannot be read is
-// journaled by its parameters, as any call, and Telegram refuses it.
+// reads the first's outcome. An answer Telegram refused with a 400 that
+// leaves the query open (a text too long) is journaled not dispatched, so
+// the next answer is sent; its refusal that the query is gone ("query is
+// too old…") is final and replayed. An answer whose query id cannot be
+// read is journaled by its parameters, as any call, and Telegram refuses
+// it.
 //
 // # When the intent is recorded
 //

@@ -199,9 +199,12 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	}
 	res := intake.CallResult{Outcome: intake.CallUnknown}
 	switch {
-	case a.outcome == OutcomeNotDispatched || a.status == http.StatusTooManyRequests:
+	case a.outcome == OutcomeNotDispatched || a.status == http.StatusTooManyRequests,
+		isQuery && answerRefusedQueryOpen(a):
 		// Nothing was sent, or Telegram did not act (its 429, or the
-		// limiter's): a later identical call may send it.
+		// limiter's; or it refused an answer to a query that is still
+		// open, such as a text too long): a later identical call, or
+		// the query's next answer, may send it.
 		res = intake.CallResult{Outcome: intake.CallNotDispatched, Body: a.body}
 	case a.outcome == OutcomeUnknown:
 		res.Body = a.body

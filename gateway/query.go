@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
 	"strings"
 	"sync"
 )
@@ -65,6 +66,20 @@ func queryAnswerKey(c *call) (method, hash string, ok bool) {
 	}
 	sum := sha256.Sum256([]byte("query\x00" + qa.method + "\x00" + id))
 	return qa.method, hex.EncodeToString(sum[:]), true
+}
+
+// answerRefusedQueryOpen reports whether Telegram refused an answer to a
+// query with a 400 that leaves the query open (a text too long, a bad
+// result), so that its next answer is sent rather than given this
+// refusal: every 400 but the one saying the query is gone ("query is too
+// old and response timeout expired or query ID is invalid",
+// QUERY_ID_INVALID), which is final.
+func answerRefusedQueryOpen(a answer) bool {
+	if a.outcome != OutcomeAnswered || a.status != http.StatusBadRequest {
+		return false
+	}
+	d := strings.ToLower(string(a.body))
+	return !strings.Contains(d, "query is too old") && !strings.Contains(d, "query_id_invalid") && !strings.Contains(d, "query id is invalid")
 }
 
 // queryTurns lets one answer per query and update be in flight at a time.

@@ -124,3 +124,39 @@ func TestOtherQueriesAndCallsStayApart(t *testing.T) {
 		t.Errorf("journal = %s; want 3 entries", fmt.Sprint(entries))
 	}
 }
+
+// TestRefusedAnswerLeavesQueryOpen: Telegram's refusal of an answer that
+// leaves the query open (a text too long) does not use up the query: the
+// next answer is sent, and the one after it replayed. Its refusal that
+// the query is gone is final: later answers get it replayed.
+func TestRefusedAnswerLeavesQueryOpen(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{})
+	path := "/bot" + f.tg.Token + "/answerCallbackQuery"
+	qid := f.pressed(t)
+	id := f.claim(t, 34)
+	if r := f.post(t, path, &id, map[string]any{"callback_query_id": qid, "text": strings.Repeat("x", 201)}); r.status != 400 || r.header.Get(gateway.HeaderReplayed) != "" {
+		t.Fatalf("a too long answer = %d %v %s", r.status, r.header, r.body)
+	}
+	if r := f.post(t, path, &id, map[string]any{"callback_query_id": qid, "text": "ok"}); r.status != 200 || r.header.Get(gateway.HeaderReplayed) != "" {
+		t.Errorf("the corrected answer = %d %v %s; want it sent", r.status, r.header, r.body)
+	}
+	if r := f.post(t, path, &id, map[string]any{"callback_query_id": qid}); r.status != 200 || r.header.Get(gateway.HeaderReplayed) != "true" {
+		t.Errorf("a third answer = %d %v %s; want the second's, replayed", r.status, r.header, r.body)
+	}
+	if got := f.tg.CallbackAnswers(); len(got) != 1 || got[0].Text != "ok" {
+		t.Errorf("Telegram accepted %+v; want the corrected answer only", got)
+	}
+
+	gone := "no-such-query"
+	id2 := f.claim(t, 35)
+	for i, want := range []string{"", "true"} {
+		r := f.post(t, path, &id2, map[string]any{"callback_query_id": gone})
+		if r.status != 400 || !strings.Contains(r.env.Description, "query is too old") || r.header.Get(gateway.HeaderReplayed) != want {
+			t.Errorf("answer %d to a gone query = %d %v %s; want the refusal, replayed=%q", i+1, r.status, r.header, r.body, want)
+		}
+	}
+	if n := f.tg.Calls()["answerCallbackQuery"]; n != 3 {
+		t.Errorf("Telegram got %d answerCallbackQuery calls; want 3 (the gone query's refusal is replayed)", n)
+	}
+}
