@@ -72,9 +72,10 @@ const (
 // error messages. Declines need the gateway (with it disabled, none is
 // made).
 //
-// A query's deadline is measured from the moment this relay first saw its
-// update (the start of its first attempt here): Telegram's updates carry
-// no time for these queries.
+// A query's deadline is measured from the moment its update was recorded
+// (the store row's ReceivedAt), or, when that cannot be read, from the
+// start of its first attempt in this process: Telegram's updates carry no
+// time for these queries.
 type DeclineConfig struct {
 	// Disable turns every decline off.
 	Disable bool
@@ -228,6 +229,9 @@ type decliner struct {
 	afterFunc func(time.Duration, func()) func() bool
 	log       *slog.Logger
 	emit      func(Event) // nil: no events
+	// receivedAt returns when the update was recorded, on the real clock
+	// (the store's row); nil, or false, leaves the first sighting.
+	receivedAt func(ctx context.Context, updateID int64) (time.Time, bool)
 
 	mu   sync.Mutex
 	seen map[int64]time.Time // first sighting of each update with a deadline
@@ -379,8 +383,8 @@ func (d *decliner) forget(id int64) {
 }
 
 // guard arms the decline of the query of u for attempt a, whose context
-// is ctx: Margin before the query's deadline (counted from the update's
-// first sighting), unless the returned stop is called first. stop ends
+// is ctx: Margin before the query's deadline (counted from when the update
+// was recorded, or first seen), unless the returned stop is called first. stop ends
 // the guard and waits for a decline in flight. A query whose decline time
 // has passed already is declined at once, before the app is asked; one
 // whose deadline has passed is not declined (Telegram would refuse it).
@@ -395,6 +399,15 @@ func (d *decliner) guard(ctx context.Context, u intake.Update, a intake.Attempt)
 	}
 	now := d.now()
 	asked := d.firstSeen(u.ID, now)
+	if d.receivedAt != nil {
+		// The update may have waited (behind its chat, for a retry) since
+		// it was recorded: its age on the real clock counts.
+		if at, ok := d.receivedAt(ctx, u.ID); ok {
+			if rec := now.Add(-time.Since(at)); rec.Before(asked) {
+				asked = rec
+			}
+		}
+	}
 	deadline := asked.Add(p.Deadline)
 	if now.After(deadline) {
 		d.log.Warn("relay: a query reached the app after its deadline; too late to decline",
@@ -450,4 +463,18 @@ func (r *Relay) forwardGuarded(ctx context.Context, u intake.Update, a intake.At
 	err := r.forwardHeld(ctx, u, a)
 	stop(err == nil)
 	return err
+}
+
+// receivedAtTimeout bounds the store read that dates a query's update.
+const receivedAtTimeout = time.Second
+
+// receivedAt returns when update id was recorded, from its store row.
+func (r *Relay) receivedAt(ctx context.Context, id int64) (time.Time, bool) {
+	ctx, cancel := context.WithTimeout(ctx, receivedAtTimeout)
+	defer cancel()
+	row, ok, err := r.cfg.Store.Get(ctx, id)
+	if err != nil || !ok || row.ReceivedAt.IsZero() {
+		return time.Time{}, false
+	}
+	return row.ReceivedAt, true
 }

@@ -386,3 +386,19 @@ func TestDeclineConfig(t *testing.T) {
 		t.Errorf("defaults = %+v, %v", c.Decline, err)
 	}
 }
+
+// TestDeclineCountsFromReceipt: an update that waited 14 s since it was
+// recorded (behind its chat, say) before its first attempt here is
+// declined at once, not 13 s later.
+func TestDeclineCountsFromReceipt(t *testing.T) {
+	t.Parallel()
+	b := newDeclineBench(t, DeclineConfig{})
+	recorded := time.Now().Add(-14 * time.Second)
+	b.d.receivedAt = func(context.Context, int64) (time.Time, bool) { return recorded, true }
+	upd, a := b.claim(t, b.press(t))
+	stop := b.d.guard(t.Context(), upd, a)
+	defer stop(true)
+	if d := b.made(); len(d) != 1 || len(b.tg.CallbackAnswers()) != 1 {
+		t.Errorf("declines = %+v; want one, at once", d)
+	}
+}

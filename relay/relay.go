@@ -142,6 +142,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if r.gw != nil {
 		r.decl = newDecliner(cfg.Decline, r.gw, r.log, r.emit)
+		r.decl.receivedAt = r.receivedAt
 	}
 	r.fwd, err = forward.New(fc)
 	if err != nil {
