@@ -117,6 +117,23 @@
 // between them) and an unknown outcome are answered unknown and never sent
 // again. A not-dispatched outcome frees the call: a later attempt sends it.
 //
+// # One answer per query
+//
+// Telegram takes one answer per callback, inline, pre-checkout or shipping
+// query. So answerCallbackQuery, answerInlineQuery, answerPreCheckoutQuery
+// and answerShippingQuery ([QueryAnswerMethods]) are journaled keyed by the
+// query they answer (its id parameter), not by their parameters: the first
+// answer an update makes to a query is sent, and every later one, from any
+// attempt and with any parameters (another text, ok:true after the relay's
+// own decline), is answered from the journal with Tgrelay-Replayed: true.
+// Two answers to one query in flight at once take turns, so the second
+// reads the first's outcome. An answer Telegram refused with a 400 that
+// leaves the query open (a text too long) is journaled not dispatched, so
+// the next answer is sent; its refusal that the query is gone ("query is
+// too old…") is final and replayed. An answer whose query id cannot be
+// read is journaled by its parameters, as any call, and Telegram refuses
+// it.
+//
 // # When the intent is recorded
 //
 // An intent stands for a call that may have reached Telegram, so it is

@@ -64,6 +64,7 @@ type Gateway struct {
 	retry    backoff.Capped
 	red      botapi.Redactor // the token, in every form, and anything shaped like one
 	bounds   Bounds
+	queries  queryTurns // one answer per query in flight (query.go)
 }
 
 // New returns a Gateway for cfg, or an error naming the invalid field.
@@ -164,8 +165,22 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	// though the intent is recorded only when the call's turn comes: two
 	// identical calls waiting in the limiter keep the numbers 1 and 2.
 	hash := canonicalHash(c.contentType, c.query, c.prefix, c.complete)
-	n := g.occ.take(*id, c.method, hash)
-	cl := intake.Call{Method: c.method, ParamsHash: hash, Occurrence: n}
+	method, n := c.method, 0
+	qm, qh, isQuery := queryAnswerKey(c)
+	if isQuery {
+		// At most one answer per query (query.go): keyed by the query, one
+		// occurrence, one answer in flight.
+		release, err := g.queries.acquire(ctx, queryTurn{id.UpdateID, qh})
+		if err != nil {
+			return telegramError(StatusNotDispatched, OutcomeNotDispatched,
+				"Service Unavailable: tgrelay: the call ended while an earlier answer to the same query was in flight; nothing was sent", 0)
+		}
+		defer release()
+		method, hash, n = qm, qh, 1
+	} else {
+		n = g.occ.take(*id, c.method, hash)
+	}
+	cl := intake.Call{Method: method, ParamsHash: hash, Occurrence: n}
 	gt.journaled, gt.call = true, cl
 	key := outcomeKey{id.UpdateID, cl}
 	a := g.sendGated(ctx, c, gt)
@@ -177,14 +192,19 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 		// No intent stands (none was recorded, or a try that never left
 		// undid it), so nothing left: a refusal, or a call that gave up
 		// waiting for its turn. A later identical call sends it.
-		g.occ.giveBack(*id, c.method, hash, n)
+		if !isQuery {
+			g.occ.giveBack(*id, c.method, hash, n)
+		}
 		return a
 	}
 	res := intake.CallResult{Outcome: intake.CallUnknown}
 	switch {
-	case a.outcome == OutcomeNotDispatched || a.status == http.StatusTooManyRequests:
+	case a.outcome == OutcomeNotDispatched || a.status == http.StatusTooManyRequests,
+		isQuery && answerRefusedQueryOpen(a):
 		// Nothing was sent, or Telegram did not act (its 429, or the
-		// limiter's): a later identical call may send it.
+		// limiter's; or it refused an answer to a query that is still
+		// open, such as a text too long): a later identical call, or
+		// the query's next answer, may send it.
 		res = intake.CallResult{Outcome: intake.CallNotDispatched, Body: a.body}
 	case a.outcome == OutcomeUnknown:
 		res.Body = a.body
@@ -207,7 +227,7 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 		}
 	}
 	ok := g.recordOutcome(ctx, *id, c.method, cl, res, a.outcome, false)
-	if res.Outcome == intake.CallNotDispatched && ok {
+	if res.Outcome == intake.CallNotDispatched && ok && !isQuery {
 		g.occ.giveBack(*id, c.method, hash, n)
 	}
 	return a

@@ -226,6 +226,14 @@ type Config struct {
 	// Gateway.Disable serves none and leaves webhook replies unacted.
 	Gateway GatewayConfig
 
+	// Decline answers, safely and through the gateway, the queries the app
+	// did not answer shortly before Telegram's deadline: an empty callback
+	// answer stops a button's spinner, a pre-checkout (or shipping) query
+	// is declined ok:false (see [DeclineConfig]). The zero value declines
+	// all three kinds with Telegram's deadlines; with the gateway
+	// disabled, nothing is declined.
+	Decline DeclineConfig
+
 	// Observer receives the relay's events (see [Event]), for metrics and
 	// dashboards. Nil observes nothing. Use [Observers] for several.
 	Observer Observer
@@ -296,6 +304,9 @@ func (c Config) fill() (Config, error) {
 		return c, err
 	}
 	if err := c.fillGateway(); err != nil {
+		return c, err
+	}
+	if err := c.fillDecline(); err != nil {
 		return c, err
 	}
 	if c.Poll {

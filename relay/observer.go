@@ -62,6 +62,12 @@ const (
 	// Duration, or Telegram answered a call 429 (Limiter.Kind says which).
 	// Limiter.
 	KindLimiter Kind = "limiter"
+	// KindDeclined: the relay answered a query the app had not answered
+	// near its deadline (see [DeclineConfig]). ID, Reason (the kind:
+	// DeclineCallbackQuery, DeclinePreCheckoutQuery or
+	// DeclineShippingQuery), Decline, Err (a *[DeclineError] when the
+	// gateway did not perform it).
+	KindDeclined Kind = "declined"
 	// KindAcknowledged: an exhaustion acknowledged. ID.
 	KindAcknowledged Kind = "acknowledged"
 	// KindStoreError: a store error the runner could not return to a
@@ -119,6 +125,8 @@ type Event struct {
 	Call gateway.CallEvent
 	// Limiter is the limiter's observation (KindLimiter).
 	Limiter throttle.Event
+	// Decline is a decline's description (KindDeclined).
+	Decline Decline
 	// Err is the failure, if any.
 	Err error
 }

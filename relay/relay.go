@@ -63,6 +63,7 @@ type Relay struct {
 	gw       *gateway.Gateway     // nil without Config.Gateway
 	gwBase   *transport.Transport // the gateway's transport, closed on stop
 	gwPublic string               // the gateway's base URL for the app
+	decl     *decliner            // nil without the gateway (decline.go)
 
 	runner   *intake.Runner
 	adminMux *http.ServeMux
@@ -140,6 +141,10 @@ func New(cfg Config) (*Relay, error) {
 		fc.ReplyFunc = r.reply(cfg.Forward.ReplyFunc)
 		fc.APIRoot, fc.APIRootFunc = "", r.GatewayURL // the bound address, on port 0
 	}
+	if r.gw != nil {
+		r.decl = newDecliner(cfg.Decline, r.gw, r.log, r.emit)
+		r.decl.receivedAt = r.receivedAt
+	}
 	r.fwd, err = forward.New(fc)
 	if err != nil {
 		return nil, &ConfigError{Field: "Forward", Err: err}
@@ -152,7 +157,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	r.runner, err = intake.New(intake.Config{
 		Store:             cfg.Store,
-		AttemptHandler:    r.forwardHeld,
+		AttemptHandler:    r.forwardGuarded,
 		ExhaustionHandler: exh,
 		KeepExhaustions:   true,
 		RetryFunc:         retryFunc(cfg.BackoffBase),

@@ -158,7 +158,8 @@ type state struct {
 	answers       []CallbackAnswer
 	inline        map[string]*inlineState
 	inlineAnswers []InlineAnswer
-	retryUntil    time.Time // the latest retry_after a 429 asked for, in real time
+	retryUntil    time.Time     // the latest retry_after a 429 asked for, in real time
+	dl            deadlineState // queries' deadlines and payments (queries.go, payments.go)
 }
 
 func newState(l Limits) state {

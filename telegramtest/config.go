@@ -107,6 +107,10 @@ type Config struct {
 	// behaviour; tests usually set a short Timeout and Backoff.
 	Webhook WebhookConfig
 
+	// Deadlines are how long queries wait for their answers (callback,
+	// inline and pre-checkout queries). The zero value means Telegram's.
+	Deadlines Deadlines
+
 	// MaxPollTimeout caps getUpdates' timeout. Defaults to
 	// DefaultMaxPollTimeout.
 	MaxPollTimeout time.Duration
@@ -134,8 +138,8 @@ type Config struct {
 	// Faults are armed when the server starts, as if passed to [Server.Arm].
 	Faults []Fault
 
-	// NowFunc is the clock of message dates, rate limits and
-	// last_error_date. Nil means time.Now. Waits (long polls, latency,
+	// NowFunc is the clock of message dates, rate limits,
+	// last_error_date and the Deadlines of queries. Nil means time.Now. Waits (long polls, latency,
 	// webhook timeouts and backoff) always use real time.
 	NowFunc func() time.Time
 	// Logf receives the server's rare log lines (a Close that waits long).
@@ -333,6 +337,7 @@ func (c Config) withDefaults() Config {
 		c.Webhook.MaxBackoff = DefaultWebhookMaxBackoff
 	}
 	c.Limits = c.Limits.withDefaults()
+	c.Deadlines = c.Deadlines.withDefaults()
 	c.Faults = append([]Fault(nil), c.Faults...)
 	return c
 }

@@ -25,11 +25,12 @@ type controlUpdate struct {
 	MessageID       int64  `json:"message_id,omitempty"`
 	CallbackQueryID string `json:"callback_query_id,omitempty"`
 	InlineQueryID   string `json:"inline_query_id,omitempty"`
+	PreCheckoutID   string `json:"pre_checkout_query_id,omitempty"`
 	Filtered        bool   `json:"filtered,omitempty"`
 }
 
 func controlUpdateOf(u Update) controlUpdate {
-	return controlUpdate{u.ID, u.ChatID, u.Kind, u.MessageID, u.CallbackQueryID, u.InlineQueryID, u.Filtered}
+	return controlUpdate{u.ID, u.ChatID, u.Kind, u.MessageID, u.CallbackQueryID, u.InlineQueryID, u.PreCheckoutQueryID, u.Filtered}
 }
 
 // controlFile is a file in a control request; Data is base64 in JSON.
@@ -176,7 +177,7 @@ func (s *Server) control(r *http.Request, req controlReq) (any, error) {
 			return nil, err
 		}
 		return true, s.KickBot(c)
-	case "POST /send", "POST /command", "POST /press", "POST /edit":
+	case "POST /send", "POST /command", "POST /press", "POST /edit", "POST /pay":
 		c, err := s.chatByID(req.ChatID)
 		if err != nil {
 			return nil, err
@@ -200,6 +201,8 @@ func (s *Server) control(r *http.Request, req controlReq) (any, error) {
 			upd, err = s.EditText(c, u, req.MessageID, req.Text)
 		case "POST /command":
 			upd, err = s.SendCommand(c, u, req.Command, req.Args)
+		case "POST /pay":
+			upd, err = s.Pay(c, u, req.MessageID)
 		default:
 			upd, err = s.PressButton(c, u, req.MessageID, req.Data)
 		}
@@ -221,6 +224,10 @@ func (s *Server) control(r *http.Request, req controlReq) (any, error) {
 		return orEmpty(s.CallbackAnswers()), nil
 	case "GET /inline-answers":
 		return orEmpty(s.InlineAnswers()), nil
+	case "GET /queries":
+		return s.QueryOutcomes(), nil
+	case "GET /payments":
+		return s.Payments(), nil
 	case "POST /wait/messages", "POST /wait/settled":
 		if req.TimeoutMS <= 0 || ms(req.TimeoutMS) > MaxControlWait {
 			return nil, cerr(400, "timeout_ms must be in 1..%d", MaxControlWait.Milliseconds())

@@ -15,7 +15,8 @@
 // sendMediaGroup, sendLocation, sendVenue, sendContact, sendDice,
 // sendPoll, copyMessage, forwardMessage, editMessageText,
 // editMessageCaption, editMessageReplyMarkup, deleteMessage,
-// deleteMessages, answerCallbackQuery, answerInlineQuery, sendChatAction,
+// deleteMessages, answerCallbackQuery, answerInlineQuery, sendInvoice,
+// answerPreCheckoutQuery, sendChatAction,
 // setMessageReaction, pinChatMessage, unpinChatMessage,
 // unpinAllChatMessages, getChat, getChatMember, getChatMemberCount,
 // getChatAdministrators, getUserProfilePhotos, getFile (and the download path
@@ -89,8 +90,27 @@
 // location, optionally replying to a message), [Server.SendCommand],
 // [Server.EditText] (an edited_message), [Server.PressButton] (a
 // callback_query on an inline button of a message the bot sent) and
-// [Server.InlineQuery] (an inline_query); each makes an update with the
-// next update_id.
+// [Server.InlineQuery] (an inline_query) and [Server.Pay] (a
+// pre_checkout_query for an invoice the bot sent with sendInvoice); each
+// makes an update with the next update_id.
+//
+// # Deadlines and payments
+//
+// Queries keep Telegram's deadlines ([Config.Deadlines]: by default 15 s
+// for a callback query, 10 s for an inline query and for a pre-checkout
+// query, on [Config.NowFunc]'s clock from the moment the user acted). An
+// answer after its query's deadline, and a second answer to a query, is
+// refused with 400 "Bad Request: query is too old and response timeout
+// expired or query ID is invalid". A payment succeeds only when the bot
+// answers its pre_checkout_query ok:true in time: the bot then receives a
+// message with successful_payment (telegram_payment_charge_id,
+// provider_payment_charge_id, total_amount, currency, invoice_payload).
+// Declined or unanswered in time, the payment fails and the bot receives
+// nothing more. [Server.QueryOutcomes] tells, per query, whether it was
+// answered, is waiting or expired, and how many late or repeated answers
+// were refused; [Server.Payments] tells which payments succeeded or failed
+// and why. An unanswered query turns expired when its deadline passes,
+// without any call: these reads and [Server.WaitPayment] see it at once.
 //
 // Updates wait in a bounded queue ([Config.MaxPendingUpdates]) until the
 // bot takes them: through getUpdates when no webhook is set (offset
@@ -132,7 +152,8 @@
 // [Server.Messages] returns every message accepted (chat, message id,
 // thread id, method, plain text, entities, the message replied to, the
 // reply markup as sent, time), [Server.CallbackAnswers] every
-// answerCallbackQuery, [Server.InlineAnswers] every answerInlineQuery and
+// answerCallbackQuery, [Server.InlineAnswers] every answerInlineQuery,
+// [Server.QueryOutcomes] and [Server.Payments] (see above) and
 // [Server.Deliveries] every offer of an update to the bot, as snapshots of
 // plain structs. [Server.Repeats] lists
 // the chats that received the same text more than once and
@@ -164,6 +185,9 @@
 //	POST   /_sandbox/command               {"chat_id", "user_id", "command", "args"} → update
 //	POST   /_sandbox/press                 {"chat_id", "user_id", "message_id", "data"} → update
 //	POST   /_sandbox/inline                {"user_id", "query"} → update
+//	POST   /_sandbox/pay                   {"chat_id", "user_id", "message_id"} (an invoice) → update
+//	GET    /_sandbox/queries               → [query outcome]
+//	GET    /_sandbox/payments              → [payment]
 //	GET    /_sandbox/messages[?chat_id=N]  → [message]
 //	GET    /_sandbox/callback-answers      → [callback answer]
 //	GET    /_sandbox/inline-answers        → [inline answer]
@@ -180,7 +204,8 @@
 //	POST   /_sandbox/reset                 forget everything but the token
 //
 // An update answer is {"update_id", "chat_id", "kind", "message_id",
-// "callback_query_id", "inline_query_id", "filtered"}. Fault kinds are the [FaultKind] values
+// "callback_query_id", "inline_query_id", "pre_checkout_query_id",
+// "filtered"}. Fault kinds are the [FaultKind] values
 // ("server_error", "hang", "drop_after_effect", …).
 //
 // # Closing

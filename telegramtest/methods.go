@@ -79,33 +79,36 @@ type apiOrigin struct {
 }
 
 type apiMessage struct {
-	MessageID       int64           `json:"message_id"`
-	MessageThreadID int64           `json:"message_thread_id,omitempty"`
-	From            *apiUser        `json:"from,omitempty"`
-	SenderChat      *apiChat        `json:"sender_chat,omitempty"`
-	Chat            apiChat         `json:"chat"`
-	Date            int64           `json:"date"`
-	EditDate        int64           `json:"edit_date,omitempty"`
-	ForwardOrigin   *apiOrigin      `json:"forward_origin,omitempty"`
-	ReplyToMessage  *apiMessage     `json:"reply_to_message,omitempty"`
-	MediaGroupID    string          `json:"media_group_id,omitempty"`
-	Text            string          `json:"text,omitempty"`
-	Entities        []Entity        `json:"entities,omitempty"`
-	Caption         string          `json:"caption,omitempty"`
-	CaptionEntities []Entity        `json:"caption_entities,omitempty"`
-	Photo           []apiPhotoSize  `json:"photo,omitempty"`
-	Document        *apiDocument    `json:"document,omitempty"`
-	Video           *apiVideo       `json:"video,omitempty"`
-	Audio           *apiVideo       `json:"audio,omitempty"`
-	Sticker         *apiSticker     `json:"sticker,omitempty"`
-	Voice           *apiVideo       `json:"voice,omitempty"`
-	Animation       *apiVideo       `json:"animation,omitempty"`
-	Contact         *apiContact     `json:"contact,omitempty"`
-	Venue           *apiVenue       `json:"venue,omitempty"`
-	Location        *Location       `json:"location,omitempty"`
-	Dice            *apiDice        `json:"dice,omitempty"`
-	Poll            *apiPoll        `json:"poll,omitempty"`
-	ReplyMarkup     json.RawMessage `json:"reply_markup,omitempty"`
+	MessageID       int64          `json:"message_id"`
+	MessageThreadID int64          `json:"message_thread_id,omitempty"`
+	From            *apiUser       `json:"from,omitempty"`
+	SenderChat      *apiChat       `json:"sender_chat,omitempty"`
+	Chat            apiChat        `json:"chat"`
+	Date            int64          `json:"date"`
+	EditDate        int64          `json:"edit_date,omitempty"`
+	ForwardOrigin   *apiOrigin     `json:"forward_origin,omitempty"`
+	ReplyToMessage  *apiMessage    `json:"reply_to_message,omitempty"`
+	MediaGroupID    string         `json:"media_group_id,omitempty"`
+	Text            string         `json:"text,omitempty"`
+	Entities        []Entity       `json:"entities,omitempty"`
+	Caption         string         `json:"caption,omitempty"`
+	CaptionEntities []Entity       `json:"caption_entities,omitempty"`
+	Photo           []apiPhotoSize `json:"photo,omitempty"`
+	Document        *apiDocument   `json:"document,omitempty"`
+	Video           *apiVideo      `json:"video,omitempty"`
+	Audio           *apiVideo      `json:"audio,omitempty"`
+	Sticker         *apiSticker    `json:"sticker,omitempty"`
+	Voice           *apiVideo      `json:"voice,omitempty"`
+	Animation       *apiVideo      `json:"animation,omitempty"`
+	Contact         *apiContact    `json:"contact,omitempty"`
+	Venue           *apiVenue      `json:"venue,omitempty"`
+	Location        *Location      `json:"location,omitempty"`
+	Dice            *apiDice       `json:"dice,omitempty"`
+	Poll            *apiPoll       `json:"poll,omitempty"`
+	Invoice         *apiInvoice    `json:"invoice,omitempty"`
+	// SuccessfulPayment is set on the service message of a payment.
+	SuccessfulPayment *apiSuccessfulPayment `json:"successful_payment,omitempty"`
+	ReplyMarkup       json.RawMessage       `json:"reply_markup,omitempty"`
 }
 
 // methodFunc runs one Bot API method with Server.mu held.
@@ -138,8 +141,10 @@ var methods = map[string]methodFunc{
 	"editmessagereplymarkup": (*Server).editMarkupLocked,
 	"deletemessage":          (*Server).deleteLocked,
 	"deletemessages":         (*Server).deleteManyLocked,
-	"answercallbackquery":    (*Server).answerCallbackLocked,
-	"answerinlinequery":      (*Server).answerInlineLocked,
+	"answercallbackquery":    deadlined("callback_query_id", (*Server).answerCallbackLocked),
+	"answerinlinequery":      deadlined("inline_query_id", (*Server).answerInlineLocked),
+	"answerprecheckoutquery": deadlined("pre_checkout_query_id", (*Server).answerPreCheckoutLocked),
+	"sendinvoice":            (*Server).sendInvoiceLocked,
 	"sendchataction":         (*Server).chatActionLocked,
 	"setmessagereaction":     (*Server).reactionLocked,
 	"pinchatmessage":         (*Server).pinLocked,
@@ -280,6 +285,10 @@ func (s *Server) apiMessageFlat(c *chatState, m *storedMsg) *apiMessage {
 		am.Dice = m.extra.(*apiDice)
 	case msgPoll:
 		am.Poll = m.extra.(*apiPoll)
+	case msgInvoice:
+		am.Invoice = m.extra.(*apiInvoice)
+	case msgPayment:
+		am.SuccessfulPayment = m.extra.(*apiSuccessfulPayment)
 	}
 	return am
 }

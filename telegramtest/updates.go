@@ -16,8 +16,8 @@ type Update struct {
 	ID int64
 	// ChatID is the chat the update belongs to.
 	ChatID int64
-	// Kind is "message", "edited_message", "callback_query" or
-	// "inline_query".
+	// Kind is "message", "edited_message", "callback_query",
+	// "inline_query" or "pre_checkout_query".
 	Kind string
 	// MessageID is the user's new message, or the message whose button was
 	// pressed.
@@ -28,6 +28,9 @@ type Update struct {
 	// InlineQueryID is the id answerInlineQuery takes, for an inline
 	// query.
 	InlineQueryID string
+	// PreCheckoutQueryID is the id answerPreCheckoutQuery takes, for a
+	// payment ([Server.Pay]).
+	PreCheckoutQueryID string
 	// Filtered is true when allowed_updates excludes Kind: the bot will
 	// never see this update (and ID is 0).
 	Filtered bool
@@ -213,6 +216,7 @@ func (s *Server) InlineQuery(from User, query string) (Update, error) {
 	})
 	if !u.Filtered {
 		s.st.inline[qid] = &inlineState{from: us.ID}
+		s.trackQueryLocked(QueryInline, qid, us.ID, us.ID)
 	}
 	return u, nil
 }
@@ -320,6 +324,7 @@ func (s *Server) PressButton(c Chat, from User, messageID int64, data string) (U
 	})
 	if !u.Filtered {
 		s.st.callbacks[qid] = callbackState{chatID: cs.ID, messageID: m.id}
+		s.trackQueryLocked(QueryCallback, qid, cs.ID, us.ID)
 	}
 	return u, nil
 }

@@ -39,6 +39,7 @@ type relayMetrics struct {
 	pollErrors     prometheus.Counter
 	webhookOwned   prometheus.Gauge
 	appRefusals    prometheus.Counter
+	declines       *prometheus.CounterVec // kind, outcome
 	gateway        *gatewayMetrics
 }
 
@@ -71,6 +72,8 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		pollErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_poll_errors_total", Help: "Failed getUpdates calls or batches (retried)."}),
 		appRefusals: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_app_auth_failures_total",
 			Help: "Update forwards the app answered 401 or 403: a configuration problem (check --app-secret-token against the app's secret check); each such update is held, not given up."}),
+		declines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_declines_total",
+			Help: "Queries the app had not answered near Telegram's deadline, answered by the relay (see --decline-margin), by kind (callback_query, pre_checkout_query, shipping_query) and outcome: declined (sent), answered_already (the app's answer came first and was replayed), failed."}, []string{"kind", "outcome"}),
 		webhookOwned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tgrelay_webhook_owned", Help: "1 while the last webhook check found the webhook pointing here, 0 when it moved; absent in polling mode."}),
 	}
 	m.gateway = newGatewayMetrics(reg)
@@ -78,7 +81,7 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		m.rejected.WithLabelValues(r)
 	}
 	reg.MustRegister(m.accepted, m.duplicate, m.rejected, m.attempts, m.failures, m.settlements, m.leasesLost,
-		m.exhausted, m.acknowledged, m.exhaustFailed, m.unactedReplies, m.appRefusals, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
+		m.exhausted, m.acknowledged, m.exhaustFailed, m.unactedReplies, m.appRefusals, m.declines, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
 		newStatsCollector(stats),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -153,6 +156,15 @@ func (m *relayMetrics) Observe(e relay.Event) {
 		m.unactedReplies.Inc()
 	case relay.KindAppAuthRefused:
 		m.appRefusals.Inc()
+	case relay.KindDeclined:
+		outcome := "declined"
+		switch {
+		case e.Err != nil:
+			outcome = "failed"
+		case e.Decline.Replayed:
+			outcome = "answered_already"
+		}
+		m.declines.WithLabelValues(e.Reason, outcome).Inc()
 	case relay.KindStoreError:
 		m.storeErrors.WithLabelValues(string(e.Step)).Inc()
 	case relay.KindPollBatch:

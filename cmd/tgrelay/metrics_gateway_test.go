@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/relay"
 )
 
@@ -65,4 +67,31 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ma
 		}
 	}
 	return 0
+}
+
+// TestDeclineMetrics: declines are counted by kind and outcome.
+func TestDeclineMetrics(t *testing.T) {
+	t.Parallel()
+	m := newRelayMetrics(func(context.Context) (intake.Stats, error) { return intake.Stats{}, nil })
+	for _, e := range []relay.Event{
+		{Kind: relay.KindDeclined, Reason: relay.DeclineCallbackQuery},
+		{Kind: relay.KindDeclined, Reason: relay.DeclineCallbackQuery, Decline: relay.Decline{Replayed: true}},
+		{Kind: relay.KindDeclined, Reason: relay.DeclinePreCheckoutQuery, Err: &relay.DeclineError{}},
+		{Kind: relay.KindDeclined, Reason: relay.DeclinePreCheckoutQuery},
+	} {
+		m.Observe(e)
+	}
+	for _, tc := range []struct {
+		kind, outcome string
+		want          float64
+	}{
+		{relay.DeclineCallbackQuery, "declined", 1},
+		{relay.DeclineCallbackQuery, "answered_already", 1},
+		{relay.DeclinePreCheckoutQuery, "failed", 1},
+		{relay.DeclinePreCheckoutQuery, "declined", 1},
+	} {
+		if got := counterValue(t, m.reg, "tgrelay_declines_total", map[string]string{"kind": tc.kind, "outcome": tc.outcome}); got != tc.want {
+			t.Errorf("declines{kind=%s,outcome=%s} = %v, want %v", tc.kind, tc.outcome, got, tc.want)
+		}
+	}
 }

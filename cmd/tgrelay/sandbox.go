@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
@@ -23,6 +24,7 @@ const sandboxHelp = `
 Usage: tgrelay sandbox [-addr 127.0.0.1:8081] [-tls [-cert file]] [-token T] [-no-limits]
                        [-webhook-timeout 60s] [-webhook-backoff 1s] [-webhook-attempts 10]
                        [-strict-webhook [-webhook-ca-file F] [-webhook-connect host:port=addr]]
+                       [-callback-deadline 15s] [-inline-deadline 10s] [-precheckout-deadline 10s]
 
 Sandbox runs a fake Telegram Bot API server (package telegramtest) until
 SIGINT or SIGTERM, so that a bot written in any language can run its
@@ -33,7 +35,8 @@ The fake speaks what real bots call: getMe, getUpdates, the webhook methods,
 sendMessage, sendPhoto, sendDocument, sendVideo, sendAudio, sendSticker,
 sendMediaGroup, sendLocation, sendDice, sendPoll, copyMessage, forwardMessage,
 editMessageText, editMessageCaption, editMessageReplyMarkup, deleteMessage(s),
-answerCallbackQuery, answerInlineQuery, sendChatAction, setMessageReaction,
+answerCallbackQuery, answerInlineQuery, sendInvoice, answerPreCheckoutQuery,
+sendChatAction, setMessageReaction,
 (un)pinChatMessage, getChat, getChatMember, getChatMemberCount,
 getChatAdministrators, getFile (and /file/bot<token>/<path>), set/get/
 deleteMyCommands, setChatMenuButton, getMyName and more, with Telegram's rate
@@ -41,6 +44,15 @@ limits (per chat: bursts of 3, one per second on average), refusals and
 error wording. Formatted text (HTML, MarkdownV2, Markdown) comes back as
 plain text with entities; malformed markup is refused as Telegram refuses it.
 A method it does not implement answers 404 with a description saying so.
+
+Queries keep Telegram's deadlines, counted from the user's action: a callback
+query must be answered within 15 s, an inline query and a pre-checkout query
+within 10 s (see the -*-deadline flags). A late answer, and a second answer
+to a query, is refused with 400 "Bad Request: query is too old and response
+timeout expired or query ID is invalid". A payment (POST /_sandbox/pay on an
+invoice the bot sent) succeeds only when the bot answers its
+pre_checkout_query ok:true in time; the bot then receives a message with
+successful_payment. Declined or unanswered in time, the payment fails.
 
 A JSON control API under /_sandbox/ drives it:
 
@@ -61,6 +73,11 @@ A JSON control API under /_sandbox/ drives it:
   POST   /_sandbox/command               {"chat_id", "user_id", "command", "args"} -> update
   POST   /_sandbox/press                 {"chat_id", "user_id", "message_id", "data"} -> update
   POST   /_sandbox/inline                {"user_id", "query"} -> update
+  POST   /_sandbox/pay                   {"chat_id", "user_id", "message_id"} (an invoice) -> update
+  GET    /_sandbox/queries               every query: answered, waiting or expired; late
+                                         and repeated answers refused
+  GET    /_sandbox/payments              every payment: pending, succeeded or failed (declined,
+                                         timeout), with its charge ids
   GET    /_sandbox/messages[?chat_id=N]  messages the bot sent, with entities and reply markup
   GET    /_sandbox/callback-answers      answerCallbackQuery calls accepted
   GET    /_sandbox/inline-answers        answerInlineQuery calls accepted
@@ -111,6 +128,9 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	hookCA := fs.String("webhook-ca-file", "", "with -strict-webhook, PEM `file` of the roots a webhook's certificate may chain to (default the system's)")
 	var connect connectMap
 	fs.Var(&connect, "webhook-connect", "with -strict-webhook, deliver to `host:port=addr`: the webhook address host:port is reached at addr (repeatable)")
+	cbDeadline := fs.Duration("callback-deadline", telegramtest.DefaultCallbackDeadline, "how long a callback query waits for answerCallbackQuery (0: forever)")
+	inlineDeadline := fs.Duration("inline-deadline", telegramtest.DefaultInlineDeadline, "how long an inline query waits for answerInlineQuery (0: forever)")
+	pcDeadline := fs.Duration("precheckout-deadline", telegramtest.DefaultPreCheckoutDeadline, "how long a pre-checkout query waits for answerPreCheckoutQuery (0: forever)")
 	fs.Usage = commandUsage(fs, sandboxHelp)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -125,11 +145,23 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !*strict && (*hookCA != "" || len(connect) > 0) {
 		return &usageError{msg: "-webhook-ca-file and -webhook-connect need -strict-webhook", hint: hint}
 	}
+	if *cbDeadline < 0 || *inlineDeadline < 0 || *pcDeadline < 0 {
+		return &usageError{msg: "-callback-deadline, -inline-deadline and -precheckout-deadline must not be negative", hint: hint}
+	}
+	// A zero flag means no deadline, which telegramtest spells negative.
+	forever := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return -1
+		}
+		return d
+	}
 	var logMu sync.Mutex
 	cfg := telegramtest.Config{
 		Token:      *token,
 		ControlAPI: true,
 		Limits:     telegramtest.Limits{Disabled: *noLimits},
+		Deadlines: telegramtest.Deadlines{CallbackQuery: forever(*cbDeadline), InlineQuery: forever(*inlineDeadline),
+			PreCheckoutQuery: forever(*pcDeadline)},
 		Webhook: telegramtest.WebhookConfig{
 			Timeout:     *hookTimeout,
 			Backoff:     *hookBackoff,

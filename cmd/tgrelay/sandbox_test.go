@@ -369,3 +369,43 @@ func TestSandboxWebhookFlags(t *testing.T) {
 		t.Errorf("exit code = %d", code)
 	}
 }
+
+// TestSandboxDeadlineFlags: -inline-deadline sets an inline query's
+// deadline (read back from /_sandbox/queries, no waiting), and a negative
+// one is a usage error.
+func TestSandboxDeadlineFlags(t *testing.T) {
+	t.Parallel()
+	if code := run(t.Context(), []string{"sandbox", "-addr", "127.0.0.1:0", "-inline-deadline", "-1s"}, io.Discard, io.Discard); code != exitUsage {
+		t.Errorf("a negative -inline-deadline: exit %d, want %d", code, exitUsage)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stdout := newLineWriter()
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, []string{"sandbox", "-addr", "127.0.0.1:0", "-inline-deadline", "1500ms", "-precheckout-deadline", "0"}, stdout, io.Discard)
+	}()
+	base, _ := sandboxInfo(t, stdout.lines)
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	var user struct {
+		ID int64 `json:"id"`
+	}
+	postJSON(t, c, base+"/_sandbox/users", map[string]any{"first_name": "Ada"}, &user)
+	postJSON(t, c, base+"/_sandbox/inline", map[string]any{"user_id": user.ID, "query": "cats"}, nil)
+	var qs []struct {
+		Kind     string    `json:"kind"`
+		Asked    time.Time `json:"asked"`
+		Deadline time.Time `json:"deadline"`
+		State    string    `json:"state"`
+	}
+	getJSON(t, c, base+"/_sandbox/queries", &qs)
+	if len(qs) != 1 || qs[0].Kind != "inline_query" || qs[0].Deadline.Sub(qs[0].Asked) != 1500*time.Millisecond {
+		t.Errorf("queries = %+v; want one inline query with a 1.5 s deadline", qs)
+	}
+	c.CloseIdleConnections()
+	cancel()
+	if code := <-exited; code != exitOK {
+		t.Errorf("exit code = %d", code)
+	}
+}

@@ -116,7 +116,20 @@ Tgrelay-Api-Root: the app's calls made under it keep Telegram's limits, are
 refused (409) once the attempt is stale, and are journaled, so a slow handler
 whose update is forwarded again gets its earlier identical call's answer
 (Tgrelay-Replayed: true) instead of a second message. Set a fixed
---gateway-listen for calls the app makes outside an update.
+--gateway-listen for calls the app makes outside an update. Telegram takes one
+answer per query, so the gateway sends the first answer an update makes to a
+callback, inline, pre-checkout or shipping query and replays it for every
+later one (from any attempt, with any words) instead of sending it.
+
+Safe declines (--no-decline turns them off; they need the gateway): a query
+the app has not answered --decline-margin (default 2s) before Telegram's
+deadline is answered by the relay through the gateway, under the update's
+attempt: a button press (15 s) gets an empty answerCallbackQuery (or
+--callback-decline-text), so the spinner stops; a pre-checkout query (10 s)
+and a shipping query are declined ok:false with --precheckout-decline-message,
+so nobody is charged for an order the app never checked. The app's later
+answer is then the decline's, replayed from the journal. Each decline is
+logged and counted (tgrelay_declines_total{kind, outcome}).
 
 Chat order (--chat-order, --retry-order):
   Why a failed update holds its chat: a chat's messages mean something in
@@ -267,6 +280,9 @@ type serveOptions struct {
 	gatewayListen, gatewayPublicURL                 string
 	gatewayAllowRemote, noGateway                   bool
 	tls                                             tlsFlags
+	noDecline                                       bool
+	declineMargin                                   time.Duration
+	callbackDeclineText, precheckoutDeclineMessage  string
 }
 
 // headerList is a repeatable "Name: value" flag. One Set may carry several
@@ -341,6 +357,10 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.gatewayListen, "gateway-listen", "", "`address` of the Bot API gateway for the app (default "+relay.DefaultGatewayListen+", an ephemeral loopback port announced in Tgrelay-Api-Root); the app takes its library's API root from that header and gets Telegram's limits, fenced sends and replay-safe replies")
 	fs.BoolVar(&o.noGateway, "no-gateway", false, "serve no Bot API gateway: webhook replies in the app's answers are then not performed (each is logged and counted)")
 	fs.StringVar(&o.gatewayPublicURL, "gateway-public-url", "", "the gateway's base `URL` as the app reaches it, announced in Tgrelay-Api-Root (default http://<gateway-listen>)")
+	fs.BoolVar(&o.noDecline, "no-decline", false, "never answer a query the app did not answer in time (see Safe declines)")
+	fs.DurationVar(&o.declineMargin, "decline-margin", relay.DefaultDeclineMargin, "how long before Telegram's deadline a query the app has not answered is declined (`duration`)")
+	fs.StringVar(&o.callbackDeclineText, "callback-decline-text", "", "the `text` of the relay's answer to a button press the app did not answer in time (empty: none, the spinner just stops)")
+	fs.StringVar(&o.precheckoutDeclineMessage, "precheckout-decline-message", relay.DefaultPreCheckoutDeclineMessage, "the error `message` a user reads when the relay declines a pre-checkout query the app did not answer in time")
 	fs.BoolVar(&o.gatewayAllowRemote, "gateway-allow-remote", false, "allow a --gateway-listen address that is not loopback (the gateway holds the bot token)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
@@ -390,43 +410,46 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 // serveFlagOf names the flag of each relay.Config field, so that an
 // invalid field is reported as the flag the user typed.
 var serveFlagOf = map[string]string{
-	"Token":                  "token",
-	"APIRoot":                "api-root",
-	"Store":                  "db",
-	"PollTimeout":            "poll-timeout",
-	"PublicURL":              "public-url",
-	"Listen":                 "listen",
-	"Path":                   "path",
-	"Secret":                 "secret",
-	"MaxConnections":         "max-connections",
-	"WebhookCheckInterval":   "webhook-check-interval",
-	"Forward":                "forward",
-	"Forward.URL":            "forward",
-	"Forward.ExhaustionURL":  "exhaustion-forward",
-	"Forward.Timeout":        "forward-timeout",
-	"Forward.AppSecretToken": "app-secret-token",
-	"MaxAttempts":            "max-attempts",
-	"LeaseDuration":          "lease",
-	"MaxConcurrent":          "concurrency",
-	"SweepInterval":          "sweep-interval",
-	"PendingGrace":           "pending-grace",
-	"Retention":              "retention",
-	"ChatOrder":              "chat-order",
-	"RetryOutOfOrder":        "retry-order",
-	"BackoffBase":            "backoff-base",
-	"HeartbeatTimeout":       "heartbeat-timeout",
-	"HeartbeatInterval":      "heartbeat-interval",
-	"MaxCrashes":             "max-crashes",
-	"DrainTimeout":           "drain-timeout",
-	"AdminListen":            "admin-listen",
-	"Dashboard.Enabled":      "admin-listen",
-	"Dashboard.AdminToken":   "admin-token",
-	"Gateway.Listen":         "gateway-listen",
-	"Gateway.PublicURL":      "gateway-public-url",
-	"Gateway.Listener":       "gateway-listen",
-	"Gateway.Disable":        "no-gateway",
-	"TLSConfig":              "tls-cert",
-	"WebhookCertificateFunc": "self-signed",
+	"Token":                         "token",
+	"APIRoot":                       "api-root",
+	"Store":                         "db",
+	"PollTimeout":                   "poll-timeout",
+	"PublicURL":                     "public-url",
+	"Listen":                        "listen",
+	"Path":                          "path",
+	"Secret":                        "secret",
+	"MaxConnections":                "max-connections",
+	"WebhookCheckInterval":          "webhook-check-interval",
+	"Forward":                       "forward",
+	"Forward.URL":                   "forward",
+	"Forward.ExhaustionURL":         "exhaustion-forward",
+	"Forward.Timeout":               "forward-timeout",
+	"Forward.AppSecretToken":        "app-secret-token",
+	"MaxAttempts":                   "max-attempts",
+	"LeaseDuration":                 "lease",
+	"MaxConcurrent":                 "concurrency",
+	"SweepInterval":                 "sweep-interval",
+	"PendingGrace":                  "pending-grace",
+	"Retention":                     "retention",
+	"ChatOrder":                     "chat-order",
+	"RetryOutOfOrder":               "retry-order",
+	"BackoffBase":                   "backoff-base",
+	"HeartbeatTimeout":              "heartbeat-timeout",
+	"HeartbeatInterval":             "heartbeat-interval",
+	"MaxCrashes":                    "max-crashes",
+	"DrainTimeout":                  "drain-timeout",
+	"AdminListen":                   "admin-listen",
+	"Dashboard.Enabled":             "admin-listen",
+	"Dashboard.AdminToken":          "admin-token",
+	"Gateway.Listen":                "gateway-listen",
+	"Gateway.PublicURL":             "gateway-public-url",
+	"Gateway.Listener":              "gateway-listen",
+	"Gateway.Disable":               "no-gateway",
+	"TLSConfig":                     "tls-cert",
+	"WebhookCertificateFunc":        "self-signed",
+	"Decline.Margin":                "decline-margin",
+	"Decline.CallbackQuery.Text":    "callback-decline-text",
+	"Decline.PreCheckoutQuery.Text": "precheckout-decline-message",
 }
 
 // flagOfField names a relay.Config field as its serve flag ("--app-secret-token"),
@@ -505,6 +528,11 @@ func (o *serveOptions) relayConfig() relay.Config {
 		AdminListen:       o.adminListen,
 		Gateway: relay.GatewayConfig{
 			Disable: o.noGateway, Listen: o.gatewayListen, PublicURL: o.gatewayPublicURL, AllowRemote: o.gatewayAllowRemote,
+		},
+		Decline: relay.DeclineConfig{
+			Disable: o.noDecline, Margin: o.declineMargin,
+			CallbackQuery:    relay.DeclinePolicy{Text: o.callbackDeclineText},
+			PreCheckoutQuery: relay.DeclinePolicy{Text: o.precheckoutDeclineMessage},
 		},
 		Dashboard: relay.DashboardConfig{
 			Enabled:      o.adminListen != "" && !o.noDashboard,

@@ -610,6 +610,8 @@ func TestServeFlagErrors(t *testing.T) {
 		{"poll timeout", nil, []string{"--forward", "http://127.0.0.1:1/", "--poll", "--poll-timeout", "1500ms"}, "--poll-timeout"},
 		{"log format", nil, []string{"--forward", "http://127.0.0.1:1/", "--log-format", "xml"}, `--log-format "xml"`},
 		{"dashboard open to the network", nil, []string{"--forward", "http://127.0.0.1:1/", "--admin-listen", "0.0.0.0:0"}, "--admin-token is required: the admin listener is not on a loopback address"},
+		{"decline margin", nil, []string{"--forward", "http://127.0.0.1:1/", "--decline-margin", "12s"}, "--decline-margin is 12s: want less than the pre-checkout query deadline (10s)"},
+		{"long decline text", nil, []string{"--forward", "http://127.0.0.1:1/", "--callback-decline-text", strings.Repeat("x", 201)}, "--callback-decline-text is 201 characters"},
 		{"short admin token", []string{"TGRELAY_ADMIN_TOKEN=has space"}, []string{"--forward", "http://127.0.0.1:1/", "--admin-listen", "127.0.0.1:0"}, "--admin-token is too short"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
