@@ -140,11 +140,13 @@ func (i Intent) String() string {
 //   - it is the update's tail: the row is completed and its attempt and
 //     claim id are the identity's, whatever the time. The attempt that
 //     completed an update is not stale in the fencing sense: no other
-//     attempt runs unless an operator requeues the row. A handler that
-//     answered its update early (a framework's webhook reply ends the
-//     forward while the handler goes on) still makes its later calls, and
-//     they are journaled like any other, so a later attempt's identical
-//     call is replayed, never sent twice.
+//     attempt of it can run (a completed row is never claimed again, and
+//     [AdminStore] Requeue takes only failed and abandoned rows). A
+//     handler that answered its update early (a framework's webhook reply
+//     ends the forward while the handler goes on) still makes its later
+//     calls, and they are journaled like any other: an identical call is
+//     found journaled rather than sent twice, and an intent without
+//     outcome is never sent again.
 //
 // Nothing else is admitted: not an attempt that ended failed (its retry
 // is due, or already running), abandoned or exhausted, not an identity
