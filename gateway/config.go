@@ -77,8 +77,9 @@ type Config struct {
 	// Store fences calls that carry an attempt identity: a call of an
 	// attempt that no longer holds its lease is refused (409) and not sent.
 	// When it is also an [intake.JournalStore], such calls are journaled and
-	// replayed (see the package doc). Nil means calls with an identity are
-	// refused (a gateway without a store cannot fence them).
+	// replayed, and the attempt that completed its update goes on making
+	// calls (its tail; see the package doc). Nil means calls with an
+	// identity are refused (a gateway without a store cannot fence them).
 	Store intake.FencedStore
 
 	// OwnsIntake makes the handler refuse getUpdates, setWebhook and

@@ -90,6 +90,18 @@
 // attempt that lost its lease while its call waited is refused then.
 // Calls without an identity are only throttled and classified.
 //
+// One attempt goes on after its lease: the one that completed its update
+// (its tail), when Config.Store is an [intake.JournalStore]. A framework
+// may end the forward's response early (Telegraf's default webhook reply
+// answers the first call as the response and lets the handler go on), so
+// the relay completes the update while the handler still makes calls. No
+// other attempt of a completed update runs, so those calls are sent,
+// fenced and journaled like any other, until the update's row is pruned
+// (see "Who may call" at [intake.JournalStore]). An attempt that ended
+// failed, abandoned or exhausted stays refused: another attempt may run.
+// Without a journal a completed attempt is refused too, since its calls
+// could not be replayed.
+//
 // # The announced API root
 //
 // The root a forward announces in Tgrelay-Api-Root ends in the segment

@@ -289,7 +289,7 @@ func (gt *gate) run() error {
 	g, ctx := gt.g, gt.ctx
 	now := g.cfg.Test.Now()
 	if !gt.journaled {
-		owns, err := g.cfg.Store.Owns(ctx, gt.id, now)
+		owns, err := g.admits(ctx, gt.id, now)
 		switch {
 		case err != nil:
 			gt.refuse(gateRefused, telegramError(StatusNotDispatched, OutcomeNotDispatched,
@@ -330,6 +330,17 @@ func (gt *gate) run() error {
 }
 
 func (gt *gate) refuse(s gateState, a answer) { gt.state, gt.refusal = s, a }
+
+// admits reports whether id may make a call that is not journaled at now:
+// with a journal, under the same rule as its intents (a live lease, or
+// the tail of the update id completed; see [intake.JournalStore]); without
+// one, only under a live lease, since a tail's calls could not be replayed.
+func (g *Gateway) admits(ctx context.Context, id intake.Identity, now time.Time) (bool, error) {
+	if g.journal != nil {
+		return g.journal.Admits(ctx, id, now)
+	}
+	return g.cfg.Store.Owns(ctx, id, now)
+}
 
 // release undoes the intent of a try that did not leave (err says why):
 // its entry is journaled not dispatched and the gate made to record it
@@ -400,7 +411,7 @@ func errString(err error, redact func(string) string) string {
 
 func staleAnswer(id intake.Identity) answer {
 	return telegramError(StatusStale, OutcomeStale, fmt.Sprintf(
-		"Conflict: tgrelay: attempt %d of update %d no longer holds its lease (it expired, the update was claimed again or settled); nothing was sent",
+		"Conflict: tgrelay: attempt %d of update %d no longer holds its lease (it expired, the update was claimed again, or the attempt ended without completing it); nothing was sent",
 		id.Attempt, id.UpdateID), 0)
 }
 

@@ -74,11 +74,12 @@ func TestStaleAttemptSendsNothing(t *testing.T) {
 	if n := f.ledger("stale"); n != 0 {
 		t.Fatalf("the ledger holds %d messages of a stale attempt", n)
 	}
-	// The live attempt sends; once settled, it is stale too.
+	// The live attempt sends; once it ended failed, it is stale too (a
+	// completed attempt goes on: see TestCompletedAttemptsTail).
 	if r := f.send(t, &second, "live"); r.status != 200 {
 		t.Fatalf("the live attempt's call = %d %s", r.status, r.body)
 	}
-	ok, err := f.store.SettleOwned(t.Context(), second, intake.Settlement{State: intake.StateCompleted, At: time.Now()})
+	ok, err := f.store.SettleOwned(t.Context(), second, intake.Settlement{State: intake.StateFailed, At: time.Now(), RetryAt: time.Now().Add(time.Hour)})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}

@@ -95,7 +95,8 @@ type JournalEntry struct {
 type Intent int
 
 const (
-	// IntentStale means the identity holds no live lease: nothing was
+	// IntentStale means the identity may not make calls (it holds no live
+	// lease and is not its update's tail; see [JournalStore]): nothing was
 	// recorded and the call must not be sent.
 	IntentStale Intent = iota
 	// IntentRecorded means a new intent was recorded under the identity:
@@ -130,18 +131,52 @@ func (i Intent) String() string {
 // recorded again after pruning starts with an empty journal. [AdminStore]
 // Requeue keeps the journal (a requeued update does not resend its calls).
 //
+// # Who may call
+//
+// An identity may make calls on behalf of its update (is admitted) at a
+// time at while either
+//
+//   - it holds a live lease at at, as for [FencedStore.Owns]; or
+//   - it is the update's tail: the row is completed and its attempt and
+//     claim id are the identity's, whatever the time. The attempt that
+//     completed an update is not stale in the fencing sense: no other
+//     attempt of it can run (a completed row is never claimed again, and
+//     [AdminStore] Requeue takes only failed and abandoned rows). A
+//     handler that answered its update early (a framework's webhook reply
+//     ends the forward while the handler goes on) still makes its later
+//     calls, and they are journaled like any other: an identical call is
+//     found journaled rather than sent twice, and an intent without
+//     outcome is never sent again.
+//
+// Nothing else is admitted: not an attempt that ended failed (its retry
+// is due, or already running), abandoned or exhausted, not an identity
+// whose row was since claimed again, requeued or pruned, and not a
+// mismatched identity. The tail ends with its row: when the row is pruned
+// or changes state (a completed row is never claimed again), the identity
+// is refused. [FencedStore.Owns] is unchanged by this and admits no tail:
+// it remains the authority for an application's domain writes.
+//
 // Every method is safe for concurrent use, like the rest of the store, and
 // its writes are as durable as the store's other writes when it returns.
 // Without this capability the gateway fences calls but cannot replay them.
 type JournalStore interface {
 	FencedStore
 
+	// Admits reports whether id may make calls at at (see "Who may call"):
+	// it holds a live lease at at, or it is its update's tail. It records
+	// nothing; the gateway checks the calls it does not journal (the
+	// read-only get* methods) with it. Like Owns, its answer can be stale
+	// as soon as it returns.
+	Admits(ctx context.Context, id Identity, at time.Time) (bool, error)
+
 	// RecordIntent records that id is about to send call, in one atomic step
 	// that is fenced by id:
 	//
-	//   - id holds no live lease at at (the row is not processing, an
-	//     identity field differs, or the lease ended before at):
-	//     IntentStale, nothing changes.
+	//   - id is not admitted at at (see "Who may call": it holds no live
+	//     lease at at and is not its update's tail): IntentStale, nothing
+	//     changes. The check and the write are one step: an identity
+	//     refused a moment later (its row reclaimed, requeued or pruned)
+	//     never records an intent after that.
 	//   - the update's journal has an entry for call whose outcome is not
 	//     CallNotDispatched: IntentJournaled and that entry, unchanged.
 	//   - otherwise an entry is written (replacing a not-dispatched one):

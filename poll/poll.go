@@ -5,7 +5,10 @@
 // Telegram forgets the updates of a getUpdates answer only when the next call
 // names an offset past them. A [Poller] therefore hands every element of a
 // batch, as the raw bytes Telegram sent, to its accept function (usually
-// [intake.Runner.Accept], whose concurrent calls share one group commit), and
+// [intake.Runner.Accept], whose concurrent calls share one group commit:
+// the chats of a batch are accepted concurrently, and the updates of one
+// chat one after another, in update_id order, so that they are forwarded
+// in that order), and
 // moves its offset past the batch only when all of them were recorded (or were
 // already recorded). If any accept fails, the offset stays put and the same
 // batch comes back after a bounded backoff: nothing is lost, and the updates
@@ -19,11 +22,13 @@
 package poll
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -98,7 +103,11 @@ type Config struct {
 	// AcceptFunc records one update's raw JSON durably and returns only
 	// then; an error means it was not recorded. Usually the Accept method of
 	// an [intake.Runner]. Required. It is called concurrently for the
-	// elements of one batch and must not retain body.
+	// updates of different chats of one batch, and one at a time, in
+	// update_id order, for the updates of one chat ([intake.ChatKey]; the
+	// updates without a key count as one chat), each call after the
+	// previous one returned, so that the runner forwards a chat's updates
+	// in order. It must not retain body.
 	AcceptFunc func(ctx context.Context, body []byte) (intake.Acceptance, error)
 	// Timeout is the long-poll timeout, in whole seconds, 1 s to
 	// [MaxTimeout]. Zero means [DefaultTimeout].
@@ -245,14 +254,23 @@ func (p *Poller) get(ctx context.Context, timeout time.Duration, limit int) ([]j
 	return batch, nil
 }
 
-// record accepts every element of batch concurrently and advances the
-// offset past the batch only when all of them were recorded.
+// record accepts every element of batch and advances the offset past the
+// batch only when all of them were recorded.
+//
+// A chat's updates are accepted one at a time, in update_id order, each
+// after the previous one returned: the runner schedules (and forwards) a
+// chat's updates in the order they were accepted, so concurrent accepts of
+// one chat could put a later update first. The chats of a batch are
+// accepted concurrently, so their adds still share group commits. When an
+// update cannot be recorded, the later updates of its chat are not tried
+// (recording them would let them run before it); the batch comes back.
 func (p *Poller) record(ctx context.Context, batch []json.RawMessage) error {
 	if len(batch) == 0 {
 		return nil
 	}
 	next := p.offset
 	ids := make([]int64, len(batch))
+	chats := make(map[string][]int) // chat key → indexes into batch
 	for i, raw := range batch {
 		var head struct {
 			UpdateID *int64 `json:"update_id"`
@@ -262,23 +280,21 @@ func (p *Poller) record(ctx context.Context, batch []json.RawMessage) error {
 			ids[i] = *head.UpdateID
 			next = max(next, *head.UpdateID+1)
 		}
+		// Updates without a chat key (no chat, or a key too long to
+		// keep) share the key "", so they too are accepted in order.
+		k := intake.ChatKey(raw)
+		chats[k] = append(chats[k], i)
 	}
 	errs := make([]error, len(batch))
 	var wg sync.WaitGroup
-	for i, raw := range batch {
+	for _, idx := range chats {
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
 		wg.Go(func() {
-			a, err := p.cfg.AcceptFunc(ctx, raw)
-			if err != nil {
-				errs[i] = err
-				if f := p.cfg.Observer.AcceptErrorFunc; f != nil {
-					f(ids[i], err)
+			for _, i := range idx {
+				if err := p.accept(ctx, batch[i], ids[i]); err != nil {
+					errs[i] = err
+					return
 				}
-				return
-			}
-			if a == intake.Invalid {
-				// Not an update: nothing can record it, and holding the
-				// offset would only bring it back forever.
-				p.log.Warn("poll: getUpdates returned an element that is not an update; skipped", "update_id", ids[i])
 			}
 		})
 	}
@@ -292,6 +308,23 @@ func (p *Poller) record(ctx context.Context, batch []json.RawMessage) error {
 	}
 	if f := p.cfg.Observer.BatchFunc; f != nil {
 		f(len(batch), p.offset)
+	}
+	return nil
+}
+
+// accept records one element of a batch, reporting a failure.
+func (p *Poller) accept(ctx context.Context, raw json.RawMessage, id int64) error {
+	a, err := p.cfg.AcceptFunc(ctx, raw)
+	if err != nil {
+		if f := p.cfg.Observer.AcceptErrorFunc; f != nil {
+			f(id, err)
+		}
+		return err
+	}
+	if a == intake.Invalid {
+		// Not an update: nothing can record it, and holding the offset
+		// would only bring it back forever.
+		p.log.Warn("poll: getUpdates returned an element that is not an update; skipped", "update_id", id)
 	}
 	return nil
 }

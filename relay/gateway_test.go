@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,9 @@ import (
 // TestRelayGateway: an app behind the relay replies through the gateway,
 // using the per-attempt API root each forward announces. Its first attempt
 // sends, then fails; the retry's identical send is replayed, so the chat
-// gets the reply once; a call of the finished attempt is refused (409).
+// gets the reply once; a later call of the failed attempt is refused
+// (409), and one of the attempt that completed the update is sent (its
+// tail).
 func TestRelayGateway(t *testing.T) {
 	srv := fakeTelegram(t)
 	u := srv.NewUser("Ann")
@@ -91,22 +94,35 @@ func TestRelayGateway(t *testing.T) {
 	if replayed != 1 {
 		t.Errorf("%d replayed gateway calls; want 1", replayed)
 	}
-	resp, err := http.Post(roots[1]+"/bot"+srv.Token+"/sendMessage", "application/json",
-		bytes.NewBufferString(fmt.Sprintf(`{"chat_id":%d,"text":"late"}`, chat.ID)))
-	if err != nil {
-		t.Fatal(err)
+	late := func(root, text string) *http.Response {
+		t.Helper()
+		resp, err := http.Post(root+"/bot"+srv.Token+"/sendMessage", "application/json",
+			bytes.NewBufferString(fmt.Sprintf(`{"chat_id":%d,"text":%q}`, chat.ID, text)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
 	}
-	resp.Body.Close()
-	if resp.StatusCode != gateway.StatusStale || resp.Header.Get(gateway.HeaderOutcome) != "stale" {
-		t.Errorf("a finished attempt's call = %d; want 409 stale", resp.StatusCode)
+	// The failed attempt is stale; the one that completed the update goes
+	// on (its tail), journaled.
+	if resp := late(roots[0], "late"); resp.StatusCode != gateway.StatusStale || resp.Header.Get(gateway.HeaderOutcome) != "stale" {
+		t.Errorf("the failed attempt's call = %d; want 409 stale", resp.StatusCode)
 	}
-	if n := len(srv.MessagesTo(chat.ID)); n != 1 {
-		t.Errorf("the stale call reached the chat")
+	if resp := late(roots[1], "tail"); resp.StatusCode != 200 {
+		t.Errorf("the completing attempt's later call = %d; want 200", resp.StatusCode)
+	}
+	var texts []string
+	for _, m := range srv.MessagesTo(chat.ID) {
+		texts = append(texts, m.Text)
+	}
+	if !slices.Equal(texts, []string{"echo", "tail"}) {
+		t.Errorf("the chat got %q; want the reply once, then the tail's call", texts)
 	}
 	entries, err := r.Journal(t.Context(), up.ID)
-	if err != nil || len(entries) != 1 || entries[0].Method != "sendMessage" {
+	if err != nil || len(entries) != 2 || entries[0].Method != "sendMessage" || entries[1].Method != "sendMessage" {
 		b, _ := json.Marshal(entries)
-		t.Errorf("journal of the update = %s, %v; want the one sendMessage", b, err)
+		t.Errorf("journal of the update = %s, %v; want the reply and the tail's call", b, err)
 	}
 }
 

@@ -97,7 +97,11 @@ The app's side of the contract:
                          performed through the gateway under the attempt's
                          identity, and the update completes once its outcome
                          is known; a retried attempt's identical reply is
-                         answered from the journal, not sent twice. With
+                         answered from the journal, not sent twice. The
+                         handler may go on after its reply: its later calls
+                         under the update's API root are still sent, once,
+                         as those of the attempt that completed the update
+                         (other finished attempts get 409). With
                          --no-gateway nothing performs it: each is logged as
                          a warning and counted (tgrelay_unacted_replies_total),
                          and the update completes without it.

@@ -11,9 +11,21 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
+// Admits reports whether id holds a live lease at at or is its update's
+// tail; see [intake.JournalStore.Admits].
+func (s *Store) Admits(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memstore: admits: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[id.UpdateID]
+	return ok && r.admits(id, at), nil
+}
+
 // RecordIntent records that id is about to send call, fenced by id's live
-// lease; see [intake.JournalStore.RecordIntent]. The journal lives in the
-// update's row, so pruning the row forgets it.
+// lease or its tail; see [intake.JournalStore.RecordIntent]. The journal
+// lives in the update's row, so pruning the row forgets it.
 func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intake.Call, at time.Time) (intake.JournalEntry, intake.Intent, error) {
 	if err := ctx.Err(); err != nil {
 		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("memstore: record intent: %w", err)
@@ -24,7 +36,7 @@ func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intak
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.rows[id.UpdateID]
-	if !ok || !r.matches(id) || !r.liveAt(at) {
+	if !ok || !r.admits(id, at) {
 		return intake.JournalEntry{}, intake.IntentStale, nil
 	}
 	if e, ok := r.calls[call]; ok && e.Outcome != intake.CallNotDispatched {

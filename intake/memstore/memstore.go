@@ -104,6 +104,13 @@ func (r *row) liveAt(at time.Time) bool {
 	return r.state == intake.StateProcessing && !r.dueAt.Before(at)
 }
 
+// admits reports whether id may make calls at at (see
+// [intake.JournalStore]): it holds the live lease, or it completed the row
+// (its tail).
+func (r *row) admits(id intake.Identity, at time.Time) bool {
+	return r.matches(id) && (r.liveAt(at) || r.state == intake.StateCompleted)
+}
+
 // matches reports whether r currently carries exactly this identity.
 func (r *row) matches(id intake.Identity) bool {
 	return r.attempts == id.Attempt && r.claimID == id.ClaimID

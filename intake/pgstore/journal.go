@@ -38,13 +38,14 @@ func (s *Store) journalSQL() *journalSQL {
 	f := r.Replace
 	q := &journalSQL{
 		// $1 update id, $2 attempt, $3 claim id, $4 at, $5 method, $6 hash,
-		// $7 occurrence. Inserts only under a live lease, and replaces only
-		// a not-dispatched entry.
+		// $7 occurrence. Inserts only for an admitted identity (a live
+		// lease, or the tail of the row it completed; see
+		// intake.JournalStore), and replaces only a not-dispatched entry.
 		intent: newWriteSQL(f(`INSERT INTO {{table}}_journal AS j ({{columns}})
 			SELECT $1::bigint, $5::text, $6::text, $7::integer, $2::integer, $3::text, 'pending', 0, ''::bytea, $4::bigint, NULL
 			FROM {{table}}
-			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
-			  AND claim_id = $3::text AND due_at >= $4::bigint
+			WHERE update_id = $1::bigint AND attempts = $2::integer AND claim_id = $3::text
+			  AND (state = 'processing' AND due_at >= $4::bigint OR state = 'completed')
 			ON CONFLICT (update_id, method, params_hash, occurrence) DO UPDATE SET
 				attempt = EXCLUDED.attempt, claim_id = EXCLUDED.claim_id, outcome = 'pending',
 				status = 0, body = ''::bytea, intended_at = EXCLUDED.intended_at, decided_at = NULL
@@ -55,8 +56,8 @@ func (s *Store) journalSQL() *journalSQL {
 			WHERE update_id = $1::bigint AND method = $2::text AND params_hash = $3::text AND occurrence = $4::integer
 			  AND attempt = $5::integer AND claim_id = $6::text AND outcome = 'pending'`)),
 		owns: f(`SELECT EXISTS (SELECT 1 FROM {{table}}
-			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
-			  AND claim_id = $3::text AND due_at >= $4::bigint)`),
+			WHERE update_id = $1::bigint AND attempts = $2::integer AND claim_id = $3::text
+			  AND (state = 'processing' AND due_at >= $4::bigint OR state = 'completed'))`),
 		find: f(`SELECT {{columns}} FROM {{table}}_journal
 			WHERE update_id = $1::bigint AND method = $2::text AND params_hash = $3::text AND occurrence = $4::integer`),
 		list: f(`SELECT {{columns}} FROM {{table}}_journal WHERE update_id = $1::bigint
@@ -88,13 +89,23 @@ func scanEntry(r pgx.Row) (intake.JournalEntry, error) {
 	return e, nil
 }
 
+// Admits implements [intake.JournalStore.Admits] as a plain read: id holds
+// a live lease at at, or it is the tail of the row it completed.
+func (s *Store) Admits(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	var ok bool
+	if err := s.pool.QueryRow(ctx, s.journalSQL().owns, id.UpdateID, id.Attempt, id.ClaimID, at.UnixMilli()).Scan(&ok); err != nil {
+		return false, s.fail("admits", err)
+	}
+	return ok, nil
+}
+
 // intentTries bounds RecordIntent's rounds. A round repeats only when the
 // entry it met turned not-dispatched between its insert and its read.
 const intentTries = 4
 
 // RecordIntent implements [intake.JournalStore.RecordIntent]: one fenced
-// insert, joined to a shared write transaction; when it inserts nothing, a
-// read tells a stale identity from a journaled call.
+// insert (lease or tail), joined to a shared write transaction; when it
+// inserts nothing, a read tells a stale identity from a journaled call.
 func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intake.Call, at time.Time) (intake.JournalEntry, intake.Intent, error) {
 	const op = "record intent"
 	if err := intake.CheckCall(call); err != nil {

@@ -40,17 +40,21 @@ func (s *Store) journalSQL() *journalSQL {
 	}
 	r := strings.NewReplacer("{{table}}", s.table, "{{columns}}", journalColumns)
 	q := &journalSQL{
+		// An identity is admitted under its live lease or as the tail of
+		// the row it completed (see intake.JournalStore).
 		owns: r.Replace(`SELECT count(*) FROM "{{table}}"
-			WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4`),
+			WHERE update_id = ?1 AND attempts = ?2 AND claim_id = ?3
+			  AND (state = 'processing' AND due_at >= ?4 OR state = 'completed')`),
 		find: r.Replace(`SELECT {{columns}} FROM "{{table}}_journal"
 			WHERE update_id = ?1 AND method = ?2 AND params_hash = ?3 AND occurrence = ?4`),
-		// The common case in one statement: the lease check and the new
-		// entry (or the replacement of a not-dispatched one). It changes
-		// no row when the lease is not live or the call is journaled;
-		// owns and find then tell which.
+		// The common case in one statement: the admission check (the
+		// lease, or the tail) and the new entry (or the replacement of a
+		// not-dispatched one). It changes no row when the identity is not
+		// admitted or the call is journaled; owns and find then tell which.
 		upsert: r.Replace(`INSERT INTO "{{table}}_journal" ({{columns}})
 			SELECT ?1, ?5, ?6, ?7, ?2, ?3, 'pending', 0, x'', ?4, NULL FROM "{{table}}"
-			WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4
+			WHERE update_id = ?1 AND attempts = ?2 AND claim_id = ?3
+			  AND (state = 'processing' AND due_at >= ?4 OR state = 'completed')
 			ON CONFLICT (update_id, method, params_hash, occurrence) DO UPDATE SET
 			    attempt = excluded.attempt, claim_id = excluded.claim_id, outcome = 'pending', status = 0,
 			    body = x'', intended_at = excluded.intended_at, decided_at = NULL
@@ -232,10 +236,20 @@ func scanEntry(r rowScanner) (intake.JournalEntry, error) {
 	return e, nil
 }
 
-// RecordIntent implements [intake.JournalStore.RecordIntent]: the lease
-// check and the insert are one statement, followed, when it wrote nothing,
-// by the lookups that tell a stale identity from a journaled call, in the
-// same write transaction.
+// Admits implements [intake.JournalStore.Admits] as a plain read: id holds
+// a live lease at at, or it is the tail of the row it completed.
+func (s *Store) Admits(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, s.journalSQL().owns, id.UpdateID, id.Attempt, id.ClaimID, ms(at)).Scan(&n); err != nil {
+		return false, fmt.Errorf("sqlitestore: admits %d: %w", id.UpdateID, err)
+	}
+	return n > 0, nil
+}
+
+// RecordIntent implements [intake.JournalStore.RecordIntent]: the
+// admission check (lease or tail) and the insert are one statement,
+// followed, when it wrote nothing, by the lookups that tell a stale
+// identity from a journaled call, in the same write transaction.
 func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intake.Call, at time.Time) (intake.JournalEntry, intake.Intent, error) {
 	if err := intake.CheckCall(call); err != nil {
 		return intake.JournalEntry{}, intake.IntentStale, fmt.Errorf("sqlitestore: record intent %d: %w", id.UpdateID, err)
@@ -271,7 +285,7 @@ func (s *Store) RecordIntent(ctx context.Context, id intake.Identity, call intak
 			intent = intake.IntentRecorded
 			return nil
 		}
-		// Nothing written: the lease is not live, or the call is journaled.
+		// Nothing written: id is not admitted, or the call is journaled.
 		var owned int
 		if err := tx.StmtContext(ctx, q.owns).QueryRowContext(ctx, id.UpdateID, id.Attempt, id.ClaimID, ms(at)).Scan(&owned); err != nil {
 			return err

@@ -534,3 +534,119 @@ func TestClaimAddDropsOwnerFails(t *testing.T) {
 	requireCases(t, res, "ClaimOnAdd/OwnerLapseTakesOver")
 	requireMessage(t, res, "ClaimOnAdd/OwnerLapseTakesOver", "Due(now 101ms) = [] after the claimed add's owner lapsed at 100ms; want [1]")
 }
+
+// leaseOnlyJournal admits calls only under a live lease, as Owns does: the
+// attempt that completed its update (its tail) is refused.
+type leaseOnlyJournal struct{ *memstore.Store }
+
+func (s leaseOnlyJournal) Admits(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	return s.Owns(ctx, id, at)
+}
+
+func (s leaseOnlyJournal) RecordIntent(ctx context.Context, id intake.Identity, call intake.Call, at time.Time) (intake.JournalEntry, intake.Intent, error) {
+	if ok, err := s.Owns(ctx, id, at); err != nil || !ok {
+		return intake.JournalEntry{}, intake.IntentStale, err
+	}
+	return s.Store.RecordIntent(ctx, id, call, at)
+}
+
+func TestLeaseOnlyJournalFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return leaseOnlyJournal{m} }))
+	requireCases(t, res, "Journal/ConcurrentTailIntents", "Journal/TailAdmitted", "Journal/TailEndsWithRow")
+	requireMessage(t, res, "Journal/TailAdmitted", "for the identity that completed the update; want true (its tail)")
+}
+
+// tailCheck is a broken store's own tail rule: whether row admits id as
+// its tail.
+type tailCheck func(row intake.Row, id intake.Identity) bool
+
+// ownTail admits the calls of identities its rule admits from a read of the
+// row (a check, then a write): such an intent is reported recorded and kept
+// beside the store's journal, in tails, by identity.
+type ownTail struct {
+	*memstore.Store
+	rule  tailCheck
+	mu    *sync.Mutex
+	tails map[intake.Identity]map[intake.Call]bool
+}
+
+func newOwnTail(m *memstore.Store, rule tailCheck) ownTail {
+	return ownTail{Store: m, rule: rule, mu: new(sync.Mutex), tails: map[intake.Identity]map[intake.Call]bool{}}
+}
+
+func (s ownTail) tail(ctx context.Context, id intake.Identity) bool {
+	row, ok, err := s.Get(ctx, id.UpdateID)
+	return err == nil && ok && s.rule(row, id)
+}
+
+func (s ownTail) Admits(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	if ok, err := s.Owns(ctx, id, at); err != nil || ok {
+		return ok, err
+	}
+	return s.tail(ctx, id), nil
+}
+
+func (s ownTail) RecordIntent(ctx context.Context, id intake.Identity, call intake.Call, at time.Time) (intake.JournalEntry, intake.Intent, error) {
+	if ok, err := s.Owns(ctx, id, at); err != nil || ok {
+		return s.Store.RecordIntent(ctx, id, call, at)
+	}
+	if err := intake.CheckCall(call); err != nil || !s.tail(ctx, id) {
+		return intake.JournalEntry{}, intake.IntentStale, err
+	}
+	e := intake.JournalEntry{UpdateID: id.UpdateID, Call: call, Attempt: id.Attempt, ClaimID: id.ClaimID, Outcome: intake.CallPending, IntendedAt: at}
+	s.mu.Lock()
+	seen := s.tails[id][call]
+	s.mu.Unlock()
+	if seen {
+		e.Outcome = intake.CallUnknown
+		return e, intake.IntentJournaled, nil
+	}
+	runtime.Gosched()
+	s.mu.Lock()
+	if s.tails[id] == nil {
+		s.tails[id] = map[intake.Call]bool{}
+	}
+	s.tails[id][call] = true
+	s.mu.Unlock()
+	return e, intake.IntentRecorded, nil
+}
+
+// completedBy is the contract's tail rule: the row is completed by id.
+func completedBy(row intake.Row, id intake.Identity) bool {
+	return row.State == intake.StateCompleted && row.Attempts == id.Attempt && row.ClaimID == id.ClaimID
+}
+
+func TestRacyTailFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return newOwnTail(m, completedBy) }))
+	// Its tail's outcomes are not kept, so TailAdmitted fails too.
+	requireCases(t, res, "Journal/ConcurrentTailIntents", "Journal/TailAdmitted")
+	requireMessage(t, res, "Journal/ConcurrentTailIntents", "concurrent identical intents of the tail", "were recorded; want exactly 1")
+}
+
+func TestEndedAttemptTailFails(t *testing.T) {
+	t.Parallel()
+	// Any settled attempt's calls are admitted: failed, abandoned and
+	// exhausted ones too.
+	ended := func(row intake.Row, id intake.Identity) bool {
+		return row.State != intake.StatePending && row.State != intake.StateProcessing &&
+			row.Attempts == id.Attempt && row.ClaimID == id.ClaimID
+	}
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return newOwnTail(m, ended) }))
+	requireCases(t, res, "Journal/ConcurrentTailIntents", "Journal/EndedAttemptRefused", "Journal/IntentFencedByIdentity", "Journal/TailAdmitted")
+	requireMessage(t, res, "Journal/EndedAttemptRefused", "for an attempt that ended failed, its retry not yet claimed; want stale")
+	requireMessage(t, res, "Journal/EndedAttemptRefused", "for an attempt that ended abandoned; want false")
+}
+
+func TestTailIgnoresClaimIDFails(t *testing.T) {
+	t.Parallel()
+	// The attempt number alone names the tail: an identity of a row that
+	// was pruned and recorded again passes for the new tail.
+	byAttempt := func(row intake.Row, id intake.Identity) bool {
+		return row.State == intake.StateCompleted && row.Attempts == id.Attempt
+	}
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return newOwnTail(m, byAttempt) }))
+	requireCases(t, res, "Journal/ConcurrentTailIntents", "Journal/TailAdmitted", "Journal/TailEndsWithRow")
+	requireMessage(t, res, "Journal/TailEndsWithRow", "before it was pruned and recorded again (same attempt number, another claim id); want stale")
+}

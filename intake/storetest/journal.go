@@ -12,7 +12,7 @@ import (
 // The Journal cases run only for an [intake.JournalStore].
 
 func journalCases() []testCase {
-	return []testCase{
+	return append([]testCase{
 		{name: "IntentFencedByIdentity", rule: "a stale identity records no intent", needs: capJournal, run: journalFenced},
 		{name: "ReplayAcrossAttempts", rule: "a later attempt finds the recorded call and its answer byte for byte", needs: capJournal, run: journalReplay},
 		{name: "PendingAndUnknownStay", rule: "an intent without outcome and an unknown outcome are never recorded again", needs: capJournal, run: journalPendingStays},
@@ -24,7 +24,7 @@ func journalCases() []testCase {
 		{name: "ConcurrentIntents", rule: "of concurrent identical intents exactly one is recorded", needs: capJournal, run: journalRace},
 		{name: "DeferredOutcomes", rule: "a deferred outcome is recorded as RecordOutcome records it, with or without an intent to share its commit", needs: capJournal, run: journalDeferred},
 		{name: "RequeueKeepsJournal", rule: "a requeued update keeps its journal", needs: capJournal | capAdmin, run: journalRequeue},
-	}
+	}, tailCases()...)
 }
 
 func call(method string, occurrence int) intake.Call {
@@ -62,7 +62,7 @@ func answered(body string) intake.CallResult {
 }
 
 // journalFenced: a wrong claim id, an earlier attempt, a lapsed lease, a
-// settled row and a missing row all get IntentStale and leave no entry.
+// failed attempt and a missing row all get IntentStale and leave no entry.
 func journalFenced(c *checker) {
 	c.mustAdd(1, 0)
 	first := c.mustClaimOwned(1, claimOpts(0, 100, 3), 1)
@@ -86,11 +86,13 @@ func journalFenced(c *checker) {
 	if _, in := c.intent(first, call("sendPhoto", 1), 150); in != intake.IntentStale {
 		c.errorf("RecordIntent by the reclaimed attempt 1 = %s; want stale", in)
 	}
-	if !c.settleOwned(second, completed(150)) {
-		c.fatalf("SettleOwned(%s, completed at 150ms) reported false", fmtID(second))
+	// A completed attempt is its update's tail (see the Tail cases); a
+	// failed one is refused.
+	if !c.settleOwned(second, failedAt(150, 10_000, "x")) {
+		c.fatalf("SettleOwned(%s, failed at 150ms) reported false", fmtID(second))
 	}
 	if _, in := c.intent(second, call("sendPhoto", 1), 160); in != intake.IntentStale {
-		c.errorf("RecordIntent by the settled attempt 2 = %s; want stale", in)
+		c.errorf("RecordIntent by the failed attempt 2 = %s; want stale", in)
 	}
 	es := c.entries(1)
 	if len(es) != 1 || es[0].Method != "sendMessage" {

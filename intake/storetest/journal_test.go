@@ -43,9 +43,10 @@ func TestBrokenJournals(t *testing.T) {
 		want []string
 	}{
 		{"forgetful", func(m *memstore.Store) intake.Store { return forgetfulJournal{m} },
-			[]string{"Journal/ConcurrentIntents", "Journal/PendingAndUnknownStay", "Journal/ReplayAcrossAttempts", "Journal/RequeueKeepsJournal"}},
+			[]string{"Journal/ConcurrentIntents", "Journal/ConcurrentTailIntents", "Journal/PendingAndUnknownStay",
+				"Journal/ReplayAcrossAttempts", "Journal/RequeueKeepsJournal", "Journal/TailAdmitted"}},
 		{"unfenced", func(m *memstore.Store) intake.Store { return unfencedJournal{m} },
-			[]string{"Journal/IntentFencedByIdentity"}},
+			[]string{"Journal/EndedAttemptRefused", "Journal/IntentFencedByIdentity", "Journal/TailAdmitted", "Journal/TailEndsWithRow"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

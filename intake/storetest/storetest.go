@@ -44,8 +44,10 @@
 // prune then re-add), Exhaust (crash on the last attempt, Exhaust, exact
 // acknowledgement once and only of an unacknowledged exhaustion, cursor
 // paging), Batch, Admin (oldest pending measured from when a row became
-// pending), Journal, Process (a lapsed owner's rows taken over before their
-// lease ends and fenced, heartbeats that never revive, the crash budget),
+// pending), Journal (fenced intents, replays across attempts, and the
+// calls of the attempt that completed its update, its tail), Process (a
+// lapsed owner's rows taken over before their lease ends and fenced,
+// heartbeats that never revive, the crash budget),
 // ChatOrder (strict chat order: only a chat's lowest unsettled row is
 // claimable and listed, never beside a live lease of its chat, settled rows
 // and exhaustions release the chat, and a claim racing the late add and

@@ -391,7 +391,7 @@ func TestFailingPrune(t *testing.T) {
 	want := []string{
 		"Exhaust/AckOnlyUnacknowledged", "Exhaust/CrashOnLastAttempt",
 		"Fence/ExpiresAndNeverAdopts",
-		"Journal/PrunedWithUpdate",
+		"Journal/PrunedWithUpdate", "Journal/TailAdmitted", "Journal/TailEndsWithRow",
 		"Prune/ForgetsSettled",
 		"Prune/KeepsUnsettledRows",
 		"Prune/RecycledRowRefusesOldIdentity",

@@ -52,6 +52,7 @@ handlers.callbackQuery('yes', async (ctx) => {
   await ctx.answerCallbackQuery({ text: 'Done' });
   await ctx.editMessageText('Confirmed ✅');
   await ctx.editMessageReplyMarkup({ reply_markup: new InlineKeyboard().text('Undo', 'undo') });
+  await ctx.reply('Noted');
 });
 
 handlers.command('media', async (ctx) => {

@@ -1,10 +1,15 @@
 // A Telegraf bot written the usual way, run by the interop tests against
 // `tgrelay sandbox` (MODE=poll) or behind `tgrelay serve` (MODE=webhook).
-// Environment as for grammy_bot.mjs. With ROOT=header, each update's calls
-// go to the API root serve announces for it in Tgrelay-Api-Root, taken
-// exactly as it arrives, with Telegraf's default webhookReply (serve's
-// gateway performs the replies). Otherwise webhookReply is off unless
-// REPLIES=webhook: without the gateway nothing would perform them.
+// Environment as for grammy_bot.mjs. Behind serve it runs Telegraf's stock
+// webhook handler, bot.webhookCallback(path, { secretToken }), on the real
+// response, with Telegraf's default webhookReply: the handler's first
+// eligible call (answerCbQuery, sendChatAction…) becomes the response body,
+// which serve performs through its gateway, and the handler goes on. With
+// ROOT=header, each update's calls go to the API root serve announces for
+// it in Tgrelay-Api-Root, taken exactly as it arrives: the calls made after
+// the response ended come from the attempt that completed the update, which
+// the gateway still admits (and journals). Telegraf answers 200 even when
+// the handler throws, so serve does not retry a Telegraf handler's failure.
 import http from 'node:http';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
@@ -13,9 +18,8 @@ const require = createRequire(process.env.TGRELAY_NODE_MODULES + '/');
 const { Telegraf, Composer, Markup } = require('telegraf');
 const { message, editedMessage } = require('telegraf/filters');
 
-const { TOKEN, API_ROOT, MODE, PORT, SECRET, REPLIES, ROOT } = process.env;
-const telegramOptions = (apiRoot) => (ROOT === 'header' ? { apiRoot } : { apiRoot, webhookReply: REPLIES === 'webhook' });
-const bot = new Telegraf(TOKEN, { telegram: telegramOptions(API_ROOT) });
+const { TOKEN, API_ROOT, MODE, PORT, SECRET, ROOT } = process.env;
+const bot = new Telegraf(TOKEN, { telegram: { apiRoot: API_ROOT } });
 const handlers = new Composer();
 bot.use(handlers);
 
@@ -26,26 +30,10 @@ const attempt = () => identity.getStore()?.attempt ?? '0';
 // whose API root is the one announced for this update, unchanged.
 function botFor(root) {
   if (ROOT !== 'header') return bot;
-  const b = new Telegraf(TOKEN, { telegram: telegramOptions(root) });
+  const b = new Telegraf(TOKEN, { telegram: { apiRoot: root } });
   b.botInfo = bot.botInfo;
   b.use(handlers);
   return b;
-}
-
-// standIn is the response Telegraf's webhookCallback writes to. Telegraf
-// ends the response it is given with 200 even when the handler throws, and
-// with webhookReply on it ends it at the handler's first eligible call
-// (answerCbQuery…), while the handler goes on calling under the attempt's
-// API root: the real response is written only once the handler is done,
-// and is a 500 when it threw, so the relay retries.
-function standIn() {
-  return {
-    statusCode: 200, headers: {}, body: undefined, headersSent: false, writableEnded: false,
-    setHeader(k, v) { this.headers[k.toLowerCase()] = v; },
-    writeHead(code, headers) { this.statusCode = code; Object.assign(this.headers, headers); return this; },
-    end(body) { if (body !== undefined) this.body = body; this.writableEnded = true; return this; },
-    sendTo(res) { res.writeHead(this.statusCode, this.headers).end(this.body); },
-  };
 }
 
 handlers.start(async (ctx) => {
@@ -57,9 +45,10 @@ handlers.start(async (ctx) => {
 });
 
 handlers.action('yes', async (ctx) => {
-  await ctx.answerCbQuery('Done');
+  await ctx.answerCbQuery('Done'); // the webhook reply: the response ends here
   await ctx.editMessageText('Confirmed ✅');
   await ctx.editMessageReplyMarkup(Markup.inlineKeyboard([Markup.button.callback('Undo', 'undo')]).reply_markup);
+  await ctx.reply('Noted');
 });
 
 handlers.command('media', async (ctx) => {
@@ -147,14 +136,12 @@ async function main() {
       if (!seenRoot) { seenRoot = true; console.log(`ROOT ${root}`); }
     }
     const id = { updateId: req.headers['tgrelay-update-id'], attempt: req.headers['tgrelay-attempt'], claimId: req.headers['tgrelay-claim-id'] };
-    // The stock webhook handler, its secret check configured the documented
-    // way (a mismatch is answered 403).
+    // The stock webhook handler on the real response, its secret check
+    // configured the documented way (a mismatch is answered 403). It ends
+    // the response itself; a handler's error reaches this catch only after
+    // Telegraf answered 200.
     const callback = botFor(root).webhookCallback('/', { secretToken: SECRET || undefined });
-    const reply = standIn();
-    identity.run(id, () => callback(req, reply)).then(() => reply.sendTo(res), (err) => {
-      console.error(`handler failed: ${err.message}`);
-      res.writeHead(500).end(); // the reply, if any, is dropped: the retry makes it again
-    });
+    identity.run(id, () => callback(req, res)).catch((err) => console.error(`handler failed: ${err.message}`));
   });
   server.listen(Number(PORT), '127.0.0.1', () => console.log(`READY ${server.address().port}`));
 }
