@@ -87,10 +87,10 @@ const MaxChatKey = 64
 type StoredUpdate struct {
 	UpdateID int64
 	Body     []byte
-	// ReceivedAt is the row's [Incoming.ReceivedAt]: the runner counts an
-	// update's deadline ([Deadlines]) from it. A store that leaves it zero
-	// makes the runner count the deadline of a swept update from the sweep
-	// that found it.
+	// ReceivedAt is the row's [Incoming.ReceivedAt], whatever its state:
+	// the runner counts an update's deadline ([Deadlines]) from it. Should
+	// a store leave it zero, the runner counts the deadline of a swept
+	// update from the sweep that found it.
 	ReceivedAt time.Time
 }
 

@@ -534,3 +534,20 @@ func TestClaimAddDropsOwnerFails(t *testing.T) {
 	requireCases(t, res, "ClaimOnAdd/OwnerLapseTakesOver")
 	requireMessage(t, res, "ClaimOnAdd/OwnerLapseTakesOver", "Due(now 101ms) = [] after the claimed add's owner lapsed at 100ms; want [1]")
 }
+
+// forgetsReceipt lists due rows without their receipt time.
+type forgetsReceipt struct{ *memstore.Store }
+
+func (s forgetsReceipt) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	rows, err := s.Store.Due(ctx, q)
+	for i := range rows {
+		rows[i].ReceivedAt = time.Time{}
+	}
+	return rows, err
+}
+
+func TestForgetsReceiptFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return forgetsReceipt{m} }), "Add")
+	requireMessage(t, res, "Add/DueReportsReceipt", "Due reports update 1 received at")
+}
