@@ -331,6 +331,12 @@ func (r *Runner) leaseLost(id Identity) {
 // settle applies s to the attempt and reports whether the store applied it.
 // A refusal or a store error means the attempt lost the row.
 func (r *Runner) settle(rn *run, l *lease, s Settlement) bool {
+	return r.settleObserved(rn, l, s, true)
+}
+
+// settleObserved is settle, reporting the settlement to
+// Observer.SettleFunc only when observe is set.
+func (r *Runner) settleObserved(rn *run, l *lease, s Settlement, observe bool) bool {
 	ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
 	defer cancel()
 	ok, err := r.store.SettleOwned(ctx, l.id, s)
@@ -338,7 +344,7 @@ func (r *Runner) settle(rn *run, l *lease, s Settlement) bool {
 		r.storeError(StepSettle, l.id.UpdateID, err)
 	}
 	if ok {
-		if f := r.cfg.Observer.SettleFunc; f != nil {
+		if f := r.cfg.Observer.SettleFunc; f != nil && observe {
 			guard(func() { f(l.id, s.State) })
 		}
 		return true
@@ -367,7 +373,7 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 			r.log.Info("intake: attempt failed; no retry before its deadline", "update_id", l.id.UpdateID,
 				"attempt", l.id.Attempt, "kind", j.kind, "err", errorText(herr))
 			if f := r.cfg.Observer.FailureFunc; f != nil {
-				fl := Failure{Identity: l.id, Err: herr}
+				fl := Failure{Identity: l.id, Err: herr, Expiring: true}
 				guard(func() { f(fl) })
 			}
 			return r.expire(rn, l, j, errorText(herr))

@@ -98,6 +98,10 @@ type Failure struct {
 	// reclaimed when its lease lapses. False when it was abandoned or
 	// exhausted.
 	Retrying bool
+	// Expiring reports that the update was not retried because no retry
+	// could be due before its deadline (see [Deadlines]): it ends expired,
+	// reported to [Observer.ExpireFunc], not given up.
+	Expiring bool
 }
 
 // Observer receives the runner's events, for logs and metrics. Every field
@@ -113,7 +117,8 @@ type Observer struct {
 	// ClaimFunc sees every attempt taken.
 	ClaimFunc func(id Identity)
 	// SettleFunc sees every settlement the store applied: completed, failed
-	// (a retry is due) or abandoned.
+	// (a retry is due) or abandoned; an update that ended expired is
+	// reported to ExpireFunc instead.
 	SettleFunc func(id Identity, s State)
 	// FailureFunc sees every failed attempt.
 	FailureFunc func(f Failure)

@@ -327,7 +327,7 @@ func (r *Runner) lateLocked(rn *run, lc *lateCall) {
 // once, no exhaustion. last is the failure that ended it, if any.
 func (r *Runner) expire(rn *run, l *lease, j job, last string) outcome {
 	msg := expiredText(j.kind, j.deadline, last)
-	if !r.settle(rn, l, Settlement{State: StateAbandoned, At: now(), Error: msg}) {
+	if !r.settleObserved(rn, l, Settlement{State: StateAbandoned, At: now(), Error: msg}, false) {
 		return outcome{}
 	}
 	r.log.Info("intake: update expired", "update_id", l.id.UpdateID, "attempt", l.id.Attempt, "kind", j.kind)

@@ -320,4 +320,3 @@ func TestDeadlinesConfig(t *testing.T) {
 		}
 	}
 }
-

@@ -190,6 +190,13 @@ type Config struct {
 	// [MaxRetryBackoff]. Zero means [DefaultBackoffBase]; 1ms to
 	// [MaxBackoffBase].
 	BackoffBase time.Duration
+	// Deadlines are the deadlines of callback, inline, pre-checkout and
+	// shipping queries, and what the relay does to meet them: a lane of
+	// their own, retries only within the deadline, "expired" instead of an
+	// exhaustion, and a safe decline of what the app did not answer in
+	// time (see [DeadlineConfig] and [Decliner]). The zero value is
+	// Telegram's deadlines.
+	Deadlines DeadlineConfig
 	// DrainTimeout bounds, on stop, how long running forwards may finish
 	// before they are cancelled (and retried later). Zero means
 	// [DefaultDrainTimeout]; up to [MaxDrainTimeout].
@@ -276,6 +283,9 @@ func (c Config) fill() (Config, error) {
 		c.StoreName = "store"
 	}
 	if err := c.fillRunner(); err != nil {
+		return c, err
+	}
+	if err := c.fillDeadlines(); err != nil {
 		return c, err
 	}
 	if err := c.fillForward(); err != nil {

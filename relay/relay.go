@@ -167,6 +167,7 @@ func New(cfg Config) (*Relay, error) {
 		MaxCrashes:        cfg.MaxCrashes,
 		ChatOrder:         cfg.ChatOrder,
 		RetryOutOfOrder:   cfg.RetryOutOfOrder,
+		Deadlines:         r.intakeDeadlines(),
 		Observer:          r.intakeObserver(),
 		Logger:            runnerLog,
 	})
