@@ -62,9 +62,9 @@ func TestServeDeadlineCallbackQuery(t *testing.T) {
 		t.Errorf("message forwarded %d times, want once (its retry is an hour away)", n)
 	}
 	for series, want := range map[string]float64{
-		"tgrelay_exhaustions_total":                                 0,
+		"tgrelay_exhaustions_total":                                0,
 		`tgrelay_updates_expired_total{type="pre_checkout_query"}`: 0,
-		`tgrelay_settlements_total{state="failed"}`:                 1,
+		`tgrelay_settlements_total{state="failed"}`:                1,
 	} {
 		if got := scrapeMetric(t, r.admin, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
