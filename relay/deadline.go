@@ -7,46 +7,6 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// Updates with a deadline.
-//
-// Telegram waits only briefly for the answer to a callback query (about
-// 15 s), an inline query (about 10 s), a pre-checkout query (10 s) and a
-// shipping query. The relay knows an update's type from its body, and
-// counts its deadline from its arrival (the receipt time stored with its
-// row). Such an update:
-//
-//   - is forwarded on a lane of its own: never behind its chat's failed or
-//     pending message, and in handler slots of its own
-//     ([DeadlineConfig.MaxConcurrent]), so a pool full of ordinary updates
-//     does not delay it;
-//   - is forwarded with a context that ends at its deadline, and retried
-//     only while a retry can be due before it;
-//   - ends expired once its deadline passed unanswered: settled, not an
-//     exhaustion (no alert, nothing delivered to the exhaustion endpoint),
-//     reported as a [KindExpired] event, and shown as "expired" by the
-//     dashboard and the tgrelay updates command ([intake.Row.Expired]);
-//   - is declined, when the app has not answered it [DeadlineConfig.Margin]
-//     before its deadline (or it ended unanswered earlier), by the
-//     configured [Decliner], so that a button's spinner stops and a
-//     payment nobody checked is refused rather than timed out.
-//
-// A successful_payment arrives as a message: it has no deadline and is
-// never expired.
-//
-// # The seam with the decline component
-//
-// The relay decides when an update must be declined; a [Decliner] decides
-// how. The agreed shape is the [Decliner] interface below: Decline is
-// called at most once per update and process, in a goroutine of its own,
-// with the update (body, type, arrival and deadline) and its type again as
-// kind, under a context that ends at the update's deadline. It sends the
-// safe answer through the gateway, whose journal and
-// at-most-one-answer-per-query rule make a later answer of the app
-// harmless (answered from the journal, not sent twice). The relay reports
-// each call as a [KindDeclined] event. The policy of which types are
-// declined, and the pre-checkout refusal's message, are fields of
-// [DeadlineConfig] the decliner reads.
-
 // Decliner answers an update with a deadline safely, on the app's behalf,
 // before Telegram's deadline passes: an empty answerCallbackQuery for a
 // callback query, answerPreCheckoutQuery with ok false (and
@@ -80,10 +40,47 @@ func (f DeclinerFunc) Decline(ctx context.Context, upd intake.Update, kind strin
 // user.
 const DefaultPreCheckoutMessage = "Sorry, we could not confirm your order in time. You have not been charged; please try again."
 
-// DeadlineConfig configures the updates with a deadline (see [Config]'s
-// Deadlines field and the package's notes on them above [Decliner]). The
-// zero value is Telegram's deadlines, with callback and pre-checkout
-// queries declined by the relay's decliner, when it has one.
+// DeadlineConfig configures the updates with a deadline ([Config]'s
+// Deadlines field). The zero value is Telegram's deadlines, with callback
+// and pre-checkout queries declined by the configured [Decliner], when
+// there is one.
+//
+// Telegram waits only briefly for the answer to a callback query (about
+// 15 s), an inline query (about 10 s), a pre-checkout query (10 s) and a
+// shipping query. The relay knows an update's type from its body, and
+// counts its deadline from its arrival (the receipt time stored with its
+// row). Such an update:
+//
+//   - is forwarded on a lane of its own: never behind its chat's failed or
+//     pending message, and in handler slots of its own
+//     ([DeadlineConfig.MaxConcurrent]), so a pool full of ordinary updates
+//     does not delay it;
+//   - is forwarded with a context that ends at its deadline, and retried
+//     only while a retry can be due before it;
+//   - ends expired once its deadline passed unanswered: settled, not an
+//     exhaustion (no alert, nothing delivered to the exhaustion endpoint),
+//     reported as a [KindExpired] event, and shown as "expired" by the
+//     dashboard and the tgrelay updates command ([intake.Row.Expired]);
+//   - is declined, when the app has not answered it [DeadlineConfig.Margin]
+//     before its deadline (or it ended unanswered earlier), by the
+//     configured [Decliner], so that a button's spinner stops and a
+//     payment nobody checked is refused rather than timed out.
+//
+// A successful_payment arrives as a message: it has no deadline and is
+// never expired.
+//
+// The seam with the decline component: the relay decides when an update
+// must be declined; a [Decliner] decides how. The agreed shape is the
+// [Decliner] interface: Decline is
+// called at most once per update and process, in a goroutine of its own,
+// with the update (body, type, arrival and deadline) and its type again as
+// kind, under a context that ends at the update's deadline. It sends the
+// safe answer through the gateway, whose journal and
+// at-most-one-answer-per-query rule make a later answer of the app
+// harmless (answered from the journal, not sent twice). The relay reports
+// each call as a [KindDeclined] event. The policy of which types are
+// declined, and the pre-checkout refusal's message, are fields of
+// [DeadlineConfig] the decliner reads.
 type DeadlineConfig struct {
 	// CallbackQuery, InlineQuery, PreCheckoutQuery and ShippingQuery are
 	// the deadlines of those update types, counted from an update's
