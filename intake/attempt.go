@@ -227,7 +227,7 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 			defer rn.wg.Done()
 			r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
 			r.mu.Lock()
-			r.unqueueLocked(rn, j.id)
+			r.unqueueLocked(rn, j.id, false)
 			r.doneLocked(rn)
 			r.mu.Unlock()
 		}()

@@ -284,16 +284,21 @@ func (r *Runner) queueLocked(rn *run, j job) {
 	})
 }
 
-// unqueueLocked marks update id no longer scheduled. An update with a
-// deadline that leaves unanswered while its late call is still armed (it
-// expired early, or was given up) gets that call now.
-func (r *Runner) unqueueLocked(rn *run, id int64) {
+// unqueueLocked marks update id no longer scheduled. ended reports that
+// this process settled it for good: an update with a deadline that so
+// ends unanswered while its late call is still armed (it expired early,
+// or was given up) gets that call now. One unscheduled otherwise (its
+// claim refused: another process has it; the lifecycle closing) is left
+// to whoever handles it next.
+func (r *Runner) unqueueLocked(rn *run, id int64, ended bool) {
 	delete(rn.queued, id)
 	delete(rn.urgent, id)
 	if lc := rn.late[id]; lc != nil {
 		delete(rn.late, id)
 		lc.timer.Stop()
-		r.lateLocked(rn, lc)
+		if ended {
+			r.lateLocked(rn, lc)
+		}
 	}
 }
 

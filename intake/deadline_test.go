@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -36,10 +37,13 @@ func deadlineStores(t *testing.T, f func(t *testing.T, store intake.DurableStore
 func TestUpdateKindAndDeadline(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex // updates with a deadline run beside MaxConcurrent
 		got := map[int64]intake.Update{}
 		r := newRunner(t, intake.Config{
 			Store: memstore.New(),
 			Handler: func(ctx context.Context, u intake.Update) error {
+				mu.Lock()
+				defer mu.Unlock()
 				got[u.ID] = u
 				return nil
 			},
@@ -228,11 +232,11 @@ func TestSweptUpdatePastDeadlineExpiresUnhandled(t *testing.T) {
 			}
 		}
 		var rec recorder
-		late := 0
+		var late atomic.Int32
 		r := newRunner(t, intake.Config{
 			Store:     store,
 			Handler:   func(ctx context.Context, u intake.Update) error { rec.add("handled %d", u.ID); return nil },
-			Deadlines: intake.Deadlines{LateFunc: func(context.Context, intake.Update) { late++ }},
+			Deadlines: intake.Deadlines{LateFunc: func(context.Context, intake.Update) { late.Add(1) }},
 		})
 		start(t, r)
 		idle(t, r)
@@ -243,8 +247,8 @@ func TestSweptUpdatePastDeadlineExpiresUnhandled(t *testing.T) {
 		if got := row(t, store, 1); !got.Expired() || got.Attempts != 1 || strings.Contains(got.Error, "last failure") {
 			t.Fatalf("row 1 %+v, want expired on its first claim, with no failure", got)
 		}
-		if late != 0 {
-			t.Fatalf("late called %d times for an update past its deadline", late)
+		if late.Load() != 0 {
+			t.Fatalf("late called %d times for an update past its deadline", late.Load())
 		}
 	})
 }

@@ -866,7 +866,7 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 			r.scheduleExhaustionLocked(rn, *res.exhaustion, true)
 		}
 		if !res.settling {
-			r.unqueueLocked(rn, j.id)
+			r.unqueueLocked(rn, j.id, res.released)
 		}
 		if !res.retryAt.IsZero() {
 			r.retryOffLineLocked(rn, j, key, res.retryAt)
@@ -915,7 +915,7 @@ func (r *Runner) dropLine(rn *run, ln *line) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, j := range ln.jobs {
-		r.unqueueLocked(rn, j.id)
+		r.unqueueLocked(rn, j.id, false)
 	}
 	ln.jobs = nil
 	r.doneLocked(rn)
