@@ -324,3 +324,33 @@ func TestDeadlinesConfig(t *testing.T) {
 		}
 	}
 }
+
+// refusingClaims refuses every claim, as when another process holds the
+// update.
+type refusingClaims struct{ *faultStore }
+
+func (refusingClaims) ClaimOwned(context.Context, int64, intake.ClaimOpts) (intake.Identity, bool, error) {
+	return intake.Identity{}, false, nil
+}
+
+// An update whose claim is refused (another process has it) is not
+// declined by this process: the late call is for updates this process
+// ended unanswered or still holds.
+func TestNoLateCallForAnUpdateClaimedElsewhere(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var late, handled atomic.Int32
+		r := newRunner(t, intake.Config{
+			Store:     refusingClaims{newFaultStore()},
+			Handler:   func(context.Context, intake.Update) error { handled.Add(1); return nil },
+			Deadlines: intake.Deadlines{LateFunc: func(context.Context, intake.Update) { late.Add(1) }},
+		})
+		start(t, r)
+		mustAccept(t, r, callbackQuery(1, 7), intake.Accepted)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if late.Load() != 0 || handled.Load() != 0 {
+			t.Fatalf("late calls %d, handled %d; want neither for an update this process never claimed", late.Load(), handled.Load())
+		}
+	})
+}
