@@ -101,11 +101,6 @@ func (r *Relay) logEvent(e Event) {
 	case KindExpired:
 		r.log.Warn("relay: update expired: its deadline passed unanswered; not an exhaustion",
 			"update_id", e.ID.UpdateID, "attempts", e.ID.Attempt, "type", e.Reason)
-	case KindDeclined:
-		if e.Err != nil {
-			r.log.Warn("relay: declining an update the app did not answer in time failed",
-				"update_id", e.ID.UpdateID, "type", e.Reason, "err", e.Err)
-		}
 	case KindExhausted:
 		r.log.Error("relay: exhaustion recorded; it waits to be delivered or acknowledged",
 			"update_id", e.ID.UpdateID, "attempt", e.ID.Attempt, "err", e.Err)

@@ -45,10 +45,6 @@ const (
 	// Reason (the update's type, such as "callback_query"), Err (the text
 	// recorded in its row).
 	KindExpired Kind = "expired"
-	// KindDeclined: the [Decliner] was called for an update with a
-	// deadline the app did not answer in time. ID.UpdateID, Reason (the
-	// update's type), Duration, Err (nil when the decline was sent).
-	KindDeclined Kind = "declined"
 	// KindExhaustionFailed: a delivery to the exhaustion endpoint failed;
 	// it is delivered again later. ID, Err.
 	KindExhaustionFailed Kind = "exhaustion_failed"

@@ -31,7 +31,6 @@ type relayMetrics struct {
 	leasesLost     prometheus.Counter
 	exhausted      prometheus.Counter
 	expired        *prometheus.CounterVec // type
-	declines       *prometheus.CounterVec // type, outcome
 	acknowledged   prometheus.Counter
 	exhaustFailed  prometheus.Counter
 	unactedReplies prometheus.Counter
@@ -62,8 +61,7 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		exhausted:   prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustions_total", Help: "Updates given up and kept as exhaustions."}),
 		expired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_updates_expired_total",
 			Help: "Updates with a deadline (callback, inline, pre-checkout, shipping queries) that ended expired: their deadline passed before the app answered. Not exhaustions."}, []string{"type"}),
-		declines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_declines_total",
-			Help: "Updates with a deadline the app did not answer in time, declined on its behalf, by type and outcome (sent or error)."}, []string{"type", "outcome"}),
+
 		acknowledged: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustions_acknowledged_total",
 			Help: "Exhaustions acknowledged by the exhaustion endpoint."}),
 		unactedReplies: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_unacted_replies_total",
@@ -88,7 +86,7 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		m.expired.WithLabelValues(k)
 	}
 	reg.MustRegister(m.accepted, m.duplicate, m.rejected, m.attempts, m.failures, m.settlements, m.leasesLost,
-		m.exhausted, m.expired, m.declines, m.acknowledged, m.exhaustFailed, m.unactedReplies, m.appRefusals, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
+		m.exhausted, m.expired, m.acknowledged, m.exhaustFailed, m.unactedReplies, m.appRefusals, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
 		newStatsCollector(stats),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -157,12 +155,7 @@ func (m *relayMetrics) Observe(e relay.Event) {
 		m.exhausted.Inc()
 	case relay.KindExpired:
 		m.expired.WithLabelValues(relay.UpdateKindLabel(e.Reason)).Inc()
-	case relay.KindDeclined:
-		outcome := "sent"
-		if e.Err != nil {
-			outcome = "error"
-		}
-		m.declines.WithLabelValues(relay.UpdateKindLabel(e.Reason), outcome).Inc()
+
 	case relay.KindExhaustionFailed:
 		m.exhaustFailed.Inc()
 	case relay.KindAcknowledged:

@@ -164,10 +164,7 @@ message, in --deadline-concurrency (8) forwards of its own beside
 a retry can be due before it. Once its deadline passed unanswered it ends
 "expired": settled, not an exhaustion (nothing to alert on, nothing POSTed to
 --exhaustion-forward), counted in tgrelay_updates_expired_total{type} and
-shown as expired by 'tgrelay updates' and the dashboard. An update of a type
-serve declines that the app has not answered --deadline-margin (2s) before its
-deadline (or that failed with no retry left in time) is declined on its
-behalf, counted in tgrelay_declines_total{type,outcome}.
+shown as expired by 'tgrelay updates' and the dashboard.
 
 Fencing your own write: store the three identity headers with your domain
 write and, with PostgreSQL, check in the same transaction
@@ -429,7 +426,6 @@ var serveFlagOf = map[string]string{
 	"Deadlines.InlineQuery":      "deadline-inline-query",
 	"Deadlines.PreCheckoutQuery": "deadline-pre-checkout-query",
 	"Deadlines.ShippingQuery":    "deadline-shipping-query",
-	"Deadlines.Margin":           "deadline-margin",
 	"Deadlines.MaxConcurrent":    "deadline-concurrency",
 }
 

@@ -13,7 +13,6 @@ import (
 // relay.DeadlineConfig).
 type deadlineFlags struct {
 	callbackQuery, inlineQuery, preCheckoutQuery, shippingQuery time.Duration
-	margin                                                      time.Duration
 	concurrency                                                 int
 }
 
@@ -22,7 +21,6 @@ func (d *deadlineFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&d.inlineQuery, "deadline-inline-query", intake.DefaultInlineQueryDeadline, "how long an inline query's answer is worth giving, from its arrival (`duration`; 0: no deadline)")
 	fs.DurationVar(&d.preCheckoutQuery, "deadline-pre-checkout-query", intake.DefaultPreCheckoutQueryDeadline, "how long Telegram waits for answerPreCheckoutQuery, from the query's arrival (`duration`; 0: no deadline)")
 	fs.DurationVar(&d.shippingQuery, "deadline-shipping-query", intake.DefaultShippingQueryDeadline, "how long Telegram waits for answerShippingQuery, from the query's arrival (`duration`; 0: no deadline)")
-	fs.DurationVar(&d.margin, "deadline-margin", intake.DefaultDeadlineMargin, "how long before its deadline an update the app has not answered is declined (`duration`)")
 	fs.IntVar(&d.concurrency, "deadline-concurrency", intake.DefaultDeadlineConcurrent, "forwards of updates with a deadline running at once, beside --concurrency")
 }
 
@@ -41,13 +39,12 @@ func (d *deadlineFlags) config() relay.DeadlineConfig {
 		InlineQuery:      off(d.inlineQuery),
 		PreCheckoutQuery: off(d.preCheckoutQuery),
 		ShippingQuery:    off(d.shippingQuery),
-		Margin:           d.margin,
 		MaxConcurrent:    d.concurrency,
 	}
 }
 
-// validate refuses what relay.New would take as "the default": a zero
-// margin or concurrency.
+// validate refuses a negative or over-long deadline, and what relay.New
+// would take as "the default": a zero concurrency.
 func (d *deadlineFlags) validate() error {
 	for _, f := range []struct {
 		name string
@@ -59,9 +56,6 @@ func (d *deadlineFlags) validate() error {
 		if f.v < 0 || f.v > intake.MaxDeadline {
 			return &usageError{msg: fmt.Sprintf("--%s is %v: want up to %v, or 0 for no deadline", f.name, f.v, intake.MaxDeadline), hint: "Run 'tgrelay help serve' for usage."}
 		}
-	}
-	if d.margin <= 0 {
-		return serveUsageError(&relay.ConfigError{Field: "Deadlines.Margin", Err: fmt.Errorf("is %v: want above 0, up to %v", d.margin, intake.MaxDeadline)})
 	}
 	if d.concurrency == 0 {
 		return serveUsageError(&relay.ConfigError{Field: "Deadlines.MaxConcurrent", Err: fmt.Errorf("is 0: want 1 to %d", intake.MaxMaxConcurrent)})

@@ -117,7 +117,7 @@ func TestServeHelpDeadlines(t *testing.T) {
 		t.Fatalf("help serve exited %d:\n%s", code, &out)
 	}
 	for _, want := range []string{"-deadline-callback-query", "-deadline-inline-query", "-deadline-pre-checkout-query",
-		"-deadline-shipping-query", "-deadline-margin", "-deadline-concurrency", "tgrelay_updates_expired_total{type}", `ends
+		"-deadline-shipping-query", "-deadline-concurrency", "tgrelay_updates_expired_total{type}", `ends
 "expired"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help serve lacks %q", want)

@@ -613,7 +613,6 @@ func TestServeFlagErrors(t *testing.T) {
 		{"short admin token", []string{"TGRELAY_ADMIN_TOKEN=has space"}, []string{"--forward", "http://127.0.0.1:1/", "--admin-listen", "127.0.0.1:0"}, "--admin-token is too short"},
 		{"negative deadline", nil, []string{"--forward", "http://127.0.0.1:1/", "--deadline-callback-query", "-1s"}, "--deadline-callback-query is -1s: want up to 1h0m0s, or 0 for no deadline"},
 		{"deadline over an hour", []string{"TGRELAY_DEADLINE_PRE_CHECKOUT_QUERY=2h"}, []string{"--forward", "http://127.0.0.1:1/"}, "--deadline-pre-checkout-query is 2h0m0s"},
-		{"zero deadline margin", nil, []string{"--forward", "http://127.0.0.1:1/", "--deadline-margin", "0"}, "--deadline-margin is 0s: want above 0"},
 		{"zero deadline concurrency", nil, []string{"--forward", "http://127.0.0.1:1/", "--deadline-concurrency", "0"}, "--deadline-concurrency is 0: want 1 to"},
 		{"deadline concurrency too high", nil, []string{"--forward", "http://127.0.0.1:1/", "--deadline-concurrency", "20000"}, "--deadline-concurrency is 20000"},
 	} {
