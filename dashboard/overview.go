@@ -84,6 +84,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			newChart(SeriesCompleted, "Completed", false, b[SeriesCompleted], t[SeriesCompleted]),
 			newChart(SeriesRetried, "Retried", false, b[SeriesRetried], t[SeriesRetried]),
 			newChart(SeriesExhausted, "Exhausted", false, b[SeriesExhausted], t[SeriesExhausted]),
+			newChart(SeriesExpired, "Expired", false, b[SeriesExpired], t[SeriesExpired]),
 		}
 	}
 	h.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Live: true, Data: d})

@@ -24,6 +24,10 @@ const (
 	// SeriesExhausted counts updates whose handling ended for good: an
 	// exhaustion recorded, or an abandonment.
 	SeriesExhausted
+	// SeriesExpired counts updates with a deadline that ended expired:
+	// their deadline passed before the app answered (see
+	// [intake.Deadlines]). An expiry is no exhaustion.
+	SeriesExpired
 
 	numSeries
 )
@@ -41,6 +45,8 @@ func (s Series) String() string {
 		return "retried"
 	case SeriesExhausted:
 		return "exhausted"
+	case SeriesExpired:
+		return "expired"
 	}
 	return "unknown"
 }
@@ -203,6 +209,7 @@ func (r *Recorder) Observer() intake.Observer {
 			}
 		},
 		ExhaustFunc:   func(intake.Exhaustion) { r.Add(SeriesExhausted, 1) },
+		ExpireFunc:    func(intake.Expiry) { r.Add(SeriesExpired, 1) },
 		LeaseLostFunc: func(intake.Identity) { r.LeaseLost() },
 	}
 }

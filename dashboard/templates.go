@@ -40,6 +40,9 @@ var templateFuncs = template.FuncMap{
 	"stateClass": func(s intake.State) string {
 		return "state-" + string(s)
 	},
+	// rowState names a row's state: "expired" for a row that ended
+	// expired, its State otherwise (see intake.Row.StateName).
+	"rowState": func(r intake.Row) string { return r.StateName() },
 }
 
 // num prints an integer with thousands separators.

@@ -37,7 +37,9 @@ func (h *Handler) view(r intake.Row) rowView {
 	v.Body = nil // pages that show the body format it themselves
 	if !h.cfg.ReadOnly {
 		v.CanAck = v.Unacked && h.durable != nil
-		v.CanRequeue = r.State == intake.StateFailed || r.State == intake.StateAbandoned
+		// An expired update would expire again at once: its deadline
+		// counts from its arrival.
+		v.CanRequeue = (r.State == intake.StateFailed || r.State == intake.StateAbandoned) && !r.Expired()
 	}
 	return v
 }
@@ -97,8 +99,9 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := updatesData{State: q.Get("state"), Chat: strings.TrimSpace(q.Get("chat")), States: allStates, Paged: after != nil}
-	if d.State != "" && !slices.Contains(allStates, intake.State(d.State)) {
-		h.fail(w, r, http.StatusBadRequest, "Bad request", "Unknown state; want pending, processing, failed, completed or abandoned.")
+	expired := d.State == intake.StateNameExpired
+	if d.State != "" && !expired && !slices.Contains(allStates, intake.State(d.State)) {
+		h.fail(w, r, http.StatusBadRequest, "Bad request", "Unknown state; want pending, processing, failed, completed, abandoned or expired.")
 		return
 	}
 	if len(d.Chat) > maxChatParam {
@@ -108,10 +111,14 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
 	lq := intake.ListQuery{State: intake.State(d.State), After: after}
+	if expired {
+		// Stores keep an expired row as abandoned: scan those.
+		lq.State = intake.StateAbandoned
+	}
 	var rows []intake.Row
 	var nextAfter int64
 	hasNext := false
-	if d.Chat == "" {
+	if d.Chat == "" && !expired {
 		lq.Limit = limit + 1
 		rows, err = h.cfg.Store.List(ctx, lq)
 		if err != nil {
@@ -123,7 +130,10 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 			nextAfter, hasNext = rows[limit-1].UpdateID, true
 		}
 	} else {
-		rows, nextAfter, hasNext, d.Scanned, d.ScanCut, err = h.scanChat(ctx, lq, d.Chat, limit)
+		keep := func(row intake.Row) bool {
+			return (d.Chat == "" || chatOf(row.Body) == d.Chat) && (!expired || row.Expired())
+		}
+		rows, nextAfter, hasNext, d.Scanned, d.ScanCut, err = h.scanChat(ctx, lq, keep, limit)
 		if err != nil {
 			h.storeFailed(w, r, err)
 			return
@@ -150,10 +160,11 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "updates", page{Title: "Updates", Nav: "updates", Live: true, Data: d})
 }
 
-// scanChat reads rows in update id order, keeping those of chat, until the
-// page is full, the store has no more, or MaxChatScan rows were read. It
-// returns where the next page continues, if there is one.
-func (h *Handler) scanChat(ctx context.Context, lq intake.ListQuery, chat string, limit int) (rows []intake.Row, next int64, hasNext bool, scanned int, cut bool, err error) {
+// scanChat reads rows in update id order, keeping those keep accepts (of
+// one chat, or expired), until the page is full, the store has no more,
+// or MaxChatScan rows were read. It returns where the next page
+// continues, if there is one.
+func (h *Handler) scanChat(ctx context.Context, lq intake.ListQuery, keep func(intake.Row) bool, limit int) (rows []intake.Row, next int64, hasNext bool, scanned int, cut bool, err error) {
 	for scanned < MaxChatScan {
 		lq.Limit = min(chatScanBatch, MaxChatScan-scanned)
 		batch, err := h.cfg.Store.List(ctx, lq)
@@ -161,7 +172,7 @@ func (h *Handler) scanChat(ctx context.Context, lq intake.ListQuery, chat string
 			return nil, 0, false, scanned, false, err
 		}
 		for i, row := range batch {
-			if chatOf(row.Body) != chat {
+			if !keep(row) {
 				continue
 			}
 			if len(rows) == limit {

@@ -113,12 +113,12 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 	id, ok, err := r.store.ClaimOwned(cctx, j.id, opts)
 	ccancel()
 	if err != nil {
-		rn.claims.Release(1)
+		laneClaims(rn, j).Release(1)
 		r.storeError(StepClaim, j.id, err)
 		return outcome{}
 	}
 	if !ok {
-		rn.claims.Release(1)
+		laneClaims(rn, j).Release(1)
 		return outcome{} // someone else holds it, it is not due, or its attempts were spent
 	}
 	return r.handle(rn, j, id, opts.LeaseUntil, opts.Owner)
@@ -154,43 +154,65 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 	rn.wg.Add(1)
 	go r.renewLoop(rn, rctx, l)
 
-	serr := rn.sem.Acquire(hctx, 1)
-	rn.claims.Release(1)
-	if serr != nil {
-		// The lease was lost, or Close gave up, before a slot freed: the
-		// handler never ran, and the row is reclaimed after its lease.
+	sem, claims := rn.lane(!j.deadline.IsZero())
+	// An update with a deadline waits for a slot only until its deadline.
+	actx, acancel := hctx, context.CancelFunc(func() {})
+	if !j.deadline.IsZero() {
+		actx, acancel = context.WithDeadline(hctx, j.deadline)
+	}
+	serr := sem.Acquire(actx, 1)
+	acancel()
+	claims.Release(1)
+	stopLease := func() {
 		l.mu.Lock()
 		l.active = false
 		l.timer.Stop()
 		l.mu.Unlock()
 		rcancel()
+	}
+	if serr != nil {
+		stopLease()
+		if hctx.Err() == nil && !j.deadline.IsZero() {
+			return r.expire(rn, l, j, "") // its deadline passed waiting for a slot
+		}
+		// The lease was lost, or Close gave up, before a slot freed: the
+		// handler never ran, and the row is reclaimed after its lease.
 		return outcome{}
+	}
+	if !j.deadline.IsZero() && !now().Before(j.deadline) {
+		// Found past its deadline (swept late, or retried late): nobody
+		// waits for an answer any more.
+		stopLease()
+		sem.Release(1)
+		return r.expire(rn, l, j, "")
 	}
 
 	var herr error
 	if j.bad {
 		herr = ErrUnparsableBody
 	} else {
-		u := Update{ID: j.id, Body: j.body, ChatID: j.chat.id, ChatType: j.chat.typ}
+		u := j.update()
 		a := Attempt{Identity: id, lease: l}
 		if r.proves {
 			a.store = r.store
 		}
 		v := &attemptValue{update: u, attempt: a}
-		ctx := transport.WithResultFunc(withAttempt(hctx, v), v.observe)
+		ctx, cancel := context.Context(hctx), context.CancelFunc(func() {})
+		if !j.deadline.IsZero() {
+			ctx, cancel = context.WithDeadline(hctx, j.deadline)
+		}
+		ctx = transport.WithResultFunc(withAttempt(ctx, v), v.observe)
 		herr = v.outcome(r.callHandler(ctx, u, a))
+		cancel()
 	}
 
 	// The handler returned: nothing a renewal learns from now on changes
 	// anything.
-	l.mu.Lock()
-	l.active = false
-	l.timer.Stop()
-	l.mu.Unlock()
-	rcancel()
-	rn.sem.Release(1)
+	stopLease()
+	sem.Release(1)
 
 	if herr == nil {
+		r.answered(rn, j.id)
 		if r.strict {
 			// In strict chat order the store releases the chat only once
 			// the completion is committed, so the line waits for it.
@@ -205,7 +227,7 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 			defer rn.wg.Done()
 			r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
 			r.mu.Lock()
-			delete(rn.queued, j.id)
+			r.unqueueLocked(rn, j.id, false)
 			r.doneLocked(rn)
 			r.mu.Unlock()
 		}()
@@ -309,6 +331,12 @@ func (r *Runner) leaseLost(id Identity) {
 // settle applies s to the attempt and reports whether the store applied it.
 // A refusal or a store error means the attempt lost the row.
 func (r *Runner) settle(rn *run, l *lease, s Settlement) bool {
+	return r.settleObserved(rn, l, s, true)
+}
+
+// settleObserved is settle, reporting the settlement to
+// Observer.SettleFunc only when observe is set.
+func (r *Runner) settleObserved(rn *run, l *lease, s Settlement, observe bool) bool {
 	ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
 	defer cancel()
 	ok, err := r.store.SettleOwned(ctx, l.id, s)
@@ -316,7 +344,7 @@ func (r *Runner) settle(rn *run, l *lease, s Settlement) bool {
 		r.storeError(StepSettle, l.id.UpdateID, err)
 	}
 	if ok {
-		if f := r.cfg.Observer.SettleFunc; f != nil {
+		if f := r.cfg.Observer.SettleFunc; f != nil && observe {
 			guard(func() { f(l.id, s.State) })
 		}
 		return true
@@ -338,6 +366,19 @@ func (r *Runner) ownershipLostAfter(l *lease, err error) {
 // fail settles a failed attempt: a retry, an exhaustion, or an abandonment.
 func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 	d := decide(r.policy, herr, l.id.Attempt, r.cfg.MaxAttempts)
+	if !j.deadline.IsZero() && d.retry {
+		// A retry only while the deadline allows: one due at or after it
+		// would answer nobody.
+		if at := now(); !at.Add(d.delay).Before(j.deadline) {
+			r.log.Info("intake: attempt failed; no retry before its deadline", "update_id", l.id.UpdateID,
+				"attempt", l.id.Attempt, "kind", j.kind, "err", errorText(herr))
+			if f := r.cfg.Observer.FailureFunc; f != nil {
+				fl := Failure{Identity: l.id, Err: herr, Expiring: true}
+				guard(func() { f(fl) })
+			}
+			return r.expire(rn, l, j, errorText(herr))
+		}
+	}
 	if d.guarded {
 		r.log.Warn("intake: retry policy panicked or returned a negative delay; using the default backoff",
 			"update_id", l.id.UpdateID, "attempt", l.id.Attempt)

@@ -98,6 +98,10 @@ type Failure struct {
 	// reclaimed when its lease lapses. False when it was abandoned or
 	// exhausted.
 	Retrying bool
+	// Expiring reports that the update was not retried because no retry
+	// could be due before its deadline (see [Deadlines]): it ends expired,
+	// reported to [Observer.ExpireFunc], not given up.
+	Expiring bool
 }
 
 // Observer receives the runner's events, for logs and metrics. Every field
@@ -113,7 +117,8 @@ type Observer struct {
 	// ClaimFunc sees every attempt taken.
 	ClaimFunc func(id Identity)
 	// SettleFunc sees every settlement the store applied: completed, failed
-	// (a retry is due) or abandoned.
+	// (a retry is due) or abandoned; an update that ended expired is
+	// reported to ExpireFunc instead.
 	SettleFunc func(id Identity, s State)
 	// FailureFunc sees every failed attempt.
 	FailureFunc func(f Failure)
@@ -131,6 +136,11 @@ type Observer struct {
 	// StoreErrorFunc sees every store error the runner could not return to
 	// a caller, with the step that failed. updateID is -1 for StepSweep.
 	StoreErrorFunc func(step Step, updateID int64, err error)
+	// ExpireFunc sees every update with a deadline that this runner ended
+	// expired ([ExpiredText]): its deadline passed, or no retry could be
+	// due before it. Such an update is no exhaustion: ExhaustFunc does not
+	// see it.
+	ExpireFunc func(e Expiry)
 }
 
 // ChatOrder is how far the runner keeps a chat's updates in order: one
@@ -322,6 +332,11 @@ type Config struct {
 	// Defaults to [DefaultMaxCrashes].
 	MaxCrashes int
 
+	// Deadlines are the answer deadlines of callback, inline, pre-checkout
+	// and shipping queries, and the lane such updates run on; see
+	// [Deadlines]. The zero value is Telegram's deadlines.
+	Deadlines Deadlines
+
 	// Observer receives events. The zero value observes nothing.
 	Observer Observer
 	// Logger receives store errors and failed attempts, never bodies. Nil
@@ -413,6 +428,9 @@ func (c Config) fill() (Config, error) {
 		}
 	}
 	if err != nil {
+		return c, err
+	}
+	if c.Deadlines, err = c.Deadlines.fill(); err != nil {
 		return c, err
 	}
 	if c.Logger == nil {

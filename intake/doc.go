@@ -136,6 +136,25 @@
 // that handler at least once, after any restart, until it returns nil.
 // Without one it is settled as abandoned and reported to the [Observer].
 //
+// # Updates with a deadline
+//
+// Telegram waits only briefly for the answer to a callback query (about
+// 15 s), an inline query, a pre-checkout query (10 s: the payment fails
+// after it) and a shipping query. The runner knows an update's type
+// ([Update.Kind], parsed with its chat in one pass) and counts a deadline
+// from its arrival ([Incoming.ReceivedAt], which [Store.Due] reports back):
+// see [Deadlines] for the defaults and how to change them. Such an update
+// runs on a lane of its own, never behind an earlier update of its chat
+// and in handler slots of its own; its handler's context ends at its
+// deadline; it is retried only while a retry can be due before the
+// deadline; and once none can, it ends expired: abandoned and settled at
+// once with [ExpiredText], reported to [Observer.ExpireFunc], never an
+// exhaustion ([Row.Expired] tells it apart; operator tooling names its
+// state "expired"). [Deadlines.LateFunc] is called, once, when such an
+// update is not handled a margin before its deadline, so a relay can
+// decline it safely in time. A successful_payment is a message: it has no
+// deadline.
+//
 // # Lifecycle
 //
 // [Runner.Start] sweeps once (taking over everything due, without the

@@ -59,26 +59,32 @@ type run struct {
 	cancel context.CancelCauseFunc
 	sem    *semaphore.Weighted // handler slots: Config.MaxConcurrent
 	claims *semaphore.Weighted // claim tokens: claims being taken or waiting for a slot, claimsPerSlot per slot
-	wg     sync.WaitGroup      // every goroutine of this run
-	stop   chan struct{}       // closed to stop the background sweeper
-	kick   chan struct{}       // a catch-up sweep is wanted (capacity 1)
-	hb     *heartbeat          // this lifecycle's process, set by Start (guarded by Runner.mu); nil without one
+	// The lane of updates with a deadline: handler slots
+	// (Config.Deadlines.MaxConcurrent) and claim tokens of its own.
+	urgentSem    *semaphore.Weighted
+	urgentClaims *semaphore.Weighted
+	wg           sync.WaitGroup // every goroutine of this run
+	stop         chan struct{}  // closed to stop the background sweeper
+	kick         chan struct{}  // a catch-up sweep is wanted (capacity 1)
+	hb           *heartbeat     // this lifecycle's process, set by Start (guarded by Runner.mu); nil without one
 
 	// Guarded by Runner.mu.
-	held       int                // queued updates on lines waiting for a retry
-	reserved   int                // accepts holding a line and a claim token while their claimed add commits
-	adding     map[string]int     // per line: accepts in flight recorded unclaimed (see Accept)
-	waiters    int                // retries waiting off their line (Config.RetryOutOfOrder)
-	stopped    bool               // stop is closed
-	draining   bool               // Close began: claim nothing new
-	lines      map[string]*line   // chat lines with work
-	queued     map[int64]struct{} // update ids scheduled as attempts
-	delivering map[int64]struct{} // update ids whose exhaustion is being delivered
-	idle       chan struct{}      // closed while nothing is queued (but held) or delivering
-	quiet      bool               // idle is closed
-	backlog    bool               // something was not scheduled for lack of room
-	refill     bool               // the last sweep filled its page: more may be due
-	sweeping   bool               // the background sweeper runs
+	held       int                 // queued updates on lines waiting for a retry
+	reserved   int                 // accepts holding a line and a claim token while their claimed add commits
+	adding     map[string]int      // per line: accepts in flight recorded unclaimed (see Accept)
+	waiters    int                 // retries waiting off their line (Config.RetryOutOfOrder)
+	stopped    bool                // stop is closed
+	draining   bool                // Close began: claim nothing new
+	lines      map[string]*line    // chat lines with work
+	queued     map[int64]struct{}  // update ids scheduled as attempts
+	urgent     map[int64]struct{}  // those of them with a deadline: their own share of MaxQueued
+	late       map[int64]*lateCall // updates with a deadline whose Deadlines.LateFunc may still be due
+	delivering map[int64]struct{}  // update ids whose exhaustion is being delivered
+	idle       chan struct{}       // closed while nothing is queued (but held) or delivering
+	quiet      bool                // idle is closed
+	backlog    bool                // something was not scheduled for lack of room
+	refill     bool                // the last sweep filled its page: more may be due
+	sweeping   bool                // the background sweeper runs
 }
 
 // line is the queue of one chat: its updates run one after the other.
@@ -89,6 +95,9 @@ type line struct {
 	// claimed add to commit; the line's goroutine starts when it resolves,
 	// and jobs scheduled meanwhile wait behind the accepted update.
 	reserved bool
+	// urgent is set when the reservation took a claim token of the
+	// deadline lane.
+	urgent bool
 }
 
 // job is one scheduled update.
@@ -98,6 +107,10 @@ type job struct {
 	chat chatRef
 	key  string // the chat key (Incoming.Chat); empty when none
 	bad  bool   // the body is not an update: exhaust or abandon without handling
+	kind string // the update's type (Update.Kind)
+	// received is the update's arrival; deadline, when set, the end of
+	// its answer deadline: the job runs on the deadline lane.
+	received, deadline time.Time
 	// claim, when set, is the claim the update was recorded under by
 	// Accept (claim on add): the job runs under it, with the claim token
 	// Accept reserved, without claiming again. Only its first run uses it.
@@ -179,7 +192,9 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 		r.observeAccept(-1, Invalid)
 		return Invalid, nil
 	}
-	in := Incoming{UpdateID: p.id, Body: body, ReceivedAt: now(), Chat: p.key}
+	received := now()
+	r.route(&p, received)
+	in := Incoming{UpdateID: p.id, Body: body, ReceivedAt: received, Chat: p.key}
 	if r.claimOnAdd {
 		return r.acceptClaiming(ctx, p, in)
 	}
@@ -201,14 +216,26 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	r.observeAccept(p.id, Accepted)
 	r.mu.Lock()
 	if r.started && r.run != nil {
-		r.scheduleLocked(r.run, r.acceptedJob(p, body), p.line)
+		r.scheduleLocked(r.run, r.acceptedJob(p, body, received), p.line)
 	}
 	r.mu.Unlock()
 	return Accepted, nil
 }
 
-func (r *Runner) acceptedJob(p parsedUpdate, body []byte) job {
-	return job{id: p.id, body: bytes.Clone(body), chat: chatRef{p.chatID, p.chatType}, key: p.key}
+func (r *Runner) acceptedJob(p parsedUpdate, body []byte, received time.Time) job {
+	return job{id: p.id, body: bytes.Clone(body), chat: chatRef{p.chatID, p.chatType}, key: p.key,
+		kind: p.kind, received: received, deadline: r.deadlineOf(p.kind, received)}
+}
+
+// route puts an update with a deadline on a line of its own, and drops
+// its chat key, so that neither this process nor a strict store holds it
+// behind an earlier update of its chat.
+func (r *Runner) route(p *parsedUpdate, received time.Time) {
+	if r.deadlineOf(p.kind, received).IsZero() {
+		return
+	}
+	p.line = "update:" + strconv.FormatInt(p.id, 10)
+	p.key = ""
 }
 
 // acceptClaiming is Accept through a [ClaimingBatchStore]. When the update
@@ -228,7 +255,7 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 	}
 	var ln *line
 	if rn != nil {
-		ln = r.reserveLocked(rn, p.id, p.line)
+		ln = r.reserveLocked(rn, p.id, p.line, !r.deadlineOf(p.kind, in.ReceivedAt).IsZero())
 		if ln != nil {
 			req.Claim = &ClaimOpts{Now: in.ReceivedAt, LeaseUntil: in.ReceivedAt.Add(r.cfg.LeaseDuration),
 				MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil,
@@ -245,11 +272,11 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 	r.mu.Lock()
 	switch {
 	case ln != nil && accepted && res.Claimed():
-		r.startClaimedLocked(rn, ln, p.line, r.acceptedJob(p, in.Body), &heldClaim{id: res.Identity, leaseUntil: req.Claim.LeaseUntil, owner: req.Claim.Owner})
+		r.startClaimedLocked(rn, ln, p.line, r.acceptedJob(p, in.Body, in.ReceivedAt), &heldClaim{id: res.Identity, leaseUntil: req.Claim.LeaseUntil, owner: req.Claim.Owner})
 	case ln != nil:
 		r.releaseLocked(rn, ln, p.line)
 		if accepted { // recorded, but not claimed: schedule it as any other
-			r.scheduleLocked(rn, r.acceptedJob(p, in.Body), p.line)
+			r.scheduleLocked(rn, r.acceptedJob(p, in.Body, in.ReceivedAt), p.line)
 		}
 	default:
 		if rn != nil {
@@ -258,7 +285,7 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 			}
 		}
 		if accepted && r.started && r.run != nil {
-			r.scheduleLocked(r.run, r.acceptedJob(p, in.Body), p.line)
+			r.scheduleLocked(r.run, r.acceptedJob(p, in.Body, in.ReceivedAt), p.line)
 		}
 	}
 	r.mu.Unlock()
@@ -279,9 +306,10 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 // update cannot run at once: the lifecycle drains, an update waits for room
 // (backlog), the chat has work scheduled or an accept in flight here, the
 // update is scheduled already, MaxQueued is reached, or no claim token or
-// no handler slot is free. The reservation counts as a goroutine of rn
-// until it resolves, so Close waits for it.
-func (r *Runner) reserveLocked(rn *run, id int64, key string) *line {
+// no handler slot is free. urgent reserves on the deadline lane. The
+// reservation counts as a goroutine of rn until it resolves, so Close
+// waits for it.
+func (r *Runner) reserveLocked(rn *run, id int64, key string, urgent bool) *line {
 	if rn.draining || rn.backlog || rn.adding[key] > 0 {
 		return nil
 	}
@@ -294,17 +322,18 @@ func (r *Runner) reserveLocked(rn *run, id int64, key string) *line {
 	if _, ok := rn.delivering[id]; ok {
 		return nil
 	}
-	if len(rn.queued)+len(rn.delivering)+rn.reserved >= r.cfg.MaxQueued || !rn.claims.TryAcquire(1) {
+	sem, claims := rn.lane(urgent)
+	if r.fullLocked(rn, urgent) || !claims.TryAcquire(1) {
 		return nil
 	}
 	// A handler slot must be free now; it is taken when the add has
 	// committed (see handle), so that no slot idles through the commit.
-	if !rn.sem.TryAcquire(1) {
-		rn.claims.Release(1)
+	if !sem.TryAcquire(1) {
+		claims.Release(1)
 		return nil
 	}
-	rn.sem.Release(1)
-	ln := &line{reserved: true}
+	sem.Release(1)
+	ln := &line{reserved: true, urgent: urgent}
 	rn.lines[key] = ln
 	rn.reserved++
 	rn.wg.Add(1) // the line's goroutine, started when the reservation resolves
@@ -318,7 +347,7 @@ func (r *Runner) startClaimedLocked(rn *run, ln *line, key string, j job, c *hel
 	rn.reserved--
 	ln.reserved = false
 	j.claim = c
-	rn.queued[j.id] = struct{}{}
+	r.queueLocked(rn, j)
 	ln.jobs = append([]job{j}, ln.jobs...)
 	r.idleLocked(rn)
 	go r.runLine(rn, key, ln)
@@ -330,7 +359,8 @@ func (r *Runner) startClaimedLocked(rn *run, ln *line, key string, j job, c *hel
 func (r *Runner) releaseLocked(rn *run, ln *line, key string) {
 	rn.reserved--
 	ln.reserved = false
-	rn.claims.Release(1)
+	_, claims := rn.lane(ln.urgent)
+	claims.Release(1)
 	if len(ln.jobs) > 0 {
 		go r.runLine(rn, key, ln)
 		return
@@ -560,18 +590,22 @@ func (r *Runner) ensureRunLocked(ctx context.Context) *run {
 	idle := make(chan struct{})
 	close(idle)
 	r.run = &run{
-		ctx:        rctx,
-		cancel:     cancel,
-		sem:        semaphore.NewWeighted(int64(r.cfg.MaxConcurrent)),
-		claims:     semaphore.NewWeighted(int64(claimsPerSlot * r.cfg.MaxConcurrent)),
-		stop:       make(chan struct{}),
-		kick:       make(chan struct{}, 1),
-		lines:      make(map[string]*line),
-		queued:     make(map[int64]struct{}),
-		adding:     make(map[string]int),
-		delivering: make(map[int64]struct{}),
-		idle:       idle,
-		quiet:      true,
+		ctx:          rctx,
+		cancel:       cancel,
+		sem:          semaphore.NewWeighted(int64(r.cfg.MaxConcurrent)),
+		claims:       semaphore.NewWeighted(int64(claimsPerSlot * r.cfg.MaxConcurrent)),
+		urgentSem:    semaphore.NewWeighted(int64(r.cfg.Deadlines.MaxConcurrent)),
+		urgentClaims: semaphore.NewWeighted(int64(claimsPerSlot * r.cfg.Deadlines.MaxConcurrent)),
+		urgent:       make(map[int64]struct{}),
+		late:         make(map[int64]*lateCall),
+		stop:         make(chan struct{}),
+		kick:         make(chan struct{}, 1),
+		lines:        make(map[string]*line),
+		queued:       make(map[int64]struct{}),
+		adding:       make(map[string]int),
+		delivering:   make(map[int64]struct{}),
+		idle:         idle,
+		quiet:        true,
 	}
 	return r.run
 }
@@ -644,11 +678,17 @@ func (r *Runner) scheduleRows(rn *run, rows []StoredUpdate) int {
 	n := 0
 	for _, row := range rows {
 		p, perr := parseUpdate(row.Body)
+		received := row.ReceivedAt
+		if received.IsZero() {
+			received = now() // the store does not say: count from now
+		}
+		r.route(&p, received)
 		key := p.line
 		if perr != nil {
 			key = "update:" + strconv.FormatInt(row.UpdateID, 10)
 		}
-		j := job{id: row.UpdateID, body: row.Body, chat: chatRef{p.chatID, p.chatType}, key: p.key, bad: perr != nil}
+		j := job{id: row.UpdateID, body: row.Body, chat: chatRef{p.chatID, p.chatType}, key: p.key, bad: perr != nil,
+			kind: p.kind, received: received, deadline: r.deadlineOf(p.kind, received)}
 		r.mu.Lock()
 		if r.scheduleLocked(rn, j, key) {
 			n++
@@ -727,11 +767,11 @@ func (r *Runner) scheduleLocked(rn *run, j job, key string) bool {
 	if _, ok := rn.delivering[id]; ok {
 		return false
 	}
-	if len(rn.queued)+len(rn.delivering)+rn.reserved >= r.cfg.MaxQueued {
+	if r.fullLocked(rn, !j.deadline.IsZero()) {
 		rn.backlog = true
 		return false
 	}
-	rn.queued[id] = struct{}{}
+	r.queueLocked(rn, j)
 	ln := rn.lines[key]
 	if ln == nil {
 		ln = &line{}
@@ -808,7 +848,7 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 			ln.jobs[0].claim = nil
 			r.mu.Unlock()
 			j.claim = nil
-		case !draining && rn.claims.Acquire(rn.ctx, 1) == nil:
+		case !draining && laneClaims(rn, j).Acquire(rn.ctx, 1) == nil:
 			res = r.attempt(rn, j)
 		}
 		if !res.retryAt.IsZero() && !r.cfg.RetryOutOfOrder {
@@ -826,7 +866,7 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 			r.scheduleExhaustionLocked(rn, *res.exhaustion, true)
 		}
 		if !res.settling {
-			delete(rn.queued, j.id)
+			r.unqueueLocked(rn, j.id, res.released)
 		}
 		if !res.retryAt.IsZero() {
 			r.retryOffLineLocked(rn, j, key, res.retryAt)
@@ -875,7 +915,7 @@ func (r *Runner) dropLine(rn *run, ln *line) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, j := range ln.jobs {
-		delete(rn.queued, j.id)
+		r.unqueueLocked(rn, j.id, false)
 	}
 	ln.jobs = nil
 	r.doneLocked(rn)

@@ -87,6 +87,11 @@ const MaxChatKey = 64
 type StoredUpdate struct {
 	UpdateID int64
 	Body     []byte
+	// ReceivedAt is the row's [Incoming.ReceivedAt], whatever its state:
+	// the runner counts an update's deadline ([Deadlines]) from it. Should
+	// a store leave it zero, the runner counts the deadline of a swept
+	// update from the sweep that found it.
+	ReceivedAt time.Time
 }
 
 // ClaimOpts are the parameters of one claim.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Update is one stored update as a handler receives it.
@@ -25,7 +26,22 @@ type Update struct {
 	// ChatType is that chat's type as Telegram names it ("private",
 	// "group", "supergroup", "channel"), or "" when unknown.
 	ChatType string
+	// Kind is the update's type: the name of its payload field, such as
+	// "message", "callback_query" or "pre_checkout_query" (the first
+	// field other than update_id; Telegram sends one). Empty when the
+	// body has none, or the name is longer than [MaxKind] bytes.
+	Kind string
+	// ReceivedAt is when the update arrived (its [Incoming.ReceivedAt]),
+	// or the zero time when the store did not report it.
+	ReceivedAt time.Time
+	// Deadline is when Telegram stops waiting for an answer to the update
+	// (see [Deadlines]), or the zero time when it has none. The handler's
+	// context ends then.
+	Deadline time.Time
 }
+
+// MaxKind bounds the length of [Update.Kind].
+const MaxKind = 64
 
 // Decode unmarshals the body into v, typically the update type of a Go bot
 // library or a struct of the fields the handler needs.
@@ -71,6 +87,7 @@ var errNotUpdate = errors.New("intake: not a Telegram update")
 // and its chat.
 type parsedUpdate struct {
 	id       int64
+	kind     string
 	line     string
 	key      string
 	chatID   int64
@@ -109,10 +126,12 @@ func parseUpdate(body []byte) (parsedUpdate, error) {
 		return parsedUpdate{}, errNotUpdate
 	}
 	var (
-		id      int64 = -1
-		line    string
-		chat    chatRef
-		payload json.RawMessage
+		id       int64 = -1
+		line     string
+		chat     chatRef
+		payload  json.RawMessage
+		kind     string
+		kindSeen bool
 	)
 	for dec.More() {
 		kt, err := dec.Token()
@@ -134,6 +153,12 @@ func parseUpdate(body []byte) (parsedUpdate, error) {
 			}
 			continue
 		}
+		if !kindSeen {
+			kindSeen = true
+			if len(key) <= MaxKind {
+				kind = key
+			}
+		}
 		if line == "" {
 			line, chat = lineOf(payload)
 		}
@@ -153,7 +178,7 @@ func parseUpdate(body []byte) (parsedUpdate, error) {
 	} else if k := strings.TrimPrefix(line, "chat:"); len(k) <= MaxChatKey {
 		key = k
 	}
-	return parsedUpdate{id: id, line: line, key: key, chatID: chat.id, chatType: chat.typ}, nil
+	return parsedUpdate{id: id, kind: kind, line: line, key: key, chatID: chat.id, chatType: chat.typ}, nil
 }
 
 // parseID returns the value of a non-negative JSON integer literal, or -1.

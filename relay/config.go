@@ -201,6 +201,13 @@ type Config struct {
 	// [MaxRetryBackoff]. Zero means [DefaultBackoffBase]; 1ms to
 	// [MaxBackoffBase].
 	BackoffBase time.Duration
+	// Deadlines are the deadlines of callback, inline, pre-checkout and
+	// shipping queries, and what the relay does to meet them: a lane of
+	// their own, retries only within the deadline, "expired" instead of an
+	// exhaustion, and a safe decline of what the app did not answer in
+	// time (see [DeadlineConfig] and [Decliner]). The zero value is
+	// Telegram's deadlines.
+	Deadlines DeadlineConfig
 	// DrainTimeout bounds, on stop, how long running forwards may finish
 	// before they are cancelled (and retried later). Zero means
 	// [DefaultDrainTimeout]; up to [MaxDrainTimeout].
@@ -297,6 +304,9 @@ func (c Config) fill() (Config, error) {
 	if err := c.fillRunner(); err != nil {
 		return c, err
 	}
+	if err := c.fillDeadlines(); err != nil {
+		return c, err
+	}
 	if err := c.fillForward(); err != nil {
 		return c, err
 	}
@@ -305,6 +315,24 @@ func (c Config) fill() (Config, error) {
 	}
 	if err := c.fillGateway(); err != nil {
 		return c, err
+	}
+	// One source of deadlines: a decline policy without its own deadline
+	// takes the update type's (Deadlines), and the decline margin its
+	// margin, so --deadline-* moves the decline with it.
+	for _, k := range []struct {
+		policy   *DeclinePolicy
+		deadline time.Duration
+	}{
+		{&c.Decline.CallbackQuery, c.Deadlines.CallbackQuery},
+		{&c.Decline.PreCheckoutQuery, c.Deadlines.PreCheckoutQuery},
+		{&c.Decline.ShippingQuery, c.Deadlines.ShippingQuery},
+	} {
+		if k.policy.Deadline == 0 && k.deadline > 0 {
+			k.policy.Deadline = k.deadline
+		}
+	}
+	if c.Decline.Margin == 0 && c.Deadlines.Margin > 0 {
+		c.Decline.Margin = c.Deadlines.Margin
 	}
 	if err := c.fillDecline(); err != nil {
 		return c, err

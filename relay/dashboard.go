@@ -121,6 +121,8 @@ func (o dashboardObserver) Observe(e Event) {
 		}
 	case KindExhausted:
 		o.rec.Add(dashboard.SeriesExhausted, 1)
+	case KindExpired:
+		o.rec.Add(dashboard.SeriesExpired, 1)
 	case KindLeaseLost:
 		o.rec.LeaseLost()
 	case KindGatewayCall:

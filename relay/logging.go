@@ -90,11 +90,17 @@ func (r *Relay) logEvent(e Event) {
 	switch e.Kind {
 	case KindFailed:
 		attrs := []any{"update_id", e.ID.UpdateID, "attempt", e.ID.Attempt, "reason", e.Reason, "err", e.Err}
-		if e.Retrying {
+		switch {
+		case e.Retrying:
 			r.log.Warn("relay: forward failed; a retry is scheduled", attrs...)
-		} else {
+		case e.Expiring:
+			r.log.Warn("relay: forward failed; no retry fits before the update's deadline, so it expires", attrs...)
+		default:
 			r.log.Error("relay: forward failed; the update is given up", attrs...)
 		}
+	case KindExpired:
+		r.log.Warn("relay: update expired: its deadline passed unanswered; not an exhaustion",
+			"update_id", e.ID.UpdateID, "attempts", e.ID.Attempt, "type", e.Reason)
 	case KindExhausted:
 		r.log.Error("relay: exhaustion recorded; it waits to be delivered or acknowledged",
 			"update_id", e.ID.UpdateID, "attempt", e.ID.Attempt, "err", e.Err)

@@ -39,6 +39,12 @@ const (
 	// KindExhausted: an update given up and kept as an exhaustion. ID,
 	// Err (the last failure, as text).
 	KindExhausted Kind = "exhausted"
+	// KindExpired: an update with a deadline ended expired: its deadline
+	// passed before the app answered it, or no retry could be due before
+	// it (see [DeadlineConfig]). It is settled, not an exhaustion. ID,
+	// Reason (the update's type, such as "callback_query"), Err (the text
+	// recorded in its row).
+	KindExpired Kind = "expired"
 	// KindExhaustionFailed: a delivery to the exhaustion endpoint failed;
 	// it is delivered again later. ID, Err.
 	KindExhaustionFailed Kind = "exhaustion_failed"
@@ -118,6 +124,10 @@ type Event struct {
 	Duration time.Duration
 	// Retrying reports that a failed attempt will run again.
 	Retrying bool
+	// Expiring reports that a failed attempt was not retried because no
+	// retry could be due before its update's deadline: the update ends
+	// expired ([KindExpired] follows), not given up.
+	Expiring bool
 	// Owned and Host are a webhook claim's or check's result.
 	Owned bool
 	Host  string
@@ -196,7 +206,10 @@ func (r *Relay) intakeObserver() intake.Observer {
 		ClaimFunc:  func(id intake.Identity) { r.emit(Event{Kind: KindClaimed, ID: id}) },
 		SettleFunc: func(id intake.Identity, s intake.State) { r.emit(Event{Kind: KindSettled, ID: id, State: s}) },
 		FailureFunc: func(f intake.Failure) {
-			r.emit(Event{Kind: KindFailed, ID: f.Identity, Err: f.Err, Retrying: f.Retrying, Reason: FailureReason(f.Err)})
+			r.emit(Event{Kind: KindFailed, ID: f.Identity, Err: f.Err, Retrying: f.Retrying, Expiring: f.Expiring, Reason: FailureReason(f.Err)})
+		},
+		ExpireFunc: func(e intake.Expiry) {
+			r.emit(Event{Kind: KindExpired, ID: e.Identity, Reason: e.Kind, Err: textError(e.Error)})
 		},
 		LeaseLostFunc: func(id intake.Identity) { r.emit(Event{Kind: KindLeaseLost, ID: id}) },
 		ExhaustFunc: func(e intake.Exhaustion) {

@@ -144,6 +144,12 @@ func New(cfg Config) (*Relay, error) {
 	if r.gw != nil {
 		r.decl = newDecliner(cfg.Decline, r.gw, r.log, r.emit)
 		r.decl.receivedAt = r.receivedAt
+		// The runner's late call hands a query the app left unanswered
+		// to the same decliner that guards each attempt; the gateway's
+		// one answer per query makes a second decline a replay.
+		if r.cfg.Deadlines.Decliner == nil {
+			r.cfg.Deadlines.Decliner = r.decl
+		}
 	}
 	r.fwd, err = forward.New(fc)
 	if err != nil {
@@ -173,6 +179,7 @@ func New(cfg Config) (*Relay, error) {
 		MaxCrashes:        cfg.MaxCrashes,
 		ChatOrder:         cfg.ChatOrder,
 		RetryOutOfOrder:   cfg.RetryOutOfOrder,
+		Deadlines:         r.intakeDeadlines(),
 		Observer:          r.intakeObserver(),
 		Logger:            runnerLog,
 	})

@@ -30,6 +30,7 @@ type relayMetrics struct {
 	settlements    *prometheus.CounterVec // state
 	leasesLost     prometheus.Counter
 	exhausted      prometheus.Counter
+	expired        *prometheus.CounterVec // type
 	acknowledged   prometheus.Counter
 	exhaustFailed  prometheus.Counter
 	unactedReplies prometheus.Counter
@@ -59,6 +60,9 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		settlements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_settlements_total", Help: "Attempt settlements applied, by resulting state."}, []string{"state"}),
 		leasesLost:  prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_leases_lost_total", Help: "Attempts that lost their lease."}),
 		exhausted:   prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustions_total", Help: "Updates given up and kept as exhaustions."}),
+		expired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tgrelay_updates_expired_total",
+			Help: "Updates with a deadline (callback, inline, pre-checkout, shipping queries) that ended expired: their deadline passed before the app answered. Not exhaustions."}, []string{"type"}),
+
 		acknowledged: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_exhaustions_acknowledged_total",
 			Help: "Exhaustions acknowledged by the exhaustion endpoint."}),
 		unactedReplies: prometheus.NewCounter(prometheus.CounterOpts{Name: "tgrelay_unacted_replies_total",
@@ -80,8 +84,12 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 	for _, r := range []string{relay.RejectInvalid, relay.RejectUnauthorized, relay.RejectTooLarge, relay.RejectMethod, relay.RejectStoreError} {
 		m.rejected.WithLabelValues(r)
 	}
+	// The types with a deadline are shown at zero from the start.
+	for _, k := range []string{intake.KindCallbackQuery, intake.KindInlineQuery, intake.KindPreCheckoutQuery, intake.KindShippingQuery} {
+		m.expired.WithLabelValues(k)
+	}
 	reg.MustRegister(m.accepted, m.duplicate, m.rejected, m.attempts, m.failures, m.settlements, m.leasesLost,
-		m.exhausted, m.acknowledged, m.exhaustFailed, m.unactedReplies, m.appRefusals, m.declines, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
+		m.exhausted, m.expired, m.acknowledged, m.exhaustFailed, m.unactedReplies, m.appRefusals, m.declines, m.storeErrors, m.forwardSeconds, m.pollBatches, m.pollErrors,
 		newStatsCollector(stats),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -148,6 +156,9 @@ func (m *relayMetrics) Observe(e relay.Event) {
 		m.leasesLost.Inc()
 	case relay.KindExhausted:
 		m.exhausted.Inc()
+	case relay.KindExpired:
+		m.expired.WithLabelValues(relay.UpdateKindLabel(e.Reason)).Inc()
+
 	case relay.KindExhaustionFailed:
 		m.exhaustFailed.Inc()
 	case relay.KindAcknowledged:

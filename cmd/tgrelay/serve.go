@@ -169,6 +169,20 @@ Chat order (--chat-order, --retry-order):
                      a chat (inline queries, polls) are never held, nor
                      updates recorded by a tgrelay older than this option.
 
+Deadlines: Telegram waits only briefly for the answer to some updates, so
+serve counts a deadline from each one's arrival: --deadline-callback-query
+(15s: a button's spinner), --deadline-inline-query (10s),
+--deadline-pre-checkout-query (10s: the payment fails after it) and
+--deadline-shipping-query (10s); 0 turns one off, and every other update has
+none (a successful_payment is a message: never expired). Such an update is
+forwarded on a lane of its own: never behind its chat's failed or pending
+message, in --deadline-concurrency (8) forwards of its own beside
+--concurrency. Its forward ends at its deadline, and it is retried only while
+a retry can be due before it. Once its deadline passed unanswered it ends
+"expired": settled, not an exhaustion (nothing to alert on, nothing POSTed to
+--exhaustion-forward), counted in tgrelay_updates_expired_total{type} and
+shown as expired by 'tgrelay updates' and the dashboard.
+
 Fencing your own write: store the three identity headers with your domain
 write and, with PostgreSQL, check in the same transaction
   SELECT <table>_owns(update_id, attempt, claim_id, <now in unix ms>)
@@ -287,6 +301,7 @@ type serveOptions struct {
 	noDecline                                       bool
 	declineMargin                                   time.Duration
 	callbackDeclineText, precheckoutDeclineMessage  string
+	deadlines                                       deadlineFlags
 }
 
 // headerList is a repeatable "Name: value" flag. One Set may carry several
@@ -357,6 +372,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.IntVar(&o.maxCrashes, "max-crashes", intake.DefaultMaxCrashes, "times an update's process may die while forwarding it before it becomes an exhaustion (-1: count them as attempts)")
 	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", pgstore.DefaultMaxClockSkew, "PostgreSQL: refuse to claim while this host's clock differs from the database's by more (`duration`; negative: no check)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", relay.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running forwards may finish (`duration`)")
+	o.deadlines.define(fs)
 	fs.StringVar(&o.adminListen, "admin-listen", "", "`address` for /metrics, /healthz, /readyz and the dashboard (empty: off)")
 	fs.StringVar(&o.gatewayListen, "gateway-listen", "", "`address` of the Bot API gateway for the app (default "+relay.DefaultGatewayListen+", an ephemeral loopback port announced in Tgrelay-Api-Root); the app takes its library's API root from that header and gets Telegram's limits, fenced sends and replay-safe replies")
 	fs.BoolVar(&o.noGateway, "no-gateway", false, "serve no Bot API gateway: webhook replies in the app's answers are then not performed (each is logged and counted)")
@@ -454,6 +470,11 @@ var serveFlagOf = map[string]string{
 	"Decline.Margin":                "decline-margin",
 	"Decline.CallbackQuery.Text":    "callback-decline-text",
 	"Decline.PreCheckoutQuery.Text": "precheckout-decline-message",
+	"Deadlines.CallbackQuery":       "deadline-callback-query",
+	"Deadlines.InlineQuery":         "deadline-inline-query",
+	"Deadlines.PreCheckoutQuery":    "deadline-pre-checkout-query",
+	"Deadlines.ShippingQuery":       "deadline-shipping-query",
+	"Deadlines.MaxConcurrent":       "deadline-concurrency",
 }
 
 // flagOfField names a relay.Config field as its serve flag ("--app-secret-token"),
@@ -528,6 +549,7 @@ func (o *serveOptions) relayConfig() relay.Config {
 		ChatOrder:         intake.ChatOrder(o.chatOrder),
 		RetryOutOfOrder:   o.retryOrder == retryOutOfLine,
 		BackoffBase:       o.backoffBase,
+		Deadlines:         o.deadlines.config(),
 		DrainTimeout:      o.drainTimeout,
 		AdminListen:       o.adminListen,
 		Gateway: relay.GatewayConfig{
@@ -562,6 +584,9 @@ func (o *serveOptions) validate() error {
 	}
 	if o.maxCrashes == 0 {
 		return serveUsageError(&relay.ConfigError{Field: "MaxCrashes", Err: fmt.Errorf("is 0: want 1 to %d, or -1 to count crashes as attempts", intake.MaxMaxCrashes)})
+	}
+	if err := o.deadlines.validate(); err != nil {
+		return err
 	}
 	cfg := o.relayConfig()
 	if o.token == "" { // the sandbox's token and secret are made later

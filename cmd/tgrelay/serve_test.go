@@ -613,6 +613,10 @@ func TestServeFlagErrors(t *testing.T) {
 		{"decline margin", nil, []string{"--forward", "http://127.0.0.1:1/", "--decline-margin", "12s"}, "--decline-margin is 12s: want less than the pre-checkout query deadline (10s)"},
 		{"long decline text", nil, []string{"--forward", "http://127.0.0.1:1/", "--callback-decline-text", strings.Repeat("x", 201)}, "--callback-decline-text is 201 characters"},
 		{"short admin token", []string{"TGRELAY_ADMIN_TOKEN=has space"}, []string{"--forward", "http://127.0.0.1:1/", "--admin-listen", "127.0.0.1:0"}, "--admin-token is too short"},
+		{"negative deadline", nil, []string{"--forward", "http://127.0.0.1:1/", "--deadline-callback-query", "-1s"}, "--deadline-callback-query is -1s: want up to 1h0m0s, or 0 for no deadline"},
+		{"deadline over an hour", []string{"TGRELAY_DEADLINE_PRE_CHECKOUT_QUERY=2h"}, []string{"--forward", "http://127.0.0.1:1/"}, "--deadline-pre-checkout-query is 2h0m0s"},
+		{"zero deadline concurrency", nil, []string{"--forward", "http://127.0.0.1:1/", "--deadline-concurrency", "0"}, "--deadline-concurrency is 0: want 1 to"},
+		{"deadline concurrency too high", nil, []string{"--forward", "http://127.0.0.1:1/", "--deadline-concurrency", "20000"}, "--deadline-concurrency is 20000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -50,7 +50,13 @@ choice. Either way the store applies the
 acknowledgement only for that exact identity, once; a wrong identity, a row
 that is not an unacknowledged exhaustion or a second ack exits 1.
 
-States: pending, processing, failed, completed, abandoned. --json prints JSON
+States: pending, processing, failed, completed, abandoned, expired. An
+expired update is one with a deadline (a callback, inline, pre-checkout or
+shipping query) that passed before the app answered it: it is settled, not an
+exhaustion, and requeue refuses it (it would expire again at once: its
+deadline counts from its arrival). Stores keep it as abandoned, so
+--state expired reads the abandoned rows in order (at most 10000 per page) and
+--state abandoned lists expired ones too. --json prints JSON
 instead of a table. Exit status: 0 done, 1 refused or failed, 2 usage.
 `
 
@@ -121,9 +127,9 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if f.state != "" {
 		state = intake.State(f.state)
 		switch state {
-		case intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned:
+		case intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned, intake.StateNameExpired:
 		default:
-			return &usageError{msg: fmt.Sprintf("--state %q is not a state", f.state), hint: "States: pending, processing, failed, completed, abandoned."}
+			return &usageError{msg: fmt.Sprintf("--state %q is not a state", f.state), hint: "States: pending, processing, failed, completed, abandoned, expired."}
 		}
 		if sub != "ls" {
 			return &usageError{msg: "--state applies to ls only", hint: hint}
@@ -150,6 +156,9 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		q := intake.ListQuery{State: state, Limit: f.limit}
 		if f.hasAfter {
 			q.After = &f.after
+		}
+		if state == intake.StateNameExpired {
+			return u.listExpired(ctx, q)
 		}
 		return u.list(ctx, q)
 	case "exhausted":
@@ -208,7 +217,7 @@ type updatesCmd struct {
 // rowJSON is a row as --json prints it.
 type rowJSON struct {
 	UpdateID       int64           `json:"update_id"`
-	State          intake.State    `json:"state"`
+	State          string          `json:"state"`
 	Unacknowledged bool            `json:"unacknowledged,omitempty"`
 	Attempts       int             `json:"attempts"`
 	Crashes        int             `json:"crashes,omitempty"`
@@ -223,7 +232,7 @@ type rowJSON struct {
 func toRowJSON(r intake.Row, withBody bool) rowJSON {
 	j := rowJSON{
 		UpdateID:       r.UpdateID,
-		State:          r.State,
+		State:          r.StateName(),
 		Unacknowledged: r.Unacknowledged(),
 		Attempts:       r.Attempts,
 		Crashes:        r.Crashes,
@@ -262,6 +271,59 @@ func (u *updatesCmd) list(ctx context.Context, q intake.ListQuery) error {
 	if err != nil {
 		return fmt.Errorf("list updates: %w", err)
 	}
+	var next *int64
+	if len(rows) == q.Limit {
+		next = &rows[len(rows)-1].UpdateID
+	}
+	return u.printRows(rows, next)
+}
+
+// maxExpiredScan bounds the abandoned rows one 'ls --state expired' reads.
+const maxExpiredScan = 10000
+
+// listExpired lists the expired rows (kept as abandoned) after q.After, at
+// most q.Limit, reading at most maxExpiredScan abandoned rows.
+func (u *updatesCmd) listExpired(ctx context.Context, q intake.ListQuery) error {
+	var (
+		rows    []intake.Row
+		next    *int64
+		scanned int
+	)
+	after := q.After
+scan:
+	for {
+		want := min(500, maxExpiredScan-scanned)
+		if want <= 0 {
+			next = after // the scan stopped at its bound
+			break
+		}
+		page, err := u.store.List(ctx, intake.ListQuery{State: intake.StateAbandoned, After: after, Limit: want})
+		if err != nil {
+			return fmt.Errorf("list updates: %w", err)
+		}
+		for _, r := range page {
+			scanned++
+			id := r.UpdateID
+			after = &id
+			if !r.Expired() {
+				continue
+			}
+			if len(rows) == q.Limit {
+				next = &rows[len(rows)-1].UpdateID // one more exists
+				break scan
+			}
+			rows = append(rows, r)
+		}
+		if len(page) < want {
+			break // the store has no more
+		}
+	}
+	return u.printRows(rows, next)
+}
+
+// printRows prints rows as a table (or JSON), and, when next is set, where
+// the next page continues.
+func (u *updatesCmd) printRows(rows []intake.Row, next *int64) error {
 	if u.json {
 		out := make([]rowJSON, 0, len(rows))
 		for _, r := range rows {
@@ -276,7 +338,7 @@ func (u *updatesCmd) list(ctx context.Context, q intake.ListQuery) error {
 	tw := tabwriter.NewWriter(u.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "UPDATE_ID\tSTATE\tATTEMPT\tCLAIM_ID\tRECEIVED\tDUE\tERROR")
 	for _, r := range rows {
-		state := string(r.State)
+		state := r.StateName()
 		if r.Unacknowledged() {
 			state = "exhausted"
 		}
@@ -290,8 +352,8 @@ func (u *updatesCmd) list(ctx context.Context, q intake.ListQuery) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(rows) == q.Limit {
-		_, err := fmt.Fprintf(u.out, "more may follow: --after %d\n", rows[len(rows)-1].UpdateID)
+	if next != nil {
+		_, err := fmt.Fprintf(u.out, "more may follow: --after %d\n", *next)
 		return err
 	}
 	return nil
@@ -323,9 +385,12 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 			Calls []callJSON `json:"calls"`
 		}{toRowJSON(r, true), toCallsJSON(calls)})
 	}
-	state := string(r.State)
-	if r.Unacknowledged() {
+	state := r.StateName()
+	switch {
+	case r.Unacknowledged():
 		state += " (unacknowledged exhaustion)"
+	case r.Expired():
+		state += " (its deadline passed before the app answered; not an exhaustion)"
 	}
 	tw := tabwriter.NewWriter(u.out, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(tw, "update_id:\t%d\n", r.UpdateID)
@@ -395,6 +460,9 @@ func (u *updatesCmd) ack(ctx context.Context, id int64, f updatesFlags) error {
 }
 
 func (u *updatesCmd) requeue(ctx context.Context, id int64) error {
+	if r, found, err := u.store.Get(ctx, id); err == nil && found && r.Expired() {
+		return fmt.Errorf("update %d expired; requeued, it would expire again at once, since its deadline counts from its arrival", id)
+	}
 	ok, err := u.store.Requeue(ctx, id, time.Now())
 	if err != nil {
 		return fmt.Errorf("requeue update %d: %w", id, err)

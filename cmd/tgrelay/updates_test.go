@@ -90,7 +90,7 @@ func TestUpdatesList(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("ls --json: %v\n%s", err, out)
 	}
-	if len(rows) != 1 || rows[0].UpdateID != 3 || rows[0].State != intake.StateFailed || rows[0].Attempts != 1 {
+	if len(rows) != 1 || rows[0].UpdateID != 3 || rows[0].State != string(intake.StateFailed) || rows[0].Attempts != 1 {
 		t.Errorf("ls --state failed --json = %+v, want only update 3, failed, attempt 1", rows)
 	}
 
@@ -218,7 +218,7 @@ func TestUpdatesRequeue(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r rowJSON
-	if err := json.Unmarshal([]byte(out), &r); err != nil || r.State != intake.StatePending || r.Attempts != 0 || r.Unacknowledged {
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.State != string(intake.StatePending) || r.Attempts != 0 || r.Unacknowledged {
 		t.Errorf("after requeue: %+v (%v)", r, err)
 	}
 	// The old identity can no longer acknowledge the row.

@@ -468,7 +468,7 @@ func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpda
 		if !due || !inOrder || (q.Chat != "" && r.chat != q.Chat) {
 			continue
 		}
-		out = append(out, intake.StoredUpdate{UpdateID: id, Body: bytes.Clone(r.body)})
+		out = append(out, intake.StoredUpdate{UpdateID: id, Body: bytes.Clone(r.body), ReceivedAt: r.receivedAt})
 		if len(out) == q.Limit {
 			break
 		}

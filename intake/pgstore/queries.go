@@ -161,7 +161,7 @@ func buildQueries(table string) queries {
 			{{claimWhere}}
 			RETURNING state, attempts, claim_id`
 	// $1 now, $2 pending before, $3 limit [, $4 chat, $5 strict].
-	due := `SELECT update_id, body FROM {{table}}
+	due := `SELECT update_id, body, received_at FROM {{table}}
 			WHERE ((state = 'pending' AND received_at <= $2::bigint)
 			   OR (state = 'failed' AND due_at <= $1::bigint)
 			   OR (state = 'processing' AND due_at < $1::bigint)
@@ -238,7 +238,7 @@ func buildQueries(table string) queries {
 			  AND due_at >= $4::bigint AND claim_id = $7::text`),
 
 		// $1 now, $2 pending before, $3 limit.
-		due: f(`SELECT update_id, body FROM {{table}}
+		due: f(`SELECT update_id, body, received_at FROM {{table}}
 			WHERE (state = 'pending' AND received_at <= $2::bigint)
 			   OR (state = 'failed' AND due_at <= $1::bigint)
 			   OR (state = 'processing' AND due_at < $1::bigint)

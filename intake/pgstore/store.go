@@ -562,8 +562,12 @@ func (s *Store) due(ctx context.Context, db querier, q intake.DueQuery) ([]intak
 		return nil, s.fail("due", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (intake.StoredUpdate, error) {
-		var u intake.StoredUpdate
-		err := r.Scan(&u.UpdateID, &u.Body)
+		var (
+			u        intake.StoredUpdate
+			received int64
+		)
+		err := r.Scan(&u.UpdateID, &u.Body, &received)
+		u.ReceivedAt = fromMS(received)
 		return u, err
 	})
 	if err != nil {

@@ -113,14 +113,14 @@ RETURNING 1`
 	// visits finished rows. Without INDEXED BY the planner, lacking
 	// statistics, prefers an OR of (state, due_at) range scans followed by a
 	// sort of every match, which reads the whole backlog on every sweep.
-	dueSQL = `SELECT update_id, body FROM "{{table}}" INDEXED BY "{{table}}_live"
+	dueSQL = `SELECT update_id, body, received_at FROM "{{table}}" INDEXED BY "{{table}}_live"
 WHERE state IN ('pending', 'processing', 'failed')
   AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
     OR {{lapsed}})
 ORDER BY update_id LIMIT ?3`
 
 	// dueStrictSQL is dueSQL listing only the rows in order at ?2.
-	dueStrictSQL = `SELECT update_id, body FROM "{{table}}" INDEXED BY "{{table}}_live"
+	dueStrictSQL = `SELECT update_id, body, received_at FROM "{{table}}" INDEXED BY "{{table}}_live"
 WHERE state IN ('pending', 'processing', 'failed')
   AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
     OR {{lapsed}})
@@ -129,7 +129,7 @@ ORDER BY update_id LIMIT ?3`
 
 	// dueChatSQL is dueSQL for the rows of chat ?4 only, in order at ?2
 	// when ?5 is set, through the chat index.
-	dueChatSQL = `SELECT update_id, body FROM "{{table}}" INDEXED BY "{{table}}_chat"
+	dueChatSQL = `SELECT update_id, body, received_at FROM "{{table}}" INDEXED BY "{{table}}_chat"
 WHERE chat = ?4 AND state IN ('pending', 'processing', 'failed')
   AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
     OR {{lapsed}})

@@ -698,10 +698,14 @@ func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpda
 	defer rows.Close()
 	var out []intake.StoredUpdate
 	for rows.Next() {
-		var u intake.StoredUpdate
-		if err := rows.Scan(&u.UpdateID, &u.Body); err != nil {
+		var (
+			u        intake.StoredUpdate
+			received int64
+		)
+		if err := rows.Scan(&u.UpdateID, &u.Body, &received); err != nil {
 			return nil, fmt.Errorf("sqlitestore: due: %w", err)
 		}
+		u.ReceivedAt = fromMS(received)
 		out = append(out, u)
 	}
 	if err := rows.Err(); err != nil {

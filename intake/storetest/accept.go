@@ -17,6 +17,7 @@ func addCases() []testCase {
 		{name: "PendingGrace", rule: "a pending row is due once received at or before PendingBefore", run: pendingGrace},
 		{name: "ConcurrentAddsOneNew", rule: "of concurrent adds of one update id exactly one is new, and the row is never overwritten", run: concurrentAdds},
 		{name: "ReadsReturnPrivateBodies", rule: "every read returns bodies the caller may modify without changing the store", run: readsReturnPrivateBodies},
+		{name: "DueReportsReceipt", rule: "Due reports each row's receipt time, whatever its state", run: dueReportsReceipt},
 	}
 }
 

@@ -650,3 +650,20 @@ func TestTailIgnoresClaimIDFails(t *testing.T) {
 	requireCases(t, res, "Journal/ConcurrentTailIntents", "Journal/TailAdmitted", "Journal/TailEndsWithRow")
 	requireMessage(t, res, "Journal/TailEndsWithRow", "before it was pruned and recorded again (same attempt number, another claim id); want stale")
 }
+
+// forgetsReceipt lists due rows without their receipt time.
+type forgetsReceipt struct{ *memstore.Store }
+
+func (s forgetsReceipt) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	rows, err := s.Store.Due(ctx, q)
+	for i := range rows {
+		rows[i].ReceivedAt = time.Time{}
+	}
+	return rows, err
+}
+
+func TestForgetsReceiptFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return forgetsReceipt{m} }), "Add")
+	requireMessage(t, res, "Add/DueReportsReceipt", "Due reports update 1 received at")
+}

@@ -103,3 +103,27 @@ func firstBody(rows []intake.StoredUpdate) string {
 	}
 	return string(rows[0].Body)
 }
+
+// dueReportsReceipt: Due reports each row's ReceivedAt as recorded, for a
+// pending row, a failed row due for its retry and a processing row whose
+// lease ended: the runner counts an update's deadline from it.
+func dueReportsReceipt(c *checker) {
+	c.mustAdd(1, 100)
+	c.mustAdd(2, 200)
+	c.mustAdd(3, 300)
+	c.mustClaim(2, claimOpts(400, 500, defaultMax), 1)
+	if !c.settle(2, 1, failedAt(450, 600, "x")) {
+		c.fatalf("Settle(2, attempt 1, failed at 450ms) of a live lease reported false")
+	}
+	c.mustClaim(3, claimOpts(400, 500, defaultMax), 1)
+	want := map[int64]int64{1: 100, 2: 200, 3: 300}
+	rows := c.due(700, 700, 10)
+	if len(rows) != 3 {
+		c.fatalf("Due(now 700ms) listed %v; want updates 1, 2 and 3", storedIDs(rows))
+	}
+	for _, r := range rows {
+		if !r.ReceivedAt.Equal(at(want[r.UpdateID])) {
+			c.errorf("Due reports update %d received at %s; want %dms, its Incoming.ReceivedAt", r.UpdateID, offset(r.ReceivedAt), want[r.UpdateID])
+		}
+	}
+}

@@ -246,7 +246,7 @@ func TestLevelsAndSkips(t *testing.T) {
 		if len(res.violations) != 0 {
 			t.Errorf("a base-level memstore has violations:\n%s", dump(res))
 		}
-		want := "detected level base (base); running 21 cases; skipped: Race/ClaimOwned (needs intake.FencedStore), " +
+		want := "detected level base (base); running 22 cases; skipped: Race/ClaimOwned (needs intake.FencedStore), " +
 			"Fence (needs intake.FencedStore), Prune/RecycledRowRefusesOldIdentity (needs intake.FencedStore), " +
 			"Exhaust (needs intake.DurableStore), Batch (needs intake.BatchStore), Admin (needs intake.AdminStore), " +
 			"Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), ChatOrder (needs intake.ChatOrderStore), ClaimOnAdd (needs intake.FencedStore), " +
@@ -262,7 +262,7 @@ func TestLevelsAndSkips(t *testing.T) {
 		if len(res.violations) != 0 {
 			t.Errorf("a fenced-level memstore has violations:\n%s", dump(res))
 		}
-		if got := res.plan.describe(res.caps); !strings.HasPrefix(got, "detected level fenced (fenced); running 33 cases; skipped: Exhaust (needs intake.DurableStore)") {
+		if got := res.plan.describe(res.caps); !strings.HasPrefix(got, "detected level fenced (fenced); running 34 cases; skipped: Exhaust (needs intake.DurableStore)") {
 			t.Errorf("log line %q", got)
 		}
 	})
