@@ -32,7 +32,7 @@ var scenarios = map[string]scenario{
 	"transport":       {"sendMessage-sized POSTs over TLS: tgrelay transport vs http.DefaultClient vs connection-per-request", runTransport},
 	"happy-eyeballs":  {"first address black-holed: time to connect, tgrelay dialer vs net.Dialer", runHappyEyeballs},
 	"broadcast-rate":  {"10,000 recipients at 30/s and 1000/s with 100 ms latency: windowed vs one-at-a-time", runBroadcastRate},
-	"gateway":         {"32 concurrent sendMessage, limits off: directly vs through the gateway, without and with an attempt identity (journal on SQLite FULL)", runGateway},
+	"gateway":         {"32 concurrent sendMessage, limits off: directly vs a bare reverse proxy vs through the gateway, without and with an attempt identity (journal on SQLite FULL)", runGateway},
 	"gateway-flood":   {"32 workers flood 40 private chats and 10 groups through serve's gateway at Telegram's real limits: app 429s, calls without an answer, order, wall time vs the limits' minimum, a quiet chat's wait", runGatewayFlood},
 	"relay":           {"updates/s through tgrelay serve vs a non-durable forwarder", runRelay},
 	"relay-scale":     {"1, 2 and 3 serve on one PostgreSQL behind a round-robin proxy: updates/s, relay vs PostgreSQL CPU, takeover after a SIGKILL", runRelayScale},
