@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,6 +42,14 @@ var scenarios = map[string]scenario{
 	"crash-broadcast": {"2,000-recipient broadcast killed with SIGKILL 10+ times and resumed: chats reached twice (must be 0 unless uncertain)", runCrashBroadcast},
 	"crash-pg":        {"three serve on one PostgreSQL behind a proxy, fenced writes, random SIGKILLs: lost and double effects (must be 0)", runCrashPG},
 	"crash-serve":     {"serve on SQLite killed with SIGKILL 15+ times under load: lost (must be 0), duplicates, drain", runCrashServe},
+	"peer-river":      {"tgrelay's intake vs River's Insert and InsertMany on PostgreSQL and SQLite; its own module: go -C bench/peer run . peer-river", runPeerElsewhere},
+}
+
+// runPeerElsewhere points at bench/peer: the benchmarks against other
+// projects are a module of their own, so that those projects never enter
+// the library's dependency graph.
+func runPeerElsewhere(context.Context, []string, io.Writer) error {
+	return errors.New("peer benchmarks are their own module: run go -C bench/peer run . peer-river [flags] from the repository's root")
 }
 
 func main() {
