@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,7 +34,7 @@ var scenarios = map[string]scenario{
 	"happy-eyeballs":  {"first address black-holed: time to connect, tgrelay dialer vs net.Dialer", runHappyEyeballs},
 	"broadcast-rate":  {"10,000 recipients at 30/s and 1000/s with 100 ms latency: windowed vs one-at-a-time", runBroadcastRate},
 	"deadlines":       {"callback and pre-checkout queries among slow messages that saturate the app: share answered within Telegram's deadlines, serve with its deadlines vs every update alike", runDeadlines},
-	"gateway":         {"32 concurrent sendMessage, limits off: directly vs through the gateway, without and with an attempt identity (journal on SQLite FULL)", runGateway},
+	"gateway":         {"32 concurrent sendMessage, limits off: directly vs a bare reverse proxy vs through the gateway, without and with an attempt identity (journal on SQLite FULL)", runGateway},
 	"gateway-flood":   {"32 workers flood 40 private chats and 10 groups through serve's gateway at Telegram's real limits: app 429s, calls without an answer, order, wall time vs the limits' minimum, a quiet chat's wait", runGatewayFlood},
 	"relay":           {"updates/s through tgrelay serve vs a non-durable forwarder", runRelay},
 	"relay-scale":     {"1, 2 and 3 serve on one PostgreSQL behind a round-robin proxy: updates/s, relay vs PostgreSQL CPU, takeover after a SIGKILL", runRelayScale},
@@ -43,6 +44,14 @@ var scenarios = map[string]scenario{
 	"crash-payments":  {"serve on PostgreSQL forwards successful_payment updates to examples/payments; serve and the app killed with SIGKILL in turn: payments lost or fulfilled twice (must be 0)", runCrashPayments},
 	"crash-pg":        {"three serve on one PostgreSQL behind a proxy, fenced writes, random SIGKILLs: lost and double effects (must be 0)", runCrashPG},
 	"crash-serve":     {"serve on SQLite killed with SIGKILL 15+ times under load: lost (must be 0), duplicates, drain", runCrashServe},
+	"peer-river":      {"tgrelay's intake vs River's Insert and InsertMany on PostgreSQL and SQLite; its own module: go -C bench/peer run . peer-river", runPeerElsewhere},
+}
+
+// runPeerElsewhere points at bench/peer: the benchmarks against other
+// projects are a module of their own, so that those projects never enter
+// the library's dependency graph.
+func runPeerElsewhere(context.Context, []string, io.Writer) error {
+	return errors.New("peer benchmarks are their own module: run go -C bench/peer run . peer-river [flags] from the repository's root")
 }
 
 func main() {
