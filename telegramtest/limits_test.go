@@ -18,21 +18,21 @@ func TestRateLimits(t *testing.T) {
 		t.Parallel()
 		clk := newClock()
 		f := setup(t, telegramtest.Config{NowFunc: clk.Now})
-		// The default allows a burst of 3, then one per second on average.
+		// The default allows a burst of 5, then one per second on average.
 		for range telegramtest.DefaultChatLimitCount {
 			wantOK(t, send(t, f.srv, f.chat.ID))
 		}
 		a := send(t, f.srv, f.chat.ID)
-		wantError(t, a, 429, "Too Many Requests: retry after 3")
-		if a.Parameters.RetryAfter != 3 {
+		wantError(t, a, 429, "Too Many Requests: retry after 5")
+		if a.Parameters.RetryAfter != 5 {
 			t.Errorf("retry_after = %d", a.Parameters.RetryAfter)
 		}
-		clk.Advance(2999 * time.Millisecond)
+		clk.Advance(4999 * time.Millisecond)
 		wantError(t, send(t, f.srv, f.chat.ID), 429, "Too Many Requests: retry after 1")
 		clk.Advance(time.Millisecond)
 		wantOK(t, send(t, f.srv, f.chat.ID))
-		if n := len(f.srv.Messages()); n != 4 {
-			t.Errorf("ledger has %d messages, want 4 (refused sends have no effect)", n)
+		if n := len(f.srv.Messages()); n != 6 {
+			t.Errorf("ledger has %d messages, want 6 (refused sends have no effect)", n)
 		}
 	})
 	t.Run("per bot", func(t *testing.T) {
