@@ -34,9 +34,9 @@ const (
 	floodDefaultGroups   = 10
 	// floodDefaultGroupShare is the share of the messages that go to the
 	// groups: 600 of 3,000, so every chat, private or group, gets 60. A
-	// group takes 3 in any 3 s and 20 a minute: its 20 first go within
-	// 18 s at best, the 21st to 40th at 60–78 s, the 41st to 60th at
-	// 120–138 s, so the groups bind the run (138 s; the bot's 30 a second
+	// group takes 5 in any 5 s and 20 a minute: its 20 first go within
+	// 15 s at best, the 21st to 40th at 60–75 s, the 41st to 60th at
+	// 120–135 s, so the groups bind the run (135 s; the bot's 30 a second
 	// binds 3,000 messages at 99 s), and a group's 21st and 41st message
 	// wait for their turn.
 	floodDefaultGroupShare = 0.2
@@ -63,7 +63,7 @@ const (
 
 // floodLimits are Telegram's published limits as telegramtest keeps them
 // by default: about 30 messages a second per bot, one a second per chat
-// with short bursts (3 in any 3 s), 20 a minute per group.
+// with short bursts (5 in any 5 s), 20 a minute per group.
 var floodLimits = telegramtest.Limits{
 	Bot:   telegramtest.Limit{Count: telegramtest.DefaultBotLimitCount, Per: telegramtest.DefaultBotLimitPer},
 	Chat:  telegramtest.Limit{Count: telegramtest.DefaultChatLimitCount, Per: telegramtest.DefaultChatLimitPer},
@@ -321,9 +321,9 @@ func allJobs(chats []*floodChat) []*floodJob {
 // Count sends in any window of Per each, the first at 0. Sending each as
 // early as every limit allows is the fastest schedule: the k-th (from 0)
 // goes Per after the (k−Count)-th under each limit, so at the latest of
-// those. A group's 60 messages at 3 per 3 s and 20 a minute: the 20th
-// goes at 18 s, the 21st to 40th at 60–78 s, the 41st to 60th at
-// 120–138 s.
+// those. A group's 60 messages at 5 per 5 s and 20 a minute: the 20th
+// goes at 15 s, the 21st to 40th at 60–75 s, the 41st to 60th at
+// 120–135 s.
 func windowMin(n int, limits ...telegramtest.Limit) time.Duration {
 	if n <= 0 {
 		return 0

@@ -52,18 +52,18 @@ func TestFloodPlanMinimum(t *testing.T) {
 		want           time.Duration
 		binding        string
 	}{
-		// 60 a chat. A group at 3 per 3 s and 20 a minute: its 41st to
-		// 60th go 120–138 s after its first; 3,000 at 30/s: the last
-		// 99 s after the first; 60 in a private chat at 3 per 3 s: 57 s.
+		// 60 a chat. A group at 5 per 5 s and 20 a minute: its 41st to
+		// 60th go 120–135 s after its first; 3,000 at 30/s: the last
+		// 99 s after the first; 60 in a private chat at 5 per 5 s: 55 s.
 		{"default", floodPlan{messages: 3000, privates: 40, groups: 10, groupShare: 0.2},
-			[]int{60}, []int{60}, 138 * time.Second, "the busiest group's limit"},
-		// 30 a group: the 21st at a minute, the 30th at 69 s; 67–68 a
-		// private chat at 3 per 3 s: the 68th at 22 windows, 66 s.
+			[]int{60}, []int{60}, 135 * time.Second, "the busiest group's limit"},
+		// 30 a group: the 21st at a minute; 67–68 a private chat at 5
+		// per 5 s: the 68th at 13 windows, 65 s.
 		{"bot binds", floodPlan{messages: 3000, privates: 40, groups: 10, groupShare: 0.1},
 			[]int{67, 68}, []int{30}, 99 * time.Second, "the bot's limit"},
-		// 11 in one private chat at 3 per 3 s: the 11th at 9 s.
+		// 11 in one private chat at 5 per 5 s: the 11th at 10 s.
 		{"one chat", floodPlan{messages: 11, privates: 1},
-			[]int{11}, nil, 9 * time.Second, "the busiest private chat's limit"},
+			[]int{11}, nil, 10 * time.Second, "the busiest private chat's limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.plan.validate(); err != nil {

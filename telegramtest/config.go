@@ -69,13 +69,10 @@ const (
 	DefaultBotLimitPer = time.Second
 	// DefaultChatLimitCount sends per DefaultChatLimitPer in one chat: one
 	// per second on average, with the short bursts Telegram allows (a bot
-	// answering with a few messages at once is not refused). It is the
-	// rule package throttle keeps by default (3 in any 3 s), so a bot paced
-	// by tgrelay's limiter is never refused here; a different window of
-	// the same average (5 in any 5 s) would refuse some of its sends.
-	DefaultChatLimitCount = 3
+	// answering with a few messages at once is not refused).
+	DefaultChatLimitCount = 5
 	// DefaultChatLimitPer is the window of the per-chat limit.
-	DefaultChatLimitPer = 3 * time.Second
+	DefaultChatLimitPer = 5 * time.Second
 	// DefaultGroupLimitCount sends per DefaultGroupLimitPer in one group,
 	// supergroup or channel.
 	DefaultGroupLimitCount = 20

@@ -131,7 +131,7 @@
 //
 // Sends count against a bot-wide, a per-chat and a per-group sliding
 // window ([Limits]; by default Telegram's 30/s per bot, one per second
-// per chat with bursts of 3, and 20/min per group). A send
+// per chat with bursts of 5, and 20/min per group). A send
 // over a limit is refused with 429 "Too Many Requests: retry after N" and
 // parameters.retry_after, and has no effect. [Config.NowFunc] makes them
 // deterministic; [Server.SetLimits] changes them while running, and

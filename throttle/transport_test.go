@@ -138,7 +138,7 @@ func (o *observed) count(k throttle.EventKind) int {
 // every chat receives its messages in the order they were sent.
 func TestTransportFairnessAgainstTelegram(t *testing.T) {
 	t.Parallel()
-	ft := newFakeTelegram(t, telegramtest.Limits{}) // Telegram's: 30/s, 1/s per chat with bursts of 3, 20/min per group
+	ft := newFakeTelegram(t, telegramtest.Limits{}) // Telegram's: 30/s, 1/s per chat with bursts of 5, 20/min per group
 	u := ft.NewUser("quiet")
 	quiet, _ := ft.NewPrivateChat(u)
 	group, _ := ft.NewGroup("flood")

@@ -40,7 +40,7 @@ sendChatAction, setMessageReaction,
 (un)pinChatMessage, getChat, getChatMember, getChatMemberCount,
 getChatAdministrators, getFile (and /file/bot<token>/<path>), set/get/
 deleteMyCommands, setChatMenuButton, getMyName and more, with Telegram's rate
-limits (per chat: bursts of 3, one per second on average), refusals and
+limits (per chat: bursts of 5, one per second on average), refusals and
 error wording. Formatted text (HTML, MarkdownV2, Markdown) comes back as
 plain text with entities; malformed markup is refused as Telegram refuses it.
 A method it does not implement answers 404 with a description saying so.
