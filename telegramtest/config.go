@@ -69,7 +69,9 @@ const (
 	DefaultBotLimitPer = time.Second
 	// DefaultChatLimitCount sends per DefaultChatLimitPer in one chat: one
 	// per second on average, with the short bursts Telegram allows (a bot
-	// answering with a few messages at once is not refused).
+	// answering with a few messages at once is not refused). Package
+	// throttle keeps the same rule by default, so a bot paced by tgrelay's
+	// limiter is never refused here.
 	DefaultChatLimitCount = 5
 	// DefaultChatLimitPer is the window of the per-chat limit.
 	DefaultChatLimitPer = 5 * time.Second

@@ -21,12 +21,15 @@ const (
 	// DefaultPaidPer is the window of the paid-broadcast limit.
 	DefaultPaidPer = time.Second
 	// DefaultChatCount sends per DefaultChatPer in one chat: one message
-	// per second on average, with a short burst of up to three (Telegram:
+	// per second on average, with a short burst of up to five (Telegram:
 	// "avoid sending more than one message per second; we may allow short
-	// bursts that go over this limit").
-	DefaultChatCount = 3
+	// bursts that go over this limit"). It is the rule telegramtest keeps
+	// (5 in any 5 s): a rule of the same average over another window does
+	// not stay inside it (3 in any 3 s puts 6 sends into some 5 s windows),
+	// and each refusal would pause the whole bot for its retry_after.
+	DefaultChatCount = 5
 	// DefaultChatPer is the window of the per-chat limit.
-	DefaultChatPer = 3 * time.Second
+	DefaultChatPer = 5 * time.Second
 	// DefaultGroupCount sends per DefaultGroupPer in one group, supergroup
 	// or channel (chat id below zero), on top of the per-chat limit:
 	// "no more than 20 messages per minute in the same group".
@@ -87,7 +90,7 @@ type Config struct {
 	// not Bot. Zero means DefaultPaidCount per DefaultPaidPer.
 	Paid Limit
 	// Chat limits counted sends to one chat. Zero means DefaultChatCount
-	// per DefaultChatPer (1/s with a burst of 3).
+	// per DefaultChatPer (1/s with a burst of 5).
 	Chat Limit
 	// Group limits counted sends to one group, supergroup or channel (a
 	// chat id below zero), in addition to Chat. Zero means

@@ -14,7 +14,7 @@
 //
 //	Config.Bot    30 per second across all chats ("about 30 messages per second")
 //	Config.Paid   1000 per second instead of Bot, for calls with allow_paid_broadcast: true
-//	Config.Chat   3 per 3 seconds in one chat: 1/s on average, with a short burst of 3
+//	Config.Chat   5 per 5 seconds in one chat: 1/s on average, with a short burst of 5
 //	Config.Group  20 per minute in one group, supergroup or channel (chat id < 0), on top of Chat
 //
 // Bot and Paid calls are also spaced evenly, Per/Count apart on average

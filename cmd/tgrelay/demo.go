@@ -38,7 +38,7 @@ const (
 	// only after its reply went through the gateway, and a reply may wait
 	// there for its chat's turn: Telegram lets one chat receive
 	// throttle.DefaultChatCount messages per throttle.DefaultChatPer, so a
-	// user's fourth message in a row, or the fourth reply of the burst,
+	// user's sixth message in a row, or the sixth reply of the burst,
 	// waits up to about that window (a second more when Telegram's own 429
 	// asks for a whole-second retry_after, as after the restart, when the
 	// new relay's limiter has not seen the old one's sends). The timeout
@@ -82,7 +82,7 @@ Users chat with the bot. One update is answered, then fails twice at the bot
 (500) and is retried: the retries send the same reply again, and the gateway
 answers it from its journal instead of sending it twice. One is poison (400):
 it becomes an exhaustion, delivered to the bot's exhaustion endpoint and
-acknowledged. One asks for a burst of five replies to one chat, more than
+acknowledged. One asks for a burst of seven replies to one chat, more than
 Telegram lets a chat receive at once: the gateway paces them and the bot sees
 no 429. A late reply from a stale attempt is refused (409). Then the relay is
 killed with SIGKILL while a reply is in flight at Telegram, users keep

@@ -32,8 +32,8 @@ const (
 	// row to that chat.
 	demoBurst = "#burst"
 	// demoBurstReplies is how many replies a burst sends: more than the
-	// three in three seconds Telegram lets one chat receive.
-	demoBurstReplies = 5
+	// five in five seconds Telegram lets one chat receive.
+	demoBurstReplies = 7
 	// demoEchoPrefix starts every echo of the bot.
 	demoEchoPrefix = "echo: "
 	// demoLatePrefix starts the late reply a stale attempt tries to send.

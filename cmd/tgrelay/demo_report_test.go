@@ -82,7 +82,7 @@ func newReportFixture(t *testing.T) *reportFixture {
 	d.bot.updates[f.poison.updateID] = &demoBotUpdate{attempts: []int{1}, status: http.StatusBadRequest}
 	d.bot.exhaustions = []forward.ExhaustionPayload{{UpdateID: f.poison.updateID, Attempt: 1}}
 	row(f.poison, intake.StateAbandoned, 1)
-	// The burst: five replies, each answered 200.
+	// The burst: seven replies, each answered 200.
 	var calls []demoCall
 	for k := 1; k <= demoBurstReplies; k++ {
 		f.deliver(f.burst, demoBurstText(k, f.burst.text))
