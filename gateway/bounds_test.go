@@ -75,12 +75,12 @@ func TestServerTimeoutsDoNotCutAWaitingCall(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	f.srv.URL = "http://" + ln.Addr().String()
-	for i := range 3 { // the chat's window: 3 per 3 s
+	for i := range throttle.DefaultChatCount { // the chat's window: 5 per 5 s
 		if r := f.send(t, nil, "filler "+strconv.Itoa(i)); r.status != 200 {
 			t.Fatalf("filler %d: %d %s", i, r.status, r.body)
 		}
 	}
-	r := f.send(t, nil, "waited") // waits about 3 s for its turn
+	r := f.send(t, nil, "waited") // waits about 5 s for its turn
 	if r.status != 200 {
 		t.Fatalf("the waiting call: %d %s; want it sent", r.status, r.body)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/throttle"
 )
 
 // TestCallCancelledWhileWaitingItsTurnIsNotDispatched: a fenced call whose
@@ -18,7 +19,7 @@ import (
 // it (it is not answered unknown and lost).
 func TestCallCancelledWhileWaitingItsTurnIsNotDispatched(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
-	for i := range 3 { // the chat's window: Telegram's 3 per 3 s
+	for i := range throttle.DefaultChatCount { // the chat's window: Telegram's 5 per 5 s
 		if r := f.send(t, nil, fmt.Sprint("filler ", i)); r.status != 200 {
 			t.Fatalf("filler %d answered %d", i, r.status)
 		}
@@ -55,12 +56,12 @@ func TestCallCancelledWhileWaitingItsTurnIsNotDispatched(t *testing.T) {
 // identical call is sent (not answered unknown).
 func TestAppGoneWhileWaitingOverHTTP(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
-	for i := range 3 { // the chat's window: Telegram's 3 per 3 s
+	for i := range throttle.DefaultChatCount { // the chat's window: Telegram's 5 per 5 s
 		if r := f.send(t, nil, fmt.Sprint("filler ", i)); r.status != 200 {
 			t.Fatalf("filler %d answered %d", i, r.status)
 		}
 	}
-	for range 3 {
+	for range throttle.DefaultChatCount {
 		<-f.events
 	}
 	id := f.claim(t, 43)

@@ -113,14 +113,16 @@ func TestLimits(t *testing.T) {
 		l := newLimiter(t, throttle.Config{MaxWait: 2 * time.Minute})
 		iv := time.Second / 30 // the bot-wide spacing
 		start := time.Now()
+		c, p := throttle.DefaultChatCount, throttle.DefaultChatPer // 5 per 5 s
 		var at []time.Duration
-		for range 5 {
+		for range c + 2 {
 			send(t, l, 7)
 			at = append(at, time.Since(start))
 		}
 		// The bot-wide spacing tolerates one interval: a burst's first two
-		// go together, then one per interval.
-		want := []time.Duration{0, 0, iv, 3 * time.Second, 3 * time.Second}
+		// go together, then one per interval; the two after the burst wait
+		// for the chat's window.
+		want := []time.Duration{0, 0, iv, 2 * iv, 3 * iv, p, p}
 		if !equalDurations(at, want) {
 			t.Errorf("private chat sends at %v, want %v", at, want)
 		}
@@ -132,10 +134,10 @@ func TestLimits(t *testing.T) {
 			send(t, l, -100)
 			at = append(at, time.Since(start))
 		}
-		// Bursts of 3 per 3 s (the chat limit) until 20 in the minute; the
+		// Bursts of 5 per 5 s (the chat limit) until 20 in the minute; the
 		// 21st when the first leaves the minute.
 		for i := range 20 {
-			if want := time.Duration(i/3)*3*time.Second + time.Duration(max(0, i%3-1))*iv; at[i] != want {
+			if want := time.Duration(i/c)*p + time.Duration(max(0, i%c-1))*iv; at[i] != want {
 				t.Errorf("group send %d at %v, want %v", i, at[i], want)
 			}
 		}
