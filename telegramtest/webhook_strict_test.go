@@ -158,6 +158,9 @@ func TestStrictWebhookDelivery(t *testing.T) {
 			t.Parallel()
 			cfg := fastWebhook()
 			cfg.Webhook.MaxAttempts = 1
+			// No case waits for a timeout: a TLS handshake on a loaded
+			// machine under -race can outlast fastWebhook's 200 ms.
+			cfg.Webhook.Timeout = 10 * time.Second
 			cfg.Webhook.Strict, cfg.Webhook.RootCAs, cfg.Webhook.DialContextFunc = true, ca.pool(), dialTo(tc.target)
 			f := setup(t, cfg)
 			params := map[string]any{"url": tc.url}
