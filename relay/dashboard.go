@@ -74,7 +74,7 @@ func (r *Relay) newDashboard() error {
 		BroadcastDir:    d.BroadcastDir,
 		AdminToken:      d.AdminToken,
 		ReadOnly:        d.ReadOnly,
-		Secrets:         []string{r.cfg.Token, r.cfg.Secret},
+		Secrets:         r.cfg.secrets(),
 		RefreshInterval: d.RefreshInterval,
 		Logger:          r.log,
 	})

@@ -55,6 +55,7 @@ var ErrStarted = errors.New("relay: already started")
 type Relay struct {
 	cfg      Config
 	log      *slog.Logger
+	red      *botapi.Redactor // masks cfg.secrets()
 	obs      Observer
 	now      func() time.Time
 	bot      *botapi.Client
@@ -108,7 +109,11 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Logger != nil {
 		h = cfg.Logger.Handler()
 	}
-	h = rateLimited(h, r.now)
+	// Every secret the relay knows is masked in every line it logs and
+	// every error text the runner stores (see secrets).
+	r.red = &botapi.Redactor{}
+	r.red.Add(cfg.secrets()...)
+	h = rateLimited(r.red.Handler(h), r.now)
 	r.log = slog.New(h)
 	// The runner's per-attempt Info lines go to Debug: logEvent says the
 	// same at Warn and Error.
@@ -170,6 +175,7 @@ func New(cfg Config) (*Relay, error) {
 		RetryOutOfOrder:   cfg.RetryOutOfOrder,
 		Observer:          r.intakeObserver(),
 		Logger:            runnerLog,
+		Redactor:          r.red,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("relay: intake runner: %w", err)
