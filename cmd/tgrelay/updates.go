@@ -1,18 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/intake"
 )
 
@@ -49,6 +51,11 @@ with, and acknowledging "whatever is there" is an operator's deliberate
 choice. Either way the store applies the
 acknowledgement only for that exact identity, once; a wrong identity, a row
 that is not an unacknowledged exhaustion or a second ack exits 1.
+
+Bodies and errors are masked as the dashboard masks them: anything shaped
+like a bot token, and the secrets serve reads from the environment
+(TGRELAY_TOKEN, TGRELAY_WEBHOOK_SECRET, TGRELAY_APP_SECRET_TOKEN,
+TGRELAY_ADMIN_TOKEN) when they are set.
 
 States: pending, processing, failed, completed, abandoned. --json prints JSON
 instead of a table. Exit status: 0 done, 1 refused or failed, 2 usage.
@@ -144,7 +151,7 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer st.Close()
-	u := &updatesCmd{store: st, out: stdout, json: f.asJSON}
+	u := &updatesCmd{store: st, out: stdout, json: f.asJSON, red: envRedactor(os.LookupEnv)}
 	switch sub {
 	case "ls":
 		q := intake.ListQuery{State: state, Limit: f.limit}
@@ -203,6 +210,20 @@ type updatesCmd struct {
 	store updateStore
 	out   io.Writer
 	json  bool
+	red   *botapi.Redactor // masks every body and error printed
+}
+
+// envRedactor returns the redactor of what the updates command prints: the
+// dashboard's rule (dashboard.FormatBody), with the secrets serve would read
+// from the environment registered when they are set.
+func envRedactor(lookup func(string) (string, bool)) *botapi.Redactor {
+	red := &botapi.Redactor{}
+	for _, name := range []string{"token", "secret", "app-secret-token", "admin-token"} {
+		if v, ok := lookup(envName(name)); ok {
+			red.Add(v)
+		}
+	}
+	return red
 }
 
 // rowJSON is a row as --json prints it.
@@ -220,7 +241,8 @@ type rowJSON struct {
 	Body           json.RawMessage `json:"body,omitempty"`
 }
 
-func toRowJSON(r intake.Row, withBody bool) rowJSON {
+// toRowJSON returns r as --json prints it, its error and body masked by red.
+func toRowJSON(r intake.Row, withBody bool, red *botapi.Redactor) rowJSON {
 	j := rowJSON{
 		UpdateID:       r.UpdateID,
 		State:          r.State,
@@ -229,7 +251,7 @@ func toRowJSON(r intake.Row, withBody bool) rowJSON {
 		Crashes:        r.Crashes,
 		ClaimID:        r.ClaimID,
 		ReceivedAt:     r.ReceivedAt.UTC(),
-		Error:          r.Error,
+		Error:          red.Redact(r.Error),
 	}
 	if !r.DueAt.IsZero() {
 		t := r.DueAt.UTC()
@@ -240,11 +262,14 @@ func toRowJSON(r intake.Row, withBody bool) rowJSON {
 		j.SettledAt = &t
 	}
 	if withBody {
-		if json.Valid(r.Body) {
-			j.Body = json.RawMessage(r.Body)
+		// Masking replaces text inside JSON strings with plain text, so a
+		// valid body stays valid.
+		masked := red.Redact(string(r.Body))
+		if json.Valid([]byte(masked)) {
+			j.Body = json.RawMessage(masked)
 		} else {
 			// A body that is not JSON is shown as a JSON string.
-			b, _ := json.Marshal(string(r.Body))
+			b, _ := json.Marshal(masked)
 			j.Body = b
 		}
 	}
@@ -265,7 +290,7 @@ func (u *updatesCmd) list(ctx context.Context, q intake.ListQuery) error {
 	if u.json {
 		out := make([]rowJSON, 0, len(rows))
 		for _, r := range rows {
-			out = append(out, toRowJSON(r, false))
+			out = append(out, toRowJSON(r, false, u.red))
 		}
 		return u.writeJSON(out)
 	}
@@ -285,7 +310,7 @@ func (u *updatesCmd) list(ctx context.Context, q intake.ListQuery) error {
 			claim = "-"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.UpdateID, state, r.Attempts, claim,
-			fmtTime(r.ReceivedAt), fmtTime(r.DueAt), oneLine(r.Error, maxErrorColumn))
+			fmtTime(r.ReceivedAt), fmtTime(r.DueAt), oneLine(u.red.Redact(r.Error), maxErrorColumn))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -321,7 +346,7 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 		return u.writeJSON(struct {
 			rowJSON
 			Calls []callJSON `json:"calls"`
-		}{toRowJSON(r, true), toCallsJSON(calls)})
+		}{toRowJSON(r, true, u.red), toCallsJSON(calls)})
 	}
 	state := string(r.State)
 	if r.Unacknowledged() {
@@ -338,15 +363,14 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 	fmt.Fprintf(tw, "received:\t%s\n", fmtTime(r.ReceivedAt))
 	fmt.Fprintf(tw, "due:\t%s\n", fmtTime(r.DueAt))
 	fmt.Fprintf(tw, "settled:\t%s\n", fmtTime(r.SettledAt))
-	fmt.Fprintf(tw, "error:\t%s\n", orDash(r.Error))
+	fmt.Fprintf(tw, "error:\t%s\n", orDash(u.red.Redact(r.Error)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, r.Body, "", "  ") == nil {
-		_, err = fmt.Fprintf(u.out, "body:\n%s\n", pretty.Bytes())
+	if b := dashboard.FormatBody(r.Body, 0, u.red); b.Valid {
+		_, err = fmt.Fprintf(u.out, "body:\n%s\n", b.Text)
 	} else {
-		_, err = fmt.Fprintf(u.out, "body (not JSON):\n%q\n", r.Body)
+		_, err = fmt.Fprintf(u.out, "body (not JSON):\n%q\n", b.Text)
 	}
 	if err != nil {
 		return err
