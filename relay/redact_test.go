@@ -1,11 +1,14 @@
 package relay_test
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/relay"
 )
 
 // The app's URL carries the app's secret token in its path (a secret path,
@@ -51,5 +54,56 @@ func TestRelayMasksSecretsInStoredErrors(t *testing.T) {
 		if !strings.Contains(text, "connection refused") {
 			t.Errorf("stored error %q: want the cause", text)
 		}
+	}
+}
+
+// With the dashboard's admin token, what HandleAdmin mounts (serve's
+// /metrics) needs the token; /healthz and /readyz stay open for probes.
+func TestRelayAdminEndpointsNeedTheToken(t *testing.T) {
+	t.Parallel()
+	srv := fakeTelegram(t)
+	ep := newBotEndpoint(t, nil)
+	logs, rec := &syncBuffer{}, newRecorder()
+	cfg := baseConfig(t, srv, ep, logs, rec)
+	cfg.AdminListener = listen(t)
+	const admin = "a-long-random-admin-token-0123"
+	cfg.Dashboard = relay.DashboardConfig{Enabled: true, AdminToken: admin}
+	r, err := relay.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.HandleAdmin("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "tgrelay_figures 1\n") }))
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop() })
+	fetch := func(path, token string) int {
+		req, _ := http.NewRequest(http.MethodGet, r.AdminURL()+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/metrics", "", http.StatusUnauthorized},
+		{"/metrics", "wrong-token-of-some-length", http.StatusUnauthorized},
+		{"/metrics", admin, http.StatusOK},
+		{"/healthz", "", http.StatusOK},
+		{"/readyz", "", http.StatusOK},
+	} {
+		if got := fetch(tc.path, tc.token); got != tc.want {
+			t.Errorf("GET %s (with a token: %v): %d, want %d", tc.path, tc.token != "", got, tc.want)
+		}
+	}
+	if strings.Contains(logs.String(), admin) || !strings.Contains(logs.String(), "refused a wrong bearer token") {
+		t.Errorf("log: want the wrong bearer logged, never the admin token:\n%s", logs.String())
 	}
 }

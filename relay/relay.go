@@ -216,8 +216,16 @@ func (r *Relay) timedForward(ctx context.Context, u intake.Update, a intake.Atte
 
 // HandleAdmin mounts handler at pattern (an [http.ServeMux] pattern) on
 // the admin listener, beside /healthz and /readyz; call it before Start.
-// This is where a metrics endpoint or a dashboard plugs in.
+// This is where a metrics endpoint plugs in. With the dashboard enabled,
+// handler sits behind its door ([dashboard.Handler.Protect]): with
+// Dashboard.AdminToken it needs the token (a bearer header, or the
+// dashboard's session), without one a loopback request. /healthz and
+// /readyz stay open, for probes that carry no credential: they say only
+// whether the process is up and ready.
 func (r *Relay) HandleAdmin(pattern string, handler http.Handler) {
+	if r.dash != nil {
+		handler = r.dash.Protect(handler)
+	}
 	r.adminMux.Handle(pattern, handler)
 }
 

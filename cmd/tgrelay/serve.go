@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,6 +185,12 @@ relay's figures, updates, exhaustions to acknowledge or requeue, broadcasts).
 The dashboard answers on a loopback address only, unless --admin-token (env
 TGRELAY_ADMIN_TOKEN) is set: a non-loopback --admin-listen without one is
 refused (or pass --no-dashboard). --dashboard-read-only hides its buttons.
+With the dashboard, /metrics is behind the same door: with --admin-token a
+scraper sends "Authorization: Bearer <token>". /healthz and /readyz stay open
+for probes that carry no credential; they tell only up and ready. Wrong
+tokens are limited per client address, bearer tokens included. Behind an
+HTTPS reverse proxy, name it with --admin-trusted-proxy so the dashboard's
+cookies are Secure and each client is limited on its own.
 Logs are slog text or JSON on stderr; the token, the secret and the admin
 token are masked in every line. SIGINT or SIGTERM
 stops receiving, drains handlers for --drain-timeout, then cancels them.
@@ -263,6 +270,7 @@ type serveOptions struct {
 	adminListen, logFormat, logLevel                string
 	net                                             netFlags // the Bot API client's
 	adminToken, broadcastDir                        string
+	trustedProxies                                  []netip.Prefix
 	noDashboard, dashboardReadOnly                  bool
 	gatewayListen, gatewayPublicURL                 string
 	gatewayAllowRemote, noGateway                   bool
@@ -346,6 +354,11 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&o.noDashboard, "no-dashboard", false, "do not serve the dashboard on the admin listener")
 	fs.StringVar(&o.adminToken, "admin-token", "", "`token` the dashboard asks for (16+ bytes); required when --admin-listen is not loopback; prefer the environment variable")
+	fs.Func("admin-trusted-proxy", "comma-separated `addresses` (IP or CIDR) of the HTTPS reverse proxies in front of --admin-listen, whose X-Forwarded-Proto and X-Forwarded-For the dashboard believes (Secure cookies, sign-in limits per client)", func(v string) error {
+		ps, err := parsePrefixes(v)
+		o.trustedProxies = ps
+		return err
+	})
 	fs.BoolVar(&o.dashboardReadOnly, "dashboard-read-only", false, "the dashboard shows everything and changes nothing (no Acknowledge or Requeue)")
 	fs.StringVar(&o.broadcastDir, "broadcast-state-dir", "", "`directory` of the broadcasts the dashboard shows, as 'tgrelay broadcast --state-dir' (default the same default)")
 	o.tls.register(fs)
@@ -390,43 +403,44 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 // serveFlagOf names the flag of each relay.Config field, so that an
 // invalid field is reported as the flag the user typed.
 var serveFlagOf = map[string]string{
-	"Token":                  "token",
-	"APIRoot":                "api-root",
-	"Store":                  "db",
-	"PollTimeout":            "poll-timeout",
-	"PublicURL":              "public-url",
-	"Listen":                 "listen",
-	"Path":                   "path",
-	"Secret":                 "secret",
-	"MaxConnections":         "max-connections",
-	"WebhookCheckInterval":   "webhook-check-interval",
-	"Forward":                "forward",
-	"Forward.URL":            "forward",
-	"Forward.ExhaustionURL":  "exhaustion-forward",
-	"Forward.Timeout":        "forward-timeout",
-	"Forward.AppSecretToken": "app-secret-token",
-	"MaxAttempts":            "max-attempts",
-	"LeaseDuration":          "lease",
-	"MaxConcurrent":          "concurrency",
-	"SweepInterval":          "sweep-interval",
-	"PendingGrace":           "pending-grace",
-	"Retention":              "retention",
-	"ChatOrder":              "chat-order",
-	"RetryOutOfOrder":        "retry-order",
-	"BackoffBase":            "backoff-base",
-	"HeartbeatTimeout":       "heartbeat-timeout",
-	"HeartbeatInterval":      "heartbeat-interval",
-	"MaxCrashes":             "max-crashes",
-	"DrainTimeout":           "drain-timeout",
-	"AdminListen":            "admin-listen",
-	"Dashboard.Enabled":      "admin-listen",
-	"Dashboard.AdminToken":   "admin-token",
-	"Gateway.Listen":         "gateway-listen",
-	"Gateway.PublicURL":      "gateway-public-url",
-	"Gateway.Listener":       "gateway-listen",
-	"Gateway.Disable":        "no-gateway",
-	"TLSConfig":              "tls-cert",
-	"WebhookCertificateFunc": "self-signed",
+	"Token":                    "token",
+	"APIRoot":                  "api-root",
+	"Store":                    "db",
+	"PollTimeout":              "poll-timeout",
+	"PublicURL":                "public-url",
+	"Listen":                   "listen",
+	"Path":                     "path",
+	"Secret":                   "secret",
+	"MaxConnections":           "max-connections",
+	"WebhookCheckInterval":     "webhook-check-interval",
+	"Forward":                  "forward",
+	"Forward.URL":              "forward",
+	"Forward.ExhaustionURL":    "exhaustion-forward",
+	"Forward.Timeout":          "forward-timeout",
+	"Forward.AppSecretToken":   "app-secret-token",
+	"MaxAttempts":              "max-attempts",
+	"LeaseDuration":            "lease",
+	"MaxConcurrent":            "concurrency",
+	"SweepInterval":            "sweep-interval",
+	"PendingGrace":             "pending-grace",
+	"Retention":                "retention",
+	"ChatOrder":                "chat-order",
+	"RetryOutOfOrder":          "retry-order",
+	"BackoffBase":              "backoff-base",
+	"HeartbeatTimeout":         "heartbeat-timeout",
+	"HeartbeatInterval":        "heartbeat-interval",
+	"MaxCrashes":               "max-crashes",
+	"DrainTimeout":             "drain-timeout",
+	"AdminListen":              "admin-listen",
+	"Dashboard.Enabled":        "admin-listen",
+	"Dashboard.AdminToken":     "admin-token",
+	"Dashboard.TrustedProxies": "admin-trusted-proxy",
+	"Gateway.Listen":           "gateway-listen",
+	"Gateway.PublicURL":        "gateway-public-url",
+	"Gateway.Listener":         "gateway-listen",
+	"Gateway.Disable":          "no-gateway",
+	"TLSConfig":                "tls-cert",
+	"WebhookCertificateFunc":   "self-signed",
 }
 
 // flagOfField names a relay.Config field as its serve flag ("--app-secret-token"),
@@ -511,8 +525,32 @@ func (o *serveOptions) relayConfig() relay.Config {
 			AdminToken:   o.adminToken,
 			ReadOnly:     o.dashboardReadOnly,
 			BroadcastDir: o.broadcastDir,
+			// A copy: relay.New keeps it.
+			TrustedProxies: append([]netip.Prefix(nil), o.trustedProxies...),
 		},
 	}
+}
+
+// parsePrefixes parses a comma-separated list of IP addresses and CIDR
+// prefixes; an address is a prefix of its full length.
+func parsePrefixes(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.SplitSeq(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an IP address or a CIDR prefix", f)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }
 
 // validate checks the options as relay.New will, without opening the
