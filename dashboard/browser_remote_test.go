@@ -64,8 +64,9 @@ func (o *originLog) String() string {
 
 // A real browser signs in and acknowledges an exhaustion on a dashboard
 // served over plain HTTP under a non-loopback name, where Chromium sends
-// "Origin: null" and no Sec-Fetch-Site; then it signs out, and the session
-// cookie it had no longer opens a page.
+// "Origin: null" and no Sec-Fetch-Site; then it signs out, and the pages
+// ask for the token again (TestLogoutRevokesSession replays the old
+// cookie).
 func TestBrowserPlainHTTPRemote(t *testing.T) {
 	chromium := requireChromium(t)
 	st := storeKinds[1].open(t)
@@ -131,5 +132,22 @@ func TestBrowserPlainHTTPRemote(t *testing.T) {
 	}
 	if row.Unacknowledged() {
 		t.Fatalf("after the browser acknowledged it, the row is %+v", row)
+	}
+
+	// Sign out (another post from the plain-HTTP origin); the pages then
+	// ask for the token again.
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(css(`form[action="/logout"] button`)),
+		chromedp.Click(css(`form[action="/logout"] button`)),
+		chromedp.WaitVisible(css(`input[name="token"]`)),
+		chromedp.Navigate(base+"/exhaustions"),
+		chromedp.WaitVisible(css(`input[name="token"]`)),
+	)
+	if err != nil {
+		t.Fatalf("browser, signing out: %v (POSTs seen: %s)", err, origins.String())
+	}
+	if !strings.Contains(origins.String(), `/logout Origin="null"`) {
+		t.Errorf("sign-out did not post from the plain-HTTP origin: %s", origins.String())
 	}
 }
