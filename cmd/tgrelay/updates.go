@@ -57,9 +57,19 @@ like a bot token, and the secrets serve reads from the environment
 (TGRELAY_TOKEN, TGRELAY_WEBHOOK_SECRET, TGRELAY_APP_SECRET_TOKEN,
 TGRELAY_ADMIN_TOKEN) when they are set.
 
-States: pending, processing, failed, completed, abandoned. --json prints JSON
+States: pending, processing, failed, completed, abandoned, and exhausted (an
+abandoned row whose exhaustion waits to be acknowledged; ls --state exhausted
+lists what exhausted lists). --json prints JSON
 instead of a table. Exit status: 0 done, 1 refused or failed, 2 usage.
 `
+
+// stateExhausted is the name ls, --state, show and the dashboard give an
+// unacknowledged exhaustion: an abandoned row whose exhaustion waits to be
+// delivered or acknowledged.
+const stateExhausted intake.State = "exhausted"
+
+// statesText lists the states --state accepts.
+const statesText = "pending, processing, failed, completed, abandoned, exhausted"
 
 // updatesFlags are the flags every updates subcommand accepts.
 type updatesFlags struct {
@@ -128,9 +138,9 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if f.state != "" {
 		state = intake.State(f.state)
 		switch state {
-		case intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned:
+		case intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned, stateExhausted:
 		default:
-			return &usageError{msg: fmt.Sprintf("--state %q is not a state", f.state), hint: "States: pending, processing, failed, completed, abandoned."}
+			return &usageError{msg: fmt.Sprintf("--state %q is not a state", f.state), hint: "States: " + statesText + "."}
 		}
 		if sub != "ls" {
 			return &usageError{msg: "--state applies to ls only", hint: hint}
@@ -155,6 +165,9 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	switch sub {
 	case "ls":
 		q := intake.ListQuery{State: state, Limit: f.limit}
+		if state == stateExhausted {
+			q = intake.ListQuery{Unacknowledged: true, Limit: f.limit}
+		}
 		if f.hasAfter {
 			q.After = &f.after
 		}
@@ -303,7 +316,7 @@ func (u *updatesCmd) list(ctx context.Context, q intake.ListQuery) error {
 	for _, r := range rows {
 		state := string(r.State)
 		if r.Unacknowledged() {
-			state = "exhausted"
+			state = string(stateExhausted)
 		}
 		claim := r.ClaimID
 		if claim == "" {
@@ -350,7 +363,7 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 	}
 	state := string(r.State)
 	if r.Unacknowledged() {
-		state += " (unacknowledged exhaustion)"
+		state = string(stateExhausted) + " (abandoned; an unacknowledged exhaustion)"
 	}
 	tw := tabwriter.NewWriter(u.out, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(tw, "update_id:\t%d\n", r.UpdateID)
