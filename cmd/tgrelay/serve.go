@@ -252,6 +252,7 @@ type serveOptions struct {
 	db, table                                       string
 	noCreate, poll                                  bool
 	pollTimeout                                     time.Duration
+	pollTimeoutSet                                  bool // given, by flag or environment
 	listen, path, secret, publicURL, takeoverFrom   string
 	webhookCheck                                    time.Duration
 	maxConnections                                  int
@@ -316,7 +317,8 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.table, "table", "", "update table `name` (default telegram_updates)")
 	fs.BoolVar(&o.noCreate, "no-create", false, "PostgreSQL: do not create or upgrade the table (your migrations own it)")
 	fs.BoolVar(&o.poll, "poll", false, "receive by long polling (getUpdates) instead of the webhook")
-	fs.DurationVar(&o.pollTimeout, "poll-timeout", poll.DefaultTimeout, "long-poll `timeout`, whole seconds, 1s to 50s")
+	o.pollTimeout = poll.DefaultTimeout
+	fs.Var(&setDuration{d: &o.pollTimeout, set: &o.pollTimeoutSet}, "poll-timeout", "long-poll `timeout`, whole seconds, 1s to 50s (with --poll only)")
 	fs.StringVar(&o.listen, "listen", relay.DefaultListen, "webhook listen `address`")
 	fs.StringVar(&o.path, "path", relay.DefaultPath, "webhook `path`")
 	fs.StringVar(&o.secret, "secret", "", "webhook `secret` (1-256 of A-Z a-z 0-9 _ -); required for the webhook")
@@ -392,7 +394,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 		if serr := fs.Set(f.Name, v); serr != nil {
 			msg := fmt.Sprintf("%s: invalid value for --%s", envName(f.Name), f.Name)
 			if f.Name != "token" && f.Name != "secret" && f.Name != "admin-token" && f.Name != "app-secret-token" {
-				msg += ": " + serr.Error()
+				msg += ": " + valueProblem(f, v, serr.Error())
 			}
 			err = &usageError{msg: msg, hint: "Run 'tgrelay help serve' for usage."}
 		}
@@ -557,6 +559,9 @@ func parsePrefixes(v string) ([]netip.Prefix, error) {
 // store, so that a mistyped flag creates no database. Its errors name the
 // flag.
 func (o *serveOptions) validate() error {
+	if o.pollTimeoutSet && !o.poll {
+		return &usageError{msg: "--poll-timeout applies only with --poll: the webhook mode does not poll", hint: "Pass --poll to receive by long polling, or drop --poll-timeout."}
+	}
 	if o.retryOrder != retryInLine && o.retryOrder != retryOutOfLine {
 		return &usageError{msg: fmt.Sprintf("--retry-order is %q: want %s or %s", o.retryOrder, retryInLine, retryOutOfLine), hint: "Run 'tgrelay help serve' for usage."}
 	}

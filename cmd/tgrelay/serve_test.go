@@ -608,6 +608,8 @@ func TestServeFlagErrors(t *testing.T) {
 		{"chat order", nil, []string{"--forward", "http://127.0.0.1:1/", "--chat-order", "global"}, `--chat-order is "global": want "process" or "strict"`},
 		{"chat order from env", []string{"TGRELAY_CHAT_ORDER=cluster"}, []string{"--forward", "http://127.0.0.1:1/"}, `--chat-order is "cluster"`},
 		{"poll timeout", nil, []string{"--forward", "http://127.0.0.1:1/", "--poll", "--poll-timeout", "1500ms"}, "--poll-timeout"},
+		{"poll timeout without poll", nil, []string{"--forward", "http://127.0.0.1:1/", "--poll-timeout", "20s"}, "--poll-timeout applies only with --poll"},
+		{"poll timeout from env without poll", []string{"TGRELAY_POLL_TIMEOUT=20s"}, []string{"--forward", "http://127.0.0.1:1/"}, "--poll-timeout applies only with --poll"},
 		{"log format", nil, []string{"--forward", "http://127.0.0.1:1/", "--log-format", "xml"}, `--log-format "xml"`},
 		{"dashboard open to the network", nil, []string{"--forward", "http://127.0.0.1:1/", "--admin-listen", "0.0.0.0:0"}, "--admin-token is required: the admin listener is not on a loopback address"},
 		{"short admin token", []string{"TGRELAY_ADMIN_TOKEN=has space"}, []string{"--forward", "http://127.0.0.1:1/", "--admin-listen", "127.0.0.1:0"}, "--admin-token is too short"},
