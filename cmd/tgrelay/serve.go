@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -440,6 +442,7 @@ var serveFlagOf = map[string]string{
 	"Gateway.PublicURL":      "gateway-public-url",
 	"Gateway.Listener":       "gateway-listen",
 	"Gateway.Disable":        "no-gateway",
+	"Gateway.AllowRemote":    "gateway-allow-remote",
 	"TLSConfig":              "tls-cert",
 	"WebhookCertificateFunc": "self-signed",
 }
@@ -468,7 +471,18 @@ func serveUsageError(err error) error {
 	if name == "secret" {
 		flagName += " (or TGRELAY_WEBHOOK_SECRET)"
 	}
-	return &usageError{msg: flagName + " " + ce.Err.Error(), hint: "Run 'tgrelay help serve' for usage."}
+	return &usageError{msg: flagName + " " + inFlagWords(ce.Err.Error()), hint: "Run 'tgrelay help serve' for usage."}
+}
+
+// inFlagWords rewrites a relay message's advice to "set <Config field>"
+// as the flag to pass ("set Gateway.AllowRemote" → "pass
+// --gateway-allow-remote"), the longest field first.
+func inFlagWords(msg string) string {
+	fields := slices.SortedFunc(maps.Keys(serveFlagOf), func(a, b string) int { return len(b) - len(a) })
+	for _, f := range fields {
+		msg = strings.ReplaceAll(msg, "set "+f, "pass --"+serveFlagOf[f])
+	}
+	return msg
 }
 
 // allowed returns --allowed-updates as a list, nil when empty.

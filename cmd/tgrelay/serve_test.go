@@ -608,6 +608,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{"chat order", nil, []string{"--forward", "http://127.0.0.1:1/", "--chat-order", "global"}, `--chat-order is "global": want "process" or "strict"`},
 		{"chat order from env", []string{"TGRELAY_CHAT_ORDER=cluster"}, []string{"--forward", "http://127.0.0.1:1/"}, `--chat-order is "cluster"`},
 		{"poll timeout", nil, []string{"--forward", "http://127.0.0.1:1/", "--poll", "--poll-timeout", "1500ms"}, "--poll-timeout"},
+		{"remote gateway names the flag to pass", nil, []string{"--forward", "http://127.0.0.1:1/", "--gateway-listen", "0.0.0.0:0"}, "not a loopback address: the gateway holds the bot's token; pass --gateway-allow-remote to serve it elsewhere"},
 		{"poll timeout without poll", nil, []string{"--forward", "http://127.0.0.1:1/", "--poll-timeout", "20s"}, "--poll-timeout applies only with --poll"},
 		{"poll timeout from env without poll", []string{"TGRELAY_POLL_TIMEOUT=20s"}, []string{"--forward", "http://127.0.0.1:1/"}, "--poll-timeout applies only with --poll"},
 		{"log format", nil, []string{"--forward", "http://127.0.0.1:1/", "--log-format", "xml"}, `--log-format "xml"`},
