@@ -1,6 +1,7 @@
 package botapi
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -165,4 +166,59 @@ func (r *Redactor) ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
 		a.Value = slog.StringValue(r.Redact(s))
 	}
 	return a
+}
+
+// Handler returns a [slog.Handler] that masks every line before next sees
+// it: the message and every attribute, those added by WithAttrs and inside
+// groups included (see [Redactor.ReplaceAttr]). Use it where a library
+// takes a caller's logger it cannot configure, so that a secret in an
+// error a line carries never reaches next. A nil Redactor masks by shape
+// only.
+func (r *Redactor) Handler(next slog.Handler) slog.Handler {
+	return &redactHandler{next: next, r: r}
+}
+
+// redactHandler is the slog.Handler of [Redactor.Handler].
+type redactHandler struct {
+	next slog.Handler
+	r    *Redactor
+}
+
+func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, l)
+}
+
+func (h *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.Redact(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+// attr masks a, descending into groups.
+func (h *redactHandler) attr(a slog.Attr) slog.Attr {
+	a.Value = a.Value.Resolve()
+	if a.Value.Kind() == slog.KindGroup {
+		g := a.Value.Group()
+		as := make([]slog.Attr, len(g))
+		for i, x := range g {
+			as[i] = h.attr(x)
+		}
+		return slog.Attr{Key: a.Key, Value: slog.GroupValue(as...)}
+	}
+	return h.r.ReplaceAttr(nil, a)
+}
+
+func (h *redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	masked := make([]slog.Attr, len(as))
+	for i, a := range as {
+		masked[i] = h.attr(a)
+	}
+	return &redactHandler{next: h.next.WithAttrs(masked), r: h.r}
+}
+
+func (h *redactHandler) WithGroup(name string) slog.Handler {
+	return &redactHandler{next: h.next.WithGroup(name), r: h.r}
 }

@@ -129,3 +129,28 @@ func FuzzRedactorHidesValue(f *testing.F) {
 		}
 	})
 }
+
+// A logger behind Redactor.Handler masks the message, attributes added
+// with With, groups and errors; levels pass through.
+func TestRedactorHandler(t *testing.T) {
+	t.Parallel()
+	var r botapi.Redactor
+	r.Add("hunter2-secret")
+	var buf bytes.Buffer
+	log := slog.New(r.Handler(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	log = log.With("with", "w hunter2-secret").WithGroup("g")
+	log.Debug("dropped hunter2-secret")
+	log.Info("msg hunter2-secret", "err", errors.New("Post \"https://api.telegram.org/bot"+realToken+"/sendMessage\": refused"),
+		slog.Group("inner", "s", "x hunter2-secret"), "n", 3)
+	out := buf.String()
+	for _, bad := range []string{"hunter2-secret", realToken, "dropped"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("log shows %q: %s", bad, out)
+		}
+	}
+	for _, want := range []string{`msg="msg [redacted]"`, `with="w [redacted]"`, `g.inner.s="x [redacted]"`, "1234567890:[redacted]", "g.n=3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q: %s", want, out)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -46,7 +45,7 @@ func (h *Handler) csrfToken(w http.ResponseWriter, r *http.Request) string {
 		_, _ = rand.Read(b)
 		v = b64.EncodeToString(b)
 		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: h.cfg.Prefix,
-			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.secure(r)})
 	}
 	return b64.EncodeToString(h.mac("csrf", v))
 }
@@ -68,33 +67,45 @@ func (h *Handler) validCSRF(r *http.Request) bool {
 
 // authenticated reports whether r may see the pages: always without an
 // admin token (the loopback check ran before), else with a live session
-// cookie or the token as a bearer credential.
-func (h *Handler) authenticated(r *http.Request) bool {
+// or the token as a bearer credential. A wrong bearer token is a failed
+// sign-in: it spends the client's budget and is logged. limited reports
+// a bearer request refused because its client spent that budget.
+func (h *Handler) authenticated(r *http.Request) (ok, limited bool) {
 	if h.cfg.AdminToken == "" {
-		return true
+		return true, false
 	}
 	if a := r.Header.Get("Authorization"); a != "" {
-		tok, ok := strings.CutPrefix(a, "Bearer ")
-		return ok && h.tokenMatches(tok)
+		lim := h.limits.get(h.clientAddr(r))
+		if lim.Tokens() < 1 {
+			return false, true
+		}
+		tok, isBearer := strings.CutPrefix(a, "Bearer ")
+		if isBearer && h.tokenMatches(tok) {
+			return true, false
+		}
+		lim.Allow() // only failures spend the budget
+		h.log.Warn("dashboard: refused a wrong bearer token", "remote", h.clientAddr(r), "path", r.URL.Path)
+		return false, false
 	}
+	return h.sessions.live(h.sessionID(r), time.Now()), false
+}
+
+// sessionID returns the session id the request's cookie carries, "" when
+// there is none or its MAC is wrong.
+func (h *Handler) sessionID(r *http.Request) string {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return false
+		return ""
 	}
-	ts, sig, ok := strings.Cut(c.Value, ".")
-	if !ok {
-		return false
-	}
-	issued, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return false
-	}
-	age := time.Since(time.Unix(issued, 0))
-	if age < -time.Minute || age > sessionLifetime {
-		return false
+	id, sig, ok := strings.Cut(c.Value, ".")
+	if !ok || id == "" {
+		return ""
 	}
 	got, err := b64.DecodeString(sig)
-	return err == nil && hmac.Equal(got, h.mac("session", ts, h.cfg.AdminToken))
+	if err != nil || !hmac.Equal(got, h.mac("session", id, h.cfg.AdminToken)) {
+		return ""
+	}
+	return id
 }
 
 // tokenMatches compares tok with the admin token in constant time, also
@@ -115,36 +126,50 @@ func (h *Handler) loginForm(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "login", page{Title: "Sign in", Data: loginPage{NoToken: h.cfg.AdminToken == ""}})
 }
 
-// login checks the submitted token and sets a session cookie: the issue
-// time and a MAC over it and the token, so the cookie never carries the
-// token and dies with the handler's key. Failures are rate limited.
+// login checks the submitted token and starts a session: a random id kept
+// by the handler, and a cookie carrying the id and a MAC over it, so the
+// cookie never carries the token, dies with the handler's key, and is
+// revoked server-side by logout. Failures are rate limited per client
+// address (see clientAddr).
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.AdminToken == "" {
 		http.Redirect(w, r, h.cfg.Prefix, http.StatusSeeOther)
 		return
 	}
-	if h.loginLimit.Tokens() < 1 {
+	client := h.clientAddr(r)
+	lim := h.limits.get(client)
+	if lim.Tokens() < 1 {
+		h.log.Warn("dashboard: sign-in refused: too many wrong tokens from this address", "remote", client)
 		h.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Sign in", Data: loginPage{Limited: true}})
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
 	if !h.tokenMatches(r.PostFormValue("token")) {
-		h.loginLimit.Allow() // only failures spend the budget
-		h.log.Warn("dashboard: sign-in refused: wrong admin token", "remote", r.RemoteAddr)
+		lim.Allow() // only failures spend the budget
+		h.log.Warn("dashboard: sign-in refused: wrong admin token", "remote", client)
 		h.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in", Data: loginPage{Failed: true}})
 		return
 	}
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: ts + "." + b64.EncodeToString(h.mac("session", ts, h.cfg.AdminToken)),
-		Path: h.cfg.Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	id := b64.EncodeToString(b)
+	h.sessions.add(id, time.Now().Add(sessionLifetime))
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id + "." + b64.EncodeToString(h.mac("session", id, h.cfg.AdminToken)),
+		Path: h.cfg.Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.secure(r),
 		MaxAge: int(sessionLifetime / time.Second)})
-	h.log.Info("dashboard: signed in", "remote", r.RemoteAddr)
+	h.log.Info("dashboard: signed in", "remote", client)
 	http.Redirect(w, r, h.cfg.Prefix, http.StatusSeeOther)
 }
 
+// logout ends the session on the server, so its cookie opens nothing even
+// if it was copied, and clears the cookie.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	if id := h.sessionID(r); id != "" {
+		h.sessions.revoke(id)
+		h.log.Info("dashboard: signed out", "remote", h.clientAddr(r))
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: h.cfg.Prefix, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.secure(r)})
 	http.Redirect(w, r, h.cfg.Prefix+"login", http.StatusSeeOther)
 }
 

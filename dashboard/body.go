@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/tgrelay/tgrelay/botapi"
 )
 
 // chatOf returns the chat an update body belongs to, as the intake's chat
@@ -90,19 +92,29 @@ func holderID(raw json.RawMessage) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// formattedBody is an update body ready to show.
-type formattedBody struct {
+// FormattedBody is an update body ready to show, masked.
+type FormattedBody struct {
 	Text      string // indented JSON (or the raw text), redacted, cut
 	Valid     bool   // the body is JSON
 	Size      int    // the stored body's size in bytes
 	Truncated bool   // Text was cut at the bound
 }
 
+// FormatBody indents body as JSON (or keeps it raw when it is not JSON),
+// masks secrets with red ([botapi.Redactor.Redact]: its registered values,
+// and anything shaped like a bot token; a nil red masks by shape only), and
+// cuts the result at max bytes on a rune boundary (max below 1: no cut).
+// It is the one masking of an update body: the update page and `tgrelay
+// updates show` both show a body through it.
+func FormatBody(body []byte, max int, red *botapi.Redactor) FormattedBody {
+	return formatBody(body, max, red.Redact)
+}
+
 // formatBody indents body as JSON (or keeps it raw when it is not JSON),
 // masks secrets with redact, and cuts the result at max bytes on a rune
-// boundary.
-func formatBody(body []byte, max int, redact func(string) string) formattedBody {
-	f := formattedBody{Size: len(body)}
+// boundary (max below 1: no cut).
+func formatBody(body []byte, max int, redact func(string) string) FormattedBody {
+	f := FormattedBody{Size: len(body)}
 	var buf bytes.Buffer
 	if json.Indent(&buf, body, "", "  ") == nil {
 		f.Valid = true
@@ -113,7 +125,7 @@ func formatBody(body []byte, max int, redact func(string) string) formattedBody 
 	// Redact before cutting, so a cut cannot split a secret into an
 	// unrecognisable half.
 	s := redact(string(bytes.ToValidUTF8(buf.Bytes(), []byte("\uFFFD"))))
-	if len(s) > max {
+	if max > 0 && len(s) > max {
 		cut := max
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--

@@ -111,6 +111,16 @@ type Config struct {
 	// MaxPageBytes bounds a rendered page, 64 KiB to [MaxMaxPageBytes].
 	// Zero means [DefaultMaxPageBytes].
 	MaxPageBytes int
+	// TrustedProxies are the addresses of the reverse proxies in front of
+	// the handler (for example 127.0.0.1/32 for a proxy on the same host).
+	// A request from one of them is taken at its word: X-Forwarded-Proto
+	// "https" makes the cookies Secure, and the rightmost address of
+	// X-Forwarded-For that is not a trusted proxy is the client that
+	// failed sign-ins are counted against. Empty trusts no proxy: the
+	// cookies are Secure only on a TLS connection, and the client is the
+	// connection's address.
+	TrustedProxies []netip.Prefix
+
 	// Logger receives the actions taken (acknowledge, requeue) and the
 	// refusals (authentication, CSRF). Nil discards. No line carries a
 	// secret.
@@ -165,6 +175,13 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	c.Secrets = append([]string(nil), c.Secrets...)
+	c.TrustedProxies = append([]netip.Prefix(nil), c.TrustedProxies...)
+	for i, p := range c.TrustedProxies {
+		if !p.IsValid() {
+			return c, bad("TrustedProxies", "entry %d is not a valid prefix", i)
+		}
+		c.TrustedProxies[i] = p.Masked()
+	}
 	return c, nil
 }
 

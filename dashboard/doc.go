@@ -32,10 +32,18 @@
 // Without [Config.AdminToken] the handler answers only requests that
 // arrived on a loopback address and name a loopback host (which also
 // defeats DNS rebinding); [CheckExposure] tells a relay to refuse to start
-// on any other address. With a token, a sign-in form sets a session cookie
-// derived from it. State-changing requests are POSTs carrying a CSRF token
-// bound to a cookie, checked for a cross-origin source too;
-// [Config.ReadOnly] hides the buttons and refuses them. Every response
+// on any other address. With a token, a sign-in form starts a session the
+// handler keeps (its cookie carries a random id and a MAC, never the
+// token), and signing out ends it on the server. Wrong tokens, at the form
+// or as a bearer header, are logged and limited per client address (the
+// forwarded one behind [Config.TrustedProxies], whose X-Forwarded-Proto
+// also makes the cookies Secure). [Handler.Protect] puts the listener's
+// other endpoints (a relay's /metrics) behind the same door.
+// State-changing requests are POSTs carrying a CSRF token bound to a
+// SameSite=Strict cookie, checked for a cross-origin source too (a plain-HTTP
+// page at a non-loopback address posts with "Origin: null", which passes
+// only with that token); [Config.ReadOnly] hides the buttons and refuses
+// them. Every response
 // carries a strict Content-Security-Policy (no inline script or style). The
 // bot token, the webhook secret ([Config.Secrets]) and the admin token are
 // masked in every page and never logged. Page sizes, the rendered body of

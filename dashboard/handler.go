@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 )
@@ -50,9 +48,10 @@ type Handler struct {
 	log     *slog.Logger
 	red     *botapi.Redactor
 
-	key        [32]byte // signs CSRF tokens and sessions; new per Handler
-	cop        *http.CrossOriginProtection
-	loginLimit *rate.Limiter
+	key      [32]byte // signs CSRF tokens and sessions; new per Handler
+	cop      *http.CrossOriginProtection
+	limits   clientLimits // failed sign-ins, per client address
+	sessions sessionStore
 
 	sse       chan struct{} // one token per open refresh stream
 	done      chan struct{}
@@ -66,12 +65,11 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		cfg:        c,
-		log:        c.Logger,
-		sse:        make(chan struct{}, c.MaxSSEClients),
-		done:       make(chan struct{}),
-		cop:        http.NewCrossOriginProtection(),
-		loginLimit: rate.NewLimiter(rate.Every(time.Second), 5),
+		cfg:  c,
+		log:  c.Logger,
+		sse:  make(chan struct{}, c.MaxSSEClients),
+		done: make(chan struct{}),
+		cop:  http.NewCrossOriginProtection(),
 	}
 	h.durable, _ = c.Store.(intake.DurableStore)
 	h.red = &botapi.Redactor{}
@@ -137,16 +135,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rest := strings.TrimPrefix(r.URL.Path, h.cfg.Prefix)
 	public := strings.HasPrefix(rest, "assets/") || rest == "login"
-	if !public && !h.authenticated(r) {
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			http.Redirect(w, r, h.cfg.Prefix+"login", http.StatusSeeOther)
+	if !public {
+		if ok, limited := h.authenticated(r); !ok {
+			switch {
+			case limited:
+				h.fail(w, r, http.StatusTooManyRequests, "Too many wrong tokens", "Too many wrong tokens came from your address; wait a few seconds.")
+			case r.Method == http.MethodGet || r.Method == http.MethodHead:
+				http.Redirect(w, r, h.cfg.Prefix+"login", http.StatusSeeOther)
+			default:
+				h.fail(w, r, http.StatusUnauthorized, "Sign in first", "This request needs the admin token.")
+			}
 			return
 		}
-		h.fail(w, r, http.StatusUnauthorized, "Sign in first", "This request needs the admin token.")
-		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if err := h.cop.Check(r); err != nil {
+		if !h.sameOrigin(r) {
 			h.log.Warn("dashboard: refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 			h.fail(w, r, http.StatusForbidden, "Forbidden", "A cross-origin request cannot change anything here.")
 			return

@@ -206,7 +206,7 @@ type replyView struct {
 
 type updateData struct {
 	Row   rowView
-	Body  formattedBody
+	Body  FormattedBody
 	Found bool
 	// HasJournal: the store journals replies; Replies are the first
 	// maxJournalShown of them, RepliesHidden the rest.

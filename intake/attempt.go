@@ -383,7 +383,7 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 		r.log.Warn("intake: retry policy panicked or returned a negative delay; using the default backoff",
 			"update_id", l.id.UpdateID, "attempt", l.id.Attempt)
 	}
-	msg := errorText(herr)
+	msg := r.cfg.Redactor.Redact(errorText(herr))
 	if f := botapi.Classify(herr); !d.retry && f.Reason == botapi.ReasonUnknown && f.Evidence == botapi.EvidenceTransport {
 		// Say it where the operator reads the dead letter.
 		msg = "outcome unknown, not repeated: " + msg

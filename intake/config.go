@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/tgrelay/tgrelay/botapi"
 )
 
 // Defaults of [Config], used when a field is left at its zero value.
@@ -340,8 +342,15 @@ type Config struct {
 	// Observer receives events. The zero value observes nothing.
 	Observer Observer
 	// Logger receives store errors and failed attempts, never bodies. Nil
-	// discards.
+	// discards. Every line passes through Redactor first.
 	Logger *slog.Logger
+	// Redactor masks every text the runner stores or logs: a failed
+	// attempt's error (the row's last error, an [Exhaustion]'s Error) and
+	// every log line. A handler's error may quote a bot library's request
+	// URL, and so the bot token: register the token (and any other secret
+	// a handler's error could carry) with it. Nil masks only what is
+	// shaped like a bot token ([botapi.Redact]).
+	Redactor *botapi.Redactor
 }
 
 // fill returns a copy of c with defaults filled in, or an error naming the
@@ -436,5 +445,6 @@ func (c Config) fill() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.Logger = slog.New(c.Redactor.Handler(c.Logger.Handler()))
 	return c, nil
 }

@@ -286,6 +286,13 @@ func checkHTTPURL(field, raw string) error {
 
 // fill returns a copy of c with defaults filled in, or a *ConfigError
 // naming the first invalid field. It does no I/O.
+// secrets returns every secret the configuration holds: the bot token,
+// the webhook secret, the app's secret token and the dashboard's admin
+// token. The relay masks them in every log line, stored error and page.
+func (c Config) secrets() []string {
+	return []string{c.Token, c.Secret, c.Forward.AppSecretToken, c.Dashboard.AdminToken}
+}
+
 func (c Config) fill() (Config, error) {
 	if c.Token == "" {
 		return c, badField("Token", "is required")

@@ -3,6 +3,7 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/tgrelay/tgrelay/dashboard"
@@ -35,6 +36,10 @@ type DashboardConfig struct {
 	// RefreshInterval is how often open pages refresh themselves. Zero
 	// means [dashboard.DefaultRefreshInterval].
 	RefreshInterval time.Duration
+	// TrustedProxies are the reverse proxies in front of the admin
+	// listener whose X-Forwarded-Proto and X-Forwarded-For the dashboard
+	// believes (see [dashboard.Config.TrustedProxies]). Empty trusts none.
+	TrustedProxies []netip.Prefix
 }
 
 // fillDashboard checks the dashboard's settings against the admin
@@ -74,8 +79,9 @@ func (r *Relay) newDashboard() error {
 		BroadcastDir:    d.BroadcastDir,
 		AdminToken:      d.AdminToken,
 		ReadOnly:        d.ReadOnly,
-		Secrets:         []string{r.cfg.Token, r.cfg.Secret},
+		Secrets:         r.cfg.secrets(),
 		RefreshInterval: d.RefreshInterval,
+		TrustedProxies:  d.TrustedProxies,
 		Logger:          r.log,
 	})
 	if err != nil {

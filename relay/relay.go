@@ -55,6 +55,7 @@ var ErrStarted = errors.New("relay: already started")
 type Relay struct {
 	cfg      Config
 	log      *slog.Logger
+	red      *botapi.Redactor // masks cfg.secrets()
 	obs      Observer
 	now      func() time.Time
 	bot      *botapi.Client
@@ -109,7 +110,11 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Logger != nil {
 		h = cfg.Logger.Handler()
 	}
-	h = rateLimited(h, r.now)
+	// Every secret the relay knows is masked in every line it logs and
+	// every error text the runner stores (see secrets).
+	r.red = &botapi.Redactor{}
+	r.red.Add(cfg.secrets()...)
+	h = rateLimited(r.red.Handler(h), r.now)
 	r.log = slog.New(h)
 	// The runner's per-attempt Info lines go to Debug: logEvent says the
 	// same at Warn and Error.
@@ -182,6 +187,7 @@ func New(cfg Config) (*Relay, error) {
 		Deadlines:         r.intakeDeadlines(),
 		Observer:          r.intakeObserver(),
 		Logger:            runnerLog,
+		Redactor:          r.red,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("relay: intake runner: %w", err)
@@ -222,8 +228,16 @@ func (r *Relay) timedForward(ctx context.Context, u intake.Update, a intake.Atte
 
 // HandleAdmin mounts handler at pattern (an [http.ServeMux] pattern) on
 // the admin listener, beside /healthz and /readyz; call it before Start.
-// This is where a metrics endpoint or a dashboard plugs in.
+// This is where a metrics endpoint plugs in. With the dashboard enabled,
+// handler sits behind its door ([dashboard.Handler.Protect]): with
+// Dashboard.AdminToken it needs the token (a bearer header, or the
+// dashboard's session), without one a loopback request. /healthz and
+// /readyz stay open, for probes that carry no credential: they say only
+// whether the process is up and ready.
 func (r *Relay) HandleAdmin(pattern string, handler http.Handler) {
+	if r.dash != nil {
+		handler = r.dash.Protect(handler)
+	}
 	r.adminMux.Handle(pattern, handler)
 }
 

@@ -188,7 +188,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	}
 	hint := fmt.Sprintf("Run 'tgrelay help %s' for usage.", fs.Name())
 	if err != nil {
-		return &usageError{msg: err.Error(), hint: hint}
+		return &usageError{msg: flagError(fs, err), hint: hint}
 	}
 	if fs.NArg() > 0 {
 		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), hint: hint}

@@ -37,7 +37,7 @@ func TestRunCommandLine(t *testing.T) {
 		{name: "sandbox -h", args: []string{"sandbox", "-h"}, code: exitOK, stdout: []string{"-no-limits"}},
 		{name: "help unknown", args: []string{"help", "nope"}, code: exitUsage, stderr: []string{`unknown command "nope"`}},
 		{name: "version", args: []string{"version"}, code: exitOK, stdout: []string{"tgrelay ", "go1."}},
-		{name: "bad flag", args: []string{"sandbox", "-bogus"}, code: exitUsage, stderr: []string{"tgrelay sandbox: flag provided but not defined: -bogus", "Run 'tgrelay help sandbox' for usage."}},
+		{name: "bad flag", args: []string{"sandbox", "-bogus"}, code: exitUsage, stderr: []string{"tgrelay sandbox: unknown flag --bogus", "Run 'tgrelay help sandbox' for usage."}},
 		{name: "stray argument", args: []string{"sandbox", "extra"}, code: exitUsage, stderr: []string{`unexpected argument "extra"`}},
 		{name: "bad token", args: []string{"sandbox", "-token", "secret-value"}, code: exitUsage, stderr: []string{"Config.Token"}},
 		{name: "cert without tls", args: []string{"sandbox", "-cert", "x.pem"}, code: exitUsage, stderr: []string{"-cert needs -tls"}},

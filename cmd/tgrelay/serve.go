@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,6 +218,12 @@ relay's figures, updates, exhaustions to acknowledge or requeue, broadcasts).
 The dashboard answers on a loopback address only, unless --admin-token (env
 TGRELAY_ADMIN_TOKEN) is set: a non-loopback --admin-listen without one is
 refused (or pass --no-dashboard). --dashboard-read-only hides its buttons.
+With the dashboard, /metrics is behind the same door: with --admin-token a
+scraper sends "Authorization: Bearer <token>". /healthz and /readyz stay open
+for probes that carry no credential; they tell only up and ready. Wrong
+tokens are limited per client address, bearer tokens included. Behind an
+HTTPS reverse proxy, name it with --admin-trusted-proxy so the dashboard's
+cookies are Secure and each client is limited on its own.
 Logs are slog text or JSON on stderr; the token, the secret and the admin
 token are masked in every line. SIGINT or SIGTERM
 stops receiving, drains handlers for --drain-timeout, then cancels them.
@@ -276,6 +285,7 @@ type serveOptions struct {
 	db, table                                       string
 	noCreate, poll                                  bool
 	pollTimeout                                     time.Duration
+	pollTimeoutSet                                  bool // given, by flag or environment
 	listen, path, secret, publicURL, takeoverFrom   string
 	webhookCheck                                    time.Duration
 	maxConnections                                  int
@@ -294,6 +304,7 @@ type serveOptions struct {
 	adminListen, logFormat, logLevel                string
 	net                                             netFlags // the Bot API client's
 	adminToken, broadcastDir                        string
+	trustedProxies                                  []netip.Prefix
 	noDashboard, dashboardReadOnly                  bool
 	gatewayListen, gatewayPublicURL                 string
 	gatewayAllowRemote, noGateway                   bool
@@ -343,7 +354,8 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.table, "table", "", "update table `name` (default telegram_updates)")
 	fs.BoolVar(&o.noCreate, "no-create", false, "PostgreSQL: do not create or upgrade the table (your migrations own it)")
 	fs.BoolVar(&o.poll, "poll", false, "receive by long polling (getUpdates) instead of the webhook")
-	fs.DurationVar(&o.pollTimeout, "poll-timeout", poll.DefaultTimeout, "long-poll `timeout`, whole seconds, 1s to 50s")
+	o.pollTimeout = poll.DefaultTimeout
+	fs.Var(&setDuration{d: &o.pollTimeout, set: &o.pollTimeoutSet}, "poll-timeout", "long-poll `timeout`, whole seconds, 1s to 50s (with --poll only)")
 	fs.StringVar(&o.listen, "listen", relay.DefaultListen, "webhook listen `address`")
 	fs.StringVar(&o.path, "path", relay.DefaultPath, "webhook `path`")
 	fs.StringVar(&o.secret, "secret", "", "webhook `secret` (1-256 of A-Z a-z 0-9 _ -); required for the webhook")
@@ -386,6 +398,11 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&o.noDashboard, "no-dashboard", false, "do not serve the dashboard on the admin listener")
 	fs.StringVar(&o.adminToken, "admin-token", "", "`token` the dashboard asks for (16+ bytes); required when --admin-listen is not loopback; prefer the environment variable")
+	fs.Func("admin-trusted-proxy", "comma-separated `addresses` (IP or CIDR) of the HTTPS reverse proxies in front of --admin-listen, whose X-Forwarded-Proto and X-Forwarded-For the dashboard believes (Secure cookies, sign-in limits per client)", func(v string) error {
+		ps, err := parsePrefixes(v)
+		o.trustedProxies = ps
+		return err
+	})
 	fs.BoolVar(&o.dashboardReadOnly, "dashboard-read-only", false, "the dashboard shows everything and changes nothing (no Acknowledge or Requeue)")
 	fs.StringVar(&o.broadcastDir, "broadcast-state-dir", "", "`directory` of the broadcasts the dashboard shows, as 'tgrelay broadcast --state-dir' (default the same default)")
 	o.tls.register(fs)
@@ -419,7 +436,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 		if serr := fs.Set(f.Name, v); serr != nil {
 			msg := fmt.Sprintf("%s: invalid value for --%s", envName(f.Name), f.Name)
 			if f.Name != "token" && f.Name != "secret" && f.Name != "admin-token" && f.Name != "app-secret-token" {
-				msg += ": " + serr.Error()
+				msg += ": " + valueProblem(f, v, serr.Error())
 			}
 			err = &usageError{msg: msg, hint: "Run 'tgrelay help serve' for usage."}
 		}
@@ -475,6 +492,7 @@ var serveFlagOf = map[string]string{
 	"Deadlines.PreCheckoutQuery":    "deadline-pre-checkout-query",
 	"Deadlines.ShippingQuery":       "deadline-shipping-query",
 	"Deadlines.MaxConcurrent":       "deadline-concurrency",
+	"Gateway.AllowRemote":           "gateway-allow-remote",
 }
 
 // flagOfField names a relay.Config field as its serve flag ("--app-secret-token"),
@@ -501,7 +519,18 @@ func serveUsageError(err error) error {
 	if name == "secret" {
 		flagName += " (or TGRELAY_WEBHOOK_SECRET)"
 	}
-	return &usageError{msg: flagName + " " + ce.Err.Error(), hint: "Run 'tgrelay help serve' for usage."}
+	return &usageError{msg: flagName + " " + inFlagWords(ce.Err.Error()), hint: "Run 'tgrelay help serve' for usage."}
+}
+
+// inFlagWords rewrites a relay message's advice to "set <Config field>"
+// as the flag to pass ("set Gateway.AllowRemote" → "pass
+// --gateway-allow-remote"), the longest field first.
+func inFlagWords(msg string) string {
+	fields := slices.SortedFunc(maps.Keys(serveFlagOf), func(a, b string) int { return len(b) - len(a) })
+	for _, f := range fields {
+		msg = strings.ReplaceAll(msg, "set "+f, "pass --"+serveFlagOf[f])
+	}
+	return msg
 }
 
 // allowed returns --allowed-updates as a list, nil when empty.
@@ -565,14 +594,41 @@ func (o *serveOptions) relayConfig() relay.Config {
 			AdminToken:   o.adminToken,
 			ReadOnly:     o.dashboardReadOnly,
 			BroadcastDir: o.broadcastDir,
+			// A copy: relay.New keeps it.
+			TrustedProxies: append([]netip.Prefix(nil), o.trustedProxies...),
 		},
 	}
+}
+
+// parsePrefixes parses a comma-separated list of IP addresses and CIDR
+// prefixes; an address is a prefix of its full length.
+func parsePrefixes(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.SplitSeq(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an IP address or a CIDR prefix", f)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }
 
 // validate checks the options as relay.New will, without opening the
 // store, so that a mistyped flag creates no database. Its errors name the
 // flag.
 func (o *serveOptions) validate() error {
+	if o.pollTimeoutSet && !o.poll {
+		return &usageError{msg: "--poll-timeout applies only with --poll: the webhook mode does not poll", hint: "Pass --poll to receive by long polling, or drop --poll-timeout."}
+	}
 	if o.retryOrder != retryInLine && o.retryOrder != retryOutOfLine {
 		return &usageError{msg: fmt.Sprintf("--retry-order is %q: want %s or %s", o.retryOrder, retryInLine, retryOutOfLine), hint: "Run 'tgrelay help serve' for usage."}
 	}

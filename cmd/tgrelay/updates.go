@@ -1,18 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/intake"
 )
 
@@ -50,15 +52,30 @@ choice. Either way the store applies the
 acknowledgement only for that exact identity, once; a wrong identity, a row
 that is not an unacknowledged exhaustion or a second ack exits 1.
 
-States: pending, processing, failed, completed, abandoned, expired. An
-expired update is one with a deadline (a callback, inline, pre-checkout or
-shipping query) that passed before the app answered it: it is settled, not an
-exhaustion, and requeue refuses it (it would expire again at once: its
-deadline counts from its arrival). Stores keep it as abandoned, so
---state expired reads the abandoned rows in order (at most 10000 per page) and
---state abandoned lists expired ones too. --json prints JSON
+Bodies and errors are masked as the dashboard masks them: anything shaped
+like a bot token, and the secrets serve reads from the environment
+(TGRELAY_TOKEN, TGRELAY_WEBHOOK_SECRET, TGRELAY_APP_SECRET_TOKEN,
+TGRELAY_ADMIN_TOKEN) when they are set.
+
+States: pending, processing, failed, completed, abandoned, exhausted (an
+abandoned row whose exhaustion waits to be acknowledged; ls --state exhausted
+lists what exhausted lists) and expired. An expired update is one with a
+deadline (a callback, inline, pre-checkout or shipping query) that passed
+before the app answered it: it is settled, not an exhaustion, and requeue
+refuses it (it would expire again at once: its deadline counts from its
+arrival). Stores keep it as abandoned, so --state expired reads the abandoned
+rows in order (at most 10000 per page) and --state abandoned lists expired
+ones too. --json prints JSON
 instead of a table. Exit status: 0 done, 1 refused or failed, 2 usage.
 `
+
+// stateExhausted is the name ls, --state, show and the dashboard give an
+// unacknowledged exhaustion: an abandoned row whose exhaustion waits to be
+// delivered or acknowledged.
+const stateExhausted intake.State = "exhausted"
+
+// statesText lists the states --state accepts.
+const statesText = "pending, processing, failed, completed, abandoned, exhausted, expired"
 
 // updatesFlags are the flags every updates subcommand accepts.
 type updatesFlags struct {
@@ -127,9 +144,9 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if f.state != "" {
 		state = intake.State(f.state)
 		switch state {
-		case intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned, intake.StateNameExpired:
+		case intake.StatePending, intake.StateProcessing, intake.StateFailed, intake.StateCompleted, intake.StateAbandoned, intake.StateNameExpired, stateExhausted:
 		default:
-			return &usageError{msg: fmt.Sprintf("--state %q is not a state", f.state), hint: "States: pending, processing, failed, completed, abandoned, expired."}
+			return &usageError{msg: fmt.Sprintf("--state %q is not a state", f.state), hint: "States: " + statesText + "."}
 		}
 		if sub != "ls" {
 			return &usageError{msg: "--state applies to ls only", hint: hint}
@@ -150,10 +167,13 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer st.Close()
-	u := &updatesCmd{store: st, out: stdout, json: f.asJSON}
+	u := &updatesCmd{store: st, out: stdout, json: f.asJSON, red: envRedactor(os.LookupEnv)}
 	switch sub {
 	case "ls":
 		q := intake.ListQuery{State: state, Limit: f.limit}
+		if state == stateExhausted {
+			q = intake.ListQuery{Unacknowledged: true, Limit: f.limit}
+		}
 		if f.hasAfter {
 			q.After = &f.after
 		}
@@ -212,6 +232,20 @@ type updatesCmd struct {
 	store updateStore
 	out   io.Writer
 	json  bool
+	red   *botapi.Redactor // masks every body and error printed
+}
+
+// envRedactor returns the redactor of what the updates command prints: the
+// dashboard's rule (dashboard.FormatBody), with the secrets serve would read
+// from the environment registered when they are set.
+func envRedactor(lookup func(string) (string, bool)) *botapi.Redactor {
+	red := &botapi.Redactor{}
+	for _, name := range []string{"token", "secret", "app-secret-token", "admin-token"} {
+		if v, ok := lookup(envName(name)); ok {
+			red.Add(v)
+		}
+	}
+	return red
 }
 
 // rowJSON is a row as --json prints it.
@@ -229,7 +263,8 @@ type rowJSON struct {
 	Body           json.RawMessage `json:"body,omitempty"`
 }
 
-func toRowJSON(r intake.Row, withBody bool) rowJSON {
+// toRowJSON returns r as --json prints it, its error and body masked by red.
+func toRowJSON(r intake.Row, withBody bool, red *botapi.Redactor) rowJSON {
 	j := rowJSON{
 		UpdateID:       r.UpdateID,
 		State:          r.StateName(),
@@ -238,7 +273,7 @@ func toRowJSON(r intake.Row, withBody bool) rowJSON {
 		Crashes:        r.Crashes,
 		ClaimID:        r.ClaimID,
 		ReceivedAt:     r.ReceivedAt.UTC(),
-		Error:          r.Error,
+		Error:          red.Redact(r.Error),
 	}
 	if !r.DueAt.IsZero() {
 		t := r.DueAt.UTC()
@@ -249,11 +284,14 @@ func toRowJSON(r intake.Row, withBody bool) rowJSON {
 		j.SettledAt = &t
 	}
 	if withBody {
-		if json.Valid(r.Body) {
-			j.Body = json.RawMessage(r.Body)
+		// Masking replaces text inside JSON strings with plain text, so a
+		// valid body stays valid.
+		masked := red.Redact(string(r.Body))
+		if json.Valid([]byte(masked)) {
+			j.Body = json.RawMessage(masked)
 		} else {
 			// A body that is not JSON is shown as a JSON string.
-			b, _ := json.Marshal(string(r.Body))
+			b, _ := json.Marshal(masked)
 			j.Body = b
 		}
 	}
@@ -327,7 +365,7 @@ func (u *updatesCmd) printRows(rows []intake.Row, next *int64) error {
 	if u.json {
 		out := make([]rowJSON, 0, len(rows))
 		for _, r := range rows {
-			out = append(out, toRowJSON(r, false))
+			out = append(out, toRowJSON(r, false, u.red))
 		}
 		return u.writeJSON(out)
 	}
@@ -340,14 +378,14 @@ func (u *updatesCmd) printRows(rows []intake.Row, next *int64) error {
 	for _, r := range rows {
 		state := r.StateName()
 		if r.Unacknowledged() {
-			state = "exhausted"
+			state = string(stateExhausted)
 		}
 		claim := r.ClaimID
 		if claim == "" {
 			claim = "-"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.UpdateID, state, r.Attempts, claim,
-			fmtTime(r.ReceivedAt), fmtTime(r.DueAt), oneLine(r.Error, maxErrorColumn))
+			fmtTime(r.ReceivedAt), fmtTime(r.DueAt), oneLine(u.red.Redact(r.Error), maxErrorColumn))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -383,12 +421,12 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 		return u.writeJSON(struct {
 			rowJSON
 			Calls []callJSON `json:"calls"`
-		}{toRowJSON(r, true), toCallsJSON(calls)})
+		}{toRowJSON(r, true, u.red), toCallsJSON(calls)})
 	}
 	state := r.StateName()
 	switch {
 	case r.Unacknowledged():
-		state += " (unacknowledged exhaustion)"
+		state = string(stateExhausted) + " (abandoned; an unacknowledged exhaustion)"
 	case r.Expired():
 		state += " (its deadline passed before the app answered; not an exhaustion)"
 	}
@@ -403,15 +441,14 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 	fmt.Fprintf(tw, "received:\t%s\n", fmtTime(r.ReceivedAt))
 	fmt.Fprintf(tw, "due:\t%s\n", fmtTime(r.DueAt))
 	fmt.Fprintf(tw, "settled:\t%s\n", fmtTime(r.SettledAt))
-	fmt.Fprintf(tw, "error:\t%s\n", orDash(r.Error))
+	fmt.Fprintf(tw, "error:\t%s\n", orDash(u.red.Redact(r.Error)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, r.Body, "", "  ") == nil {
-		_, err = fmt.Fprintf(u.out, "body:\n%s\n", pretty.Bytes())
+	if b := dashboard.FormatBody(r.Body, 0, u.red); b.Valid {
+		_, err = fmt.Fprintf(u.out, "body:\n%s\n", b.Text)
 	} else {
-		_, err = fmt.Fprintf(u.out, "body (not JSON):\n%q\n", r.Body)
+		_, err = fmt.Fprintf(u.out, "body (not JSON):\n%q\n", b.Text)
 	}
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -36,6 +37,9 @@ type Config struct {
 	APIRoot string // the Bot API root; "" means https://api.telegram.org
 	DB      string // the SQLite file
 	Secret  string // the webhook's secret_token
+	// Logger receives the runner's lines (failed attempts, store errors),
+	// masked by the redactor; nil logs to stderr.
+	Logger *slog.Logger
 }
 
 // App is the bot: its runner and the webhook Telegram posts to.
@@ -43,7 +47,12 @@ type App struct {
 	Bot     *telego.Bot
 	Runner  *intake.Runner
 	Webhook *intake.Webhook
-	store   *sqlitestore.Store
+	// Redactor masks the token and the webhook secret. telego's errors
+	// quote the request URL, and so the token: every text that leaves the
+	// bot (the runner's stored errors and log lines, main's last word)
+	// passes through it.
+	Redactor *botapi.Redactor
+	store    *sqlitestore.Store
 }
 
 // New assembles the bot: store → runner → webhook. Start the runner with
@@ -64,6 +73,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	red := &botapi.Redactor{}
+	red.Add(cfg.Token, cfg.Secret)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	store, err := sqlitestore.Open(ctx, cfg.DB, sqlitestore.Config{})
 	if err != nil {
 		return nil, err
@@ -78,6 +93,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			return echo(ctx, b, upd)
 		},
 		KeepExhaustions: true, // dead letters stay for `tgrelay updates`
+		// The handler passes telego's error on as it is (the retry policy
+		// reads its Telegram answer); the runner masks the token in it
+		// before it is stored or logged.
+		Redactor: red,
+		Logger:   log,
 	})
 	if err != nil {
 		store.Close()
@@ -88,7 +108,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		store.Close()
 		return nil, err
 	}
-	return &App{Bot: b, Runner: runner, Webhook: hook, store: store}, nil
+	return &App{Bot: b, Runner: runner, Webhook: hook, Redactor: red, store: store}, nil
 }
 
 // Close stops the runner (waiting for handlers until ctx ends) and closes
@@ -116,8 +136,11 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, Config{Token: os.Getenv("TELEGRAM_BOT_TOKEN"), Secret: os.Getenv("WEBHOOK_SECRET"), APIRoot: *apiRoot, DB: *db}, *listen, *url); err != nil {
-		fmt.Fprintln(os.Stderr, "telego:", botapi.Redact(err.Error()))
+	cfg := Config{Token: os.Getenv("TELEGRAM_BOT_TOKEN"), Secret: os.Getenv("WEBHOOK_SECRET"), APIRoot: *apiRoot, DB: *db}
+	if err := run(ctx, cfg, *listen, *url); err != nil {
+		red := &botapi.Redactor{}
+		red.Add(cfg.Token, cfg.Secret)
+		fmt.Fprintln(os.Stderr, "telego:", red.Redact(err.Error()))
 		os.Exit(1)
 	}
 }
