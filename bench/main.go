@@ -41,6 +41,7 @@ var scenarios = map[string]scenario{
 	"crash-broadcast": {"2,000-recipient broadcast killed with SIGKILL 10+ times and resumed: chats reached twice (must be 0 unless uncertain)", runCrashBroadcast},
 	"crash-pg":        {"three serve on one PostgreSQL behind a proxy, fenced writes, random SIGKILLs: lost and double effects (must be 0)", runCrashPG},
 	"soak":            {"serve with its gateway under a steady 200 updates/s for -duration (SQLite and PostgreSQL), short retention: RSS, goroutines, fds, rows and p99 over time, lost and replies sent twice (must be 0)", runSoak},
+	"pg-stall":        {"serve on PostgreSQL through a proxy that stops forwarding bytes for 30 s, then the same for the app: how long webhook POSTs are held, what they get, recovery, lost (must be 0)", runPGStall},
 	"crash-serve":     {"serve on SQLite killed with SIGKILL 15+ times under load: lost (must be 0), duplicates, drain", runCrashServe},
 }
 

@@ -136,10 +136,6 @@ type soakApp struct {
 	client *http.Client
 	effect func(r *http.Request, id int64) error
 
-	// hold, while set, makes every forward wait until it is cleared or
-	// the request ends (an app that stops answering).
-	hold atomic.Pointer[chan struct{}]
-
 	forwards, replies, replyFailures, exhaustions atomic.Int64
 	firstReplyError                               atomic.Value // string
 }
@@ -167,13 +163,6 @@ func (a *soakApp) close() {
 func (a *soakApp) updateURL() string     { return a.base + "/update" }
 func (a *soakApp) exhaustionURL() string { return a.base + "/exhaustion" }
 
-// stall makes forwards hang until the returned func is called.
-func (a *soakApp) stall() (resume func()) {
-	ch := make(chan struct{})
-	a.hold.Store(&ch)
-	return func() { a.hold.Store(nil); close(ch) }
-}
-
 func (a *soakApp) serveUpdate(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	a.forwards.Add(1)
@@ -183,13 +172,6 @@ func (a *soakApp) serveUpdate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, relayMaxBody))
-	if h := a.hold.Load(); h != nil {
-		select {
-		case <-*h:
-		case <-r.Context().Done():
-			return
-		}
-	}
 	a.track.sawForward(id, now)
 	kind := a.mix.kind(id)
 	if kind == soakPoison {
