@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/telegramtest"
@@ -71,6 +72,7 @@ type pgStallConfig struct {
 // window, or were in flight when it began.
 type stallWindow struct {
 	posts, oks, unavailable, other, noAnswer int
+	oksBefore                                int // 200s answered before the window ended
 	maxHeld                                  time.Duration // the longest POST
 	p99Held                                  time.Duration
 	firstOKAfter                             time.Duration // resume → first 200 of a POST started after it
@@ -244,6 +246,9 @@ func windowOf(answers []genAnswer, from, to time.Time) stallWindow {
 			switch a.status {
 			case http.StatusOK:
 				w.oks++
+				if end.Before(to) {
+					w.oksBefore++
+				}
 			case http.StatusServiceUnavailable:
 				w.unavailable++
 			case 0:
@@ -291,6 +296,12 @@ func (r pgStallResult) verdict() string {
 	if r.db.noAnswer != 0 {
 		miss = append(miss, fmt.Sprintf("%d webhook POSTs not answered during the database stall", r.db.noAnswer))
 	}
+	if bound := 2*intake.DefaultAcceptTimeout + 2*time.Second; r.db.maxHeld > bound {
+		miss = append(miss, fmt.Sprintf("a webhook POST held %v during the database stall, past twice intake.DefaultAcceptTimeout", r.db.maxHeld.Round(time.Millisecond)))
+	}
+	if r.db.oksBefore != 0 {
+		miss = append(miss, fmt.Sprintf("%d POSTs answered 200 while the database was stalled", r.db.oksBefore))
+	}
 	if r.db.firstOKAfter == 0 {
 		miss = append(miss, "no 200 after the database came back")
 	}
@@ -299,18 +310,18 @@ func (r pgStallResult) verdict() string {
 
 func (r pgStallResult) print(out io.Writer, cfg pgStallConfig) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stall\tPOSTs\t200\t503\tother\tno answer\tlongest held\tp99 held\tfirst 200 after resume\t")
+	fmt.Fprintln(tw, "stall\tPOSTs\t200\t200 before resume\t503\tother\tno answer\tlongest held\tp99 held\tfirst 200 after resume\t")
 	for _, x := range []struct {
 		name string
 		w    stallWindow
 	}{{"database", r.db}, {"app", r.app}} {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%v\t%v\t%v\t\n", x.name, x.w.posts, x.w.oks, x.w.unavailable, x.w.other, x.w.noAnswer,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%v\t%v\t\n", x.name, x.w.posts, x.w.oks, x.w.oksBefore, x.w.unavailable, x.w.other, x.w.noAnswer,
 			x.w.maxHeld.Round(time.Millisecond), x.w.p99Held.Round(time.Millisecond), x.w.firstOKAfter.Round(time.Millisecond))
 	}
 	_ = tw.Flush()
 	v := r.verdict()
-	fmt.Fprintf(out, "RESULT pg-stall stall=%v updates=%d posts=%d oks=%d lost=%d replies_twice=%d db_posts=%d db_200=%d db_503=%d db_no_answer=%d db_longest_held_ms=%d db_first_200_after_ms=%d forwards_during_db_stall=%d leases_lost=%.0f store_errors=%.0f attempt_failures=%.0f app_longest_held_ms=%d forwards_during_app_stall=%d forward_timeouts=%.0f drain_ms=%d ok=%t\n",
-		cfg.stall, r.updates, r.posts, r.oks, r.lost, r.doubles, r.db.posts, r.db.oks, r.db.unavailable, r.db.noAnswer, r.db.maxHeld.Milliseconds(), r.db.firstOKAfter.Milliseconds(),
+	fmt.Fprintf(out, "RESULT pg-stall stall=%v updates=%d posts=%d oks=%d lost=%d replies_twice=%d db_posts=%d db_200=%d db_200_before_resume=%d db_503=%d db_no_answer=%d db_longest_held_ms=%d db_first_200_after_ms=%d forwards_during_db_stall=%d leases_lost=%.0f store_errors=%.0f attempt_failures=%.0f app_longest_held_ms=%d forwards_during_app_stall=%d forward_timeouts=%.0f drain_ms=%d ok=%t\n",
+		cfg.stall, r.updates, r.posts, r.oks, r.lost, r.doubles, r.db.posts, r.db.oks, r.db.oksBefore, r.db.unavailable, r.db.noAnswer, r.db.maxHeld.Milliseconds(), r.db.firstOKAfter.Milliseconds(),
 		r.forwardsDuringDB, r.leasesLost, r.storeErrs, r.attemptFails, r.app.maxHeld.Milliseconds(), r.forwardsApp, r.forwardTimeouts, r.drain.Milliseconds(), v == "")
 	if v != "" {
 		fmt.Fprintf(out, "  missed: %s\n", v)
