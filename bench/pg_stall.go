@@ -72,7 +72,7 @@ type pgStallConfig struct {
 // window, or were in flight when it began.
 type stallWindow struct {
 	posts, oks, unavailable, other, noAnswer int
-	oksBefore                                int // 200s answered before the window ended
+	oksBefore                                int           // 200s answered before the window ended
 	maxHeld                                  time.Duration // the longest POST
 	p99Held                                  time.Duration
 	firstOKAfter                             time.Duration // resume → first 200 of a POST started after it
