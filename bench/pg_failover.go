@@ -64,6 +64,11 @@ func runPGFailover(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// pgFailoverKillGrace: a 200 answered this soon after the SIGKILL is a
+// commit the primary (and its standby) acknowledged before it, on its way
+// to the generator; such updates are in the lost count like any other.
+const pgFailoverKillGrace = 50 * time.Millisecond
+
 type pgFailoverConfig struct {
 	rate                 float64
 	settle, promoteAfter time.Duration
@@ -76,7 +81,9 @@ type pgFailoverResult struct {
 	lost, doubles, effects   int
 	ownsDoubles              int
 	outage                   stallWindow // POSTs from the kill to the promotion's end
-	oksDuringOutage          int         // answered 200 between the kill and the promotion's end
+	oksDuringOutage          int         // answered 200 between the kill (+grace) and the promotion
+	oksAtKill                int         // answered 200 within pgFailoverKillGrace of the kill
+	uncertain                int64       // replies the gateway answered unknown
 	promoteTook              time.Duration
 	firstOKAfterPromote      time.Duration
 	firstForwardAfterPromote time.Duration
@@ -191,9 +198,14 @@ func pgFailoverRun(ctx context.Context, bin, dir string, cfg pgFailoverConfig, o
 	for _, a := range answers {
 		end := a.at.Add(a.took)
 		if a.status == http.StatusOK && end.After(kill) && end.Before(t0) {
-			res.oksDuringOutage++
+			if end.Before(kill.Add(pgFailoverKillGrace)) {
+				res.oksAtKill++
+			} else {
+				res.oksDuringOutage++
+			}
 		}
 	}
+	res.uncertain = app.uncertain.Load()
 	res.firstOKAfterPromote = res.outage.firstOKAfter
 
 	// Lost and doubled, on the new primary.
@@ -228,10 +240,35 @@ func pgFailoverRun(ctx context.Context, bin, dir string, cfg pgFailoverConfig, o
 	if err := rows.Err(); err != nil {
 		return res, err
 	}
+	var lostIDs []int64
 	for i := range n {
 		if track.acked[i].Load() && !has[i] {
 			res.lost++
+			lostIDs = append(lostIDs, lo+int64(i))
 		}
+	}
+	if len(lostIDs) > 0 {
+		// Where the lost updates are: their rows on the new primary.
+		rows, err := pool.Query(context.WithoutCancel(ctx), `SELECT coalesce(t.state, 'no row'), count(*), min(i.id), max(i.id)
+			FROM unnest($1::bigint[]) AS i(id) LEFT JOIN telegram_updates t ON t.update_id = i.id GROUP BY 1`, lostIDs)
+		if err == nil {
+			for rows.Next() {
+				var state string
+				var c, a, b int64
+				if rows.Scan(&state, &c, &a, &b) == nil {
+					seen := 0
+					for _, id := range lostIDs {
+						if i, ok := track.index(id); ok && track.seen[i].Load() != 0 {
+							seen++
+						}
+					}
+					fmt.Fprintf(out, "  lost: %d in state %q (ids %d..%d; %d of all lost were forwarded at least once); first POST of the lowest at %s\n",
+						c, state, a, b, seen, time.Unix(0, track.posted[a-lo].Load()).Format("15:04:05.000"))
+				}
+			}
+			rows.Close()
+		}
+		fmt.Fprintf(out, "  serve's log:\n%s\n", tail(s.logPath))
 	}
 	return res, nil
 }
@@ -301,10 +338,10 @@ func (r pgFailoverResult) print(out io.Writer, cfg pgFailoverConfig) {
 		r.firstForwardAfterPromote.Round(time.Millisecond), r.drain.Round(time.Millisecond))
 	_ = tw.Flush()
 	v := r.verdict(cfg)
-	fmt.Fprintf(out, "RESULT pg-failover synchronous_commit=%s promote_after=%v updates=%d posts=%d oks=%d effects=%d lost=%d double_effects=%d owns_only_doubles=%d outage_posts=%d outage_200=%d outage_503=%d outage_no_answer=%d longest_held_ms=%d promote_ms=%d first_200_after_promotion_ms=%d first_forward_after_promotion_ms=%d replies_twice=%d drain_ms=%d ok=%t\n",
-		cfg.syncCommit, cfg.promoteAfter, r.updates, r.posts, r.oks, r.effects, r.lost, r.doubles, r.ownsDoubles, r.outage.posts, r.oksDuringOutage, r.outage.unavailable,
+	fmt.Fprintf(out, "RESULT pg-failover synchronous_commit=%s promote_after=%v updates=%d posts=%d oks=%d effects=%d lost=%d double_effects=%d owns_only_doubles=%d outage_posts=%d outage_200=%d outage_200_within_50ms_of_kill=%d outage_503=%d outage_no_answer=%d longest_held_ms=%d promote_ms=%d first_200_after_promotion_ms=%d first_forward_after_promotion_ms=%d replies_twice=%d replies_unknown=%d drain_ms=%d ok=%t\n",
+		cfg.syncCommit, cfg.promoteAfter, r.updates, r.posts, r.oks, r.effects, r.lost, r.doubles, r.ownsDoubles, r.outage.posts, r.oksDuringOutage, r.oksAtKill, r.outage.unavailable,
 		r.outage.noAnswer, r.outage.maxHeld.Milliseconds(), r.promoteTook.Milliseconds(), r.firstOKAfterPromote.Milliseconds(), r.firstForwardAfterPromote.Milliseconds(),
-		r.repliesTwice, r.drain.Milliseconds(), v == "")
+		r.repliesTwice, r.uncertain, r.drain.Milliseconds(), v == "")
 	if v != "" {
 		fmt.Fprintf(out, "  missed: %s\n", v)
 	}

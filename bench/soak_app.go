@@ -137,6 +137,7 @@ type soakApp struct {
 	effect func(r *http.Request, id int64) error
 
 	forwards, replies, replyFailures, exhaustions atomic.Int64
+	uncertain                                     atomic.Int64 // replies answered unknown
 	firstReplyError                               atomic.Value // string
 }
 
@@ -223,6 +224,14 @@ func (a *soakApp) reply(ctx context.Context, root string, id int64) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 	}()
+	if resp.StatusCode == http.StatusBadGateway && resp.Header.Get("Tgrelay-Outcome") == "unknown" {
+		// The gateway cannot tell whether Telegram got the call (the relay
+		// or its database died between the send and the outcome) and will
+		// never send it again: the app takes it as done, or its chat would
+		// wait behind this update until its attempts run out.
+		a.uncertain.Add(1)
+		return nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("gateway answered %d: %s", resp.StatusCode, b)
