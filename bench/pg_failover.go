@@ -76,19 +76,18 @@ type pgFailoverConfig struct {
 }
 
 type pgFailoverResult struct {
-	updates                  int
-	posts, oks               int64
-	lost, doubles, effects   int
-	ownsDoubles              int
-	outage                   stallWindow // POSTs from the kill to the promotion's end
-	oksDuringOutage          int         // answered 200 between the kill (+grace) and the promotion
-	oksAtKill                int         // answered 200 within pgFailoverKillGrace of the kill
-	uncertain                int64       // replies the gateway answered unknown
-	promoteTook              time.Duration
-	firstOKAfterPromote      time.Duration
-	firstForwardAfterPromote time.Duration
-	drain                    time.Duration
-	repliesTwice             int
+	updates                int
+	posts, oks             int64
+	lost, doubles, effects int
+	ownsDoubles            int
+	outage                 stallWindow // POSTs from the kill to the promotion's end
+	oksDuringOutage        int         // answered 200 between the kill (+grace) and the promotion
+	oksAtKill              int         // answered 200 within pgFailoverKillGrace of the kill
+	uncertain              int64       // replies the gateway answered unknown
+	promoteTook            time.Duration
+	firstOKAfterPromote    time.Duration
+	drain                  time.Duration
+	repliesTwice           int
 }
 
 func pgFailoverRun(ctx context.Context, bin, dir string, cfg pgFailoverConfig, out io.Writer) (pgFailoverResult, error) {
@@ -169,7 +168,6 @@ func pgFailoverRun(ctx context.Context, bin, dir string, cfg pgFailoverConfig, o
 	if err := backoff.Sleep(ctx, cfg.promoteAfter); err != nil {
 		return res, err
 	}
-	f0 := app.forwards.Load()
 	t0 := time.Now()
 	if err := pair.promote(ctx); err != nil {
 		return res, err
@@ -177,8 +175,6 @@ func pgFailoverRun(ctx context.Context, bin, dir string, cfg pgFailoverConfig, o
 	promoted := time.Now()
 	res.promoteTook = promoted.Sub(t0)
 	fmt.Fprintf(out, "  %s standby promoted (pg_ctl promote -w took %v)\n", promoted.Format("15:04:05.000"), res.promoteTook.Round(time.Millisecond))
-	_ = waitForCtx(ctx, 2*time.Minute, func() bool { return app.forwards.Load() > f0 })
-	res.firstForwardAfterPromote = time.Since(promoted)
 	if s.exited() {
 		return res, fmt.Errorf("serve exited:\n%s", tail(s.logPath))
 	}
@@ -332,15 +328,15 @@ func (r pgFailoverResult) verdict(cfg pgFailoverConfig) string {
 
 func (r pgFailoverResult) print(out io.Writer, cfg pgFailoverConfig) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "synchronous_commit\tupdates\t200s\teffects\tlost\tdouble effects\towns-only doubles\toutage POSTs\t200 before promotion\t503\tlongest held\tfirst 200 after promotion\tfirst forward after promotion\tdrain\t")
-	fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%v\t%v\t%v\t\n", cfg.syncCommit, r.updates, r.oks, r.effects, r.lost, r.doubles, r.ownsDoubles,
+	fmt.Fprintln(tw, "synchronous_commit\tupdates\t200s\teffects\tlost\tdouble effects\towns-only doubles\toutage POSTs\t200 before promotion\t503\tlongest held\tfirst 200 after promotion\tdrain\t")
+	fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%v\t%v\t\n", cfg.syncCommit, r.updates, r.oks, r.effects, r.lost, r.doubles, r.ownsDoubles,
 		r.outage.posts, r.oksDuringOutage, r.outage.unavailable, r.outage.maxHeld.Round(time.Millisecond), r.firstOKAfterPromote.Round(time.Millisecond),
-		r.firstForwardAfterPromote.Round(time.Millisecond), r.drain.Round(time.Millisecond))
+		r.drain.Round(time.Millisecond))
 	_ = tw.Flush()
 	v := r.verdict(cfg)
-	fmt.Fprintf(out, "RESULT pg-failover synchronous_commit=%s promote_after=%v updates=%d posts=%d oks=%d effects=%d lost=%d double_effects=%d owns_only_doubles=%d outage_posts=%d outage_200=%d outage_200_within_50ms_of_kill=%d outage_503=%d outage_no_answer=%d longest_held_ms=%d promote_ms=%d first_200_after_promotion_ms=%d first_forward_after_promotion_ms=%d replies_twice=%d replies_unknown=%d drain_ms=%d ok=%t\n",
+	fmt.Fprintf(out, "RESULT pg-failover synchronous_commit=%s promote_after=%v updates=%d posts=%d oks=%d effects=%d lost=%d double_effects=%d owns_only_doubles=%d outage_posts=%d outage_200=%d outage_200_within_50ms_of_kill=%d outage_503=%d outage_no_answer=%d longest_held_ms=%d promote_ms=%d first_200_after_promotion_ms=%d replies_twice=%d replies_unknown=%d drain_ms=%d ok=%t\n",
 		cfg.syncCommit, cfg.promoteAfter, r.updates, r.posts, r.oks, r.effects, r.lost, r.doubles, r.ownsDoubles, r.outage.posts, r.oksDuringOutage, r.oksAtKill, r.outage.unavailable,
-		r.outage.noAnswer, r.outage.maxHeld.Milliseconds(), r.promoteTook.Milliseconds(), r.firstOKAfterPromote.Milliseconds(), r.firstForwardAfterPromote.Milliseconds(),
+		r.outage.noAnswer, r.outage.maxHeld.Milliseconds(), r.promoteTook.Milliseconds(), r.firstOKAfterPromote.Milliseconds(),
 		r.repliesTwice, r.uncertain, r.drain.Milliseconds(), v == "")
 	if v != "" {
 		fmt.Fprintf(out, "  missed: %s\n", v)
