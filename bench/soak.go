@@ -45,7 +45,7 @@ func runSoak(ctx context.Context, args []string, out io.Writer) error {
 	fs.Float64Var(&cfg.mix.poison, "poison", 0.001, "share of updates the app refuses for good")
 	fs.DurationVar(&cfg.retention, "retention", 2*time.Minute, "serve's --retention")
 	fs.DurationVar(&cfg.sample, "sample", time.Minute, "sampling period")
-	fs.DurationVar(&cfg.warmup, "warmup", 0, "samples before this are not compared (default: retention + 1m, at most half the run)")
+	fs.DurationVar(&cfg.warmup, "warmup", 0, "samples before this are not compared (default: retention + 1m or 6m, whichever is more, at most half the run; RSS was still rising at minute 5)")
 	stores := fs.String("stores", "sqlite,postgres", "comma-separated stores: sqlite, postgres")
 	bin := fs.String("bin", "", "tgrelay binary (default: built into a temp dir)")
 	timeout := fs.Duration("timeout", 0, "bound of the whole run (default: 2 × duration × stores + 5m)")
@@ -53,7 +53,7 @@ func runSoak(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if cfg.warmup == 0 {
-		cfg.warmup = min(cfg.retention+time.Minute, cfg.duration/2)
+		cfg.warmup = min(max(cfg.retention+time.Minute, 6*time.Minute), cfg.duration/2)
 	}
 	names := strings.Split(*stores, ",")
 	if *timeout == 0 {
