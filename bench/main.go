@@ -43,6 +43,9 @@ var scenarios = map[string]scenario{
 	"crash-broadcast": {"2,000-recipient broadcast killed with SIGKILL 10+ times and resumed: chats reached twice (must be 0 unless uncertain)", runCrashBroadcast},
 	"crash-payments":  {"serve on PostgreSQL forwards successful_payment updates to examples/payments; serve and the app killed with SIGKILL in turn: payments lost or fulfilled twice (must be 0)", runCrashPayments},
 	"crash-pg":        {"three serve on one PostgreSQL behind a proxy, fenced writes, random SIGKILLs: lost and double effects (must be 0)", runCrashPG},
+	"soak":            {"serve with its gateway under a steady 200 updates/s for -duration (SQLite and PostgreSQL), short retention: RSS, goroutines, fds, rows and p99 over time, lost and replies sent twice (must be 0)", runSoak},
+	"pg-stall":        {"serve on PostgreSQL through a proxy that stops forwarding bytes for 30 s, then the same for the app: how long webhook POSTs are held, what they get, recovery, lost (must be 0)", runPGStall},
+	"pg-failover":     {"serve on a PostgreSQL primary with a synchronous standby (multi-host URL), primary SIGKILLed and standby promoted under load: lost (must be 0), double effects, 503s, recovery time", runPGFailover},
 	"crash-serve":     {"serve on SQLite killed with SIGKILL 15+ times under load: lost (must be 0), duplicates, drain", runCrashServe},
 	"peer-river":      {"tgrelay's intake vs River's Insert and InsertMany on PostgreSQL and SQLite; its own module: go -C bench/peer run . peer-river", runPeerElsewhere},
 }

@@ -33,6 +33,11 @@ const (
 	// DefaultMaxQueued is how many updates and exhaustions one runner keeps
 	// scheduled (running or waiting on their chat line) at once.
 	DefaultMaxQueued = 1024
+	// DefaultAcceptTimeout bounds how long [Runner.Accept] waits for the
+	// store to record an update. Telegram waits about 60 s for a webhook's
+	// answer; a store that stops answering is reported (503) well before,
+	// and the connection is freed for the re-delivery.
+	DefaultAcceptTimeout = 10 * time.Second
 	// DefaultMaxBatch is how many concurrent [Runner.Accept] calls one group
 	// commit ([BatchStore.AddBatch]) records at most.
 	DefaultMaxBatch = 256
@@ -60,6 +65,8 @@ const (
 	MaxPageSize       = 10000
 	MaxMaxQueued      = 1 << 20
 	MaxMaxBatch       = 10000
+	MinAcceptTimeout  = time.Millisecond
+	MaxAcceptTimeout  = time.Hour
 	MinHeartbeat      = time.Millisecond // the least HeartbeatInterval and HeartbeatTimeout
 	MaxHeartbeat      = time.Hour        // the most HeartbeatInterval and HeartbeatTimeout
 	MaxMaxCrashes     = 1000
@@ -296,6 +303,16 @@ type Config struct {
 	// a sweep, which runs as soon as room frees. Defaults to
 	// [DefaultMaxQueued].
 	MaxQueued int
+	// AcceptTimeout bounds how long [Runner.Accept] waits for the store to
+	// record an update, and one group commit of adds (with LeaseDuration,
+	// whichever is less): a store that stops answering without closing its
+	// connections fails the accept (the webhook answers 503) instead of
+	// holding the request for a lease. A call that becomes the leader of the
+	// next group commit after its own wait ended still commits that batch,
+	// so an accept returns within twice AcceptTimeout at worst.
+	// [MinAcceptTimeout] to [MaxAcceptTimeout]; defaults to
+	// [DefaultAcceptTimeout].
+	AcceptTimeout time.Duration
 	// MaxBatch bounds how many concurrent Accept calls share one
 	// [BatchStore.AddBatch], 1 to [MaxMaxBatch]. Defaults to
 	// [DefaultMaxBatch]. Unused when the store is not a BatchStore.
@@ -423,6 +440,7 @@ func (c Config) fill() (Config, error) {
 	fillInt("PageSize", &c.PageSize, DefaultPageSize, 1, MaxPageSize)
 	fillInt("MaxQueued", &c.MaxQueued, DefaultMaxQueued, 1, MaxMaxQueued)
 	fillInt("MaxBatch", &c.MaxBatch, DefaultMaxBatch, 1, MaxMaxBatch)
+	fillDur("AcceptTimeout", &c.AcceptTimeout, DefaultAcceptTimeout, MinAcceptTimeout, MaxAcceptTimeout)
 	fillDur("HeartbeatTimeout", &c.HeartbeatTimeout, DefaultHeartbeatTimeout, MinHeartbeat, MaxHeartbeat)
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = min(DefaultHeartbeatInterval, max(c.HeartbeatTimeout/3, MinHeartbeat))

@@ -152,10 +152,10 @@ func New(cfg Config) (*Runner, error) {
 	if cs, ok := c.Store.(ClaimingBatchStore); ok && r.proves && c.ChatOrder != ChatOrderStrict {
 		// Strict chat order is the store's to judge at every claim, which
 		// a claimed add does not ask it: such a runner adds unclaimed.
-		r.batch = newCommitter(cs.AddBatchClaimed, c.MaxBatch, c.LeaseDuration)
+		r.batch = newCommitter(cs.AddBatchClaimed, c.MaxBatch, min(c.LeaseDuration, c.AcceptTimeout))
 		r.claimOnAdd = true
 	} else if bs, ok := c.Store.(BatchStore); ok {
-		r.batch = newCommitter(addBatchFunc(bs), c.MaxBatch, c.LeaseDuration)
+		r.batch = newCommitter(addBatchFunc(bs), c.MaxBatch, min(c.LeaseDuration, c.AcceptTimeout))
 	}
 	if ps, ok := c.Store.(ProcessStore); ok {
 		r.crashes = max(c.MaxCrashes, 0)
@@ -186,12 +186,16 @@ func now() time.Time { return time.Now().Truncate(time.Millisecond) }
 // claimed, in the same commit, and handed to its handler before Accept
 // returns, with no second write in between (should another update take
 // the free slot meanwhile, it waits for the next under its renewed lease).
+//
+// The wait for the store is bounded by [Config.AcceptTimeout] (see there).
 func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	p, err := parseUpdate(body)
 	if err != nil {
 		r.observeAccept(-1, Invalid)
 		return Invalid, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.AcceptTimeout)
+	defer cancel()
 	received := now()
 	r.route(&p, received)
 	in := Incoming{UpdateID: p.id, Body: body, ReceivedAt: received, Chat: p.key}

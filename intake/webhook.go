@@ -50,7 +50,8 @@ type WebhookConfig struct {
 //   - 413 when the body exceeds the limit;
 //   - 400 when the body is not a Telegram update;
 //   - 200 once the update is recorded durably, or was already recorded;
-//   - 503 when the store failed, so that Telegram delivers it again.
+//   - 503 when the store failed, or did not answer within the runner's
+//     [Config.AcceptTimeout], so that Telegram delivers it again.
 //
 // The Content-Type header is ignored. Responses have no body. A Webhook is
 // safe for concurrent use.
