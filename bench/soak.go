@@ -259,8 +259,7 @@ func soakRun(ctx context.Context, bin, dir, store string, cfg soakConfig, out io
 const soakSweep = 2 * time.Second
 
 // soakServeArgs are serve's flags in the soak. The gateway listens on a
-// port chosen here: serve announces no Tgrelay-Api-Root for a gateway on
-// port 0 (relay.GatewayConfig.PublicURL).
+// port chosen here, so the app can also reach it outside an update.
 func soakServeArgs(db, api, gateway string, app *soakApp, retention time.Duration) []string {
 	return []string{"--db", db, "--api-root", api, "--forward", app.updateURL(), "--exhaustion-forward", app.exhaustionURL(),
 		"--gateway-listen", gateway, "--webhook-check-interval", "0", "--log-level", "warn",
