@@ -341,6 +341,16 @@ func (c Config) fill() (Config, error) {
 	if c.Decline.Margin == 0 && c.Deadlines.Margin > 0 {
 		c.Decline.Margin = c.Deadlines.Margin
 	}
+	// The default margin shrinks to half the shortest deadline it would
+	// not fit before (a deadline set below 2 s); a margin set explicitly is
+	// checked as given.
+	if c.Decline.Margin == 0 {
+		for _, p := range []DeclinePolicy{c.Decline.CallbackQuery, c.Decline.PreCheckoutQuery, c.Decline.ShippingQuery} {
+			if !p.Disable && p.Deadline > 0 && p.Deadline <= DefaultDeclineMargin {
+				c.Decline.Margin = min(cmp.Or(c.Decline.Margin, p.Deadline/2), p.Deadline/2)
+			}
+		}
+	}
 	if err := c.fillDecline(); err != nil {
 		return c, err
 	}

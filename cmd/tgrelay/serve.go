@@ -390,7 +390,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.BoolVar(&o.noGateway, "no-gateway", false, "serve no Bot API gateway: webhook replies in the app's answers are then not performed (each is logged and counted)")
 	fs.StringVar(&o.gatewayPublicURL, "gateway-public-url", "", "the gateway's base `URL` as the app reaches it, announced in Tgrelay-Api-Root (default http://<gateway-listen>)")
 	fs.BoolVar(&o.noDecline, "no-decline", false, "never answer a query the app did not answer in time (see Safe declines)")
-	fs.DurationVar(&o.declineMargin, "decline-margin", relay.DefaultDeclineMargin, "how long before Telegram's deadline a query the app has not answered is declined (`duration`)")
+	fs.DurationVar(&o.declineMargin, "decline-margin", 0, "how long before Telegram's deadline a query the app has not answered is declined (`duration`; 0: "+relay.DefaultDeclineMargin.String()+", or half the shortest --deadline-* when that is 2s or less)")
 	fs.StringVar(&o.callbackDeclineText, "callback-decline-text", "", "the `text` of the relay's answer to a button press the app did not answer in time (empty: none, the spinner just stops)")
 	fs.StringVar(&o.precheckoutDeclineMessage, "precheckout-decline-message", relay.DefaultPreCheckoutDeclineMessage, "the error `message` a user reads when the relay declines a pre-checkout query the app did not answer in time")
 	fs.BoolVar(&o.gatewayAllowRemote, "gateway-allow-remote", false, "allow a --gateway-listen address that is not loopback (the gateway holds the bot token)")
