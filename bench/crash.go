@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/internal/backoff"
+	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
 // The crash scenarios (crash-serve, crash-pg, crash-broadcast) kill tgrelay
@@ -54,17 +55,92 @@ func childEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// crashServe is one `tgrelay serve` that is killed and restarted on the
-// same addresses.
-type crashServe struct {
-	name, bin string
-	args, env []string
-	listen    string // webhook address
-	admin     string
-	logPath   string
+// childProc is a child process that is killed and restarted: its output
+// is appended to logPath, and done receives its exit once reaped.
+type childProc struct {
+	name, logPath string
 
 	cmd  *exec.Cmd
 	done chan error
+}
+
+// launch starts cmd with its output appended to the log.
+func (c *childProc) launch(cmd *exec.Cmd) error {
+	logf, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", c.name, err)
+	}
+	c.cmd = cmd
+	c.done = make(chan error, 1)
+	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(c.cmd, c.done)
+	return nil
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (c *childProc) kill() {
+	if c.cmd == nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.done
+	c.cmd = nil
+}
+
+// stop ends the process gracefully (SIGTERM, SIGKILL after 15 s).
+func (c *childProc) stop() {
+	if c.cmd == nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+	c.cmd = nil
+}
+
+// exited reports whether the running process ended on its own.
+func (c *childProc) exited() bool {
+	if c.cmd == nil {
+		return true
+	}
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// exitedError says the process ended on its own, with its log's tail.
+func (c *childProc) exitedError() error {
+	return fmt.Errorf("%s exited on its own:\n%s", c.name, tail(c.logPath))
+}
+
+// crashProc is a process the kill loop kills and restarts.
+type crashProc interface {
+	start(ctx context.Context, ready bool) error
+	kill()
+	exited() bool
+	exitedError() error
+}
+
+// crashServe is one `tgrelay serve` that is killed and restarted on the
+// same addresses.
+type crashServe struct {
+	childProc
+	bin       string
+	args, env []string
+	listen    string // webhook address
+	admin     string
 }
 
 func newCrashServe(name, bin, dir string, args, env []string) (*crashServe, error) {
@@ -76,28 +152,36 @@ func newCrashServe(name, bin, dir string, args, env []string) (*crashServe, erro
 	if err != nil {
 		return nil, err
 	}
-	return &crashServe{name: name, bin: bin, args: args, env: env, listen: listen, admin: admin,
-		logPath: filepath.Join(dir, name+".log")}, nil
+	return &crashServe{childProc: childProc{name: name, logPath: filepath.Join(dir, name+".log")},
+		bin: bin, args: args, env: env, listen: listen, admin: admin}, nil
+}
+
+// serveEnv is the environment of a serve in front of tg.
+func serveEnv(tg *telegramtest.Server) []string {
+	return childEnv("TGRELAY_TOKEN="+tg.Token, "TGRELAY_WEBHOOK_SECRET="+relaySecret)
+}
+
+// startServe starts one serve named name with args in front of tg and
+// waits for it to be ready. When it does not start, the error comes with
+// the process (its log tells why).
+func startServe(ctx context.Context, name, bin, dir string, args []string, tg *telegramtest.Server) (*crashServe, error) {
+	s, err := newCrashServe(name, bin, dir, args, serveEnv(tg))
+	if err != nil {
+		return nil, err
+	}
+	return s, s.start(ctx, true)
 }
 
 func (s *crashServe) webhookURL() string { return "http://" + s.listen + relayWebhookPath }
 
 // start starts the process; ready waits for its /readyz.
 func (s *crashServe) start(ctx context.Context, ready bool) error {
-	logf, err := os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
+	args := append([]string{"serve", "--listen", s.listen, "--path", relayWebhookPath, "--admin-listen", s.admin}, s.args...)
+	cmd := exec.Command(s.bin, args...)
+	cmd.Env = s.env
+	if err := s.launch(cmd); err != nil {
 		return err
 	}
-	defer logf.Close()
-	args := append([]string{"serve", "--listen", s.listen, "--path", relayWebhookPath, "--admin-listen", s.admin}, s.args...)
-	s.cmd = exec.Command(s.bin, args...)
-	s.cmd.Env = s.env
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", s.name, err)
-	}
-	s.done = make(chan error, 1)
-	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(s.cmd, s.done)
 	if !ready {
 		return nil
 	}
@@ -106,45 +190,6 @@ func (s *crashServe) start(ctx context.Context, ready bool) error {
 		return fmt.Errorf("%s: %w\n%s", s.name, err, tail(s.logPath))
 	}
 	return nil
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (s *crashServe) kill() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.done
-	s.cmd = nil
-}
-
-// stop ends the process gracefully (SIGTERM, SIGKILL after 15 s).
-func (s *crashServe) stop() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(15 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-	s.cmd = nil
-}
-
-// exited reports whether the running process ended on its own.
-func (s *crashServe) exited() bool {
-	if s.cmd == nil {
-		return true
-	}
-	select {
-	case err := <-s.done:
-		s.done <- err
-		return true
-	default:
-		return false
-	}
 }
 
 func tail(path string) string {
@@ -292,23 +337,34 @@ func lost(g *crashGen, s *crashSink) int {
 	return n
 }
 
-// killLoop kills a random one of procs every min..max, restarting it at
-// once, until stop reports true and at least minKills happened, or ctx ends.
-// It returns the kills and the time of the last one.
-func killLoop(ctx context.Context, procs []*crashServe, minKills int, minGap, maxGap time.Duration, stop func() bool, out io.Writer) (int, time.Time, error) {
+// killSchedule gives, before kill k (from 0), how long to wait and which
+// of the processes to kill.
+type killSchedule func(k int) (gap time.Duration, victim int)
+
+// randomKills kills a random one of n processes every minGap..maxGap.
+func randomKills(n int, minGap, maxGap time.Duration) killSchedule {
+	return func(int) (time.Duration, int) {
+		return minGap + time.Duration(rand.Int64N(int64(maxGap-minGap)+1)), rand.IntN(n)
+	}
+}
+
+// killLoop kills procs as sched says, restarting each at once, until stop
+// reports true and at least minKills happened, or ctx ends. It returns the
+// kills and the time of the last one.
+func killLoop[P crashProc](ctx context.Context, procs []P, sched killSchedule, minKills int, stop func() bool, out io.Writer) (int, time.Time, error) {
 	kills := 0
 	var last time.Time
 	for ctx.Err() == nil && (kills < minKills || !stop()) {
-		gap := minGap + time.Duration(rand.Int64N(int64(maxGap-minGap)+1))
+		gap, victim := sched(kills)
 		if err := backoff.Sleep(ctx, gap); err != nil {
 			break
 		}
 		if kills >= minKills && stop() { // no kill after the load ended
 			break
 		}
-		p := procs[rand.IntN(len(procs))]
+		p := procs[victim]
 		if p.exited() {
-			return kills, last, fmt.Errorf("%s exited on its own:\n%s", p.name, tail(p.logPath))
+			return kills, last, p.exitedError()
 		}
 		p.kill()
 		kills++
@@ -330,10 +386,16 @@ func loadUnderKills(ctx context.Context, gen *crashGen, url func() string, lo in
 	return killsDuring(ctx, func() error { return gen.run(ctx, url, lo, n, 16, rate) }, procs, minKills, out)
 }
 
-// killsDuring runs load while killLoop kills procs every 1–2 s, at least
-// minKills times and until load returned. It returns the kills and the time
-// of the last one; a load error is returned as the generator's.
+// killsDuring runs load while killLoop kills a random one of procs every
+// 1–2 s, at least minKills times and until load returned. It returns the
+// kills and the time of the last one; a load error is returned as the
+// generator's.
 func killsDuring(ctx context.Context, load func() error, procs []*crashServe, minKills int, out io.Writer) (int, time.Time, error) {
+	return killsScheduled(ctx, load, procs, randomKills(len(procs), time.Second, 2*time.Second), minKills, out)
+}
+
+// killsScheduled is killsDuring with the kills as sched says.
+func killsScheduled[P crashProc](ctx context.Context, load func() error, procs []P, sched killSchedule, minKills int, out io.Writer) (int, time.Time, error) {
 	genDone := make(chan error, 1)
 	go func() { genDone <- load() }()
 	var genErr error
@@ -348,7 +410,7 @@ func killsDuring(ctx context.Context, load func() error, procs []*crashServe, mi
 		}
 		return finished
 	}
-	kills, lastKill, err := killLoop(ctx, procs, minKills, time.Second, 2*time.Second, stop, out)
+	kills, lastKill, err := killLoop(ctx, procs, sched, minKills, stop, out)
 	if !finished {
 		genErr = <-genDone // ctx bounds it
 	}
@@ -389,14 +451,21 @@ func (f *crashFlags) setup(ctx context.Context, args []string, out io.Writer) (_
 	if err := f.fs.Parse(args); err != nil {
 		return nil, "", nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
-	dir, err = os.MkdirTemp("", "tgrelay-bench-"+f.fs.Name()+"-")
+	return benchWorkspace(ctx, f.fs.Name(), *f.timeout, f.bin, out)
+}
+
+// benchWorkspace bounds ctx by timeout, makes a temp dir for the scenario
+// name and builds tgrelay into it unless *bin is set (*bin is then the
+// binary). done cancels ctx and removes the dir.
+func benchWorkspace(ctx context.Context, name string, timeout time.Duration, bin *string, out io.Writer) (_ context.Context, dir string, done func(), err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	dir, err = os.MkdirTemp("", "tgrelay-bench-"+name+"-")
 	if err != nil {
 		cancel()
 		return nil, "", nil, err
 	}
 	done = func() { cancel(); os.RemoveAll(dir) }
-	if *f.bin, err = buildTgrelay(ctx, dir, *f.bin, out); err != nil {
+	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
 		done()
 		return nil, "", nil, err
 	}

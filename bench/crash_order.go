@@ -8,14 +8,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
@@ -44,19 +41,14 @@ func runChatOrder(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	dir, err := os.MkdirTemp("", "tgrelay-bench-chat-order-")
+	ctx, dir, done, err := benchWorkspace(ctx, fs.Name(), *timeout, bin, out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
-	cluster, err := pgtest.Start(ctx, pgtest.Options{})
+	defer done()
+	cluster, err := startPostgres(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
+		return err
 	}
 	defer cluster.Stop()
 
@@ -114,11 +106,7 @@ func (r chatOrderResult) clean() bool {
 // scenario's short test.
 func chatOrderRun(ctx context.Context, bin, dir string, cluster *pgtest.Cluster, mode string, n, chats int, rate float64, minKills int, out io.Writer) (chatOrderResult, error) {
 	res := chatOrderResult{mode: mode, updates: n}
-	dbURL, err := cluster.CreateDatabase(ctx)
-	if err != nil {
-		return res, err
-	}
-	pool, err := pgxpool.New(ctx, dbURL)
+	dbURL, pool, err := newDatabase(ctx, cluster)
 	if err != nil {
 		return res, err
 	}
@@ -131,7 +119,7 @@ func chatOrderRun(ctx context.Context, bin, dir string, cluster *pgtest.Cluster,
 	}
 	defer app.close()
 
-	env := childEnv("TGRELAY_TOKEN="+tg.Token, "TGRELAY_WEBHOOK_SECRET="+relaySecret)
+	env := serveEnv(tg)
 	args := append(crashServeArgs(dbURL, tg.URL, app.url), "--chat-order", mode)
 	procs, proxy, stopCluster, err := startServeCluster(ctx, mode+"-serve", 3, bin, dir, args, env)
 	defer stopCluster()

@@ -11,15 +11,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/tgrelay/tgrelay/intake/pgstore"
-	"github.com/tgrelay/tgrelay/internal/backoff"
-	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -102,16 +97,12 @@ func crashPaymentsRun(ctx context.Context, bin, dir string, n int, rate float64,
 	if err != nil {
 		return res, err
 	}
-	cluster, err := pgtest.Start(ctx, pgtest.Options{})
-	if err != nil {
-		return res, fmt.Errorf("postgres: %w", err)
-	}
-	defer cluster.Stop()
-	dbURL, err := cluster.CreateDatabase(ctx)
+	cluster, err := startPostgres(ctx)
 	if err != nil {
 		return res, err
 	}
-	pool, err := pgxpool.New(ctx, dbURL)
+	defer cluster.Stop()
+	dbURL, pool, err := newDatabase(ctx, cluster)
 	if err != nil {
 		return res, err
 	}
@@ -127,12 +118,8 @@ func crashPaymentsRun(ctx context.Context, bin, dir string, n int, rate float64,
 		return res, err
 	}
 	defer app.stop()
-	s, err := newCrashServe("serve", bin, dir, crashServeArgs(dbURL, tg.URL, app.url()),
-		childEnv("TGRELAY_TOKEN="+tg.Token, "TGRELAY_WEBHOOK_SECRET="+relaySecret))
+	s, err := startServe(ctx, "serve", bin, dir, crashServeArgs(dbURL, tg.URL, app.url()), tg)
 	if err != nil {
-		return res, err
-	}
-	if err := s.start(ctx, true); err != nil {
 		return res, err
 	}
 	defer s.stop()
@@ -140,58 +127,14 @@ func crashPaymentsRun(ctx context.Context, bin, dir string, n int, rate float64,
 	fmt.Fprintf(out, "crash-payments: %d successful_payment updates at %.0f/s into serve on PostgreSQL, forwarded to examples/payments; serve and the app killed in turn every 1-2 s (at least %d kills)\n", n, rate, minKills)
 	const lo = 1
 	gen := &crashGen{body: paymentUpdate}
-	genDone := make(chan error, 1)
-	go func() { genDone <- gen.run(ctx, s.webhookURL, lo, n, 16, rate) }()
-	var genErr error
-	finished := false
-	var lastKill time.Time
-	loadDone := func() bool {
-		if !finished {
-			select {
-			case genErr = <-genDone:
-				finished = true
-			default:
-			}
-		}
-		return finished
-	}
+	load := func() error { return gen.run(ctx, s.webhookURL, lo, n, 16, rate) }
 	// Kills alternate, serve first, every 1-2 s, until the load is done and
 	// at least minKills happened; none after the load ended.
-	for kills := 0; ctx.Err() == nil && (kills < minKills || !loadDone()); kills++ {
-		if err := backoff.Sleep(ctx, time.Second+time.Duration(kills%5)*200*time.Millisecond); err != nil {
-			break
-		}
-		if kills >= minKills && loadDone() {
-			break
-		}
-		if kills%2 == 0 {
-			if s.exited() {
-				return res, fmt.Errorf("serve exited on its own:\n%s", tail(s.logPath))
-			}
-			s.kill()
-			res.serveKills++
-			err = s.start(ctx, false)
-		} else {
-			if app.exited() {
-				return res, fmt.Errorf("the app exited on its own:\n%s", tail(app.logPath))
-			}
-			app.kill()
-			res.appKills++
-			err = app.start(ctx, false)
-		}
-		lastKill = time.Now()
-		if err != nil {
-			return res, err
-		}
-		if kills%5 == 4 {
-			fmt.Fprintf(out, "  %d kills\n", kills+1)
-		}
-	}
-	if !finished {
-		genErr = <-genDone // ctx bounds it
-	}
-	if genErr != nil {
-		return res, fmt.Errorf("generator: %w", genErr)
+	alternate := func(k int) (time.Duration, int) { return time.Second + time.Duration(k%5)*200*time.Millisecond, k % 2 }
+	kills, lastKill, err := killsScheduled(ctx, load, []crashProc{s, app}, alternate, minKills, out)
+	res.serveKills, res.appKills = (kills+1)/2, kills/2
+	if err != nil {
+		return res, err
 	}
 
 	q := func(sql string) (int, error) {
@@ -250,11 +193,9 @@ func crashPaymentsRun(ctx context.Context, bin, dir string, n int, rate float64,
 // paymentsApp is the examples/payments process, killed and restarted on
 // the same address; each start switches its fence (go, sql, go, …).
 type paymentsApp struct {
-	bin, db, listen, logPath string
-	starts                   int
-
-	cmd  *exec.Cmd
-	done chan error
+	childProc
+	bin, db, listen string
+	starts          int
 }
 
 func newPaymentsApp(bin, db, dir string) (*paymentsApp, error) {
@@ -262,31 +203,24 @@ func newPaymentsApp(bin, db, dir string) (*paymentsApp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &paymentsApp{bin: bin, db: db, listen: listen, logPath: filepath.Join(dir, "payments.log")}, nil
+	return &paymentsApp{childProc: childProc{name: "the payments app", logPath: filepath.Join(dir, "payments.log")},
+		bin: bin, db: db, listen: listen}, nil
 }
 
 func (a *paymentsApp) url() string { return "http://" + a.listen + "/update" }
 
 // start starts the app; ready waits until it accepts connections.
 func (a *paymentsApp) start(ctx context.Context, ready bool) error {
-	logf, err := os.OpenFile(a.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
 	fence := "go"
 	if a.starts%2 == 1 {
 		fence = "sql"
 	}
 	a.starts++
-	a.cmd = exec.Command(a.bin, "-db", a.db, "-listen", a.listen, "-fence", fence)
-	a.cmd.Env = childEnv()
-	a.cmd.Stdout, a.cmd.Stderr = logf, logf
-	if err := a.cmd.Start(); err != nil {
-		return fmt.Errorf("start the payments app: %w", err)
+	cmd := exec.Command(a.bin, "-db", a.db, "-listen", a.listen, "-fence", fence)
+	cmd.Env = childEnv()
+	if err := a.launch(cmd); err != nil {
+		return err
 	}
-	a.done = make(chan error, 1)
-	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(a.cmd, a.done)
 	if !ready {
 		return nil
 	}
@@ -305,42 +239,6 @@ func (a *paymentsApp) start(ctx context.Context, ready bool) error {
 		return fmt.Errorf("the payments app did not start:\n%s", tail(a.logPath))
 	}
 	return nil
-}
-
-func (a *paymentsApp) kill() {
-	if a.cmd == nil {
-		return
-	}
-	_ = a.cmd.Process.Signal(syscall.SIGKILL)
-	<-a.done
-	a.cmd = nil
-}
-
-func (a *paymentsApp) stop() {
-	if a.cmd == nil {
-		return
-	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.done:
-	case <-time.After(15 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-a.done
-	}
-	a.cmd = nil
-}
-
-func (a *paymentsApp) exited() bool {
-	if a.cmd == nil {
-		return true
-	}
-	select {
-	case err := <-a.done:
-		a.done <- err
-		return true
-	default:
-		return false
-	}
 }
 
 // logCounts counts the app's "already fulfilled" and "stale attempt" lines.

@@ -63,16 +63,12 @@ type crashPGResult struct {
 // crashPGRun is the scenario proper, shared with its short test.
 func crashPGRun(ctx context.Context, bin, dir string, n int, rate float64, minKills int, out io.Writer) (crashPGResult, error) {
 	var res crashPGResult
-	cluster, err := pgtest.Start(ctx, pgtest.Options{})
-	if err != nil {
-		return res, fmt.Errorf("postgres: %w", err)
-	}
-	defer cluster.Stop()
-	dbURL, err := cluster.CreateDatabase(ctx)
+	cluster, err := startPostgres(ctx)
 	if err != nil {
 		return res, err
 	}
-	pool, err := pgxpool.New(ctx, dbURL)
+	defer cluster.Stop()
+	dbURL, pool, err := newDatabase(ctx, cluster)
 	if err != nil {
 		return res, err
 	}
@@ -131,7 +127,7 @@ func crashPGRun(ctx context.Context, bin, dir string, n int, rate float64, minKi
 	}
 	defer sink.close()
 
-	env := childEnv("TGRELAY_TOKEN="+tg.Token, "TGRELAY_WEBHOOK_SECRET="+relaySecret)
+	env := serveEnv(tg)
 	procs, proxy, stopCluster, err := startServeCluster(ctx, "serve", 3, bin, dir, crashServeArgs(dbURL, tg.URL, sink.url), env)
 	defer stopCluster()
 	if err != nil {
@@ -212,6 +208,27 @@ type roundRobin struct {
 	// accepted, when set before the first request, is told of every POST
 	// a backend (index into procs) answered 200.
 	accepted func(backend int, body []byte)
+}
+
+// startPostgres starts a PostgreSQL cluster for a scenario.
+func startPostgres(ctx context.Context) (*pgtest.Cluster, error) {
+	cluster, err := pgtest.Start(ctx, pgtest.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return cluster, nil
+}
+
+// newDatabase creates a fresh database in cluster and a pool on it; the
+// caller closes the pool.
+func newDatabase(ctx context.Context, cluster *pgtest.Cluster) (dbURL string, pool *pgxpool.Pool, err error) {
+	if dbURL, err = cluster.CreateDatabase(ctx); err != nil {
+		return "", nil, err
+	}
+	if pool, err = pgxpool.New(ctx, dbURL); err != nil {
+		return "", nil, err
+	}
+	return dbURL, pool, nil
 }
 
 // startServeCluster starts n serve processes named prefix-1 … prefix-n

@@ -75,12 +75,8 @@ func crashServeRun(ctx context.Context, bin, dir string, n int, rate float64, mi
 	}
 	defer sink.close()
 	db := filepath.Join(dir, "relay.db")
-	s, err := newCrashServe("serve", bin, dir, crashServeArgs(db, tg.URL, sink.url),
-		childEnv("TGRELAY_TOKEN="+tg.Token, "TGRELAY_WEBHOOK_SECRET="+relaySecret))
+	s, err := startServe(ctx, "serve", bin, dir, crashServeArgs(db, tg.URL, sink.url), tg)
 	if err != nil {
-		return res, err
-	}
-	if err := s.start(ctx, true); err != nil {
 		return res, err
 	}
 	defer s.stop()

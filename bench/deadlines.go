@@ -85,19 +85,14 @@ func runDeadlines(ctx context.Context, args []string, out io.Writer) error {
 	if c.rate <= 0 || c.cbRate <= 0 || c.pcqRate <= 0 || c.chats < 1 || c.concurrency < 1 || c.duration <= 0 {
 		return errors.New("rates, -duration, -chats and -concurrency must be positive")
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	dir, err := os.MkdirTemp("", "tgrelay-bench-deadlines-")
+	ctx, dir, done, err := benchWorkspace(ctx, fs.Name(), *timeout, bin, out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
-	cluster, err := pgtest.Start(ctx, pgtest.Options{})
+	defer done()
+	cluster, err := startPostgres(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
+		return err
 	}
 	defer cluster.Stop()
 
@@ -184,11 +179,7 @@ type deadlinesResult struct {
 // deadlinesRun runs one variant on a fresh database of cluster.
 func deadlinesRun(ctx context.Context, bin, dir string, cluster *pgtest.Cluster, c deadlinesConfig, variant string, out io.Writer) (deadlinesResult, error) {
 	res := deadlinesResult{cb: deadlinesKind{name: "callback"}, pcq: deadlinesKind{name: "pre-checkout"}}
-	dbURL, err := cluster.CreateDatabase(ctx)
-	if err != nil {
-		return res, err
-	}
-	pool, err := pgxpool.New(ctx, dbURL)
+	dbURL, pool, err := newDatabase(ctx, cluster)
 	if err != nil {
 		return res, err
 	}
@@ -217,11 +208,11 @@ func deadlinesRun(ctx context.Context, bin, dir string, cluster *pgtest.Cluster,
 	case !c.withoutFlags:
 		args = append(args, "--deadline-callback-query", "0", "--deadline-pre-checkout-query", "0")
 	}
-	s, err := newCrashServe("serve-"+variant, bin, dir, args, childEnv("TGRELAY_TOKEN="+tg.Token, "TGRELAY_WEBHOOK_SECRET="+relaySecret))
+	s, err := startServe(ctx, "serve-"+variant, bin, dir, args, tg)
 	if err != nil {
-		return res, err
-	}
-	if err := s.start(ctx, true); err != nil {
+		if s == nil {
+			return res, err
+		}
 		if b, _ := os.ReadFile(s.logPath); bytes.Contains(b, []byte("flag provided but not defined: -deadline")) {
 			return res, errNeedsDeadlineCore
 		}

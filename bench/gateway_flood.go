@@ -147,14 +147,10 @@ func runGatewayFlood(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	serve, err := newCrashServe("serve", *bin, dir,
+	serve, err := startServe(ctx, "serve", *bin, dir,
 		[]string{"--db", filepath.Join(dir, "relay.db"), "--api-root", tg.URL, "--forward", sink.url,
-			"--gateway-listen", gwAddr, "--webhook-check-interval", "0", "--log-level", "warn"},
-		childEnv("TGRELAY_TOKEN="+tg.Token, "TGRELAY_WEBHOOK_SECRET="+relaySecret))
+			"--gateway-listen", gwAddr, "--webhook-check-interval", "0", "--log-level", "warn"}, tg)
 	if err != nil {
-		return err
-	}
-	if err := serve.start(ctx, true); err != nil {
 		return err
 	}
 	defer serve.stop()

@@ -19,12 +19,13 @@ import (
 	"github.com/tgrelay/tgrelay/transport"
 )
 
-// manualClock is a clock a test moves by hand; functions due run, in
-// order, inside Advance.
-type manualClock struct {
+// ManualClock is a clock a test moves by hand; functions due run, in
+// order, inside Advance. It is exported for the package's external tests.
+type ManualClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*manualTimer
+	async  bool
 }
 
 type manualTimer struct {
@@ -33,23 +34,36 @@ type manualTimer struct {
 	done bool // fired or stopped
 }
 
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)}
+// NewManualClock is a ManualClock at 2026-12-03 12:00 UTC. With async, a
+// function due at once (AfterFunc of d <= 0) runs on its own goroutine
+// rather than inside AfterFunc, for callers that hold a lock AfterFunc's
+// function takes.
+func NewManualClock(async bool) *ManualClock {
+	return &ManualClock{now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), async: async}
 }
 
-func (c *manualClock) Now() time.Time {
+func newManualClock() *ManualClock { return NewManualClock(false) }
+
+// Now is the clock's time.
+func (c *ManualClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
+// AfterFunc runs f once the clock reached now+d; the function returned
+// stops it, reporting whether it was still waiting.
+func (c *ManualClock) AfterFunc(d time.Duration, f func()) func() bool {
 	c.mu.Lock()
 	t := &manualTimer{at: c.now.Add(d), f: f}
 	c.timers = append(c.timers, t)
 	c.mu.Unlock()
 	if d <= 0 {
-		c.Advance(0)
+		if c.async {
+			go c.Advance(0)
+		} else {
+			c.Advance(0)
+		}
 	}
 	return func() bool {
 		c.mu.Lock()
@@ -61,7 +75,7 @@ func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
 }
 
 // Advance moves the clock by d and runs the functions that fell due.
-func (c *manualClock) Advance(d time.Duration) {
+func (c *ManualClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	var due []*manualTimer
@@ -78,10 +92,23 @@ func (c *manualClock) Advance(d time.Duration) {
 	}
 }
 
+// Armed reports how many timers wait.
+func (c *ManualClock) Armed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if !t.done {
+			n++
+		}
+	}
+	return n
+}
+
 // declineBench is a decliner in front of a real gateway, a memstore and
 // telegramtest, all on one manual clock, with a user in a private chat.
 type declineBench struct {
-	clk      *manualClock
+	clk      *ManualClock
 	tg       *telegramtest.Server
 	store    *memstore.Store
 	gw       *gateway.Gateway

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,73 +20,6 @@ import (
 // Telegram's deadlines, and a slow app, on one manual clock shared by the
 // sandbox (its deadlines) and the relay (its declines): no test waits for
 // a deadline in real time.
-
-// stepClock is a clock a test moves by hand; the functions due run, in
-// order, inside Advance.
-type stepClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*stepTimer
-}
-
-type stepTimer struct {
-	at   time.Time
-	f    func()
-	done bool
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	t := &stepTimer{at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	c.mu.Unlock()
-	if d <= 0 {
-		go c.Advance(0)
-	}
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := !t.done
-		t.done = true
-		return was
-	}
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*stepTimer
-	for _, t := range c.timers {
-		if !t.done && !t.at.After(c.now) {
-			t.done = true
-			due = append(due, t)
-		}
-	}
-	c.mu.Unlock()
-	sort.Slice(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
-	for _, t := range due {
-		t.f()
-	}
-}
-
-// armed reports how many timers wait.
-func (c *stepClock) armed() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, t := range c.timers {
-		if !t.done {
-			n++
-		}
-	}
-	return n
-}
 
 // slowApp is the app: it reports each update it is forwarded, then waits
 // for the test to tell it what to do with it.
@@ -168,7 +99,7 @@ func (a *slowApp) result(t *testing.T) appResult {
 // deadlineSetup is a sandbox and a relay on one step clock, with a user in
 // a private chat and the app behind the relay.
 type deadlineSetup struct {
-	clk  *stepClock
+	clk  *relay.ManualClock
 	tg   *telegramtest.Server
 	app  *slowApp
 	rec  *recorder
@@ -178,7 +109,7 @@ type deadlineSetup struct {
 
 func newDeadlineSetup(t *testing.T) *deadlineSetup {
 	t.Helper()
-	s := &deadlineSetup{clk: &stepClock{now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)}}
+	s := &deadlineSetup{clk: relay.NewManualClock(true)}
 	s.tg = telegramtest.NewServer(telegramtest.Config{NowFunc: s.clk.Now, Limits: telegramtest.Limits{Disabled: true}, Logf: t.Logf})
 	t.Cleanup(s.tg.Close)
 	s.user = s.tg.NewUser("Ann")
@@ -235,7 +166,7 @@ func (s *deadlineSetup) completed(t *testing.T, id int64) {
 // this holds already; the wait documents the order).
 func (s *deadlineSetup) waitArmed(t *testing.T) {
 	t.Helper()
-	waitFor(t, "the decline to be armed", func() bool { return s.clk.armed() > 0 })
+	waitFor(t, "the decline to be armed", func() bool { return s.clk.Armed() > 0 })
 }
 
 // TestSlowAppSpinnerAnsweredOnce: a user presses a button and the app is

@@ -170,8 +170,7 @@ func (s *Server) Pay(c Chat, from User, messageID int64) (Update, error) {
 	if len(s.st.pending) >= s.cfg.MaxPendingUpdates || len(s.st.dl.payments) >= s.cfg.MaxPendingUpdates {
 		return Update{}, ErrQueueFull
 	}
-	s.st.nextCallback++
-	qid := fmt.Sprintf("%d%010d", s.botID%100000+11, s.st.nextCallback)
+	qid := s.nextQueryIDLocked(11)
 	type apiPreCheckout struct {
 		ID             string   `json:"id"`
 		From           *apiUser `json:"from"`

@@ -198,8 +198,7 @@ func (s *Server) InlineQuery(from User, query string) (Update, error) {
 	if len(s.st.pending) >= s.cfg.MaxPendingUpdates || len(s.st.inline) >= s.cfg.MaxPendingUpdates {
 		return Update{}, ErrQueueFull
 	}
-	s.st.nextCallback++
-	qid := fmt.Sprintf("%d%010d", s.botID%100000+7, s.st.nextCallback)
+	qid := s.nextQueryIDLocked(7)
 	type apiInlineQuery struct {
 		ID       string   `json:"id"`
 		From     *apiUser `json:"from"`
@@ -300,8 +299,7 @@ func (s *Server) PressButton(c Chat, from User, messageID int64, data string) (U
 	if len(s.st.pending) >= s.cfg.MaxPendingUpdates || len(s.st.callbacks) >= s.cfg.MaxPendingUpdates {
 		return Update{}, ErrQueueFull
 	}
-	s.st.nextCallback++
-	qid := fmt.Sprintf("%d%010d", s.botID%100000, s.st.nextCallback)
+	qid := s.nextQueryIDLocked(0)
 	type apiCallback struct {
 		ID           string      `json:"id"`
 		From         apiUser     `json:"from"`
@@ -542,4 +540,12 @@ func (s *Server) getUpdates(ctx context.Context, p params) (any, *apiError) {
 			return nil, &apiError{code: 409, desc: "Conflict: terminated by setWebhook request"}
 		}
 	}
+}
+
+// nextQueryIDLocked is a fresh id of a callback, inline or pre-checkout
+// query: a prefix from the bot's id plus kind (so the kinds' ids differ),
+// then the server's query counter.
+func (s *Server) nextQueryIDLocked(kind int64) string {
+	s.st.nextCallback++
+	return fmt.Sprintf("%d%010d", s.botID%100000+kind, s.st.nextCallback)
 }

@@ -7,17 +7,12 @@ package main
 // root and delivers to the certificate serve obtained.
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -107,7 +102,7 @@ func TestServeHTTPSACMEWithPebble(t *testing.T) {
 		t.Fatal(err)
 	}
 	listenerCert, listenerKey := filepath.Join(dir, "pebble-cert.pem"), filepath.Join(dir, "pebble-key.pem")
-	writeIPLeaf(t, ca, listenerCert, listenerKey)
+	ca.writeLeaf(t, "localhost", listenerCert, listenerKey, net.IPv4(127, 0, 0, 1))
 
 	serveAddr := serveFreeAddr(t)
 	_, servePort, _ := net.SplitHostPort(serveAddr)
@@ -176,30 +171,6 @@ func TestServeHTTPSACMEWithPebble(t *testing.T) {
 	}
 	if err := r.stop(t); err != nil {
 		t.Errorf("serve exit after SIGTERM: %v\n%s", err, r.stderr)
-	}
-}
-
-// writeIPLeaf writes a certificate for 127.0.0.1 and localhost signed by
-// ca.
-func writeIPLeaf(t *testing.T, ca *tlsTestCA, certPath, keyPath string) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "localhost"},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, _ := x509.MarshalECPrivateKey(key)
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 

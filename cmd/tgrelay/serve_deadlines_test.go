@@ -22,22 +22,8 @@ import (
 func TestServeDeadlineCallbackQuery(t *testing.T) {
 	t.Parallel()
 	srv := serveFakeTelegram(t)
-	u := srv.NewUser("Ann")
-	chat, err := srv.NewPrivateChat(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := serveBotClient(t, srv).Call(t.Context(), "sendMessage", map[string]any{"chat_id": chat.ID, "text": "Go?",
-		"reply_markup": map[string]any{"inline_keyboard": [][]map[string]string{{{"text": "Go", "callback_data": "go"}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sent struct {
-		MessageID int64 `json:"message_id"`
-	}
-	if err := json.Unmarshal(raw, &sent); err != nil {
-		t.Fatal(err)
-	}
+	u, chat := serveAnnChat(t, srv)
+	buttonMsg := serveSendButton(t, srv, chat, "Go?", "Go", "go")
 	msg, err := srv.SendText(chat, u, "hello")
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +35,7 @@ func TestServeDeadlineCallbackQuery(t *testing.T) {
 		"--backoff-base", "1h", "--sweep-interval", "50ms")
 	serveWaitFor(t, "the message to fail", func() bool { return len(ep.hitsOf(msg.ID)) == 1 }, r)
 	var press telegramtest.Update
-	if press, err = srv.PressButton(chat, u, sent.MessageID, "go"); err != nil {
+	if press, err = srv.PressButton(chat, u, buttonMsg, "go"); err != nil {
 		t.Fatal(err)
 	}
 	serveWaitFor(t, "the callback query to expire", func() bool {
@@ -123,4 +109,33 @@ func TestServeHelpDeadlines(t *testing.T) {
 			t.Errorf("help serve lacks %q", want)
 		}
 	}
+}
+
+// serveAnnChat is a user, Ann, and her private chat with the bot.
+func serveAnnChat(t *testing.T, srv *telegramtest.Server) (telegramtest.User, telegramtest.Chat) {
+	t.Helper()
+	u := srv.NewUser("Ann")
+	chat, err := srv.NewPrivateChat(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, chat
+}
+
+// serveSendButton has the bot send text to chat with one inline button
+// (label, callback data) and returns the message's id.
+func serveSendButton(t *testing.T, srv *telegramtest.Server, chat telegramtest.Chat, text, label, data string) int64 {
+	t.Helper()
+	raw, err := serveBotClient(t, srv).Call(t.Context(), "sendMessage", map[string]any{"chat_id": chat.ID, "text": text,
+		"reply_markup": map[string]any{"inline_keyboard": [][]map[string]string{{{"text": label, "callback_data": data}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		MessageID int64 `json:"message_id"`
+	}
+	if err := json.Unmarshal(raw, &sent); err != nil {
+		t.Fatal(err)
+	}
+	return sent.MessageID
 }

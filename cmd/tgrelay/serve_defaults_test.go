@@ -59,23 +59,9 @@ func TestServeDefaultsPerformWebhookReplies(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			srv := serveFakeTelegram(t)
-			u := srv.NewUser("Ann")
-			chat, err := srv.NewPrivateChat(u)
-			if err != nil {
-				t.Fatal(err)
-			}
+			u, chat := serveAnnChat(t, srv)
 			// The bot's earlier message with a button, and the user's message.
-			raw, err := serveBotClient(t, srv).Call(t.Context(), "sendMessage", map[string]any{"chat_id": chat.ID, "text": "Sure?",
-				"reply_markup": map[string]any{"inline_keyboard": [][]map[string]string{{{"text": "Yes", "callback_data": "yes"}}}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sent struct {
-				MessageID int64 `json:"message_id"`
-			}
-			if err := json.Unmarshal(raw, &sent); err != nil {
-				t.Fatal(err)
-			}
+			buttonMsg := serveSendButton(t, srv, chat, "Sure?", "Yes", "yes")
 			app := replyApp(t)
 			args := []string{"--token", srv.Token, "--api-root", srv.URL, "--db", filepath.Join(t.TempDir(), "relay.db"),
 				"--poll", "--poll-timeout", "1s", "--forward", app.URL, "--admin-listen", "127.0.0.1:0"}
@@ -83,7 +69,7 @@ func TestServeDefaultsPerformWebhookReplies(t *testing.T) {
 				args = append(args, "--no-gateway")
 			}
 			r := startServeProc(t, nil, args...)
-			press, err := srv.PressButton(chat, u, sent.MessageID, "yes")
+			press, err := srv.PressButton(chat, u, buttonMsg, "yes")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,11 +184,7 @@ func TestServeAppAuthRefusalHeld(t *testing.T) {
 func TestServeDefaultsReplaySlowHandlersReply(t *testing.T) {
 	t.Parallel()
 	srv := serveFakeTelegram(t)
-	u := srv.NewUser("Ann")
-	chat, err := srv.NewPrivateChat(u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u, chat := serveAnnChat(t, srv)
 	type answer struct {
 		attempt  string
 		status   int

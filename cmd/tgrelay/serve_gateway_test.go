@@ -22,11 +22,7 @@ import (
 func TestServeKilledBetweenIntentAndOutcome(t *testing.T) {
 	t.Parallel()
 	srv := serveFakeTelegram(t)
-	u := srv.NewUser("Ann")
-	chat, err := srv.NewPrivateChat(u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u, chat := serveAnnChat(t, srv)
 	type answer struct {
 		status            int
 		outcome, replayed string

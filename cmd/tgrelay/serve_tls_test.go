@@ -51,14 +51,14 @@ func newTLSTestCA(t *testing.T, name string) *tlsTestCA {
 	return &tlsTestCA{cert, key}
 }
 
-// writeLeaf writes a certificate for host signed by ca, and its key, to
-// certPath and keyPath, each written aside and renamed into place (as a
-// renewal tool does).
-func (ca *tlsTestCA) writeLeaf(t *testing.T, host, certPath, keyPath string) {
+// writeLeaf writes a certificate for host (and ips) signed by ca, and its
+// key, to certPath and keyPath, each written aside and renamed into place
+// (as a renewal tool does).
+func (ca *tlsTestCA) writeLeaf(t *testing.T, host, certPath, keyPath string, ips ...net.IP) {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host}, IPAddresses: ips,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
