@@ -79,16 +79,16 @@ type stallWindow struct {
 }
 
 type pgStallResult struct {
-	db, app                         stallWindow
-	updates                         int
-	posts, oks                      int64
-	lost, doubles                   int
-	leasesLost, storeErrs           float64
-	attemptsDuringDB, attemptFails  float64
-	drain                           time.Duration
-	serveExitedDuringStall          bool
-	forwardsDuringDB, forwardsApp   int64
-	forwardTimeouts, appStallForwds float64
+	db, app                       stallWindow
+	updates                       int
+	posts, oks                    int64
+	lost, doubles                 int
+	leasesLost, storeErrs         float64
+	attemptFails                  float64
+	drain                         time.Duration
+	serveExitedDuringStall        bool
+	forwardsDuringDB, forwardsApp int64
+	forwardTimeouts               float64
 }
 
 func pgStallRun(ctx context.Context, bin, dir string, cfg pgStallConfig, out io.Writer) (pgStallResult, error) {
