@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/internal/tlscert"
 	"github.com/tgrelay/tgrelay/relay"
 )
@@ -249,29 +250,26 @@ func (t *tlsFlags) reloadOnSIGHUP(ctx context.Context, files *tlscert.Files, log
 // Telegram's deliveries fail verification and are retried by Telegram;
 // no update is lost.
 func rotateSelfSigned(ctx context.Context, ss *tlscert.SelfSigned, r *relay.Relay, log *slog.Logger) {
-	pending := false          // rotated, not uploaded yet
-	var wait time.Duration    // before the next step
-	retry := time.Duration(0) // the last wait after a failure
+	retry := backoff.Capped{Base: time.Second, Max: reclaimMaxWait}
+	pending := false // rotated, not uploaded yet
+	failures := 0    // in a row, of the step due
 	for {
-		if !pending && retry == 0 {
-			wait = time.Until(ss.RenewAt())
+		wait := time.Until(ss.RenewAt())
+		if pending || failures > 0 {
+			wait = retry.Delay(failures)
 		}
-		t := time.NewTimer(min(max(wait, 0), time.Hour)) // woken hourly, in case the wall clock jumped
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		// Woken hourly at least, in case the wall clock jumped.
+		if backoff.Sleep(ctx, min(max(wait, 0), time.Hour)) != nil {
 			return
-		case <-t.C:
 		}
 		if !pending {
 			rotated, err := ss.RotateIfDue()
 			if err != nil {
-				retry = min(max(2*retry, time.Second), reclaimMaxWait)
-				wait = retry
-				log.Error("serve: rotating the self-signed certificate failed; still serving the old one", "err", err, "retry_in", retry)
+				failures++
+				log.Error("serve: rotating the self-signed certificate failed; still serving the old one", "err", err, "retry_in", retry.Delay(failures))
 				continue
 			}
-			retry = 0
+			failures = 0
 			if !rotated {
 				continue
 			}
@@ -282,12 +280,11 @@ func rotateSelfSigned(ctx context.Context, ss *tlscert.SelfSigned, r *relay.Rela
 			if ctx.Err() != nil {
 				return
 			}
-			retry = min(max(2*retry, time.Second), reclaimMaxWait)
-			wait = retry
-			log.Warn("serve: uploading the rotated certificate with setWebhook failed; trying again", "err", err, "retry_in", retry)
+			failures++
+			log.Warn("serve: uploading the rotated certificate with setWebhook failed; trying again", "err", err, "retry_in", retry.Delay(failures))
 			continue
 		}
-		pending, retry = false, 0
+		pending, failures = false, 0
 		log.Info("serve: rotated certificate uploaded with setWebhook")
 	}
 }
