@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -43,16 +42,11 @@ func runPGFailover(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	dir, err := os.MkdirTemp("", "tgrelay-bench-pg-failover-")
+	ctx, dir, done, err := benchWorkspace(ctx, "pg-failover", *timeout, bin, out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
+	defer done()
 	res, err := pgFailoverRun(ctx, *bin, dir, cfg, out)
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -41,16 +40,11 @@ func runPGStall(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	dir, err := os.MkdirTemp("", "tgrelay-bench-pg-stall-")
+	ctx, dir, done, err := benchWorkspace(ctx, "pg-stall", *timeout, bin, out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
+	defer done()
 	res, err := pgStallRun(ctx, *bin, dir, cfg, out)
 	if err != nil {
 		return err

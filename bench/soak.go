@@ -59,16 +59,11 @@ func runSoak(ctx context.Context, args []string, out io.Writer) error {
 	if *timeout == 0 {
 		*timeout = 2*cfg.duration*time.Duration(len(names)) + 5*time.Minute
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	dir, err := os.MkdirTemp("", "tgrelay-bench-soak-")
+	ctx, dir, done, err := benchWorkspace(ctx, "soak", *timeout, bin, out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
+	defer done()
 	var failed []string
 	for _, store := range names {
 		fmt.Fprintf(out, "soak %s: %v at %.0f updates/s from %d chats; replies %.0f%%, failing once %.1f%%, poison %.1f%%; retention %v, sample every %v, warm-up %v\n",
