@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -85,41 +84,13 @@ func crashPGRun(ctx context.Context, bin, dir string, n int, rate float64, minKi
 	const lo = 1
 	var slow atomic.Int64
 	effect := func(r *http.Request, id int64) error {
-		attempt, err := strconv.Atoi(r.Header.Get("Tgrelay-Attempt"))
-		if err != nil {
-			return err
-		}
-		claim := r.Header.Get("Tgrelay-Claim-Id")
-		tx, err := pool.Begin(r.Context())
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback(context.WithoutCancel(r.Context()))
-		now := time.Now().UnixMilli()
-		var owns, once bool
-		if err := tx.QueryRow(r.Context(), `SELECT telegram_updates_owns($1, $2, $3, $4)`, id, attempt, claim, now).Scan(&owns); err != nil {
-			return err
-		}
-		if owns {
-			if _, err := tx.Exec(r.Context(), `INSERT INTO crash_owns VALUES ($1, $2)`, id, attempt); err != nil {
-				return err
+		return fencedEffect(r, pool, id, "crash", func(ctx context.Context) error {
+			if rand.IntN(10) != 0 {
+				return nil
 			}
-		}
-		if rand.IntN(10) == 0 { // a slow write: a kill may land while it holds the row
-			slow.Add(1)
-			if err := backoff.Sleep(r.Context(), time.Duration(200+rand.IntN(800))*time.Millisecond); err != nil {
-				return err
-			}
-		}
-		if err := tx.QueryRow(r.Context(), `SELECT telegram_updates_once($1, $2, $3, $4, 'crash-effect')`, id, attempt, claim, now).Scan(&once); err != nil {
-			return err
-		}
-		if once {
-			if _, err := tx.Exec(r.Context(), `INSERT INTO crash_effects VALUES ($1, $2)`, id, attempt); err != nil {
-				return err
-			}
-		}
-		return tx.Commit(r.Context())
+			slow.Add(1) // a slow write: a kill may land while it holds the row
+			return backoff.Sleep(ctx, time.Duration(200+rand.IntN(800))*time.Millisecond)
+		})
 	}
 	sink, err := startCrashSink(lo, n, effect)
 	if err != nil {

@@ -129,7 +129,7 @@ func pgFailoverRun(ctx context.Context, bin, dir string, cfg pgFailoverConfig, o
 		return res, err
 	}
 	defer app.close()
-	app.effect = func(r *http.Request, id int64) error { return fencedEffect(r, pool, id) }
+	app.effect = func(r *http.Request, id int64) error { return fencedEffect(r, pool, id, "failover", nil) }
 
 	gw, err := relayFreeAddr()
 	if err != nil {
@@ -263,9 +263,13 @@ func pgFailoverRun(ctx context.Context, bin, dir string, cfg pgFailoverConfig, o
 	return res, nil
 }
 
-// fencedEffect is crash-pg's domain write: telegram_updates_owns, then
-// telegram_updates_once, in one transaction of the app's own.
-func fencedEffect(r *http.Request, pool *pgxpool.Pool, id int64) error {
+// fencedEffect is the PostgreSQL crash scenarios' domain write, as an app in
+// any language makes it: telegram_updates_owns, then telegram_updates_once
+// keyed prefix+"-effect", in one transaction of the app's own, recording
+// into the tables prefix_owns and prefix_effects. between, when not nil,
+// runs after the owns write, inside the transaction (a slow write a kill
+// may land in).
+func fencedEffect(r *http.Request, pool *pgxpool.Pool, id int64, prefix string, between func(context.Context) error) error {
 	attempt, err := strconv.Atoi(r.Header.Get("Tgrelay-Attempt"))
 	if err != nil {
 		return err
@@ -282,15 +286,20 @@ func fencedEffect(r *http.Request, pool *pgxpool.Pool, id int64) error {
 		return err
 	}
 	if owns {
-		if _, err := tx.Exec(r.Context(), `INSERT INTO failover_owns VALUES ($1, $2)`, id, attempt); err != nil {
+		if _, err := tx.Exec(r.Context(), `INSERT INTO `+prefix+`_owns VALUES ($1, $2)`, id, attempt); err != nil {
 			return err
 		}
 	}
-	if err := tx.QueryRow(r.Context(), `SELECT telegram_updates_once($1, $2, $3, $4, 'failover-effect')`, id, attempt, claim, now).Scan(&once); err != nil {
+	if between != nil {
+		if err := between(r.Context()); err != nil {
+			return err
+		}
+	}
+	if err := tx.QueryRow(r.Context(), `SELECT telegram_updates_once($1, $2, $3, $4, $5)`, id, attempt, claim, now, prefix+"-effect").Scan(&once); err != nil {
 		return err
 	}
 	if once {
-		if _, err := tx.Exec(r.Context(), `INSERT INTO failover_effects VALUES ($1, $2)`, id, attempt); err != nil {
+		if _, err := tx.Exec(r.Context(), `INSERT INTO `+prefix+`_effects VALUES ($1, $2)`, id, attempt); err != nil {
 			return err
 		}
 	}
