@@ -34,10 +34,6 @@ type GatewayConfig struct {
 	// Disable serves no gateway. It contradicts Listen, Listener and
 	// PublicURL.
 	Disable bool
-	// Enable changes nothing.
-	//
-	// Deprecated: the gateway is on unless Disable is set.
-	Enable bool
 	// Listen is the listen address. Empty means [DefaultGatewayListen].
 	// The gateway holds the bot's token: keep it on loopback or a private
 	// network. A non-loopback address must be confirmed with AllowRemote.
