@@ -167,6 +167,12 @@ type Config struct {
 	SweepInterval time.Duration
 	PendingGrace  time.Duration
 	Retention     time.Duration
+	// AcceptTimeout bounds how long the webhook waits for the store to
+	// record an update before answering 503, so that a database that stops
+	// answering without closing its connections cannot hold Telegram's
+	// requests (Telegram delivers the update again). Zero means the
+	// intake's default (see [intake.Config.AcceptTimeout]).
+	AcceptTimeout time.Duration
 	// HeartbeatTimeout, HeartbeatInterval, NoHeartbeat and MaxCrashes
 	// configure the heartbeat of this process in a store that keeps them
 	// (both SQL stores do): an update whose process died is forwarded
@@ -406,6 +412,7 @@ func (c *Config) fillRunner() error {
 		{"SweepInterval", c.SweepInterval, intake.MinSweepInterval, intake.MaxSweepInterval},
 		{"PendingGrace", c.PendingGrace, time.Nanosecond, intake.MaxPendingGrace},
 		{"Retention", c.Retention, time.Nanosecond, intake.MaxRetention},
+		{"AcceptTimeout", c.AcceptTimeout, intake.MinAcceptTimeout, intake.MaxAcceptTimeout},
 		{"BackoffBase", c.BackoffBase, time.Millisecond, MaxBackoffBase},
 		{"DrainTimeout", c.DrainTimeout, time.Nanosecond, MaxDrainTimeout},
 		{"HeartbeatTimeout", c.HeartbeatTimeout, intake.MinHeartbeat, intake.MaxHeartbeat},

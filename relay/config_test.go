@@ -42,6 +42,7 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 		{"SweepInterval", func(c *Config) { c.SweepInterval = -time.Second }},
 		{"PendingGrace", func(c *Config) { c.PendingGrace = -1 }},
 		{"Retention", func(c *Config) { c.Retention = -1 }},
+		{"AcceptTimeout", func(c *Config) { c.AcceptTimeout = 2 * intake.MaxAcceptTimeout }},
 		{"BackoffBase", func(c *Config) { c.BackoffBase = 2 * MaxBackoffBase }},
 		{"DrainTimeout", func(c *Config) { c.DrainTimeout = -time.Second }},
 		{"ChatOrder", func(c *Config) { c.ChatOrder = "global" }},

@@ -178,6 +178,7 @@ func New(cfg Config) (*Relay, error) {
 		SweepInterval:     cfg.SweepInterval,
 		PendingGrace:      cfg.PendingGrace,
 		Retention:         cfg.Retention,
+		AcceptTimeout:     cfg.AcceptTimeout,
 		HeartbeatTimeout:  cfg.HeartbeatTimeout,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		NoHeartbeat:       cfg.NoHeartbeat,

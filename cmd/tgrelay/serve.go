@@ -296,7 +296,7 @@ type serveOptions struct {
 	maxAttempts, concurrency                        int
 	chatOrder, retryOrder                           string
 	lease, backoffBase, sweepInterval, pendingGrace time.Duration
-	retention, drainTimeout                         time.Duration
+	retention, drainTimeout, acceptTimeout          time.Duration
 	heartbeatTimeout, heartbeatInterval             time.Duration
 	maxClockSkew                                    time.Duration
 	maxCrashes                                      int
@@ -377,6 +377,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.retryOrder, "retry-order", retryInLine, "where a failed update waits for its retry: in-line (it holds its chat's later updates, so the app sees a chat in order) or out-of-line (they go on; see Chat order)")
 	fs.DurationVar(&o.sweepInterval, "sweep-interval", intake.DefaultSweepInterval, "how often due retries and others' leftovers are picked up (`duration`)")
 	fs.DurationVar(&o.pendingGrace, "pending-grace", intake.DefaultPendingGrace, "how long an update recorded by another process is left to it (`duration`)")
+	fs.DurationVar(&o.acceptTimeout, "accept-timeout", intake.DefaultAcceptTimeout, "how long the webhook waits for the database to record an update before answering 503, so Telegram delivers it again (`duration`)")
 	fs.DurationVar(&o.retention, "retention", intake.DefaultRetention, "how long settled updates are kept to refuse re-deliveries (`duration`)")
 	fs.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", intake.DefaultHeartbeatTimeout, "how long after this process dies its updates are taken over by others or its restart (`duration`)")
 	fs.DurationVar(&o.heartbeatInterval, "heartbeat-interval", intake.DefaultHeartbeatInterval, "how often this process renews its heartbeat (`duration`, below --heartbeat-timeout)")
@@ -468,6 +469,7 @@ var serveFlagOf = map[string]string{
 	"SweepInterval":                 "sweep-interval",
 	"PendingGrace":                  "pending-grace",
 	"Retention":                     "retention",
+	"AcceptTimeout":                 "accept-timeout",
 	"ChatOrder":                     "chat-order",
 	"RetryOutOfOrder":               "retry-order",
 	"BackoffBase":                   "backoff-base",
@@ -571,6 +573,7 @@ func (o *serveOptions) relayConfig() relay.Config {
 		SweepInterval:     o.sweepInterval,
 		PendingGrace:      o.pendingGrace,
 		Retention:         o.retention,
+		AcceptTimeout:     o.acceptTimeout,
 		HeartbeatTimeout:  o.heartbeatTimeout,
 		HeartbeatInterval: o.heartbeatInterval,
 		NoHeartbeat:       o.noHeartbeat,
@@ -640,6 +643,9 @@ func (o *serveOptions) validate() error {
 	}
 	if o.maxCrashes == 0 {
 		return serveUsageError(&relay.ConfigError{Field: "MaxCrashes", Err: fmt.Errorf("is 0: want 1 to %d, or -1 to count crashes as attempts", intake.MaxMaxCrashes)})
+	}
+	if o.acceptTimeout <= 0 {
+		return serveUsageError(&relay.ConfigError{Field: "AcceptTimeout", Err: fmt.Errorf("is %v: want %v to %v", o.acceptTimeout, intake.MinAcceptTimeout, intake.MaxAcceptTimeout)})
 	}
 	if err := o.deadlines.validate(); err != nil {
 		return err

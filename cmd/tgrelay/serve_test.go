@@ -619,6 +619,8 @@ func TestServeFlagErrors(t *testing.T) {
 		{"negative deadline", nil, []string{"--forward", "http://127.0.0.1:1/", "--deadline-callback-query", "-1s"}, "--deadline-callback-query is -1s: want up to 1h0m0s, or 0 for no deadline"},
 		{"deadline over an hour", []string{"TGRELAY_DEADLINE_PRE_CHECKOUT_QUERY=2h"}, []string{"--forward", "http://127.0.0.1:1/"}, "--deadline-pre-checkout-query is 2h0m0s"},
 		{"zero deadline concurrency", nil, []string{"--forward", "http://127.0.0.1:1/", "--deadline-concurrency", "0"}, "--deadline-concurrency is 0: want 1 to"},
+		{"accept timeout of zero", nil, []string{"--forward", "http://127.0.0.1:1/", "--accept-timeout", "0s"}, "--accept-timeout is 0s"},
+		{"accept timeout over an hour", []string{"TGRELAY_ACCEPT_TIMEOUT=2h"}, []string{"--forward", "http://127.0.0.1:1/"}, "--accept-timeout is 2h0m0s"},
 		{"deadline concurrency too high", nil, []string{"--forward", "http://127.0.0.1:1/", "--deadline-concurrency", "20000"}, "--deadline-concurrency is 20000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
