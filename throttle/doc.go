@@ -23,8 +23,8 @@
 // waits a whole window for the bot-wide budget.
 //
 // Telegram says a chat may see "short bursts" over one message per second
-// but not how many; the default spends a burst of three (telegramtest
-// allows five in five seconds). A server that allows none answers the
+// but not how many; the default allows five in any five seconds, the rule
+// telegramtest keeps (so does the sandbox). A server that allows none answers the
 // second message of a burst with 429, which the limiter absorbs (see "429"
 // below); set Config.Chat to {1, time.Second} to never try.
 //

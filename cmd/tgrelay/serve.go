@@ -186,11 +186,14 @@ a retry can be due before it. Once its deadline passed unanswered it ends
 --exhaustion-forward), counted in tgrelay_updates_expired_total{type} and
 shown as expired by 'tgrelay updates' and the dashboard.
 
-Fencing your own write: store the three identity headers with your domain
-write and, with PostgreSQL, check in the same transaction
-  SELECT <table>_owns(update_id, attempt, claim_id, <now in unix ms>)
-(telegram_updates_owns by default); a stale attempt gets false and must roll
-back. Then your effects happen exactly once even if attempts overlap.
+Fencing your own write: with PostgreSQL, pass the three identity headers to
+  SELECT <table>_once(update_id, attempt, claim_id, <now in unix ms>, '<effect>')
+inside the transaction of your domain write (telegram_updates_once by
+default), and write only when it answers true: it is true at most once per
+update and effect name, and false for a stale attempt, so the effect happens
+exactly once even when attempts overlap or a retry follows a success the app
+did not report. <table>_owns(update_id, attempt, claim_id, <now>) answers only
+"still the owner": a retry of the same update passes it again.
 
 Store: --db is a SQLite file (default ./tgrelay.db) or a postgres:// URL;
 several serve processes may share one PostgreSQL (behind one load balancer
