@@ -142,4 +142,3 @@ func (s *Store) HeldBehind(ctx context.Context, updateID int64) (int64, bool, er
 	}
 	return first, found, nil
 }
-
