@@ -11,7 +11,8 @@ import (
 )
 
 // pageNames are the page templates; each defines "content" for the layout.
-var pageNames = []string{"overview", "updates", "update", "confirm", "result", "exhaustions", "broadcasts", "broadcast", "error", "login"}
+var pageNames = []string{"overview", "updates", "update", "confirm", "result", "exhaustions", "broadcasts", "broadcast", "error", "login",
+	"replies", "processes", "bulk", "bulkresult"}
 
 func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}

@@ -29,6 +29,10 @@ type rowView struct {
 	Unacked bool
 	// CanAck and CanRequeue: the buttons the page may show.
 	CanAck, CanRequeue bool
+	// HeldBehind is the earlier update of its chat a pending row waits
+	// for; Held reports that there is one (see [Handler.markHeld]).
+	HeldBehind int64
+	Held       bool
 }
 
 func (h *Handler) view(r intake.Row) rowView {
@@ -59,6 +63,14 @@ type updatesData struct {
 	// scan stopped at its bound before filling the page.
 	Scanned int
 	ScanCut bool
+	// Newest: rows are listed newest first (the store can search);
+	// Query is the search text; Exact is the update whose id it names.
+	Newest bool
+	Query  string
+	Exact  *rowView
+	// Bulk: the listing is one the bulk requeue applies to (failed or
+	// abandoned rows, by State and Chat).
+	Bulk bool
 }
 
 // link is the address of a page with query q. Both come from the handler
@@ -108,6 +120,15 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "Bad request", "The chat id is too long.")
 		return
 	}
+	d.Query = strings.TrimSpace(q.Get("q"))
+	if is, ok := h.cfg.Store.(intake.InspectStore); ok && after == nil && q.Get("order") != "oldest" {
+		h.updatesNewest(w, r, is, d, limit)
+		return
+	}
+	if d.Query != "" {
+		h.fail(w, r, http.StatusBadRequest, "Bad request", "Search lists newest first, and this store cannot search.")
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
 	lq := intake.ListQuery{State: intake.State(d.State), After: after}
@@ -142,6 +163,10 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 	for _, row := range rows {
 		d.Rows = append(d.Rows, h.view(row))
 	}
+	if err := h.markHeld(ctx, d.Rows); err != nil {
+		h.storeFailed(w, r, err)
+		return
+	}
 	filter := url.Values{}
 	if d.State != "" {
 		filter.Set("state", d.State)
@@ -152,7 +177,9 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 	if q.Get("limit") != "" {
 		filter.Set("limit", strconv.Itoa(limit))
 	}
+	filter.Set("order", "oldest")
 	d.First = h.link("updates", filter)
+	filter.Del("order")
 	if hasNext {
 		filter.Set("after", strconv.FormatInt(nextAfter, 10))
 		d.Next = h.link("updates", filter)
@@ -256,6 +283,12 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 	}
 	d := updateData{Row: h.view(row), Found: true, DueLabel: dueLabel(row),
 		Body: formatBody(row.Body, h.cfg.MaxBodyBytes, h.redact)}
+	one := []rowView{d.Row}
+	if err := h.markHeld(ctx, one); err != nil {
+		h.storeFailed(w, r, err)
+		return
+	}
+	d.Row = one[0]
 	if js, ok := h.cfg.Store.(intake.JournalStore); ok {
 		d.HasJournal = true
 		entries, err := js.Journal(ctx, id)
