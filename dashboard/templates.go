@@ -38,6 +38,7 @@ var templateFuncs = template.FuncMap{
 	"oneline": func(s string, n int) string { return cut(strings.Join(strings.Fields(s), " "), n, "…") },
 	"add":     func(a, b int) int { return a + b },
 	"dict":    dict,
+	"list":    func(v ...any) []any { return v },
 	"stateClass": func(s intake.State) string {
 		return "state-" + string(s)
 	},

@@ -33,11 +33,13 @@ type rowView struct {
 	// for; Held reports that there is one (see [Handler.markHeld]).
 	HeldBehind int64
 	Held       bool
+	// Base is Config.Prefix, for the links of the row's parts.
+	Base string
 }
 
 func (h *Handler) view(r intake.Row) rowView {
 	r.Error = h.redact(r.Error)
-	v := rowView{Row: r, Chat: h.redact(chatOf(r.Body)), Unacked: r.Unacknowledged()}
+	v := rowView{Row: r, Chat: h.redact(chatOf(r.Body)), Unacked: r.Unacknowledged(), Base: h.cfg.Prefix}
 	v.Body = nil // pages that show the body format it themselves
 	if !h.cfg.ReadOnly {
 		v.CanAck = v.Unacked && h.durable != nil
