@@ -52,6 +52,7 @@ type Handler struct {
 	cop      *http.CrossOriginProtection
 	limits   clientLimits // failed sign-ins, per client address
 	sessions sessionStore
+	rates    rateSampler // running broadcasts' progress
 
 	sse       chan struct{} // one token per open refresh stream
 	done      chan struct{}

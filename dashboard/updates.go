@@ -231,6 +231,11 @@ const (
 type replyView struct {
 	intake.JournalEntry
 	Answer string // the recorded answer, redacted, on one line, cut
+	// Outcome shadows the entry's: a pending entry whose attempt no
+	// longer runs shows "unknown" (see explainCall), never "pending"
+	// forever on a finished update.
+	Outcome string
+	Why     string
 }
 
 type updateData struct {
@@ -305,7 +310,8 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 		for _, e := range entries {
 			answer := h.redact(strings.Join(strings.Fields(string(e.Body)), " "))
 			e.Body = nil
-			d.Replies = append(d.Replies, replyView{JournalEntry: e, Answer: cut(answer, maxJournalBodyShown, "…")})
+			cv := explainCall(e, row, time.Now())
+			d.Replies = append(d.Replies, replyView{JournalEntry: e, Answer: cut(answer, maxJournalBodyShown, "…"), Outcome: cv.Outcome, Why: cv.Why})
 		}
 	}
 	h.render(w, r, http.StatusOK, "update", page{Title: fmt.Sprintf("Update %d", id), Nav: "updates", Live: true, Data: d})
