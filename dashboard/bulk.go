@@ -17,6 +17,11 @@ import (
 // so; run it again for the rest.
 const MaxBulk = 500
 
+// maxActionForm bounds the body of a state-changing form: room for a bulk
+// action's MaxBulk identities (an update id, an attempt and a claim id
+// each, encoded), and far more than a single action needs.
+const maxActionForm = MaxBulk*(20+10+maxClaimIDParam) + 4<<10
+
 // The row sets a bulk action takes.
 const (
 	bulkUnacknowledged = "unacknowledged"
