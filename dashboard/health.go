@@ -92,6 +92,7 @@ func judge(in healthInput) health {
 		add("Store", levelOK, "The store answers.")
 	}
 
+	window := fmt.Sprintf("%d minutes", int(FailureWindow.Minutes()))
 	if in.HasRecorder {
 		app := in.Snapshot.App
 		failed, completed := recentOutcomes(in.Snapshot)
@@ -100,11 +101,11 @@ func judge(in healthInput) health {
 			add("App", levelBad, "The app refuses forwards with %d since %s: a configuration problem (the app's secret check and serve --app-secret-token disagree); %d updates are held.",
 				app.AuthCode, roundDur(in.Now.Sub(app.Since)), app.Held)
 		case completed == 0 && failed >= 3:
-			add("App", levelBad, "No forward succeeded in the last %v and %d attempts failed: the app looks down or unreachable.", FailureWindow, failed)
+			add("App", levelBad, "No forward succeeded in the last %s and %d attempts failed: the app looks down or unreachable.", window, failed)
 		case completed == 0 && failed == 0:
-			add("App", levelNone, "No forward ended in the last %v.", FailureWindow)
+			add("App", levelNone, "No forward ended in the last %s.", window)
 		default:
-			add("App", levelOK, "The app completed %d forwards in the last %v.", completed, FailureWindow)
+			add("App", levelOK, "The app completed %d forwards in the last %s.", completed, window)
 		}
 		if total := failed + completed; total >= FailureMinAttempts {
 			rate := float64(failed) / float64(total)
@@ -115,9 +116,9 @@ func judge(in healthInput) health {
 			case rate >= FailureWarn:
 				level = levelWarn
 			}
-			add("Failure rate", level, "%.0f%% of the %d attempts that ended in the last %v failed.", rate*100, total, FailureWindow)
+			add("Failure rate", level, "%.0f%% of the %d attempts that ended in the last %s failed.", rate*100, total, window)
 		} else {
-			add("Failure rate", levelNone, "Too few attempts in the last %v to judge (%d).", FailureWindow, total)
+			add("Failure rate", levelNone, "Too few attempts in the last %s to judge (%d).", window, total)
 		}
 	} else {
 		add("App", levelNone, "Not reported: this dashboard has no recorder.")
