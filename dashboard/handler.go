@@ -32,8 +32,9 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; script-src 
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // Handler is the dashboard: an [http.Handler] serving the Overview,
-// Updates, Exhaustions and Broadcasts pages, their assets and the live
-// refresh stream under [Config.Prefix]. Build it with [New]; mount it on an
+// Updates, Exhaustions, Replies, Processes and Broadcasts pages, their
+// assets and the live refresh stream under [Config.Prefix]. Build it with
+// [New]; mount it on an
 // admin listener (see [CheckExposure]) and call [Handler.Close] before
 // shutting that listener's server down, so open refresh streams end.
 //
