@@ -380,3 +380,21 @@ func TestBulkBounded(t *testing.T) {
 		t.Errorf("%d unacknowledged after the bulk acknowledge, want 1 (the one past MaxBulk)", stats.Unacknowledged)
 	}
 }
+
+// With the store down, the Overview still answers, with the verdict
+// saying why, and leaves out the figures it could not read.
+func TestOverviewStoreDown(t *testing.T) {
+	t.Parallel()
+	st := storeKinds[1].open(t)
+	s := serve(t, dashboard.Config{Store: st})
+	_, p := s.get(t, "/")
+	mustContain(t, "healthy overview", p, `id="health"`, "Healthy", "Every check passes")
+	if err := st.(interface{ Close() error }).Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, p := s.get(t, "/")
+	if code != http.StatusOK {
+		t.Fatalf("overview with the store down: %d", code)
+	}
+	mustContain(t, "store down", p, "Unhealthy", "The store did not answer", "figures are missing")
+}

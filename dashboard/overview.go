@@ -38,6 +38,8 @@ type overviewData struct {
 	Bucket      time.Duration
 
 	Health health
+	// StoreDown: the store did not answer, so its figures are missing.
+	StoreDown bool
 }
 
 // chartSpan is how many of the newest buckets to draw: the whole window,
@@ -111,6 +113,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			newChart(SeriesExpired, "Expired", false, b[SeriesExpired], t[SeriesExpired]),
 		}
 	}
+	d.StoreDown = !hin.StatsOK
 	d.Health = judge(hin)
 	for i := range d.Health.Checks {
 		d.Health.Checks[i].Text = h.redact(d.Health.Checks[i].Text)
