@@ -34,9 +34,9 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; script-src 
 // Handler is the dashboard: an [http.Handler] serving the Overview,
 // Updates, Exhaustions, Replies, Processes and Broadcasts pages, their
 // assets and the live refresh stream under [Config.Prefix]. Build it with
-// [New]; mount it on an
-// admin listener (see [CheckExposure]) and call [Handler.Close] before
-// shutting that listener's server down, so open refresh streams end.
+// [New]; mount it on an admin listener (see [CheckExposure]) and call
+// [Handler.Close] before shutting that listener's server down, so open
+// refresh streams end.
 //
 // Pages are rendered on the server; a browser with scripts off sees the
 // same pages without the live refresh. A Handler is safe for concurrent use.
