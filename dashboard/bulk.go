@@ -38,8 +38,10 @@ type bulkData struct {
 	State  string // the filter: failed, abandoned or unacknowledged
 	Chat   string
 	Items  []bulkItem
-	// More: the filter selects more rows than MaxBulk.
-	More bool
+	// More: the filter may select more rows than these (MaxBulk, or the
+	// scan's bound of MaxChatScan rows, was reached).
+	More         bool
+	Max, MaxScan int
 }
 
 type bulkResultData struct {
@@ -71,11 +73,15 @@ func parseIdentityKey(s string) (intake.Identity, error) {
 }
 
 // bulkSelect lists the rows the filter selects that the action applies to,
-// oldest first, at most MaxBulk, and whether there are more.
+// oldest first, at most MaxBulk, reading at most MaxChatScan rows, and
+// whether there may be more.
 func (h *Handler) bulkSelect(ctx context.Context, action, state, chat string) ([]intake.Row, bool, error) {
 	var rows []intake.Row
 	var after *int64
-	for {
+	for scanned := 0; ; {
+		if scanned >= MaxChatScan {
+			return rows, true, nil
+		}
 		lq := intake.ListQuery{Limit: chatScanBatch, After: after}
 		if state == bulkUnacknowledged {
 			lq.Unacknowledged = true
@@ -99,6 +105,7 @@ func (h *Handler) bulkSelect(ctx context.Context, action, state, chat string) ([
 		if len(batch) < lq.Limit {
 			return rows, false, nil
 		}
+		scanned += len(batch)
 		last := batch[len(batch)-1].UpdateID
 		after = &last
 	}
@@ -127,7 +134,7 @@ func (h *Handler) bulkConfirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	d := bulkData{Action: action, State: q.Get("state"), Chat: strings.TrimSpace(q.Get("chat"))}
+	d := bulkData{Action: action, State: q.Get("state"), Chat: strings.TrimSpace(q.Get("chat")), Max: MaxBulk, MaxScan: MaxChatScan}
 	if !h.bulkFilter(w, r, action, d.State, d.Chat) {
 		return
 	}

@@ -362,7 +362,7 @@ func TestBulkBounded(t *testing.T) {
 	}
 	s := serve(t, dashboard.Config{Store: st})
 	_, p := s.get(t, "/bulk/acknowledge?state=unacknowledged")
-	mustContain(t, "confirmation", p, fmt.Sprintf("Acknowledge %d updates?", dashboard.MaxBulk), "these are the oldest")
+	mustContain(t, "confirmation", p, fmt.Sprintf("Acknowledge %d updates?", dashboard.MaxBulk), "these are the oldest 500 found")
 	keys := matches(idField, p)
 	if len(keys) != dashboard.MaxBulk {
 		t.Fatalf("confirmation names %d rows, want %d", len(keys), dashboard.MaxBulk)
@@ -397,4 +397,31 @@ func TestOverviewStoreDown(t *testing.T) {
 		t.Fatalf("overview with the store down: %d", code)
 	}
 	mustContain(t, "store down", p, "Unhealthy", "The store did not answer", "figures are missing")
+}
+
+// The rows a bulk action reads to find its set are bounded too.
+func TestBulkScanBounded(t *testing.T) {
+	t.Parallel()
+	st := storeKinds[0].open(t)
+	ctx := t.Context()
+	n := int64(dashboard.MaxChatScan + 10)
+	for id := int64(1); id <= n; id++ {
+		b := fmt.Appendf(nil, `{"update_id":%d,"message":{"chat":{"id":%d}}}`, id, map[bool]int{true: 101, false: 100}[id == n])
+		if _, err := st.Add(ctx, intake.Incoming{UpdateID: id, Body: b, ReceivedAt: base}); err != nil {
+			t.Fatal(err)
+		}
+		ident, ok, err := st.ClaimOwned(ctx, id, intake.ClaimOpts{Now: base, LeaseUntil: time.Now().Add(time.Hour), MaxAttempts: 3})
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if ok, err := st.SettleOwned(ctx, ident, intake.Settlement{State: intake.StateFailed, At: base, RetryAt: time.Now().Add(time.Hour), Error: "x"}); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}
+	s := serve(t, dashboard.Config{Store: st})
+	_, p := s.get(t, "/bulk/requeue?state=failed&chat=101")
+	mustContain(t, "bounded scan", p, fmt.Sprintf("among the first %d rows read", dashboard.MaxChatScan))
+	if keys := matches(idField, p); len(keys) != 0 {
+		t.Errorf("a scan past its bound found %v", keys)
+	}
 }
