@@ -57,7 +57,7 @@ func (h *Handler) validCSRF(r *http.Request) bool {
 	if err != nil || c.Value == "" {
 		return false
 	}
-	r.Body = http.MaxBytesReader(nil, r.Body, maxLoginForm)
+	r.Body = http.MaxBytesReader(nil, r.Body, maxActionForm)
 	got, err := b64.DecodeString(r.PostFormValue("csrf"))
 	if err != nil {
 		return false

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"time"
 
 	"github.com/tgrelay/tgrelay/broadcast"
 )
@@ -53,6 +54,8 @@ type journalView struct {
 	Status *broadcast.Status
 	Bar    bar
 	Err    string // why it could not be read
+	// Progress is the measured rate and ETA of a running broadcast.
+	Progress *progress
 }
 
 type broadcastsData struct {
@@ -93,6 +96,12 @@ func (h *Handler) inspect(name string) journalView {
 		v.Err = "unreadable: " + h.redact(err.Error())
 	default:
 		v.Status, v.Bar = st, newBar(st.Report)
+		if st.Running {
+			p := h.rates.observe(name, time.Now(), st.Total-st.Pending, st.Pending)
+			v.Progress = &p
+		} else {
+			h.rates.forget(name)
+		}
 	}
 	return v
 }

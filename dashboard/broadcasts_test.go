@@ -71,7 +71,7 @@ func TestBroadcastRunning(t *testing.T) {
 		t.Error("a directory with an invalid name is listed")
 	}
 	_, one := s.get(t, "/broadcasts/live")
-	mustContain(t, "running broadcast", one, "● running", `<dd class="num">1</dd>`)
+	mustContain(t, "running broadcast", one, "● running", `<dd class="num">1</dd>`, "<dt>rate</dt>", "measuring…", "<dt>ETA</dt>")
 	close(release)
 	released = true
 	if err := <-done; err != nil {
@@ -80,6 +80,9 @@ func TestBroadcastRunning(t *testing.T) {
 	done <- nil
 	_, page = s.get(t, "/broadcasts/live")
 	mustContain(t, "finished broadcast", page, "○ not running", "100.00%")
+	if strings.Contains(page, "<dt>ETA</dt>") {
+		t.Error("a broadcast that is not running shows an ETA")
+	}
 	if code, _ := s.get(t, "/broadcasts/nope"); code != 404 {
 		t.Errorf("unknown broadcast: %d, want 404", code)
 	}

@@ -62,7 +62,11 @@ var ErrTokenRequired = errors.New("dashboard: an admin token is required on a no
 type Config struct {
 	// Store is the update store the pages read. Required. When it is also
 	// an [intake.DurableStore], the Exhaustions page offers Acknowledge;
-	// Requeue needs only the [intake.AdminStore].
+	// Requeue needs only the [intake.AdminStore]. An [intake.InspectStore]
+	// adds newest-first listing and search, "held behind", and the Replies
+	// (with an [intake.JournalStore]) and Processes pages; an
+	// [intake.HealthChecker] and an [intake.ProcessStore] feed the health
+	// verdict.
 	Store intake.AdminStore
 	// StoreName names the store on the Overview, for example "sqlite
 	// (./tgrelay.db)". Empty shows "unnamed". It must carry no credential:

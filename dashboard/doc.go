@@ -4,23 +4,44 @@
 //
 // # Pages
 //
-//   - Overview: accepted/s, forwarded/s, completed, retried and exhausted
-//     over the last hour as small SVG charts (from a [Recorder], a bounded
-//     in-process ring the relay feeds), the backlog by state, the oldest
-//     pending update's age, leases lost, the webhook's owner and last
-//     check, the store in use, and the gateway's sends by outcome and 429
-//     pauses once the gateway reports any.
-//   - Updates: the store's rows by state and by chat, page by page; an
-//     update's page shows its formatted body with secrets masked, its
-//     attempts, identity and last error.
+//   - Overview: a health verdict with its reason (the store answers and
+//     can record, the app completes forwards, the failure rate of the last
+//     five minutes, the oldest pending update's age, exhaustions waiting,
+//     webhook ownership, the processes' heartbeats; the thresholds are
+//     [OldestPendingWarn] and its neighbours); accepted/s, forwarded/s,
+//     completed, retried and exhausted over the last hour as small SVG
+//     charts (from a [Recorder], a bounded ring in this process: the page
+//     says so, and they start empty after a restart), the backlog by
+//     state, leases lost, the webhook's owner and last check, the store in
+//     use, and the gateway's sends by outcome and 429 pauses once the
+//     gateway reports any.
+//   - Updates: the store's rows, newest first, by state and by chat, page
+//     by page, and a search by update id, chat or body text (with an
+//     [intake.InspectStore]; oldest first otherwise, or on request). A
+//     pending update held by an earlier unsettled update of its chat says
+//     "held behind update N". An update's page shows its formatted body
+//     with secrets masked, its attempts, identity, last error and
+//     journaled replies (an interrupted one reads unknown, not pending).
 //   - Exhaustions: the unacknowledged exhaustions with Acknowledge and
 //     Requeue buttons. Each acts with the exact identity (update id,
 //     attempt, claim id) shown on the page, after a confirmation step; an
 //     identity that is no longer current is refused with 409 and says what
-//     changed, because someone else acted first.
+//     changed, because someone else acted first. Acknowledge all and
+//     Requeue all (and Requeue on a filtered Updates page) go through a
+//     confirmation that lists the rows, names their count and posts their
+//     identities; only those rows, and only at those identities, are
+//     changed (at most [MaxBulk] at once).
+//   - Replies: the reply journal across updates, newest first, filtered by
+//     outcome (unknown, and interrupted pending ones, by default), method,
+//     chat and time, each outcome explained with what the operator can do.
+//   - Processes: the serve processes and their heartbeats, the rows each
+//     holds, the processing rows no live process holds (and what happens
+//     to them), and the updates that crashed their process.
 //   - Broadcasts: every broadcast journal in a configured directory, with a
 //     progress bar, the sent, failed, uncertain and unreachable counts,
-//     whether a runner holds its lock, and the recipients to check by hand.
+//     whether a runner holds its lock, a running one's rate and ETA
+//     (measured by this handler over the last minute it watched), and the
+//     recipients to check by hand.
 //
 // Pages are rendered on the server with html/template; the one stylesheet
 // and the small script are embedded. The script only refreshes open pages

@@ -32,10 +32,11 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; script-src 
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // Handler is the dashboard: an [http.Handler] serving the Overview,
-// Updates, Exhaustions and Broadcasts pages, their assets and the live
-// refresh stream under [Config.Prefix]. Build it with [New]; mount it on an
-// admin listener (see [CheckExposure]) and call [Handler.Close] before
-// shutting that listener's server down, so open refresh streams end.
+// Updates, Exhaustions, Replies, Processes and Broadcasts pages, their
+// assets and the live refresh stream under [Config.Prefix]. Build it with
+// [New]; mount it on an admin listener (see [CheckExposure]) and call
+// [Handler.Close] before shutting that listener's server down, so open
+// refresh streams end.
 //
 // Pages are rendered on the server; a browser with scripts off sees the
 // same pages without the live refresh. A Handler is safe for concurrent use.
@@ -52,6 +53,7 @@ type Handler struct {
 	cop      *http.CrossOriginProtection
 	limits   clientLimits // failed sign-ins, per client address
 	sessions sessionStore
+	rates    rateSampler // running broadcasts' progress
 
 	sse       chan struct{} // one token per open refresh stream
 	done      chan struct{}
@@ -101,6 +103,10 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET "+p+"updates/{id}/{action}", h.confirm)
 	m.HandleFunc("POST "+p+"updates/{id}/{action}", h.act)
 	m.HandleFunc("GET "+p+"exhaustions", h.exhaustions)
+	m.HandleFunc("GET "+p+"replies", h.replies)
+	m.HandleFunc("GET "+p+"processes", h.processes)
+	m.HandleFunc("GET "+p+"bulk/{action}", h.bulkConfirm)
+	m.HandleFunc("POST "+p+"bulk/{action}", h.bulkAct)
 	m.HandleFunc("GET "+p+"broadcasts", h.broadcasts)
 	m.HandleFunc("GET "+p+"broadcasts/{name}", h.broadcast)
 	m.HandleFunc("GET "+p+"events", h.events)

@@ -37,7 +37,9 @@ func TestPagesRender(t *testing.T) {
 				s := serve(t, dashboard.Config{Store: st, StoreName: kind.name, Recorder: rec, BroadcastDir: broadcastDir(t), PageSize: 20})
 
 				pages := []string{"/", "/updates", "/updates?state=pending", "/updates?state=failed", "/updates?chat=101",
-					"/updates?after=5", "/exhaustions", "/broadcasts", "/broadcasts/promo", "/login", "/assets/style.css", "/assets/app.js"}
+					"/updates?after=5", "/updates?order=oldest", "/updates?q=hello", "/updates?q=7", "/updates?state=expired",
+					"/replies", "/replies?outcome=any", "/processes", "/bulk/requeue?state=failed", "/bulk/acknowledge?state=unacknowledged",
+					"/exhaustions", "/broadcasts", "/broadcasts/promo", "/login", "/assets/style.css", "/assets/app.js"}
 				if size.n > 0 {
 					pages = append(pages, "/updates/1", "/updates/2", fmt.Sprintf("/updates/%d", ident.UpdateID),
 						confirmPath(ident, "acknowledge"), confirmPath(ident, "requeue"))
@@ -77,7 +79,12 @@ func TestPagesRender(t *testing.T) {
 					if got != 20 {
 						t.Errorf("updates page lists %d rows, want a page of 20", got)
 					}
-					mustContain(t, "large updates", updates, `href="/updates?after=20" rel="next"`)
+					// Newest first: the exhaustion (update 601), then 600 down to 582.
+					mustContain(t, "large updates", updates, `href="/updates/601"`, `href="/updates?before=582" rel="next"`)
+					_, older := s.get(t, "/updates?before=582")
+					mustContain(t, "older page", older, `href="/updates/581"`, `href="/updates?before=562" rel="next"`)
+					_, oldest := s.get(t, "/updates?order=oldest")
+					mustContain(t, "oldest first", oldest, `href="/updates?after=20" rel="next"`)
 					_, next := s.get(t, "/updates?after=20")
 					mustContain(t, "second page", next, `href="/updates/21"`, `href="/updates?after=40" rel="next"`)
 					_, pending := s.get(t, "/updates?state=pending&limit=100000")
@@ -99,15 +106,27 @@ func TestUpdatesByChat(t *testing.T) {
 	fill(t, st, 30, false)
 	s := serve(t, dashboard.Config{Store: st, PageSize: 4})
 	_, p := s.get(t, "/updates?chat=101")
-	ids := regexp.MustCompile(`href="/updates/(\d+)"`).FindAllStringSubmatch(p, -1)
+	ids := regexp.MustCompile(`data-label="Update"><a href="/updates/(\d+)"`).FindAllStringSubmatch(p, -1)
 	var got []string
 	for _, m := range ids {
 		got = append(got, m[1])
 	}
+	if strings.Join(got, ",") != "28,25,22,19" {
+		t.Errorf("chat 101 first page: %v, want 28,25,22,19 (newest first)", got)
+	}
+	mustContain(t, "chat page", p, `href="/updates?before=19&amp;chat=101" rel="next"`)
+	_, p = s.get(t, "/updates?chat=101&order=oldest")
+	got = got[:0]
+	for _, m := range regexp.MustCompile(`data-label="Update"><a href="/updates/(\d+)"`).FindAllStringSubmatch(p, -1) {
+		got = append(got, m[1])
+	}
 	if strings.Join(got, ",") != "1,4,7,10" {
-		t.Errorf("chat 101 first page: %v, want 1,4,7,10", got)
+		t.Errorf("chat 101 oldest first: %v, want 1,4,7,10", got)
 	}
 	mustContain(t, "chat page", p, `href="/updates?after=10&amp;chat=101" rel="next"`)
+	if _, p := s.get(t, "/updates?before=4&chat=101"); strings.Contains(p, `rel="next"`) || !strings.Contains(p, `href="/updates/1"`) {
+		t.Error("last chat page, newest first: wrong rows or a next page")
+	}
 	_, p2 := s.get(t, "/updates?after=28&chat=101")
 	if strings.Contains(p2, `rel="next"`) {
 		t.Error("last chat page offers a next page")

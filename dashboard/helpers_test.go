@@ -63,7 +63,7 @@ func fill(t *testing.T, st store, n int, exhaust bool) intake.Identity {
 	ctx := t.Context()
 	var batch []intake.Incoming
 	for i := int64(1); i <= int64(n); i++ {
-		batch = append(batch, intake.Incoming{UpdateID: i, Body: body(i), ReceivedAt: base.Add(time.Duration(i) * time.Millisecond)})
+		batch = append(batch, intake.Incoming{UpdateID: i, Body: body(i), Chat: intake.ChatKey(body(i)), ReceivedAt: base.Add(time.Duration(i) * time.Millisecond)})
 	}
 	if bs, ok := st.(intake.BatchStore); ok && len(batch) > 0 {
 		for start := 0; start < len(batch); start += 500 {
@@ -110,7 +110,7 @@ func fill(t *testing.T, st store, n int, exhaust bool) intake.Identity {
 func exhaustOne(t *testing.T, st store, id int64) intake.Identity {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := st.Add(ctx, intake.Incoming{UpdateID: id, Body: body(id), ReceivedAt: base}); err != nil {
+	if _, err := st.Add(ctx, intake.Incoming{UpdateID: id, Body: body(id), Chat: intake.ChatKey(body(id)), ReceivedAt: base}); err != nil {
 		t.Fatal(err)
 	}
 	ident, ok, err := st.ClaimOwned(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5, DurableExhaustion: true})

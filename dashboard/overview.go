@@ -36,6 +36,10 @@ type overviewData struct {
 	Charts      []chart
 	Window      time.Duration // the span the charts draw
 	Bucket      time.Duration
+
+	Health health
+	// StoreDown: the store did not answer, so its figures are missing.
+	StoreDown bool
 }
 
 // chartSpan is how many of the newest buckets to draw: the whole window,
@@ -52,10 +56,31 @@ func chartSpan(s Snapshot) int {
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
+	now := time.Now()
+	hin := healthInput{Now: now, StatsOK: true}
 	st, err := h.cfg.Store.Stats(ctx)
 	if err != nil {
-		h.storeFailed(w, r, err)
-		return
+		// The verdict still renders: it says the store is down.
+		h.log.Error("dashboard: store", "path", r.URL.Path, "err", h.redact(err.Error()))
+		hin.StatsOK = false
+		st = intake.Stats{Count: map[intake.State]int{}}
+	}
+	hin.Stats = st
+	if hc, ok := h.cfg.Store.(intake.HealthChecker); ok {
+		hin.HasHealth = true
+		if hin.HealthErr = hc.Health(ctx); hin.HealthErr != nil {
+			h.log.Error("dashboard: store health", "err", h.redact(hin.HealthErr.Error()))
+		}
+	}
+	if _, ok := h.cfg.Store.(intake.ProcessStore); ok {
+		if is, ok := h.cfg.Store.(intake.InspectStore); ok && hin.StatsOK {
+			pl, err := is.Processes(ctx, maxProcessesShown)
+			if err != nil {
+				h.log.Error("dashboard: store", "path", r.URL.Path, "err", h.redact(err.Error()))
+			} else {
+				hin.Heartbeats, hin.Procs = true, pl.Processes
+			}
+		}
 	}
 	d := overviewData{StoreName: h.redact(h.cfg.StoreName), Unacknowledged: st.Unacknowledged,
 		OldestPending: st.OldestPending, Window: Window, Bucket: BucketWidth}
@@ -69,6 +94,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	if rec := h.cfg.Recorder; rec != nil {
 		d.HasRecorder = true
 		d.Snapshot = rec.Snapshot()
+		hin.HasRecorder, hin.Snapshot = true, d.Snapshot
 		d.Snapshot.Webhook.LastError = h.redact(d.Snapshot.Webhook.LastError)
 		d.Snapshot.Webhook.OwnerHost = h.redact(d.Snapshot.Webhook.OwnerHost)
 		span := chartSpan(d.Snapshot)
@@ -87,5 +113,11 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			newChart(SeriesExpired, "Expired", false, b[SeriesExpired], t[SeriesExpired]),
 		}
 	}
-	h.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Live: true, Data: d})
+	d.StoreDown = !hin.StatsOK
+	d.Health = judge(hin)
+	for i := range d.Health.Checks {
+		d.Health.Checks[i].Text = h.redact(d.Health.Checks[i].Text)
+	}
+	d.Health.Reason = h.redact(d.Health.Reason)
+	h.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Live: true, Data: d, Now: now})
 }

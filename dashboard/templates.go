@@ -11,7 +11,8 @@ import (
 )
 
 // pageNames are the page templates; each defines "content" for the layout.
-var pageNames = []string{"overview", "updates", "update", "confirm", "result", "exhaustions", "broadcasts", "broadcast", "error", "login"}
+var pageNames = []string{"overview", "updates", "update", "confirm", "result", "exhaustions", "broadcasts", "broadcast", "error", "login",
+	"replies", "processes", "bulk", "bulkresult"}
 
 func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
@@ -37,6 +38,7 @@ var templateFuncs = template.FuncMap{
 	"oneline": func(s string, n int) string { return cut(strings.Join(strings.Fields(s), " "), n, "…") },
 	"add":     func(a, b int) int { return a + b },
 	"dict":    dict,
+	"list":    func(v ...any) []any { return v },
 	"stateClass": func(s intake.State) string {
 		return "state-" + string(s)
 	},

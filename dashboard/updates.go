@@ -29,11 +29,17 @@ type rowView struct {
 	Unacked bool
 	// CanAck and CanRequeue: the buttons the page may show.
 	CanAck, CanRequeue bool
+	// HeldBehind is the earlier update of its chat a pending row waits
+	// for; Held reports that there is one (see [Handler.markHeld]).
+	HeldBehind int64
+	Held       bool
+	// Base is Config.Prefix, for the links of the row's parts.
+	Base string
 }
 
 func (h *Handler) view(r intake.Row) rowView {
 	r.Error = h.redact(r.Error)
-	v := rowView{Row: r, Chat: h.redact(chatOf(r.Body)), Unacked: r.Unacknowledged()}
+	v := rowView{Row: r, Chat: h.redact(chatOf(r.Body)), Unacked: r.Unacknowledged(), Base: h.cfg.Prefix}
 	v.Body = nil // pages that show the body format it themselves
 	if !h.cfg.ReadOnly {
 		v.CanAck = v.Unacked && h.durable != nil
@@ -59,6 +65,14 @@ type updatesData struct {
 	// scan stopped at its bound before filling the page.
 	Scanned int
 	ScanCut bool
+	// Newest: rows are listed newest first (the store can search);
+	// Query is the search text; Exact is the update whose id it names.
+	Newest bool
+	Query  string
+	Exact  *rowView
+	// Bulk: the listing is one the bulk requeue applies to (failed or
+	// abandoned rows, by State and Chat).
+	Bulk bool
 }
 
 // link is the address of a page with query q. Both come from the handler
@@ -108,6 +122,15 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "Bad request", "The chat id is too long.")
 		return
 	}
+	d.Query = strings.TrimSpace(q.Get("q"))
+	if is, ok := h.cfg.Store.(intake.InspectStore); ok && after == nil && q.Get("order") != "oldest" {
+		h.updatesNewest(w, r, is, d, limit)
+		return
+	}
+	if d.Query != "" {
+		h.fail(w, r, http.StatusBadRequest, "Bad request", "Search lists newest first, and this store cannot search.")
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
 	lq := intake.ListQuery{State: intake.State(d.State), After: after}
@@ -142,6 +165,10 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 	for _, row := range rows {
 		d.Rows = append(d.Rows, h.view(row))
 	}
+	if err := h.markHeld(ctx, d.Rows); err != nil {
+		h.storeFailed(w, r, err)
+		return
+	}
 	filter := url.Values{}
 	if d.State != "" {
 		filter.Set("state", d.State)
@@ -152,7 +179,9 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 	if q.Get("limit") != "" {
 		filter.Set("limit", strconv.Itoa(limit))
 	}
+	filter.Set("order", "oldest")
 	d.First = h.link("updates", filter)
+	filter.Del("order")
 	if hasNext {
 		filter.Set("after", strconv.FormatInt(nextAfter, 10))
 		d.Next = h.link("updates", filter)
@@ -202,6 +231,11 @@ const (
 type replyView struct {
 	intake.JournalEntry
 	Answer string // the recorded answer, redacted, on one line, cut
+	// Outcome shadows the entry's: a pending entry whose attempt no
+	// longer runs shows "unknown" (see explainCall), never "pending"
+	// forever on a finished update.
+	Outcome string
+	Why     string
 }
 
 type updateData struct {
@@ -256,6 +290,12 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 	}
 	d := updateData{Row: h.view(row), Found: true, DueLabel: dueLabel(row),
 		Body: formatBody(row.Body, h.cfg.MaxBodyBytes, h.redact)}
+	one := []rowView{d.Row}
+	if err := h.markHeld(ctx, one); err != nil {
+		h.storeFailed(w, r, err)
+		return
+	}
+	d.Row = one[0]
 	if js, ok := h.cfg.Store.(intake.JournalStore); ok {
 		d.HasJournal = true
 		entries, err := js.Journal(ctx, id)
@@ -270,7 +310,8 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 		for _, e := range entries {
 			answer := h.redact(strings.Join(strings.Fields(string(e.Body)), " "))
 			e.Body = nil
-			d.Replies = append(d.Replies, replyView{JournalEntry: e, Answer: cut(answer, maxJournalBodyShown, "…")})
+			cv := explainCall(e, row, time.Now())
+			d.Replies = append(d.Replies, replyView{JournalEntry: e, Answer: cut(answer, maxJournalBodyShown, "…"), Outcome: cv.Outcome, Why: cv.Why})
 		}
 	}
 	h.render(w, r, http.StatusOK, "update", page{Title: fmt.Sprintf("Update %d", id), Nav: "updates", Live: true, Data: d})
