@@ -364,16 +364,16 @@ func allGroups() []group {
 	return []group{
 		{"Add", addCases()},
 		{"Claim", claimCases()},
-		{"Race", raceCases()},
+		{"Race", append(raceCases(), reclaimRaceCases()...)},
 		{"Fence", fenceCases()},
 		{"Prune", pruneCases()},
 		{"Exhaust", exhaustCases()},
 		{"Batch", batchCases()},
 		{"Admin", adminCases()},
-		{"Journal", journalCases()},
-		{"Process", processCases()},
-		{"ChatOrder", chatOrderCases()},
-		{"ClaimOnAdd", claimOnAddCases()},
+		{"Journal", append(journalCases(), journalPromiseCases()...)},
+		{"Process", append(processCases(), processPromiseCases()...)},
+		{"ChatOrder", append(chatOrderCases(), chatOrderPromiseCases()...)},
+		{"ClaimOnAdd", append(claimOnAddCases(), claimOnAddPromiseCases()...)},
 		{"Arguments", argumentCases()},
 	}
 }
