@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -255,9 +256,10 @@ func chatOrderRefusalSpendsNothing(c *checker) {
 // the chat and takes the row in two steps, or that does not see a
 // concurrent claim of the chat, lets both win. Racing many chats at once
 // makes many windows per barrier, and the delays before one racer or the
-// other sweep from none to about a hundred and fifty microseconds (a
-// database's round trip), differently per chat, so some pair straddles the
-// window wherever it lies.
+// other, a yield of the processor or not and then a spin from none to about
+// a hundred and fifty microseconds (a database's round trip), differ per
+// chat, so that some pair straddles the window wherever it lies, whether
+// the racers run in parallel or take turns on one processor.
 func chatOrderRaceWide(c *checker) {
 	bad := 0
 	for round := range barrierRounds {
@@ -288,7 +290,10 @@ func chatOrderRaceWide(c *checker) {
 			delay := func(mine int, fn func()) func() {
 				return func() {
 					if k%2 == mine {
-						spin(1 << (k / 2 % 15))
+						if k%4 >= 2 {
+							runtime.Gosched()
+						}
+						spin(1 << (k / 4 % 15))
 					}
 					fn()
 				}
