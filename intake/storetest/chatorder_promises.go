@@ -171,8 +171,9 @@ func chatOrderDueAgrees(c *checker) {
 // due (row 2) or whose lease lapsed (row 12), held back by an earlier row
 // of its chat recorded late, is refused for order by strict claims at its
 // limit, durable or not, base or owned, and stays exactly as it was: not
-// abandoned, not an exhaustion. Once its chat is free the same claim
-// spends it.
+// abandoned, not an exhaustion; a takeover from a lapsed owner refused
+// for order counts no crash. Once its chat is free the same claim spends
+// it.
 func chatOrderRefusalSpendsNothing(c *checker) {
 	c.addChat(2, "a", 0)
 	c.mustClaim(2, claimOpts(0, 10, 1), 1)
@@ -229,6 +230,40 @@ func chatOrderRefusalSpendsNothing(c *checker) {
 	if c.durable != nil {
 		if es := c.dueExhaustions(10, nil); len(es) != 0 {
 			c.errorf("DueExhaustions after strict claims refused for order listed update %d; a refusal for order spends nothing", es[0].UpdateID)
+		}
+	}
+	if c.process != nil {
+		// A takeover from a lapsed owner refused for order counts no crash.
+		c.mustRegister("gone", 25)
+		c.mustRegister("here", 1_000_000)
+		c.addChat(32, "c", 0)
+		// Its lease ends at 35ms: a live lease of a later row holds row 31
+		// back however dead its owner, so it must end before 31 can run.
+		c.mustClaimOwned(32, owned(0, 35, 1, "gone"), 1)
+		c.addChat(31, "c", 6)
+		strictTakeover := func(nowMS int64) (intake.Identity, bool) {
+			o := withCrashes(owned(nowMS, 200_000, 1, "here"), 2)
+			o.StrictChatOrder = true
+			return c.claimOwned(32, o)
+		}
+		for range 2 {
+			if id, ok := strictTakeover(30); ok {
+				c.errorf("ClaimOwned(32, now 30ms, strict chat order) took %s from its lapsed owner; an earlier row of its chat is pending", fmtID(id))
+			}
+		}
+		if c.admin != nil {
+			if row, _ := c.get(32); row.State != intake.StateProcessing || row.Attempts != 1 || row.Crashes != 0 {
+				c.errorf("Get(32) after strict takeovers refused for order = %s, attempts %d, crashes %d; want processing, 1, 0: a refusal for order counts no crash",
+					row.State, row.Attempts, row.Crashes)
+			}
+		}
+		c.expectStrict(31, 40, 100, true, "it is the lowest row of chat c")
+		if !c.settle(31, 1, completed(50)) {
+			c.fatalf("Settle(31, attempt 1, completed at 50ms) under a live lease reported false")
+		}
+		if id, ok := strictTakeover(60); !ok || id.Attempt != 2 {
+			c.errorf("ClaimOwned(32, now 60ms, strict chat order, MaxAttempts 1, MaxCrashes 2) = %s, %v once its chat was free; "+
+				"want attempt 2: the refusals for order counted no crash, so this takeover is its first", fmtID(id), ok)
 		}
 	}
 	// Free the chats; now the same claims spend the rows.
