@@ -19,6 +19,8 @@ const (
 	// chatRacePairs is how many chats race at once in each round of the
 	// wide chat order race: two racers each, all released together.
 	chatRacePairs = 8
+	// chatRaceRounds is how many rounds the wide chat order race runs.
+	chatRaceRounds = barrierRounds / 2
 )
 
 func chatOrderPromiseCases() []testCase {
@@ -297,7 +299,7 @@ func chatOrderRefusalSpendsNothing(c *checker) {
 // the racers run in parallel or take turns on one processor.
 func chatOrderRaceWide(c *checker) {
 	bad := 0
-	for round := range barrierRounds {
+	for round := range chatRaceRounds {
 		var (
 			mu  sync.Mutex
 			won = map[string][]int64{}
@@ -357,6 +359,6 @@ func chatOrderRaceWide(c *checker) {
 		}
 	}
 	if bad > 3 {
-		c.errorf("in %d of %d chats strict claims of one chat did not take exactly one row", bad, barrierRounds*chatRacePairs)
+		c.errorf("in %d of %d chats strict claims of one chat did not take exactly one row", bad, chatRaceRounds*chatRacePairs)
 	}
 }

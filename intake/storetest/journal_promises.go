@@ -12,8 +12,13 @@ import (
 // occurrence, bodies are copied both ways, a deferred outcome reports its
 // own write's result, and identical intents racing in many rounds.
 
-// journalRaceFirstID is the first update id of the deferred outcome rounds.
-const journalRaceFirstID = 7000
+const (
+	// journalRaceFirstID is the first update id of the deferred outcome
+	// rounds.
+	journalRaceFirstID = 7000
+	// intentRounds is how many rounds of identical intents race.
+	intentRounds = raceRounds / 2
+)
 
 func journalPromiseCases() []testCase {
 	return []testCase{
@@ -188,13 +193,13 @@ func journalDeferredOwnResult(c *checker) {
 }
 
 // journalRaceRounds: racers record identical intents of one identity at
-// once, released together, in raceRounds rounds, each on a fresh call;
+// once, released together, in intentRounds rounds, each on a fresh call;
 // exactly one is recorded in each round, the others find it journaled.
 func journalRaceRounds(c *checker) {
 	c.mustAdd(1, 0)
 	id := c.mustClaimOwned(1, claimOpts(0, 100_000, 3), 1)
 	bad := 0
-	for round := range raceRounds {
+	for round := range intentRounds {
 		cl := call("sendMessage", round+1)
 		var (
 			mu       sync.Mutex
@@ -225,7 +230,7 @@ func journalRaceRounds(c *checker) {
 		}
 	}
 	if bad > 3 {
-		c.errorf("in %d of %d rounds concurrent identical intents were not recorded exactly once", bad, raceRounds)
+		c.errorf("in %d of %d rounds concurrent identical intents were not recorded exactly once", bad, intentRounds)
 	}
 }
 

@@ -11,8 +11,12 @@ import (
 // reclaim races: concurrent claims of a processing row whose lease or
 // owner lapsed.
 
-// reclaimFirstID is the first update id of the reclaim races.
-const reclaimFirstID = 6000
+const (
+	// reclaimFirstID is the first update id of the reclaim races.
+	reclaimFirstID = 6000
+	// reclaimRounds is how many rounds each reclaim race runs.
+	reclaimRounds = raceRounds / 2
+)
 
 func processPromiseCases() []testCase {
 	return []testCase{
@@ -103,7 +107,7 @@ func requeueResetsCrashes(c *checker) {
 // 100ms; at 101ms racers claim it at once. Exactly one takes attempt 2, and
 // it alone owns the row.
 func raceReclaimLease(c *checker) {
-	for round := range raceRounds {
+	for round := range reclaimRounds {
 		id := int64(reclaimFirstID + round)
 		c.mustAdd(id, 0)
 		first := c.mustClaimOwned(id, claimOpts(0, 100, raceMaxTries), 1)
@@ -118,7 +122,7 @@ func raceReclaimLease(c *checker) {
 // whose owner's heartbeat lapsed at 50ms: racers take it over at 51ms.
 func raceReclaimOwner(c *checker) {
 	c.mustRegister("live", 1_000_000)
-	for round := range raceRounds {
+	for round := range reclaimRounds {
 		id := int64(reclaimFirstID + round)
 		dead := fmt.Sprintf("dead-%d", round)
 		c.mustRegister(dead, 50)

@@ -94,7 +94,8 @@ import (
 )
 
 // CaseTimeout is how long one case may run before the watchdog fails it as
-// deadlocked. The slowest case makes about 450 store calls.
+// deadlocked. The slowest case (the chat order race) makes about 1,600
+// store calls.
 const CaseTimeout = time.Minute
 
 // Run checks the store contract against stores made by newStore, one fresh
