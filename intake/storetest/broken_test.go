@@ -508,7 +508,11 @@ func (s claimAddTakesDuplicates) AddBatchClaimed(ctx context.Context, reqs []int
 
 func TestClaimAddTakesDuplicatesFails(t *testing.T) {
 	t.Parallel()
-	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddTakesDuplicates{m} }), "ClaimOnAdd")
+	// ConcurrentClaimedAdds catches it only in a round where a racer that
+	// asked for no claim wins, which the scheduler decides; it is left out.
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddTakesDuplicates{m} }),
+		"ClaimOnAdd/ClaimedAddIsAClaim", "ClaimOnAdd/DuplicateNeitherAddedNorClaimed", "ClaimOnAdd/LapsedLeaseReclaimed",
+		"ClaimOnAdd/MixedBatch", "ClaimOnAdd/InvalidClaimRefused", "ClaimOnAdd/OwnerLapseTakesOver", "ClaimOnAdd/RepeatedInBatch")
 	requireCases(t, res, "ClaimOnAdd/DuplicateNeitherAddedNorClaimed", "ClaimOnAdd/RepeatedInBatch")
 	requireMessage(t, res, "ClaimOnAdd/DuplicateNeitherAddedNorClaimed", "result 0 of AddBatchClaimed([1 2 3 3]) with 1 pending and 2 claimed = added true")
 }
