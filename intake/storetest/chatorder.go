@@ -3,7 +3,6 @@ package storetest
 import (
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/tgrelay/tgrelay/intake"
 )
@@ -40,7 +39,7 @@ func chatOrderCases() []testCase {
 		{name: "DueListsOnlyClaimable", rule: "a strict listing skips rows held back by their chat, so they cannot fill a page, and Chat lists one chat",
 			needs: capChatOrder, run: chatOrderDue},
 		{name: "ConcurrentClaimsOfOneChat", rule: "of a claim of a chat's later row and an earlier row added and claimed at the same time, exactly one wins",
-			needs: capChatOrder, run: chatOrderRace},
+			needs: capChatOrder, run: chatOrderRaceWide},
 	}
 }
 
@@ -230,62 +229,5 @@ func chatOrderDue(c *checker) {
 	}
 	if ids := c.strictDue(60, 60, 10, ""); !slices.Equal(ids, []int64{2, 41, 42, 44}) {
 		c.errorf("Due(now 60ms, strict) listed %v; want [2 41 42 44]", ids)
-	}
-}
-
-// chatOrderRace: in each round, row id+1 of a fresh chat is pending; one
-// racer adds row id of the chat (an earlier update arriving late) and
-// claims it, while another claims row id+1, both in strict order. Whatever
-// the interleaving exactly one claim wins: a claim that checks the chat
-// and takes the row in two steps, or that does not see a concurrent claim
-// of the chat, lets both win.
-func chatOrderRace(c *checker) {
-	for round := range chatOrderRounds {
-		id := int64(chatOrderFirstID + 2*round)
-		chat := fmt.Sprintf("race-%d", round)
-		c.addChat(id+1, chat, 0)
-		var (
-			mu  sync.Mutex
-			won []int64
-		)
-		claim := func(id int64) {
-			_, ok, err := c.store.Claim(c.ctx, id, strictOpts(10, 100, strictMax))
-			if err != nil {
-				c.errorf("a concurrent strict Claim(%d) returned an error: %v", id, err)
-				return
-			}
-			if ok {
-				mu.Lock()
-				won = append(won, id)
-				mu.Unlock()
-			}
-		}
-		// The window lies wherever the later claim's check and its commit
-		// straddle the earlier row's add and claim: a database's round trip
-		// long. Rounds sweep a delay before one racer or the other from none
-		// to about a hundred and fifty microseconds.
-		delay := func(mine int, fn func()) func() {
-			return func() {
-				if round%2 == mine {
-					spin(1 << (round / 2 % 15))
-				}
-				fn()
-			}
-		}
-		together(c,
-			delay(0, func() {
-				ok, err := c.store.Add(c.ctx, intake.Incoming{UpdateID: id, Body: body(id), ReceivedAt: at(5), Chat: chat})
-				if err != nil || !ok {
-					c.errorf("Add(%d, chat %q) = %v, %v; want true, no error", id, chat, ok, err)
-					return
-				}
-				claim(id)
-			}),
-			delay(1, func() { claim(id + 1) }),
-		)
-		if len(won) != 1 {
-			slices.Sort(won)
-			c.errorf("round %d: strict claims of rows %d (added at the same time) and %d of one chat took %v; exactly one must win", round, id, id+1, won)
-		}
 	}
 }

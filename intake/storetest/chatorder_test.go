@@ -27,7 +27,8 @@ func TestIgnoresChatOrderFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return ignoresChatOrder{m} }), "ChatOrder")
 	requireCases(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "ChatOrder/SettledReleasesChat",
-		"ChatOrder/ExhaustionReleasesChat", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/ConcurrentClaimsOfOneChat")
+		"ChatOrder/ExhaustionReleasesChat", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/ConcurrentClaimsOfOneChat",
+		"ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims", "ChatOrder/OrderRefusalSpendsNothing")
 	requireMessage(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "Claim(2, now 10ms, strict chat order) = attempt 1, true; want false: row 1 of its chat is pending")
 	requireMessage(t, res, "ChatOrder/SettledReleasesChat", "want false: row 1 of its chat failed and waits for its retry")
 	requireMessage(t, res, "ChatOrder/LiveLeaseHoldsLateEarlier", "want false: row 2 of its chat is processing under a live lease")
@@ -46,7 +47,7 @@ func (s dueIgnoresChatOrder) Due(ctx context.Context, q intake.DueQuery) ([]inta
 func TestDueIgnoresChatOrderFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return dueIgnoresChatOrder{m} }), "ChatOrder")
-	requireCases(t, res, "ChatOrder/DueListsOnlyClaimable")
+	requireCases(t, res, "ChatOrder/DueListsOnlyClaimable", "ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims")
 	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "Due(now 10ms, strict, limit 5) listed [1 2 3 4 5]; want [1 41 42]")
 	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "Due(now 10ms, strict, chat b) listed [1 2 3 4 5]; want [41]")
 }
@@ -72,5 +73,5 @@ func TestForgetsChatFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return forgetsChat{m} }), "ChatOrder")
 	requireCases(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "ChatOrder/SettledReleasesChat",
 		"ChatOrder/ExhaustionReleasesChat", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/DueListsOnlyClaimable",
-		"ChatOrder/ConcurrentClaimsOfOneChat")
+		"ChatOrder/ConcurrentClaimsOfOneChat", "ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims", "ChatOrder/OrderRefusalSpendsNothing")
 }

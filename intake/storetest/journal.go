@@ -21,7 +21,7 @@ func journalCases() []testCase {
 		{name: "OccurrencesAndMethods", rule: "method, hash and occurrence each distinguish calls", needs: capJournal, run: journalKeys},
 		{name: "PrunedWithUpdate", rule: "pruning an update forgets its journal", needs: capJournal, run: journalPruned},
 		{name: "InvalidCalls", rule: "calls outside the contract are errors", needs: capJournal, run: journalInvalid},
-		{name: "ConcurrentIntents", rule: "of concurrent identical intents exactly one is recorded", needs: capJournal, run: journalRace},
+		{name: "ConcurrentIntents", rule: "of concurrent identical intents exactly one is recorded", needs: capJournal, run: journalRaceRounds},
 		{name: "DeferredOutcomes", rule: "a deferred outcome is recorded as RecordOutcome records it, with or without an intent to share its commit", needs: capJournal, run: journalDeferred},
 		{name: "RequeueKeepsJournal", rule: "a requeued update keeps its journal", needs: capJournal | capAdmin, run: journalRequeue},
 	}, tailCases()...)
@@ -317,41 +317,6 @@ func journalInvalid(c *checker) {
 	}
 	if es := c.entries(1); len(es) != 1 || es[0].Outcome != intake.CallPending {
 		c.errorf("Journal(1) = %v after invalid outcomes; want the entry still pending", methods(es))
-	}
-}
-
-// journalRace: racers identical intents of one identity at once; exactly one
-// is recorded, the others find it journaled.
-func journalRace(c *checker) {
-	c.mustAdd(1, 0)
-	id := c.mustClaimOwned(1, claimOpts(0, 100_000, 3), 1)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		recorded int
-		start    = make(chan struct{})
-	)
-	for range racers {
-		wg.Go(func() {
-			defer c.recoverPanic()
-			<-start
-			_, in, err := c.journal.RecordIntent(c.ctx, id, call("sendMessage", 1), at(1))
-			switch {
-			case err != nil:
-				c.errorf("a concurrent RecordIntent returned an error: %v", err)
-			case in == intake.IntentRecorded:
-				mu.Lock()
-				recorded++
-				mu.Unlock()
-			case in != intake.IntentJournaled:
-				c.errorf("a concurrent RecordIntent of a live identity reported %s", in)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	if recorded != 1 {
-		c.errorf("%d of %d concurrent identical intents were recorded; want exactly 1", recorded, racers)
 	}
 }
 

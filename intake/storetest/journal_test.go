@@ -43,7 +43,7 @@ func TestBrokenJournals(t *testing.T) {
 		want []string
 	}{
 		{"forgetful", func(m *memstore.Store) intake.Store { return forgetfulJournal{m} },
-			[]string{"Journal/ConcurrentIntents", "Journal/ConcurrentTailIntents", "Journal/PendingAndUnknownStay",
+			[]string{"Journal/BodiesCopied", "Journal/ConcurrentIntents", "Journal/ConcurrentTailIntents", "Journal/PendingAndUnknownStay",
 				"Journal/ReplayAcrossAttempts", "Journal/RequeueKeepsJournal", "Journal/TailAdmitted"}},
 		{"unfenced", func(m *memstore.Store) intake.Store { return unfencedJournal{m} },
 			[]string{"Journal/EndedAttemptRefused", "Journal/IntentFencedByIdentity", "Journal/TailAdmitted", "Journal/TailEndsWithRow"}},

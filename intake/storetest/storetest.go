@@ -38,30 +38,41 @@
 // last attempt, stale and failed attempts that can no longer settle, the
 // base settle refusing a lapsed lease, a settle racing a reclaim, retries
 // and spent attempts, renewal that never shortens nor revives, millisecond
-// boundaries), Race (concurrent Claim and ClaimOwned calls, exactly one
-// winner), Fence (the same properties for the owned calls, all three
-// identity fields, fresh claim ids), Prune (strict bound, rows never pruned,
-// prune then re-add), Exhaust (crash on the last attempt, Exhaust, exact
-// acknowledgement once and only of an unacknowledged exhaustion, cursor
-// paging), Batch, Admin (oldest pending measured from when a row became
-// pending), Journal (fenced intents, replays across attempts, and the
-// calls of the attempt that completed its update, its tail), Process (a
-// lapsed owner's rows taken over before their lease ends and fenced,
-// heartbeats that never revive, the crash budget),
-// ChatOrder (strict chat order: only a chat's lowest unsettled row is
-// claimable and listed, never beside a live lease of its chat, settled rows
-// and exhaustions release the chat, and a claim racing the late add and
-// claim of an earlier row of its chat loses or wins alone), ClaimOnAdd (a
-// row recorded claimed is exactly a claimed row under the answered
-// identity, a duplicate is neither recorded nor claimed, a lapsed one is
+// boundaries), Race (concurrent Claim and ClaimOwned calls of a pending
+// row, and concurrent reclaims of a processing row whose lease or owner
+// lapsed: exactly one winner), Fence (the same properties for the owned
+// calls, all three identity fields, fresh claim ids), Prune (strict bound,
+// rows never pruned, prune then re-add), Exhaust (crash on the last
+// attempt, Exhaust, exact acknowledgement once and only of an
+// unacknowledged exhaustion, cursor paging), Batch, Admin (oldest pending
+// measured from when a row became pending), Journal (fenced intents,
+// replays across attempts, outcomes on their own occurrence, bodies copied
+// both ways, concurrent identical intents, deferred outcomes that report
+// their own write's result, and the calls of the attempt that completed
+// its update, its tail), Process (a lapsed owner's rows taken over before
+// their lease ends and fenced, heartbeats that never revive, the crash
+// budget, a takeover from a lapsed or reaped owner counted as a crash even
+// when the lease lapsed too, a requeue that resets the crashes), ChatOrder
+// (strict chat order: only a chat's lowest unsettled row is claimable and
+// listed, never beside a live lease of its chat, settled rows and
+// exhaustions release the chat, rows recorded through the batch adds keep
+// their chat, a strict listing agrees with strict claims, a refusal for
+// order spends nothing even at the attempt limit, and claims racing the
+// late add and claim of an earlier row of their chat lose or win alone),
+// ClaimOnAdd (a row recorded claimed is exactly a claimed row under the
+// answered identity, a duplicate is neither recorded nor claimed, an update
+// id repeated in one batch is recorded once as its first request asks,
+// concurrent claimed adds of one update record it once, a lapsed one is
 // reclaimed with attempt 2, mixed batches) and Arguments (arguments outside
-// the contract are
-// refused with [intake.ErrInvalidArgument] and change nothing).
+// the contract are refused with [intake.ErrInvalidArgument] and change
+// nothing).
 //
 // The concurrent cases release their racers together at a barrier and run
-// dozens of rounds on fresh rows, staggering the racers' starts from round
-// to round, so that a store whose check and write are two steps fails in
-// (almost) every run, not now and then.
+// dozens of rounds on fresh rows (the chat order race eight chats at once
+// per round), staggering the racers' starts from round to round, so that a
+// store whose check and write are two steps fails in every run, not now
+// and then: this package's tests run such stores for claims, reclaims,
+// strict claims, claimed adds and journal intents.
 //
 // Times handed to the store are whole milliseconds after a fixed base time
 // (a 13-digit Unix millisecond value); violation messages name them as
@@ -83,7 +94,8 @@ import (
 )
 
 // CaseTimeout is how long one case may run before the watchdog fails it as
-// deadlocked. The slowest case makes about 450 store calls.
+// deadlocked. The slowest case (the chat order race) makes about 1,600
+// store calls.
 const CaseTimeout = time.Minute
 
 // Run checks the store contract against stores made by newStore, one fresh
@@ -364,16 +376,16 @@ func allGroups() []group {
 	return []group{
 		{"Add", addCases()},
 		{"Claim", claimCases()},
-		{"Race", raceCases()},
+		{"Race", append(raceCases(), reclaimRaceCases()...)},
 		{"Fence", fenceCases()},
 		{"Prune", pruneCases()},
 		{"Exhaust", exhaustCases()},
 		{"Batch", batchCases()},
 		{"Admin", adminCases()},
-		{"Journal", journalCases()},
-		{"Process", processCases()},
-		{"ChatOrder", chatOrderCases()},
-		{"ClaimOnAdd", claimOnAddCases()},
+		{"Journal", append(journalCases(), journalPromiseCases()...)},
+		{"Process", append(processCases(), processPromiseCases()...)},
+		{"ChatOrder", append(chatOrderCases(), chatOrderPromiseCases()...)},
+		{"ClaimOnAdd", append(claimOnAddCases(), claimOnAddPromiseCases()...)},
 		{"Arguments", argumentCases()},
 	}
 }
