@@ -40,7 +40,7 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 	logs, rec := &syncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	cfg.Forward = forward.Config{URL: app.URL + "/update", AppSecretToken: appSecret}
-	cfg.MaxAttempts = 2
+	cfg.Intake.MaxAttempts = 2
 	cfg.AdminListen = "127.0.0.1:0"
 	cfg.Dashboard = relay.DashboardConfig{Enabled: true}
 	cfg.SettingNameFunc = func(f string) string {
@@ -133,7 +133,7 @@ func TestAppAuthHoldEndsOnStop(t *testing.T) {
 			ep := newBotEndpoint(t, func(int64, int) (int, string) { return http.StatusUnauthorized, "" })
 			logs, rec := &syncBuffer{}, newRecorder()
 			cfg := baseConfig(t, srv, ep, logs, rec)
-			cfg.MaxAttempts = tc.maxAttempts
+			cfg.Intake.MaxAttempts = tc.maxAttempts
 			cfg.DrainTimeout = tc.drain
 			r, err := relay.New(cfg)
 			if err != nil {

@@ -32,7 +32,7 @@ func TestRelayMasksSecretsInStoredErrors(t *testing.T) {
 	cfg.Forward.URL = "http://" + down + "/hook/" + appSecret
 	cfg.Forward.AppSecretToken = appSecret
 	cfg.Forward.ExhaustionURL = ep.exhaustionURL()
-	cfg.MaxAttempts = 2
+	cfg.Intake.MaxAttempts = 2
 	st := cfg.Store.(*sqlitestore.Store)
 	start(t, cfg)
 	ups := sendChatter(t, srv, 1, 1)

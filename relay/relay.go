@@ -126,7 +126,7 @@ func New(cfg Config) (*Relay, error) {
 	own.MaxResponseBytes = max(own.MaxResponseBytes, BotAPIMaxResponseBytes)
 	hc, err := transport.NewClient(own)
 	if err != nil {
-		return nil, &ConfigError{Field: "BotTransport", Err: err}
+		return nil, nested("BotTransport", err, nil)
 	}
 	r.ownBC = hc
 	r.bot, err = botapi.New(cfg.Token, botapi.Config{APIRoot: cfg.APIRoot, HTTPClient: hc, MaxResponseBytes: BotAPIMaxResponseBytes})
@@ -158,7 +158,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	r.fwd, err = forward.New(fc)
 	if err != nil {
-		return nil, &ConfigError{Field: "Forward", Err: err}
+		return nil, nested("Forward", err, nil)
 	}
 	// Without an exhaustion endpoint, exhaustions stay unacknowledged in
 	// the store for operator tooling ('tgrelay updates exhausted|ack|requeue').
@@ -166,31 +166,13 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Forward.ExhaustionURL != "" {
 		exh = r.fwd.HandleExhaustion
 	}
-	r.runner, err = intake.New(intake.Config{
-		Store:             cfg.Store,
-		AttemptHandler:    r.forwardGuarded,
-		ExhaustionHandler: exh,
-		KeepExhaustions:   true,
-		RetryFunc:         retryFunc(cfg.BackoffBase),
-		MaxAttempts:       cfg.MaxAttempts,
-		LeaseDuration:     cfg.LeaseDuration,
-		MaxConcurrent:     cfg.MaxConcurrent,
-		SweepInterval:     cfg.SweepInterval,
-		PendingGrace:      cfg.PendingGrace,
-		Retention:         cfg.Retention,
-		HeartbeatTimeout:  cfg.HeartbeatTimeout,
-		HeartbeatInterval: cfg.HeartbeatInterval,
-		NoHeartbeat:       cfg.NoHeartbeat,
-		MaxCrashes:        cfg.MaxCrashes,
-		ChatOrder:         cfg.ChatOrder,
-		RetryOutOfOrder:   cfg.RetryOutOfOrder,
-		Deadlines:         r.intakeDeadlines(),
-		Observer:          r.intakeObserver(),
-		Logger:            runnerLog,
-		Redactor:          r.red,
-	})
+	ic := cfg.intakeConfig()
+	ic.AttemptHandler, ic.ExhaustionHandler = r.forwardGuarded, exh
+	ic.Deadlines = r.intakeDeadlines()
+	ic.Observer, ic.Logger, ic.Redactor = r.intakeObserver(), runnerLog, r.red
+	r.runner, err = intake.New(ic)
 	if err != nil {
-		return nil, fmt.Errorf("relay: intake runner: %w", err)
+		return nil, intakeError(err)
 	}
 	r.adminMux = http.NewServeMux()
 	r.adminMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
@@ -337,7 +319,7 @@ func (r *Relay) serveTimeouts(name, field, addr string, l net.Listener, h http.H
 	if l == nil {
 		var err error
 		if l, err = net.Listen("tcp", addr); err != nil {
-			return nil, &ConfigError{Field: field, Err: fmt.Errorf("is not available: %w", err)}
+			return nil, &ConfigError{Pkg: "relay", Field: field, Err: fmt.Errorf("is not available: %w", err)}
 		}
 	}
 	s := &listener{name: name, ln: l, srv: &http.Server{
@@ -405,7 +387,7 @@ func (r *Relay) startWebhook(ctx, bgCtx context.Context) error {
 	if c.TLSConfig != nil {
 		if ln == nil {
 			if ln, err = net.Listen("tcp", c.Listen); err != nil {
-				return &ConfigError{Field: "Listen", Err: fmt.Errorf("is not available: %w", err)}
+				return &ConfigError{Pkg: "relay", Field: "Listen", Err: fmt.Errorf("is not available: %w", err)}
 			}
 		}
 		ln = tls.NewListener(ln, c.TLSConfig)

@@ -433,7 +433,7 @@ func TestRelayTwoRelaysSharePostgres(t *testing.T) {
 		cfg.Poll, cfg.PollTimeout = false, 0
 		cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, hookowner.HostNone
 		cfg.PublicURL = lb.URL + "/telegram"
-		cfg.PendingGrace, cfg.SweepInterval = time.Second, 200*time.Millisecond
+		cfg.Intake.PendingGrace, cfg.Intake.SweepInterval = time.Second, 200*time.Millisecond
 		cfg.Forward.Header = http.Header{"X-Relay": {string(rune('a' + i))}}
 		relays = append(relays, start(t, cfg))
 	}
@@ -469,7 +469,7 @@ func TestRelayLogsFailuresRateLimitedWithoutSecrets(t *testing.T) {
 	cfg.Poll, cfg.PollTimeout = false, 0
 	cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, hookowner.HostNone
 	cfg.PublicURL = "http://" + hook.Addr().String() + "/telegram"
-	cfg.MaxAttempts, cfg.BackoffBase = 2, time.Millisecond
+	cfg.Intake.MaxAttempts, cfg.BackoffBase = 2, time.Millisecond
 	// Logged at the default level: Info.
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	began := time.Now()
