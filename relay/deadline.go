@@ -88,7 +88,7 @@ type DeadlineConfig struct {
 	// [intake.DefaultDeadlineMargin].
 	Margin time.Duration
 	// MaxConcurrent is how many forwards of updates with a deadline may
-	// run at once, beside [Config.MaxConcurrent]. Zero means
+	// run at once, beside [IntakeConfig.MaxConcurrent]. Zero means
 	// [intake.DefaultDeadlineConcurrent].
 	MaxConcurrent int
 

@@ -48,7 +48,7 @@ var ErrStarted = errors.New("relay: already started")
 // Relay is the sidecar as a library: it receives a bot's updates (webhook
 // or long polling), records each one durably before Telegram is answered,
 // and forwards it to the bot's HTTP endpoint, at least once, one at a time
-// per chat within the process ([Config.ChatOrder] strict: across every relay
+// per chat within the process ([IntakeConfig.ChatOrder] strict: across every relay
 // sharing the store), retrying with backoff. Create it with [New]; run it with
 // [Relay.Run], or [Relay.Start] and [Relay.Stop]. Its methods are safe for
 // concurrent use.
