@@ -594,12 +594,33 @@ func inFlagWords(msg, field string) string {
 	}
 	parent, _, _ := strings.Cut(field, ".")
 	for _, f := range fields {
-		msg = replaceWord(msg, f, "--"+serveFlagOf[f])
-		if p, leaf, ok := strings.Cut(f, "."); ok && p == parent && !strings.Contains(leaf, ".") {
+		if goName(f) {
+			msg = replaceWord(msg, f, "--"+serveFlagOf[f])
+		}
+		if p, leaf, ok := strings.Cut(f, "."); ok && p == parent && !strings.Contains(leaf, ".") && goName(leaf) {
 			msg = replaceWord(msg, leaf, "--"+serveFlagOf[f])
 		}
 	}
 	return msg
+}
+
+// goName reports whether s reads as a Go identifier rather than a word of
+// a sentence: a path ("Forward.URL") or a mixed-case name with two capitals
+// ("PublicURL", "ChatOrder"), not "URL" or "Store".
+func goName(s string) bool {
+	if strings.Contains(s, ".") {
+		return true
+	}
+	upper, lower := 0, false
+	for _, c := range s {
+		switch {
+		case 'A' <= c && c <= 'Z':
+			upper++
+		case 'a' <= c && c <= 'z':
+			lower = true
+		}
+	}
+	return upper >= 2 && lower
 }
 
 // replaceWord replaces each whole-word occurrence of old in s by new.
@@ -831,7 +852,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	st, err := openWatchedStore(octx, o.db, o.table, o.noCreate, o.maxClockSkew, fileOK.changed)
 	cancel()
 	if err != nil {
-		return err
+		return inOneLine(err, log)
 	}
 	defer st.Close()
 	if created {
@@ -865,7 +886,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	r, err := relay.New(cfg)
 	if err != nil {
-		return serveUsageError(err)
+		return inOneLine(serveUsageError(err), log)
 	}
 	metrics.registerApp(r.App)
 	r.HandleAdmin("GET /metrics", metrics.handler())
@@ -878,14 +899,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		go func() { defer close(done); https.run(hctx, r) }()
 		defer func() { stopHTTPS(); <-done }()
 	}
-	return serveRunError(r.Run(ctx))
+	return inOneLine(serveRunError(r.Run(ctx)), log)
 }
 
 // serveRunError explains the errors of a running relay in terms of the
 // command line.
 func serveRunError(err error) error {
 	if ce, ok := errors.AsType[*hookowner.ClaimError](err); ok {
-		return &usageError{msg: fmt.Sprintf("webhook not set (%s): %v", ce.Reason, ce),
+		return &usageError{msg: fmt.Sprintf("webhook not set (%s): %s", ce.Reason, stripPackages(ce.Error())),
 			hint: "To take it over, pass --takeover-from " + ce.OwnerHost + " (after stopping whatever uses it)."}
 	}
 	if errors.Is(err, poll.ErrWebhookActive) {
