@@ -402,13 +402,13 @@ func (c Config) fill() (Config, error) {
 	if err := c.fillDecline(); err != nil {
 		return c, err
 	}
-	var err error
-	if c.Poll {
-		err = c.fillPoll()
-	} else {
-		err = c.fillWebhook()
+	// Every setting is checked whatever the mode, so a value meant for the
+	// other mode is refused as soon as it is invalid, not when the mode
+	// changes.
+	if err := c.fillPoll(); err != nil {
+		return c, err
 	}
-	if err != nil {
+	if err := c.fillWebhook(); err != nil {
 		return c, err
 	}
 	// Last, since it requires the store.
@@ -497,13 +497,17 @@ var pollCheck = poll.Config{
 }
 
 func (c *Config) fillPoll() error {
+	pc := pollCheck
+	pc.Timeout = c.PollTimeout
 	if c.PollTimeout == 0 {
 		c.PollTimeout = poll.DefaultTimeout
 	}
-	pc := pollCheck
-	pc.Timeout = c.PollTimeout
 	if err := nested("Poll", pc.Validate(), map[string]string{"Timeout": "PollTimeout"}); err != nil {
 		return err
+	}
+	if !c.Poll {
+		c.PollTimeout = 0 // unused
+		return nil
 	}
 	if c.PublicURL != "" {
 		return badField("PublicURL", "applies to the webhook, not to long polling")
@@ -524,7 +528,7 @@ func (c *Config) fillWebhook() error {
 	if !strings.HasPrefix(c.Path, "/") {
 		return badField("Path", "must start with /")
 	}
-	if c.Secret == "" {
+	if c.Secret == "" && !c.Poll {
 		return badField("Secret", "is required for the webhook: Telegram sends it with every update")
 	}
 	if c.PublicURL == "" && c.WebhookCertificateFunc != nil {
@@ -536,6 +540,9 @@ func (c *Config) fillWebhook() error {
 	claim := hookowner.ClaimConfig{URL: c.PublicURL, Secret: c.Secret, MaxConnections: c.MaxConnections}
 	if claim.URL == "" {
 		claim.URL = "https://webhook.invalid/"
+	}
+	if claim.Secret == "" { // long polling: none needed, none to check
+		claim.Secret = "unset"
 	}
 	if err := nested("", claim.Validate(), map[string]string{"URL": "PublicURL"}); err != nil {
 		return err
