@@ -179,7 +179,7 @@
 // waits for it, and is replayed. Config.MaxPendingOutcomes bounds the
 // outcomes in flight (beyond it, an outcome is journaled before the
 // answer; a negative value journals every one before it), and
-// [Gateway.Shutdown] waits for them; call it before closing the store.
+// [Gateway.Close] waits for them; call it before closing the store.
 // Not-dispatched outcomes and webhook replies ([Gateway.Reply]) are always
 // journaled before the answer.
 //

@@ -1,6 +1,7 @@
 package relay_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -145,7 +146,7 @@ func TestAppAuthHoldEndsOnStop(t *testing.T) {
 			up := sendChatter(t, srv, 1, 1)[0]
 			waitFor(t, "a refusal", func() bool { return rec.count(string(relay.KindAppAuthRefused)) >= 1 })
 			stopped := make(chan error, 1)
-			go func() { stopped <- r.Stop() }()
+			go func() { stopped <- r.Close(context.Background()) }()
 			waitFor(t, "the relay to stop", func() bool {
 				select {
 				case err := <-stopped:

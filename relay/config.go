@@ -88,7 +88,7 @@ type Config struct {
 	BotTransport transport.Config
 
 	// Store records the updates. Required. The relay never closes it:
-	// close it after [Relay.Run] or [Relay.Stop] returns, when nothing of
+	// close it after [Relay.Run] or [Relay.Close] returns, when nothing of
 	// the relay uses it any more.
 	Store Store
 	// StoreName names the store in logs and [Status] (such as "sqlite" or

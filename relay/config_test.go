@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -138,7 +139,7 @@ func TestNewFillsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Stop()
+	defer r.Close(context.Background())
 	c := r.cfg
 	if c.Listen != DefaultListen || c.Path != DefaultPath || c.BackoffBase != DefaultBackoffBase ||
 		c.DrainTimeout != DefaultDrainTimeout || c.WebhookCheckInterval != DefaultWebhookCheckInterval ||
@@ -152,7 +153,7 @@ func TestNewFillsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r2.Stop()
+	defer r2.Close(context.Background())
 	if r2.cfg.Forward.Timeout != lease/2 {
 		t.Errorf("Forward.Timeout with a 10s lease = %v, want half the lease", r2.cfg.Forward.Timeout)
 	}

@@ -235,7 +235,7 @@ func (r *Relay) stopGateway(ctx context.Context) {
 	// The outcomes journaled after their answers are written before the
 	// store is closed.
 	if r.gw != nil {
-		if err := r.gw.Shutdown(ctx); err != nil {
+		if err := r.gw.Close(ctx); err != nil {
 			r.log.Warn("relay: gateway outcomes still being journaled at the drain deadline; those calls read as unknown to later attempts", "err", err)
 		}
 	}

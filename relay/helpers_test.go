@@ -6,6 +6,7 @@ package relay_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -274,7 +275,7 @@ func start(t *testing.T, cfg relay.Config) *relay.Relay {
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Stop() })
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	return r
 }
 

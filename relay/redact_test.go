@@ -1,6 +1,7 @@
 package relay_test
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -76,7 +77,7 @@ func TestRelayAdminEndpointsNeedTheToken(t *testing.T) {
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Stop() })
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	fetch := func(path, token string) int {
 		req, _ := http.NewRequest(http.MethodGet, r.AdminURL()+path, nil)
 		if token != "" {

@@ -50,7 +50,7 @@ var ErrStarted = errors.New("relay: already started")
 // and forwards it to the bot's HTTP endpoint, at least once, one at a time
 // per chat within the process ([IntakeConfig.ChatOrder] strict: across every relay
 // sharing the store), retrying with backoff. Create it with [New]; run it with
-// [Relay.Run], or [Relay.Start] and [Relay.Stop]. Its methods are safe for
+// [Relay.Run], or [Relay.Start] and [Relay.Close]. Its methods are safe for
 // concurrent use.
 type Relay struct {
 	cfg      Config
@@ -228,8 +228,9 @@ func (r *Relay) HandleAdmin(pattern string, handler http.Handler) {
 func (r *Relay) AdminHandler() http.Handler { return r.adminMux }
 
 // Run starts the relay, waits until ctx ends or a part of it fails, then
-// stops it in order (see [Relay.Stop]). It returns the failure, or nil
-// after ctx ended.
+// closes it in order (see [Relay.Close]), draining for
+// Config.DrainTimeout. It returns the failure, or nil after ctx ended
+// (also when the drain was cut short: the cancelled forwards are retried).
 func (r *Relay) Run(ctx context.Context) error {
 	if err := r.Start(ctx); err != nil {
 		return err
@@ -242,9 +243,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		r.log.Error("relay: stopping after an error", "err", err)
 	}
 	start := r.now()
-	if serr := r.Stop(); err == nil {
-		err = serr
-	}
+	// A drain cut short at DrainTimeout is logged by Close, and the
+	// cancelled forwards are retried: the run itself ended as asked.
+	_ = r.Close(context.Background())
 	r.log.Info("relay: stopped", "took", r.now().Sub(start).Round(time.Millisecond))
 	return err
 }
@@ -270,7 +271,7 @@ func (r *Relay) Start(ctx context.Context) error {
 		return ErrStarted
 	}
 	if err := r.start(ctx); err != nil {
-		_ = r.Stop()
+		_ = r.Close(context.Background())
 		return err
 	}
 	r.ready.Store(true)
@@ -527,22 +528,27 @@ func hostOf(raw string) string {
 	return u.Host
 }
 
-// Stop shuts the relay down in order, once: it stops receiving (webhook
-// listener, poller), drains the runner for Config.DrainTimeout (then
-// cancels the running forwards, which are retried later), stops the
-// background loops and the admin listener. It returns when nothing of the
-// relay uses the store any more; close the store after it. Stop on a relay
-// that never started only releases its Bot API client.
-func (r *Relay) Stop() error {
-	r.stopOnce.Do(func() { r.stopErr = r.stop() })
+// Close shuts the relay down in order, once: it stops receiving (webhook
+// listener, poller), drains the runner until ctx ends or
+// Config.DrainTimeout passes, whichever is first (then cancels the running
+// forwards, which are retried later, and returns that deadline's error, as
+// [intake.Runner.Close] does), stops the background loops and the admin
+// listener. It returns when nothing of the relay uses the store any more;
+// close the store after it. Close on a relay that never started only
+// releases its Bot API client and returns nil; a closed relay does not
+// start. Close is idempotent: a later call returns the first one's result.
+func (r *Relay) Close(ctx context.Context) error {
+	r.stopOnce.Do(func() { r.stopErr = r.stop(ctx) })
 	return r.stopErr
 }
 
-func (r *Relay) stop() error {
+func (r *Relay) stop(ctx context.Context) error {
 	r.startOnce.Store(true) // a stopped relay does not start
 	r.ready.Store(false)
 	close(r.stopping) // the updates the app refused stop waiting for it
-	dctx, cancel := context.WithTimeout(context.Background(), r.cfg.DrainTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DrainTimeout)
+	stop := context.AfterFunc(ctx, cancel) // ctx's end ends the drain too
+	defer stop()
 	defer cancel()
 	r.mu.Lock()
 	servers, stopPoll, runnerUp, bgCancel := r.servers, r.stopPoll, r.runnerUp, r.bgCancel
@@ -562,6 +568,7 @@ func (r *Relay) stop() error {
 	var err error
 	if runnerUp {
 		if cerr := r.runner.Close(dctx); cerr != nil {
+			err = fmt.Errorf("relay: drain cut short: %w", cerr)
 			r.log.Warn("relay: drain deadline passed; running forwards were cancelled and will be retried", "err", cerr)
 			// Give the cancelled handlers a moment to record their
 			// outcome; whatever is left is retried after its lease.

@@ -45,7 +45,7 @@ func TestRelayWebhook(t *testing.T) {
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Stop() })
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 
 	info, err := botClient(t, srv).Call(t.Context(), "getWebhookInfo", nil)
 	if err != nil {
@@ -117,7 +117,7 @@ func TestRelayWebhook(t *testing.T) {
 			t.Errorf("GET %s = %d %q, want 200 %q", path, code, body, want)
 		}
 	}
-	if err := r.Stop(); err != nil {
+	if err := r.Close(context.Background()); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
 	if r.Status().Ready {
@@ -159,7 +159,7 @@ func TestRelayPollingKeepsExhaustions(t *testing.T) {
 	if got := rec.count(string(relay.KindExhausted)); got != 1 {
 		t.Errorf("exhausted events = %d, want 1", got)
 	}
-	if err := r.Stop(); err != nil {
+	if err := r.Close(context.Background()); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
 	if n := srv.PendingUpdates(); n != 0 {
@@ -294,7 +294,7 @@ func TestRelayWebhookOwnership(t *testing.T) {
 	if last := checked[len(checked)-1]; last.Owned || last.Host != "intruder.example" {
 		t.Errorf("last check event = %+v, want not owned, intruder.example", last)
 	}
-	if err := r.Stop(); err != nil {
+	if err := r.Close(context.Background()); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
 	assertNoSecrets(t, "the relay's log", logs.String(), srv.Token)
@@ -369,7 +369,7 @@ func TestRelayDrainDeadlineCancels(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the forward never reached the endpoint")
 	}
-	if err := r.Stop(); err != nil {
+	if err := r.Close(context.Background()); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
 	if len(logLines(logs, "relay: drain deadline passed; running forwards were cancelled and will be retried")) != 1 {
@@ -453,7 +453,7 @@ func TestRelayTwoRelaysSharePostgres(t *testing.T) {
 		return err == nil && s.Count[intake.StateCompleted] == len(ups)
 	})
 	for _, r := range relays {
-		if err := r.Stop(); err != nil {
+		if err := r.Close(context.Background()); err != nil {
 			t.Errorf("Stop: %v", err)
 		}
 	}
