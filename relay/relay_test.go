@@ -369,8 +369,12 @@ func TestRelayDrainDeadlineCancels(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the forward never reached the endpoint")
 	}
-	if err := r.Close(context.Background()); err != nil {
-		t.Errorf("Stop: %v", err)
+	// Close, as intake.Runner's, says the drain was cut short.
+	if err := r.Close(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close = %v, want the drain deadline's error", err)
+	}
+	if err := r.Close(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a second Close = %v, want the first one's result", err)
 	}
 	if len(logLines(logs, "relay: drain deadline passed; running forwards were cancelled and will be retried")) != 1 {
 		t.Errorf("the cancelled drain was not logged:\n%s", logs)
@@ -507,4 +511,34 @@ func TestRelayLogsFailuresRateLimitedWithoutSecrets(t *testing.T) {
 		t.Errorf("failed events = %d, want %d", got, 2*len(ups))
 	}
 	assertNoSecrets(t, "the relay's log", logs.String(), srv.Token)
+}
+
+// TestRelayCloseContextBoundsTheDrain: Close's context ends the drain
+// even when DrainTimeout is far off, as intake.Runner.Close's does, and
+// the cut drain is Close's error.
+func TestRelayCloseContextBoundsTheDrain(t *testing.T) {
+	t.Parallel()
+	srv := fakeTelegram(t)
+	entered := make(chan int64, 16)
+	release := make(chan struct{})
+	ep := newBotEndpoint(t, func(id int64, _ int) (int, string) {
+		entered <- id
+		<-release // an endpoint that never finishes while the relay drains
+		return http.StatusOK, ""
+	})
+	t.Cleanup(func() { close(release) })
+	cfg := baseConfig(t, srv, ep, &syncBuffer{}, newRecorder())
+	cfg.DrainTimeout = relay.MaxDrainTimeout
+	r := start(t, cfg)
+	sendChatter(t, srv, 1, 1)
+	select {
+	case <-entered:
+	case <-time.After(waitTimeout):
+		t.Fatal("the forward never reached the endpoint")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // a caller out of time
+	if err := r.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Close with an ended context = %v, want its error", err)
+	}
 }
