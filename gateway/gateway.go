@@ -67,7 +67,8 @@ type Gateway struct {
 	queries  queryTurns // one answer per query in flight (query.go)
 }
 
-// New returns a Gateway for cfg, or an error naming the invalid field.
+// New returns a Gateway for cfg, or a *[ConfigError] naming the invalid
+// field (it matches [ErrInvalidConfig]).
 func New(cfg Config) (*Gateway, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
