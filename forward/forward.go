@@ -75,8 +75,8 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
-	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 )
 
 // Headers set on every forwarded request.
