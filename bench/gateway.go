@@ -150,7 +150,7 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 		tg.Disarm()
 	}
 	for _, g := range []*gateway.Gateway{gw, gwSync} {
-		if err := g.Shutdown(ctx); err != nil {
+		if err := g.Close(ctx); err != nil {
 			return err
 		}
 	}

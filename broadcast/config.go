@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/internal/backoff"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/throttle"
 )
 
@@ -149,51 +150,60 @@ func ValidName(s string) bool {
 	return true
 }
 
+// ConfigError is an invalid [Config] field: Field names it ("Rate") and
+// Err says what is wrong; an invalid name also matches [ErrInvalidName].
+// It is the one config error type of every tgrelay package.
+type ConfigError = configerr.Error
+
+func badField(field, format string, args ...any) error {
+	return configerr.New("broadcast", field, format, args...)
+}
+
 // withDefaults validates c and returns a copy with defaults filled in. An
 // invalid field is an error naming it.
 func (c Config) withDefaults() (Config, error) {
 	if !ValidName(c.Name) {
-		return c, fmt.Errorf("%w: Config.Name %.140q", ErrInvalidName, c.Name)
+		return c, &ConfigError{Pkg: "broadcast", Field: "Name", Err: fmt.Errorf("%.140q is not a broadcast name", c.Name), Kind: ErrInvalidName}
 	}
 	if c.Dir == "" {
-		return c, errors.New("broadcast: Config.Dir is required")
+		return c, badField("Dir", "is required")
 	}
 	if len(c.Fingerprint) > MaxFingerprintLen {
-		return c, fmt.Errorf("broadcast: Config.Fingerprint is longer than %d bytes", MaxFingerprintLen)
+		return c, badField("Fingerprint", "is longer than %d bytes", MaxFingerprintLen)
 	}
 	if c.SendFunc == nil && !c.DryRun {
-		return c, errors.New("broadcast: Config.SendFunc is required")
+		return c, badField("SendFunc", "is required")
 	}
 	if c.ClassifyFunc == nil {
 		c.ClassifyFunc = Classify
 	}
 	switch {
 	case math.IsNaN(c.Rate) || c.Rate < 0 || (c.Rate > 0 && c.Rate < MinRate) || c.Rate > MaxRate:
-		return c, fmt.Errorf("broadcast: Config.Rate must be in [%v, %v], got %v", MinRate, MaxRate, c.Rate)
+		return c, badField("Rate", "is %v: want %v to %v", c.Rate, MinRate, MaxRate)
 	case c.Rate == 0:
 		c.Rate = DefaultRate
 	}
 	switch {
 	case c.Concurrency < 0 || c.Concurrency > MaxConcurrency:
-		return c, fmt.Errorf("broadcast: Config.Concurrency must be in 1..%d, got %d", MaxConcurrency, c.Concurrency)
+		return c, badField("Concurrency", "is %d: want 1 to %d", c.Concurrency, MaxConcurrency)
 	case c.Concurrency == 0:
 		c.Concurrency = DefaultConcurrency
 	}
 	switch {
 	case c.MaxAttempts < 0 || c.MaxAttempts > MaxMaxAttempts:
-		return c, fmt.Errorf("broadcast: Config.MaxAttempts must be in 1..%d, got %d", MaxMaxAttempts, c.MaxAttempts)
+		return c, badField("MaxAttempts", "is %d: want 1 to %d", c.MaxAttempts, MaxMaxAttempts)
 	case c.MaxAttempts == 0:
 		c.MaxAttempts = DefaultMaxAttempts
 	}
 	switch {
 	case c.MaxRetryDelay < 0 || c.MaxRetryDelay > MaxPause:
-		return c, fmt.Errorf("broadcast: Config.MaxRetryDelay must be in 0..%v, got %v", MaxPause, c.MaxRetryDelay)
+		return c, badField("MaxRetryDelay", "is %v: want 0 to %v", c.MaxRetryDelay, MaxPause)
 	case c.MaxRetryDelay == 0:
 		c.MaxRetryDelay = DefaultMaxRetryDelay
 	}
 	switch {
 	case c.SendTimeout < 0 || c.SendTimeout > MaxSendTimeout:
-		return c, fmt.Errorf("broadcast: Config.SendTimeout must be in 0..%v, got %v", MaxSendTimeout, c.SendTimeout)
+		return c, badField("SendTimeout", "is %v: want 0 to %v", c.SendTimeout, MaxSendTimeout)
 	case c.SendTimeout == 0:
 		c.SendTimeout = DefaultSendTimeout
 	}

@@ -76,6 +76,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 )
 
 // Headers set on every forwarded request.
@@ -251,34 +252,60 @@ type Forwarder struct {
 	apiRootFunc        func() string
 }
 
-// New returns a Forwarder for cfg, or an error naming the invalid field.
-func New(cfg Config) (*Forwarder, error) {
-	if cfg.URL == "" && cfg.ExhaustionURL == "" {
-		return nil, errors.New("forward: URL or ExhaustionURL is required")
+// ConfigError is an invalid [Config] field: Field names it ("Timeout")
+// and Err says what is wrong. It is the one config error type of every
+// tgrelay package (relay.ConfigError is the same type).
+type ConfigError = configerr.Error
+
+func badField(field, format string, args ...any) error {
+	return configerr.New("forward", field, format, args...)
+}
+
+// Validate reports the first invalid field of c as a *[ConfigError], as
+// [New] would. It does no I/O.
+func (c Config) Validate() error {
+	_, err := c.fill()
+	return err
+}
+
+// fill returns a copy of c with its defaults, or a *ConfigError.
+func (c Config) fill() (Config, error) {
+	if c.URL == "" && c.ExhaustionURL == "" {
+		return c, badField("URL", "is required, or ExhaustionURL")
 	}
-	for name, raw := range map[string]string{"URL": cfg.URL, "ExhaustionURL": cfg.ExhaustionURL} {
-		if raw == "" {
+	for _, f := range []struct{ name, raw string }{{"URL", c.URL}, {"ExhaustionURL", c.ExhaustionURL}} {
+		if f.raw == "" {
 			continue
 		}
-		u, err := url.Parse(raw)
+		u, err := url.Parse(f.raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("forward: %s must be an absolute http or https URL", name)
+			return c, badField(f.name, "is not a URL: want an absolute http:// or https:// URL")
 		}
 	}
 	switch {
-	case cfg.Timeout == 0:
-		cfg.Timeout = DefaultTimeout
-	case cfg.Timeout < time.Millisecond || cfg.Timeout > MaxTimeout:
-		return nil, fmt.Errorf("forward: Timeout %v is outside 1ms..%v", cfg.Timeout, MaxTimeout)
+	case c.Timeout == 0:
+		c.Timeout = DefaultTimeout
+	case c.Timeout < time.Millisecond || c.Timeout > MaxTimeout:
+		return c, badField("Timeout", "is %v: want 1ms to %v", c.Timeout, MaxTimeout)
 	}
-	if cfg.APIRoot != "" {
-		u, err := url.Parse(cfg.APIRoot)
+	if c.APIRoot != "" {
+		u, err := url.Parse(c.APIRoot)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
-			return nil, errors.New("forward: APIRoot must be an absolute http or https URL")
+			return c, badField("APIRoot", "is not a URL: want an absolute http:// or https:// URL without a query")
 		}
 	}
-	if cfg.AppSecretToken != "" && !botapi.ValidSecretToken(cfg.AppSecretToken) {
-		return nil, errors.New("forward: AppSecretToken must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
+	if c.AppSecretToken != "" && !botapi.ValidSecretToken(c.AppSecretToken) {
+		return c, badField("AppSecretToken", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as Telegram's secret token")
+	}
+	return c, nil
+}
+
+// New returns a Forwarder for cfg, or a *[ConfigError] naming the invalid
+// field.
+func New(cfg Config) (*Forwarder, error) {
+	cfg, err := cfg.fill()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()

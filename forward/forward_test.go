@@ -196,17 +196,30 @@ func TestHandleTimeout(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []forward.Config{
-		{},
-		{URL: "not a url"},
-		{URL: "ftp://x/y"},
-		{URL: "http://x", Timeout: -time.Second},
-		{URL: "http://x", Timeout: 2 * forward.MaxTimeout},
-		{ExhaustionURL: "/relative"},
+	for _, tc := range []struct {
+		cfg   forward.Config
+		field string // of the *forward.ConfigError
+	}{
+		{forward.Config{}, "URL"},
+		{forward.Config{URL: "not a url"}, "URL"},
+		{forward.Config{URL: "ftp://x/y"}, "URL"},
+		{forward.Config{URL: "http://x", Timeout: -time.Second}, "Timeout"},
+		{forward.Config{URL: "http://x", Timeout: 2 * forward.MaxTimeout}, "Timeout"},
+		{forward.Config{ExhaustionURL: "/relative"}, "ExhaustionURL"},
+		{forward.Config{URL: "http://x", APIRoot: "http://g/?q=1"}, "APIRoot"},
+		{forward.Config{URL: "http://x", AppSecretToken: "has space"}, "AppSecretToken"},
 	} {
-		if _, err := forward.New(cfg); err == nil {
-			t.Errorf("New(%+v) accepted", cfg)
+		_, err := forward.New(tc.cfg)
+		ce, ok := errors.AsType[*forward.ConfigError](err)
+		if !ok || ce.Field != tc.field {
+			t.Errorf("New(%+v) = %v, want a *ConfigError naming %s", tc.cfg, err, tc.field)
 		}
+		if verr := tc.cfg.Validate(); verr == nil || verr.Error() != err.Error() {
+			t.Errorf("Validate(%+v) = %v, want New's %v", tc.cfg, verr, err)
+		}
+	}
+	if err := (forward.Config{URL: "http://x"}).Validate(); err != nil {
+		t.Errorf("Validate of a valid config: %v", err)
 	}
 }
 

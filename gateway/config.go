@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 )
 
 // Defaults and limits of [Config].
@@ -42,9 +42,28 @@ const (
 	outcomeBound = 10 * time.Second
 )
 
-// ErrInvalidConfig is wrapped by every error [New] returns for a [Config]
-// field; the message names the field.
+// ErrInvalidConfig is matched (errors.Is) by every error [New] returns for
+// a [Config] field, a *[ConfigError] naming it.
 var ErrInvalidConfig = errors.New("gateway: invalid config")
+
+// ConfigError is an invalid [Config] field: Field names it
+// ("MaxSendTries") and Err says what is wrong; it matches
+// [ErrInvalidConfig]. It is the one config error type of every tgrelay
+// package (relay.ConfigError is the same type).
+type ConfigError = configerr.Error
+
+func badField(field, format string, args ...any) error {
+	e := configerr.New("gateway", field, format, args...)
+	e.Kind = ErrInvalidConfig
+	return e
+}
+
+// Validate reports the first invalid field of c as a *[ConfigError], as
+// [New] would. It does no I/O.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
 
 // Config configures a [Gateway]. New copies it.
 type Config struct {
@@ -149,42 +168,42 @@ type TestHooks struct {
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Token == "" || strings.ContainsAny(c.Token, "/?# ") {
-		return c, fmt.Errorf("%w: Config.Token must be a bot token", ErrInvalidConfig)
+		return c, badField("Token", "is not a bot token")
 	}
 	if c.APIRoot == "" {
 		c.APIRoot = DefaultAPIRoot
 	}
 	u, err := url.Parse(c.APIRoot)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return c, fmt.Errorf("%w: Config.APIRoot must be an absolute http or https URL", ErrInvalidConfig)
+		return c, badField("APIRoot", "is not a URL: want an absolute http:// or https:// URL")
 	}
 	c.APIRoot = strings.TrimRight(c.APIRoot, "/")
 	if c.Transport == nil {
-		return c, fmt.Errorf("%w: Config.Transport is required", ErrInvalidConfig)
+		return c, badField("Transport", "is required")
 	}
 	switch {
 	case c.MaxBufferedBody == 0:
 		c.MaxBufferedBody = DefaultMaxBufferedBody
 	case c.MaxBufferedBody < 1 || c.MaxBufferedBody > MaxMaxBufferedBody:
-		return c, fmt.Errorf("%w: Config.MaxBufferedBody %d: want 1 to %d", ErrInvalidConfig, c.MaxBufferedBody, MaxMaxBufferedBody)
+		return c, badField("MaxBufferedBody", "is %d: want 1 to %d (0: the default)", c.MaxBufferedBody, MaxMaxBufferedBody)
 	}
 	switch {
 	case c.MaxSendTries == 0:
 		c.MaxSendTries = DefaultMaxSendTries
 	case c.MaxSendTries < 1 || c.MaxSendTries > MaxMaxSendTries:
-		return c, fmt.Errorf("%w: Config.MaxSendTries %d: want 1 to %d", ErrInvalidConfig, c.MaxSendTries, MaxMaxSendTries)
+		return c, badField("MaxSendTries", "is %d: want 1 to %d (0: the default)", c.MaxSendTries, MaxMaxSendTries)
 	}
 	switch {
 	case c.MaxAttempts == 0:
 		c.MaxAttempts = DefaultMaxAttempts
 	case c.MaxAttempts < 1:
-		return c, fmt.Errorf("%w: Config.MaxAttempts %d is below 1", ErrInvalidConfig, c.MaxAttempts)
+		return c, badField("MaxAttempts", "is %d: want 1 or more (0: the default)", c.MaxAttempts)
 	}
 	switch {
 	case c.ResponseTimeout == 0:
 		c.ResponseTimeout = DefaultResponseTimeout
 	case c.ResponseTimeout < time.Millisecond || c.ResponseTimeout > MaxResponseTimeout:
-		return c, fmt.Errorf("%w: Config.ResponseTimeout %v: want 1ms to %v", ErrInvalidConfig, c.ResponseTimeout, MaxResponseTimeout)
+		return c, badField("ResponseTimeout", "is %v: want 1ms to %v (0: the default)", c.ResponseTimeout, MaxResponseTimeout)
 	}
 	if c.MaxPendingOutcomes == 0 {
 		c.MaxPendingOutcomes = DefaultMaxPendingOutcomes

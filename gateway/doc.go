@@ -111,7 +111,7 @@
 // call is handed to it. The outcome need not be durable before the answer:
 // it is journaled meanwhile (with an [intake.DeferredOutcomeStore], in the
 // commit of the next intent), at most Config.MaxPendingOutcomes at once;
-// [Gateway.Shutdown] waits for them. Not-dispatched outcomes and webhook
+// [Gateway.Close] waits for them. Not-dispatched outcomes and webhook
 // replies ([Gateway.Reply]) are journaled before the answer.
 //
 // Occurrences are counted in memory per attempt (Config.MaxAttempts

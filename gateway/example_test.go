@@ -40,7 +40,7 @@ func Example() {
 	}
 	srv := httptest.NewServer(gw) // serve: the app-facing listener
 	defer srv.Close()
-	defer gw.Shutdown(context.Background()) // before the store closes: the outcomes still being journaled
+	defer gw.Close(context.Background()) // before the store closes: the outcomes still being journaled
 
 	ctx := context.Background()
 	// The relay recorded update 1 and an attempt claimed it.

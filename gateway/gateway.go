@@ -67,7 +67,8 @@ type Gateway struct {
 	queries  queryTurns // one answer per query in flight (query.go)
 }
 
-// New returns a Gateway for cfg, or an error naming the invalid field.
+// New returns a Gateway for cfg, or a *[ConfigError] naming the invalid
+// field (it matches [ErrInvalidConfig]).
 func New(cfg Config) (*Gateway, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -391,14 +392,15 @@ func (g *Gateway) recordOutcome(ctx context.Context, id intake.Identity, method 
 	return ok
 }
 
-// Shutdown waits until the outcomes still being journaled after their
-// calls were answered are recorded, or until ctx ends (then the error
-// wraps [ErrOutcomesPending] and ctx's error; the writes go on, each within
-// its bound). From its call on, every outcome is recorded before its call
-// is answered, so the gateway stays usable: calls still running, such as a
-// draining handler's, keep their guarantees. Call it before closing the
-// store. Safe to call more than once.
-func (g *Gateway) Shutdown(ctx context.Context) error {
+// Close waits until the outcomes still being journaled after their calls
+// were answered are recorded, or until ctx ends (then the error wraps
+// [ErrOutcomesPending] and ctx's error; the writes go on, each within its
+// bound), as the Close(ctx) of [intake.Runner] and relay.Relay drains.
+// From its call on, every outcome is recorded before its call is answered,
+// so the gateway stays usable: calls still running, such as a draining
+// handler's, keep their guarantees. Call it before closing the store. Close
+// is idempotent. A Gateway has no Start: it works from [New] on.
+func (g *Gateway) Close(ctx context.Context) error {
 	return g.outcomes.shutdown(ctx)
 }
 

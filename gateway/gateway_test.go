@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -229,18 +230,22 @@ func TestNoStoreRefusesIdentity(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	ok := gateway.Config{Token: "1:x", Transport: http.DefaultTransport}
 	for field, mut := range map[string]func(*gateway.Config){
-		"Config.Token":           func(c *gateway.Config) { c.Token = "" },
-		"Config.APIRoot":         func(c *gateway.Config) { c.APIRoot = "ftp://x" },
-		"Config.Transport":       func(c *gateway.Config) { c.Transport = nil },
-		"Config.MaxBufferedBody": func(c *gateway.Config) { c.MaxBufferedBody = -1 },
-		"Config.MaxSendTries":    func(c *gateway.Config) { c.MaxSendTries = 11 },
-		"Config.MaxAttempts":     func(c *gateway.Config) { c.MaxAttempts = -1 },
-		"Config.ResponseTimeout": func(c *gateway.Config) { c.ResponseTimeout = 11 * time.Minute },
+		"Token":           func(c *gateway.Config) { c.Token = "" },
+		"APIRoot":         func(c *gateway.Config) { c.APIRoot = "ftp://x" },
+		"Transport":       func(c *gateway.Config) { c.Transport = nil },
+		"MaxBufferedBody": func(c *gateway.Config) { c.MaxBufferedBody = -1 },
+		"MaxSendTries":    func(c *gateway.Config) { c.MaxSendTries = 11 },
+		"MaxAttempts":     func(c *gateway.Config) { c.MaxAttempts = -1 },
+		"ResponseTimeout": func(c *gateway.Config) { c.ResponseTimeout = 11 * time.Minute },
 	} {
 		c := ok
 		mut(&c)
-		if _, err := gateway.New(c); err == nil || !strings.Contains(err.Error(), field) {
-			t.Errorf("%s: New = %v; want an error naming it", field, err)
+		_, err := gateway.New(c)
+		if ce, ok := errors.AsType[*gateway.ConfigError](err); !ok || ce.Field != field || !errors.Is(err, gateway.ErrInvalidConfig) {
+			t.Errorf("%s: New = %v; want a *ConfigError naming it, matching ErrInvalidConfig", field, err)
+		}
+		if verr := c.Validate(); verr == nil || verr.Error() != err.Error() {
+			t.Errorf("%s: Validate = %v, want New's %v", field, verr, err)
 		}
 	}
 	if _, err := gateway.New(ok); err != nil {

@@ -23,7 +23,7 @@ import (
 //
 // The writes in flight are bounded (Config.MaxPendingOutcomes; beyond it an
 // outcome is written before the answer, which slows the app down to the
-// store's pace), and [Gateway.Shutdown] waits for them. A later attempt's
+// store's pace), and [Gateway.Close] waits for them. A later attempt's
 // identical call that arrives while the outcome of the earlier one is being
 // written waits for that write, so it finds the recorded answer rather than
 // the pending intent.
@@ -117,7 +117,7 @@ func (o *outcomeWrites) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// ErrOutcomesPending is wrapped by [Gateway.Shutdown]'s error when its
+// ErrOutcomesPending is wrapped by [Gateway.Close]'s error when its
 // context ended before every outcome write in flight finished. Those writes
 // go on (each is bounded); an outcome that never commits leaves its call
 // pending in the journal, which a later attempt answers unknown.

@@ -74,11 +74,11 @@ func TestOutcomeAfterAnswer(t *testing.T) {
 		t.Fatalf("journal while the outcome is held back = %v; want one pending entry", got)
 	}
 	g.open()
-	if err := f.gw.Shutdown(t.Context()); err != nil {
+	if err := f.gw.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.outcomes(t, 1); len(got) != 1 || got[0] != intake.CallAnswered {
-		t.Fatalf("journal after Shutdown = %v; want one answered entry", got)
+		t.Fatalf("journal after Close = %v; want one answered entry", got)
 	}
 }
 
@@ -167,10 +167,10 @@ func TestSyncOutcomes(t *testing.T) {
 	}
 }
 
-// TestShutdownWaitsForOutcomes: Shutdown returns only once the outcomes in
+// TestCloseWaitsForOutcomes: Close returns only once the outcomes in
 // flight are journaled (or reports that they are not, when its context
 // ends first); after it, outcomes are journaled before the answer.
-func TestShutdownWaitsForOutcomes(t *testing.T) {
+func TestCloseWaitsForOutcomes(t *testing.T) {
 	g := newGate(t, 1)
 	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.Test.BeforeOutcome = g.hook }})
 	id := f.claim(t, 5)
@@ -180,25 +180,25 @@ func TestShutdownWaitsForOutcomes(t *testing.T) {
 	<-g.entered
 	ended, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := f.gw.Shutdown(ended); !errors.Is(err, gateway.ErrOutcomesPending) || !errors.Is(err, context.Canceled) {
-		t.Errorf("Shutdown with an ended context while a write is held = %v; want ErrOutcomesPending and context.Canceled", err)
+	if err := f.gw.Close(ended); !errors.Is(err, gateway.ErrOutcomesPending) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Close with an ended context while a write is held = %v; want ErrOutcomesPending and context.Canceled", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- f.gw.Shutdown(t.Context()) }()
+	go func() { done <- f.gw.Close(t.Context()) }()
 	g.open()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	if got := f.outcomes(t, 5); len(got) != 1 || got[0] != intake.CallAnswered {
-		t.Fatalf("journal after Shutdown = %v; want the outcome written", got)
+		t.Fatalf("journal after Close = %v; want the outcome written", got)
 	}
-	// After Shutdown the gateway still serves, journaling before answering.
+	// After Close the gateway still serves, journaling before answering.
 	if r := f.send(t, &id, "two"); r.status != 200 {
-		t.Fatalf("send after Shutdown = %d", r.status)
+		t.Fatalf("send after Close = %d", r.status)
 	}
 	for _, o := range f.outcomes(t, 5) {
 		if o != intake.CallAnswered {
-			t.Errorf("journal right after a call answered after Shutdown = %v; want all answered", f.outcomes(t, 5))
+			t.Errorf("journal right after a call answered after Close = %v; want all answered", f.outcomes(t, 5))
 		}
 	}
 }

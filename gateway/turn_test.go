@@ -53,7 +53,7 @@ func newSQLiteGateway(t *testing.T, tg *telegramtest.Server, path string) *sqlit
 	}
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
-	t.Cleanup(func() { _ = gw.Shutdown(context.Background()) })
+	t.Cleanup(func() { _ = gw.Close(context.Background()) })
 	return &sqliteGateway{st: st, lim: lim, gw: gw, srv: srv}
 }
 
@@ -191,7 +191,7 @@ func TestStopWhileWaitingItsTurnLeavesNothingPending(t *testing.T) {
 	if n := countText(tg, chat.ID, "the reply"); n != 1 {
 		t.Fatalf("the chat got the reply %d times; want exactly once", n)
 	}
-	if err := b.gw.Shutdown(t.Context()); err != nil { // the outcome is on disk
+	if err := b.gw.Close(t.Context()); err != nil { // the outcome is on disk
 		t.Fatal(err)
 	}
 
@@ -253,7 +253,7 @@ func TestLeaseLostWhileWaitingItsTurn(t *testing.T) {
 	if n := countText(tg, chat.ID, "once"); n != 1 {
 		t.Errorf("the chat got the message %d times; want once", n)
 	}
-	if err := g.gw.Shutdown(t.Context()); err != nil { // the outcome is on disk
+	if err := g.gw.Close(t.Context()); err != nil { // the outcome is on disk
 		t.Fatal(err)
 	}
 	es, err := g.st.Journal(t.Context(), 7)
@@ -300,7 +300,7 @@ func TestIdenticalCallsWaitingTogether(t *testing.T) {
 	if n := countText(tg, chat.ID, "twice"); n != 2 {
 		t.Fatalf("the chat got %d messages; want the two the attempt made", n)
 	}
-	if err := g.gw.Shutdown(t.Context()); err != nil { // the outcomes are on disk
+	if err := g.gw.Close(t.Context()); err != nil { // the outcomes are on disk
 		t.Fatal(err)
 	}
 	es, err := g.st.Journal(t.Context(), 9)

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 )
 
 // Caller makes one Bot API call and returns Telegram's raw result.
@@ -151,6 +152,28 @@ type ClaimConfig struct {
 	Certificate []byte
 }
 
+// ConfigError is an invalid [ClaimConfig] field: Field names it
+// ("MaxConnections") and Err says what is wrong. It is the one config
+// error type of every tgrelay package (relay.ConfigError is the same
+// type).
+type ConfigError = configerr.Error
+
+// Validate reports the first invalid field of c as a *[ConfigError], as
+// [Claim] would before it calls Telegram: the address, the secret and
+// MaxConnections. It does no I/O.
+func (c ClaimConfig) Validate() error {
+	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return configerr.New("hookowner", "URL", "is not a URL: want an absolute http:// or https:// URL")
+	}
+	if !botapi.ValidSecretToken(c.Secret) {
+		return &ConfigError{Pkg: "hookowner", Field: "Secret", Err: errors.New("is not a valid webhook secret: want 1-256 characters of A-Z, a-z, 0-9, _ and -"), Kind: ErrBadSecret}
+	}
+	if c.MaxConnections != 0 && (c.MaxConnections < 1 || c.MaxConnections > 100) {
+		return configerr.New("hookowner", "MaxConnections", "is %d: want 1 to 100 (0: Telegram's default)", c.MaxConnections)
+	}
+	return nil
+}
+
 // ClaimResult is a successful claim.
 type ClaimResult struct {
 	// URL is the tagged address now registered.
@@ -217,12 +240,12 @@ func withoutOwner(raw string) string {
 // when Telegram does not show the tagged address, or shows no custom
 // certificate after cfg.Certificate was uploaded.
 func Claim(ctx context.Context, c Caller, cfg ClaimConfig) (ClaimResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return ClaimResult{}, err
+	}
 	tagged, err := TaggedURL(cfg.URL, cfg.Secret)
 	if err != nil {
 		return ClaimResult{}, err
-	}
-	if cfg.MaxConnections != 0 && (cfg.MaxConnections < 1 || cfg.MaxConnections > 100) {
-		return ClaimResult{}, fmt.Errorf("hookowner: MaxConnections %d is outside 1..100", cfg.MaxConnections)
 	}
 	before, err := getInfo(ctx, c)
 	if err != nil {

@@ -265,3 +265,28 @@ func TestClaimUploadsCertificate(t *testing.T) {
 		t.Fatalf("getWebhookInfo = %s (%v), want %s with a custom certificate", raw, err, res.URL)
 	}
 }
+
+// TestClaimConfigValidate: each invalid field is a *ConfigError naming it,
+// and Claim refuses it before any call to Telegram.
+func TestClaimConfigValidate(t *testing.T) {
+	t.Parallel()
+	ok := hookowner.ClaimConfig{URL: "https://bot.example/hook", Secret: "s3cret"}
+	for field, mut := range map[string]func(*hookowner.ClaimConfig){
+		"URL":            func(c *hookowner.ClaimConfig) { c.URL = "/relative" },
+		"Secret":         func(c *hookowner.ClaimConfig) { c.Secret = "has space" },
+		"MaxConnections": func(c *hookowner.ClaimConfig) { c.MaxConnections = 101 },
+	} {
+		c := ok
+		mut(&c)
+		err := c.Validate()
+		if ce, isCE := errors.AsType[*hookowner.ConfigError](err); !isCE || ce.Field != field {
+			t.Errorf("%s: Validate = %v, want a *ConfigError naming it", field, err)
+		}
+		if _, cerr := hookowner.Claim(t.Context(), nil, c); cerr == nil || cerr.Error() != err.Error() {
+			t.Errorf("%s: Claim = %v, want Validate's %v", field, cerr, err)
+		}
+	}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("Validate(valid) = %v", err)
+	}
+}

@@ -2,11 +2,11 @@ package intake
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 )
 
 // Defaults of [Config], used when a field is left at its zero value.
@@ -370,43 +370,37 @@ type Config struct {
 	Redactor *botapi.Redactor
 }
 
-// fill returns a copy of c with defaults filled in, or an error naming the
-// first invalid field.
+// ConfigError is an invalid [Config] field: Field names it ("MaxAttempts",
+// "Deadlines.Margin") and Err says what is wrong. It is the one config
+// error type of every tgrelay package (relay.ConfigError is the same
+// type), so a caller branches with one errors.As.
+type ConfigError = configerr.Error
+
+// badField returns a *ConfigError of intake for field.
+func badField(field, format string, args ...any) error {
+	return configerr.New("intake", field, format, args...)
+}
+
+// Validate reports the first invalid field of c as a *[ConfigError], as
+// [New] would, without building anything. It does no I/O.
+func (c Config) Validate() error {
+	_, err := c.fill()
+	return err
+}
+
+// fill returns a copy of c with defaults filled in, or a *ConfigError
+// naming the first invalid field. The bounds are checked before the store
+// is required, so a caller that has not opened its store yet learns of
+// every other invalid field first.
 func (c Config) fill() (Config, error) {
-	if c.Store == nil {
-		return c, fmt.Errorf("intake: Config.Store is required")
-	}
-	if (c.Handler == nil) == (c.AttemptHandler == nil) {
-		return c, fmt.Errorf("intake: exactly one of Config.Handler and Config.AttemptHandler is required")
-	}
-	if c.AttemptHandler != nil {
-		if _, ok := c.Store.(FencedStore); !ok {
-			return c, fmt.Errorf("intake: Config.AttemptHandler requires a FencedStore, and %T is not one", c.Store)
-		}
-	}
-	if c.ExhaustionHandler != nil {
-		if _, ok := c.Store.(DurableStore); !ok {
-			return c, fmt.Errorf("intake: Config.ExhaustionHandler requires a DurableStore, and %T is not one", c.Store)
-		}
-	}
-	if c.KeepExhaustions {
-		if _, ok := c.Store.(DurableStore); !ok {
-			return c, fmt.Errorf("intake: Config.KeepExhaustions requires a DurableStore, and %T is not one", c.Store)
-		}
-	}
-	switch c.ChatOrder {
-	case "":
+	if c.ChatOrder == "" {
 		c.ChatOrder = ChatOrderProcess
-	case ChatOrderProcess:
-	case ChatOrderStrict:
-		if _, ok := c.Store.(ChatOrderStore); !ok {
-			return c, fmt.Errorf("intake: Config.ChatOrder %q requires a ChatOrderStore, and %T is not one", c.ChatOrder, c.Store)
-		}
-		if c.RetryOutOfOrder {
-			return c, fmt.Errorf("intake: Config.RetryOutOfOrder contradicts Config.ChatOrder %q: a failed update holds its chat in the store", c.ChatOrder)
-		}
-	default:
-		return c, fmt.Errorf("intake: Config.ChatOrder is %q, want %q or %q (empty means %q)", c.ChatOrder, ChatOrderProcess, ChatOrderStrict, ChatOrderProcess)
+	}
+	if c.ChatOrder != ChatOrderProcess && c.ChatOrder != ChatOrderStrict {
+		return c, badField("ChatOrder", "is %q: want %q or %q (empty means %q)", c.ChatOrder, ChatOrderProcess, ChatOrderStrict, ChatOrderProcess)
+	}
+	if c.ChatOrder == ChatOrderStrict && c.RetryOutOfOrder {
+		return c, badField("RetryOutOfOrder", "contradicts ChatOrder %q: a failed update holds its chat in the store", c.ChatOrder)
 	}
 	var err error
 	fillInt := func(name string, v *int, def, lo, hi int) {
@@ -417,7 +411,7 @@ func (c Config) fill() (Config, error) {
 			*v = def
 		}
 		if *v < lo || *v > hi {
-			err = fmt.Errorf("intake: Config.%s is %d, want %d to %d (zero means %d)", name, *v, lo, hi, def)
+			err = badField(name, "is %d: want %d to %d", *v, lo, hi)
 		}
 	}
 	fillDur := func(name string, v *time.Duration, def, lo, hi time.Duration) {
@@ -428,7 +422,7 @@ func (c Config) fill() (Config, error) {
 			*v = def
 		}
 		if *v < lo || *v > hi {
-			err = fmt.Errorf("intake: Config.%s is %v, want %v to %v (zero means %v)", name, *v, lo, hi, def)
+			err = badField(name, "is %v: want %v to %v", *v, lo, hi)
 		}
 	}
 	fillInt("MaxAttempts", &c.MaxAttempts, DefaultMaxAttempts, 1, MaxMaxAttempts)
@@ -446,19 +440,47 @@ func (c Config) fill() (Config, error) {
 		c.HeartbeatInterval = min(DefaultHeartbeatInterval, max(c.HeartbeatTimeout/3, MinHeartbeat))
 	}
 	if err == nil && (c.HeartbeatInterval < MinHeartbeat || c.HeartbeatInterval >= c.HeartbeatTimeout) {
-		err = fmt.Errorf("intake: Config.HeartbeatInterval is %v, want %v up to below HeartbeatTimeout %v", c.HeartbeatInterval, MinHeartbeat, c.HeartbeatTimeout)
+		err = badField("HeartbeatInterval", "is %v: want %v up to below the heartbeat timeout (%v)", c.HeartbeatInterval, MinHeartbeat, c.HeartbeatTimeout)
 	}
 	if err == nil && c.MaxCrashes != -1 {
-		fillInt("MaxCrashes", &c.MaxCrashes, DefaultMaxCrashes, 1, MaxMaxCrashes)
-		if err != nil {
-			err = fmt.Errorf("%w, or -1 for no crash budget", err)
+		if c.MaxCrashes == 0 {
+			c.MaxCrashes = DefaultMaxCrashes
+		}
+		if c.MaxCrashes < 1 || c.MaxCrashes > MaxMaxCrashes {
+			err = badField("MaxCrashes", "is %d: want 1 to %d, or -1 for no crash budget", c.MaxCrashes, MaxMaxCrashes)
 		}
 	}
 	if err != nil {
 		return c, err
 	}
 	if c.Deadlines, err = c.Deadlines.fill(); err != nil {
-		return c, err
+		return c, configerr.Nest("intake", "Deadlines", err)
+	}
+	if c.Store == nil {
+		return c, badField("Store", "is required")
+	}
+	if (c.Handler == nil) == (c.AttemptHandler == nil) {
+		return c, badField("Handler", "is required, or AttemptHandler: exactly one of the two")
+	}
+	if c.AttemptHandler != nil {
+		if _, ok := c.Store.(FencedStore); !ok {
+			return c, badField("AttemptHandler", "requires a FencedStore, and %T is not one", c.Store)
+		}
+	}
+	if c.ExhaustionHandler != nil {
+		if _, ok := c.Store.(DurableStore); !ok {
+			return c, badField("ExhaustionHandler", "requires a DurableStore, and %T is not one", c.Store)
+		}
+	}
+	if c.KeepExhaustions {
+		if _, ok := c.Store.(DurableStore); !ok {
+			return c, badField("KeepExhaustions", "requires a DurableStore, and %T is not one", c.Store)
+		}
+	}
+	if c.ChatOrder == ChatOrderStrict {
+		if _, ok := c.Store.(ChatOrderStore); !ok {
+			return c, badField("ChatOrder", "is %q, which requires a ChatOrderStore, and %T is not one", c.ChatOrder, c.Store)
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

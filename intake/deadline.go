@@ -145,20 +145,20 @@ func (d Deadlines) fill() (Deadlines, error) {
 			*f.v = f.def
 		case *f.v == -1:
 		case *f.v < 0 || *f.v > MaxDeadline:
-			return d, fmt.Errorf("intake: Config.Deadlines.%s is %v, want up to %v or -1 for none (zero means %v)", f.name, *f.v, MaxDeadline, f.def)
+			return d, badField(f.name, "is %v: want up to %v, or -1 for none (zero means %v)", *f.v, MaxDeadline, f.def)
 		}
 	}
 	if d.Margin == 0 {
 		d.Margin = DefaultDeadlineMargin
 	}
 	if d.Margin < 0 || d.Margin > MaxDeadline {
-		return d, fmt.Errorf("intake: Config.Deadlines.Margin is %v, want up to %v (zero means %v)", d.Margin, MaxDeadline, DefaultDeadlineMargin)
+		return d, badField("Margin", "is %v: want up to %v (zero means %v)", d.Margin, MaxDeadline, DefaultDeadlineMargin)
 	}
 	if d.MaxConcurrent == 0 {
 		d.MaxConcurrent = DefaultDeadlineConcurrent
 	}
 	if d.MaxConcurrent < 1 || d.MaxConcurrent > MaxMaxConcurrent {
-		return d, fmt.Errorf("intake: Config.Deadlines.MaxConcurrent is %d, want 1 to %d (zero means %d)", d.MaxConcurrent, MaxMaxConcurrent, DefaultDeadlineConcurrent)
+		return d, badField("MaxConcurrent", "is %d: want 1 to %d (zero means %d)", d.MaxConcurrent, MaxMaxConcurrent, DefaultDeadlineConcurrent)
 	}
 	return d, nil
 }

@@ -307,10 +307,10 @@ func TestDeadlinesConfig(t *testing.T) {
 		d    intake.Deadlines
 		want string
 	}{
-		{intake.Deadlines{CallbackQuery: -2}, "Config.Deadlines.CallbackQuery"},
-		{intake.Deadlines{ShippingQuery: 2 * time.Hour}, "Config.Deadlines.ShippingQuery"},
-		{intake.Deadlines{Margin: -1}, "Config.Deadlines.Margin"},
-		{intake.Deadlines{MaxConcurrent: -1}, "Config.Deadlines.MaxConcurrent"},
+		{intake.Deadlines{CallbackQuery: -2}, "Deadlines.CallbackQuery"},
+		{intake.Deadlines{ShippingQuery: 2 * time.Hour}, "Deadlines.ShippingQuery"},
+		{intake.Deadlines{Margin: -1}, "Deadlines.Margin"},
+		{intake.Deadlines{MaxConcurrent: -1}, "Deadlines.MaxConcurrent"},
 	} {
 		_, err := intake.New(intake.Config{Store: memstore.New(), Handler: func(context.Context, intake.Update) error { return nil }, Deadlines: tc.d})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

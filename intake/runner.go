@@ -130,7 +130,8 @@ type startCall struct {
 	err  error
 }
 
-// New returns a Runner for cfg, or an error naming the first invalid field.
+// New returns a Runner for cfg, or a *[ConfigError] naming the first invalid
+// field.
 // It copies cfg and detects the store's capabilities once.
 func New(cfg Config) (*Runner, error) {
 	c, err := cfg.fill()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/internal/backoff"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/tghtml"
 	"github.com/tgrelay/tgrelay/throttle"
 )
@@ -178,22 +179,31 @@ type Channel struct {
 
 type queued struct{ topic, text string }
 
-// New returns a Channel configured by a copy of cfg, or an error naming the
-// first invalid field. It starts no goroutine.
+// ConfigError is an invalid [Config] field: Field names it ("ChatID")
+// and Err says what is wrong. It is the one config error type of every
+// tgrelay package.
+type ConfigError = configerr.Error
+
+func badField(field, format string, args ...any) error {
+	return configerr.New("operator", field, format, args...)
+}
+
+// New returns a Channel configured by a copy of cfg, or a *[ConfigError]
+// naming the first invalid field. It starts no goroutine.
 func New(cfg Config) (*Channel, error) {
 	if cfg.ChatID == 0 {
-		return nil, errors.New("operator: Config.ChatID is required")
+		return nil, badField("ChatID", "is required")
 	}
 	if (cfg.Client == nil) == (cfg.SendFunc == nil) {
-		return nil, errors.New("operator: exactly one of Config.Client and Config.SendFunc is required")
+		return nil, badField("Client", "is required, or SendFunc: exactly one of the two")
 	}
 	if cfg.ParseMode != "" && cfg.ParseMode != ParseModeHTML {
-		return nil, fmt.Errorf("operator: Config.ParseMode must be empty or %q, got %q", ParseModeHTML, cfg.ParseMode)
+		return nil, badField("ParseMode", "is %q: want empty or %q", cfg.ParseMode, ParseModeHTML)
 	}
 	topics := make(map[string]int64, len(cfg.Topics))
 	for name, id := range cfg.Topics {
 		if id <= 0 {
-			return nil, fmt.Errorf("operator: Config.Topics[%q] must be a positive thread id, got %d", name, id)
+			return nil, badField(fmt.Sprintf("Topics[%q]", name), "is %d: want a positive thread id", id)
 		}
 		topics[name] = id
 	}
@@ -209,7 +219,7 @@ func New(cfg Config) (*Channel, error) {
 	for _, f := range ints {
 		switch {
 		case *f.v < 0 || (f.max > 0 && *f.v > f.max):
-			return nil, fmt.Errorf("operator: Config.%s out of range, got %d", f.name, *f.v)
+			return nil, badField(f.name, "is %d: out of range", *f.v)
 		case *f.v == 0:
 			*f.v = f.def
 		}
@@ -225,19 +235,19 @@ func New(cfg Config) (*Channel, error) {
 	for _, f := range durations {
 		switch {
 		case *f.v < 0:
-			return nil, fmt.Errorf("operator: Config.%s must not be negative, got %v", f.name, *f.v)
+			return nil, badField(f.name, "is %v: want 0 or more", *f.v)
 		case *f.v == 0:
 			*f.v = f.def
 		}
 	}
 	for i, v := range cfg.SensitiveValues {
 		if v != "" && len(v) < botapi.MinSecretLen {
-			return nil, fmt.Errorf("operator: Config.SensitiveValues[%d] is shorter than %d bytes (it would mask ordinary words)", i, botapi.MinSecretLen)
+			return nil, badField(fmt.Sprintf("SensitiveValues[%d]", i), "is shorter than %d bytes (it would mask ordinary words)", botapi.MinSecretLen)
 		}
 	}
 	c := &Channel{chatID: cfg.ChatID}
 	if err := c.red.AddPattern(cfg.SensitivePatterns...); err != nil {
-		return nil, fmt.Errorf("operator: Config.SensitivePatterns: %w", err)
+		return nil, badField("SensitivePatterns", "is not valid: %w", err)
 	}
 	c.red.Add(cfg.SensitiveValues...)
 	cfg.SensitivePatterns, cfg.SensitiveValues = nil, nil

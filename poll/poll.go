@@ -36,6 +36,7 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/transport"
 )
 
@@ -138,42 +139,68 @@ type Poller struct {
 	dirty  bool  // a recorded batch that Telegram has not seen confirmed yet
 }
 
-// New returns a Poller for cfg, or an error naming the invalid field.
-func New(cfg Config) (*Poller, error) {
-	c := cfg
-	c.AllowedUpdates = append([]string(nil), cfg.AllowedUpdates...)
-	if cfg.AllowedUpdates == nil {
-		c.AllowedUpdates = nil
-	}
-	switch {
-	case c.Caller == nil:
-		return nil, errors.New("poll: Config.Caller is required")
-	case c.AcceptFunc == nil:
-		return nil, errors.New("poll: Config.AcceptFunc is required")
-	}
+// ConfigError is an invalid [Config] field: Field names it ("Timeout")
+// and Err says what is wrong. It is the one config error type of every
+// tgrelay package (relay.ConfigError is the same type).
+type ConfigError = configerr.Error
+
+func badField(field, format string, args ...any) error {
+	return configerr.New("poll", field, format, args...)
+}
+
+// Validate reports the first invalid field of c as a *[ConfigError], as
+// [New] would. The bounds are checked before Caller and AcceptFunc are
+// required. It does no I/O.
+func (c Config) Validate() error {
+	_, err := c.fill()
+	return err
+}
+
+// fill returns a copy of c with its defaults, or a *ConfigError.
+func (c Config) fill() (Config, error) {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
 	if c.Timeout < time.Second || c.Timeout > MaxTimeout || c.Timeout%time.Second != 0 {
-		return nil, fmt.Errorf("poll: Config.Timeout %v must be whole seconds from 1s to %v", c.Timeout, MaxTimeout)
+		return c, badField("Timeout", "is %v: want whole seconds from 1s to %v", c.Timeout, MaxTimeout)
 	}
 	if c.Limit == 0 {
 		c.Limit = DefaultLimit
 	}
 	if c.Limit < 1 || c.Limit > MaxLimit {
-		return nil, fmt.Errorf("poll: Config.Limit %d must be 1 to %d", c.Limit, MaxLimit)
+		return c, badField("Limit", "is %d: want 1 to %d", c.Limit, MaxLimit)
 	}
 	if c.MinBackoff == 0 {
 		c.MinBackoff = DefaultMinBackoff
 	}
 	if c.MinBackoff < time.Millisecond || c.MinBackoff > MaxBackoffLimit {
-		return nil, fmt.Errorf("poll: Config.MinBackoff %v must be 1ms to %v", c.MinBackoff, MaxBackoffLimit)
+		return c, badField("MinBackoff", "is %v: want 1ms to %v", c.MinBackoff, MaxBackoffLimit)
 	}
 	if c.MaxBackoff == 0 {
 		c.MaxBackoff = max(DefaultMaxBackoff, c.MinBackoff)
 	}
 	if c.MaxBackoff < c.MinBackoff || c.MaxBackoff > MaxBackoffLimit {
-		return nil, fmt.Errorf("poll: Config.MaxBackoff %v must be Config.MinBackoff (%v) to %v", c.MaxBackoff, c.MinBackoff, MaxBackoffLimit)
+		return c, badField("MaxBackoff", "is %v: want MinBackoff (%v) to %v", c.MaxBackoff, c.MinBackoff, MaxBackoffLimit)
+	}
+	switch {
+	case c.Caller == nil:
+		return c, badField("Caller", "is required")
+	case c.AcceptFunc == nil:
+		return c, badField("AcceptFunc", "is required")
+	}
+	return c, nil
+}
+
+// New returns a Poller for cfg, or a *[ConfigError] naming the invalid
+// field.
+func New(cfg Config) (*Poller, error) {
+	c, err := cfg.fill()
+	if err != nil {
+		return nil, err
+	}
+	c.AllowedUpdates = append([]string(nil), cfg.AllowedUpdates...)
+	if cfg.AllowedUpdates == nil {
+		c.AllowedUpdates = nil
 	}
 	p := &Poller{cfg: c, log: c.Logger}
 	if p.log == nil {

@@ -375,20 +375,23 @@ func TestNewValidates(t *testing.T) {
 		cfg   poll.Config
 		field string
 	}{
-		{"no caller", poll.Config{AcceptFunc: accept}, "Config.Caller"},
-		{"no accept", poll.Config{Caller: caller}, "Config.AcceptFunc"},
-		{"timeout fraction", poll.Config{Caller: caller, AcceptFunc: accept, Timeout: 1500 * time.Millisecond}, "Config.Timeout"},
-		{"timeout too long", poll.Config{Caller: caller, AcceptFunc: accept, Timeout: 51 * time.Second}, "Config.Timeout"},
-		{"negative timeout", poll.Config{Caller: caller, AcceptFunc: accept, Timeout: -time.Second}, "Config.Timeout"},
-		{"limit", poll.Config{Caller: caller, AcceptFunc: accept, Limit: 101}, "Config.Limit"},
-		{"min backoff", poll.Config{Caller: caller, AcceptFunc: accept, MinBackoff: time.Hour}, "Config.MinBackoff"},
-		{"max below min", poll.Config{Caller: caller, AcceptFunc: accept, MinBackoff: time.Second, MaxBackoff: time.Millisecond}, "Config.MaxBackoff"},
+		{"no caller", poll.Config{AcceptFunc: accept}, "Caller"},
+		{"no accept", poll.Config{Caller: caller}, "AcceptFunc"},
+		{"timeout fraction", poll.Config{Caller: caller, AcceptFunc: accept, Timeout: 1500 * time.Millisecond}, "Timeout"},
+		{"timeout too long", poll.Config{Caller: caller, AcceptFunc: accept, Timeout: 51 * time.Second}, "Timeout"},
+		{"negative timeout", poll.Config{Caller: caller, AcceptFunc: accept, Timeout: -time.Second}, "Timeout"},
+		{"limit", poll.Config{Caller: caller, AcceptFunc: accept, Limit: 101}, "Limit"},
+		{"min backoff", poll.Config{Caller: caller, AcceptFunc: accept, MinBackoff: time.Hour}, "MinBackoff"},
+		{"max below min", poll.Config{Caller: caller, AcceptFunc: accept, MinBackoff: time.Second, MaxBackoff: time.Millisecond}, "MaxBackoff"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := poll.New(tc.cfg)
-			if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.field)) {
-				t.Errorf("New = %v, want an error naming %s", err, tc.field)
+			if ce, ok := errors.AsType[*poll.ConfigError](err); !ok || ce.Field != tc.field {
+				t.Errorf("New = %v, want a *ConfigError naming %s", err, tc.field)
+			}
+			if verr := tc.cfg.Validate(); verr == nil || verr.Error() != err.Error() {
+				t.Errorf("Validate = %v, want New's %v", verr, err)
 			}
 		})
 	}

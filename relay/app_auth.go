@@ -73,7 +73,7 @@ func (r *Relay) forwardHeld(ctx context.Context, u intake.Update, a intake.Attem
 	// failure would exhaust the update: that hold lasts until the drain
 	// deadline cancels ctx.
 	stopping := r.stopping
-	if a.Attempt >= cmp.Or(r.cfg.MaxAttempts, intake.DefaultMaxAttempts) {
+	if a.Attempt >= cmp.Or(r.cfg.Intake.MaxAttempts, intake.DefaultMaxAttempts) {
 		stopping = nil
 	}
 	held := false

@@ -1,6 +1,8 @@
 package relay_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -40,7 +42,7 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 	logs, rec := &syncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	cfg.Forward = forward.Config{URL: app.URL + "/update", AppSecretToken: appSecret}
-	cfg.MaxAttempts = 2
+	cfg.Intake.MaxAttempts = 2
 	cfg.AdminListen = "127.0.0.1:0"
 	cfg.Dashboard = relay.DashboardConfig{Enabled: true}
 	cfg.SettingNameFunc = func(f string) string {
@@ -133,7 +135,7 @@ func TestAppAuthHoldEndsOnStop(t *testing.T) {
 			ep := newBotEndpoint(t, func(int64, int) (int, string) { return http.StatusUnauthorized, "" })
 			logs, rec := &syncBuffer{}, newRecorder()
 			cfg := baseConfig(t, srv, ep, logs, rec)
-			cfg.MaxAttempts = tc.maxAttempts
+			cfg.Intake.MaxAttempts = tc.maxAttempts
 			cfg.DrainTimeout = tc.drain
 			r, err := relay.New(cfg)
 			if err != nil {
@@ -145,12 +147,13 @@ func TestAppAuthHoldEndsOnStop(t *testing.T) {
 			up := sendChatter(t, srv, 1, 1)[0]
 			waitFor(t, "a refusal", func() bool { return rec.count(string(relay.KindAppAuthRefused)) >= 1 })
 			stopped := make(chan error, 1)
-			go func() { stopped <- r.Stop() }()
+			go func() { stopped <- r.Close(context.Background()) }()
 			waitFor(t, "the relay to stop", func() bool {
 				select {
 				case err := <-stopped:
-					if err != nil {
-						t.Errorf("Stop: %v", err)
+					// A hold that outlasts the drain cuts it short.
+					if cut := tc.wantState == intake.StateProcessing; (err != nil) != cut || (cut && !errors.Is(err, context.DeadlineExceeded)) {
+						t.Errorf("Close = %v, want a cut drain's error: %v", err, cut)
 					}
 					return true
 				default:

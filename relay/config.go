@@ -2,9 +2,9 @@ package relay
 
 import (
 	"cmp"
+	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
@@ -13,8 +13,10 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/poll"
 	"github.com/tgrelay/tgrelay/transport"
 )
@@ -86,7 +88,7 @@ type Config struct {
 	BotTransport transport.Config
 
 	// Store records the updates. Required. The relay never closes it:
-	// close it after [Relay.Run] or [Relay.Stop] returns, when nothing of
+	// close it after [Relay.Run] or [Relay.Close] returns, when nothing of
 	// the relay uses it any more.
 	Store Store
 	// StoreName names the store in logs and [Status] (such as "sqlite" or
@@ -157,51 +159,10 @@ type Config struct {
 	// Forward.UnactedReplyFunc.
 	Forward forward.Config
 
-	// MaxAttempts, LeaseDuration, MaxConcurrent, SweepInterval,
-	// PendingGrace and Retention configure the intake runner; zero means
-	// the intake's default, and the bounds are the intake's (see
-	// [intake.Config]).
-	MaxAttempts   int
-	LeaseDuration time.Duration
-	MaxConcurrent int
-	SweepInterval time.Duration
-	PendingGrace  time.Duration
-	Retention     time.Duration
-	// AcceptTimeout bounds how long the webhook waits for the store to
-	// record an update before answering 503, so that a database that stops
-	// answering without closing its connections cannot hold Telegram's
-	// requests (Telegram delivers the update again). Zero means the
-	// intake's default (see [intake.Config.AcceptTimeout]).
-	AcceptTimeout time.Duration
-	// HeartbeatTimeout, HeartbeatInterval, NoHeartbeat and MaxCrashes
-	// configure the heartbeat of this process in a store that keeps them
-	// (both SQL stores do): an update whose process died is forwarded
-	// again by another process (or the restarted one) a HeartbeatTimeout
-	// after the death rather than a lease, and crashed attempts count
-	// against MaxCrashes instead of MaxAttempts. Zero means the intake's
-	// default; MaxCrashes -1 counts crashes as attempts (see
-	// [intake.Config]).
-	HeartbeatTimeout  time.Duration
-	HeartbeatInterval time.Duration
-	NoHeartbeat       bool
-	MaxCrashes        int
-	// ChatOrder is the intake's [intake.Config.ChatOrder]: the zero value
-	// and [intake.ChatOrderProcess] keep each chat in order within this
-	// process; [intake.ChatOrderStrict] keeps it across every relay sharing
-	// the store (which must be an [intake.ChatOrderStore]), at the cost of
-	// handling a chat's updates one at a time across all of them.
-	ChatOrder intake.ChatOrder
-	// RetryOutOfOrder lets a chat's later updates be forwarded while a
-	// failed update of the chat waits for its retry: the retry goes out of
-	// the chat's line and runs at its due time, after them (see
-	// [intake.Config.RetryOutOfOrder]). By default (false) a failed update
-	// keeps its place and holds the chat's later updates until it
-	// succeeds or is given up, so the app never sees a chat's "two" before
-	// its "one". It contradicts ChatOrder [intake.ChatOrderStrict], where a
-	// failed update holds its chat in the store. An update held because
-	// the app refuses it with 401 or 403 (see [AppStatus]) holds its chat
-	// either way.
-	RetryOutOfOrder bool
+	// Intake configures the runner that claims, retries and gives up each
+	// update (see [IntakeConfig]); zero fields take the intake's defaults,
+	// and the bounds are the intake's, reported as "Intake.<field>".
+	Intake IntakeConfig
 	// BackoffBase is the delay before the first retry of a failed forward;
 	// each next retry waits four times longer, capped at
 	// [MaxRetryBackoff]. Zero means [DefaultBackoffBase]; 1ms to
@@ -260,23 +221,88 @@ type Config struct {
 	SettingNameFunc func(field string) string
 }
 
-// ConfigError is an invalid [Config] field. Field is the Go name of the
-// field (such as "MaxAttempts" or "Forward.URL"), so that a command line
-// can name its own flag instead; Err says what is wrong, phrased to follow
-// the field's name, and never quotes a secret or a URL.
-type ConfigError struct {
-	Field string
-	Err   error
+// IntakeConfig is the part of the intake runner's [intake.Config] that
+// [Config] passes through: each field is the intake's field of that name,
+// with its default and bounds, and an invalid one is reported by the intake
+// and named "Intake.<field>" (the relay checks none of them itself). The
+// zero value is the intake's defaults.
+type IntakeConfig struct {
+	// MaxAttempts is the attempt ceiling of one update (see
+	// [intake.Config.MaxAttempts]).
+	MaxAttempts int
+	// LeaseDuration is the lease of one attempt, renewed every quarter of
+	// it; Forward.Timeout stays below it.
+	LeaseDuration time.Duration
+	// MaxConcurrent bounds the forwards running at once.
+	MaxConcurrent int
+	// SweepInterval is the period of the sweep that finds due updates.
+	SweepInterval time.Duration
+	// PendingGrace is how long a recorded update is left to the process
+	// that recorded it before a sweep of another takes it.
+	PendingGrace time.Duration
+	// Retention is how long settled updates are kept, so that Telegram's
+	// re-deliveries are refused as duplicates.
+	Retention time.Duration
+	// AcceptTimeout bounds how long the webhook waits for the store to
+	// record an update before answering 503, so that a database that stops
+	// answering without closing its connections cannot hold Telegram's
+	// requests (Telegram delivers the update again; see
+	// [intake.Config.AcceptTimeout]).
+	AcceptTimeout time.Duration
+	// HeartbeatTimeout, HeartbeatInterval, NoHeartbeat and MaxCrashes
+	// configure the heartbeat of this process in a store that keeps them
+	// (both SQL stores do): an update whose process died is forwarded
+	// again by another process (or the restarted one) a HeartbeatTimeout
+	// after the death rather than a lease, and crashed attempts count
+	// against MaxCrashes instead of MaxAttempts (-1 counts crashes as
+	// attempts).
+	HeartbeatTimeout  time.Duration
+	HeartbeatInterval time.Duration
+	NoHeartbeat       bool
+	MaxCrashes        int
+	// ChatOrder is the intake's [intake.Config.ChatOrder]: the zero value
+	// and [intake.ChatOrderProcess] keep each chat in order within this
+	// process; [intake.ChatOrderStrict] keeps it across every relay sharing
+	// the store (which must be an [intake.ChatOrderStore]), at the cost of
+	// handling a chat's updates one at a time across all of them.
+	ChatOrder intake.ChatOrder
+	// RetryOutOfOrder lets a chat's later updates be forwarded while a
+	// failed update of the chat waits for its retry: the retry goes out of
+	// the chat's line and runs at its due time, after them (see
+	// [intake.Config.RetryOutOfOrder]). By default (false) a failed update
+	// keeps its place and holds the chat's later updates until it
+	// succeeds or is given up, so the app never sees a chat's "two" before
+	// its "one". It contradicts ChatOrder [intake.ChatOrderStrict], where a
+	// failed update holds its chat in the store. An update held because
+	// the app refuses it with 401 or 403 (see [AppStatus]) holds its chat
+	// either way.
+	RetryOutOfOrder bool
 }
 
-// Error implements error: "relay: <Field> <what is wrong>".
-func (e *ConfigError) Error() string { return "relay: " + e.Field + " " + e.Err.Error() }
-
-// Unwrap returns Err.
-func (e *ConfigError) Unwrap() error { return e.Err }
+// ConfigError is an invalid [Config] field. Field is its path in Config
+// (such as "Forward.URL", or "Intake.LeaseDuration" for a bound the
+// intake reports), so that a command line can name its own flag instead;
+// Err says what is wrong, phrased to follow the field's name, and never
+// quotes a secret or a URL. It is the one config error type of every
+// tgrelay package: intake.ConfigError, gateway.ConfigError and the others
+// are the same type, and the relay prefixes their paths.
+type ConfigError = configerr.Error
 
 func badField(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
+	return configerr.New("relay", field, format, args...)
+}
+
+// nested reports err, from the config of a nested package held in field
+// prefix, with the relay's path ("Gateway.Limits" + "MaxWait"); rename maps
+// a nested field to a relay field of another name (poll's "Timeout" is
+// "PollTimeout").
+func nested(prefix string, err error, rename map[string]string) error {
+	if ce, ok := errors.AsType[*ConfigError](err); ok {
+		if to, ok := rename[ce.Field]; ok {
+			return &ConfigError{Pkg: "relay", Field: to, Err: ce.Err, Kind: ce.Kind}
+		}
+	}
+	return configerr.Nest("relay", prefix, err)
 }
 
 // checkHTTPURL reports whether raw is an absolute http or https URL, as
@@ -290,8 +316,6 @@ func checkHTTPURL(field, raw string) error {
 	return nil
 }
 
-// fill returns a copy of c with defaults filled in, or a *ConfigError
-// naming the first invalid field. It does no I/O.
 // secrets returns every secret the configuration holds: the bot token,
 // the webhook secret, the app's secret token and the dashboard's admin
 // token. The relay masks them in every log line, stored error and page.
@@ -299,26 +323,50 @@ func (c Config) secrets() []string {
 	return []string{c.Token, c.Secret, c.Forward.AppSecretToken, c.Dashboard.AdminToken}
 }
 
+// Validate reports the first invalid field of c as a *[ConfigError], as
+// [New] would, without building anything: it does no I/O. Each bound is
+// checked once, by the package that owns it (the intake's by intake, the
+// gateway's by gateway), and reported with its path in Config. Every other
+// field is checked before Store is required, so a caller that has not
+// opened its store yet (a command line checking its flags) learns of them
+// first: Validate of a Config without a Store fails naming "Store" only
+// when all else is valid.
+func (c Config) Validate() error {
+	_, err := c.fill()
+	return err
+}
+
+// fill returns a copy of c with defaults filled in, or a *ConfigError
+// naming the first invalid field. It does no I/O.
 func (c Config) fill() (Config, error) {
 	if c.Token == "" {
 		return c, badField("Token", "is required")
+	}
+	if _, err := botapi.New(c.Token, botapi.Config{}); err != nil {
+		return c, badField("Token", "is not a bot token: want <bot id>:<secret> as BotFather gives it")
 	}
 	if c.APIRoot != "" {
 		if err := checkHTTPURL("APIRoot", c.APIRoot); err != nil {
 			return c, err
 		}
 	}
-	if c.Store == nil {
-		return c, badField("Store", "is required")
-	}
 	if c.StoreName == "" {
 		c.StoreName = "store"
 	}
-	if err := c.fillRunner(); err != nil {
+	if err := nested("BotTransport", c.BotTransport.Validate(), nil); err != nil {
 		return c, err
 	}
-	if err := c.fillDeadlines(); err != nil {
-		return c, err
+	if c.BackoffBase == 0 {
+		c.BackoffBase = DefaultBackoffBase
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.BackoffBase < time.Millisecond || c.BackoffBase > MaxBackoffBase {
+		return c, badField("BackoffBase", "is %v: want 1ms to %v", c.BackoffBase, MaxBackoffBase)
+	}
+	if c.DrainTimeout < 0 || c.DrainTimeout > MaxDrainTimeout {
+		return c, badField("DrainTimeout", "is %v: want up to %v", c.DrainTimeout, MaxDrainTimeout)
 	}
 	if err := c.fillForward(); err != nil {
 		return c, err
@@ -360,112 +408,113 @@ func (c Config) fill() (Config, error) {
 	if err := c.fillDecline(); err != nil {
 		return c, err
 	}
-	if c.Poll {
-		return c, c.fillPoll()
+	// Every setting is checked whatever the mode, so a value meant for the
+	// other mode is refused as soon as it is invalid, not when the mode
+	// changes.
+	if err := c.fillPoll(); err != nil {
+		return c, err
 	}
-	return c, c.fillWebhook()
+	if err := c.fillWebhook(); err != nil {
+		return c, err
+	}
+	// Last, since it requires the store.
+	return c, c.checkIntake()
 }
 
-func (c *Config) fillRunner() error {
-	switch c.ChatOrder {
-	case "", intake.ChatOrderProcess:
-	case intake.ChatOrderStrict:
-		if _, ok := c.Store.(intake.ChatOrderStore); !ok {
-			return badField("ChatOrder", "is %q, which needs a store that keeps chat order (an intake.ChatOrderStore), and %T is not one", c.ChatOrder, c.Store)
-		}
-		if c.RetryOutOfOrder {
-			return badField("RetryOutOfOrder", "contradicts ChatOrder %q: there a failed update holds its chat for every process", c.ChatOrder)
-		}
-	default:
-		return badField("ChatOrder", "is %q: want %q or %q", c.ChatOrder, intake.ChatOrderProcess, intake.ChatOrderStrict)
+// intakeConfig is the runner's configuration, without the relay's own
+// handler, observer and logger.
+func (c *Config) intakeConfig() intake.Config {
+	i := c.Intake
+	return intake.Config{
+		Store:             c.Store,
+		KeepExhaustions:   true,
+		RetryFunc:         retryFunc(c.BackoffBase),
+		MaxAttempts:       i.MaxAttempts,
+		LeaseDuration:     i.LeaseDuration,
+		MaxConcurrent:     i.MaxConcurrent,
+		SweepInterval:     i.SweepInterval,
+		PendingGrace:      i.PendingGrace,
+		Retention:         i.Retention,
+		AcceptTimeout:     i.AcceptTimeout,
+		HeartbeatTimeout:  i.HeartbeatTimeout,
+		HeartbeatInterval: i.HeartbeatInterval,
+		NoHeartbeat:       i.NoHeartbeat,
+		MaxCrashes:        i.MaxCrashes,
+		ChatOrder:         i.ChatOrder,
+		RetryOutOfOrder:   i.RetryOutOfOrder,
+		Deadlines: intake.Deadlines{
+			CallbackQuery:    c.Deadlines.CallbackQuery,
+			InlineQuery:      c.Deadlines.InlineQuery,
+			PreCheckoutQuery: c.Deadlines.PreCheckoutQuery,
+			ShippingQuery:    c.Deadlines.ShippingQuery,
+			Margin:           c.Deadlines.Margin,
+			MaxConcurrent:    c.Deadlines.MaxConcurrent,
+		},
 	}
-	type intField struct {
-		name   string
-		v      *int
-		lo, hi int
+}
+
+// intakeError names an intake config error by its relay path: the
+// runner's bounds are "Intake.<field>", its deadlines are Deadlines', and
+// what it says of the store (required, or lacking a capability the
+// relay's own settings need) is Store's.
+func intakeError(err error) error {
+	ce, ok := errors.AsType[*ConfigError](err)
+	if !ok {
+		return nested("Intake", err, nil)
 	}
-	for _, f := range []intField{
-		{"MaxAttempts", &c.MaxAttempts, 1, intake.MaxMaxAttempts},
-		{"MaxConcurrent", &c.MaxConcurrent, 1, intake.MaxMaxConcurrent},
-		{"MaxCrashes", &c.MaxCrashes, -1, intake.MaxMaxCrashes},
-	} {
-		if *f.v != 0 && (*f.v < f.lo || *f.v > f.hi) {
-			return badField(f.name, "is %d: want %d to %d", *f.v, f.lo, f.hi)
-		}
+	switch {
+	case strings.HasPrefix(ce.Field, "Deadlines."):
+		return nested("", err, nil)
+	case ce.Field == "Store" || ce.Field == "AttemptHandler" || ce.Field == "KeepExhaustions":
+		return &ConfigError{Pkg: "relay", Field: "Store", Err: ce.Err, Kind: ce.Kind}
 	}
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = intake.DefaultLeaseDuration
-	}
-	if c.BackoffBase == 0 {
-		c.BackoffBase = DefaultBackoffBase
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = DefaultDrainTimeout
-	}
-	type durField struct {
-		name   string
-		v      time.Duration
-		lo, hi time.Duration
-	}
-	for _, f := range []durField{
-		{"LeaseDuration", c.LeaseDuration, intake.MinLeaseDuration, intake.MaxLeaseDuration},
-		{"SweepInterval", c.SweepInterval, intake.MinSweepInterval, intake.MaxSweepInterval},
-		{"PendingGrace", c.PendingGrace, time.Nanosecond, intake.MaxPendingGrace},
-		{"Retention", c.Retention, time.Nanosecond, intake.MaxRetention},
-		{"AcceptTimeout", c.AcceptTimeout, intake.MinAcceptTimeout, intake.MaxAcceptTimeout},
-		{"BackoffBase", c.BackoffBase, time.Millisecond, MaxBackoffBase},
-		{"DrainTimeout", c.DrainTimeout, time.Nanosecond, MaxDrainTimeout},
-		{"HeartbeatTimeout", c.HeartbeatTimeout, intake.MinHeartbeat, intake.MaxHeartbeat},
-		{"HeartbeatInterval", c.HeartbeatInterval, intake.MinHeartbeat, intake.MaxHeartbeat},
-	} {
-		if f.v == 0 {
-			continue // the intake's default
-		}
-		if f.v < f.lo || f.v > f.hi {
-			return badField(f.name, "is %v: want %v to %v", f.v, f.lo, f.hi)
-		}
-	}
-	if hb, to := c.HeartbeatInterval, cmp.Or(c.HeartbeatTimeout, intake.DefaultHeartbeatTimeout); hb != 0 && hb >= to {
-		return badField("HeartbeatInterval", "is %v: want below the heartbeat timeout (%v)", hb, to)
-	}
-	if c.MaxCrashes == 0 {
-		c.MaxCrashes = intake.DefaultMaxCrashes
-	}
-	return nil
+	return nested("Intake", err, nil)
+}
+
+// checkIntake has the intake check its part of c: its bounds, the
+// deadlines, and the store's capabilities.
+func (c *Config) checkIntake() error {
+	ic := c.intakeConfig()
+	ic.AttemptHandler = func(context.Context, intake.Update, intake.Attempt) error { return nil } // the relay's own, in New
+	return intakeError(ic.Validate())
 }
 
 func (c *Config) fillForward() error {
 	if c.Forward.URL == "" {
 		return badField("Forward.URL", "is required: the URL of the bot's endpoint that receives each update")
 	}
-	if err := checkHTTPURL("Forward.URL", c.Forward.URL); err != nil {
+	if err := nested("Forward", c.Forward.Validate(), nil); err != nil {
 		return err
 	}
-	if c.Forward.ExhaustionURL != "" {
-		if err := checkHTTPURL("Forward.ExhaustionURL", c.Forward.ExhaustionURL); err != nil {
-			return err
-		}
-	}
-	if t := c.Forward.AppSecretToken; t != "" && !botapi.ValidSecretToken(t) {
-		return badField("Forward.AppSecretToken", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as Telegram's secret token")
-	}
+	lease := cmp.Or(c.Intake.LeaseDuration, intake.DefaultLeaseDuration)
 	switch t := c.Forward.Timeout; {
 	case t == 0:
-		c.Forward.Timeout = min(forward.DefaultTimeout, c.LeaseDuration/2)
-	case t < time.Millisecond || t > forward.MaxTimeout:
-		return badField("Forward.Timeout", "is %v: want 1ms to %v", t, forward.MaxTimeout)
-	case t >= c.LeaseDuration:
-		return badField("Forward.Timeout", "is %v: want below the lease (%v), or a forward could outlive its lease", t, c.LeaseDuration)
+		c.Forward.Timeout = min(forward.DefaultTimeout, lease/2)
+	case t >= lease:
+		return badField("Forward.Timeout", "is %v: want below the lease (%v), or a forward could outlive its lease", t, lease)
 	}
 	return nil
 }
 
+// pollCheck stands in for what New passes the poller, so that Validate
+// has poll check the relay's poll settings.
+var pollCheck = poll.Config{
+	Caller:     &botapi.Client{},
+	AcceptFunc: func(context.Context, []byte) (intake.Acceptance, error) { return intake.Accepted, nil },
+}
+
 func (c *Config) fillPoll() error {
+	pc := pollCheck
+	pc.Timeout = c.PollTimeout
 	if c.PollTimeout == 0 {
 		c.PollTimeout = poll.DefaultTimeout
 	}
-	if c.PollTimeout < time.Second || c.PollTimeout > poll.MaxTimeout || c.PollTimeout%time.Second != 0 {
-		return badField("PollTimeout", "is %v: want whole seconds from 1s to %v", c.PollTimeout, poll.MaxTimeout)
+	if err := nested("Poll", pc.Validate(), map[string]string{"Timeout": "PollTimeout"}); err != nil {
+		return err
+	}
+	if !c.Poll {
+		c.PollTimeout = 0 // unused
+		return nil
 	}
 	if c.PublicURL != "" {
 		return badField("PublicURL", "applies to the webhook, not to long polling")
@@ -486,21 +535,24 @@ func (c *Config) fillWebhook() error {
 	if !strings.HasPrefix(c.Path, "/") {
 		return badField("Path", "must start with /")
 	}
-	if c.Secret == "" {
+	if c.Secret == "" && !c.Poll {
 		return badField("Secret", "is required for the webhook: Telegram sends it with every update")
 	}
-	if !botapi.ValidSecretToken(c.Secret) {
-		return &ConfigError{Field: "Secret", Err: errors.New("is not a valid webhook secret: want 1-256 characters of A-Z, a-z, 0-9, _ and -")}
-	}
-	if c.PublicURL != "" {
-		if err := checkHTTPURL("PublicURL", c.PublicURL); err != nil {
-			return err
-		}
-	} else if c.WebhookCertificateFunc != nil {
+	if c.PublicURL == "" && c.WebhookCertificateFunc != nil {
 		return badField("WebhookCertificateFunc", "needs PublicURL: a certificate is uploaded when the webhook is claimed")
 	}
-	if c.MaxConnections < 0 || c.MaxConnections > 100 {
-		return badField("MaxConnections", "is %d: want 1 to 100 (0: Telegram's default)", c.MaxConnections)
+	// The webhook's registration is hookowner's: its address, the secret
+	// and max_connections. Without PublicURL nothing is registered, but
+	// the secret and MaxConnections are still checked.
+	claim := hookowner.ClaimConfig{URL: c.PublicURL, Secret: c.Secret, MaxConnections: c.MaxConnections}
+	if claim.URL == "" {
+		claim.URL = "https://webhook.invalid/"
+	}
+	if claim.Secret == "" { // long polling: none needed, none to check
+		claim.Secret = "unset"
+	}
+	if err := nested("", claim.Validate(), map[string]string{"URL": "PublicURL"}); err != nil {
+		return err
 	}
 	if c.WebhookCheckInterval == 0 {
 		c.WebhookCheckInterval = DefaultWebhookCheckInterval

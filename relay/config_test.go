@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/throttle"
 )
 
 const validToken = "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
@@ -35,25 +37,25 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 		{"Forward.URL", func(c *Config) { c.Forward.URL = "" }},
 		{"Forward.URL", func(c *Config) { c.Forward.URL = "not a url" }},
 		{"Forward.ExhaustionURL", func(c *Config) { c.Forward.ExhaustionURL = "/relative" }},
-		{"Forward.Timeout", func(c *Config) { c.LeaseDuration, c.Forward.Timeout = time.Second, 2*time.Second }},
-		{"MaxAttempts", func(c *Config) { c.MaxAttempts = -1 }},
-		{"MaxConcurrent", func(c *Config) { c.MaxConcurrent = 1 << 30 }},
-		{"LeaseDuration", func(c *Config) { c.LeaseDuration = time.Nanosecond }},
-		{"SweepInterval", func(c *Config) { c.SweepInterval = -time.Second }},
-		{"PendingGrace", func(c *Config) { c.PendingGrace = -1 }},
-		{"Retention", func(c *Config) { c.Retention = -1 }},
-		{"AcceptTimeout", func(c *Config) { c.AcceptTimeout = 2 * intake.MaxAcceptTimeout }},
+		{"Forward.Timeout", func(c *Config) { c.Intake.LeaseDuration, c.Forward.Timeout = time.Second, 2*time.Second }},
+		{"Intake.MaxAttempts", func(c *Config) { c.Intake.MaxAttempts = -1 }},
+		{"Intake.MaxConcurrent", func(c *Config) { c.Intake.MaxConcurrent = 1 << 30 }},
+		{"Intake.LeaseDuration", func(c *Config) { c.Intake.LeaseDuration = time.Nanosecond }},
+		{"Intake.SweepInterval", func(c *Config) { c.Intake.SweepInterval = -time.Second }},
+		{"Intake.PendingGrace", func(c *Config) { c.Intake.PendingGrace = -1 }},
+		{"Intake.Retention", func(c *Config) { c.Intake.Retention = -1 }},
+		{"Intake.AcceptTimeout", func(c *Config) { c.Intake.AcceptTimeout = 2 * intake.MaxAcceptTimeout }},
 		{"BackoffBase", func(c *Config) { c.BackoffBase = 2 * MaxBackoffBase }},
 		{"DrainTimeout", func(c *Config) { c.DrainTimeout = -time.Second }},
-		{"ChatOrder", func(c *Config) { c.ChatOrder = "global" }},
-		{"ChatOrder", func(c *Config) {
-			c.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ Store }{memstore.New()} // no ChatOrderStore
+		{"Intake.ChatOrder", func(c *Config) { c.Intake.ChatOrder = "global" }},
+		{"Intake.ChatOrder", func(c *Config) {
+			c.Intake.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ Store }{memstore.New()} // no ChatOrderStore
 		}},
-		{"HeartbeatTimeout", func(c *Config) { c.HeartbeatTimeout = -time.Second }},
-		{"HeartbeatInterval", func(c *Config) { c.HeartbeatInterval = time.Minute }},
-		{"HeartbeatInterval", func(c *Config) { c.HeartbeatTimeout, c.HeartbeatInterval = time.Second, time.Second }},
-		{"MaxCrashes", func(c *Config) { c.MaxCrashes = -2 }},
-		{"MaxCrashes", func(c *Config) { c.MaxCrashes = intake.MaxMaxCrashes + 1 }},
+		{"Intake.HeartbeatTimeout", func(c *Config) { c.Intake.HeartbeatTimeout = -time.Second }},
+		{"Intake.HeartbeatInterval", func(c *Config) { c.Intake.HeartbeatInterval = time.Minute }},
+		{"Intake.HeartbeatInterval", func(c *Config) { c.Intake.HeartbeatTimeout, c.Intake.HeartbeatInterval = time.Second, time.Second }},
+		{"Intake.MaxCrashes", func(c *Config) { c.Intake.MaxCrashes = -2 }},
+		{"Intake.MaxCrashes", func(c *Config) { c.Intake.MaxCrashes = intake.MaxMaxCrashes + 1 }},
 		{"Path", func(c *Config) { c.Path = "telegram" }},
 		{"Secret", func(c *Config) { c.Secret = "" }},
 		{"Secret", func(c *Config) { c.Secret = "has space" }},
@@ -62,10 +64,29 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 		{"WebhookCheckInterval", func(c *Config) { c.WebhookCheckInterval = time.Millisecond }},
 		{"PollTimeout", func(c *Config) { c.Poll, c.PollTimeout = true, 1500*time.Millisecond }},
 		{"PublicURL", func(c *Config) { c.Poll, c.PublicURL = true, "https://example.org/hook" }},
+		{"MaxConnections", func(c *Config) { c.Poll, c.MaxConnections = true, 101 }},
+		{"Secret", func(c *Config) { c.Poll, c.Secret = true, "has space" }},
+		{"Path", func(c *Config) { c.Poll, c.Path = true, "telegram" }},
+		{"PollTimeout", func(c *Config) { c.PollTimeout = 51 * time.Second }},
+		{"Intake.RetryOutOfOrder", func(c *Config) { c.Intake.ChatOrder, c.Intake.RetryOutOfOrder = intake.ChatOrderStrict, true }},
+		{"Forward.AppSecretToken", func(c *Config) { c.Forward.AppSecretToken = "has space" }},
+		{"Forward.Timeout", func(c *Config) { c.Forward.Timeout = -time.Second }},
+		{"Gateway.Limits.MaxWait", func(c *Config) { c.Gateway.Limits.MaxWait = -time.Second }},
+		{"Gateway.Limits.Chat.Count", func(c *Config) { c.Gateway.Limits.Chat = throttle.Limit{Per: time.Second} }},
+		{"Gateway.MaxSendTries", func(c *Config) { c.Gateway.MaxSendTries = -1 }},
+		{"Gateway.MaxBufferedBody", func(c *Config) { c.Gateway.MaxBufferedBody = -1 }},
+		{"Gateway.ResponseTimeout", func(c *Config) { c.Gateway.ResponseTimeout = time.Nanosecond }},
+		{"BotTransport.AttemptDelay", func(c *Config) { c.BotTransport.AttemptDelay = time.Hour }},
+		{"Deadlines.Margin", func(c *Config) { c.Deadlines.Margin = -time.Second }},
+		{"Deadlines.CallbackQuery", func(c *Config) { c.Deadlines.CallbackQuery = -2 }},
+		{"Deadlines.MaxConcurrent", func(c *Config) { c.Deadlines.MaxConcurrent = -1 }},
 	} {
 		cfg := validConfig()
 		tc.mutate(&cfg)
 		_, err := New(cfg)
+		if verr := cfg.Validate(); verr == nil || err == nil || verr.Error() != err.Error() {
+			t.Errorf("%s: Validate = %v, want New's %v", tc.field, verr, err)
+		}
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("%s: New = %v, want a *ConfigError for %s", tc.field, err, tc.field)
@@ -83,13 +104,43 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 	}
 }
 
+// TestValidateNamesStoreLast: without a Store, Validate reports every
+// other invalid field first, and Store only when all else is valid, so a
+// command line checks its flags before it opens (and creates) its store.
+func TestValidateNamesStoreLast(t *testing.T) {
+	t.Parallel()
+	cfg := validConfig()
+	cfg.Store = nil
+	cfg.Intake.LeaseDuration = time.Nanosecond
+	if ce, ok := errors.AsType[*ConfigError](cfg.Validate()); !ok || ce.Field != "Intake.LeaseDuration" {
+		t.Errorf("Validate without a store and with a bad lease = %v, want Intake.LeaseDuration", cfg.Validate())
+	}
+	cfg.Intake.LeaseDuration = 0
+	if ce, ok := errors.AsType[*ConfigError](cfg.Validate()); !ok || ce.Field != "Store" {
+		t.Errorf("Validate without a store = %v, want Store", cfg.Validate())
+	}
+	if err := validConfig().Validate(); err != nil {
+		t.Errorf("Validate(valid) = %v", err)
+	}
+}
+
+// TestConfigErrorIsOneType: the errors of the nested packages are the
+// relay's *ConfigError, one type, so one errors.As serves a caller.
+func TestConfigErrorIsOneType(t *testing.T) {
+	t.Parallel()
+	var ce *ConfigError = &intake.ConfigError{Field: "X"}
+	if _, ok := any(ce).(*throttle.ConfigError); !ok {
+		t.Error("relay.ConfigError and throttle.ConfigError differ")
+	}
+}
+
 func TestNewFillsDefaults(t *testing.T) {
 	t.Parallel()
 	r, err := New(validConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Stop()
+	defer r.Close(context.Background())
 	c := r.cfg
 	if c.Listen != DefaultListen || c.Path != DefaultPath || c.BackoffBase != DefaultBackoffBase ||
 		c.DrainTimeout != DefaultDrainTimeout || c.WebhookCheckInterval != DefaultWebhookCheckInterval ||
@@ -98,12 +149,12 @@ func TestNewFillsDefaults(t *testing.T) {
 	}
 	lease := 10 * time.Second
 	cfg := validConfig()
-	cfg.LeaseDuration = lease
+	cfg.Intake.LeaseDuration = lease
 	r2, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r2.Stop()
+	defer r2.Close(context.Background())
 	if r2.cfg.Forward.Timeout != lease/2 {
 		t.Errorf("Forward.Timeout with a 10s lease = %v, want half the lease", r2.cfg.Forward.Timeout)
 	}

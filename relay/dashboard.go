@@ -60,7 +60,7 @@ func (c *Config) fillDashboard() error {
 		return badField("Dashboard.AdminToken", "is too short: want at least %d bytes (a long random string)", dashboard.MinAdminTokenLen)
 	}
 	if err := dashboard.CheckExposure(addr, d.AdminToken); err != nil {
-		return &ConfigError{Field: "Dashboard.AdminToken", Err: errors.New("is required: the admin listener is not on a loopback address, so the dashboard would be open to the network")}
+		return &ConfigError{Pkg: "relay", Field: "Dashboard.AdminToken", Err: errors.New("is required: the admin listener is not on a loopback address, so the dashboard would be open to the network")}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package relay_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -47,7 +48,7 @@ func TestDashboardConfigNamesTheField(t *testing.T) {
 	if err != nil {
 		t.Fatalf("non-loopback with a token: %v", err)
 	}
-	_ = r.Stop()
+	_ = r.Close(context.Background())
 }
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)

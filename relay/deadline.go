@@ -88,7 +88,7 @@ type DeadlineConfig struct {
 	// [intake.DefaultDeadlineMargin].
 	Margin time.Duration
 	// MaxConcurrent is how many forwards of updates with a deadline may
-	// run at once, beside [Config.MaxConcurrent]. Zero means
+	// run at once, beside [IntakeConfig.MaxConcurrent]. Zero means
 	// [intake.DefaultDeadlineConcurrent].
 	MaxConcurrent int
 
@@ -96,29 +96,6 @@ type DeadlineConfig struct {
 	// nothing here (an unanswered update only expires); the relay may set
 	// its gateway decliner.
 	Decliner Decliner
-}
-
-// fillDeadlines checks Deadlines once, so a bad value names its field.
-func (c *Config) fillDeadlines() error {
-	d := &c.Deadlines
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"CallbackQuery", d.CallbackQuery}, {"InlineQuery", d.InlineQuery},
-		{"PreCheckoutQuery", d.PreCheckoutQuery}, {"ShippingQuery", d.ShippingQuery},
-	} {
-		if f.v != -1 && (f.v < 0 || f.v > intake.MaxDeadline) {
-			return badField("Deadlines."+f.name, "is %v: want up to %v, or -1 for none", f.v, intake.MaxDeadline)
-		}
-	}
-	if d.Margin < 0 || d.Margin > intake.MaxDeadline {
-		return badField("Deadlines.Margin", "is %v: want up to %v", d.Margin, intake.MaxDeadline)
-	}
-	if d.MaxConcurrent < 0 || d.MaxConcurrent > intake.MaxMaxConcurrent {
-		return badField("Deadlines.MaxConcurrent", "is %d: want 1 to %d", d.MaxConcurrent, intake.MaxMaxConcurrent)
-	}
-	return nil
 }
 
 // intakeDeadlines is the runner's configuration of the deadlines, with

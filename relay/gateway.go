@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -101,16 +102,14 @@ func (c *Config) fillGateway() error {
 			return err
 		}
 	}
-	if g.MaxBufferedBody < 0 || g.MaxBufferedBody > gateway.MaxMaxBufferedBody {
-		return badField("Gateway.MaxBufferedBody", "is %d: want 1 to %d (0: the default)", g.MaxBufferedBody, gateway.MaxMaxBufferedBody)
+	if err := nested("Gateway.Limits", g.Limits.Validate(), nil); err != nil {
+		return err
 	}
-	if g.ResponseTimeout != 0 && (g.ResponseTimeout < time.Millisecond || g.ResponseTimeout > gateway.MaxResponseTimeout) {
-		return badField("Gateway.ResponseTimeout", "is %v: want 1ms to %v (0: the default)", g.ResponseTimeout, gateway.MaxResponseTimeout)
-	}
-	if g.MaxSendTries < 0 || g.MaxSendTries > gateway.MaxMaxSendTries {
-		return badField("Gateway.MaxSendTries", "is %d: want 1 to %d (0: the default)", g.MaxSendTries, gateway.MaxMaxSendTries)
-	}
-	return nil
+	// The gateway's own bounds are the gateway's to check; Token and
+	// APIRoot were checked as the relay's, and New supplies the transport.
+	check := gateway.Config{Token: c.Token, APIRoot: c.APIRoot, Transport: http.DefaultTransport,
+		MaxBufferedBody: g.MaxBufferedBody, MaxSendTries: g.MaxSendTries, ResponseTimeout: g.ResponseTimeout}
+	return nested("Gateway", check.Validate(), nil)
 }
 
 // newGateway builds the gateway and its limiter, when enabled.
@@ -131,7 +130,7 @@ func (r *Relay) newGateway() error {
 	}
 	lim, err := throttle.New(limits)
 	if err != nil {
-		return &ConfigError{Field: "Gateway.Limits", Err: err}
+		return nested("Gateway.Limits", err, nil)
 	}
 	// The gateway's upstream goes where and how the relay's own calls go;
 	// Gateway.ResponseTimeout, when set, overrides BotTransport's.
@@ -140,7 +139,7 @@ func (r *Relay) newGateway() error {
 	bt.ResponseTimeout = respTimeout
 	base, err := transport.New(bt)
 	if err != nil {
-		return &ConfigError{Field: "BotTransport", Err: err}
+		return nested("BotTransport", err, nil)
 	}
 	stream := gateway.NewStreamTransportConfig(gateway.StreamConfig{Proxy: bt.Proxy, TLSConfig: bt.TLSConfig, HeaderTimeout: bt.ResponseTimeout})
 	r.gwBase = base
@@ -172,7 +171,7 @@ func (r *Relay) newGateway() error {
 		Logger:          r.log,
 	})
 	if err != nil {
-		return &ConfigError{Field: "Gateway", Err: err}
+		return nested("Gateway", err, nil)
 	}
 	return nil
 }
@@ -236,7 +235,7 @@ func (r *Relay) stopGateway(ctx context.Context) {
 	// The outcomes journaled after their answers are written before the
 	// store is closed.
 	if r.gw != nil {
-		if err := r.gw.Shutdown(ctx); err != nil {
+		if err := r.gw.Close(ctx); err != nil {
 			r.log.Warn("relay: gateway outcomes still being journaled at the drain deadline; those calls read as unknown to later attempts", "err", err)
 		}
 	}

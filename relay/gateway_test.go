@@ -278,7 +278,7 @@ func TestRelayBotTransportReachesTheGateway(t *testing.T) {
 	bad := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
 	bad.BotTransport.ResponseTimeout = -time.Second
 	var ce *relay.ConfigError
-	if _, err := relay.New(bad); !errors.As(err, &ce) || ce.Field != "BotTransport" {
-		t.Errorf("a negative BotTransport.ResponseTimeout: %v; want a ConfigError naming BotTransport", err)
+	if _, err := relay.New(bad); !errors.As(err, &ce) || ce.Field != "BotTransport.ResponseTimeout" {
+		t.Errorf("a negative BotTransport.ResponseTimeout: %v; want a ConfigError naming BotTransport.ResponseTimeout", err)
 	}
 }

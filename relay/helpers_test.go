@@ -6,6 +6,7 @@ package relay_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -250,17 +251,17 @@ func listen(t *testing.T) net.Listener {
 func baseConfig(t *testing.T, srv *telegramtest.Server, ep *botEndpoint, logs *syncBuffer, rec *recorder) relay.Config {
 	t.Helper()
 	return relay.Config{
-		Token:         srv.Token,
-		APIRoot:       srv.URL,
-		Store:         sqliteStore(t),
-		StoreName:     "sqlite",
-		Poll:          true,
-		PollTimeout:   time.Second,
-		Forward:       forward.Config{URL: ep.url()},
-		SweepInterval: 50 * time.Millisecond,
-		BackoffBase:   10 * time.Millisecond,
-		Observer:      rec,
-		Logger:        slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Token:       srv.Token,
+		APIRoot:     srv.URL,
+		Store:       sqliteStore(t),
+		StoreName:   "sqlite",
+		Poll:        true,
+		PollTimeout: time.Second,
+		Forward:     forward.Config{URL: ep.url()},
+		Intake:      relay.IntakeConfig{SweepInterval: 50 * time.Millisecond},
+		BackoffBase: 10 * time.Millisecond,
+		Observer:    rec,
+		Logger:      slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 }
 
@@ -274,7 +275,7 @@ func start(t *testing.T, cfg relay.Config) *relay.Relay {
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Stop() })
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	return r
 }
 

@@ -1,6 +1,7 @@
 package relay_test
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -32,7 +33,7 @@ func TestRelayMasksSecretsInStoredErrors(t *testing.T) {
 	cfg.Forward.URL = "http://" + down + "/hook/" + appSecret
 	cfg.Forward.AppSecretToken = appSecret
 	cfg.Forward.ExhaustionURL = ep.exhaustionURL()
-	cfg.MaxAttempts = 2
+	cfg.Intake.MaxAttempts = 2
 	st := cfg.Store.(*sqlitestore.Store)
 	start(t, cfg)
 	ups := sendChatter(t, srv, 1, 1)
@@ -76,7 +77,7 @@ func TestRelayAdminEndpointsNeedTheToken(t *testing.T) {
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Stop() })
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	fetch := func(path, token string) int {
 		req, _ := http.NewRequest(http.MethodGet, r.AdminURL()+path, nil)
 		if token != "" {

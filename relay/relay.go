@@ -48,9 +48,9 @@ var ErrStarted = errors.New("relay: already started")
 // Relay is the sidecar as a library: it receives a bot's updates (webhook
 // or long polling), records each one durably before Telegram is answered,
 // and forwards it to the bot's HTTP endpoint, at least once, one at a time
-// per chat within the process ([Config.ChatOrder] strict: across every relay
+// per chat within the process ([IntakeConfig.ChatOrder] strict: across every relay
 // sharing the store), retrying with backoff. Create it with [New]; run it with
-// [Relay.Run], or [Relay.Start] and [Relay.Stop]. Its methods are safe for
+// [Relay.Run], or [Relay.Start] and [Relay.Close]. Its methods are safe for
 // concurrent use.
 type Relay struct {
 	cfg      Config
@@ -126,7 +126,7 @@ func New(cfg Config) (*Relay, error) {
 	own.MaxResponseBytes = max(own.MaxResponseBytes, BotAPIMaxResponseBytes)
 	hc, err := transport.NewClient(own)
 	if err != nil {
-		return nil, &ConfigError{Field: "BotTransport", Err: err}
+		return nil, nested("BotTransport", err, nil)
 	}
 	r.ownBC = hc
 	r.bot, err = botapi.New(cfg.Token, botapi.Config{APIRoot: cfg.APIRoot, HTTPClient: hc, MaxResponseBytes: BotAPIMaxResponseBytes})
@@ -158,7 +158,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	r.fwd, err = forward.New(fc)
 	if err != nil {
-		return nil, &ConfigError{Field: "Forward", Err: err}
+		return nil, nested("Forward", err, nil)
 	}
 	// Without an exhaustion endpoint, exhaustions stay unacknowledged in
 	// the store for operator tooling ('tgrelay updates exhausted|ack|requeue').
@@ -166,32 +166,13 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Forward.ExhaustionURL != "" {
 		exh = r.fwd.HandleExhaustion
 	}
-	r.runner, err = intake.New(intake.Config{
-		Store:             cfg.Store,
-		AttemptHandler:    r.forwardGuarded,
-		ExhaustionHandler: exh,
-		KeepExhaustions:   true,
-		RetryFunc:         retryFunc(cfg.BackoffBase),
-		MaxAttempts:       cfg.MaxAttempts,
-		LeaseDuration:     cfg.LeaseDuration,
-		MaxConcurrent:     cfg.MaxConcurrent,
-		SweepInterval:     cfg.SweepInterval,
-		PendingGrace:      cfg.PendingGrace,
-		Retention:         cfg.Retention,
-		AcceptTimeout:     cfg.AcceptTimeout,
-		HeartbeatTimeout:  cfg.HeartbeatTimeout,
-		HeartbeatInterval: cfg.HeartbeatInterval,
-		NoHeartbeat:       cfg.NoHeartbeat,
-		MaxCrashes:        cfg.MaxCrashes,
-		ChatOrder:         cfg.ChatOrder,
-		RetryOutOfOrder:   cfg.RetryOutOfOrder,
-		Deadlines:         r.intakeDeadlines(),
-		Observer:          r.intakeObserver(),
-		Logger:            runnerLog,
-		Redactor:          r.red,
-	})
+	ic := cfg.intakeConfig()
+	ic.AttemptHandler, ic.ExhaustionHandler = r.forwardGuarded, exh
+	ic.Deadlines = r.intakeDeadlines()
+	ic.Observer, ic.Logger, ic.Redactor = r.intakeObserver(), runnerLog, r.red
+	r.runner, err = intake.New(ic)
 	if err != nil {
-		return nil, fmt.Errorf("relay: intake runner: %w", err)
+		return nil, intakeError(err)
 	}
 	r.adminMux = http.NewServeMux()
 	r.adminMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
@@ -247,8 +228,9 @@ func (r *Relay) HandleAdmin(pattern string, handler http.Handler) {
 func (r *Relay) AdminHandler() http.Handler { return r.adminMux }
 
 // Run starts the relay, waits until ctx ends or a part of it fails, then
-// stops it in order (see [Relay.Stop]). It returns the failure, or nil
-// after ctx ended.
+// closes it in order (see [Relay.Close]), draining for
+// Config.DrainTimeout. It returns the failure, or nil after ctx ended
+// (also when the drain was cut short: the cancelled forwards are retried).
 func (r *Relay) Run(ctx context.Context) error {
 	if err := r.Start(ctx); err != nil {
 		return err
@@ -261,9 +243,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		r.log.Error("relay: stopping after an error", "err", err)
 	}
 	start := r.now()
-	if serr := r.Stop(); err == nil {
-		err = serr
-	}
+	// A drain cut short at DrainTimeout is logged by Close, and the
+	// cancelled forwards are retried: the run itself ended as asked.
+	_ = r.Close(context.Background())
 	r.log.Info("relay: stopped", "took", r.now().Sub(start).Round(time.Millisecond))
 	return err
 }
@@ -289,7 +271,7 @@ func (r *Relay) Start(ctx context.Context) error {
 		return ErrStarted
 	}
 	if err := r.start(ctx); err != nil {
-		_ = r.Stop()
+		_ = r.Close(context.Background())
 		return err
 	}
 	r.ready.Store(true)
@@ -338,7 +320,7 @@ func (r *Relay) serveTimeouts(name, field, addr string, l net.Listener, h http.H
 	if l == nil {
 		var err error
 		if l, err = net.Listen("tcp", addr); err != nil {
-			return nil, &ConfigError{Field: field, Err: fmt.Errorf("is not available: %w", err)}
+			return nil, &ConfigError{Pkg: "relay", Field: field, Err: fmt.Errorf("is not available: %w", err)}
 		}
 	}
 	s := &listener{name: name, ln: l, srv: &http.Server{
@@ -406,7 +388,7 @@ func (r *Relay) startWebhook(ctx, bgCtx context.Context) error {
 	if c.TLSConfig != nil {
 		if ln == nil {
 			if ln, err = net.Listen("tcp", c.Listen); err != nil {
-				return &ConfigError{Field: "Listen", Err: fmt.Errorf("is not available: %w", err)}
+				return &ConfigError{Pkg: "relay", Field: "Listen", Err: fmt.Errorf("is not available: %w", err)}
 			}
 		}
 		ln = tls.NewListener(ln, c.TLSConfig)
@@ -546,22 +528,27 @@ func hostOf(raw string) string {
 	return u.Host
 }
 
-// Stop shuts the relay down in order, once: it stops receiving (webhook
-// listener, poller), drains the runner for Config.DrainTimeout (then
-// cancels the running forwards, which are retried later), stops the
-// background loops and the admin listener. It returns when nothing of the
-// relay uses the store any more; close the store after it. Stop on a relay
-// that never started only releases its Bot API client.
-func (r *Relay) Stop() error {
-	r.stopOnce.Do(func() { r.stopErr = r.stop() })
+// Close shuts the relay down in order, once: it stops receiving (webhook
+// listener, poller), drains the runner until ctx ends or
+// Config.DrainTimeout passes, whichever is first (then cancels the running
+// forwards, which are retried later, and returns that deadline's error, as
+// [intake.Runner.Close] does), stops the background loops and the admin
+// listener. It returns when nothing of the relay uses the store any more;
+// close the store after it. Close on a relay that never started only
+// releases its Bot API client and returns nil; a closed relay does not
+// start. Close is idempotent: a later call returns the first one's result.
+func (r *Relay) Close(ctx context.Context) error {
+	r.stopOnce.Do(func() { r.stopErr = r.stop(ctx) })
 	return r.stopErr
 }
 
-func (r *Relay) stop() error {
+func (r *Relay) stop(ctx context.Context) error {
 	r.startOnce.Store(true) // a stopped relay does not start
 	r.ready.Store(false)
 	close(r.stopping) // the updates the app refused stop waiting for it
-	dctx, cancel := context.WithTimeout(context.Background(), r.cfg.DrainTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DrainTimeout)
+	stop := context.AfterFunc(ctx, cancel) // ctx's end ends the drain too
+	defer stop()
 	defer cancel()
 	r.mu.Lock()
 	servers, stopPoll, runnerUp, bgCancel := r.servers, r.stopPoll, r.runnerUp, r.bgCancel
@@ -581,6 +568,7 @@ func (r *Relay) stop() error {
 	var err error
 	if runnerUp {
 		if cerr := r.runner.Close(dctx); cerr != nil {
+			err = fmt.Errorf("relay: drain cut short: %w", cerr)
 			r.log.Warn("relay: drain deadline passed; running forwards were cancelled and will be retried", "err", cerr)
 			// Give the cancelled handlers a moment to record their
 			// outcome; whatever is left is retried after its lease.

@@ -45,7 +45,7 @@ func TestRelayWebhook(t *testing.T) {
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Stop() })
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 
 	info, err := botClient(t, srv).Call(t.Context(), "getWebhookInfo", nil)
 	if err != nil {
@@ -117,7 +117,7 @@ func TestRelayWebhook(t *testing.T) {
 			t.Errorf("GET %s = %d %q, want 200 %q", path, code, body, want)
 		}
 	}
-	if err := r.Stop(); err != nil {
+	if err := r.Close(context.Background()); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
 	if r.Status().Ready {
@@ -159,7 +159,7 @@ func TestRelayPollingKeepsExhaustions(t *testing.T) {
 	if got := rec.count(string(relay.KindExhausted)); got != 1 {
 		t.Errorf("exhausted events = %d, want 1", got)
 	}
-	if err := r.Stop(); err != nil {
+	if err := r.Close(context.Background()); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
 	if n := srv.PendingUpdates(); n != 0 {
@@ -294,7 +294,7 @@ func TestRelayWebhookOwnership(t *testing.T) {
 	if last := checked[len(checked)-1]; last.Owned || last.Host != "intruder.example" {
 		t.Errorf("last check event = %+v, want not owned, intruder.example", last)
 	}
-	if err := r.Stop(); err != nil {
+	if err := r.Close(context.Background()); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
 	assertNoSecrets(t, "the relay's log", logs.String(), srv.Token)
@@ -369,8 +369,12 @@ func TestRelayDrainDeadlineCancels(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the forward never reached the endpoint")
 	}
-	if err := r.Stop(); err != nil {
-		t.Errorf("Stop: %v", err)
+	// Close, as intake.Runner's, says the drain was cut short.
+	if err := r.Close(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close = %v, want the drain deadline's error", err)
+	}
+	if err := r.Close(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a second Close = %v, want the first one's result", err)
 	}
 	if len(logLines(logs, "relay: drain deadline passed; running forwards were cancelled and will be retried")) != 1 {
 		t.Errorf("the cancelled drain was not logged:\n%s", logs)
@@ -433,7 +437,7 @@ func TestRelayTwoRelaysSharePostgres(t *testing.T) {
 		cfg.Poll, cfg.PollTimeout = false, 0
 		cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, hookowner.HostNone
 		cfg.PublicURL = lb.URL + "/telegram"
-		cfg.PendingGrace, cfg.SweepInterval = time.Second, 200*time.Millisecond
+		cfg.Intake.PendingGrace, cfg.Intake.SweepInterval = time.Second, 200*time.Millisecond
 		cfg.Forward.Header = http.Header{"X-Relay": {string(rune('a' + i))}}
 		relays = append(relays, start(t, cfg))
 	}
@@ -453,7 +457,7 @@ func TestRelayTwoRelaysSharePostgres(t *testing.T) {
 		return err == nil && s.Count[intake.StateCompleted] == len(ups)
 	})
 	for _, r := range relays {
-		if err := r.Stop(); err != nil {
+		if err := r.Close(context.Background()); err != nil {
 			t.Errorf("Stop: %v", err)
 		}
 	}
@@ -469,7 +473,7 @@ func TestRelayLogsFailuresRateLimitedWithoutSecrets(t *testing.T) {
 	cfg.Poll, cfg.PollTimeout = false, 0
 	cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, hookowner.HostNone
 	cfg.PublicURL = "http://" + hook.Addr().String() + "/telegram"
-	cfg.MaxAttempts, cfg.BackoffBase = 2, time.Millisecond
+	cfg.Intake.MaxAttempts, cfg.BackoffBase = 2, time.Millisecond
 	// Logged at the default level: Info.
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	began := time.Now()
@@ -507,4 +511,34 @@ func TestRelayLogsFailuresRateLimitedWithoutSecrets(t *testing.T) {
 		t.Errorf("failed events = %d, want %d", got, 2*len(ups))
 	}
 	assertNoSecrets(t, "the relay's log", logs.String(), srv.Token)
+}
+
+// TestRelayCloseContextBoundsTheDrain: Close's context ends the drain
+// even when DrainTimeout is far off, as intake.Runner.Close's does, and
+// the cut drain is Close's error.
+func TestRelayCloseContextBoundsTheDrain(t *testing.T) {
+	t.Parallel()
+	srv := fakeTelegram(t)
+	entered := make(chan int64, 16)
+	release := make(chan struct{})
+	ep := newBotEndpoint(t, func(id int64, _ int) (int, string) {
+		entered <- id
+		<-release // an endpoint that never finishes while the relay drains
+		return http.StatusOK, ""
+	})
+	t.Cleanup(func() { close(release) })
+	cfg := baseConfig(t, srv, ep, &syncBuffer{}, newRecorder())
+	cfg.DrainTimeout = relay.MaxDrainTimeout
+	r := start(t, cfg)
+	sendChatter(t, srv, 1, 1)
+	select {
+	case <-entered:
+	case <-time.After(waitTimeout):
+		t.Fatal("the forward never reached the endpoint")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // a caller out of time
+	if err := r.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Close with an ended context = %v, want its error", err)
+	}
 }

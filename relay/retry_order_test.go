@@ -47,7 +47,7 @@ func TestRetryOrder(t *testing.T) {
 			t.Cleanup(closeRelease) // a failing test must not leave the endpoint blocked
 			logs, rec := &syncBuffer{}, newRecorder()
 			cfg := baseConfig(t, srv, ep, logs, rec)
-			cfg.RetryOutOfOrder = outOfOrder
+			cfg.Intake.RetryOutOfOrder = outOfOrder
 			if outOfOrder {
 				cfg.BackoffBase = time.Hour // the retry will not come during the test
 			}
@@ -98,10 +98,10 @@ func TestRetryOutOfOrderContradictsStrictOrder(t *testing.T) {
 	t.Parallel()
 	srv := fakeTelegram(t)
 	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
-	cfg.ChatOrder, cfg.RetryOutOfOrder = "strict", true
+	cfg.Intake.ChatOrder, cfg.Intake.RetryOutOfOrder = "strict", true
 	_, err := relay.New(cfg)
 	var ce *relay.ConfigError
-	if !errors.As(err, &ce) || ce.Field != "RetryOutOfOrder" {
-		t.Fatalf("New = %v, want a ConfigError naming RetryOutOfOrder", err)
+	if !errors.As(err, &ce) || ce.Field != "Intake.RetryOutOfOrder" {
+		t.Fatalf("New = %v, want a ConfigError naming Intake.RetryOutOfOrder", err)
 	}
 }

@@ -63,7 +63,7 @@ func TestRelayHTTPSWithUploadedCertificate(t *testing.T) {
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Stop() })
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	if got := r.Status().WebhookURL; !strings.HasPrefix(got, "https://") {
 		t.Errorf("WebhookURL = %q, want https://", got)
 	}

@@ -1,8 +1,9 @@
 package throttle
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/configerr"
 )
 
 // Defaults and bounds of [Config]. The rate defaults are Telegram's
@@ -146,8 +147,24 @@ type realClock struct{}
 func (realClock) Now() time.Time                            { return time.Now() }
 func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
+// ConfigError is an invalid [Config] field: Field names it ("MaxWait",
+// "Chat.Count") and Err says what is wrong. It is the one config error
+// type of every tgrelay package (relay.ConfigError is the same type).
+type ConfigError = configerr.Error
+
+func badField(field, format string, args ...any) error {
+	return configerr.New("throttle", field, format, args...)
+}
+
+// Validate reports the first invalid field of c as a *[ConfigError], as
+// [New] would. It does no I/O.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 // withDefaults validates c and returns a copy with the defaults filled in,
-// or an error naming the first invalid field.
+// or a *ConfigError naming the first invalid field.
 func (c Config) withDefaults() (Config, error) {
 	limits := []struct {
 		name  string
@@ -167,26 +184,26 @@ func (c Config) withDefaults() (Config, error) {
 		case x.l.Count < 0:
 			*x.l = Limit{Count: -1}
 		case x.l.Count == 0 || x.l.Count > MaxLimitCount:
-			return c, fmt.Errorf("throttle: Config.%s.Count must be in 1..%d (or negative to turn the limit off), got %d", x.name, MaxLimitCount, x.l.Count)
+			return c, badField(x.name+".Count", "is %d: want 1 to %d, or negative to turn the limit off", x.l.Count, MaxLimitCount)
 		case x.l.Per <= 0 || x.l.Per > MaxLimitPer:
-			return c, fmt.Errorf("throttle: Config.%s.Per must be in (0, %v], got %v", x.name, MaxLimitPer, x.l.Per)
+			return c, badField(x.name+".Per", "is %v: want above 0, up to %v", x.l.Per, MaxLimitPer)
 		}
 	}
 	switch {
 	case c.MaxWait < 0 || c.MaxWait > MaxMaxWait:
-		return c, fmt.Errorf("throttle: Config.MaxWait must be in 0..%v, got %v", MaxMaxWait, c.MaxWait)
+		return c, badField("MaxWait", "is %v: want 0 to %v", c.MaxWait, MaxMaxWait)
 	case c.MaxWait == 0:
 		c.MaxWait = DefaultMaxWait
 	}
 	switch {
 	case c.MaxQueue < 0 || c.MaxQueue > MaxMaxQueue:
-		return c, fmt.Errorf("throttle: Config.MaxQueue must be in 0..%d, got %d", MaxMaxQueue, c.MaxQueue)
+		return c, badField("MaxQueue", "is %d: want 0 to %d", c.MaxQueue, MaxMaxQueue)
 	case c.MaxQueue == 0:
 		c.MaxQueue = DefaultMaxQueue
 	}
 	switch {
 	case c.MaxHold < 0 || c.MaxHold > MaxLimitPer:
-		return c, fmt.Errorf("throttle: Config.MaxHold must be in 0..%v, got %v", MaxLimitPer, c.MaxHold)
+		return c, badField("MaxHold", "is %v: want 0 to %v", c.MaxHold, MaxLimitPer)
 	case c.MaxHold == 0:
 		c.MaxHold = DefaultMaxHold
 	}

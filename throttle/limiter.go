@@ -59,8 +59,8 @@ type waiter struct {
 	permit   *Permit // set (and ready closed) when granted; reused by a retry
 }
 
-// New returns a Limiter configured by a copy of cfg, or an error naming the
-// first invalid field.
+// New returns a Limiter configured by a copy of cfg, or a *[ConfigError]
+// naming the first invalid field.
 func New(cfg Config) (*Limiter, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {

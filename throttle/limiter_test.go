@@ -42,19 +42,22 @@ func TestConfigValidation(t *testing.T) {
 		cfg   throttle.Config
 		field string
 	}{
-		{"bot count zero with per", throttle.Config{Bot: throttle.Limit{Per: time.Second}}, "Config.Bot.Count"},
-		{"chat per zero", throttle.Config{Chat: throttle.Limit{Count: 1}}, "Config.Chat.Per"},
-		{"group per too long", throttle.Config{Group: throttle.Limit{Count: 1, Per: 25 * time.Hour}}, "Config.Group.Per"},
-		{"paid count too big", throttle.Config{Paid: throttle.Limit{Count: 1 << 21, Per: time.Second}}, "Config.Paid.Count"},
-		{"negative max wait", throttle.Config{MaxWait: -1}, "Config.MaxWait"},
-		{"max wait too long", throttle.Config{MaxWait: time.Hour}, "Config.MaxWait"},
-		{"negative queue", throttle.Config{MaxQueue: -1}, "Config.MaxQueue"},
-		{"negative hold", throttle.Config{MaxHold: -time.Second}, "Config.MaxHold"},
+		{"bot count zero with per", throttle.Config{Bot: throttle.Limit{Per: time.Second}}, "Bot.Count"},
+		{"chat per zero", throttle.Config{Chat: throttle.Limit{Count: 1}}, "Chat.Per"},
+		{"group per too long", throttle.Config{Group: throttle.Limit{Count: 1, Per: 25 * time.Hour}}, "Group.Per"},
+		{"paid count too big", throttle.Config{Paid: throttle.Limit{Count: 1 << 21, Per: time.Second}}, "Paid.Count"},
+		{"negative max wait", throttle.Config{MaxWait: -1}, "MaxWait"},
+		{"max wait too long", throttle.Config{MaxWait: time.Hour}, "MaxWait"},
+		{"negative queue", throttle.Config{MaxQueue: -1}, "MaxQueue"},
+		{"negative hold", throttle.Config{MaxHold: -time.Second}, "MaxHold"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := throttle.New(tc.cfg)
-			if err == nil || !strings.Contains(err.Error(), tc.field) {
-				t.Fatalf("New: %v, want an error naming %s", err, tc.field)
+			if ce, ok := errors.AsType[*throttle.ConfigError](err); !ok || ce.Field != tc.field {
+				t.Fatalf("New: %v, want a *ConfigError naming %s", err, tc.field)
+			}
+			if verr := tc.cfg.Validate(); verr == nil || verr.Error() != err.Error() {
+				t.Fatalf("Validate = %v, want New's %v", verr, err)
 			}
 		})
 	}

@@ -3,12 +3,13 @@ package transport
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/configerr"
 )
 
 // Defaults and limits of [Config]. A zero field in Config means its default.
@@ -117,6 +118,22 @@ type TestHooks struct {
 	NowFunc func() time.Time
 }
 
+// ConfigError is an invalid [Config] field: Field names it
+// ("AttemptDelay") and Err says what is wrong. It is the one config error
+// type of every tgrelay package (relay.ConfigError is the same type).
+type ConfigError = configerr.Error
+
+func badField(field, format string, args ...any) error {
+	return configerr.New("transport", field, format, args...)
+}
+
+// Validate reports the first invalid field of c as a *[ConfigError], as
+// [New] would. It does no I/O.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 // withDefaults validates c and fills its zero fields.
 func (c Config) withDefaults() (Config, error) {
 	durations := []struct {
@@ -132,15 +149,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	for _, d := range durations {
 		if *d.v < 0 {
-			return c, fmt.Errorf("transport: Config.%s must not be negative, got %v", d.name, *d.v)
+			return c, badField(d.name, "is %v: want 0 or more", *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
 	if c.AttemptDelay < MinAttemptDelay || c.AttemptDelay > MaxAttemptDelay {
-		return c, fmt.Errorf("transport: Config.AttemptDelay must be within [%v, %v], got %v",
-			MinAttemptDelay, MaxAttemptDelay, c.AttemptDelay)
+		return c, badField("AttemptDelay", "is %v: want %v to %v", c.AttemptDelay, MinAttemptDelay, MaxAttemptDelay)
 	}
 	sizes := []struct {
 		name string
@@ -152,14 +168,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	for _, s := range sizes {
 		if *s.v < 0 {
-			return c, fmt.Errorf("transport: Config.%s must not be negative, got %d", s.name, *s.v)
+			return c, badField(s.name, "is %d: want 0 or more", *s.v)
 		}
 		if *s.v == 0 {
 			*s.v = s.def
 		}
 	}
 	if c.MaxIdleConnsPerHost < 0 {
-		return c, fmt.Errorf("transport: Config.MaxIdleConnsPerHost must not be negative, got %d", c.MaxIdleConnsPerHost)
+		return c, badField("MaxIdleConnsPerHost", "is %d: want 0 or more", c.MaxIdleConnsPerHost)
 	}
 	if c.MaxIdleConnsPerHost == 0 {
 		c.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost

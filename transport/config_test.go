@@ -1,7 +1,7 @@
 package transport_test
 
 import (
-	"strings"
+	"errors"
 	"testing"
 	"time"
 
@@ -27,8 +27,11 @@ func TestConfigValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := transport.New(tc.cfg)
-		if err == nil || !strings.Contains(err.Error(), "Config."+tc.field) {
-			t.Errorf("New(%+v) = %v, want an error naming %s", tc.cfg, err, tc.field)
+		if ce, ok := errors.AsType[*transport.ConfigError](err); !ok || ce.Field != tc.field {
+			t.Errorf("New(%+v) = %v, want a *ConfigError naming %s", tc.cfg, err, tc.field)
+		}
+		if verr := tc.cfg.Validate(); verr == nil || verr.Error() != err.Error() {
+			t.Errorf("Validate(%+v) = %v, want New's %v", tc.cfg, verr, err)
 		}
 	}
 	if _, err := transport.New(transport.Config{}); err != nil {

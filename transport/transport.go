@@ -44,8 +44,8 @@ type Transport struct {
 	idle map[string][]*persistConn
 }
 
-// New returns a Transport configured by a copy of cfg, or an error naming
-// the first invalid field.
+// New returns a Transport configured by a copy of cfg, or a *[ConfigError]
+// naming the first invalid field.
 func New(cfg Config) (*Transport, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {

@@ -228,7 +228,7 @@ func newDoctorRig(t *testing.T, rc rigConfig) *doctorRig {
 		if err := r.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = r.Stop() })
+		t.Cleanup(func() { _ = r.Close(context.Background()) })
 		rig.relay = r
 		if rc.gateway {
 			gatewayAddr = r.GatewayAddr().String()

@@ -106,7 +106,11 @@ func report(name string, err error, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "tgrelay %s: %v\n", name, err)
+	if le, ok := errors.AsType[*lineError](err); ok {
+		fmt.Fprintf(stderr, "tgrelay %s: %s\n%s\n", name, le.msg, le.hint)
+	} else {
+		fmt.Fprintf(stderr, "tgrelay %s: %v\n", name, err)
+	}
 	// A command whose outcomes have exit codes of their own (send,
 	// broadcast) returns an error that names its code.
 	if ec, ok := errors.AsType[interface {

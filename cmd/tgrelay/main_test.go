@@ -39,7 +39,7 @@ func TestRunCommandLine(t *testing.T) {
 		{name: "version", args: []string{"version"}, code: exitOK, stdout: []string{"tgrelay ", "go1."}},
 		{name: "bad flag", args: []string{"sandbox", "-bogus"}, code: exitUsage, stderr: []string{"tgrelay sandbox: unknown flag --bogus", "Run 'tgrelay help sandbox' for usage."}},
 		{name: "stray argument", args: []string{"sandbox", "extra"}, code: exitUsage, stderr: []string{`unexpected argument "extra"`}},
-		{name: "bad token", args: []string{"sandbox", "-token", "secret-value"}, code: exitUsage, stderr: []string{"Config.Token"}},
+		{name: "bad token", args: []string{"sandbox", "-token", "secret-value"}, code: exitUsage, stderr: []string{"-token does not look like a bot token"}},
 		{name: "cert without tls", args: []string{"sandbox", "-cert", "x.pem"}, code: exitUsage, stderr: []string{"-cert needs -tls"}},
 		{name: "bad webhook flag", args: []string{"sandbox", "-webhook-attempts", "0"}, code: exitUsage, stderr: []string{"-webhook-attempts must be positive"}},
 		{name: "cannot listen", args: []string{"sandbox", "-addr", "256.0.0.1:1"}, code: exitError, stderr: []string{"tgrelay sandbox: listen:"}},

@@ -189,6 +189,11 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cfg.Webhook.DialContextFunc = connect.dial
 	}
 	if err := cfg.Validate(); err != nil {
+		// The one setting of the flags the sandbox's Config checks itself
+		// is the token: name the flag, not the Config field.
+		if (telegramtest.Config{Token: *token}).Validate() != nil {
+			return &usageError{msg: "-token does not look like a bot token: want <bot id>:<secret> as BotFather gives it", hint: hint}
+		}
 		return &usageError{msg: err.Error(), hint: hint}
 	}
 	l, err := net.Listen("tcp", *addr)

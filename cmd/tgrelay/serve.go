@@ -23,7 +23,6 @@ import (
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
-	"github.com/tgrelay/tgrelay/intake/memstore"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
 	"github.com/tgrelay/tgrelay/poll"
 	"github.com/tgrelay/tgrelay/relay"
@@ -186,14 +185,11 @@ a retry can be due before it. Once its deadline passed unanswered it ends
 --exhaustion-forward), counted in tgrelay_updates_expired_total{type} and
 shown as expired by 'tgrelay updates' and the dashboard.
 
-Fencing your own write: with PostgreSQL, pass the three identity headers to
-  SELECT <table>_once(update_id, attempt, claim_id, <now in unix ms>, '<effect>')
-inside the transaction of your domain write (telegram_updates_once by
-default), and write only when it answers true: it is true at most once per
-update and effect name, and false for a stale attempt, so the effect happens
-exactly once even when attempts overlap or a retry follows a success the app
-did not report. <table>_owns(update_id, attempt, claim_id, <now>) answers only
-"still the owner": a retry of the same update passes it again.
+Fencing your own write: store the three identity headers with your domain
+write and, with PostgreSQL, check in the same transaction
+  SELECT <table>_owns(update_id, attempt, claim_id, <now in unix ms>)
+(telegram_updates_owns by default); a stale attempt gets false and must roll
+back. Then your effects happen exactly once even if attempts overlap.
 
 Store: --db is a SQLite file (default ./tgrelay.db) or a postgres:// URL;
 several serve processes may share one PostgreSQL (behind one load balancer
@@ -448,94 +444,210 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 	return err
 }
 
-// serveFlagOf names the flag of each relay.Config field, so that an
-// invalid field is reported as the flag the user typed.
+// serveFlagOf names the flag of each relay.Config field path, so that an
+// invalid field is reported as the flag the user typed. TestServeFlagOf
+// checks that every path the relay can report is here, or in
+// notServeFlags with the reason no flag sets it.
 var serveFlagOf = map[string]string{
-	"Token":                         "token",
-	"APIRoot":                       "api-root",
-	"Store":                         "db",
-	"PollTimeout":                   "poll-timeout",
-	"PublicURL":                     "public-url",
-	"Listen":                        "listen",
-	"Path":                          "path",
-	"Secret":                        "secret",
-	"MaxConnections":                "max-connections",
-	"WebhookCheckInterval":          "webhook-check-interval",
-	"Forward":                       "forward",
-	"Forward.URL":                   "forward",
-	"Forward.ExhaustionURL":         "exhaustion-forward",
-	"Forward.Timeout":               "forward-timeout",
-	"Forward.AppSecretToken":        "app-secret-token",
-	"MaxAttempts":                   "max-attempts",
-	"LeaseDuration":                 "lease",
-	"MaxConcurrent":                 "concurrency",
-	"SweepInterval":                 "sweep-interval",
-	"PendingGrace":                  "pending-grace",
-	"Retention":                     "retention",
-	"AcceptTimeout":                 "accept-timeout",
-	"ChatOrder":                     "chat-order",
-	"RetryOutOfOrder":               "retry-order",
-	"BackoffBase":                   "backoff-base",
-	"HeartbeatTimeout":              "heartbeat-timeout",
-	"HeartbeatInterval":             "heartbeat-interval",
-	"MaxCrashes":                    "max-crashes",
-	"DrainTimeout":                  "drain-timeout",
-	"AdminListen":                   "admin-listen",
-	"Dashboard.Enabled":             "admin-listen",
-	"Dashboard.AdminToken":          "admin-token",
-	"Gateway.Listen":                "gateway-listen",
-	"Gateway.PublicURL":             "gateway-public-url",
-	"Gateway.Listener":              "gateway-listen",
-	"Gateway.Disable":               "no-gateway",
-	"TLSConfig":                     "tls-cert",
-	"WebhookCertificateFunc":        "self-signed",
-	"Decline.Margin":                "decline-margin",
-	"Decline.CallbackQuery.Text":    "callback-decline-text",
-	"Decline.PreCheckoutQuery.Text": "precheckout-decline-message",
-	"Deadlines.CallbackQuery":       "deadline-callback-query",
-	"Deadlines.InlineQuery":         "deadline-inline-query",
-	"Deadlines.PreCheckoutQuery":    "deadline-pre-checkout-query",
-	"Deadlines.ShippingQuery":       "deadline-shipping-query",
-	"Deadlines.MaxConcurrent":       "deadline-concurrency",
-	"Gateway.AllowRemote":           "gateway-allow-remote",
+	"Token":                             "token",
+	"APIRoot":                           "api-root",
+	"Store":                             "db",
+	"StoreName":                         "db",
+	"Poll":                              "poll",
+	"PollTimeout":                       "poll-timeout",
+	"AllowedUpdates":                    "allowed-updates",
+	"Listen":                            "listen",
+	"Listener":                          "listen",
+	"Path":                              "path",
+	"Secret":                            "secret",
+	"PublicURL":                         "public-url",
+	"TakeoverFrom":                      "takeover-from",
+	"MaxConnections":                    "max-connections",
+	"WebhookCheckInterval":              "webhook-check-interval",
+	"NoWebhookCheck":                    "webhook-check-interval",
+	"TLSConfig":                         "tls-cert",
+	"WebhookCertificateFunc":            "self-signed",
+	"BotTransport.ResponseTimeout":      "timeout",
+	"BotTransport.Proxy":                "proxy",
+	"BotTransport.TLSConfig":            "ca-file",
+	"Forward.URL":                       "forward",
+	"Forward.ExhaustionURL":             "exhaustion-forward",
+	"Forward.Timeout":                   "forward-timeout",
+	"Forward.AppSecretToken":            "app-secret-token",
+	"Forward.Header":                    "forward-header",
+	"Intake.MaxAttempts":                "max-attempts",
+	"Intake.LeaseDuration":              "lease",
+	"Intake.MaxConcurrent":              "concurrency",
+	"Intake.SweepInterval":              "sweep-interval",
+	"Intake.PendingGrace":               "pending-grace",
+	"Intake.Retention":                  "retention",
+	"Intake.AcceptTimeout":              "accept-timeout",
+	"Intake.HeartbeatTimeout":           "heartbeat-timeout",
+	"Intake.HeartbeatInterval":          "heartbeat-interval",
+	"Intake.NoHeartbeat":                "no-heartbeat",
+	"Intake.MaxCrashes":                 "max-crashes",
+	"Intake.ChatOrder":                  "chat-order",
+	"Intake.RetryOutOfOrder":            "retry-order",
+	"BackoffBase":                       "backoff-base",
+	"DrainTimeout":                      "drain-timeout",
+	"Deadlines.CallbackQuery":           "deadline-callback-query",
+	"Deadlines.InlineQuery":             "deadline-inline-query",
+	"Deadlines.PreCheckoutQuery":        "deadline-pre-checkout-query",
+	"Deadlines.ShippingQuery":           "deadline-shipping-query",
+	"Deadlines.MaxConcurrent":           "deadline-concurrency",
+	"AdminListen":                       "admin-listen",
+	"AdminListener":                     "admin-listen",
+	"Dashboard.Enabled":                 "admin-listen",
+	"Dashboard.AdminToken":              "admin-token",
+	"Dashboard.ReadOnly":                "dashboard-read-only",
+	"Dashboard.BroadcastDir":            "broadcast-state-dir",
+	"Dashboard.TrustedProxies":          "admin-trusted-proxy",
+	"Gateway.Disable":                   "no-gateway",
+	"Gateway.Listen":                    "gateway-listen",
+	"Gateway.Listener":                  "gateway-listen",
+	"Gateway.AllowRemote":               "gateway-allow-remote",
+	"Gateway.PublicURL":                 "gateway-public-url",
+	"Decline.Disable":                   "no-decline",
+	"Decline.Margin":                    "decline-margin",
+	"Decline.CallbackQuery.Text":        "callback-decline-text",
+	"Decline.PreCheckoutQuery.Text":     "precheckout-decline-message",
+	"Decline.CallbackQuery.Deadline":    "deadline-callback-query",
+	"Decline.PreCheckoutQuery.Deadline": "deadline-pre-checkout-query",
+	"Decline.ShippingQuery.Deadline":    "deadline-shipping-query",
 }
 
-// flagOfField names a relay.Config field as its serve flag ("--app-secret-token"),
-// for the relay's log lines; "" for a field without one.
+// notServeFlags are the relay.Config field paths serve sets no flag for,
+// each with the reason; serve never makes them invalid, so the relay
+// cannot report them. A path under one of them (a prefix and ".") is
+// covered too.
+var notServeFlags = map[string]string{
+	"SettingNameFunc":                  "serve's own (flagOfField)",
+	"Observer":                         "serve's own (metrics)",
+	"Logger":                           "serve's own (--log-format, --log-level)",
+	"Forward.Client":                   "the relay's default",
+	"Forward.Replier":                  "the relay's own (the gateway)",
+	"Forward.ReplyFunc":                "the relay's own",
+	"Forward.UnactedReplyFunc":         "the relay's own",
+	"Forward.APIRoot":                  "the relay's own (the gateway's address)",
+	"Forward.APIRootFunc":              "the relay's own (the gateway's address)",
+	"BotTransport":                     "only --timeout, --proxy and --ca-file, listed above; the rest are transport's defaults",
+	"Deadlines.Margin":                 "the default; --decline-margin sets the decline's",
+	"Deadlines.Decliner":               "the relay's own (the gateway)",
+	"Dashboard.RefreshInterval":        "the dashboard's default",
+	"Gateway.Limits":                   "Telegram's limits, the throttle's defaults",
+	"Gateway.MaxBufferedBody":          "the gateway's default",
+	"Gateway.MaxSendTries":             "the gateway's default",
+	"Gateway.ResponseTimeout":          "--timeout, through BotTransport",
+	"Gateway.AfterIntent":              "tests only (an environment seam)",
+	"Decline.CallbackQuery.Disable":    "--no-decline turns all off",
+	"Decline.PreCheckoutQuery.Disable": "--no-decline turns all off",
+	"Decline.ShippingQuery.Disable":    "--no-decline turns all off",
+	"Decline.ShippingQuery.Text":       "the default message",
+	"Decline.DeclineFunc":              "the relay's default",
+	"Decline.Test":                     "tests only",
+}
+
+// flagOfField names a relay.Config field path as its serve flag
+// ("--app-secret-token"), for the relay's log lines and serve's errors; ""
+// for a path without one. A nested path without its own flag takes its
+// nearest parent's.
 func flagOfField(field string) string {
-	if name, ok := serveFlagOf[field]; ok {
-		return "--" + name
+	for f := field; f != ""; {
+		if name, ok := serveFlagOf[f]; ok {
+			return "--" + name
+		}
+		i := strings.LastIndexByte(f, '.')
+		if i < 0 {
+			break
+		}
+		f = f[:i]
 	}
 	return ""
 }
 
 // serveUsageError turns a *relay.ConfigError into a usage error naming
-// the flag; other errors pass unchanged.
+// the flag; other errors pass unchanged. A path without a flag (which
+// TestServeFlagOf keeps from happening) is named in words, never as a Go
+// identifier.
 func serveUsageError(err error) error {
 	ce, ok := errors.AsType[*relay.ConfigError](err)
 	if !ok {
 		return err
 	}
-	name, ok := serveFlagOf[ce.Field]
-	if !ok {
-		return err
+	flagName := flagOfField(ce.Field)
+	if flagName == "" {
+		return &usageError{msg: "invalid setting: " + inFlagWords(ce.Err.Error(), ce.Field), hint: "Run 'tgrelay help serve' for usage."}
 	}
-	flagName := "--" + name
-	if name == "secret" {
+	if flagName == "--secret" {
 		flagName += " (or TGRELAY_WEBHOOK_SECRET)"
 	}
-	return &usageError{msg: flagName + " " + inFlagWords(ce.Err.Error()), hint: "Run 'tgrelay help serve' for usage."}
+	return &usageError{msg: flagName + " " + inFlagWords(ce.Err.Error(), ce.Field), hint: "Run 'tgrelay help serve' for usage."}
 }
 
-// inFlagWords rewrites a relay message's advice to "set <Config field>"
-// as the flag to pass ("set Gateway.AllowRemote" → "pass
-// --gateway-allow-remote"), the longest field first.
-func inFlagWords(msg string) string {
+// inFlagWords rewrites a relay message about field's value so that it
+// names flags, not Config fields: "set Gateway.AllowRemote" becomes "pass
+// --gateway-allow-remote", and a field named in passing ("needs
+// PublicURL", or a sibling such as ChatOrder in a message about
+// Intake.RetryOutOfOrder) becomes its flag, the longest path first.
+func inFlagWords(msg, field string) string {
 	fields := slices.SortedFunc(maps.Keys(serveFlagOf), func(a, b string) int { return len(b) - len(a) })
 	for _, f := range fields {
 		msg = strings.ReplaceAll(msg, "set "+f, "pass --"+serveFlagOf[f])
 	}
+	parent, _, _ := strings.Cut(field, ".")
+	for _, f := range fields {
+		if goName(f) {
+			msg = replaceWord(msg, f, "--"+serveFlagOf[f])
+		}
+		if p, leaf, ok := strings.Cut(f, "."); ok && p == parent && !strings.Contains(leaf, ".") && goName(leaf) {
+			msg = replaceWord(msg, leaf, "--"+serveFlagOf[f])
+		}
+	}
 	return msg
+}
+
+// goName reports whether s reads as a Go identifier rather than a word of
+// a sentence: a path ("Forward.URL") or a mixed-case name with two capitals
+// ("PublicURL", "ChatOrder"), not "URL" or "Store".
+func goName(s string) bool {
+	if strings.Contains(s, ".") {
+		return true
+	}
+	upper, lower := 0, false
+	for _, c := range s {
+		switch {
+		case 'A' <= c && c <= 'Z':
+			upper++
+		case 'a' <= c && c <= 'z':
+			lower = true
+		}
+	}
+	return upper >= 2 && lower
+}
+
+// replaceWord replaces each whole-word occurrence of old in s by new.
+func replaceWord(s, old, new string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, old)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(old)
+		whole := (i == 0 || !isWordByte(s[i-1])) && (end == len(s) || !isWordByte(s[end]))
+		b.WriteString(s[:i])
+		if whole {
+			b.WriteString(new)
+		} else {
+			b.WriteString(old)
+		}
+		s = s[end:]
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '.' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // allowed returns --allowed-updates as a list, nil when empty.
@@ -570,23 +682,25 @@ func (o *serveOptions) relayConfig() relay.Config {
 			URL: o.forwardURL, ExhaustionURL: o.exhaustionURL, Timeout: o.forwardTimeout, Header: o.forwardHeader.h,
 			AppSecretToken: o.appSecret,
 		},
-		MaxAttempts:       o.maxAttempts,
-		LeaseDuration:     o.lease,
-		MaxConcurrent:     o.concurrency,
-		SweepInterval:     o.sweepInterval,
-		PendingGrace:      o.pendingGrace,
-		Retention:         o.retention,
-		AcceptTimeout:     o.acceptTimeout,
-		HeartbeatTimeout:  o.heartbeatTimeout,
-		HeartbeatInterval: o.heartbeatInterval,
-		NoHeartbeat:       o.noHeartbeat,
-		MaxCrashes:        o.maxCrashes,
-		ChatOrder:         intake.ChatOrder(o.chatOrder),
-		RetryOutOfOrder:   o.retryOrder == retryOutOfLine,
-		BackoffBase:       o.backoffBase,
-		Deadlines:         o.deadlines.config(),
-		DrainTimeout:      o.drainTimeout,
-		AdminListen:       o.adminListen,
+		Intake: relay.IntakeConfig{
+			MaxAttempts:       o.maxAttempts,
+			LeaseDuration:     o.lease,
+			MaxConcurrent:     o.concurrency,
+			SweepInterval:     o.sweepInterval,
+			PendingGrace:      o.pendingGrace,
+			Retention:         o.retention,
+			AcceptTimeout:     o.acceptTimeout,
+			HeartbeatTimeout:  o.heartbeatTimeout,
+			HeartbeatInterval: o.heartbeatInterval,
+			NoHeartbeat:       o.noHeartbeat,
+			MaxCrashes:        o.maxCrashes,
+			ChatOrder:         intake.ChatOrder(o.chatOrder),
+			RetryOutOfOrder:   o.retryOrder == retryOutOfLine,
+		},
+		BackoffBase:  o.backoffBase,
+		Deadlines:    o.deadlines.config(),
+		DrainTimeout: o.drainTimeout,
+		AdminListen:  o.adminListen,
 		Gateway: relay.GatewayConfig{
 			Disable: o.noGateway, Listen: o.gatewayListen, PublicURL: o.gatewayPublicURL, AllowRemote: o.gatewayAllowRemote,
 		},
@@ -628,9 +742,9 @@ func parsePrefixes(v string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// validate checks the options as relay.New will, without opening the
-// store, so that a mistyped flag creates no database. Its errors name the
-// flag.
+// validate checks the options with relay.Config.Validate (no I/O, no
+// relay built), without opening the store, so that a mistyped flag creates
+// no database. Its errors name the flag.
 func (o *serveOptions) validate() error {
 	if o.pollTimeoutSet && !o.poll {
 		return &usageError{msg: "--poll-timeout applies only with --poll: the webhook mode does not poll", hint: "Pass --poll to receive by long polling, or drop --poll-timeout."}
@@ -639,16 +753,16 @@ func (o *serveOptions) validate() error {
 		return &usageError{msg: fmt.Sprintf("--retry-order is %q: want %s or %s", o.retryOrder, retryInLine, retryOutOfLine), hint: "Run 'tgrelay help serve' for usage."}
 	}
 	if o.maxAttempts == 0 {
-		return serveUsageError(&relay.ConfigError{Field: "MaxAttempts", Err: fmt.Errorf("is 0: want 1 to %d", intake.MaxMaxAttempts)})
+		return serveUsageError(&relay.ConfigError{Field: "Intake.MaxAttempts", Err: fmt.Errorf("is 0: want 1 to %d", intake.MaxMaxAttempts)})
 	}
 	if o.concurrency == 0 {
-		return serveUsageError(&relay.ConfigError{Field: "MaxConcurrent", Err: fmt.Errorf("is 0: want 1 to %d", intake.MaxMaxConcurrent)})
+		return serveUsageError(&relay.ConfigError{Field: "Intake.MaxConcurrent", Err: fmt.Errorf("is 0: want 1 to %d", intake.MaxMaxConcurrent)})
 	}
 	if o.maxCrashes == 0 {
-		return serveUsageError(&relay.ConfigError{Field: "MaxCrashes", Err: fmt.Errorf("is 0: want 1 to %d, or -1 to count crashes as attempts", intake.MaxMaxCrashes)})
+		return serveUsageError(&relay.ConfigError{Field: "Intake.MaxCrashes", Err: fmt.Errorf("is 0: want 1 to %d, or -1 to count crashes as attempts", intake.MaxMaxCrashes)})
 	}
 	if o.acceptTimeout <= 0 {
-		return serveUsageError(&relay.ConfigError{Field: "AcceptTimeout", Err: fmt.Errorf("is %v: want %v to %v", o.acceptTimeout, intake.MinAcceptTimeout, intake.MaxAcceptTimeout)})
+		return serveUsageError(&relay.ConfigError{Field: "Intake.AcceptTimeout", Err: fmt.Errorf("is %v: want %v to %v", o.acceptTimeout, intake.MinAcceptTimeout, intake.MaxAcceptTimeout)})
 	}
 	if err := o.deadlines.validate(); err != nil {
 		return err
@@ -660,12 +774,13 @@ func (o *serveOptions) validate() error {
 			cfg.Secret = "sandbox"
 		}
 	}
-	cfg.Store = memstore.New() // the flags' store is opened later
-	r, err := relay.New(cfg)
-	if err != nil {
-		return serveUsageError(err)
+	// The store is opened later, so Validate names it (and nothing else)
+	// when every flag is valid; relay.New checks what needs the store.
+	err := cfg.Validate()
+	if ce, ok := errors.AsType[*relay.ConfigError](err); ok && ce.Field == "Store" {
+		return nil
 	}
-	return r.Stop()
+	return serveUsageError(err)
 }
 
 // sandboxToken returns a random token of the shape Telegram gives.
@@ -743,7 +858,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	st, err := openWatchedStore(octx, o.db, o.table, o.noCreate, o.maxClockSkew, fileOK.changed)
 	cancel()
 	if err != nil {
-		return err
+		return inOneLine(err, log)
 	}
 	defer st.Close()
 	if created {
@@ -777,7 +892,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	r, err := relay.New(cfg)
 	if err != nil {
-		return serveUsageError(err)
+		return inOneLine(serveUsageError(err), log)
 	}
 	metrics.registerApp(r.App)
 	r.HandleAdmin("GET /metrics", metrics.handler())
@@ -790,14 +905,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		go func() { defer close(done); https.run(hctx, r) }()
 		defer func() { stopHTTPS(); <-done }()
 	}
-	return serveRunError(r.Run(ctx))
+	return inOneLine(serveRunError(r.Run(ctx)), log)
 }
 
 // serveRunError explains the errors of a running relay in terms of the
 // command line.
 func serveRunError(err error) error {
 	if ce, ok := errors.AsType[*hookowner.ClaimError](err); ok {
-		return &usageError{msg: fmt.Sprintf("webhook not set (%s): %v", ce.Reason, ce),
+		return &usageError{msg: fmt.Sprintf("webhook not set (%s): %s", ce.Reason, stripPackages(ce.Error())),
 			hint: "To take it over, pass --takeover-from " + ce.OwnerHost + " (after stopping whatever uses it)."}
 	}
 	if errors.Is(err, poll.ErrWebhookActive) {

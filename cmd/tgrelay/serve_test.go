@@ -598,7 +598,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{"bad forward", nil, []string{"--forward", "ftp://x"}, "--forward is not a URL: want an absolute"},
 		{"bad env duration", []string{"TGRELAY_LEASE=soon"}, []string{"--forward", "http://127.0.0.1:1/"}, "TGRELAY_LEASE: invalid value for --lease"},
 		{"bad attempts", nil, []string{"--forward", "http://127.0.0.1:1/", "--max-attempts", "0"}, "--max-attempts is 0"},
-		{"heartbeat interval", nil, []string{"--forward", "http://127.0.0.1:1/", "--heartbeat-interval", "10s"}, "--heartbeat-interval is 10s: want below the heartbeat timeout (10s)"},
+		{"heartbeat interval", nil, []string{"--forward", "http://127.0.0.1:1/", "--heartbeat-interval", "10s"}, "--heartbeat-interval is 10s: want 1ms up to below the heartbeat timeout (10s)"},
 		{"heartbeat timeout", nil, []string{"--forward", "http://127.0.0.1:1/", "--heartbeat-timeout", "2h"}, "--heartbeat-timeout is 2h0m0s"},
 		{"no crash budget of 0", nil, []string{"--forward", "http://127.0.0.1:1/", "--max-crashes", "0"}, "--max-crashes is 0: want 1 to 1000, or -1"},
 		{"bad crash budget", nil, []string{"--forward", "http://127.0.0.1:1/", "--max-crashes", "-2"}, "--max-crashes is -2"},
