@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tgrelay/tgrelay/intake"
 )
 
@@ -125,6 +127,13 @@ type Config struct {
 
 	// Logger receives failures to record outcomes. Nil means slog.Default.
 	Logger *slog.Logger
+
+	// TracerProvider, when set, traces every call: a span per call the
+	// app made, under the W3C traceparent its request carries, and one per
+	// try sent to Telegram beneath it (see the package doc, "Traces").
+	// Spans name the method, never the URL, the parameters or the answer;
+	// no trace context is sent to Telegram. Nil traces nothing.
+	TracerProvider trace.TracerProvider
 
 	// Test holds seams for tests; leave it zero.
 	Test TestHooks

@@ -170,6 +170,7 @@ func (r *Relay) newGateway() error {
 		Observer:        gateway.ObserverFunc(r.gatewayCall),
 		Test:            gateway.TestHooks{AfterIntent: gc.AfterIntent},
 		Logger:          r.log,
+		TracerProvider:  r.cfg.TracerProvider,
 	})
 	if err != nil {
 		return &ConfigError{Field: "Gateway", Err: err}
