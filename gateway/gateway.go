@@ -66,7 +66,7 @@ type Gateway struct {
 	retry    backoff.Capped
 	red      botapi.Redactor // the token, in every form, and anything shaped like one
 	bounds   Bounds
-	queries  queryTurns // one answer per query in flight (query.go)
+	queries  queryTurns   // one answer per query in flight (query.go)
 	tracer   trace.Tracer // nil without Config.TracerProvider (trace.go)
 }
 

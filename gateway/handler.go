@@ -117,7 +117,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	deadline := arrival.Add(g.bounds.WriteTimeout)
 	_ = rc.SetWriteDeadline(deadline) // not supported: the server's own WriteTimeout applies
-	app, span := g.startCall(r) // r's context, with the call's span
+	app, span := g.startCall(r)       // r's context, with the call's span
 	ctx, l, release := g.callContext(app, arrival)
 	defer release()
 	a, method, fenced := g.serve(ctx, l, r)

@@ -207,7 +207,7 @@ type receipt struct {
 	end        time.Time // the answer was decided
 	acceptance intake.Acceptance
 	err        error
-	status     int      // the webhook's answer; zero for polling
+	status     int          // the webhook's answer; zero for polling
 	link       []trace.Link // a trace context the request carried
 }
 
