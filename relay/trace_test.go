@@ -58,6 +58,14 @@ func (tr tracedRun) names() string {
 // once the update's receive, forward and the app's call are recorded.
 func runTraced(t *testing.T, webhook bool, gen sdktrace.IDGenerator) tracedRun {
 	t.Helper()
+	return runTracedApp(t, webhook, gen, false)
+}
+
+// runTracedApp is runTraced; with webhookReply, the app answers the forward
+// with its sendMessage in the answer's body (a webhook reply) instead of
+// calling the gateway.
+func runTracedApp(t *testing.T, webhook bool, gen sdktrace.IDGenerator, webhookReply bool) tracedRun {
+	t.Helper()
 	srv := fakeTelegram(t)
 	u := srv.NewUser("Ann")
 	chat, err := srv.NewPrivateChat(u)
@@ -81,6 +89,11 @@ func runTraced(t *testing.T, webhook bool, gen sdktrace.IDGenerator) tracedRun {
 		ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := appTracer.Start(ctx, "app handle update")
 		defer span.End()
+		if webhookReply {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"method":"sendMessage","chat_id":%d,"text":"echo"}`, chat.ID)
+			return
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Header.Get(forward.HeaderAPIRoot)+"/bot"+srv.Token+"/sendMessage",
 			bytes.NewBufferString(fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)))
 		if err != nil {
@@ -242,4 +255,93 @@ func TestTraceWithoutIDGenerator(t *testing.T) {
 		}
 	}
 	assertJoined(t, tr, recv.Parent.SpanID())
+}
+
+// TestTraceWebhookReply: a webhook reply in the app's answer is a span
+// under the attempt's forward, with Telegram's try beneath it.
+func TestTraceWebhookReply(t *testing.T) {
+	t.Parallel()
+	tr := runTracedApp(t, false, relay.TraceIDGenerator{}, true)
+	fwd := tr.byName(t, "tgrelay forward")
+	reply := tr.byName(t, "tgrelay reply sendMessage")
+	try := tr.byName(t, "telegram sendMessage")
+	if reply.Parent.SpanID() != fwd.SpanContext.SpanID() || try.Parent.SpanID() != reply.SpanContext.SpanID() {
+		t.Errorf("the reply's parent is %s (want the forward %s), the try's %s (want the reply %s); spans: %s",
+			reply.Parent.SpanID(), fwd.SpanContext.SpanID(), try.Parent.SpanID(), reply.SpanContext.SpanID(), tr.names())
+	}
+	if reply.SpanContext.TraceID() != tr.byName(t, "tgrelay receive").SpanContext.TraceID() {
+		t.Error("the reply is outside the update's trace")
+	}
+}
+
+// TestTraceRedeliveredUpdate: Telegram delivering an update again (its
+// first 200 was lost) adds a receive to the update's trace, under the
+// first receive, which stays the one root: no two spans share an id.
+func TestTraceRedeliveredUpdate(t *testing.T) {
+	t.Parallel()
+	srv := fakeTelegram(t)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithIDGenerator(relay.TraceIDGenerator{}))
+	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
+	logs, rec := &syncBuffer{}, newRecorder()
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
+	cfg.Poll, cfg.PollTimeout = false, 0
+	cfg.Listener, cfg.Secret = listen(t), testSecret
+	cfg.TracerProvider = tp
+	r := start(t, cfg)
+	body := `{"update_id":4242,"message":{"message_id":1,"date":1,"chat":{"id":7,"type":"private"},"text":"hi"}}`
+	for range 2 {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.WebhookURL(), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", testSecret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("delivery answered %d, want 200", resp.StatusCode)
+		}
+	}
+	waitFor(t, "the update to settle", func() bool { return rec.count("settled") >= 1 })
+	tr := tracedRun{spans: exp.GetSpans(), updateID: 4242}
+	var roots, others []tracetest.SpanStub
+	ids := map[trace.SpanID]string{}
+	for _, s := range tr.spans {
+		if prev, dup := ids[s.SpanContext.SpanID()]; dup {
+			t.Errorf("spans %q and %q share the id %s", prev, s.Name, s.SpanContext.SpanID())
+		}
+		ids[s.SpanContext.SpanID()] = s.Name
+		if s.Name != "tgrelay receive" {
+			continue
+		}
+		if s.Parent.IsValid() {
+			others = append(others, s)
+		} else {
+			roots = append(roots, s)
+		}
+	}
+	if len(roots) != 1 || len(others) != 1 {
+		t.Fatalf("%d root receives and %d others, want 1 and 1; spans: %s", len(roots), len(others), tr.names())
+	}
+	if others[0].Parent.SpanID() != roots[0].SpanContext.SpanID() || others[0].SpanContext.TraceID() != roots[0].SpanContext.TraceID() {
+		t.Errorf("the second receive hangs under %s, want the first %s", others[0].Parent.SpanID(), roots[0].SpanContext.SpanID())
+	}
+	for _, kv := range others[0].Attributes {
+		if kv.Key == "tgrelay.acceptance" && kv.Value.AsString() != "duplicate" {
+			t.Errorf("the second receive's acceptance is %q, want duplicate", kv.Value.AsString())
+		}
+	}
+	assertJoinedForward(t, tr, roots[0].SpanContext.SpanID())
+}
+
+// assertJoinedForward checks the forward hangs under parent.
+func assertJoinedForward(t *testing.T, tr tracedRun, parent trace.SpanID) {
+	t.Helper()
+	if fwd := tr.byName(t, "tgrelay forward"); fwd.Parent.SpanID() != parent {
+		t.Errorf("the forward's parent is %s, want %s", fwd.Parent.SpanID(), parent)
+	}
 }
