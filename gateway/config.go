@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -134,6 +135,12 @@ type Config struct {
 	// Spans name the method, never the URL, the parameters or the answer;
 	// no trace context is sent to Telegram. Nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// TraceParentFunc, when set with TracerProvider, gives the trace
+	// context of a fenced call whose request carries no traceparent: ctx
+	// with the trace of the update id names (package relay: the update's
+	// own trace). Nil, or a context without a span, makes such a call the
+	// root of a trace of its own.
+	TraceParentFunc func(ctx context.Context, id intake.Identity) context.Context
 
 	// Test holds seams for tests; leave it zero.
 	Test TestHooks

@@ -209,7 +209,9 @@
 // With Config.TracerProvider set, every call the app makes is an
 // OpenTelemetry server span, "tgrelay gateway <method>", under the W3C
 // traceparent its request carries: an app that sends back the traceparent
-// its update forward brought puts its calls in the update's trace. A webhook
+// its update forward brought puts its calls in the update's trace. A fenced
+// call without one goes where Config.TraceParentFunc says (package relay
+// puts it in its update's trace). A webhook
 // reply is a span "tgrelay reply <method>" under the forward's. Each try
 // sent to Telegram is a client span "telegram <method>" beneath, with
 // Telegram's status, or the outcome (not dispatched, unknown) of a try that

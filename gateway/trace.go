@@ -3,16 +3,20 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tgrelay/tgrelay/intake"
 )
 
 // Tracing (Config.TracerProvider). A call the app makes is a server span
 // under the W3C traceparent its request carries (an app that got one with
-// its update forward joins the update's trace); a webhook reply is a span
+// its update forward joins the update's trace), or, for a fenced call
+// without one, under what Config.TraceParentFunc gives; a webhook reply is a span
 // under the forward's; each try that goes to Telegram is a client span
 // beneath. No trace context is sent to Telegram. Spans name the method,
 // never the URL (it holds the token), the parameters or the answer.
@@ -39,7 +43,29 @@ func (g *Gateway) startCall(r *http.Request) (context.Context, trace.Span) {
 		return r.Context(), nil
 	}
 	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	if f := g.cfg.TraceParentFunc; f != nil && !trace.SpanContextFromContext(ctx).IsValid() {
+		if id, ok := requestIdentity(r); ok {
+			ctx = f(ctx, id)
+		}
+	}
 	return g.tracer.Start(ctx, "tgrelay gateway", trace.WithSpanKind(trace.SpanKindServer))
+}
+
+// requestIdentity returns the attempt identity r carries (its per-attempt
+// API root, else its identity headers), as serve reads it, when it carries
+// a well-formed one.
+func requestIdentity(r *http.Request) (intake.Identity, bool) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, AttemptPrefix); ok {
+		if parts := strings.SplitN(rest, "/", 4); len(parts) == 4 {
+			if id, err := parseIdentity(parts[0], parts[1], parts[2]); err == nil {
+				return id, true
+			}
+		}
+	}
+	if id, present, err := identityFromHeader(r.Header); present && err == nil {
+		return id, true
+	}
+	return intake.Identity{}, false
 }
 
 // startReply starts the span of one webhook reply, under ctx's span (the

@@ -171,6 +171,7 @@ func (r *Relay) newGateway() error {
 		Test:            gateway.TestHooks{AfterIntent: gc.AfterIntent},
 		Logger:          r.log,
 		TracerProvider:  r.cfg.TracerProvider,
+		TraceParentFunc: r.tr.callParent,
 	})
 	if err != nil {
 		return &ConfigError{Field: "Gateway", Err: err}

@@ -184,6 +184,12 @@ func (t *tracing) parent(ctx context.Context, id int64) context.Context {
 	}))
 }
 
+// callParent puts a fenced gateway call that carries no traceparent (its
+// app does not propagate one) in its update's trace, beside the forwards.
+func (t *tracing) callParent(ctx context.Context, id intake.Identity) context.Context {
+	return t.parent(ctx, id.UpdateID)
+}
+
 // canRoot reports whether the provider gives a root span the ids the
 // relay asks for (it uses [TraceIDGenerator]). It asks once, with a span
 // it never ends, so no exporter sees it.

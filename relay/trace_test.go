@@ -58,13 +58,20 @@ func (tr tracedRun) names() string {
 // once the update's receive, forward and the app's call are recorded.
 func runTraced(t *testing.T, webhook bool, gen sdktrace.IDGenerator) tracedRun {
 	t.Helper()
-	return runTracedApp(t, webhook, gen, false)
+	return runTracedApp(t, webhook, gen, appPropagates)
 }
 
-// runTracedApp is runTraced; with webhookReply, the app answers the forward
-// with its sendMessage in the answer's body (a webhook reply) instead of
-// calling the gateway.
-func runTracedApp(t *testing.T, webhook bool, gen sdktrace.IDGenerator, webhookReply bool) tracedRun {
+// How the app of runTracedApp answers.
+type appKind int
+
+const (
+	appPropagates  appKind = iota // calls the gateway under its span's traceparent
+	appReplies                    // answers with a webhook reply instead
+	appOwnTraceOff                // calls the gateway with no traceparent
+)
+
+// runTracedApp is runTraced with an app of the given kind.
+func runTracedApp(t *testing.T, webhook bool, gen sdktrace.IDGenerator, kind appKind) tracedRun {
 	t.Helper()
 	srv := fakeTelegram(t)
 	u := srv.NewUser("Ann")
@@ -89,7 +96,7 @@ func runTracedApp(t *testing.T, webhook bool, gen sdktrace.IDGenerator, webhookR
 		ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := appTracer.Start(ctx, "app handle update")
 		defer span.End()
-		if webhookReply {
+		if kind == appReplies {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"method":"sendMessage","chat_id":%d,"text":"echo"}`, chat.ID)
 			return
@@ -101,7 +108,9 @@ func runTracedApp(t *testing.T, webhook bool, gen sdktrace.IDGenerator, webhookR
 			return
 		}
 		req.Header.Set("Content-Type", "application/json")
-		prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
+		if kind == appPropagates {
+			prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Errorf("send through the gateway: %v", err)
@@ -261,7 +270,7 @@ func TestTraceWithoutIDGenerator(t *testing.T) {
 // under the attempt's forward, with Telegram's try beneath it.
 func TestTraceWebhookReply(t *testing.T) {
 	t.Parallel()
-	tr := runTracedApp(t, false, relay.TraceIDGenerator{}, true)
+	tr := runTracedApp(t, false, relay.TraceIDGenerator{}, appReplies)
 	fwd := tr.byName(t, "tgrelay forward")
 	reply := tr.byName(t, "tgrelay reply sendMessage")
 	try := tr.byName(t, "telegram sendMessage")
@@ -343,5 +352,24 @@ func assertJoinedForward(t *testing.T, tr tracedRun, parent trace.SpanID) {
 	t.Helper()
 	if fwd := tr.byName(t, "tgrelay forward"); fwd.Parent.SpanID() != parent {
 		t.Errorf("the forward's parent is %s, want %s", fwd.Parent.SpanID(), parent)
+	}
+}
+
+// TestTraceAppWithoutTraceparent: an app that sends no traceparent with
+// its gateway call still has the call, and Telegram's answer, in the
+// update's trace: beside the forward, under the receive (the call is
+// fenced by the attempt root it used).
+func TestTraceAppWithoutTraceparent(t *testing.T) {
+	t.Parallel()
+	tr := runTracedApp(t, false, relay.TraceIDGenerator{}, appOwnTraceOff)
+	recv := tr.byName(t, "tgrelay receive")
+	call := tr.byName(t, "tgrelay gateway sendMessage")
+	try := tr.byName(t, "telegram sendMessage")
+	if call.SpanContext.TraceID() != recv.SpanContext.TraceID() || call.Parent.SpanID() != recv.SpanContext.SpanID() {
+		t.Errorf("the call is in trace %s under %s; want the update's trace %s under the receive %s",
+			call.SpanContext.TraceID(), call.Parent.SpanID(), recv.SpanContext.TraceID(), recv.SpanContext.SpanID())
+	}
+	if try.Parent.SpanID() != call.SpanContext.SpanID() {
+		t.Errorf("Telegram's try hangs under %s, want the call %s", try.Parent.SpanID(), call.SpanContext.SpanID())
 	}
 }
