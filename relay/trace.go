@@ -36,12 +36,11 @@ import (
 // tracerName names the relay's tracer.
 const tracerName = "github.com/tgrelay/tgrelay/relay"
 
-// Attribute keys of the relay's spans. None holds a URL, a body or a
-// secret.
+// Attribute keys of the relay's spans. None holds a URL, a body, a secret
+// or a claim id (with the token, a claim id lets a call pass the fence).
 const (
 	attrUpdateID   = attribute.Key("tgrelay.update_id")
 	attrAttempt    = attribute.Key("tgrelay.attempt")
-	attrClaimID    = attribute.Key("tgrelay.claim_id")
 	attrMode       = attribute.Key("tgrelay.receive.mode")
 	attrAcceptance = attribute.Key("tgrelay.acceptance")
 	attrStore      = attribute.Key("tgrelay.store")
@@ -267,7 +266,7 @@ func (t *tracing) recordReceive(rc receipt, redact func(string) string) {
 // to the gateway's webhook replies.
 func (t *tracing) startAttempt(ctx context.Context, a intake.Attempt) (context.Context, trace.Span) {
 	return t.tracer.Start(t.parent(ctx, a.UpdateID), "tgrelay forward", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrUpdateID.Int64(a.UpdateID), attrAttempt.Int(a.Attempt), attrClaimID.String(a.ClaimID)))
+		trace.WithAttributes(attrUpdateID.Int64(a.UpdateID), attrAttempt.Int(a.Attempt)))
 }
 
 // endAttempt ends an attempt's span with its outcome.
