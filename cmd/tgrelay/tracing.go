@@ -121,7 +121,10 @@ func newTracerProvider(ctx context.Context, s traceSetup, log *slog.Logger) (*sd
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "tgrelay")),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+	switch {
+	case errors.Is(err, resource.ErrPartialResource):
+		log.Warn("serve: tracing: part of OTEL_RESOURCE_ATTRIBUTES was not understood; the rest applies", "err", err)
+	case err != nil:
 		return nil, fmt.Errorf("traces: resource from OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
