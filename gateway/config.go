@@ -129,11 +129,17 @@ type Config struct {
 	// Logger receives failures to record outcomes. Nil means slog.Default.
 	Logger *slog.Logger
 
-	// TracerProvider, when set, traces every call: a span per call the
-	// app made, under the W3C traceparent its request carries, and one per
-	// try sent to Telegram beneath it (see the package doc, "Traces").
-	// Spans name the method, never the URL, the parameters or the answer;
-	// no trace context is sent to Telegram. Nil traces nothing.
+	// TracerProvider, when set, traces every call with the OpenTelemetry
+	// API: a server span "tgrelay gateway <method>" per call the app made,
+	// under the W3C traceparent its request carries (an app that sends
+	// back the traceparent its update forward brought joins the update's
+	// trace), a span "tgrelay reply <method>" per webhook reply, under the
+	// forward's, and a client span "telegram <method>" per try sent to
+	// Telegram beneath either, with Telegram's status or the try's outcome.
+	// Spans carry the method, outcome, status and whether the call was
+	// fenced or replayed: never the URL (it holds the token), the
+	// parameters or the answer; no trace context is sent to Telegram. Nil
+	// traces nothing.
 	TracerProvider trace.TracerProvider
 	// TraceParentFunc, when set with TracerProvider, gives the trace
 	// context of a fenced call whose request carries no traceparent: ctx

@@ -203,20 +203,4 @@
 // the buffered prefix (file contents by their SHA-256), and a file reaching
 // past it by its field and file name. A streamed upload is sent again after
 // a not-dispatched failure only when none of it had been read.
-//
-// # Traces
-//
-// With Config.TracerProvider set, every call the app makes is an
-// OpenTelemetry server span, "tgrelay gateway <method>", under the W3C
-// traceparent its request carries: an app that sends back the traceparent
-// its update forward brought puts its calls in the update's trace. A fenced
-// call without one goes where Config.TraceParentFunc says (package relay
-// puts it in its update's trace). A webhook
-// reply is a span "tgrelay reply <method>" under the forward's. Each try
-// sent to Telegram is a client span "telegram <method>" beneath, with
-// Telegram's status, or the outcome (not dispatched, unknown) of a try that
-// got none. Spans carry the method, the outcome, the status and whether the
-// call was fenced or replayed: never the URL (it holds the token), the
-// parameters or the answer. No trace context is sent to Telegram. The
-// gateway uses the OpenTelemetry API only.
 package gateway
