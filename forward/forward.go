@@ -25,6 +25,11 @@
 //   - 5xx, 429 or 503 without Retry-After, a timeout or a connection error:
 //     tried again with backoff, up to the attempt ceiling.
 //
+// A forward made in a context with an OpenTelemetry span (package relay's,
+// with a TracerProvider) carries that span's W3C traceparent (and
+// tracestate), so an app that reads it joins the update's trace; send it
+// back on the app's gateway calls.
+//
 // With [Config.AppSecretToken] set, an update forward also carries
 // Telegram's own header, X-Telegram-Bot-Api-Secret-Token, with that secret
 // (the app's, not the relay's webhook secret): a bot moved behind the relay
@@ -73,6 +78,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
@@ -561,6 +568,9 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 	if kind == "update" && f.appSecret != "" {
 		req.Header.Set(HeaderTelegramSecret, f.appSecret)
 	}
+	// The trace context of ctx, when it has one (the relay's attempt
+	// span), as W3C traceparent: the app's spans join the update's trace.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := f.client.Do(req)
 	if err != nil {
 		// *url.Error prints the endpoint's address, which may carry a

@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/configerr"
@@ -144,6 +147,25 @@ type Config struct {
 
 	// Logger receives failures to record outcomes. Nil means slog.Default.
 	Logger *slog.Logger
+
+	// TracerProvider, when set, traces every call with the OpenTelemetry
+	// API: a server span "tgrelay gateway <method>" per call the app made,
+	// under the W3C traceparent its request carries (an app that sends
+	// back the traceparent its update forward brought joins the update's
+	// trace), a span "tgrelay reply <method>" per webhook reply, under the
+	// forward's, and a client span "telegram <method>" per try sent to
+	// Telegram beneath either, with Telegram's status or the try's outcome.
+	// Spans carry the method, outcome, status and whether the call was
+	// fenced or replayed: never the URL (it holds the token), the
+	// parameters or the answer; no trace context is sent to Telegram. Nil
+	// traces nothing.
+	TracerProvider trace.TracerProvider
+	// TraceParentFunc, when set with TracerProvider, gives the trace
+	// context of a fenced call whose request carries no traceparent: ctx
+	// with the trace of the update id names (package relay: the update's
+	// own trace). Nil, or a context without a span, makes such a call the
+	// root of a trace of its own.
+	TraceParentFunc func(ctx context.Context, id intake.Identity) context.Context
 
 	// Test holds seams for tests; leave it zero.
 	Test TestHooks

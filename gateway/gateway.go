@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
@@ -64,7 +66,8 @@ type Gateway struct {
 	retry    backoff.Capped
 	red      botapi.Redactor // the token, in every form, and anything shaped like one
 	bounds   Bounds
-	queries  queryTurns // one answer per query in flight (query.go)
+	queries  queryTurns   // one answer per query in flight (query.go)
+	tracer   trace.Tracer // nil without Config.TracerProvider (trace.go)
 }
 
 // New returns a Gateway for cfg, or a *[ConfigError] naming the invalid
@@ -78,6 +81,9 @@ func New(cfg Config) (*Gateway, error) {
 		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}, bounds: boundsOf(c)}
 	g.journal, _ = c.Store.(intake.JournalStore)
 	g.red.Add(c.Token)
+	if c.TracerProvider != nil {
+		g.tracer = c.TracerProvider.Tracer(tracerName)
+	}
 	return g, nil
 }
 
@@ -510,7 +516,9 @@ func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
 		if err != nil {
 			return telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: "+g.redact(err.Error()), 0)
 		}
+		span := g.startTry(ctx, c, tries)
 		resp, err := rt.RoundTrip(req)
+		g.endTry(span, resp, err)
 		if gt != nil && (gt.state == gateRefused || gt.state == gateReplayed) {
 			if resp != nil {
 				resp.Body.Close()

@@ -117,12 +117,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	deadline := arrival.Add(g.bounds.WriteTimeout)
 	_ = rc.SetWriteDeadline(deadline) // not supported: the server's own WriteTimeout applies
-	ctx, l, release := g.callContext(r.Context(), arrival)
+	app, span := g.startCall(r)       // r's context, with the call's span
+	ctx, l, release := g.callContext(app, arrival)
 	defer release()
 	a, method, fenced := g.serve(ctx, l, r)
 	w.Header().Set(HeaderCallTimeout, g.bounds.callTimeoutValue())
 	delivered := g.write(w, rc, r.Context(), a)
 	g.observe(method, a, fenced, false, start, !delivered)
+	endCall(span, "gateway", method, a, fenced)
 }
 
 // observe reports a to the Observer.

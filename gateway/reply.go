@@ -17,6 +17,7 @@ import (
 // update settles on its answer. It implements forward.Replier.
 func (g *Gateway) Reply(ctx context.Context, id intake.Identity, method string, params []byte) (status int, outcome string, replayed bool) {
 	start := g.cfg.Test.Now()
+	ctx, span := g.startReply(ctx)
 	ctx, l, release := g.callContext(ctx, time.Now())
 	defer release()
 	var a answer
@@ -34,6 +35,7 @@ func (g *Gateway) Reply(ctx context.Context, id intake.Identity, method string, 
 		a.stream.Close()
 	}
 	g.observe(method, a, true, true, start, false)
+	endCall(span, "reply", method, a, true)
 	return a.status, string(a.outcome), a.replayed
 }
 

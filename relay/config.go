@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/hookowner"
@@ -214,6 +216,14 @@ type Config struct {
 	// Logger receives what happened, never a secret or an update body.
 	// Nil logs nothing.
 	Logger *slog.Logger
+	// TracerProvider, when set, traces each update as one OpenTelemetry
+	// trace: its receive and store, each attempt's forward (which carries
+	// W3C traceparent, so the app's spans join), the app's gateway calls
+	// and Telegram's answers (see [TraceIDGenerator] to make the receive
+	// the trace's root). Spans name methods and ids, never a URL, a body
+	// or a secret. The relay uses the OpenTelemetry API only; the SDK and
+	// its exporter are the caller's. Nil traces nothing.
+	TracerProvider trace.TracerProvider
 	// SettingNameFunc, when set, names a Config field path (such as
 	// "Forward.AppSecretToken") as the user sets it (a command line's
 	// flag), for the hints of the relay's log lines. Nil, or an empty

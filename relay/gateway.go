@@ -169,6 +169,8 @@ func (r *Relay) newGateway() error {
 		Observer:        gateway.ObserverFunc(r.gatewayCall),
 		Test:            gateway.TestHooks{AfterIntent: gc.AfterIntent},
 		Logger:          r.log,
+		TracerProvider:  r.cfg.TracerProvider,
+		TraceParentFunc: r.tr.callParent,
 	})
 	if err != nil {
 		return nested("Gateway", err, nil)

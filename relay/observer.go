@@ -194,6 +194,9 @@ func (r *Relay) emit(e Event) {
 func (r *Relay) intakeObserver() intake.Observer {
 	return intake.Observer{
 		AcceptFunc: func(id int64, a intake.Acceptance) {
+			if !r.cfg.Poll {
+				r.tr.noteAccept(id, a) // for the webhook's receive span (trace.go)
+			}
 			switch a {
 			case intake.Accepted:
 				r.emit(Event{Kind: KindAccepted, ID: intake.Identity{UpdateID: id}})

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/forward"
@@ -65,6 +67,7 @@ type Relay struct {
 	gwBase   *transport.Transport // the gateway's transport, closed on stop
 	gwPublic string               // the gateway's base URL for the app
 	decl     *decliner            // nil without the gateway (decline.go)
+	tr       *tracing             // Config.TracerProvider's tracer (trace.go)
 
 	runner   *intake.Runner
 	adminMux *http.ServeMux
@@ -106,6 +109,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	r := &Relay{cfg: cfg, obs: cfg.Observer, now: time.Now, fatal: make(chan error, 1), stopping: make(chan struct{})}
+	r.tr = newTracing(cfg.TracerProvider, cfg.Token, cfg.StoreName)
 	var h slog.Handler = slog.DiscardHandler
 	if cfg.Logger != nil {
 		h = cfg.Logger.Handler()
@@ -201,9 +205,14 @@ func (r *Relay) unactedReply(next func(forward.UnactedReply)) func(forward.Unact
 }
 
 // timedForward forwards one attempt and reports its duration.
-func (r *Relay) timedForward(ctx context.Context, u intake.Update, a intake.Attempt) error {
+func (r *Relay) timedForward(ctx context.Context, u intake.Update, a intake.Attempt) (err error) {
 	start := r.now()
-	err := r.fwd.Handle(ctx, u, a)
+	if r.tr.on() {
+		var span trace.Span
+		ctx, span = r.tr.startAttempt(ctx, a)
+		defer func() { endAttempt(span, err, r.red.Redact) }()
+	}
+	err = r.fwd.Handle(ctx, u, a)
 	r.emit(Event{Kind: KindForwarded, ID: a.Identity, Duration: r.now().Sub(start), Err: err})
 	return err
 }
@@ -346,7 +355,7 @@ func (r *Relay) serveTimeouts(name, field, addr string, l net.Listener, h http.H
 func (r *Relay) startPolling(bgCtx context.Context) error {
 	p, err := poll.New(poll.Config{
 		Caller:         r.bot,
-		AcceptFunc:     r.runner.Accept,
+		AcceptFunc:     r.traceAccept,
 		Timeout:        r.cfg.PollTimeout,
 		AllowedUpdates: r.cfg.AllowedUpdates,
 		Logger:         r.log,
@@ -383,7 +392,7 @@ func (r *Relay) startWebhook(ctx, bgCtx context.Context) error {
 		return fmt.Errorf("relay: webhook handler: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(c.Path, r.observeRejections(wh))
+	mux.Handle(c.Path, r.observeRejections(r.traceWebhook(wh)))
 	ln := c.Listener
 	if c.TLSConfig != nil {
 		if ln == nil {

@@ -273,6 +273,20 @@ HTTPS (Telegram delivers webhooks only over HTTPS, to ports 443, 80, 88 or
                             days before it expires.
   Without them serve speaks plain HTTP, for a proxy that terminates TLS.
 
+Traces (off by default; Prometheus at /metrics stays for metrics):
+  --otlp-endpoint URL, or the standard OpenTelemetry variables
+  (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
+  OTEL_TRACES_EXPORTER=otlp), send one trace per update by OTLP/HTTP
+  (http/protobuf): its receive and store, each attempt's forward, the
+  app's calls through the gateway and Telegram's answers. The forward
+  carries W3C traceparent: an app that starts its span from it, and sends
+  its own traceparent with its gateway calls, joins the update's trace.
+  OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true turn them off;
+  OTEL_SERVICE_NAME (default tgrelay), OTEL_RESOURCE_ATTRIBUTES,
+  OTEL_TRACES_SAMPLER, OTEL_EXPORTER_OTLP_HEADERS and the exporter's other
+  variables apply. Spans carry methods and ids, never a token, a URL with
+  one, or a body.
+
 Every flag can also be set by an environment variable, TGRELAY_ and the flag
 name in upper case with _ for - (TGRELAY_TOKEN, TGRELAY_DB, TGRELAY_FORWARD,
 ...; the secret is TGRELAY_WEBHOOK_SECRET). A flag on the command line wins.
@@ -301,6 +315,7 @@ type serveOptions struct {
 	maxCrashes                                      int
 	noHeartbeat                                     bool
 	adminListen, logFormat, logLevel                string
+	otlpEndpoint                                    string
 	net                                             netFlags // the Bot API client's
 	adminToken, broadcastDir                        string
 	trustedProxies                                  []netip.Prefix
@@ -394,6 +409,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.callbackDeclineText, "callback-decline-text", "", "the `text` of the relay's answer to a button press the app did not answer in time (empty: none, the spinner just stops)")
 	fs.StringVar(&o.precheckoutDeclineMessage, "precheckout-decline-message", relay.DefaultPreCheckoutDeclineMessage, "the error `message` a user reads when the relay declines a pre-checkout query the app did not answer in time")
 	fs.BoolVar(&o.gatewayAllowRemote, "gateway-allow-remote", false, "allow a --gateway-listen address that is not loopback (the gateway holds the bot token)")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send OpenTelemetry traces by OTLP/HTTP to this collector base `URL` (such as http://localhost:4318; see Traces)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&o.noDashboard, "no-dashboard", false, "do not serve the dashboard on the admin listener")
@@ -824,6 +840,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.validate(); err != nil {
 		return err
 	}
+	ts, err := decideTracing(o.otlpEndpoint, os.LookupEnv)
+	if err != nil {
+		return err
+	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if err := o.tls.validate(o, func(name string) bool { _, env := os.LookupEnv(envName(name)); return given[name] || env }); err != nil {
@@ -871,7 +891,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
+	tp, err := newTracerProvider(ctx, ts, log)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(tp, log) // after the relay stopped: its last spans go too
+
 	cfg := o.relayConfig()
+	if tp != nil {
+		cfg.TracerProvider = tp
+	}
 	if https != nil {
 		cfg.TLSConfig, cfg.WebhookCertificateFunc = https.config, https.certPEM
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 )
 
 // lockedBuffer is a log sink safe for the store's background check and the
@@ -74,4 +78,37 @@ func TestServeStoreNoticesVanishedFile(t *testing.T) {
 	waitFor("the back report and its log line", func() bool {
 		return w.ok() && strings.Contains(logs.String(), "database file is back")
 	})
+}
+
+// TestServeStoreWriteTellsVanishedFile: the first write to find the database
+// file gone logs the gone line and drops the gauge's state by itself, before
+// it returns (no background check needs to run first); later writes add no
+// second line.
+func TestServeStoreWriteTellsVanishedFile(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	w := newFileWatch(slog.New(slog.NewTextHandler(&logs, nil)))
+	st, err := openWatchedStore(t.Context(), filepath.Join(dir, "relay.db"), "", false, 0, w.changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := os.Rename(dir, dir+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(1); id <= 3; id++ {
+		if _, err := st.Add(t.Context(), intake.Incoming{UpdateID: id, Body: []byte(`{"update_id":1}`), ReceivedAt: time.Now()}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+			t.Fatalf("Add %d with the file gone = %v, want ErrDatabaseGone", id, err)
+		}
+		if w.ok() {
+			t.Fatalf("after write %d found the file gone, tgrelay_store_file_ok's state is still ok", id)
+		}
+	}
+	if n := strings.Count(logs.String(), "updates are refused with 503"); n != 1 {
+		t.Fatalf("the gone line was logged %d times for one disappearance, want 1; log:\n%s", n, logs.String())
+	}
 }

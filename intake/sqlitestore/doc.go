@@ -50,8 +50,9 @@
 // inode) before every commit and every [Config.FileCheckInterval]; while they
 // differ, writes fail with [ErrDatabaseGone] (so the webhook answers 503 and
 // Telegram delivers the update again), [Store.Health] and [Store.Stats] fail
-// (so readiness does), and [Config.OnFileChange] says why. When the file is
-// back at its path the store recovers by itself.
+// (so readiness does), and [Config.OnFileChange] says why, once, from
+// whichever check noticed first. When the file is back at its path the
+// store recovers by itself.
 //
 // [Open] creates a missing database and reports it through [Store.Created];
 // with [Config.MustExist] it creates nothing, for admin tools.

@@ -34,8 +34,9 @@ type fileWatch struct {
 	path   string      // "" when the database has no file (nothing to check)
 	opened os.FileInfo // the file as opened
 
-	mu   sync.Mutex
-	gone error // the last check's answer: nil, or an error wrapping ErrDatabaseGone
+	mu       sync.Mutex
+	gone     error       // the last check's answer: nil, or an error wrapping ErrDatabaseGone
+	onChange func(error) // Config.OnFileChange; nil reports nothing
 
 	stop chan struct{} // closed by Close; nil without a background check
 	done chan struct{}
@@ -68,11 +69,16 @@ func databaseFile(ctx context.Context, db *sql.DB) (string, error) {
 
 // check stats the path now and records the answer: nil while the path
 // names the opened file, an error wrapping ErrDatabaseGone otherwise. It
-// reports whether the answer changed.
+// reports whether the answer changed, and reports a change to onChange
+// itself, whichever path checked first (a commit, a health probe, the
+// background check), so the change is told once. Checks are serialised, so
+// the changes are told in the order they were seen.
 func (fw *fileWatch) check() (changed bool, err error) {
 	if fw.path == "" {
 		return false, nil
 	}
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
 	fi, statErr := os.Stat(fw.path)
 	switch {
 	case statErr != nil:
@@ -80,19 +86,23 @@ func (fw *fileWatch) check() (changed bool, err error) {
 	case !os.SameFile(fi, fw.opened):
 		err = fmt.Errorf("%w: %s now names another file (device or inode changed); restart on the right file", ErrDatabaseGone, fw.path)
 	}
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
 	changed = (err == nil) != (fw.gone == nil)
 	fw.gone = err
+	if changed && fw.onChange != nil {
+		fw.onChange(err)
+	}
 	return changed, err
 }
 
-// watch runs check every interval until stop is closed, calling onChange
-// with each changed answer.
+// watch records onChange, the receiver of every changed answer, and runs
+// check every interval until stop is closed.
 func (fw *fileWatch) watch(interval time.Duration, onChange func(error)) {
 	if fw.path == "" {
 		return
 	}
+	fw.mu.Lock()
+	fw.onChange = onChange
+	fw.mu.Unlock()
 	fw.stop, fw.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(fw.done)
@@ -103,9 +113,7 @@ func (fw *fileWatch) watch(interval time.Duration, onChange func(error)) {
 			case <-fw.stop:
 				return
 			case <-t.C:
-				if changed, err := fw.check(); changed && onChange != nil {
-					onChange(err)
-				}
+				fw.check()
 			}
 		}
 	}()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,4 +238,83 @@ func TestMustExistCreatesNothing(t *testing.T) {
 		t.Error("Open(MustExist) says it created the database")
 	}
 	s.Close()
+}
+
+// TestVanishedDatabaseToldByTheWriteThatFindsIt: a write that finds the path
+// no longer naming the open file tells OnFileChange itself, before it
+// returns, and once: the background check (here too slow to run during the
+// test) is not the only one that tells. The return is told by the first
+// check that sees it, a readiness probe here.
+func TestVanishedDatabaseToldByTheWriteThatFindsIt(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "bot.db")
+	var mu sync.Mutex
+	var told []error
+	s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{
+		FileCheckInterval: sqlitestore.MaxFileCheckInterval, // never ticks within the test
+		OnFileChange: func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, err)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	toldSoFar := func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]error(nil), told...)
+	}
+	post := poster(t, s)
+	if code := post(1); code != http.StatusOK {
+		t.Fatalf("POST update 1 = %d, want 200", code)
+	}
+	if got := toldSoFar(); len(got) != 0 {
+		t.Fatalf("OnFileChange told %v with the file in place", got)
+	}
+
+	moved := filepath.Join(root, "moved")
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	if code := post(2); code != http.StatusServiceUnavailable {
+		t.Fatalf("POST update 2 while the database file is gone = %d, want 503", code)
+	}
+	got := toldSoFar()
+	if len(got) != 1 || !errors.Is(got[0], sqlitestore.ErrDatabaseGone) || !strings.Contains(got[0].Error(), path) {
+		t.Fatalf("after the write that found the file gone, OnFileChange told %v; want one ErrDatabaseGone naming %s", got, path)
+	}
+	// Further writes and probes find it gone again but tell nothing new.
+	if _, err := s.Add(t.Context(), intake.Incoming{UpdateID: 3, Body: []byte(`{}`), ReceivedAt: base}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+		t.Fatalf("Add while the file is gone = %v, want ErrDatabaseGone", err)
+	}
+	if err := s.Health(t.Context()); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+		t.Fatalf("Health while the file is gone = %v, want ErrDatabaseGone", err)
+	}
+	if got := toldSoFar(); len(got) != 1 {
+		t.Fatalf("OnFileChange told %d times for one disappearance: %v", len(got), got)
+	}
+
+	if err := os.Rename(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Health(t.Context()); err != nil {
+		t.Fatalf("Health after the file came back = %v", err)
+	}
+	if got := toldSoFar(); len(got) != 2 || got[1] != nil {
+		t.Fatalf("after the probe that found the file back, OnFileChange told %v; want [gone, nil]", got)
+	}
+	if code := post(4); code != http.StatusOK {
+		t.Fatalf("POST update 4 after the file came back = %d, want 200", code)
+	}
+	if got := toldSoFar(); len(got) != 2 {
+		t.Fatalf("OnFileChange told %v; want nothing more after the return", got)
+	}
 }

@@ -102,10 +102,13 @@ type Config struct {
 	// [DefaultFileCheckInterval].
 	FileCheckInterval time.Duration
 
-	// OnFileChange, when set, is called by the background check when its
-	// answer changes: with an error wrapping [ErrDatabaseGone] that says why
-	// when the path stops naming the open file, and with nil when it names
-	// it again. Log it and count it; it must not block.
+	// OnFileChange, when set, is called when the answer to "does the path
+	// still name the open database file?" changes, by whichever check saw
+	// it first (a commit, [Store.Health], the background check), once per
+	// change: with an error wrapping [ErrDatabaseGone] that says why when
+	// the path stops naming the open file, and with nil when it names it
+	// again. Log it and count it; it is called with the check's lock held,
+	// so it must not block nor call the store.
 	OnFileChange func(err error)
 }
 
