@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -386,4 +387,50 @@ func (r *Runner) recordAttempt(ctx context.Context, tr *attemptTrace, o AttemptO
 	if _, err := h.RecordAttempt(ctx, rec); err != nil {
 		r.log.Warn("intake: attempt history not recorded", "update_id", rec.UpdateID, "attempt", rec.Attempt, "err", err)
 	}
+}
+
+// isLost reports whether the lease was lost already.
+func (l *lease) isLost() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// attemptSettled records the end of l's attempt once its settlement (to
+// state, with the masked errText) was answered: applied (ok), or refused,
+// when the attempt had lost its lease before (lostBefore) or was found
+// stale by the store.
+func (r *Runner) attemptSettled(rn *run, l *lease, ok, lostBefore bool, state State, errText string) {
+	o := AttemptFailed
+	switch {
+	case ok && state == StateCompleted:
+		o = AttemptCompleted
+	case ok:
+	case lostBefore:
+		o = AttemptLeaseLost
+		errText = joinText("it lost its lease while its handler ran", errText)
+	default:
+		o = AttemptStale
+		errText = joinText("the store refused its settlement: another claim, a requeue or its lease's end made it stale", errText)
+	}
+	r.recordAttempt(rn.ctx, l.trace, o, errText, now())
+}
+
+// attemptUnsettled records the end of l's attempt that settles nothing:
+// it lost its lease, or Close gave up on it (hctx's cause tells), which
+// leaves the row to a takeover as a crash would.
+func (r *Runner) attemptUnsettled(rn *run, l *lease, hctx context.Context, why string) {
+	o := AttemptLeaseLost
+	if errors.Is(context.Cause(hctx), ErrClosed) {
+		o = AttemptCrashed
+	}
+	r.recordAttempt(rn.ctx, l.trace, o, why, now())
+}
+
+// joinText joins a description and an error text, either possibly empty.
+func joinText(what, errText string) string {
+	if errText == "" {
+		return what
+	}
+	return what + ": " + errText
 }
