@@ -207,3 +207,42 @@ func TestAttemptHistoryLeaseLostAndStale(t *testing.T) {
 		}
 	})
 }
+
+// An update whose deadline ends its retries is expired with its last
+// failure in the stored error: that text is masked like any other failure,
+// in the row and in its attempt's record.
+func TestExpiredUpdateMasksItsLastFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const registered = "registered-app-secret"
+		red := &botapi.Redactor{}
+		red.Add(registered)
+		store := memstore.New()
+		r := newRunner(t, intake.Config{
+			Store:    store,
+			Redactor: red,
+			Handler: func(context.Context, intake.Update) error {
+				return errors.New(`telego: answerCallbackQuery: internal execution: request call: http do request: Post "https://api.telegram.org/bot1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ/answerCallbackQuery?s=` + registered + `": EOF`)
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, callbackQuery(1, 7), intake.Accepted)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		got := row(t, store, 1)
+		if !got.Expired() {
+			t.Fatalf("row %+v: want expired", got)
+		}
+		texts := []string{got.Error}
+		for _, s := range history(t, store, 1) {
+			texts = append(texts, s.Error)
+		}
+		for _, text := range texts {
+			if strings.Contains(text, registered) || strings.Contains(text, "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ") {
+				t.Errorf("stored text keeps a secret: %s", text)
+			}
+		}
+		if !strings.Contains(got.Error, "last failure: telego: answerCallbackQuery") {
+			t.Errorf("the row's error lost the last failure: %s", got.Error)
+		}
+	})
+}
