@@ -14,7 +14,10 @@ import (
 // Requeue need no statement of their own for it.
 
 // attemptSQL is the history's statements for one table.
-type attemptSQL struct{ record, list string }
+type attemptSQL struct {
+	record writeSQL
+	list   string
+}
 
 // attemptSQLCache maps a table name to its *attemptSQL.
 var attemptSQLCache sync.Map
@@ -26,11 +29,11 @@ func (s *Store) attemptSQL() *attemptSQL {
 	f := strings.NewReplacer("{{table}}", s.table).Replace
 	q := &attemptSQL{
 		// Recorded only while the update has a row.
-		record: f(`INSERT INTO {{table}}_att
+		record: newWriteSQL(f(`INSERT INTO {{table}}_att
 			(update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body)
 			SELECT $1::bigint, $2::integer, $3::text, $4::text, $5::bigint, $6::bigint, $7::text, $8::text,
 			       $9::integer, $10::text, $11::bytea
-			WHERE EXISTS (SELECT 1 FROM {{table}} WHERE update_id = $1::bigint)`),
+			WHERE EXISTS (SELECT 1 FROM {{table}} WHERE update_id = $1::bigint)`)),
 		list: f(`SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body
 			FROM {{table}}_att WHERE update_id = $1::bigint ORDER BY seq`),
 	}
@@ -39,18 +42,16 @@ func (s *Store) attemptSQL() *attemptSQL {
 }
 
 // RecordAttempt implements [intake.AdminStore.RecordAttempt]. It is one
-// statement in a transaction of its own.
+// statement of a group-committed write transaction (see writes.go), so
+// recording adds no commit of its own under load.
 func (s *Store) RecordAttempt(ctx context.Context, rec intake.AttemptRecord) (bool, error) {
 	if err := rec.Validate(); err != nil {
 		return false, s.fail("record attempt", err)
 	}
-	tag, err := s.pool.Exec(ctx, s.attemptSQL().record, rec.UpdateID, rec.Attempt, rec.ClaimID, rec.Process,
-		ms(rec.StartedAt), ms(rec.EndedAt), string(rec.Outcome), rec.Error, rec.Status,
-		sqlschema.EncodeHeader(rec.Header), body(rec.Body))
-	if err != nil {
-		return false, s.fail("record attempt", err)
-	}
-	return tag.RowsAffected() > 0, nil
+	n, err := s.write(ctx, "record attempt", writeReq{updateID: rec.UpdateID, sql: s.attemptSQL().record,
+		args: []any{rec.UpdateID, rec.Attempt, rec.ClaimID, rec.Process, ms(rec.StartedAt), ms(rec.EndedAt),
+			string(rec.Outcome), rec.Error, rec.Status, sqlschema.EncodeHeader(rec.Header), body(rec.Body)}})
+	return n > 0, err
 }
 
 // Attempts implements [intake.AdminStore.Attempts].
