@@ -28,11 +28,10 @@ const (
 	// retry scheduled, or the update given up: abandoned, exhausted or
 	// expired).
 	AttemptFailed AttemptOutcome = "failed"
-	// AttemptCrashed: the attempt's process ended while it ran, so nothing
-	// settled it; the next claim took the row over. No store records it:
-	// [History] derives it from the attempt numbers nobody recorded. A
-	// runner whose Close gave up on a handler on its last try, leaving the
-	// row unsettled for a takeover, records it so.
+	// AttemptCrashed: the attempt's process ended while it ran (or Close
+	// gave up on it), so nothing settled or recorded it; the next claim
+	// took the row over. No runner records it: [History] derives it from
+	// the attempt numbers nobody recorded.
 	AttemptCrashed AttemptOutcome = "crashed"
 	// AttemptLeaseLost: the attempt lost its lease while its handler ran
 	// (a renewal was refused, or its lease ended before a renewal could
@@ -382,7 +381,9 @@ func (r *Runner) recordAttempt(ctx context.Context, tr *attemptTrace, o AttemptO
 	if a := tr.answer.close(); a != nil {
 		rec.Status, rec.Header, rec.Body = a.Status, a.Header, a.Body
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.LeaseDuration)
+	// Bounded like a settlement, and ended like one when Close gives up
+	// on the run: the attempt then reads as crashed, which it was.
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.LeaseDuration)
 	defer cancel()
 	if _, err := h.RecordAttempt(ctx, rec); err != nil {
 		r.log.Warn("intake: attempt history not recorded", "update_id", rec.UpdateID, "attempt", rec.Attempt, "err", err)
@@ -416,15 +417,16 @@ func (r *Runner) attemptSettled(rn *run, l *lease, ok, lostBefore bool, state St
 	r.recordAttempt(rn.ctx, l.trace, o, errText, now())
 }
 
-// attemptUnsettled records the end of l's attempt that settles nothing:
-// it lost its lease, or Close gave up on it (hctx's cause tells), which
-// leaves the row to a takeover as a crash would.
+// attemptUnsettled records the end of l's attempt that settles nothing
+// because it lost its lease. One that Close gave up on (hctx's cause
+// tells) is left unrecorded, as a killed process leaves it: the run is
+// ending, and [History] shows it as crashed, which is how its takeover
+// counts it.
 func (r *Runner) attemptUnsettled(rn *run, l *lease, hctx context.Context, why string) {
-	o := AttemptLeaseLost
 	if errors.Is(context.Cause(hctx), ErrClosed) {
-		o = AttemptCrashed
+		return
 	}
-	r.recordAttempt(rn.ctx, l.trace, o, why, now())
+	r.recordAttempt(rn.ctx, l.trace, AttemptLeaseLost, why, now())
 }
 
 // joinText joins a description and an error text, either possibly empty.
