@@ -179,7 +179,7 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 		}
 		// The lease was lost, or Close gave up, before a slot freed: the
 		// handler never ran, and the row is reclaimed after its lease.
-		r.attemptUnsettled(rn, l, hctx, "its handler never ran: no handler slot freed before it lost its lease or Close gave up")
+		r.attemptUnsettled(rn, l, hctx, "its handler never ran: it lost its lease before a handler slot freed")
 		return outcome{}
 	}
 	if !j.deadline.IsZero() && !now().Before(j.deadline) {
