@@ -249,6 +249,10 @@ type updateData struct {
 	RepliesHidden int
 	// DueLabel names what Row.DueAt means in the row's state.
 	DueLabel string
+	// Attempts is the update's timeline (attempts.go); AttemptsHidden
+	// counts the older steps not shown.
+	Attempts       []attemptView
+	AttemptsHidden int
 }
 
 func dueLabel(r intake.Row) string {
@@ -296,6 +300,10 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Row = one[0]
+	if d.Attempts, d.AttemptsHidden, err = h.attempts(ctx, id); err != nil {
+		h.storeFailed(w, r, err)
+		return
+	}
 	if js, ok := h.cfg.Store.(intake.JournalStore); ok {
 		d.HasJournal = true
 		entries, err := js.Journal(ctx, id)

@@ -9,6 +9,11 @@
 // same transaction (with PostgreSQL, the SQL function the schema defines), so
 // a stale attempt can never write.
 //
+// Every answer's status, a few of its headers (Content-Type, Retry-After,
+// WWW-Authenticate, Location, X-Request-Id) and the start of its body (at most [intake.MaxAttemptBody] bytes)
+// are reported to the intake ([intake.ReportAnswer]), which masks them and
+// keeps them in the attempt's record ([intake.AttemptRecord]).
+//
 // The answer decides what happens next:
 //
 //   - 2xx: the update is completed.
@@ -584,6 +589,11 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 	}
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, DefaultMaxResponseBytes))
 	resp.Body.Close()
+	if kind == "update" {
+		// The attempt's record keeps the app's own words; the runner masks
+		// them before they are stored.
+		intake.ReportAnswer(ctx, intake.AttemptAnswer{Status: resp.StatusCode, Header: keptHeaders(resp.Header), Body: answer})
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, &StatusError{Kind: kind, Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	}
@@ -593,6 +603,24 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 		}
 	}
 	return answer, nil
+}
+
+// answerHeaders are the response headers an attempt's record keeps: what
+// says how the app answered, never a cookie.
+var answerHeaders = [...]string{"Content-Type", "Retry-After", "Www-Authenticate", "Location", "X-Request-Id", HeaderAck}
+
+// keptHeaders returns the answerHeaders h has, first value each.
+func keptHeaders(h http.Header) http.Header {
+	var out http.Header
+	for _, k := range answerHeaders {
+		if v := h.Get(k); v != "" {
+			if out == nil {
+				out = http.Header{}
+			}
+			out[k] = []string{v}
+		}
+	}
+	return out
 }
 
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.

@@ -50,6 +50,8 @@ type lease struct {
 	lost   bool
 	timer  *time.Timer
 	cancel context.CancelCauseFunc
+	// trace is the attempt's record in the making (attempts.go).
+	trace *attemptTrace
 }
 
 // loseLocked cancels the handler's context with an ownership-lost cause,
@@ -141,7 +143,7 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 
 	hctx, hcancel := context.WithCancelCause(rn.ctx)
 	defer hcancel(nil)
-	l := &lease{id: id, until: leaseUntil, active: true, cancel: hcancel}
+	l := &lease{id: id, until: leaseUntil, active: true, cancel: hcancel, trace: r.newAttemptTrace(id, owner, now())}
 	l.mu.Lock()
 	l.timer = time.AfterFunc(leaseUntil.Sub(now()), func() { r.leaseDeadline(l) })
 	l.mu.Unlock()
@@ -177,6 +179,7 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 		}
 		// The lease was lost, or Close gave up, before a slot freed: the
 		// handler never ran, and the row is reclaimed after its lease.
+		r.attemptUnsettled(rn, l, hctx, "its handler never ran: it lost its lease before a handler slot freed")
 		return outcome{}
 	}
 	if !j.deadline.IsZero() && !now().Before(j.deadline) {
@@ -201,8 +204,9 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 		if !j.deadline.IsZero() {
 			ctx, cancel = context.WithDeadline(hctx, j.deadline)
 		}
-		ctx = transport.WithResultFunc(withAttempt(ctx, v), v.observe)
+		ctx = transport.WithResultFunc(withAttempt(withAnswerSlot(ctx, l.trace.answer), v), v.observe)
 		herr = v.outcome(r.callHandler(ctx, u, a))
+		l.trace.answer.close()
 		cancel()
 	}
 
@@ -241,6 +245,7 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 		// ProcessStore) once its heartbeat or lease lapses.
 		r.log.Info("intake: attempt cancelled by Close on its last try; left unsettled, not given up",
 			"update_id", id.UpdateID, "attempt", id.Attempt)
+		r.attemptUnsettled(rn, l, hctx, "cancelled by Close on its last try: "+errorText(herr))
 		if f := r.cfg.Observer.FailureFunc; f != nil {
 			fl := Failure{Identity: id, Err: herr, Retrying: true}
 			guard(func() { f(fl) })
@@ -339,10 +344,12 @@ func (r *Runner) settle(rn *run, l *lease, s Settlement) bool {
 func (r *Runner) settleObserved(rn *run, l *lease, s Settlement, observe bool) bool {
 	ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
 	defer cancel()
+	lostBefore := l.isLost()
 	ok, err := r.store.SettleOwned(ctx, l.id, s)
 	if err != nil {
 		r.storeError(StepSettle, l.id.UpdateID, err)
 	}
+	r.attemptSettled(rn, l, ok, lostBefore, s.State, s.Error)
 	if ok {
 		if f := r.cfg.Observer.SettleFunc; f != nil && observe {
 			guard(func() { f(l.id, s.State) })
@@ -394,11 +401,13 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 	switch {
 	case !d.retry && r.durable != nil:
 		ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
+		lostBefore := l.isLost()
 		ok, err := r.durable.Exhaust(ctx, l.id, at, msg)
 		cancel()
 		if err != nil {
 			r.storeError(StepSettle, l.id.UpdateID, err)
 		}
+		r.attemptSettled(rn, l, ok, lostBefore, StateAbandoned, msg)
 		if ok {
 			res.released = true
 			res.exhaustion = &Exhaustion{Identity: l.id, Body: j.body, ExhaustedAt: at, Error: msg}

@@ -331,7 +331,7 @@ func (r *Runner) lateLocked(rn *run, lc *lateCall) {
 // expire ends the attempt of job j as expired: abandoned and settled at
 // once, no exhaustion. last is the failure that ended it, if any.
 func (r *Runner) expire(rn *run, l *lease, j job, last string) outcome {
-	msg := expiredText(j.kind, j.deadline, last)
+	msg := r.cfg.Redactor.Redact(expiredText(j.kind, j.deadline, last))
 	if !r.settleObserved(rn, l, Settlement{State: StateAbandoned, At: now(), Error: msg}, false) {
 		return outcome{}
 	}

@@ -136,6 +136,22 @@
 // that handler at least once, after any restart, until it returns nil.
 // Without one it is settled as abandoned and reported to the [Observer].
 //
+// # Attempt history
+//
+// With an [AdminStore] (memstore, sqlitestore and pgstore are), the runner
+// records every attempt when it ends ([AttemptRecord]): its identity and
+// process, when it started and ended, how it ended (completed, failed,
+// lease lost, stale), its error, and the app's answer that its handler
+// reported with [ReportAnswer] (package forward reports every answer of
+// the app's endpoint): status, a few headers and the first
+// [MaxAttemptBody] bytes of the body. Every text passes through
+// [Config.Redactor] before it is stored. Records survive later attempts,
+// a completion and a requeue (which leaves a mark), and go with the
+// update when it is pruned. [History] returns an update's timeline for
+// operator tooling, with the attempts nobody recorded (a process that
+// died while handling) shown as crashed and each attempt's gateway calls
+// joined from the journal.
+//
 // # Updates with a deadline
 //
 // Telegram waits only briefly for the answer to a callback query (about

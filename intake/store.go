@@ -589,7 +589,9 @@ type Stats struct {
 }
 
 // AdminStore is an optional capability for operator tooling (the tgrelay
-// updates command, metrics). The runner never needs it.
+// updates command, the dashboard, metrics) and the attempt history. Without
+// it the runner keeps no history ([AdminStore.RecordAttempt]); it needs
+// the capability for nothing else.
 type AdminStore interface {
 	// List returns rows in ascending update id order.
 	List(ctx context.Context, q ListQuery) ([]Row, error)
@@ -604,4 +606,18 @@ type AdminStore interface {
 	Requeue(ctx context.Context, updateID int64, now time.Time) (bool, error)
 	// Stats counts rows by state.
 	Stats(ctx context.Context) (Stats, error)
+
+	// RecordAttempt appends rec (see [AttemptRecord]) to the history of its
+	// update and reports true, or reports false, recording nothing, when
+	// the update has no row. A record outside [AttemptRecord.Validate] is
+	// an error wrapping [ErrInvalidArgument]. Records are kept byte for
+	// byte until the update's row is pruned: [Store.Prune] deletes them in
+	// the same step, and neither a later attempt nor Requeue changes them.
+	// Requeue appends, in the same step as the requeue, a record with
+	// Outcome [AttemptRequeued], Attempt 0, the row's last claim id and
+	// StartedAt and EndedAt at its now.
+	RecordAttempt(ctx context.Context, rec AttemptRecord) (bool, error)
+	// Attempts lists the history of an update in the order recorded; none
+	// when it has no row. [History] adds what the history cannot hold.
+	Attempts(ctx context.Context, updateID int64) ([]AttemptRecord, error)
 }

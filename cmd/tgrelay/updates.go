@@ -36,7 +36,8 @@ Updates inspects and repairs the update store that serve writes (--db: a
 SQLite file path, or a postgres:// URL).
 
   ls [--state S] [--limit N] [--after ID]   rows in update id order
-  show ID                                   one row in full, body included
+  show ID                                   one row in full, body included, and
+                                            its attempts with the app's answers
   exhausted [--limit N] [--after ID]        unacknowledged exhaustions
   ack ID --attempt N --claim-id C           acknowledge one exhaustion by its
                                             exact identity (from show or exhausted)
@@ -417,11 +418,16 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
+	steps, err := u.timeline(ctx, id) // updates_attempts.go
+	if err != nil {
+		return err
+	}
 	if u.json {
 		return u.writeJSON(struct {
 			rowJSON
-			Calls []callJSON `json:"calls"`
-		}{toRowJSON(r, true, u.red), toCallsJSON(calls)})
+			History []attemptJSON `json:"history"`
+			Calls   []callJSON    `json:"calls"`
+		}{toRowJSON(r, true, u.red), u.toAttemptsJSON(steps), toCallsJSON(calls)})
 	}
 	state := r.StateName()
 	switch {
@@ -451,6 +457,9 @@ func (u *updatesCmd) show(ctx context.Context, id int64) error {
 		_, err = fmt.Fprintf(u.out, "body (not JSON):\n%q\n", b.Text)
 	}
 	if err != nil {
+		return err
+	}
+	if err := u.printTimeline(steps); err != nil {
 		return err
 	}
 	return u.printCalls(calls)

@@ -75,6 +75,9 @@ type row struct {
 	// calls is the row's outgoing-call journal (journal.go); it goes with
 	// the row when the row is pruned.
 	calls map[intake.Call]*intake.JournalEntry
+	// history is the row's attempt history (attempts.go); it goes with the
+	// row when the row is pruned.
+	history []intake.AttemptRecord
 }
 
 // New returns an empty Store.
@@ -648,6 +651,7 @@ func (s *Store) Requeue(ctx context.Context, updateID int64, now time.Time) (boo
 	if !ok || (r.state != intake.StateFailed && r.state != intake.StateAbandoned) {
 		return false, nil
 	}
+	r.requeued(updateID, now) // attempts.go
 	r.state = intake.StatePending
 	r.attempts = 0
 	r.crashes = 0

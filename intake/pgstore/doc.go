@@ -29,6 +29,13 @@
 // language: each checks ownership, skips an effect already recorded for the
 // update, and records it in the transaction of the write.
 //
+// # Attempt history
+//
+// Every ended attempt ([intake.AdminStore.RecordAttempt]) is a row of
+// <table>_att, with the app's masked answer. Triggers delete an update's
+// history when Prune deletes its row and mark a requeue in the statement
+// that requeues, so both stay one step. See attempts.go.
+//
 // # Processes and clocks
 //
 // Store is an [intake.ProcessStore]: each runner keeps a heartbeat in

@@ -30,6 +30,13 @@
 // predecessor's updates over as it starts; other processes on the file are
 // judged by their heartbeats. See process.go.
 //
+// # Attempt history
+//
+// Every ended attempt ([intake.AdminStore.RecordAttempt]) is a row of
+// <table>_att, with the app's masked answer. Triggers delete an update's
+// history when Prune deletes its row and mark a requeue in the statement
+// that requeues, so both stay one step. See attempts.go.
+//
 // # Fencing a domain write
 //
 // A handler that writes to the same database file guards that write with

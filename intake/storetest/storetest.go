@@ -22,7 +22,8 @@
 // The cases follow the store's capability level: base cases run for every
 // [intake.Store], fence cases only for an [intake.FencedStore], exhaustion
 // cases only for an [intake.DurableStore], and the batch and admin cases only
-// for an [intake.BatchStore] or [intake.AdminStore], the journal cases only
+// for an [intake.BatchStore] or [intake.AdminStore] (the history cases
+// too), the journal cases only
 // for an [intake.JournalStore], the process cases only for an
 // [intake.ProcessStore], the chat order cases only for an
 // [intake.ChatOrderStore], the claim-on-add cases only for an
@@ -45,7 +46,9 @@
 // rows never pruned, prune then re-add), Exhaust (crash on the last
 // attempt, Exhaust, exact acknowledgement once and only of an
 // unacknowledged exhaustion, cursor paging), Batch, Admin (oldest pending
-// measured from when a row became pending), Journal (fenced intents,
+// measured from when a row became pending), History (every attempt record kept whole and in order through
+// a completion and a requeue, which leaves its mark, and pruned with its
+// update), Journal (fenced intents,
 // replays across attempts, outcomes on their own occurrence, bodies copied
 // both ways, concurrent identical intents, deferred outcomes that report
 // their own write's result, and the calls of the attempt that completed
@@ -382,6 +385,7 @@ func allGroups() []group {
 		{"Exhaust", exhaustCases()},
 		{"Batch", batchCases()},
 		{"Admin", adminCases()},
+		{"History", historyCases()},
 		{"Journal", append(journalCases(), journalPromiseCases()...)},
 		{"Process", append(processCases(), processPromiseCases()...)},
 		{"ChatOrder", append(chatOrderCases(), chatOrderPromiseCases()...)},

@@ -249,7 +249,7 @@ func TestLevelsAndSkips(t *testing.T) {
 		want := "detected level base (base); running 22 cases; skipped: Race/ClaimOwned (needs intake.FencedStore), " +
 			"Race/ReclaimLapsedLease (needs intake.FencedStore), Race/ReclaimLapsedOwner (needs intake.ProcessStore), " +
 			"Fence (needs intake.FencedStore), Prune/RecycledRowRefusesOldIdentity (needs intake.FencedStore), " +
-			"Exhaust (needs intake.DurableStore), Batch (needs intake.BatchStore), Admin (needs intake.AdminStore), " +
+			"Exhaust (needs intake.DurableStore), Batch (needs intake.BatchStore), Admin (needs intake.AdminStore), History (needs intake.AdminStore), " +
 			"Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), ChatOrder (needs intake.ChatOrderStore), ClaimOnAdd (needs intake.FencedStore), " +
 			"Arguments/BadOwnedArgumentsRefused (needs intake.FencedStore), Arguments/BadExhaustionQueryRefused (needs intake.DurableStore), " +
 			"Arguments/BadListQueryRefused (needs intake.AdminStore)"
@@ -393,6 +393,7 @@ func TestFailingPrune(t *testing.T) {
 	want := []string{
 		"Exhaust/AckOnlyUnacknowledged", "Exhaust/CrashOnLastAttempt",
 		"Fence/ExpiresAndNeverAdopts",
+		"History/PrunedWithUpdate",
 		"Journal/PrunedWithUpdate", "Journal/TailAdmitted", "Journal/TailEndsWithRow",
 		"Prune/ForgetsSettled",
 		"Prune/KeepsUnsettledRows",

@@ -1,0 +1,92 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/internal/sqlschema"
+)
+
+// The attempt history (migration 006): the table <table>_att, pruned with
+// its update and marked by a requeue through triggers, so Prune and
+// Requeue need no statement of their own for it.
+
+const (
+	// ?1 update id, ?2 attempt, ?3 claim id, ?4 process, ?5 started,
+	// ?6 ended, ?7 outcome, ?8 error, ?9 status, ?10 header, ?11 body.
+	// Recorded only while the update has a row.
+	recordAttemptSQL = `INSERT INTO "{{table}}_att"
+    (update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
+WHERE EXISTS (SELECT 1 FROM "{{table}}" WHERE update_id = ?1)`
+	// ?1 update id.
+	attemptsSQL = `SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body
+FROM "{{table}}_att" WHERE update_id = ?1 ORDER BY seq`
+)
+
+// RecordAttempt implements [intake.AdminStore.RecordAttempt]. It is one
+// statement of a group-committed write transaction.
+func (s *Store) RecordAttempt(ctx context.Context, rec intake.AttemptRecord) (bool, error) {
+	if err := rec.Validate(); err != nil {
+		return false, fmt.Errorf("sqlitestore: record attempt: %w", err)
+	}
+	query := fillSQL(recordAttemptSQL, s.table)
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, rec.UpdateID, rec.Attempt, rec.ClaimID, rec.Process,
+			ms(rec.StartedAt), ms(rec.EndedAt), string(rec.Outcome), rec.Error, rec.Status,
+			sqlschema.EncodeHeader(rec.Header), nonNil(rec.Body))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: record attempt of %d: %w", rec.UpdateID, err)
+	}
+	return n > 0, nil
+}
+
+// Attempts implements [intake.AdminStore.Attempts].
+func (s *Store) Attempts(ctx context.Context, updateID int64) ([]intake.AttemptRecord, error) {
+	rows, err := s.r.QueryContext(ctx, fillSQL(attemptsSQL, s.table), updateID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: attempts of %d: %w", updateID, err)
+	}
+	defer rows.Close()
+	var out []intake.AttemptRecord
+	for rows.Next() {
+		var (
+			rec             intake.AttemptRecord
+			started, ended  int64
+			outcome, header string
+		)
+		if err := rows.Scan(&rec.UpdateID, &rec.Attempt, &rec.ClaimID, &rec.Process, &started, &ended,
+			&outcome, &rec.Error, &rec.Status, &header, &rec.Body); err != nil {
+			return nil, fmt.Errorf("sqlitestore: attempts of %d: %w", updateID, err)
+		}
+		rec.StartedAt, rec.EndedAt, rec.Outcome = fromMS(started), fromMS(ended), intake.AttemptOutcome(outcome)
+		if rec.Header, err = sqlschema.DecodeHeader(header); err != nil {
+			return nil, fmt.Errorf("sqlitestore: attempts of %d: %w", updateID, err)
+		}
+		if len(rec.Body) == 0 {
+			rec.Body = nil
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: attempts of %d: %w", updateID, err)
+	}
+	return out, nil
+}
+
+// nonNil returns b, or an empty slice for the NOT NULL body column.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
