@@ -183,3 +183,41 @@ func TestWebhookConfigValidation(t *testing.T) {
 		t.Fatalf("valid config: %v", err)
 	}
 }
+
+// TestWebhookBodyOfUnknownLength covers a chunked body (no Content-Length):
+// it is bounded by the limit as one of declared length is.
+func TestWebhookBodyOfUnknownLength(t *testing.T) {
+	t.Parallel()
+	b := setupWebhook(t, intake.WebhookConfig{Secret: testSecret, MaxBodyBytes: 128})
+	post := func(body []byte) int {
+		t.Helper()
+		// A reader of unknown length makes the client send it chunked.
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/telegram", io.MultiReader(bytes.NewReader(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(intake.SecretHeader, testSecret)
+		resp, err := b.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if req.ContentLength != 0 {
+			t.Fatalf("request sent with length %d; want it unknown (chunked)", req.ContentLength)
+		}
+		return resp.StatusCode
+	}
+	if got := post(msg(90, 1)); got != http.StatusOK {
+		t.Errorf("chunked update: status %d, want 200", got)
+	}
+	big := []byte(`{"update_id":91,"pad":"` + strings.Repeat("x", 128) + `"}`)
+	if got := post(big); got != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked body over the limit: status %d, want 413", got)
+	}
+	if _, ok, err := b.store.Get(t.Context(), 90); err != nil || !ok {
+		t.Errorf("update 90 not recorded: %v", err)
+	}
+	if _, ok, _ := b.store.Get(t.Context(), 91); ok {
+		t.Error("update 91 recorded from a body over the limit")
+	}
+}
