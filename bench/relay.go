@@ -59,6 +59,14 @@ const (
 // settlement; one that finds its chat busy costs a claim write too.
 // -bin-b runs a second build beside the first (serve-sqlite-b,
 // serve-postgres-b), to compare two versions in one run.
+//
+// The floor variants (floor-sqlite, floor-postgres; -floor) are the
+// non-durable forwarder plus the least durable work a relay cannot avoid: the
+// update's row, group committed before the 200 with serve's settings, and
+// its settlement, group committed after the forward (see relayFloor). Their
+// ratio to the non-durable forwarder is the ceiling of any durable design on
+// this machine, and serve is reported against them too. -cpuprofile writes
+// each serve child's CPU profile.
 func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -70,6 +78,8 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	concurrency := fs.Int("concurrency", 0, "serve --concurrency (0: serve's default)")
 	bin := fs.String("bin", "", "tgrelay binary (default: go build github.com/tgrelay/tgrelay/cmd/tgrelay)")
 	binB := fs.String("bin-b", "", "a second tgrelay binary, run as variants serve-sqlite-b and serve-postgres-b, to compare two builds in one run")
+	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each serve child's whole run to `prefix`-<variant>.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,10 +114,24 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return a
 	}
-	served, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, serveArgs, tg.Token)
+	served, pgDB, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, serveArgs, tg.Token, *cpuprofile)
 	defer stopServes()
 	if err != nil {
 		return err
+	}
+	if *floor {
+		pgURL := ""
+		if pgDB != nil {
+			if pgURL, err = pgDB(ctx); err != nil {
+				return fmt.Errorf("floor postgres: %w", err)
+			}
+		}
+		floors, stopFloors, err := startRelayFloors(ctx, dir, pgURL, sink.url)
+		defer stopFloors()
+		if err != nil {
+			return err
+		}
+		served = append(served, floors...)
 	}
 	for _, v := range served {
 		variants = append(variants, &relayVariant{name: v.name, about: v.about, url: v.url})
@@ -165,7 +189,31 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	for _, v := range variants[:len(variants)-1] {
 		key := strings.ReplaceAll(strings.TrimPrefix(v.name, "serve-"), "-", "_")
 		ratio := v.median().rate() / baseRate
+		if strings.HasPrefix(v.name, "floor-") {
+			kv = append(kv, fmt.Sprintf("%s_ratio=%.2f", key, ratio)) // a ceiling, not a goal
+			continue
+		}
 		kv = append(kv, fmt.Sprintf("%s_ratio=%.2f %s_goal_0.5x=%t", key, ratio, key, ratio >= relayGoal))
+	}
+	// Serve against the floor of its engine: how much of what a durable
+	// relay can reach on this machine serve reaches.
+	floors := map[string]float64{}
+	for _, v := range variants {
+		if eng, ok := strings.CutPrefix(v.name, "floor-"); ok {
+			floors[eng] = v.median().rate()
+		}
+	}
+	for _, v := range variants {
+		rest, ok := strings.CutPrefix(v.name, "serve-")
+		if !ok {
+			continue
+		}
+		eng, _, _ := strings.Cut(rest, "-")
+		if f := floors[eng]; f > 0 {
+			ratio := v.median().rate() / f
+			fmt.Fprintf(out, "%s vs floor-%s: %.2fx\n", v.name, eng, ratio)
+			kv = append(kv, fmt.Sprintf("%s_vs_floor=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
+		}
 	}
 	fmt.Fprintf(out, "RESULT relay %s\n", strings.Join(kv, " "))
 	return nil
@@ -200,7 +248,7 @@ type relayServe struct {
 	webhookURL string
 }
 
-func startRelayServe(ctx context.Context, name, bin string, args []string, token, dir string) (*relayServe, error) {
+func startRelayServe(ctx context.Context, name, bin string, args []string, token, dir, profile string) (*relayServe, error) {
 	listen, err := relayFreeAddr()
 	if err != nil {
 		return nil, err
@@ -223,6 +271,13 @@ func startRelayServe(ctx context.Context, name, bin string, args []string, token
 		}
 	}
 	cmd.Env = append(env, "TGRELAY_TOKEN="+token, "TGRELAY_WEBHOOK_SECRET="+relaySecret)
+	if profile != "" {
+		p, err := filepath.Abs(profile + "-" + name + ".pprof")
+		if err != nil {
+			return nil, err
+		}
+		cmd.Env = append(cmd.Env, "TGRELAY_TEST_CPUPROFILE="+p)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)

@@ -18,10 +18,13 @@ type servedRelay struct {
 // serve on SQLite in dir and, with withPG, on a throwaway durable
 // PostgreSQL cluster (reported and skipped when none can be started); with
 // binB each again from a second build (its own database), to compare two
-// builds in one run. args gives serve's flags for a database. stop ends
-// every process and the cluster; it is set even on an error.
+// builds in one run. args gives serve's flags for a database. With
+// profile set, each serve writes a CPU profile to profile-<variant>.pprof.
+// pgDB, nil without a cluster, creates another database on the cluster the
+// serves use. stop ends every process and the cluster; it is set even on an
+// error.
 func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string, withPG bool,
-	args func(db string) []string, token string) (variants []servedRelay, stop func(), err error) {
+	args func(db string) []string, token, profile string) (variants []servedRelay, pgDB func(context.Context) (string, error), stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -29,7 +32,7 @@ func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string,
 		}
 	}
 	start := func(name, about, bin, db string) error {
-		s, err := startRelayServe(ctx, name, bin, args(db), token, dir)
+		s, err := startRelayServe(ctx, name, bin, args(db), token, dir, profile)
 		if err != nil {
 			return err
 		}
@@ -38,25 +41,26 @@ func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string,
 		return nil
 	}
 	if err := start("serve-sqlite", "tgrelay serve, SQLite WAL synchronous=FULL (default store)", bin, filepath.Join(dir, "relay.db")); err != nil {
-		return nil, stop, err
+		return nil, nil, stop, err
 	}
 	if binB != "" {
 		if err := start("serve-sqlite-b", "tgrelay serve from -bin-b, SQLite as above", binB, filepath.Join(dir, "relay-b.db")); err != nil {
-			return nil, stop, err
+			return nil, nil, stop, err
 		}
 	}
 	if !withPG {
-		return variants, stop, nil
+		return variants, pgDB, stop, nil
 	}
 	cluster, err := pgtest.Start(ctx, pgtest.Options{}) // durable: fsync on
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, stop, err
+			return nil, nil, stop, err
 		}
 		fmt.Fprintf(out, "postgres: UNAVAILABLE: %v; reporting SQLite only\n", err)
-		return variants, stop, nil
+		return variants, pgDB, stop, nil
 	}
 	stops = append(stops, func() { cluster.Stop() })
+	pgDB = cluster.CreateDatabase
 	builds := []struct{ name, about, bin string }{
 		{"serve-postgres", "tgrelay serve, PostgreSQL (throwaway cluster, fsync on)", bin},
 		{"serve-postgres-b", "tgrelay serve from -bin-b, PostgreSQL as above (its own database)", binB},
@@ -67,11 +71,11 @@ func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string,
 		}
 		db, err := cluster.CreateDatabase(ctx)
 		if err != nil {
-			return nil, stop, fmt.Errorf("postgres: %w", err)
+			return nil, nil, stop, fmt.Errorf("postgres: %w", err)
 		}
 		if err := start(b.name, b.about, b.bin, db); err != nil {
-			return nil, stop, err
+			return nil, nil, stop, err
 		}
 	}
-	return variants, stop, nil
+	return variants, pgDB, stop, nil
 }

@@ -553,26 +553,40 @@ func replyIn(body []byte) (UnactedReply, bool) {
 // post sends body and returns the start of the answer's body (at most
 // DefaultMaxResponseBytes) on a 2xx.
 func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Identity, body []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
+	// A context that ends before the timeout would already bounds the
+	// attempt, as the runner's lease usually does: no timer of its own.
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > f.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("forward: build %s request: %w", kind, err)
 	}
+	// The header, sized once; every value of ours shares one backing
+	// array. The keys are canonical already.
+	h := make(http.Header, len(f.header)+7)
 	for k, vs := range f.header {
-		req.Header[k] = append([]string(nil), vs...)
+		h[k] = append([]string(nil), vs...)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
-	req.Header.Set(HeaderAttempt, strconv.Itoa(id.Attempt))
-	req.Header.Set(HeaderClaimID, id.ClaimID)
-	req.Header.Set(HeaderKind, kind)
+	vals := make([]string, 0, 7)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set("Content-Type", "application/json")
+	set(HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
+	set(HeaderAttempt, strconv.Itoa(id.Attempt))
+	set(HeaderClaimID, id.ClaimID)
+	set(HeaderKind, kind)
 	if root := f.gatewayRoot(); kind == "update" && root != "" {
-		req.Header.Set(HeaderAPIRoot, AttemptRoot(root, id))
+		set(HeaderAPIRoot, AttemptRoot(root, id))
 	}
 	if kind == "update" && f.appSecret != "" {
-		req.Header.Set(HeaderTelegramSecret, f.appSecret)
+		set(HeaderTelegramSecret, f.appSecret)
 	}
+	req.Header = h
 	// The trace context of ctx, when it has one (the relay's attempt
 	// span), as W3C traceparent: the app's spans join the update's trace.
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
@@ -587,7 +601,7 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 		}
 		return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, err)
 	}
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, DefaultMaxResponseBytes))
+	answer := readAnswer(resp)
 	resp.Body.Close()
 	if kind == "update" {
 		// The attempt's record keeps the app's own words; the runner masks
@@ -621,6 +635,22 @@ func keptHeaders(h http.Header) http.Header {
 		}
 	}
 	return out
+}
+
+// readAnswer reads the start of an answer's body, at most
+// DefaultMaxResponseBytes: nothing for an empty one (most endpoints answer
+// 200 with no body), one exact allocation for one of declared length.
+func readAnswer(resp *http.Response) []byte {
+	switch n := resp.ContentLength; {
+	case n == 0:
+		return nil
+	case n > 0 && n <= DefaultMaxResponseBytes:
+		b := make([]byte, n)
+		m, _ := io.ReadFull(resp.Body, b)
+		return b[:m]
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, DefaultMaxResponseBytes))
+	return b
 }
 
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.

@@ -118,7 +118,18 @@ func ChatKey(body []byte) string {
 // payloads in object order: the first payload with a chat, message.chat,
 // from, user or voter_chat object carrying a numeric or string id gives
 // "chat:<id>"; an update with none runs alone on "update:<update_id>".
+// Telegram's updates take scanUpdate's fast path; any other body is
+// answered by decodeUpdate, the definition.
 func parseUpdate(body []byte) (parsedUpdate, error) {
+	if p, ok := scanUpdate(body); ok {
+		return p, nil
+	}
+	return decodeUpdate(body)
+}
+
+// decodeUpdate is parseUpdate with encoding/json throughout: each
+// top-level value decoded, each payload unmarshalled again.
+func decodeUpdate(body []byte) (parsedUpdate, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	tok, err := dec.Token()

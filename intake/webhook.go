@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/tgrelay/tgrelay/botapi"
 )
@@ -105,7 +106,10 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		rw.WriteHeader(http.StatusForbidden)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, w.maxBytes))
+	body, buf, err := w.readBody(rw, req)
+	if buf != nil {
+		defer putBodyBuffer(buf) // Accept does not retain body
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -127,11 +131,65 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	}
 }
 
+// maxPooledBody bounds the bodies whose buffers are pooled: Telegram's
+// updates are a few KiB at most, and a rare large one should not pin its
+// buffer.
+const maxPooledBody = 64 << 10
+
+// bodyBuffers pools the buffers of bodies of declared length.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+func putBodyBuffer(buf *[]byte) {
+	if cap(*buf) <= maxPooledBody {
+		*buf = (*buf)[:0]
+		bodyBuffers.Put(buf)
+	}
+}
+
+// readBody reads the request's body, at most maxBytes (a larger one is a
+// *http.MaxBytesError). A body of declared length, as Telegram sends, is
+// read into a pooled buffer, returned as buf for putBodyBuffer once the
+// body is no longer used (the runner copies what it keeps); buf is nil
+// otherwise.
+func (w *Webhook) readBody(rw http.ResponseWriter, req *http.Request) (body []byte, buf *[]byte, err error) {
+	n := req.ContentLength
+	if n < 0 {
+		body, err = io.ReadAll(http.MaxBytesReader(rw, req.Body, w.maxBytes))
+		return body, nil, err
+	}
+	if n > w.maxBytes {
+		// Unread, so the server closes the connection rather than drain it.
+		return nil, nil, &http.MaxBytesError{Limit: w.maxBytes}
+	}
+	buf = bodyBuffers.Get().(*[]byte)
+	if int64(cap(*buf)) < n {
+		*buf = make([]byte, 0, n)
+	}
+	body = (*buf)[:n]
+	if _, err := io.ReadFull(req.Body, body); err != nil {
+		return nil, buf, err
+	}
+	// net/http's body reader ends at the declared length, so nothing
+	// follows; check anyway for a handler mounted behind other plumbing.
+	var one [1]byte
+	if m, err := req.Body.Read(one[:]); m > 0 || (err != nil && err != io.EOF) {
+		if m > 0 {
+			return nil, buf, errors.New("intake: body longer than its Content-Length")
+		}
+		return nil, buf, err
+	}
+	return body, buf, nil
+}
+
+// secretHeaderKey is SecretHeader's canonical form, the key of
+// http.Header.
+var secretHeaderKey = http.CanonicalHeaderKey(SecretHeader)
+
 // authorized compares the secret header with the configured secret in
 // constant time. Hashing both first makes the comparison independent of the
 // secret's length too.
 func (w *Webhook) authorized(req *http.Request) bool {
-	got, ok := req.Header[http.CanonicalHeaderKey(SecretHeader)]
+	got, ok := req.Header[secretHeaderKey]
 	if !ok || len(got) != 1 {
 		return false
 	}

@@ -3,15 +3,19 @@ package intake_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
 )
 
 const testSecret = "s3cr3t-Token_value"
@@ -181,5 +185,124 @@ func TestWebhookConfigValidation(t *testing.T) {
 	}
 	if _, err := intake.NewWebhook(intake.WebhookConfig{Runner: r, Secret: testSecret}); err != nil {
 		t.Fatalf("valid config: %v", err)
+	}
+}
+
+// TestWebhookBodyOfUnknownLength covers a chunked body (no Content-Length):
+// it is bounded by the limit as one of declared length is.
+func TestWebhookBodyOfUnknownLength(t *testing.T) {
+	t.Parallel()
+	b := setupWebhook(t, intake.WebhookConfig{Secret: testSecret, MaxBodyBytes: 128})
+	post := func(body []byte) int {
+		t.Helper()
+		// A reader of unknown length makes the client send it chunked.
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/telegram", io.MultiReader(bytes.NewReader(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(intake.SecretHeader, testSecret)
+		resp, err := b.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if req.ContentLength != 0 {
+			t.Fatalf("request sent with length %d; want it unknown (chunked)", req.ContentLength)
+		}
+		return resp.StatusCode
+	}
+	if got := post(msg(90, 1)); got != http.StatusOK {
+		t.Errorf("chunked update: status %d, want 200", got)
+	}
+	big := []byte(`{"update_id":91,"pad":"` + strings.Repeat("x", 128) + `"}`)
+	if got := post(big); got != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked body over the limit: status %d, want 413", got)
+	}
+	if _, ok, err := b.store.Get(t.Context(), 90); err != nil || !ok {
+		t.Errorf("update 90 not recorded: %v", err)
+	}
+	if _, ok, _ := b.store.Get(t.Context(), 91); ok {
+		t.Error("update 91 recorded from a body over the limit")
+	}
+}
+
+// TestWebhookBodiesIntactUnderConcurrency posts updates of many sizes at
+// once: the webhook reuses its body buffers, so a body kept past Accept
+// would be overwritten by a later request. Every stored body and every
+// body the handler saw must be the one posted.
+func TestWebhookBodiesIntactUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	const n, conns = 300, 16
+	store := memstore.New()
+	var mu sync.Mutex
+	seen := map[int64][]byte{}
+	all := make(chan struct{})
+	r := newRunner(t, intake.Config{Store: store, Handler: func(_ context.Context, u intake.Update) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[u.ID] = bytes.Clone(u.Body)
+		if len(seen) == n {
+			close(all)
+		}
+		return nil
+	}})
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wh, err := intake.NewWebhook(intake.WebhookConfig{Runner: r, Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(wh)
+	defer srv.Close()
+	body := func(id int64) []byte {
+		return fmt.Appendf(nil, `{"update_id":%d,"message":{"chat":{"id":%d},"text":"%s"}}`, id, id%7, strings.Repeat(strconv.FormatInt(id%10, 10), int(id%97)*13))
+	}
+	ids := make(chan int64, n)
+	for id := int64(1); id <= n; id++ {
+		ids <- id
+	}
+	close(ids)
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Go(func() {
+			for id := range ids {
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, bytes.NewReader(body(id)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				req.Header.Set(intake.SecretHeader, testSecret)
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("update %d: status %d", id, resp.StatusCode)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	failsafe := time.NewTimer(time.Minute) // a hang's bound, not a measurement
+	defer failsafe.Stop()
+	select {
+	case <-all:
+	case <-failsafe.C:
+		t.Fatal("the handler did not see every update")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id := int64(1); id <= n; id++ {
+		want := body(id)
+		if !bytes.Equal(seen[id], want) {
+			t.Fatalf("handler saw update %d as %q, want %q", id, seen[id], want)
+		}
+		row, ok, err := store.Get(t.Context(), id)
+		if err != nil || !ok || !bytes.Equal(row.Body, want) {
+			t.Fatalf("stored update %d: %q (found %t, %v), want %q", id, row.Body, ok, err, want)
+		}
 	}
 }

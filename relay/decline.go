@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -253,9 +254,34 @@ type query struct {
 	kind, id string
 }
 
+// mayNameQuery reports whether body may have a key encoding/json matches
+// to callback_query, pre_checkout_query or shipping_query: each such key
+// spells "query" in ASCII letters of either case (no letter of "query"
+// folds from a non-ASCII one), or hides it behind an escape. A body with
+// neither has none, so queryOf need not decode it.
+func mayNameQuery(body []byte) bool {
+	if bytes.IndexByte(body, '\\') >= 0 {
+		return true
+	}
+	for i := 0; i+5 <= len(body); i++ {
+		if body[i]|0x20 == 'q' && body[i+1]|0x20 == 'u' && body[i+2]|0x20 == 'e' && body[i+3]|0x20 == 'r' && body[i+4]|0x20 == 'y' {
+			return true
+		}
+	}
+	return false
+}
+
 // queryOf returns the query of an update body; ok is false for any other
 // update.
 func queryOf(body []byte) (q query, ok bool) {
+	if !mayNameQuery(body) {
+		return q, false // most updates: no decoding
+	}
+	return decodeQuery(body)
+}
+
+// decodeQuery is queryOf by encoding/json.
+func decodeQuery(body []byte) (q query, ok bool) {
 	var u struct {
 		CallbackQuery    *struct{ ID string } `json:"callback_query"`
 		PreCheckoutQuery *struct{ ID string } `json:"pre_checkout_query"`

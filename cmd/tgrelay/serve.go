@@ -826,6 +826,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := applyEnv(fs, os.LookupEnv); err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfileFromEnv()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	red := &botapi.Redactor{}
 	red.Add(o.token, o.secret, o.adminToken, o.appSecret)
 	log, err := newLogger(stderr, o.logFormat, o.logLevel, red)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 )
 
 // envGatewayStopAfterIntent is a crash-test seam: when set, serve's gateway
@@ -15,4 +18,30 @@ func stopAfterIntent(log *slog.Logger) func(string) {
 		log.Warn("gateway: stopped after intent (test hook)", "method", method)
 		select {}
 	}
+}
+
+// envCPUProfile is a benchmark seam: when set, serve writes a CPU profile
+// of its whole run to that path, stopped when serve returns (`bench relay
+// -cpuprofile` sets it on its serve children).
+const envCPUProfile = "TGRELAY_TEST_CPUPROFILE"
+
+// startCPUProfileFromEnv starts the profile envCPUProfile asks for and
+// returns the func that stops it; without the variable it does nothing.
+func startCPUProfileFromEnv() (stop func(), err error) {
+	path := os.Getenv(envCPUProfile)
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", envCPUProfile, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", envCPUProfile, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

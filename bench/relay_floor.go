@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "modernc.org/sqlite" // the driver sqlitestore uses
+
+	"github.com/tgrelay/tgrelay/internal/groupcommit"
+)
+
+// Bounds of the floor variants.
+const (
+	// floorWorkers is how many forwards run at once: serve's default
+	// --concurrency (intake.DefaultMaxConcurrent).
+	floorWorkers = 32
+	// floorQueue bounds the recorded updates waiting for a forward worker;
+	// a full queue holds the webhook's answer back.
+	floorQueue = 4096
+	// floorMaxBatch is one group commit's largest batch, as serve's
+	// (intake.DefaultMaxBatch).
+	floorMaxBatch = 256
+	// floorCommitBound limits one group commit.
+	floorCommitBound = 10 * time.Second
+	// floorForwardTries bounds the forward attempts of one update.
+	floorForwardTries = 3
+)
+
+// floorStore is the least durable work a relay cannot avoid: one row per
+// update before the webhook's 200, and its settlement after the forward.
+type floorStore interface {
+	// add records rows in one transaction, ignoring ids already recorded,
+	// and reports which rows were new.
+	add(ctx context.Context, rows []floorRow) ([]bool, error)
+	// settle marks ids settled in one transaction.
+	settle(ctx context.Context, ids []int64) error
+	close()
+}
+
+// floorRow is one received update.
+type floorRow struct {
+	id   int64
+	body []byte
+}
+
+// relayFloor is the measured floor of a durable relay: the non-durable
+// forwarder plus an update's durable record before the 200 (group
+// committed, as serve's) and its settlement after the forward (group
+// committed too), with none of the rest of serve: no claims, leases, chat
+// order, retries beyond a bounded few, journal or metrics. Its rate's ratio
+// to the non-durable forwarder is the ceiling of any durable design on this
+// machine.
+type relayFloor struct {
+	*relayServer
+	st      floorStore
+	adds    *groupcommit.Group[floorRow, bool]
+	settles *groupcommit.Group[int64, struct{}]
+	queue   chan floorRow
+	client  *http.Client
+	target  string
+	workers sync.WaitGroup
+}
+
+func startRelayFloor(st floorStore, target string) (*relayFloor, error) {
+	f := &relayFloor{
+		st:     st,
+		queue:  make(chan floorRow, floorQueue),
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: floorWorkers, DisableCompression: true}},
+		target: target,
+	}
+	f.adds = &groupcommit.Group[floorRow, bool]{CommitFunc: st.add, Max: floorMaxBatch, Bound: floorCommitBound}
+	f.settles = &groupcommit.Group[int64, struct{}]{
+		CommitFunc: func(ctx context.Context, ids []int64) ([]struct{}, error) {
+			if err := st.settle(ctx, ids); err != nil {
+				return nil, err
+			}
+			return make([]struct{}, len(ids)), nil
+		},
+		Max: floorMaxBatch, Bound: floorCommitBound,
+	}
+	for range floorWorkers {
+		f.workers.Add(1)
+		go f.work()
+	}
+	srv, err := startRelayServer(http.HandlerFunc(f.serve), relayWebhookPath)
+	if err != nil {
+		close(f.queue)
+		f.workers.Wait()
+		return nil, err
+	}
+	f.relayServer = srv
+	return f, nil
+}
+
+func (f *relayFloor) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-Telegram-Bot-Api-Secret-Token") != relaySecret {
+		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, relayMaxBody))
+	if err != nil {
+		http.Error(w, "read", http.StatusBadRequest)
+		return
+	}
+	var u struct {
+		UpdateID int64 `json:"update_id"`
+	}
+	if json.Unmarshal(body, &u) != nil {
+		http.Error(w, "bad update", http.StatusBadRequest)
+		return
+	}
+	row := floorRow{id: u.UpdateID, body: body}
+	added, err := f.adds.Do(r.Context(), row)
+	if err != nil {
+		http.Error(w, "not recorded", http.StatusServiceUnavailable)
+		return
+	}
+	if added {
+		select {
+		case f.queue <- row:
+		case <-r.Context().Done():
+			// Recorded but not queued: the floor has no sweep to find it
+			// again, and the run's timeout reports the lost update.
+			return
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// work forwards queued updates and settles each forwarded one.
+func (f *relayFloor) work() {
+	defer f.workers.Done()
+	for row := range f.queue {
+		if f.forward(row.body) {
+			_, _ = f.settles.Do(context.Background(), row.id)
+		}
+	}
+}
+
+// forward posts body to the target, up to floorForwardTries times, and
+// reports whether it was answered 2xx.
+func (f *relayFloor) forward(body []byte) bool {
+	for range floorForwardTries {
+		req, err := http.NewRequest(http.MethodPost, f.target, bytes.NewReader(body))
+		if err != nil {
+			return false
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := f.client.Do(req)
+		if err != nil {
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 == 2 {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *relayFloor) close() {
+	f.relayServer.close()
+	close(f.queue)
+	f.workers.Wait()
+	f.client.CloseIdleConnections()
+	f.st.close()
+}
+
+// floorSQLite is the floor's store on SQLite, opened as sqlitestore opens
+// its writer: WAL, synchronous=FULL, BEGIN IMMEDIATE, one connection.
+type floorSQLite struct {
+	db             *sql.DB
+	insert, update *sql.Stmt
+}
+
+func openFloorSQLite(ctx context.Context, path string) (*floorSQLite, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("floor sqlite: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	s := &floorSQLite{db: db}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS floor (update_id INTEGER PRIMARY KEY, body TEXT NOT NULL, received_at INTEGER NOT NULL, settled_at INTEGER)`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("floor sqlite: %w", err)
+	}
+	if s.insert, err = db.PrepareContext(ctx, `INSERT INTO floor (update_id, body, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`); err == nil {
+		s.update, err = db.PrepareContext(ctx, `UPDATE floor SET settled_at = ? WHERE update_id = ?`)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("floor sqlite: %w", err)
+	}
+	return s, nil
+}
+
+func (s *floorSQLite) add(ctx context.Context, rows []floorRow) ([]bool, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	ins := tx.StmtContext(ctx, s.insert)
+	now := time.Now().UnixMilli()
+	added := make([]bool, len(rows))
+	for i, r := range rows {
+		res, err := ins.ExecContext(ctx, r.id, r.body, now)
+		if err != nil {
+			return nil, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		added[i] = n == 1
+	}
+	return added, tx.Commit()
+}
+
+func (s *floorSQLite) settle(ctx context.Context, ids []int64) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	up := tx.StmtContext(ctx, s.update)
+	now := time.Now().UnixMilli()
+	for _, id := range ids {
+		if _, err := up.ExecContext(ctx, now, id); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func (s *floorSQLite) close() { s.db.Close() }
+
+// floorPostgres is the floor's store on PostgreSQL: one multi-row insert
+// and one multi-row update per group commit, synchronous_commit on.
+type floorPostgres struct {
+	pool *pgxpool.Pool
+}
+
+func openFloorPostgres(ctx context.Context, url string) (*floorPostgres, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("floor postgres: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS floor (update_id bigint PRIMARY KEY, body bytea NOT NULL, received_at timestamptz NOT NULL, settled_at timestamptz)`); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("floor postgres: %w", err)
+	}
+	return &floorPostgres{pool: pool}, nil
+}
+
+func (s *floorPostgres) add(ctx context.Context, rows []floorRow) ([]bool, error) {
+	ids := make([]int64, len(rows))
+	bodies := make([][]byte, len(rows))
+	for i, r := range rows {
+		ids[i], bodies[i] = r.id, r.body
+	}
+	got, err := s.pool.Query(ctx, `INSERT INTO floor (update_id, body, received_at)
+		SELECT u.id, u.body, now() FROM unnest($1::bigint[], $2::bytea[]) AS u(id, body)
+		ON CONFLICT DO NOTHING RETURNING update_id`, ids, bodies)
+	if err != nil {
+		return nil, err
+	}
+	defer got.Close()
+	fresh := map[int64]bool{}
+	for got.Next() {
+		var id int64
+		if err := got.Scan(&id); err != nil {
+			return nil, err
+		}
+		fresh[id] = true
+	}
+	if err := got.Err(); err != nil {
+		return nil, err
+	}
+	added := make([]bool, len(rows))
+	for i, r := range rows {
+		added[i] = fresh[r.id]
+		delete(fresh, r.id) // a repeat within one batch is not new twice
+	}
+	return added, nil
+}
+
+func (s *floorPostgres) settle(ctx context.Context, ids []int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE floor SET settled_at = now() WHERE update_id = ANY($1)`, ids)
+	return err
+}
+
+func (s *floorPostgres) close() { s.pool.Close() }
+
+// startRelayFloors starts the floor variants: on SQLite in dir and, with pgURL
+// set, on that PostgreSQL database. stop ends them; it is set even on an
+// error.
+func startRelayFloors(ctx context.Context, dir, pgURL, target string) (variants []servedRelay, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	start := func(name, about string, st floorStore) error {
+		f, err := startRelayFloor(st, target)
+		if err != nil {
+			st.close()
+			return err
+		}
+		stops = append(stops, f.close)
+		variants = append(variants, servedRelay{name: name, about: about, url: f.url})
+		return nil
+	}
+	sq, err := openFloorSQLite(ctx, filepath.Join(dir, "floor.db"))
+	if err != nil {
+		return nil, stop, err
+	}
+	if err := start("floor-sqlite", "floor: non-durable + a group-committed SQLite row before the 200 and its settlement after the forward (settings as serve's)", sq); err != nil {
+		return nil, stop, err
+	}
+	if pgURL == "" {
+		return variants, stop, nil
+	}
+	pg, err := openFloorPostgres(ctx, pgURL)
+	if err != nil {
+		return nil, stop, err
+	}
+	if err := start("floor-postgres", "floor: as floor-sqlite, on the PostgreSQL serve uses (its own database)", pg); err != nil {
+		return nil, stop, err
+	}
+	return variants, stop, nil
+}
