@@ -139,4 +139,16 @@
 // what lies within the buffered prefix (file contents by their SHA-256),
 // and a file reaching past it by its field and file name. A streamed upload
 // is sent again after a not-dispatched failure only if none of it was read.
+//
+// # Traces
+//
+// With Config.TracerProvider set, every call is an OpenTelemetry server
+// span, "tgrelay gateway <method>", under the W3C traceparent its request
+// carries, so an app that sends back the traceparent its forward brought
+// puts its calls in the update's trace; a fenced call without one goes
+// where Config.TraceParentFunc says. Each try sent to Telegram is a client
+// span "telegram <method>" beneath it, with Telegram's status or the
+// outcome of a try that got none. Spans carry the method, outcome, status
+// and whether the call was fenced or replayed: never the URL, the
+// parameters or the answer. No trace context is sent to Telegram.
 package gateway

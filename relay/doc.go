@@ -50,15 +50,17 @@
 //
 // # Lifecycle
 //
-// [New] copies and validates the whole configuration; an invalid field is
-// a [*ConfigError] naming it. Nothing listens or calls Telegram before
-// [Relay.Run], which starts
+// [New] copies and validates the whole configuration ([Config.Validate],
+// which does no I/O); an invalid field is a [*ConfigError] whose Field is
+// its path, such as "Intake.LeaseDuration". Nothing listens or calls
+// Telegram before [Relay.Run], which starts
 // everything, and returns when ctx ends (nil) or a part fails (the
 // failure). Stopping is in order: stop receiving, drain the handlers in
 // flight for Config.DrainTimeout, cancel what is left (it is retried
 // later, from the store), stop the gateway once its outcomes are
-// journaled. The relay never closes its store: close it after Run returns.
-// A relay runs once.
+// journaled. [Relay.Close] does the same for a relay started with
+// [Relay.Start], bounded by its context as well as DrainTimeout. The relay
+// never closes its store: close it after Run returns. A relay runs once.
 //
 // # Watching it
 //
@@ -68,4 +70,11 @@
 // [Relay.Stats], [Relay.App] and [Relay.Journal] are read-only views for
 // status pages and tools. Logs go to Config.Logger, with the bot token
 // and the webhook secret redacted.
+//
+// With Config.TracerProvider, each update is one OpenTelemetry trace (its
+// ids derived from the bot and the update id, so every process and
+// attempt lands in it): its receive and store, each attempt's forward
+// (carrying W3C traceparent), the app's gateway calls and Telegram's
+// answers. Hand [TraceIDGenerator] to the SDK so that the receive is the
+// trace's root. The relay uses the OpenTelemetry API only.
 package relay
