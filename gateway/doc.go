@@ -77,9 +77,9 @@
 // # Fencing
 //
 // A call made on behalf of an update carries its attempt's identity: the
-// three headers the forward posts each update with ([HeaderUpdateID],
-// [HeaderAttempt], [HeaderClaimID]) copied onto the call, or the
-// per-attempt API root the forward announces ([AttemptRoot]: the gateway's
+// three headers the forward posts each update with ([wire.HeaderUpdateID],
+// [wire.HeaderAttempt], [wire.HeaderClaimID]) copied onto the call, or the
+// per-attempt API root the forward announces ([wire.AttemptRoot]: the gateway's
 // address followed by /a/<update>/<attempt>/<claim>/bot), handed to the
 // app's library as its API root for that update (see "The announced API
 // root"). The call is sent only while
@@ -105,7 +105,7 @@
 // # The announced API root
 //
 // The root a forward announces in Tgrelay-Api-Root ends in the segment
-// "bot" ([RootSuffix]), and the gateway reads a call under it however the
+// "bot" ([wire.RootSuffix]), and the gateway reads a call under it however the
 // app's library joined root and call: root + "/bot<token>/<method>"
 // (grammY, aiogram, node-telegram-bot-api, go-telegram/bot, telego),
 // root + "<token>/<method>" (python-telegram-bot's base_url), or the URL
@@ -113,7 +113,7 @@
 // the root's last segment), and the same for /file/bot<token>/<path>.
 // Runs of slashes count as one, so a root given a trailing slash by hand
 // works too. An app therefore passes the header's value unchanged; the
-// table of what each library takes is at forward.HeaderAPIRoot.
+// table of what each library takes is at [wire.HeaderAPIRoot].
 //
 // # Replay-safe replies
 //

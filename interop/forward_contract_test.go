@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // app is a Go stand-in for a bot behind serve: it records what serve
@@ -53,7 +54,7 @@ func newApp(t *testing.T) *app {
 		ack := a.exhAck
 		a.mu.Unlock()
 		if ack {
-			w.Header().Set(forward.HeaderAck, r.Header.Get(forward.HeaderClaimID))
+			w.Header().Set(forward.HeaderAck, r.Header.Get(wire.HeaderClaimID))
 		}
 		w.WriteHeader(http.StatusOK) // what any framework answers
 		a.received <- struct{}{}

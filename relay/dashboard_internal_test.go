@@ -9,6 +9,7 @@ import (
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // The relay's events reach the dashboard's recorder as its series,
@@ -24,9 +25,9 @@ func TestDashboardObserverMapsEvents(t *testing.T) {
 		{Kind: KindSettled, ID: id, State: intake.StateCompleted},
 		{Kind: KindSettled, ID: id, State: intake.StateFailed},
 		{Kind: KindExhausted, ID: id}, {Kind: KindLeaseLost, ID: id},
-		{Kind: KindGatewayCall, Call: gateway.CallEvent{Outcome: gateway.OutcomeAnswered}},
-		{Kind: KindGatewayCall, Call: gateway.CallEvent{Outcome: gateway.OutcomeAnswered, Replayed: true}},
-		{Kind: KindGatewayCall, Call: gateway.CallEvent{Outcome: gateway.OutcomeUnknown}},
+		{Kind: KindGatewayCall, Call: gateway.CallEvent{Outcome: wire.OutcomeAnswered}},
+		{Kind: KindGatewayCall, Call: gateway.CallEvent{Outcome: wire.OutcomeAnswered, Replayed: true}},
+		{Kind: KindGatewayCall, Call: gateway.CallEvent{Outcome: wire.OutcomeUnknown}},
 		{Kind: KindLimiter, Limiter: throttle.Event{Kind: throttle.EventGranted}},
 		{Kind: KindLimiter, Limiter: throttle.Event{Kind: throttle.EventTooManyRequests, RetryAfter: 3 * time.Second}},
 		{Kind: KindWebhookChecked, Owned: false, Host: "elsewhere.example", Time: time.Now(), Err: errors.New("check failed")},

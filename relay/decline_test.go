@@ -14,6 +14,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // The tests of this file run a relay between telegramtest, which keeps
@@ -59,7 +60,7 @@ func newSlowApp(t *testing.T, token string) *slowApp {
 		}
 		if c.method != "" {
 			b, _ := json.Marshal(c.params)
-			resp, err := http.Post(r.Header.Get(forward.HeaderAPIRoot)+"/bot"+a.token+"/"+c.method, "application/json", bytes.NewReader(b))
+			resp, err := http.Post(r.Header.Get(wire.HeaderAPIRoot)+"/bot"+a.token+"/"+c.method, "application/json", bytes.NewReader(b))
 			if err != nil {
 				t.Errorf("the app's %s: %v", c.method, err)
 			} else {

@@ -23,6 +23,7 @@ import (
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // TestRelayGateway: an app behind the relay replies through the gateway,
@@ -45,7 +46,7 @@ func TestRelayGateway(t *testing.T) {
 	)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		root := r.Header.Get(forward.HeaderAPIRoot)
+		root := r.Header.Get(wire.HeaderAPIRoot)
 		body := fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)
 		resp, err := http.Post(root+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body))
 		if err != nil {
@@ -106,7 +107,7 @@ func TestRelayGateway(t *testing.T) {
 	}
 	// The failed attempt is stale; the one that completed the update goes
 	// on (its tail), journaled.
-	if resp := late(roots[0], "late"); resp.StatusCode != gateway.StatusStale || resp.Header.Get(gateway.HeaderOutcome) != "stale" {
+	if resp := late(roots[0], "late"); resp.StatusCode != gateway.StatusStale || resp.Header.Get(wire.HeaderOutcome) != "stale" {
 		t.Errorf("the failed attempt's call = %d; want 409 stale", resp.StatusCode)
 	}
 	if resp := late(roots[1], "tail"); resp.StatusCode != 200 {
@@ -185,7 +186,7 @@ func TestRelayGatewayOnPortZero(t *testing.T) {
 	roots := make(chan string, 4)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		root := r.Header.Get(forward.HeaderAPIRoot)
+		root := r.Header.Get(wire.HeaderAPIRoot)
 		if root != "" {
 			body := fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)
 			if resp, err := http.Post(root+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body)); err == nil {
@@ -243,7 +244,7 @@ func TestRelayBotTransportReachesTheGateway(t *testing.T) {
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		body := fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)
-		resp, err := http.Post(r.Header.Get(forward.HeaderAPIRoot)+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body))
+		resp, err := http.Post(r.Header.Get(wire.HeaderAPIRoot)+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body))
 		if err != nil {
 			answers <- 0
 			return

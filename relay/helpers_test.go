@@ -27,6 +27,7 @@ import (
 	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -144,15 +145,15 @@ func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEn
 	mux.HandleFunc("POST /update", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		id, err := intake.ParseUpdate(body)
-		hdrID, _ := strconv.ParseInt(r.Header.Get(forward.HeaderUpdateID), 10, 64)
-		attempt, _ := strconv.Atoi(r.Header.Get(forward.HeaderAttempt))
-		if err != nil || hdrID != id || attempt < 1 || r.Header.Get(forward.HeaderClaimID) == "" {
+		hdrID, _ := strconv.ParseInt(r.Header.Get(wire.HeaderUpdateID), 10, 64)
+		attempt, _ := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
+		if err != nil || hdrID != id || attempt < 1 || r.Header.Get(wire.HeaderClaimID) == "" {
 			t.Errorf("forward without a consistent identity: body id %d (%v), headers %v", id, err, r.Header)
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
 		e.mu.Lock()
-		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(forward.HeaderClaimID), relayName: r.Header.Get("X-Relay")})
+		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(wire.HeaderClaimID), relayName: r.Header.Get("X-Relay")})
 		n := len(e.hits[id])
 		e.mu.Unlock()
 		status, ra := http.StatusOK, ""

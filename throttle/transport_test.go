@@ -18,6 +18,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // fakeTelegram is a telegramtest server whose limits run on the fake clock
@@ -64,7 +65,7 @@ func (ft *fakeTelegram) botClient(l *throttle.Limiter) *http.Client {
 
 type answer struct {
 	status    int
-	outcome   string
+	outcome   wire.Outcome
 	body      envelope
 	elapsed   time.Duration
 	messageID int64
@@ -101,7 +102,7 @@ func do(t *testing.T, c *http.Client, req *http.Request, start time.Time) answer
 	}
 	defer resp.Body.Close()
 	var a answer
-	a.status, a.outcome, a.elapsed = resp.StatusCode, resp.Header.Get(throttle.OutcomeHeader), time.Since(start)
+	a.status, a.outcome, a.elapsed = resp.StatusCode, wire.OutcomeOf(resp.Header), time.Since(start)
 	if err := json.NewDecoder(resp.Body).Decode(&a.body); err != nil {
 		t.Errorf("answer: %v", err)
 	}
@@ -261,7 +262,7 @@ func TestTransportMaxWaitAnswers429(t *testing.T) {
 			t.Fatalf("first send: %d", a.status)
 		}
 		a := sendJSON(t, client, ft, chat.ID, "second")
-		if a.status != http.StatusTooManyRequests || a.outcome != throttle.OutcomeThrottled {
+		if a.status != http.StatusTooManyRequests || a.outcome != wire.OutcomeThrottled {
 			t.Fatalf("second send: %d %q, want 429 marked throttled", a.status, a.outcome)
 		}
 		// Its turn is 10 s away, beyond MaxWait: answered at once, with

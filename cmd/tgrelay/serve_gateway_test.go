@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // TestServeKilledBetweenIntentAndOutcome: the real binary's gateway
@@ -34,7 +34,7 @@ func TestServeKilledBetweenIntentAndOutcome(t *testing.T) {
 	)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		root := r.Header.Get(forward.HeaderAPIRoot)
+		root := r.Header.Get(wire.HeaderAPIRoot)
 		mu.Lock()
 		calls++
 		mu.Unlock()
@@ -46,7 +46,7 @@ func TestServeKilledBetweenIntentAndOutcome(t *testing.T) {
 		}
 		resp.Body.Close()
 		mu.Lock()
-		answers = append(answers, answer{resp.StatusCode, resp.Header.Get(gateway.HeaderOutcome), resp.Header.Get(gateway.HeaderReplayed)})
+		answers = append(answers, answer{resp.StatusCode, resp.Header.Get(wire.HeaderOutcome), resp.Header.Get(gateway.HeaderReplayed)})
 		mu.Unlock()
 	}))
 	t.Cleanup(app.Close)

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // takeoverLimit bounds how long after a kill -9 the dead process's updates
@@ -43,8 +43,8 @@ func newHoldingEndpoint(t *testing.T) *holdingEndpoint {
 	t.Cleanup(func() { close(release) }) // before the server's Close, which waits for handlers
 	inner := h.botEndpoint.srv.Config.Handler
 	h.botEndpoint.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, _ := strconv.ParseInt(r.Header.Get(forward.HeaderUpdateID), 10, 64)
-		attempt, _ := strconv.Atoi(r.Header.Get(forward.HeaderAttempt))
+		id, _ := strconv.ParseInt(r.Header.Get(wire.HeaderUpdateID), 10, 64)
+		attempt, _ := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
 		h.mu.Lock()
 		hold := h.hold[id] && attempt == 1
 		if hold {

@@ -26,9 +26,9 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // waitTimeout bounds every wait of these tests; a wait that runs out fails
@@ -235,15 +235,15 @@ func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEn
 	mux.HandleFunc("POST /update", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		id, err := intake.ParseUpdate(body)
-		hdrID, _ := strconv.ParseInt(r.Header.Get(forward.HeaderUpdateID), 10, 64)
-		attempt, _ := strconv.Atoi(r.Header.Get(forward.HeaderAttempt))
-		if err != nil || hdrID != id || attempt < 1 || r.Header.Get(forward.HeaderClaimID) == "" {
+		hdrID, _ := strconv.ParseInt(r.Header.Get(wire.HeaderUpdateID), 10, 64)
+		attempt, _ := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
+		if err != nil || hdrID != id || attempt < 1 || r.Header.Get(wire.HeaderClaimID) == "" {
 			t.Errorf("forward without a consistent identity: body id %d (%v), headers %v", id, err, r.Header)
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
 		e.mu.Lock()
-		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(forward.HeaderClaimID)})
+		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(wire.HeaderClaimID)})
 		n := len(e.hits[id])
 		e.mu.Unlock()
 		status, ra := http.StatusOK, ""
