@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/internal/closedport"
 	"github.com/tgrelay/tgrelay/wire"
 )
 
@@ -160,14 +160,9 @@ func TestHandleStatusMapping(t *testing.T) {
 
 func TestHandleConnectionErrorIsRetriedAndHidesAddress(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now: connections are refused
+	addr := closedport.Addr(t) // connections are refused
 	f := newForwarder(t, forward.Config{URL: "http://" + addr + "/hook?key=app-credential"})
-	err = f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
+	err := f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
 	var ab *intake.AbandonError
 	if err == nil || errors.As(err, &ab) {
 		t.Fatalf("err = %v, want a retryable error", err)

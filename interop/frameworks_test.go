@@ -5,10 +5,10 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -130,12 +130,11 @@ var gatewayURL = regexp.MustCompile(`gateway=(http://[0-9.:]+)`)
 // told its port before serve, whose gateway the bot needs, starts).
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(testkit.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return port
 }
 
 func startBot(t *testing.T, fw, modules string, sb *sandbox, mode, secret string) *proc {

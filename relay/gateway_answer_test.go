@@ -15,6 +15,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
@@ -74,9 +75,9 @@ func gatewayRelay(t *testing.T, srv *telegramtest.Server, gc relay.GatewayConfig
 }
 
 // gatewayRelayLogs is gatewayRelay, also returning the relay's log.
-func gatewayRelayLogs(t *testing.T, srv *telegramtest.Server, gc relay.GatewayConfig, fwd forward.Config) (*relay.Relay, *recorder, *syncBuffer) {
+func gatewayRelayLogs(t *testing.T, srv *telegramtest.Server, gc relay.GatewayConfig, fwd forward.Config) (*relay.Relay, *recorder, *testkit.SyncBuffer) {
 	t.Helper()
-	rec, logs := newRecorder(), &syncBuffer{}
+	rec, logs := newRecorder(), &testkit.SyncBuffer{}
 	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
 	if fwd.URL != "" {
 		cfg.Forward = fwd
@@ -229,7 +230,7 @@ func TestGatewaySilentUpstreamAnswersUnknown(t *testing.T) {
 	if a.status != gateway.StatusUnknown || a.header.Get(wire.HeaderOutcome) != string(wire.OutcomeUnknown) {
 		t.Fatalf("answer %d %q %+v; want 502 unknown", a.status, a.header.Get(wire.HeaderOutcome), a.body)
 	}
-	waitFor(t, "the call event", func() bool { return len(callEvents(rec)) == 2 })
+	testkit.WaitFor(t, "the call event", func() bool { return len(callEvents(rec)) == 2 })
 	if e := callEvents(rec)[1]; e.Tries != 1 || e.Outcome != wire.OutcomeUnknown || e.Undelivered {
 		t.Errorf("call event %+v; want unknown after one try (not sent again), delivered", e)
 	}
@@ -262,7 +263,7 @@ func TestGatewayAppGoneWhileWaitingNotSent(t *testing.T) {
 	if _, err := gwSend(t, impatient, r.GatewayURL(), srv.Token, chat.ID, "second"); err == nil {
 		t.Fatal("the impatient client got an answer; want it to give up while the call waits")
 	}
-	waitFor(t, "the call's end", func() bool { return len(callEvents(rec)) == 2 })
+	testkit.WaitFor(t, "the call's end", func() bool { return len(callEvents(rec)) == 2 })
 	e := callEvents(rec)[1]
 	if e.Outcome != wire.OutcomeNotDispatched || !e.Undelivered || e.Tries > 1 {
 		t.Fatalf("call event %+v; want not dispatched, undelivered", e)
@@ -314,7 +315,7 @@ func TestGatewayAppGoneAfterSendJournaled(t *testing.T) {
 	if _, err := srv.SendText(chat, u, "hi"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the retry to complete", func() bool { return rec.count("settled") >= 2 })
+	testkit.WaitFor(t, "the retry to complete", func() bool { return rec.count("settled") >= 2 })
 	mu.Lock()
 	defer mu.Unlock()
 	var ne interface{ Timeout() bool }
@@ -347,7 +348,7 @@ func TestGatewayAppGoneDuringTelegram429Retry(t *testing.T) {
 	if _, err := gwSend(t, impatient, r.GatewayURL(), srv.Token, chat.ID, "refused once"); err == nil {
 		t.Fatal("the impatient client got an answer; want it to give up during the retry's wait")
 	}
-	waitFor(t, "the call's end", func() bool { return len(callEvents(rec)) == 1 })
+	testkit.WaitFor(t, "the call's end", func() bool { return len(callEvents(rec)) == 1 })
 	if e := callEvents(rec)[0]; e.Outcome != wire.OutcomeNotDispatched || !e.Undelivered {
 		t.Fatalf("call event %+v; want not dispatched, undelivered", e)
 	}

@@ -5,7 +5,6 @@ package relay_test
 // recording bot endpoint on loopback.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,6 +24,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/wire"
@@ -32,46 +32,11 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// waitTimeout bounds every wait of these tests; a wait that runs out fails
-// loudly.
-const waitTimeout = 45 * time.Second
-
 // testSecret is a realistic webhook secret; it must never reach a log.
 const testSecret = "s3cr3t-Webhook_Value-9f8e7d6c5b4a"
 
-// waitFor polls cond every few milliseconds until it holds, failing the
-// test after waitTimeout.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logging relay and a reading test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // logLines returns the JSON log lines of buf whose msg is msg.
-func logLines(buf *syncBuffer, msg string) []map[string]any {
+func logLines(buf *testkit.SyncBuffer, msg string) []map[string]any {
 	var out []map[string]any
 	for line := range strings.SplitSeq(buf.String(), "\n") {
 		var m map[string]any
@@ -248,7 +213,7 @@ func listen(t *testing.T) net.Listener {
 // baseConfig is a polling relay against srv into a new SQLite store,
 // forwarding to ep, logging JSON to logs, observed by rec, with fast
 // sweeps and retries.
-func baseConfig(t *testing.T, srv *telegramtest.Server, ep *botEndpoint, logs *syncBuffer, rec *recorder) relay.Config {
+func baseConfig(t *testing.T, srv *telegramtest.Server, ep *botEndpoint, logs *testkit.SyncBuffer, rec *recorder) relay.Config {
 	t.Helper()
 	return relay.Config{
 		Token:         srv.Token,

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/wire"
 )
 
@@ -53,7 +54,7 @@ func TestServeKilledBetweenIntentAndOutcome(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "relay.db")
 	args := []string{"--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
 		"--forward", app.URL, "--lease", "1s", "--sweep-interval", "100ms", "--backoff-base", "10ms",
-		"--pending-grace", "100ms", "--gateway-listen", serveFreeAddr(t)}
+		"--pending-grace", "100ms", "--gateway-listen", testkit.FreeAddr(t)}
 	r := startServeProc(t, []string{envGatewayStopAfterIntent + "=1"}, args...)
 	if _, err := srv.SendText(chat, u, "hi"); err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func TestServeKilledBetweenIntentAndOutcome(t *testing.T) {
 func TestServeGatewayStatesItsAnswerBound(t *testing.T) {
 	t.Parallel()
 	srv := serveFakeTelegram(t)
-	gw := serveFreeAddr(t)
+	gw := testkit.FreeAddr(t)
 	db := filepath.Join(t.TempDir(), "relay.db")
 	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
 		"--forward", "http://127.0.0.1:9/unused", "--gateway-listen", gw)

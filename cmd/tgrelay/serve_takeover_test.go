@@ -13,6 +13,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/wire"
 )
 
@@ -165,7 +166,7 @@ func TestServeKillOneOfThreeOnPostgres(t *testing.T) {
 	var procs []*serveProc
 	var hooks []string
 	for range 3 {
-		addr := serveFreeAddr(t)
+		addr := testkit.FreeAddr(t)
 		procs = append(procs, startServeProc(t, []string{"TGRELAY_WEBHOOK_SECRET=" + testSecret},
 			"--token", srv.Token, "--api-root", srv.URL, "--db", db, "--listen", addr, "--forward", ep.url(),
 			"--webhook-check-interval", "0"))
@@ -223,7 +224,7 @@ func TestServeRestartAfterKillOnSQLite(t *testing.T) {
 	srv := serveFakeTelegram(t)
 	ep := newHoldingEndpoint(t)
 	db := filepath.Join(t.TempDir(), "relay.db")
-	addr := serveFreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	args := []string{"--token", srv.Token, "--api-root", srv.URL, "--db", db, "--listen", addr, "--forward", ep.url(),
 		"--webhook-check-interval", "0"}
 	env := []string{"TGRELAY_WEBHOOK_SECRET=" + testSecret}

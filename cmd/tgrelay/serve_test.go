@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/wire"
 )
@@ -295,19 +295,6 @@ func serveBotClient(t *testing.T, srv *telegramtest.Server) *botapi.Client {
 	return c
 }
 
-// serveFreeAddr returns a loopback address that was free a moment ago (for a
-// public webhook URL that must be known before serve starts).
-func serveFreeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // sendChatter makes users write n messages over chats, round robin, and
 // returns the updates.
 func sendChatter(t *testing.T, srv *telegramtest.Server, chats, n int) []telegramtest.Update {
@@ -385,7 +372,7 @@ func TestServeWebhook(t *testing.T) {
 	t.Parallel()
 	srv := serveFakeTelegram(t)
 	ep := newBotEndpoint(t, nil)
-	addr := serveFreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	public := "http://" + addr + "/telegram"
 	db := filepath.Join(t.TempDir(), "relay.db")
 	// Token and secret by environment, as an operator would pass them.
@@ -492,7 +479,7 @@ func TestServeWebhookOwnership(t *testing.T) {
 	if _, err := bot.Call(t.Context(), "setWebhook", map[string]any{"url": "http://other.example:8443/secret-path"}); err != nil {
 		t.Fatal(err)
 	}
-	addr := serveFreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	base := []string{"--token", srv.Token, "--api-root", srv.URL, "--secret", testSecret, "--db", filepath.Join(t.TempDir(), "relay.db"),
 		"--listen", addr, "--public-url", "http://" + addr + "/telegram", "--forward", ep.url()}
 
