@@ -70,6 +70,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.HasRecorder = true
 		d.Snapshot = rec.Snapshot()
 		d.Snapshot.Webhook.LastError = h.redact(d.Snapshot.Webhook.LastError)
+		d.Snapshot.Webhook.CheckError = h.redact(d.Snapshot.Webhook.CheckError)
 		d.Snapshot.Webhook.OwnerHost = h.redact(d.Snapshot.Webhook.OwnerHost)
 		span := chartSpan(d.Snapshot)
 		d.Window = time.Duration(span) * BucketWidth

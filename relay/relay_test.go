@@ -56,7 +56,7 @@ func TestRelayWebhook(t *testing.T) {
 		t.Errorf("webhook after start = %s, want our address with an owner tag", info)
 	}
 	st := r.Status()
-	if !st.Ready || st.Mode != "webhook" || st.Store != "sqlite" || !st.Webhook.Claimed || !st.Webhook.Owned ||
+	if !st.Ready || st.Webhook.Mode != hookowner.ModeWebhook || st.Store != "sqlite" || !st.Webhook.Owned ||
 		st.WebhookURL != cfg.PublicURL || st.AdminURL == "" {
 		t.Errorf("Status() = %+v, want ready, webhook, sqlite, claimed and owned, with both URLs", st)
 	}
@@ -146,7 +146,7 @@ func TestRelayPollingKeepsExhaustions(t *testing.T) {
 	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	r := start(t, cfg)
-	if st := r.Status(); st.Mode != "poll" || st.WebhookURL != "" || st.Webhook.Claimed {
+	if st := r.Status(); st.Webhook.Mode != hookowner.ModePolling || st.WebhookURL != "" || !st.Webhook.CheckedAt.IsZero() {
 		t.Errorf("Status() = %+v, want poll mode without a webhook", st)
 	}
 	testkit.WaitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
