@@ -101,14 +101,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // observe reports a to the Observer.
 func (g *Gateway) observe(method string, a answer, fenced, webhookReply bool, start time.Time, undelivered bool) {
-	obs := g.cfg.Observer
-	if obs == nil {
+	f := g.cfg.Observer.CallFunc
+	if f == nil {
 		return
 	}
 	if !methodRE.MatchString(method) {
 		method = "invalid"
 	}
-	obs.ObserveCall(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
+	f(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
 		Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start), Undelivered: undelivered})
 }
 

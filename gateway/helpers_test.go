@@ -66,7 +66,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		StreamTransport: throttle.NewTransport(lim, gateway.NewStreamTransport()),
 		Store:           f.store,
 		OwnsIntake:      true,
-		Observer:        gateway.ObserverFunc(func(e gateway.CallEvent) { f.events <- e }),
+		Observer:        gateway.Observer{CallFunc: func(e gateway.CallEvent) { f.events <- e }},
 	}
 	if o.cfg != nil {
 		o.cfg(&cfg)

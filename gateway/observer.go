@@ -42,15 +42,12 @@ type CallEvent struct {
 	Undelivered bool
 }
 
-// Observer receives an event for every call the gateway answered, for
-// metrics. It is called synchronously on the call's goroutine and must be
-// safe for concurrent use and quick.
-type Observer interface {
-	ObserveCall(CallEvent)
+// Observer receives the gateway's events, for metrics. It is a struct of
+// optional funcs, the shape of every tgrelay observer (see "Observers" in
+// package intake's doc); the zero Observer observes nothing. CallFunc is
+// called synchronously on the call's goroutine, concurrently: it must be
+// quick and safe for concurrent use.
+type Observer struct {
+	// CallFunc sees every call the gateway answered.
+	CallFunc func(CallEvent)
 }
-
-// ObserverFunc adapts a function to [Observer].
-type ObserverFunc func(CallEvent)
-
-// ObserveCall calls f(e).
-func (f ObserverFunc) ObserveCall(e CallEvent) { f(e) }

@@ -31,11 +31,11 @@ func Example() {
 		PublicURL: "https://bot.example.org/telegram",
 		Listen:    "127.0.0.1:8080",
 		Forward:   forward.Config{URL: "http://127.0.0.1:3000/telegram-update"},
-		Observer: relay.ObserverFunc(func(e relay.Event) {
+		Observer: relay.Observer{EventFunc: func(e relay.Event) {
 			if e.Kind == relay.KindExhausted {
 				fmt.Println("given up:", e.ID.UpdateID, e.Err)
 			}
-		}),
+		}},
 	})
 	if err != nil {
 		log.Fatal(err) // a *relay.ConfigError names the field

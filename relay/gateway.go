@@ -168,7 +168,7 @@ func (r *Relay) newGateway() error {
 		MaxBufferedBody: gc.MaxBufferedBody,
 		MaxSendTries:    gc.MaxSendTries,
 		ResponseTimeout: respTimeout,
-		Observer:        gateway.ObserverFunc(r.gatewayCall),
+		Observer:        gateway.Observer{CallFunc: r.gatewayCall},
 		Test:            gateway.TestHooks{AfterIntent: gc.AfterIntent},
 		Logger:          r.log,
 	})

@@ -47,7 +47,7 @@ func logLines(buf *testkit.SyncBuffer, msg string) []map[string]any {
 	return out
 }
 
-// recorder is an Observer counting events by kind (and reason).
+// recorder is an observer counting events by kind (and reason).
 type recorder struct {
 	mu     sync.Mutex
 	counts map[string]int
@@ -225,7 +225,7 @@ func baseConfig(t *testing.T, srv *telegramtest.Server, ep *botEndpoint, logs *t
 		Forward:       forward.Config{URL: ep.url()},
 		SweepInterval: 50 * time.Millisecond,
 		BackoffBase:   10 * time.Millisecond,
-		Observer:      rec,
+		Observer:      relay.Observer{EventFunc: rec.Observe},
 		Logger:        slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 }

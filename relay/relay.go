@@ -119,9 +119,7 @@ func New(cfg Config) (*Relay, error) {
 	// The runner's per-attempt Info lines go to Debug: logEvent says the
 	// same at Warn and Error.
 	runnerLog := slog.New(demoteInfo{h})
-	if cfg.Observer != nil {
-		r.obs = Observers(cfg.Observer) // recovers panics
-	}
+	r.obs = Observers(cfg.Observer) // recovers panics
 	own := cfg.BotTransport
 	own.MaxResponseBytes = max(own.MaxResponseBytes, BotAPIMaxResponseBytes)
 	hc, err := transport.NewClient(own)
@@ -199,7 +197,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	if r.rec != nil {
-		r.obs = Observers(cfg.Observer, dashboardObserver{r.rec})
+		r.obs = Observers(cfg.Observer, Observer{EventFunc: dashboardObserver{r.rec}.Observe})
 	}
 	return r, nil
 }
