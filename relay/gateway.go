@@ -121,8 +121,8 @@ func (r *Relay) newGateway() error {
 		return nil
 	}
 	limits := gc.Limits
-	next := limits.ObserveFunc
-	limits.ObserveFunc = func(e throttle.Event) {
+	next := limits.Observer.EventFunc
+	limits.Observer.EventFunc = func(e throttle.Event) {
 		if e.Kind != throttle.EventRefused { // a refusal is reported as a call, throttled
 			r.emit(Event{Kind: KindLimiter, Limiter: e, Duration: e.Wait})
 		}

@@ -151,9 +151,9 @@ func TestTransportFairnessAgainstTelegram(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var obs observed
 		l := newLimiter(t, throttle.Config{
-			Chat:        throttle.Limit{Count: 1, Per: time.Second}, // no burst: within any server's per-chat limit
-			MaxWait:     2 * time.Minute,
-			ObserveFunc: obs.observe,
+			Chat:     throttle.Limit{Count: 1, Per: time.Second}, // no burst: within any server's per-chat limit
+			MaxWait:  2 * time.Minute,
+			Observer: throttle.Observer{EventFunc: obs.observe},
 		})
 		client := ft.botClient(l)
 		start := time.Now()
@@ -219,7 +219,7 @@ func TestTransport429PauseAndResume(t *testing.T) {
 	chat, _ := ft.NewPrivateChat(ft.NewUser("burst"))
 	synctest.Test(t, func(t *testing.T) {
 		var obs observed
-		l := newLimiter(t, throttle.Config{ObserveFunc: obs.observe})
+		l := newLimiter(t, throttle.Config{Observer: throttle.Observer{EventFunc: obs.observe}})
 		client := ft.botClient(l)
 		var wg sync.WaitGroup
 		answers := make([]answer, 3)
@@ -256,7 +256,7 @@ func TestTransportMaxWaitAnswers429(t *testing.T) {
 	chat, _ := ft.NewPrivateChat(ft.NewUser("slow"))
 	synctest.Test(t, func(t *testing.T) {
 		var obs observed
-		l := newLimiter(t, throttle.Config{Chat: throttle.Limit{Count: 1, Per: 10 * time.Second}, MaxWait: 3 * time.Second, ObserveFunc: obs.observe})
+		l := newLimiter(t, throttle.Config{Chat: throttle.Limit{Count: 1, Per: 10 * time.Second}, MaxWait: 3 * time.Second, Observer: throttle.Observer{EventFunc: obs.observe}})
 		client := ft.botClient(l)
 		if a := sendJSON(t, client, ft, chat.ID, "first"); a.status != http.StatusOK {
 			t.Fatalf("first send: %d", a.status)
