@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/transport"
@@ -82,13 +84,7 @@ func holdTurn(t *testing.T, l *throttle.Limiter, chat int64) *throttle.Permit {
 // waitQueued returns once n calls wait in l for their turn.
 func waitQueued(t *testing.T, l *throttle.Limiter, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for l.Stats().Waiting != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls wait for their turn; want %d", l.Stats().Waiting, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, fmt.Sprintf("%d calls waiting for their turn", n), func() bool { return l.Stats().Waiting == n })
 }
 
 // callResult is an answer a goroutine got.

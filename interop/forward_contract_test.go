@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/wire"
 )
 
@@ -170,7 +171,7 @@ func TestServeForwardContract(t *testing.T) {
 	a.mu.Lock()
 	a.exhAck = true
 	a.mu.Unlock()
-	pollFor(t, "the exhaustion acknowledged", func() bool {
+	testkit.WaitFor(t, "the exhaustion acknowledged", func() bool {
 		return metric(t, admin, "tgrelay_exhaustions_acknowledged_total") == 1
 	})
 	if strings.Contains(serve.output(), appSecret) {

@@ -196,7 +196,7 @@ func conversation(t *testing.T, sb *sandbox, retries bool) {
 	}
 	// The answer may be a webhook reply, performed after the handler ends.
 	var answers []telegramtest.CallbackAnswer
-	pollFor(t, "the callback answer", func() bool {
+	testkit.WaitFor(t, "the callback answer", func() bool {
 		sb.control(t, "GET", "callback-answers", nil, &answers)
 		return len(answers) > 0
 	})
@@ -260,7 +260,7 @@ func conversation(t *testing.T, sb *sandbox, retries bool) {
 	var iq update
 	sb.control(t, "POST", "inline", map[string]any{"user_id": bob.ID, "query": "cats"}, &iq)
 	var inline []telegramtest.InlineAnswer
-	pollFor(t, "the inline answer", func() bool {
+	testkit.WaitFor(t, "the inline answer", func() bool {
 		sb.control(t, "GET", "inline-answers", nil, &inline)
 		return len(inline) == 1
 	})

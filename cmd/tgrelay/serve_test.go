@@ -6,7 +6,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -91,28 +90,10 @@ func serveWaitFor(t *testing.T, what string, cond func() bool, procs ...*servePr
 	}
 }
 
-// serveBuffer is a bytes.Buffer safe for a writer process and a reader test.
-type serveBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *serveBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *serveBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveProc is one running `tgrelay serve` process.
 type serveProc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *serveBuffer
+	stdout, stderr *testkit.SyncBuffer
 	done           chan struct{}
 	exitErr        error
 	webhook, admin string
@@ -168,7 +149,7 @@ func (r *serveProc) kill() {
 func runServeProc(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
 	bin := tgrelayBinary(t)
-	r := &serveProc{stdout: &serveBuffer{}, stderr: &serveBuffer{}, done: make(chan struct{})}
+	r := &serveProc{stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(bin, append([]string{"serve", "--log-format", "json"}, args...)...)
 	r.cmd.Dir = t.TempDir()
 	for _, kv := range os.Environ() {
