@@ -140,12 +140,18 @@ func newDeclineBench(t *testing.T, cfg DeclineConfig) *declineBench {
 		t.Fatal(err)
 	}
 	cfg.Test = DeclineTestHooks{NowFunc: b.clk.Now, AfterFunc: b.clk.AfterFunc}
-	cfg.DeclineFunc = func(d Decline) { b.mu.Lock(); b.declines = append(b.declines, d); b.mu.Unlock() }
 	c := Config{Decline: cfg}
 	if err := c.fillDecline(); err != nil {
 		t.Fatal(err)
 	}
-	b.d = newDecliner(c.Decline, b.gw, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	emit := func(e Event) {
+		if e.Kind == KindDeclined {
+			b.mu.Lock()
+			b.declines = append(b.declines, e.Decline)
+			b.mu.Unlock()
+		}
+	}
+	b.d = newDecliner(c.Decline, b.gw, slog.New(slog.NewTextHandler(io.Discard, nil)), emit)
 	return b
 }
 
