@@ -20,6 +20,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // The crash scenarios (crash-serve, crash-pg, crash-broadcast) kill tgrelay
@@ -296,7 +297,7 @@ func startCrashSink(lo int64, n int, effect func(*http.Request, int64) error) (*
 }
 
 func (s *crashSink) serve(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.Header.Get("Tgrelay-Update-Id"), 10, 64)
+	id, err := strconv.ParseInt(r.Header.Get(wire.HeaderUpdateID), 10, 64)
 	if err != nil || id < s.lo || id >= s.lo+int64(len(s.counts)) {
 		http.Error(w, "unknown update", http.StatusBadRequest)
 		return
@@ -309,7 +310,7 @@ func (s *crashSink) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.counts[id-s.lo].Add(1)
-	w.Header().Set("Tgrelay-Ack", r.Header.Get("Tgrelay-Claim-Id"))
+	w.Header().Set("Tgrelay-Ack", r.Header.Get(wire.HeaderClaimID))
 	w.WriteHeader(http.StatusOK)
 }
 

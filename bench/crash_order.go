@@ -17,6 +17,7 @@ import (
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // runChatOrder: three serve processes on one PostgreSQL behind a round-robin
@@ -273,7 +274,7 @@ func startOrderApp(n, chats int) (*orderApp, error) {
 }
 
 func (a *orderApp) serve(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.Header.Get("Tgrelay-Update-Id"), 10, 64)
+	id, err := strconv.ParseInt(r.Header.Get(wire.HeaderUpdateID), 10, 64)
 	i := int(id - 1)
 	if err != nil || i < 0 || i >= len(a.done) {
 		http.Error(w, "unknown update", http.StatusBadRequest)
@@ -316,7 +317,7 @@ func (a *orderApp) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the forward was abandoned (its serve died): no answer
 	}
-	w.Header().Set("Tgrelay-Ack", r.Header.Get("Tgrelay-Claim-Id"))
+	w.Header().Set("Tgrelay-Ack", r.Header.Get(wire.HeaderClaimID))
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // The deadlines scenario: serve on PostgreSQL forwards to an app whose
@@ -549,7 +550,7 @@ func (a *deadlinesApp) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not an update", http.StatusBadRequest)
 		return
 	}
-	root := r.Header.Get("Tgrelay-Api-Root")
+	root := r.Header.Get(wire.HeaderAPIRoot)
 	var err error
 	switch {
 	case u.CallbackQuery != nil:
@@ -600,7 +601,7 @@ func (a *deadlinesApp) call(ctx context.Context, root, method string, params map
 // fulfil writes the purchase under the SQL fence, keyed by the charge id.
 func (a *deadlinesApp) fulfil(r *http.Request, updateID int64, charge string) error {
 	ctx := r.Context()
-	attempt, err := strconv.Atoi(r.Header.Get("Tgrelay-Attempt"))
+	attempt, err := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
 	if err != nil {
 		return err
 	}
@@ -611,7 +612,7 @@ func (a *deadlinesApp) fulfil(r *http.Request, updateID int64, charge string) er
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	var once bool
 	if err := tx.QueryRow(ctx, `SELECT telegram_updates_once($1, $2, $3, NULL, 'payment:' || $4)`,
-		updateID, attempt, r.Header.Get("Tgrelay-Claim-Id"), charge).Scan(&once); err != nil {
+		updateID, attempt, r.Header.Get(wire.HeaderClaimID), charge).Scan(&once); err != nil {
 		return err
 	}
 	if once {

@@ -27,6 +27,7 @@ import (
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // runGateway measures the gateway's own cost: sendMessage calls from 32
@@ -380,9 +381,9 @@ func (b *gatewayBench) run(ctx context.Context, m gatewayMode, calls, round int)
 				req.Header.Set("Content-Type", "application/json")
 				if m.identity {
 					id := ids[w]
-					req.Header.Set(gateway.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
-					req.Header.Set(gateway.HeaderAttempt, strconv.Itoa(id.Attempt))
-					req.Header.Set(gateway.HeaderClaimID, id.ClaimID)
+					req.Header.Set(wire.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
+					req.Header.Set(wire.HeaderAttempt, strconv.Itoa(id.Attempt))
+					req.Header.Set(wire.HeaderClaimID, id.ClaimID)
 				}
 				t0 := time.Now()
 				resp, err := b.client.Do(req)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // Defaults and bounds of the gateway-flood scenario.
@@ -463,7 +464,7 @@ func (a *floodApp) send(ctx context.Context, chat int64, text string) floodCall 
 				break
 			}
 			continue
-		case resp.Header.Get("Tgrelay-Outcome") == "unknown":
+		case wire.OutcomeOf(resp.Header) == wire.OutcomeUnknown:
 			c.outcome = outcomeUnknown
 		default:
 			c.outcome = outcomeOtherErr

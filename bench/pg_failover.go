@@ -16,6 +16,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // runPGFailover: a PostgreSQL primary with a synchronous streaming standby
@@ -270,11 +271,11 @@ func pgFailoverRun(ctx context.Context, bin, dir string, cfg pgFailoverConfig, o
 // runs after the owns write, inside the transaction (a slow write a kill
 // may land in).
 func fencedEffect(r *http.Request, pool *pgxpool.Pool, id int64, prefix string, between func(context.Context) error) error {
-	attempt, err := strconv.Atoi(r.Header.Get("Tgrelay-Attempt"))
+	attempt, err := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
 	if err != nil {
 		return err
 	}
-	claim := r.Header.Get("Tgrelay-Claim-Id")
+	claim := r.Header.Get(wire.HeaderClaimID)
 	tx, err := pool.Begin(r.Context())
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // Defaults of the relay-scale scenario.
@@ -554,7 +555,7 @@ func startTakeoverSink(hold time.Duration) (*takeoverSink, error) {
 func (s *takeoverSink) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	from, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/update/"))
-	id, err2 := strconv.ParseInt(r.Header.Get("Tgrelay-Update-Id"), 10, 64)
+	id, err2 := strconv.ParseInt(r.Header.Get(wire.HeaderUpdateID), 10, 64)
 	if err != nil || err2 != nil {
 		http.Error(w, "bad forward", http.StatusBadRequest)
 		return

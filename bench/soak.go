@@ -20,6 +20,7 @@ import (
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // runSoak: serve (the real binary, gateway on) under a steady load for
@@ -163,13 +164,13 @@ func soakRun(ctx context.Context, bin, dir, store string, cfg soakConfig, out io
 		// A fenced domain write per update, so the effects table fills
 		// and is pruned with its updates.
 		app.effect = func(r *http.Request, id int64) error {
-			attempt, err := strconv.Atoi(r.Header.Get("Tgrelay-Attempt"))
+			attempt, err := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
 			if err != nil {
 				return err
 			}
 			var once bool
 			return pool.QueryRow(r.Context(), `SELECT telegram_updates_once($1, $2, $3, $4, 'soak')`,
-				id, attempt, r.Header.Get("Tgrelay-Claim-Id"), time.Now().UnixMilli()).Scan(&once)
+				id, attempt, r.Header.Get(wire.HeaderClaimID), time.Now().UnixMilli()).Scan(&once)
 		}
 	default:
 		return res, fmt.Errorf("unknown store %q (sqlite or postgres)", store)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // The parts the long-running scenarios (soak, pg-failover, pg-stall)
@@ -167,7 +168,7 @@ func (a *soakApp) exhaustionURL() string { return a.base + "/exhaustion" }
 func (a *soakApp) serveUpdate(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	a.forwards.Add(1)
-	id, err := strconv.ParseInt(r.Header.Get("Tgrelay-Update-Id"), 10, 64)
+	id, err := strconv.ParseInt(r.Header.Get(wire.HeaderUpdateID), 10, 64)
 	if err != nil {
 		http.Error(w, "no update id", http.StatusBadRequest)
 		return
@@ -186,7 +187,7 @@ func (a *soakApp) serveUpdate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if kind == soakReply || kind == soakFailOnce {
-		if err := a.reply(r.Context(), r.Header.Get("Tgrelay-Api-Root"), id); err != nil {
+		if err := a.reply(r.Context(), r.Header.Get(wire.HeaderAPIRoot), id); err != nil {
 			if a.replyFailures.Add(1) == 1 {
 				a.firstReplyError.Store(err.Error())
 			}
@@ -195,7 +196,7 @@ func (a *soakApp) serveUpdate(w http.ResponseWriter, r *http.Request) {
 		}
 		a.replies.Add(1)
 	}
-	if kind == soakFailOnce && r.Header.Get("Tgrelay-Attempt") == "1" {
+	if kind == soakFailOnce && r.Header.Get(wire.HeaderAttempt) == "1" {
 		http.Error(w, "failing once after the reply", http.StatusInternalServerError)
 		return
 	}
@@ -224,7 +225,7 @@ func (a *soakApp) reply(ctx context.Context, root string, id int64) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 	}()
-	if resp.StatusCode == http.StatusBadGateway && resp.Header.Get("Tgrelay-Outcome") == "unknown" {
+	if resp.StatusCode == http.StatusBadGateway && wire.OutcomeOf(resp.Header) == wire.OutcomeUnknown {
 		// The gateway cannot tell whether Telegram got the call (the relay
 		// or its database died between the send and the outcome) and will
 		// never send it again: the app takes it as done, or its chat would
@@ -242,7 +243,7 @@ func (a *soakApp) reply(ctx context.Context, root string, id int64) error {
 func (a *soakApp) serveExhaustion(w http.ResponseWriter, r *http.Request) {
 	a.exhaustions.Add(1)
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, relayMaxBody))
-	w.Header().Set("Tgrelay-Ack", r.Header.Get("Tgrelay-Claim-Id"))
+	w.Header().Set("Tgrelay-Ack", r.Header.Get(wire.HeaderClaimID))
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -36,8 +36,8 @@ const (
 // Errors of [New] and [Client.Call]. None of their messages contain the
 // token.
 var (
-	// ErrInvalidToken: the token is empty, too long, or has characters a URL
-	// path cannot carry unescaped (allowed: A-Z a-z 0-9 : _ -).
+	// ErrInvalidToken: the token does not have a bot token's shape (see
+	// [ValidToken]).
 	ErrInvalidToken = errors.New("botapi: invalid bot token")
 	// ErrInvalidMethod: the method name is empty, longer than
 	// MaxMethodBytes, or not made of A-Z a-z 0-9 _.
@@ -81,7 +81,7 @@ type Client struct {
 // [ErrInvalidToken] for an unusable token, and with an error naming the field
 // for an invalid [Config].
 func New(token string, cfg Config) (*Client, error) {
-	if !validToken(token) {
+	if !ValidToken(token) {
 		return nil, ErrInvalidToken
 	}
 	c := &Client{token: token, root: DefaultAPIRoot, http: cfg.HTTPClient, maxBytes: cfg.MaxResponseBytes}
@@ -118,18 +118,6 @@ func parseRoot(raw string) (string, error) {
 		return "", errors.New("botapi: Config.APIRoot must have a host and no user, query or fragment")
 	}
 	return strings.TrimRight(raw, "/"), nil
-}
-
-func validToken(token string) bool {
-	if token == "" || len(token) > MaxTokenBytes {
-		return false
-	}
-	for _, r := range token {
-		if !isWordChar(r) && r != ':' && r != '-' {
-			return false
-		}
-	}
-	return true
 }
 
 func validMethod(method string) bool {

@@ -18,9 +18,11 @@ const Redacted = "[redacted]"
 // would mask ordinary words, so Add ignores them.
 const MinSecretLen = 4
 
-// tokenShape matches a bot token: the bot id (five or more digits), a colon,
-// and the secret half (thirty or more of [A-Za-z0-9_-]). Only the secret half
-// is replaced, so the bot id stays readable.
+// tokenShape finds bot tokens inside text: a narrower form of the shape
+// [ValidToken] accepts, with a bot id of five or more digits and a secret
+// half of thirty or more of [A-Za-z0-9_-], so that ordinary text ("12:30")
+// is not masked. Only the secret half is replaced, so the bot id stays
+// readable.
 var tokenShape = regexp.MustCompile(`([0-9]{5,}):[A-Za-z0-9_-]{30,}`)
 
 // botID matches the bot id of a token-like value ("123:...") so that its

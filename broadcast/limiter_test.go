@@ -25,11 +25,11 @@ func TestBroadcastSharesLimiter(t *testing.T) {
 	l, err := throttle.New(throttle.Config{
 		Bot:  throttle.Limit{Count: 20, Per: time.Second},
 		Chat: throttle.Limit{Count: 1, Per: time.Second},
-		ObserveFunc: func(e throttle.Event) {
+		Observer: throttle.Observer{EventFunc: func(e throttle.Event) {
 			if e.Kind == throttle.EventTooManyRequests {
 				refused.Add(1)
 			}
-		},
+		}},
 	})
 	must(t, err)
 	client := &http.Client{Transport: throttle.NewTransport(l, srv.Client().Transport)}

@@ -1,6 +1,8 @@
 package dashboard_test
 
 import (
+	"github.com/tgrelay/tgrelay/internal/testkit"
+
 	"context"
 	"errors"
 	"fmt"
@@ -61,7 +63,7 @@ func TestNoSecretReachesStoreLogOrPage(t *testing.T) {
 			errs := libraryErrors()
 			red := &botapi.Redactor{}
 			red.Add(libToken, hookSec, appSecret)
-			var logs syncBuffer
+			var logs testkit.SyncBuffer
 			r, err := intake.New(intake.Config{
 				Store:           st,
 				MaxAttempts:     1,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 // do sends req through h as if from remote, and returns the response.
@@ -89,7 +90,7 @@ func TestLogoutRevokesSession(t *testing.T) {
 // anywhere else X-Forwarded-For is ignored.
 func TestLoginLimitPerClient(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	s := serve(t, dashboard.Config{Store: memstore.New(), AdminToken: adminToken,
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.1/32")},
 		Logger:         slog.New(slog.NewTextHandler(&logs, nil))})

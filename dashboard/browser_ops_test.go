@@ -1,6 +1,8 @@
 package dashboard_test
 
 import (
+	"github.com/tgrelay/tgrelay/hookowner"
+
 	"context"
 	"fmt"
 	"os"
@@ -42,7 +44,7 @@ func TestBrowserOperatorPages(t *testing.T) {
 	}
 	rec := dashboard.NewRecorder()
 	rec.Add(dashboard.SeriesRetried, 5) // the app fails every forward
-	rec.SetWebhook(dashboard.WebhookStatus{Mode: "webhook", Owned: true, OwnerHost: "bot.example.com", CheckedAt: time.Now()})
+	rec.SetWebhook(hookowner.Status{Mode: "webhook", Owned: true, OwnerHost: "bot.example.com", CheckedAt: time.Now()})
 	s := serve(t, dashboard.Config{Store: st, StoreName: "sqlite (updates.db)", Recorder: rec, RefreshInterval: time.Minute})
 	dir := screenshotDir(t)
 

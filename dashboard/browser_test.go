@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tgrelay/tgrelay/dashboard"
+	"github.com/tgrelay/tgrelay/hookowner"
 )
 
 // browserTimeout bounds the whole browser test: Chromium under -race on two
@@ -73,7 +74,7 @@ func TestBrowser(t *testing.T) {
 	}
 	rec.Add(dashboard.SeriesRetried, 3)
 	rec.Add(dashboard.SeriesExhausted, 1)
-	rec.SetWebhook(dashboard.WebhookStatus{Mode: "webhook", Owned: true, OwnerHost: "bot.example.com", CheckedAt: time.Now().Add(-40 * time.Second)})
+	rec.SetWebhook(hookowner.Status{Mode: hookowner.ModeWebhook, Owned: true, OwnerHost: "bot.example.com", CheckedAt: time.Now().Add(-40 * time.Second)})
 	s := serve(t, dashboard.Config{Store: st, StoreName: "sqlite (updates.db)", Recorder: rec,
 		BroadcastDir: broadcastDir(t), RefreshInterval: 300 * time.Millisecond})
 	dir := screenshotDir(t)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 )
 
@@ -29,8 +30,8 @@ func TestJudge(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	ok := intake.Stats{Count: map[intake.State]int{}}
-	owned := WebhookStatus{Mode: "webhook", Owned: true, OwnerHost: "relay.example"}
-	withWebhook := func(s Snapshot, w WebhookStatus) Snapshot { s.Webhook, s.HasWebhook = w, true; return s }
+	owned := hookowner.Status{Mode: "webhook", Owned: true, OwnerHost: "relay.example"}
+	withWebhook := func(s Snapshot, w hookowner.Status) Snapshot { s.Webhook, s.HasWebhook = w, true; return s }
 	for _, tc := range []struct {
 		name    string
 		in      healthInput
@@ -61,10 +62,10 @@ func TestJudge(t *testing.T) {
 		{"exhaustions wait", healthInput{StatsOK: true, Stats: intake.Stats{Unacknowledged: 2}},
 			"Degraded", "2 exhaustions wait"},
 		{"webhook moved", healthInput{StatsOK: true, Stats: ok, HasRecorder: true,
-			Snapshot: withWebhook(snapshotWith(5, 0, 0), WebhookStatus{Mode: "webhook", OwnerHost: "other.example"})},
+			Snapshot: withWebhook(snapshotWith(5, 0, 0), hookowner.Status{Mode: "webhook", OwnerHost: "other.example"})},
 			"Unhealthy", "points elsewhere (other.example)"},
 		{"webhook delivery error", healthInput{StatsOK: true, Stats: ok, HasRecorder: true,
-			Snapshot: withWebhook(snapshotWith(5, 0, 0), WebhookStatus{Mode: "webhook", Owned: true, LastError: "Connection timed out"})},
+			Snapshot: withWebhook(snapshotWith(5, 0, 0), hookowner.Status{Mode: "webhook", Owned: true, LastError: "Connection timed out"})},
 			"Degraded", "Connection timed out"},
 		{"heartbeats lapsed", healthInput{StatsOK: true, Stats: ok, Heartbeats: true, Procs: []intake.Process{{ID: "a", Until: now.Add(-time.Second)}}},
 			"Unhealthy", "no process is handling updates"},

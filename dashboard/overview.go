@@ -96,6 +96,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.Snapshot = rec.Snapshot()
 		hin.HasRecorder, hin.Snapshot = true, d.Snapshot
 		d.Snapshot.Webhook.LastError = h.redact(d.Snapshot.Webhook.LastError)
+		d.Snapshot.Webhook.CheckError = h.redact(d.Snapshot.Webhook.CheckError)
 		d.Snapshot.Webhook.OwnerHost = h.redact(d.Snapshot.Webhook.OwnerHost)
 		span := chartSpan(d.Snapshot)
 		d.Window = time.Duration(span) * BucketWidth

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 )
 
@@ -65,25 +66,6 @@ const (
 	numBuckets = int(Window / BucketWidth)
 )
 
-// WebhookStatus is what the relay last learned about its webhook, as
-// [Recorder.SetWebhook] reports it.
-type WebhookStatus struct {
-	// Mode is "webhook" (the relay claims and checks it), "unmanaged" (a
-	// webhook the relay leaves as it is) or "polling".
-	Mode string
-	// Owned reports whether the webhook pointed at this relay at the last
-	// check.
-	Owned bool
-	// OwnerHost is the host the webhook points to (never a path or query,
-	// which could carry a secret).
-	OwnerHost string
-	// CheckedAt is the time of the last check; zero when none ran yet.
-	CheckedAt time.Time
-	// LastError is Telegram's last delivery error for the webhook, or the
-	// check's own failure; empty when none.
-	LastError string
-}
-
 // AppStatus is the app's side as the relay reports it with
 // [Recorder.SetApp]: whether the app refuses forwards with 401 or 403 (a
 // configuration alert), and the updates held for it.
@@ -128,7 +110,7 @@ type Recorder struct {
 	lastPause  time.Time
 	pauseFor   time.Duration
 
-	webhook    WebhookStatus
+	webhook    hookowner.Status
 	webhookSet bool
 
 	app AppStatus
@@ -214,9 +196,10 @@ func (r *Recorder) Observer() intake.Observer {
 	}
 }
 
-// SetWebhook records the outcome of the relay's latest webhook check (or,
-// with Mode "polling", that there is no webhook to check).
-func (r *Recorder) SetWebhook(w WebhookStatus) {
+// SetWebhook records the relay's webhook status: the outcome of its latest
+// claim or check, or, with a Mode other than [hookowner.ModeWebhook], that
+// there is no webhook to check.
+func (r *Recorder) SetWebhook(w hookowner.Status) {
 	r.mu.Lock()
 	r.webhook, r.webhookSet = w, true
 	r.mu.Unlock()
@@ -271,7 +254,7 @@ type Snapshot struct {
 	LeasesLost uint64
 	// Webhook is the last webhook status; HasWebhook is false before the
 	// first [Recorder.SetWebhook].
-	Webhook    WebhookStatus
+	Webhook    hookowner.Status
 	HasWebhook bool
 	// Gateway counts the gateway's sends by outcome, sorted by name;
 	// HasGateway is false until the gateway reported anything.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/dashboard"
+	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 )
 
@@ -116,7 +117,7 @@ func TestOverviewGatewayAndWebhook(t *testing.T) {
 	rec.GatewaySend("sent")
 	rec.GatewaySend("replayed")
 	rec.GatewayPause(2 * time.Second)
-	rec.SetWebhook(dashboard.WebhookStatus{Mode: "webhook", Owned: false, OwnerHost: "other.example", CheckedAt: time.Now(), LastError: errors.New("Wrong response from the webhook: 502").Error()})
+	rec.SetWebhook(hookowner.Status{Mode: hookowner.ModeWebhook, Owned: false, OwnerHost: "other.example", CheckedAt: time.Now(), LastError: errors.New("Wrong response from the webhook: 502").Error()})
 	_, page = s.get(t, "/")
 	mustContain(t, "overview", page, "429 pauses", "replayed", "moved away", "other.example", "Wrong response from the webhook: 502")
 }

@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,13 +11,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 const (
@@ -26,24 +25,6 @@ const (
 	webhookSecret = "wh-secret-0123456789abcdef"
 	adminToken    = "admin-token-that-must-never-show"
 )
-
-// syncBuffer is a log destination safe for the handler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // secretStore holds an update whose body, error and journaled reply carry
 // the bot token and the webhook secret.
@@ -78,7 +59,7 @@ func secretStore(t *testing.T) (store, intake.Identity) {
 func TestSecretsNeverShown(t *testing.T) {
 	t.Parallel()
 	st, id := secretStore(t)
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	s := serve(t, dashboard.Config{Store: st, Secrets: []string{botToken, webhookSecret}, AdminToken: adminToken,
 		StoreName: "memory " + botToken, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	// Sign in; a wrong token first, so a refusal is logged too.

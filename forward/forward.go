@@ -3,8 +3,8 @@
 // into the intake's outcome.
 //
 // A [Forwarder] is an [intake.Config.AttemptHandler]: each attempt POSTs the
-// raw update body to the endpoint with three headers, [HeaderUpdateID],
-// [HeaderAttempt] and [HeaderClaimID]. The endpoint persists all three with
+// raw update body to the endpoint with three headers, [wire.HeaderUpdateID],
+// [wire.HeaderAttempt] and [wire.HeaderClaimID]. The endpoint persists all three with
 // its own database write and fences that write with the store's check in the
 // same transaction (with PostgreSQL, the SQL function the schema defines), so
 // a stale attempt can never write.
@@ -64,7 +64,7 @@
 // [HeaderKind] "exhaustion" and never the app's secret token. Bot frameworks
 // take any JSON object as an update and answer 200, so a 2xx alone does not
 // acknowledge: the endpoint must answer 2xx with [HeaderAck] set to the
-// exhaustion's claim id (the request's [HeaderClaimID]). Anything else —
+// exhaustion's claim id (the request's [wire.HeaderClaimID]). Anything else —
 // including a framework's webhook handler pointed at the exhaustion URL by
 // mistake — leaves the exhaustion to be delivered again, with an
 // [UnacknowledgedError] that says why.
@@ -89,44 +89,16 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/configerr"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
-// Headers set on every forwarded request.
+// Headers of forwarded requests besides the identity headers of package
+// wire ([wire.HeaderUpdateID], [wire.HeaderAttempt], [wire.HeaderClaimID])
+// and the per-attempt API root ([wire.HeaderAPIRoot]).
 const (
-	HeaderUpdateID = "Tgrelay-Update-Id"
-	HeaderAttempt  = "Tgrelay-Attempt"
-	HeaderClaimID  = "Tgrelay-Claim-Id"
 	// HeaderKind is "update" for an attempt and "exhaustion" for an
 	// exhaustion delivery.
 	HeaderKind = "Tgrelay-Kind"
-	// HeaderAPIRoot carries the per-attempt Bot API root of an update
-	// forward when [Config.APIRoot] or [Config.APIRootFunc] gives the
-	// gateway's address: a call made under it carries the attempt's
-	// identity (see package gateway). Its value is
-	//
-	//	<gateway base URL>/a/<update id>/<attempt>/<claim id>/bot
-	//
-	// with no trailing slash, such as
-	// "http://127.0.0.1:8081/a/7/1/c-9/bot". An app hands it unchanged to
-	// its library as the API root of the calls it makes for that update:
-	//
-	//	grammY                 new Bot(token, {client: {apiRoot: root}})          root + "/bot<token>/<method>"
-	//	Telegraf               new Telegraf(token, {telegram: {apiRoot: root}})   URL("./bot<token>/<method>", root)
-	//	node-telegram-bot-api  {baseApiUrl: root}                                  root + "/bot<token>/<method>"
-	//	python-telegram-bot    Bot(token, base_url=root,                          root + "<token>/<method>"
-	//	                           base_file_url=root + "/file/bot")
-	//	aiogram                TelegramAPIServer.from_base(root)                  root + "/bot<token>/<method>"
-	//	go-telegram/bot        bot.WithServerURL(root)                            root + "/bot<token>/<method>"
-	//	telego                 telego.WithAPIServer(root)                         root + "/bot<token>/<method>"
-	//
-	// The gateway routes each of these forms (and the same with a doubled
-	// slash, from a root given a trailing slash by hand) to the attempt's
-	// call; the last segment "bot" is what lets python-telegram-bot append
-	// the token directly and Telegraf drop the last segment when it
-	// resolves the call's relative URL. A file download is
-	// root + "/file/bot<token>/<path>" (Telegraf's getFileLink: resolved,
-	// likewise).
-	HeaderAPIRoot = "Tgrelay-Api-Root"
 	// HeaderAck is the response header with which an exhaustion endpoint
 	// acknowledges a delivery: its value must be the exhaustion's claim id.
 	HeaderAck = "Tgrelay-Ack"
@@ -194,7 +166,7 @@ type Config struct {
 	ReplyFunc func(Reply)
 	// APIRoot, when set, is the gateway's base URL as the app reaches it
 	// (such as "http://127.0.0.1:8081"): each update forward then carries
-	// [HeaderAPIRoot], the per-attempt API root under it.
+	// [wire.HeaderAPIRoot], the per-attempt API root under it.
 	APIRoot string
 	// APIRootFunc, when set, is asked for the gateway's base URL at each
 	// update forward, instead of APIRoot: for a gateway whose address is
@@ -411,7 +383,7 @@ func (e *UnacknowledgedError) Error() string {
 	if e.Got == "" {
 		return fmt.Sprintf("forward: exhaustion endpoint answered %d without a %s header: not acknowledged "+
 			"(an endpoint acknowledges by echoing the %s request header; is a bot framework's webhook handler behind the exhaustion URL?)",
-			e.Code, HeaderAck, HeaderClaimID)
+			e.Code, HeaderAck, wire.HeaderClaimID)
 	}
 	return fmt.Sprintf("forward: exhaustion endpoint answered %d with a %s for another claim: not acknowledged", e.Code, HeaderAck)
 }
@@ -576,12 +548,12 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	set("Content-Type", "application/json")
-	set(HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
-	set(HeaderAttempt, strconv.Itoa(id.Attempt))
-	set(HeaderClaimID, id.ClaimID)
+	set(wire.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
+	set(wire.HeaderAttempt, strconv.Itoa(id.Attempt))
+	set(wire.HeaderClaimID, id.ClaimID)
 	set(HeaderKind, kind)
 	if root := f.gatewayRoot(); kind == "update" && root != "" {
-		set(HeaderAPIRoot, AttemptRoot(root, id))
+		set(wire.HeaderAPIRoot, wire.AttemptRoot(root, id.UpdateID, id.Attempt, id.ClaimID))
 	}
 	if kind == "update" && f.appSecret != "" {
 		set(HeaderTelegramSecret, f.appSecret)

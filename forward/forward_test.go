@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/internal/closedport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // endpoint is a real HTTP app endpoint that answers with a scripted status
@@ -48,7 +49,7 @@ func newEndpoint(t *testing.T, status int, header http.Header) (*endpoint, *http
 			w.Header()[k] = v
 		}
 		if ack {
-			w.Header().Set(forward.HeaderAck, r.Header.Get(forward.HeaderClaimID))
+			w.Header().Set(forward.HeaderAck, r.Header.Get(wire.HeaderClaimID))
 		}
 		w.WriteHeader(status)
 		w.Write(answer)
@@ -88,8 +89,8 @@ func TestHandleSendsBodyAndIdentity(t *testing.T) {
 	}
 	h := got[0].header
 	if string(got[0].body) != string(body) ||
-		h.Get(forward.HeaderUpdateID) != "42" || h.Get(forward.HeaderAttempt) != "2" ||
-		h.Get(forward.HeaderClaimID) != "c-1" || h.Get(forward.HeaderKind) != "update" ||
+		h.Get(wire.HeaderUpdateID) != "42" || h.Get(wire.HeaderAttempt) != "2" ||
+		h.Get(wire.HeaderClaimID) != "c-1" || h.Get(forward.HeaderKind) != "update" ||
 		h.Get("Authorization") != "Bearer app" || h.Get("Content-Type") != "application/json" {
 		t.Fatalf("request = %q %v", got[0].body, h)
 	}
@@ -159,14 +160,9 @@ func TestHandleStatusMapping(t *testing.T) {
 
 func TestHandleConnectionErrorIsRetriedAndHidesAddress(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now: connections are refused
+	addr := closedport.Addr(t) // connections are refused
 	f := newForwarder(t, forward.Config{URL: "http://" + addr + "/hook?key=app-credential"})
-	err = f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
+	err := f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
 	var ab *intake.AbandonError
 	if err == nil || errors.As(err, &ab) {
 		t.Fatalf("err = %v, want a retryable error", err)
@@ -270,7 +266,7 @@ func TestThroughRunner(t *testing.T) {
 	if p.UpdateID != 2 || p.Attempt != 1 || p.ClaimID == "" || !strings.Contains(p.Error, "400") || !strings.Contains(string(p.Update), "poison") {
 		t.Fatalf("payload = %+v", p)
 	}
-	if got[0].header.Get(forward.HeaderKind) != "exhaustion" || got[0].header.Get(forward.HeaderClaimID) != p.ClaimID {
+	if got[0].header.Get(forward.HeaderKind) != "exhaustion" || got[0].header.Get(wire.HeaderClaimID) != p.ClaimID {
 		t.Fatalf("headers = %v", got[0].header)
 	}
 	left, err := st.DueExhaustions(t.Context(), intake.ExhaustionQuery{Limit: 10})
@@ -304,13 +300,10 @@ func TestHandleAnnouncesAPIRoot(t *testing.T) {
 	}
 	var got []string
 	for _, r := range e.got() {
-		got = append(got, r.header.Get(forward.HeaderAPIRoot))
+		got = append(got, r.header.Get(wire.HeaderAPIRoot))
 	}
 	if w := []string{want, "", "", want}; strings.Join(got, " | ") != strings.Join(w, " | ") {
 		t.Errorf("announced roots %q; want %q", got, w)
-	}
-	if got := forward.AttemptRoot("http://h:1/", attempt.Identity); got != "http://h:1/a/42/2/c-1/bot" {
-		t.Errorf("AttemptRoot = %q", got)
 	}
 }
 

@@ -6,20 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/tgrelay/tgrelay/intake"
 )
-
-// AttemptRoot returns the per-attempt API root under base for id, the
-// value of [HeaderAPIRoot]: base/a/<update id>/<attempt>/<claim id>/bot,
-// the format package gateway serves (gateway.AttemptRoot). See
-// [HeaderAPIRoot] for how each library takes it.
-func AttemptRoot(base string, id intake.Identity) string {
-	return strings.TrimRight(base, "/") + "/a/" + strconv.FormatInt(id.UpdateID, 10) + "/" +
-		strconv.Itoa(id.Attempt) + "/" + id.ClaimID + "/bot"
-}
 
 // replyCall is one call of a webhook reply.
 type replyCall struct {

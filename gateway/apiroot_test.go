@@ -15,6 +15,7 @@ import (
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // libraryForm builds the URL of a call the way one library does from its
@@ -73,7 +74,7 @@ func announcedRoot(t *testing.T, f *fixture, id intake.Identity) string {
 	roots := make(chan string, 1)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		roots <- r.Header.Get(forward.HeaderAPIRoot)
+		roots <- r.Header.Get(wire.HeaderAPIRoot)
 	}))
 	defer app.Close()
 	fw, err := forward.New(forward.Config{URL: app.URL, APIRoot: f.srv.URL})
@@ -134,7 +135,7 @@ func TestAnnouncedRootEveryLibrary(t *testing.T) {
 				t.Errorf("the chat holds %q %d times; want once", text, n)
 			}
 			e := nextEvent(t, f)
-			if e.Method != "sendMessage" || !e.Fenced || e.Outcome != gateway.OutcomeAnswered {
+			if e.Method != "sendMessage" || !e.Fenced || e.Outcome != wire.OutcomeAnswered {
 				t.Errorf("the call was seen as %+v; want a fenced, answered sendMessage", e)
 			}
 			journal, err := f.store.Journal(t.Context(), id.UpdateID)

@@ -142,7 +142,8 @@ type Config struct {
 	// [Gateway.Bounds]). Zero means [DefaultResponseTimeout].
 	ResponseTimeout time.Duration
 
-	// Observer, when set, is told of every call the gateway answered.
+	// Observer is told of every call the gateway answered. The zero value
+	// observes nothing.
 	Observer Observer
 
 	// Logger receives failures to record outcomes. Nil means slog.Default.

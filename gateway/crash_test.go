@@ -12,6 +12,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // TestStopBetweenIntentAndSend: a gateway stops for good after recording
@@ -63,7 +64,7 @@ func TestStopBetweenIntentAndSend(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = httpPost(ctx, gateway.AttemptRoot(srvA.URL, id)+"/bot"+tg.Token+"/sendMessage", chat.ID, "once")
+		_ = httpPost(ctx, attemptRoot(srvA.URL, id)+"/bot"+tg.Token+"/sendMessage", chat.ID, "once")
 	}()
 	<-stopped // the intent is durable; the process "dies" here
 	cancel()
@@ -76,10 +77,10 @@ func TestStopBetweenIntentAndSend(t *testing.T) {
 	}
 	srvB := newGateway(second, nil)
 	f.srv = srvB
-	r := f.post(t, gateway.AttemptRoot("", next)+"/bot"+tg.Token+"/sendMessage", nil, map[string]any{"chat_id": chat.ID, "text": "once"})
-	if r.status != gateway.StatusUnknown || r.header.Get(gateway.HeaderOutcome) != "unknown" || r.header.Get(gateway.HeaderReplayed) != "true" {
+	r := f.post(t, attemptRoot("", next)+"/bot"+tg.Token+"/sendMessage", nil, map[string]any{"chat_id": chat.ID, "text": "once"})
+	if r.status != gateway.StatusUnknown || r.header.Get(wire.HeaderOutcome) != "unknown" || r.header.Get(gateway.HeaderReplayed) != "true" {
 		t.Errorf("the next attempt's identical call = %d %s (outcome %q, replayed %q); want unknown, replayed",
-			r.status, r.body, r.header.Get(gateway.HeaderOutcome), r.header.Get(gateway.HeaderReplayed))
+			r.status, r.body, r.header.Get(wire.HeaderOutcome), r.header.Get(gateway.HeaderReplayed))
 	}
 	if n := f.ledger("once"); n > 1 {
 		t.Errorf("the chat got %d messages; want at most one", n)

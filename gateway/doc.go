@@ -65,9 +65,9 @@
 // # Fencing
 //
 // A call made on behalf of an update carries its attempt's identity: the
-// forward's three headers ([HeaderUpdateID], [HeaderAttempt],
-// [HeaderClaimID]) copied onto it, or the per-attempt root the forward
-// announces ([AttemptRoot]). It is sent only while that attempt holds its
+// forward's three headers ([wire.HeaderUpdateID], [wire.HeaderAttempt],
+// [wire.HeaderClaimID]) copied onto it, or the per-attempt root the forward
+// announces ([wire.AttemptRoot]). It is sent only while that attempt holds its
 // lease in Config.Store, checked when the call may leave (see "Replay-safe
 // replies"); a stale attempt gets 409 and nothing is sent. Calls without an
 // identity are only throttled and classified.
@@ -83,7 +83,7 @@
 // # The announced API root
 //
 // The root a forward announces in Tgrelay-Api-Root ends in "bot"
-// ([RootSuffix]), and the gateway reads a call under it however the app's
+// ([wire.RootSuffix]), and the gateway reads a call under it however the app's
 // library joins root and call: root + "/bot<token>/<method>" (grammY,
 // aiogram, node-telegram-bot-api, go-telegram/bot, telego), root +
 // "<token>/<method>" (python-telegram-bot), "./bot<token>/<method>"

@@ -15,6 +15,7 @@ import (
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // An app sends its reply through the gateway on behalf of an update; when
@@ -52,7 +53,7 @@ func Example() {
 	}
 	reply := func(id intake.Identity) {
 		body := fmt.Sprintf(`{"chat_id":%d,"text":"hello"}`, chat.ID)
-		req, _ := http.NewRequest("POST", gateway.AttemptRoot(srv.URL, id)+"/bot"+tg.Token+"/sendMessage", bytes.NewBufferString(body))
+		req, _ := http.NewRequest("POST", wire.AttemptRoot(srv.URL, id.UpdateID, id.Attempt, id.ClaimID)+"/bot"+tg.Token+"/sendMessage", bytes.NewBufferString(body))
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -19,27 +19,18 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
 	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
-// Headers the gateway reads and writes.
-const (
-	// HeaderUpdateID, HeaderAttempt and HeaderClaimID carry an attempt's
-	// identity on a call; they are the headers the forward sets on each
-	// update it posts, so an app copies them from the update's request
-	// onto its calls.
-	HeaderUpdateID = "Tgrelay-Update-Id"
-	HeaderAttempt  = "Tgrelay-Attempt"
-	HeaderClaimID  = "Tgrelay-Claim-Id"
-	// HeaderOutcome is set on every answer the gateway makes itself (and
-	// kept on the limiter's own 429): one of the [Outcome] values.
-	HeaderOutcome = "Tgrelay-Outcome"
-	// HeaderReplayed is "true" on an answer taken from the journal.
-	HeaderReplayed = "Tgrelay-Replayed"
-)
+// HeaderReplayed is "true" on an answer taken from the journal. The other
+// headers the gateway reads and writes are package wire's: the identity
+// headers ([wire.HeaderUpdateID], [wire.HeaderAttempt],
+// [wire.HeaderClaimID]) and [wire.HeaderOutcome].
+const HeaderReplayed = "Tgrelay-Replayed"
 
 // HTTP statuses of the answers the gateway makes itself. Each comes with a
 // Telegram-shaped JSON body ({"ok":false,"error_code":…,"description":…})
-// and a [HeaderOutcome].
+// and a [wire.HeaderOutcome].
 const (
 	// StatusStale answers a call whose attempt lost its lease.
 	StatusStale = http.StatusConflict
@@ -115,7 +106,7 @@ type answer struct {
 	header   http.Header
 	body     []byte
 	stream   io.ReadCloser // follows body when set
-	outcome  Outcome
+	outcome  wire.Outcome
 	replayed bool
 	tg429    bool
 	tries    int
@@ -134,7 +125,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // telegramError builds a Telegram-shaped error answer of the gateway's own.
-func telegramError(status int, outcome Outcome, description string, retryAfter int) answer {
+func telegramError(status int, outcome wire.Outcome, description string, retryAfter int) answer {
 	env := map[string]any{"ok": false, "error_code": status, "description": description}
 	if retryAfter > 0 {
 		env["parameters"] = map[string]any{"retry_after": retryAfter}
@@ -142,7 +133,7 @@ func telegramError(status int, outcome Outcome, description string, retryAfter i
 	b, _ := json.Marshal(env)
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
-	h.Set(HeaderOutcome, string(outcome))
+	h.Set(wire.HeaderOutcome, string(outcome))
 	return answer{status: status, header: h, body: b, outcome: outcome}
 }
 
@@ -160,7 +151,7 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 		return g.send(ctx, c)
 	}
 	if g.cfg.Store == nil {
-		return telegramError(http.StatusBadRequest, OutcomeRefused,
+		return telegramError(http.StatusBadRequest, wire.OutcomeRefused,
 			"Bad Request: tgrelay: this gateway has no store, so it cannot fence a call that carries an attempt identity", 0)
 	}
 	gt := &gate{g: g, ctx: ctx, id: *id, method: c.method}
@@ -179,7 +170,7 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 		// occurrence, one answer in flight.
 		release, err := g.queries.acquire(ctx, queryTurn{id.UpdateID, qh})
 		if err != nil {
-			return telegramError(StatusNotDispatched, OutcomeNotDispatched,
+			return telegramError(StatusNotDispatched, wire.OutcomeNotDispatched,
 				"Service Unavailable: tgrelay: the call ended while an earlier answer to the same query was in flight; nothing was sent", 0)
 		}
 		defer release()
@@ -206,14 +197,14 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	}
 	res := intake.CallResult{Outcome: intake.CallUnknown}
 	switch {
-	case a.outcome == OutcomeNotDispatched || a.status == http.StatusTooManyRequests,
+	case a.outcome == wire.OutcomeNotDispatched || a.status == http.StatusTooManyRequests,
 		isQuery && answerRefusedQueryOpen(a):
 		// Nothing was sent, or Telegram did not act (its 429, or the
 		// limiter's; or it refused an answer to a query that is still
 		// open, such as a text too long): a later identical call, or
 		// the query's next answer, may send it.
 		res = intake.CallResult{Outcome: intake.CallNotDispatched, Body: a.body}
-	case a.outcome == OutcomeUnknown:
+	case a.outcome == wire.OutcomeUnknown:
 		res.Body = a.body
 	case a.stream != nil || len(a.body) > intake.MaxJournalBody:
 		res.Body = []byte(`{"ok":false,"error_code":502,"description":"tgrelay: Telegram's answer was too large to journal"}`)
@@ -299,7 +290,7 @@ func (gt *gate) run() error {
 		owns, err := g.admits(ctx, gt.id, now)
 		switch {
 		case err != nil:
-			gt.refuse(gateRefused, telegramError(StatusNotDispatched, OutcomeNotDispatched,
+			gt.refuse(gateRefused, telegramError(StatusNotDispatched, wire.OutcomeNotDispatched,
 				"Service Unavailable: tgrelay: the store could not check the attempt's lease; nothing was sent: "+g.redact(err.Error()), 0))
 		case !owns:
 			gt.refuse(gateRefused, staleAnswer(gt.id))
@@ -320,7 +311,7 @@ func (gt *gate) run() error {
 	entry, intent, err := g.journal.RecordIntent(ctx, gt.id, gt.call, now)
 	switch {
 	case err != nil:
-		gt.refuse(gateRefused, telegramError(StatusNotDispatched, OutcomeNotDispatched,
+		gt.refuse(gateRefused, telegramError(StatusNotDispatched, wire.OutcomeNotDispatched,
 			"Service Unavailable: tgrelay: the journal could not record the call; nothing was sent: "+g.redact(err.Error()), 0))
 	case intent == intake.IntentStale:
 		gt.refuse(gateRefused, staleAnswer(gt.id))
@@ -361,7 +352,7 @@ func (gt *gate) release(err error) {
 	case gateRecorded:
 		res := intake.CallResult{Outcome: intake.CallNotDispatched, Body: []byte(`{"ok":false,"error_code":503,"description":"tgrelay: not dispatched: ` +
 			jsonEscape(gt.g.redact(err.Error())) + `"}`)}
-		if gt.g.recordOutcome(gt.ctx, gt.id, gt.method, gt.call, res, OutcomeNotDispatched, false) {
+		if gt.g.recordOutcome(gt.ctx, gt.id, gt.method, gt.call, res, wire.OutcomeNotDispatched, false) {
 			gt.state = gateWaiting
 		}
 	}
@@ -377,7 +368,7 @@ func jsonEscape(s string) string {
 // even after the app stopped waiting, and reports whether it applied. An
 // outcome written after the answer (later) may wait for the store's next
 // write to share its commit, when the store can ([intake.DeferredOutcomeStore]).
-func (g *Gateway) recordOutcome(ctx context.Context, id intake.Identity, method string, call intake.Call, res intake.CallResult, outcome Outcome, later bool) bool {
+func (g *Gateway) recordOutcome(ctx context.Context, id intake.Identity, method string, call intake.Call, res intake.CallResult, outcome wire.Outcome, later bool) bool {
 	if h := g.cfg.Test.BeforeOutcome; h != nil {
 		h(method)
 	}
@@ -418,7 +409,7 @@ func errString(err error, redact func(string) string) string {
 }
 
 func staleAnswer(id intake.Identity) answer {
-	return telegramError(StatusStale, OutcomeStale, fmt.Sprintf(
+	return telegramError(StatusStale, wire.OutcomeStale, fmt.Sprintf(
 		"Conflict: tgrelay: attempt %d of update %d no longer holds its lease (it expired, the update was claimed again, or the attempt ended without completing it); nothing was sent",
 		id.Attempt, id.UpdateID), 0)
 }
@@ -429,9 +420,9 @@ func replay(e intake.JournalEntry) answer {
 	if e.Outcome == intake.CallAnswered {
 		h := http.Header{}
 		h.Set("Content-Type", "application/json")
-		a = answer{status: e.Status, header: h, body: e.Body, outcome: OutcomeAnswered}
+		a = answer{status: e.Status, header: h, body: e.Body, outcome: wire.OutcomeAnswered}
 	} else {
-		a = telegramError(StatusUnknown, OutcomeUnknown, fmt.Sprintf(
+		a = telegramError(StatusUnknown, wire.OutcomeUnknown, fmt.Sprintf(
 			"Bad Gateway: tgrelay: attempt %d of this update already made this call and its outcome is unknown (%s); it may have reached Telegram, so it is not sent again",
 			e.Attempt, e.Outcome), 0)
 	}
@@ -476,7 +467,7 @@ func (g *Gateway) send(ctx context.Context, c *call) answer { return g.sendWith(
 func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
 	rt := g.transportFor(c)
 	if rt == nil {
-		return telegramError(http.StatusRequestEntityTooLarge, OutcomeRefused, fmt.Sprintf(
+		return telegramError(http.StatusRequestEntityTooLarge, wire.OutcomeRefused, fmt.Sprintf(
 			"Request Entity Too Large: tgrelay: a body above %d bytes needs the gateway's stream transport, which is not configured", g.cfg.MaxBufferedBody), 0)
 	}
 	var lastErr error
@@ -514,7 +505,7 @@ func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
 		tries++
 		req, err := g.newRequest(tctx, c)
 		if err != nil {
-			return telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: "+g.redact(err.Error()), 0)
+			return telegramError(http.StatusBadRequest, wire.OutcomeRefused, "Bad Request: tgrelay: "+g.redact(err.Error()), 0)
 		}
 		span := g.startTry(ctx, c, tries)
 		resp, err := rt.RoundTrip(req)
@@ -532,7 +523,7 @@ func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
 		}
 		lastErr = err
 		if !notDispatched(err) {
-			a := telegramError(StatusUnknown, OutcomeUnknown,
+			a := telegramError(StatusUnknown, wire.OutcomeUnknown,
 				"Bad Gateway: tgrelay: the call may have reached Telegram, but no answer came back ("+g.redact(err.Error())+"); it is not sent again", 0)
 			a.tries = tries
 			return a
@@ -548,7 +539,7 @@ func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
 	if lastErr != nil {
 		desc += " (" + g.redact(lastErr.Error()) + ")"
 	}
-	a := telegramError(StatusNotDispatched, OutcomeNotDispatched, desc, 1)
+	a := telegramError(StatusNotDispatched, wire.OutcomeNotDispatched, desc, 1)
 	a.tries = tries
 	return a
 }
@@ -588,14 +579,14 @@ const maxAnswer = intake.MaxJournalBody
 // readAnswer turns Telegram's (or the limiter's) answer into the app's.
 func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 	h := http.Header{}
-	for _, k := range []string{"Content-Type", "Content-Length", "Retry-After", HeaderOutcome, "Content-Disposition", "Last-Modified"} {
+	for _, k := range []string{"Content-Type", "Content-Length", "Retry-After", wire.HeaderOutcome, "Content-Disposition", "Last-Modified"} {
 		if v := resp.Header.Get(k); v != "" {
 			h.Set(k, v)
 		}
 	}
-	a := answer{status: resp.StatusCode, header: h, outcome: OutcomeAnswered}
-	if resp.Header.Get(HeaderOutcome) == string(OutcomeThrottled) {
-		a.outcome = OutcomeThrottled
+	a := answer{status: resp.StatusCode, header: h, outcome: wire.OutcomeAnswered}
+	if wire.OutcomeOf(resp.Header) == wire.OutcomeThrottled {
+		a.outcome = wire.OutcomeThrottled
 	} else if resp.StatusCode == http.StatusTooManyRequests {
 		a.tg429 = true
 	}
@@ -611,14 +602,14 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		resp.Body.Close()
-		u := telegramError(StatusUnknown, OutcomeUnknown,
+		u := telegramError(StatusUnknown, wire.OutcomeUnknown,
 			"Bad Gateway: tgrelay: Telegram's answer broke off ("+g.redact(err.Error())+"); the call may have taken effect and is not sent again", 0)
 		return u
 	}
 	a.body = b
 	if resp.StatusCode >= 500 && !telegramShaped(b) {
 		resp.Body.Close()
-		return telegramError(StatusUnknown, OutcomeUnknown, fmt.Sprintf(
+		return telegramError(StatusUnknown, wire.OutcomeUnknown, fmt.Sprintf(
 			"Bad Gateway: tgrelay: an answer that is not Telegram's (HTTP %d without its JSON body, as a proxy's error page); the call may have taken effect and is not sent again",
 			resp.StatusCode), 0)
 	}

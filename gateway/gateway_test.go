@@ -9,30 +9,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/closedport"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
-
-func TestHeadersMatchForward(t *testing.T) {
-	if gateway.HeaderUpdateID != forward.HeaderUpdateID || gateway.HeaderAttempt != forward.HeaderAttempt || gateway.HeaderClaimID != forward.HeaderClaimID {
-		t.Fatal("the gateway's identity headers differ from the ones forward sets")
-	}
-}
 
 func TestPassThroughAndRefusals(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	r := f.send(t, nil, "hello")
-	if r.status != 200 || !r.env.OK || r.header.Get(gateway.HeaderOutcome) != "" {
-		t.Fatalf("unfenced sendMessage = %d %s (outcome %q); want Telegram's 200", r.status, r.body, r.header.Get(gateway.HeaderOutcome))
+	if r.status != 200 || !r.env.OK || r.header.Get(wire.HeaderOutcome) != "" {
+		t.Fatalf("unfenced sendMessage = %d %s (outcome %q); want Telegram's 200", r.status, r.body, r.header.Get(wire.HeaderOutcome))
 	}
 	if n := f.ledger("hello"); n != 1 {
 		t.Fatalf("ledger holds %d messages; want 1", n)
 	}
-	if e := <-f.events; e.Method != "sendMessage" || e.Outcome != gateway.OutcomeAnswered || e.Fenced || e.Tries != 1 {
+	if e := <-f.events; e.Method != "sendMessage" || e.Outcome != wire.OutcomeAnswered || e.Fenced || e.Tries != 1 {
 		t.Errorf("event %+v", e)
 	}
 
@@ -42,7 +36,7 @@ func TestPassThroughAndRefusals(t *testing.T) {
 	}
 	for _, m := range []string{"getUpdates", "setWebhook", "deletewebhook"} {
 		r := f.post(t, "/bot"+f.tg.Token+"/"+m, nil, map[string]any{})
-		if r.status != 409 || r.env.OK || r.header.Get(gateway.HeaderOutcome) != "refused" || !strings.Contains(r.env.Description, "tgrelay receives") {
+		if r.status != 409 || r.env.OK || r.header.Get(wire.HeaderOutcome) != "refused" || !strings.Contains(r.env.Description, "tgrelay receives") {
 			t.Errorf("%s = %d %s; want a Telegram-shaped 409 refusal", m, r.status, r.body)
 		}
 	}
@@ -65,10 +59,10 @@ func TestStaleAttemptSendsNothing(t *testing.T) {
 
 	for name, r := range map[string]reply{
 		"headers": f.send(t, &first, "stale"),
-		"root":    f.post(t, strings.TrimPrefix(gateway.AttemptRoot("", first), "")+"/bot"+f.tg.Token+"/sendMessage", nil, map[string]any{"chat_id": f.chat.ID, "text": "stale"}),
+		"root":    f.post(t, attemptRoot("", first)+"/bot"+f.tg.Token+"/sendMessage", nil, map[string]any{"chat_id": f.chat.ID, "text": "stale"}),
 		"read":    f.post(t, "/bot"+f.tg.Token+"/getMe", &first, map[string]any{}),
 	} {
-		if r.status != gateway.StatusStale || r.env.ErrorCode != 409 || r.header.Get(gateway.HeaderOutcome) != "stale" {
+		if r.status != gateway.StatusStale || r.env.ErrorCode != 409 || r.header.Get(wire.HeaderOutcome) != "stale" {
 			t.Errorf("%s: a reclaimed attempt's call = %d %s; want 409 stale", name, r.status, r.body)
 		}
 	}
@@ -126,9 +120,9 @@ func TestReplayAcrossAttempts(t *testing.T) {
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, f.srv.URL+"/bot"+f.tg.Token+"/sendMessage",
 		strings.NewReader("text=reply&chat_id="+itoa(f.chat.ID)))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set(gateway.HeaderUpdateID, "7")
-	req.Header.Set(gateway.HeaderAttempt, itoa(int64(third.Attempt)))
-	req.Header.Set(gateway.HeaderClaimID, third.ClaimID)
+	req.Header.Set(wire.HeaderUpdateID, "7")
+	req.Header.Set(wire.HeaderAttempt, itoa(int64(third.Attempt)))
+	req.Header.Set(wire.HeaderClaimID, third.ClaimID)
 	if r := do(t, req); r.header.Get(gateway.HeaderReplayed) != "true" || !bytes.Equal(r.body, a1.body) {
 		t.Errorf("the form-encoded identical call = %d %s; want the replayed JSON call's answer", r.status, r.body)
 	}
@@ -170,8 +164,8 @@ func TestTransportFaults(t *testing.T) {
 			}
 			id := f.claim(t, 1)
 			r := f.send(t, &id, "m")
-			if r.status != tc.status || r.header.Get(gateway.HeaderOutcome) != tc.outcome {
-				t.Fatalf("status %d outcome %q body %s; want %d %q", r.status, r.header.Get(gateway.HeaderOutcome), r.body, tc.status, tc.outcome)
+			if r.status != tc.status || r.header.Get(wire.HeaderOutcome) != tc.outcome {
+				t.Fatalf("status %d outcome %q body %s; want %d %q", r.status, r.header.Get(wire.HeaderOutcome), r.body, tc.status, tc.outcome)
 			}
 			if tc.outcome == "unknown" && (r.env.OK || r.env.ErrorCode != gateway.StatusUnknown || r.env.Description == "") {
 				t.Errorf("the unknown answer is not Telegram-shaped: %s", r.body)
@@ -200,10 +194,10 @@ func TestNotDispatched(t *testing.T) {
 	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.APIRoot = root; c.MaxSendTries = 2 }})
 	id := f.claim(t, 3)
 	r := f.send(t, &id, "later")
-	if r.status != gateway.StatusNotDispatched || r.header.Get(gateway.HeaderOutcome) != "not-dispatched" || !strings.Contains(r.env.Description, "never left") {
+	if r.status != gateway.StatusNotDispatched || r.header.Get(wire.HeaderOutcome) != "not-dispatched" || !strings.Contains(r.env.Description, "never left") {
 		t.Fatalf("unreachable Telegram = %d %s", r.status, r.body)
 	}
-	if e := <-f.events; e.Tries != 2 || e.Outcome != gateway.OutcomeNotDispatched {
+	if e := <-f.events; e.Tries != 2 || e.Outcome != wire.OutcomeNotDispatched {
 		t.Errorf("event %+v; want 2 tries, not dispatched", e)
 	}
 	es, _ := f.store.Journal(t.Context(), 3)

@@ -9,35 +9,12 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/wire"
 )
-
-// AttemptPrefix starts the per-attempt API root: a call to
-// /a/<update id>/<attempt>/<claim id>/bot<token>/<method> carries that
-// identity. [AttemptRoot] builds the root an app hands to its library.
-const AttemptPrefix = "/a/"
-
-// RootSuffix ends every API root the gateway announces: a last path
-// segment "bot" that the gateway routes with or without (see "The
-// announced API root" in the package doc), so that a library that appends
-// "/bot<token>/<method>", one that appends "<token>/<method>" and one
-// that resolves "./bot<token>/<method>" against the root all reach the
-// same call.
-const RootSuffix = "/bot"
-
-// AttemptRoot returns the per-attempt API root for id under the gateway's
-// base URL (such as "http://127.0.0.1:8081"):
-// base + "/a/<update>/<attempt>/<claim>" + [RootSuffix]. It is the value
-// of the forward's Tgrelay-Api-Root header, which an app hands unchanged to
-// its library as the API root of the calls it makes for that update.
-func AttemptRoot(base string, id intake.Identity) string {
-	return strings.TrimRight(base, "/") + AttemptPrefix + strconv.FormatInt(id.UpdateID, 10) + "/" +
-		strconv.Itoa(id.Attempt) + "/" + id.ClaimID + RootSuffix
-}
 
 // routePath maps the path of a call made under an announced API root onto
 // Telegram's own form (/bot<token>/<method> or /file/bot<token>/<path>),
@@ -63,20 +40,17 @@ func routePath(p string) string {
 		}
 		p = b.String()
 	}
-	rest, ok := strings.CutPrefix(p, RootSuffix+"/")
+	rest, ok := strings.CutPrefix(p, wire.RootSuffix+"/")
 	if !ok {
 		return p
 	}
 	if strings.HasPrefix(rest, "bot") || strings.HasPrefix(rest, "file/") {
 		return "/" + rest
 	}
-	return RootSuffix + rest
+	return wire.RootSuffix + rest
 }
 
-var (
-	methodRE  = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
-	claimIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-)
+var methodRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 
 // intakeMethods would take the bot's updates from the relay.
 var intakeMethods = []string{"getUpdates", "setWebhook", "deleteWebhook"}
@@ -87,12 +61,12 @@ var intakeMethods = []string{"getUpdates", "setWebhook", "deleteWebhook"}
 //	/file/bot<token>/<path>            a file download
 //	/a/<update>/<attempt>/<claim>/…    either, on behalf of that attempt
 //
-// A call under the announced root, which ends in [RootSuffix], is read
+// A call under the announced root, which ends in [wire.RootSuffix], is read
 // as one of these whichever way the app's library joined root and call
 // (see "The announced API root" in the package doc).
 //
 // A call carries an attempt identity through the per-attempt prefix or the
-// three headers [HeaderUpdateID], [HeaderAttempt] and [HeaderClaimID] (both
+// three headers [wire.HeaderUpdateID], [wire.HeaderAttempt] and [wire.HeaderClaimID] (both
 // at once must agree). The token must be Config.Token (else 401, as
 // Telegram answers a wrong token). With Config.OwnsIntake, getUpdates,
 // setWebhook and deleteWebhook are refused (409). What the app gets is
@@ -129,14 +103,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // observe reports a to the Observer.
 func (g *Gateway) observe(method string, a answer, fenced, webhookReply bool, start time.Time, undelivered bool) {
-	obs := g.cfg.Observer
-	if obs == nil {
+	f := g.cfg.Observer.CallFunc
+	if f == nil {
 		return
 	}
 	if !methodRE.MatchString(method) {
 		method = "invalid"
 	}
-	obs.ObserveCall(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
+	f(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
 		Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start), Undelivered: undelivered})
 }
 
@@ -170,7 +144,7 @@ func (g *Gateway) write(w http.ResponseWriter, rc *http.ResponseController, app 
 }
 
 func notFound() answer {
-	return telegramError(http.StatusNotFound, OutcomeRefused, "Not Found", 0)
+	return telegramError(http.StatusNotFound, wire.OutcomeRefused, "Not Found", 0)
 }
 
 // serve answers r in ctx, the call's context (see callContext), stopped
@@ -178,24 +152,24 @@ func notFound() answer {
 func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answer, method string, fenced bool) {
 	path := r.URL.Path
 	var id *intake.Identity
-	if rest, ok := strings.CutPrefix(path, AttemptPrefix); ok {
-		parts := strings.SplitN(rest, "/", 4)
-		if len(parts) < 4 {
+	if strings.HasPrefix(path, wire.AttemptPrefix) {
+		u, a, c, rest, ok := wire.CutAttemptPath(path)
+		if !ok {
 			return notFound(), "", false
 		}
-		pid, err := parseIdentity(parts[0], parts[1], parts[2])
+		pid, err := parseIdentity(u, a, c)
 		if err != nil {
-			return telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: "+err.Error(), 0), "", true
+			return telegramError(http.StatusBadRequest, wire.OutcomeRefused, "Bad Request: tgrelay: "+err.Error(), 0), "", true
 		}
-		id, path = &pid, "/"+parts[3]
+		id, path = &pid, rest
 	}
 	path = routePath(path)
 	if hid, present, err := identityFromHeader(r.Header); present {
 		if err != nil {
-			return telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: "+err.Error(), 0), "", true
+			return telegramError(http.StatusBadRequest, wire.OutcomeRefused, "Bad Request: tgrelay: "+err.Error(), 0), "", true
 		}
 		if id != nil && *id != hid {
-			return telegramError(http.StatusBadRequest, OutcomeRefused,
+			return telegramError(http.StatusBadRequest, wire.OutcomeRefused,
 				"Bad Request: tgrelay: the identity headers and the per-attempt API root name different attempts", 0), "", true
 		}
 		id = &hid
@@ -212,7 +186,7 @@ func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answe
 	}
 	token, tail, ok := strings.Cut(rest, "/")
 	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(g.cfg.Token)) != 1 {
-		return telegramError(http.StatusUnauthorized, OutcomeRefused, "Unauthorized", 0), "", fenced
+		return telegramError(http.StatusUnauthorized, wire.OutcomeRefused, "Unauthorized", 0), "", fenced
 	}
 	c := &call{httpMethod: r.Method, query: r.URL.Query(), contentType: r.Header.Get("Content-Type"), contentLength: r.ContentLength, leash: l}
 	if file {
@@ -231,10 +205,10 @@ func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answe
 		return notFound(), method, fenced
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		return telegramError(http.StatusMethodNotAllowed, OutcomeRefused, "Method Not Allowed: tgrelay: use GET or POST", 0), method, fenced
+		return telegramError(http.StatusMethodNotAllowed, wire.OutcomeRefused, "Method Not Allowed: tgrelay: use GET or POST", 0), method, fenced
 	}
 	if m := g.refusedMethod(method); m != "" {
-		return telegramError(http.StatusConflict, OutcomeRefused, fmt.Sprintf(
+		return telegramError(http.StatusConflict, wire.OutcomeRefused, fmt.Sprintf(
 			"Conflict: tgrelay receives this bot's updates, so %s is refused here (it would take them from the relay)", m), 0), method, fenced
 	}
 	c.method = method
@@ -258,7 +232,7 @@ func (g *Gateway) readBody(body io.Reader, c *call) *answer {
 	max := g.cfg.MaxBufferedBody
 	buf, err := io.ReadAll(io.LimitReader(body, max+1))
 	if err != nil {
-		a := telegramError(http.StatusBadRequest, OutcomeRefused, "Bad Request: tgrelay: the request body could not be read", 0)
+		a := telegramError(http.StatusBadRequest, wire.OutcomeRefused, "Bad Request: tgrelay: the request body could not be read", 0)
 		return &a
 	}
 	c.prefix = buf
@@ -268,7 +242,7 @@ func (g *Gateway) readBody(body io.Reader, c *call) *answer {
 	}
 	mt, _, _ := mime.ParseMediaType(c.contentType)
 	if mt != "multipart/form-data" {
-		a := telegramError(http.StatusRequestEntityTooLarge, OutcomeRefused, fmt.Sprintf(
+		a := telegramError(http.StatusRequestEntityTooLarge, wire.OutcomeRefused, fmt.Sprintf(
 			"Request Entity Too Large: tgrelay: a %s body is limited to %d bytes; larger uploads must be multipart", mt, max), 0)
 		return &a
 	}
@@ -276,29 +250,24 @@ func (g *Gateway) readBody(body io.Reader, c *call) *answer {
 	return nil
 }
 
+// parseIdentity reads an attempt identity from its three textual parts.
 func parseIdentity(update, attempt, claim string) (intake.Identity, error) {
-	u, err1 := strconv.ParseInt(update, 10, 64)
-	n, err2 := strconv.Atoi(attempt)
-	switch {
-	case err1 != nil || u < 0:
-		return intake.Identity{}, errors.New("the update id of the attempt identity is not a non-negative integer")
-	case err2 != nil || n < 1:
-		return intake.Identity{}, errors.New("the attempt number of the attempt identity is not a positive integer")
-	case !claimIDRE.MatchString(claim):
-		return intake.Identity{}, errors.New("the claim id of the attempt identity is malformed")
+	u, n, c, err := wire.ParseIdentity(update, attempt, claim)
+	if err != nil {
+		return intake.Identity{}, err
 	}
-	return intake.Identity{UpdateID: u, Attempt: n, ClaimID: claim}, nil
+	return intake.Identity{UpdateID: u, Attempt: n, ClaimID: c}, nil
 }
 
 // identityFromHeader reads the three identity headers; present is false
 // when none is set.
 func identityFromHeader(h http.Header) (id intake.Identity, present bool, err error) {
-	u, a, c := h.Get(HeaderUpdateID), h.Get(HeaderAttempt), h.Get(HeaderClaimID)
+	u, a, c := h.Get(wire.HeaderUpdateID), h.Get(wire.HeaderAttempt), h.Get(wire.HeaderClaimID)
 	if u == "" && a == "" && c == "" {
 		return intake.Identity{}, false, nil
 	}
 	if u == "" || a == "" || c == "" {
-		return intake.Identity{}, true, fmt.Errorf("an attempt identity needs all three headers %s, %s and %s", HeaderUpdateID, HeaderAttempt, HeaderClaimID)
+		return intake.Identity{}, true, fmt.Errorf("an attempt identity needs all three headers %s, %s and %s", wire.HeaderUpdateID, wire.HeaderAttempt, wire.HeaderClaimID)
 	}
 	id, err = parseIdentity(u, a, c)
 	return id, true, err

@@ -17,6 +17,7 @@ import (
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // fixture is a gateway in front of telegramtest, with Telegram's limits on
@@ -65,7 +66,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		StreamTransport: throttle.NewTransport(lim, gateway.NewStreamTransport()),
 		Store:           f.store,
 		OwnsIntake:      true,
-		Observer:        gateway.ObserverFunc(func(e gateway.CallEvent) { f.events <- e }),
+		Observer:        gateway.Observer{CallFunc: func(e gateway.CallEvent) { f.events <- e }},
 	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
@@ -136,9 +137,9 @@ func (f *fixture) post(t *testing.T, path string, id *intake.Identity, params an
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if id != nil {
-		req.Header.Set(gateway.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
-		req.Header.Set(gateway.HeaderAttempt, strconv.Itoa(id.Attempt))
-		req.Header.Set(gateway.HeaderClaimID, id.ClaimID)
+		req.Header.Set(wire.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
+		req.Header.Set(wire.HeaderAttempt, strconv.Itoa(id.Attempt))
+		req.Header.Set(wire.HeaderClaimID, id.ClaimID)
 	}
 	return do(t, req)
 }
@@ -189,4 +190,9 @@ func httpPost(ctx context.Context, url string, chatID int64, text string) error 
 	}
 	resp.Body.Close()
 	return nil
+}
+
+// attemptRoot is the per-attempt API root of id under base.
+func attemptRoot(base string, id intake.Identity) string {
+	return wire.AttemptRoot(base, id.UpdateID, id.Attempt, id.ClaimID)
 }

@@ -1,33 +1,9 @@
 package gateway
 
-import "time"
+import (
+	"time"
 
-// Outcome is how the gateway answered one call. It is also the value of the
-// Tgrelay-Outcome header on the answers the gateway makes itself.
-type Outcome string
-
-// The outcomes.
-const (
-	// OutcomeAnswered: Telegram answered; its status and body were passed
-	// on (a Telegram error, such as its own 429, included).
-	OutcomeAnswered Outcome = "answered"
-	// OutcomeThrottled: the limiter could not send the call within its
-	// MaxWait and answered a Telegram-shaped 429 with retry_after; nothing
-	// was sent.
-	OutcomeThrottled Outcome = "throttled"
-	// OutcomeNotDispatched: the call provably never left, even after
-	// MaxSendTries; sending it again is safe.
-	OutcomeNotDispatched Outcome = "not-dispatched"
-	// OutcomeUnknown: the call may have reached Telegram; it is never
-	// sent again by the gateway.
-	OutcomeUnknown Outcome = "unknown"
-	// OutcomeStale: the call's attempt no longer holds its lease; nothing
-	// was sent (409).
-	OutcomeStale Outcome = "stale"
-	// OutcomeRefused: the gateway refused the call (a wrong token, a method
-	// that would break the relay's intake, a malformed identity, a body
-	// too large); nothing was sent.
-	OutcomeRefused Outcome = "refused"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // CallEvent describes one call the gateway answered.
@@ -38,7 +14,7 @@ type CallEvent struct {
 	Method string
 	// Outcome is how it was answered. For a replayed call it is the
 	// recorded outcome (answered or unknown).
-	Outcome Outcome
+	Outcome wire.Outcome
 	// Status is the HTTP status the app got.
 	Status int
 	// Fenced tells whether the call carried an attempt identity.
@@ -66,15 +42,12 @@ type CallEvent struct {
 	Undelivered bool
 }
 
-// Observer receives an event for every call the gateway answered, for
-// metrics. It is called synchronously on the call's goroutine and must be
-// safe for concurrent use and quick.
-type Observer interface {
-	ObserveCall(CallEvent)
+// Observer receives the gateway's events, for metrics. It is a struct of
+// optional funcs, the shape of every tgrelay observer (see "Observers" in
+// package intake's doc); the zero Observer observes nothing. CallFunc is
+// called synchronously on the call's goroutine, concurrently: it must be
+// quick and safe for concurrent use.
+type Observer struct {
+	// CallFunc sees every call the gateway answered.
+	CallFunc func(CallEvent)
 }
-
-// ObserverFunc adapts a function to [Observer].
-type ObserverFunc func(CallEvent)
-
-// ObserveCall calls f(e).
-func (f ObserverFunc) ObserveCall(e CallEvent) { f(e) }

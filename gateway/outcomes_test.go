@@ -16,6 +16,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // gate blocks outcome writes until released: the first n writes (n < 0:
@@ -112,7 +113,7 @@ func TestLaterAttemptWaitsForOutcome(t *testing.T) {
 	r := <-got
 	if r.status != 200 || r.header.Get(gateway.HeaderReplayed) != "true" || !bytes.Equal(r.body, a1.body) {
 		t.Errorf("attempt 2's identical call = %d %s (replayed %q, outcome %q); want attempt 1's answer replayed",
-			r.status, r.body, r.header.Get(gateway.HeaderReplayed), r.header.Get(gateway.HeaderOutcome))
+			r.status, r.body, r.header.Get(gateway.HeaderReplayed), r.header.Get(wire.HeaderOutcome))
 	}
 	if n := f.ledger("reply"); n != 1 {
 		t.Errorf("the chat got %d messages; want 1", n)
@@ -256,9 +257,9 @@ func TestStopBeforeOutcomeCommit(t *testing.T) {
 	}
 	f.srv = newGateway(second, nil)
 	r := f.send(t, &next, "once")
-	if r.status != gateway.StatusUnknown || r.header.Get(gateway.HeaderOutcome) != "unknown" || r.header.Get(gateway.HeaderReplayed) != "true" {
+	if r.status != gateway.StatusUnknown || r.header.Get(wire.HeaderOutcome) != "unknown" || r.header.Get(gateway.HeaderReplayed) != "true" {
 		t.Errorf("the next attempt's identical call = %d %s (outcome %q, replayed %q); want unknown, replayed",
-			r.status, r.body, r.header.Get(gateway.HeaderOutcome), r.header.Get(gateway.HeaderReplayed))
+			r.status, r.body, r.header.Get(wire.HeaderOutcome), r.header.Get(gateway.HeaderReplayed))
 	}
 	if n := f.ledger("once"); n != 1 {
 		t.Errorf("the chat got %d messages; want exactly the first", n)
@@ -288,7 +289,7 @@ func TestReplyJournalsBeforeReturning(t *testing.T) {
 	default:
 	}
 	g.open()
-	if r := <-got; r.status != 200 || r.outcome != string(gateway.OutcomeAnswered) {
+	if r := <-got; r.status != 200 || r.outcome != string(wire.OutcomeAnswered) {
 		t.Fatalf("Reply = %d %s", r.status, r.outcome)
 	}
 	if o := f.outcomes(t, 6); len(o) != 1 || o[0] != intake.CallAnswered {

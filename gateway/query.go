@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // At most one answer per query.
@@ -75,7 +77,7 @@ func queryAnswerKey(c *call) (method, hash string, ok bool) {
 // old and response timeout expired or query ID is invalid",
 // QUERY_ID_INVALID), which is final.
 func answerRefusedQueryOpen(a answer) bool {
-	if a.outcome != OutcomeAnswered || a.status != http.StatusBadRequest {
+	if a.outcome != wire.OutcomeAnswered || a.status != http.StatusBadRequest {
 		return false
 	}
 	d := strings.ToLower(string(a.body))

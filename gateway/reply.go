@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // Reply performs one webhook reply, a Bot API call an app returned in its
@@ -22,9 +23,9 @@ func (g *Gateway) Reply(ctx context.Context, id intake.Identity, method string, 
 	defer release()
 	var a answer
 	if !methodRE.MatchString(method) {
-		a = telegramError(http.StatusNotFound, OutcomeRefused, "Not Found", 0)
+		a = telegramError(http.StatusNotFound, wire.OutcomeRefused, "Not Found", 0)
 	} else if g.refusedMethod(method) != "" {
-		a = telegramError(http.StatusConflict, OutcomeRefused, "Conflict: tgrelay receives this bot's updates", 0)
+		a = telegramError(http.StatusConflict, wire.OutcomeRefused, "Conflict: tgrelay receives this bot's updates", 0)
 	} else {
 		c := &call{method: method, httpMethod: http.MethodPost, upstream: g.cfg.APIRoot + "/bot" + g.cfg.Token + "/" + method,
 			contentType: "application/json", prefix: params, complete: true, contentLength: int64(len(params)),

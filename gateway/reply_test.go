@@ -11,17 +11,10 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/forward"
-	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
-
-func TestAttemptRootMatchesForward(t *testing.T) {
-	id := intake.Identity{UpdateID: 12, Attempt: 3, ClaimID: "c-1"}
-	if a, b := gateway.AttemptRoot("http://h:1/", id), forward.AttemptRoot("http://h:1", id); a != b {
-		t.Fatalf("gateway %q, forward %q", a, b)
-	}
-}
 
 // TestWebhookReplies: an app answers its update with webhook replies (an
 // array, our extension); the relay performs them in order through the
@@ -35,7 +28,7 @@ func TestWebhookReplies(t *testing.T) {
 	)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		forwards.Add(1)
-		roots.Store(r.Header.Get(forward.HeaderAPIRoot), true)
+		roots.Store(r.Header.Get(wire.HeaderAPIRoot), true)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `[{"method":"sendMessage","chat_id":%d,"text":"one"},{"method":"sendMessage","chat_id":%d,"text":"two"}]`, f.chat.ID, f.chat.ID)
 	}))

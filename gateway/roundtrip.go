@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 type identityKey struct{}
@@ -69,7 +70,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	var a answer
 	if c.method == "" {
 		closeBody(req)
-		a = telegramError(http.StatusNotFound, OutcomeRefused, "Not Found: tgrelay: not a Bot API method URL", 0)
+		a = telegramError(http.StatusNotFound, wire.OutcomeRefused, "Not Found: tgrelay: not a Bot API method URL", 0)
 	} else if errAns := g.readBody(req.Body, c); errAns != nil {
 		closeBody(req)
 		a = *errAns

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // fencedOnly hides every capability of its store but FencedStore: a store
@@ -28,7 +29,7 @@ func TestCompletedAttemptsTail(t *testing.T) {
 	}
 	for name, r := range map[string]reply{
 		"headers": f.send(t, &id, "tail"),
-		"root":    f.post(t, gateway.AttemptRoot("", id)+"/bot"+f.tg.Token+"/sendMessage", nil, map[string]any{"chat_id": f.chat.ID, "text": "tail by root"}),
+		"root":    f.post(t, attemptRoot("", id)+"/bot"+f.tg.Token+"/sendMessage", nil, map[string]any{"chat_id": f.chat.ID, "text": "tail by root"}),
 		"read":    f.post(t, "/bot"+f.tg.Token+"/getMe", &id, map[string]any{}),
 	} {
 		if r.status != 200 || !r.env.OK || r.header.Get(gateway.HeaderReplayed) != "" {
@@ -54,7 +55,7 @@ func TestCompletedAttemptsTail(t *testing.T) {
 		"send": f.send(t, &failed, "failed tail"),
 		"read": f.post(t, "/bot"+f.tg.Token+"/getMe", &failed, map[string]any{}),
 	} {
-		if r.status != gateway.StatusStale || r.header.Get(gateway.HeaderOutcome) != "stale" {
+		if r.status != gateway.StatusStale || r.header.Get(wire.HeaderOutcome) != "stale" {
 			t.Errorf("%s: a failed attempt's call = %d %s; want 409 stale", name, r.status, r.body)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // Tracing (Config.TracerProvider). A call the app makes is a server span
@@ -55,7 +56,7 @@ func (g *Gateway) startCall(r *http.Request) (context.Context, trace.Span) {
 // API root, else its identity headers), as serve reads it, when it carries
 // a well-formed one.
 func requestIdentity(r *http.Request) (intake.Identity, bool) {
-	if rest, ok := strings.CutPrefix(r.URL.Path, AttemptPrefix); ok {
+	if rest, ok := strings.CutPrefix(r.URL.Path, wire.AttemptPrefix); ok {
 		if parts := strings.SplitN(rest, "/", 4); len(parts) == 4 {
 			if id, err := parseIdentity(parts[0], parts[1], parts[2]); err == nil {
 				return id, true
@@ -89,7 +90,7 @@ func endCall(s trace.Span, kind, method string, a answer, fenced bool) {
 	s.SetName("tgrelay " + kind + " " + method)
 	s.SetAttributes(attrMethod.String(method), attrOutcome.String(string(a.outcome)), attrHTTPStatus.Int(a.status),
 		attrFenced.Bool(fenced), attrReplayed.Bool(a.replayed))
-	if a.outcome == OutcomeUnknown || a.outcome == OutcomeNotDispatched {
+	if a.outcome == wire.OutcomeUnknown || a.outcome == wire.OutcomeNotDispatched {
 		s.SetStatus(codes.Error, string(a.outcome))
 	}
 	s.End()
@@ -120,10 +121,10 @@ func (g *Gateway) endTry(s trace.Span, resp *http.Response, err error) {
 			s.SetStatus(codes.Error, http.StatusText(resp.StatusCode))
 		}
 	case notDispatched(err):
-		s.SetAttributes(attrOutcome.String(string(OutcomeNotDispatched)))
+		s.SetAttributes(attrOutcome.String(string(wire.OutcomeNotDispatched)))
 		s.SetStatus(codes.Error, g.redact(err.Error()))
 	default:
-		s.SetAttributes(attrOutcome.String(string(OutcomeUnknown)))
+		s.SetAttributes(attrOutcome.String(string(wire.OutcomeUnknown)))
 		s.SetStatus(codes.Error, g.redact(err.Error()))
 	}
 	s.End()

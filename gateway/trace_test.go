@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"github.com/tgrelay/tgrelay/wire"
+
 	"bytes"
 	"fmt"
 	"net/http"
@@ -77,7 +79,7 @@ func TestTraceCall(t *testing.T) {
 		t.Errorf("kinds: call %v, try %v; want server, client", call.SpanKind, try.SpanKind)
 	}
 	for _, kv := range call.Attributes {
-		if kv.Key == "tgrelay.outcome" && kv.Value.AsString() != string(gateway.OutcomeAnswered) {
+		if kv.Key == "tgrelay.outcome" && kv.Value.AsString() != string(wire.OutcomeAnswered) {
 			t.Errorf("the call's outcome attribute is %q, want answered", kv.Value.AsString())
 		}
 	}

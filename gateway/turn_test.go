@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,9 +15,11 @@ import (
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // The tests of this file hold a chat's turn in the limiter (a permit the
@@ -81,13 +84,7 @@ func holdTurn(t *testing.T, l *throttle.Limiter, chat int64) *throttle.Permit {
 // waitQueued returns once n calls wait in l for their turn.
 func waitQueued(t *testing.T, l *throttle.Limiter, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for l.Stats().Waiting != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls wait for their turn; want %d", l.Stats().Waiting, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, fmt.Sprintf("%d calls waiting for their turn", n), func() bool { return l.Stats().Waiting == n })
 }
 
 // callResult is an answer a goroutine got.
@@ -169,7 +166,7 @@ func TestStopWhileWaitingItsTurnLeavesNothingPending(t *testing.T) {
 	holdTurn(t, a.lim, chat.ID)
 	ctx, kill := context.WithCancel(t.Context())
 	defer kill()
-	waiting := goSend(ctx, gateway.AttemptRoot(a.srv.URL, first)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply")
+	waiting := goSend(ctx, attemptRoot(a.srv.URL, first)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply")
 	waitQueued(t, a.lim, 1)
 
 	// The process dies here. What it left on disk is what the next process
@@ -184,7 +181,7 @@ func TestStopWhileWaitingItsTurnLeavesNothingPending(t *testing.T) {
 	}
 	later := now.Add(2 * time.Minute) // the first lease is over
 	next := b.claim(t, 1, later, time.Hour)
-	r := receive(t, goSend(t.Context(), gateway.AttemptRoot(b.srv.URL, next)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply"))
+	r := receive(t, goSend(t.Context(), attemptRoot(b.srv.URL, next)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply"))
 	if r.status != 200 || r.header.Get(gateway.HeaderReplayed) != "" {
 		t.Fatalf("the next attempt's call = %d %s (replayed %q); want it sent", r.status, r.body, r.header.Get(gateway.HeaderReplayed))
 	}
@@ -230,7 +227,7 @@ func TestLeaseLostWhileWaitingItsTurn(t *testing.T) {
 	}
 	first := g.claim(t, 7, now, time.Minute)
 	held := holdTurn(t, g.lim, chat.ID)
-	old := goSend(t.Context(), gateway.AttemptRoot(g.srv.URL, first)+"/bot"+tg.Token+"/sendMessage", chat.ID, "once")
+	old := goSend(t.Context(), attemptRoot(g.srv.URL, first)+"/bot"+tg.Token+"/sendMessage", chat.ID, "once")
 	waitQueued(t, g.lim, 1)
 
 	ok, err := g.st.SettleOwned(t.Context(), first, intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now, Error: "handler timed out"})
@@ -238,12 +235,12 @@ func TestLeaseLostWhileWaitingItsTurn(t *testing.T) {
 		t.Fatalf("SettleOwned = %v, %v", ok, err)
 	}
 	second := g.claim(t, 7, time.Now(), time.Hour)
-	current := goSend(t.Context(), gateway.AttemptRoot(g.srv.URL, second)+"/bot"+tg.Token+"/sendMessage", chat.ID, "once")
+	current := goSend(t.Context(), attemptRoot(g.srv.URL, second)+"/bot"+tg.Token+"/sendMessage", chat.ID, "once")
 	waitQueued(t, g.lim, 2)
 	held.Cancel() // the chat's turn comes
 
 	r := receive(t, old)
-	if r.status != gateway.StatusStale || r.header.Get(gateway.HeaderOutcome) != "stale" {
+	if r.status != gateway.StatusStale || r.header.Get(wire.HeaderOutcome) != "stale" {
 		t.Errorf("the old attempt's call at its turn = %d %s; want %d stale", r.status, r.body, gateway.StatusStale)
 	}
 	r = receive(t, current)
@@ -282,7 +279,7 @@ func TestIdenticalCallsWaitingTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := g.claim(t, 9, now, time.Hour)
-	url := gateway.AttemptRoot(g.srv.URL, first) + "/bot" + tg.Token + "/sendMessage"
+	url := attemptRoot(g.srv.URL, first) + "/bot" + tg.Token + "/sendMessage"
 	held := holdTurn(t, g.lim, chat.ID)
 	one := goSend(t.Context(), url, chat.ID, "twice")
 	waitQueued(t, g.lim, 1)
@@ -320,7 +317,7 @@ func TestIdenticalCallsWaitingTogether(t *testing.T) {
 		t.Fatalf("SettleOwned = %v, %v", ok, err)
 	}
 	next := g.claim(t, 9, time.Now(), time.Hour)
-	url = gateway.AttemptRoot(g.srv.URL, next) + "/bot" + tg.Token + "/sendMessage"
+	url = attemptRoot(g.srv.URL, next) + "/bot" + tg.Token + "/sendMessage"
 	for i := range 2 {
 		if r := receive(t, goSend(t.Context(), url, chat.ID, "twice")); r.status != 200 || r.header.Get(gateway.HeaderReplayed) != "true" {
 			t.Fatalf("the next attempt's call %d = %d %s (replayed %q); want replayed", i+1, r.status, r.body, r.header.Get(gateway.HeaderReplayed))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // TestCallCancelledWhileWaitingItsTurnIsNotDispatched: a fenced call whose
@@ -29,8 +30,8 @@ func TestCallCancelledWhileWaitingItsTurnIsNotDispatched(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	status, outcome, _ := f.gw.Reply(ctx, id, "sendMessage", params)
-	if status != gateway.StatusNotDispatched || outcome != string(gateway.OutcomeNotDispatched) {
-		t.Fatalf("cancelled while waiting: %d %s; want %d %s", status, outcome, gateway.StatusNotDispatched, gateway.OutcomeNotDispatched)
+	if status != gateway.StatusNotDispatched || outcome != string(wire.OutcomeNotDispatched) {
+		t.Fatalf("cancelled while waiting: %d %s; want %d %s", status, outcome, gateway.StatusNotDispatched, wire.OutcomeNotDispatched)
 	}
 	es, err := f.store.Journal(t.Context(), 42)
 	if err != nil {
@@ -66,7 +67,7 @@ func TestAppGoneWhileWaitingOverHTTP(t *testing.T) {
 	}
 	id := f.claim(t, 43)
 	b := fmt.Appendf(nil, `{"chat_id":%d,"text":"the reply"}`, f.chat.ID)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gateway.AttemptRoot(f.srv.URL, id)+"/bot"+f.tg.Token+"/sendMessage", bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, attemptRoot(f.srv.URL, id)+"/bot"+f.tg.Token+"/sendMessage", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestAppGoneWhileWaitingOverHTTP(t *testing.T) {
 		t.Fatal("the impatient client got an answer; want it to give up while the call waits")
 	}
 	e := <-f.events
-	if e.Outcome != gateway.OutcomeNotDispatched || !e.Undelivered || !e.Fenced {
+	if e.Outcome != wire.OutcomeNotDispatched || !e.Undelivered || !e.Fenced {
 		t.Fatalf("event %+v; want a fenced call not dispatched, its answer undelivered", e)
 	}
 	if es, err := f.store.Journal(t.Context(), 43); err != nil || len(es) != 0 {

@@ -30,7 +30,7 @@ func ExampleWatch() {
 	defer cancel()
 	err := hookowner.Watch(ctx, c, hookowner.WatchConfig{
 		URL: "https://bot.example.com/telegram", Secret: "my-webhook-secret", Interval: 20 * time.Millisecond,
-		Func: func(st hookowner.State, err error) {
+		Func: func(st hookowner.Status, err error) {
 			if err == nil && !st.Owned {
 				fmt.Println("the webhook moved to", st.OwnerHost)
 				cancel()

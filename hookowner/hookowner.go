@@ -291,15 +291,41 @@ func Claim(ctx context.Context, c Caller, cfg ClaimConfig) (ClaimResult, error) 
 	return res, nil
 }
 
-// State is the webhook as [Check] found it.
-type State struct {
+// Mode is how a relay receives updates, as [Status] reports it.
+type Mode string
+
+// The modes.
+const (
+	// ModeWebhook: the relay claimed the webhook and checks that it still
+	// points to it.
+	ModeWebhook Mode = "webhook"
+	// ModeUnmanaged: updates arrive by a webhook the relay does not manage
+	// (no public URL was given): it leaves the registration as it is.
+	ModeUnmanaged Mode = "unmanaged"
+	// ModePolling: the relay long-polls getUpdates; there is no webhook.
+	ModePolling Mode = "polling"
+)
+
+// Status is the webhook registration as last found: the one status type
+// of [Check], [Watch], the relay's status and the dashboard. Only
+// ModeWebhook has a registration to check; with the other modes the other
+// fields are zero.
+type Status struct {
+	// Mode is how updates arrive.
+	Mode Mode
 	// Owned reports whether the webhook is the tagged address of this URL and
 	// secret.
 	Owned bool
-	// OwnerHost is the host the webhook points to, HostNone or HostUnknown.
+	// OwnerHost is the host the webhook points to, HostNone or HostUnknown
+	// (never a path or query, which could carry a secret).
 	OwnerHost string
 	// PendingUpdates is Telegram's pending_update_count.
 	PendingUpdates int
+	// CheckedAt is when the last claim or check ended; zero before one.
+	CheckedAt time.Time
+	// CheckError is the last check's own failure, empty when it succeeded.
+	// The other fields keep what the last successful check found.
+	CheckError string
 	// LastErrorAt and LastError are Telegram's last delivery error; zero and
 	// empty when it reported none.
 	LastErrorAt time.Time
@@ -307,17 +333,21 @@ type State struct {
 }
 
 // Check reports whether the webhook still points to rawURL tagged with
-// secret's owner tag, and Telegram's last delivery error.
-func Check(ctx context.Context, c Caller, rawURL, secret string) (State, error) {
+// secret's owner tag, and Telegram's last delivery error, as a Status of
+// [ModeWebhook] checked now. A failed check returns its error and sets no
+// CheckError: that is the caller's to keep.
+func Check(ctx context.Context, c Caller, rawURL, secret string) (Status, error) {
 	tagged, err := TaggedURL(rawURL, secret)
 	if err != nil {
-		return State{}, err
+		return Status{}, err
 	}
 	in, err := getInfo(ctx, c)
 	if err != nil {
-		return State{}, err
+		return Status{}, err
 	}
-	st := State{
+	st := Status{
+		Mode:           ModeWebhook,
+		CheckedAt:      time.Now(),
 		Owned:          in.URL == tagged,
 		OwnerHost:      hostOf(in.URL),
 		PendingUpdates: in.PendingUpdateCount,
@@ -372,9 +402,9 @@ type WatchConfig struct {
 	// Interval is the period between checks; each check is bounded by it
 	// too. Required, above zero.
 	Interval time.Duration
-	// Func sees the result of every check: the state, or the error of a
+	// Func sees the result of every check: the status, or the error of a
 	// check that failed. Called from Watch's goroutine. Required.
-	Func func(State, error)
+	Func func(Status, error)
 }
 
 // Watch checks the webhook every cfg.Interval with [Check] and passes each

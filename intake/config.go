@@ -113,8 +113,9 @@ type Failure struct {
 	Expiring bool
 }
 
-// Observer receives the runner's events, for logs and metrics. Every field
-// is optional. The funcs are called synchronously from the runner's
+// Observer receives the runner's events, for logs and metrics: a struct of
+// optional funcs, the shape of every tgrelay observer (see "Observers" in
+// the package doc). The funcs are called synchronously from the runner's
 // goroutines, concurrently, so they must be fast and safe for concurrent
 // use; a panic in one is recovered and ignored (an observer cannot lose an
 // update). The zero Observer observes nothing.

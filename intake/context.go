@@ -7,6 +7,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // maxReported bounds how many errors [ReportError] keeps for one attempt.
@@ -30,7 +31,7 @@ type attemptValue struct {
 }
 
 // errGatewayUnknown is what an answer with Tgrelay-Outcome: unknown means.
-var errGatewayUnknown = errors.New("the gateway answered " + transport.OutcomeHeader + ": unknown")
+var errGatewayUnknown = errors.New("the gateway answered " + wire.HeaderOutcome + ": " + string(wire.OutcomeUnknown))
 
 // observe records one request's result for the attempt.
 func (v *attemptValue) observe(r transport.Result) {

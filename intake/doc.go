@@ -184,4 +184,18 @@
 // hosts sharing one store must have clocks that agree: pgstore checks, in
 // every claim and heartbeat, that this host's clock is within a bound of the
 // database's, and refuses otherwise.
+//
+// # Observers
+//
+// [Observer] is a struct of optional funcs, one per kind of event, each
+// with its own typed arguments, as net/http/httptrace.ClientTrace is; the
+// zero value observes nothing. Every tgrelay package that reports events
+// has one of this shape, in its Config's Observer field: intake, poll,
+// throttle ({EventFunc}), gateway ({CallFunc}) and relay ({EventFunc}, with
+// [github.com/tgrelay/tgrelay/relay.Observers] to fan out). This is the
+// standard library's habit for hooks a caller sets on a value it configures
+// (httptrace.ClientTrace, http.Server.ConnState, slog.HandlerOptions'
+// ReplaceAttr): a nil func costs nothing, a hook added later breaks no
+// caller (a method added to an interface breaks every implementation), and
+// a caller sets only the funcs it wants, without an adapter type.
 package intake

@@ -1,7 +1,6 @@
 package intake_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -14,25 +13,8 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
-
-// lockedBuffer is a log destination safe for the runner's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A handler's error quoting secrets (a bot library quotes its request URL,
 // and so the token) reaches neither the row's stored error, nor the
@@ -49,7 +31,7 @@ func TestHandlerErrorRedacted(t *testing.T) {
 		red := &botapi.Redactor{}
 		red.Add(shortToken, secret)
 		store := memstore.New()
-		var logs lockedBuffer
+		var logs testkit.SyncBuffer
 		var (
 			mu        sync.Mutex
 			exhausted []intake.Exhaustion

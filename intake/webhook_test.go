@@ -16,37 +16,20 @@ import (
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 const testSecret = "s3cr3t-Token_value"
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type webhookBundle struct {
 	store *faultStore
 	srv   *httptest.Server
-	logs  *syncBuffer
+	logs  *testkit.SyncBuffer
 }
 
 func setupWebhook(t *testing.T, cfg intake.WebhookConfig) *webhookBundle {
 	t.Helper()
-	b := &webhookBundle{store: newFaultStore(), logs: &syncBuffer{}}
+	b := &webhookBundle{store: newFaultStore(), logs: &testkit.SyncBuffer{}}
 	logger := slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Runner = newRunner(t, intake.Config{Store: b.store, Handler: nop, Logger: logger})
 	cfg.Logger = logger

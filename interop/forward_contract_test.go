@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/internal/testkit"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // app is a Go stand-in for a bot behind serve: it records what serve
@@ -53,7 +55,7 @@ func newApp(t *testing.T) *app {
 		ack := a.exhAck
 		a.mu.Unlock()
 		if ack {
-			w.Header().Set(forward.HeaderAck, r.Header.Get(forward.HeaderClaimID))
+			w.Header().Set(forward.HeaderAck, r.Header.Get(wire.HeaderClaimID))
 		}
 		w.WriteHeader(http.StatusOK) // what any framework answers
 		a.received <- struct{}{}
@@ -169,7 +171,7 @@ func TestServeForwardContract(t *testing.T) {
 	a.mu.Lock()
 	a.exhAck = true
 	a.mu.Unlock()
-	pollFor(t, "the exhaustion acknowledged", func() bool {
+	testkit.WaitFor(t, "the exhaustion acknowledged", func() bool {
 		return metric(t, admin, "tgrelay_exhaustions_acknowledged_total") == 1
 	})
 	if strings.Contains(serve.output(), appSecret) {

@@ -5,10 +5,10 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -130,12 +130,11 @@ var gatewayURL = regexp.MustCompile(`gateway=(http://[0-9.:]+)`)
 // told its port before serve, whose gateway the bot needs, starts).
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(testkit.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return port
 }
 
 func startBot(t *testing.T, fw, modules string, sb *sandbox, mode, secret string) *proc {
@@ -197,7 +196,7 @@ func conversation(t *testing.T, sb *sandbox, retries bool) {
 	}
 	// The answer may be a webhook reply, performed after the handler ends.
 	var answers []telegramtest.CallbackAnswer
-	pollFor(t, "the callback answer", func() bool {
+	testkit.WaitFor(t, "the callback answer", func() bool {
 		sb.control(t, "GET", "callback-answers", nil, &answers)
 		return len(answers) > 0
 	})
@@ -261,7 +260,7 @@ func conversation(t *testing.T, sb *sandbox, retries bool) {
 	var iq update
 	sb.control(t, "POST", "inline", map[string]any{"user_id": bob.ID, "query": "cats"}, &iq)
 	var inline []telegramtest.InlineAnswer
-	pollFor(t, "the inline answer", func() bool {
+	testkit.WaitFor(t, "the inline answer", func() bool {
 		sb.control(t, "GET", "inline-answers", nil, &inline)
 		return len(inline) == 1
 	})

@@ -320,17 +320,3 @@ func (sb *sandbox) waitMessages(t *testing.T, chat int64, n int) []telegramtest.
 	sb.control(t, "POST", "wait/messages", map[string]any{"chat_id": chat, "count": n, "timeout_ms": waitLimit.Milliseconds()}, &msgs)
 	return msgs
 }
-
-// pollFor re-reads a control API snapshot until cond holds, within
-// waitLimit. It is for ledgers the sandbox has no wait for (answers to
-// inline queries).
-func pollFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitLimit, what)
-		}
-		time.Sleep(20 * time.Millisecond) // re-reading a snapshot; no signal crosses the process boundary
-	}
-}

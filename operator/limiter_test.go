@@ -19,11 +19,11 @@ func TestSharedLimiter(t *testing.T) {
 		var events []throttle.Event
 		l, err := throttle.New(throttle.Config{
 			Chat: throttle.Limit{Count: 1, Per: 10 * time.Second},
-			ObserveFunc: func(e throttle.Event) {
+			Observer: throttle.Observer{EventFunc: func(e throttle.Event) {
 				mu.Lock()
 				events = append(events, e)
 				mu.Unlock()
-			},
+			}},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -83,8 +83,9 @@ type Caller interface {
 	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
 }
 
-// Observer receives the poller's events, for logs and metrics. Every field is
-// optional; the funcs are called from Run's goroutine (AcceptFunc from the
+// Observer receives the poller's events, for logs and metrics: a struct of
+// optional funcs, the shape of every tgrelay observer (see "Observers" in
+// package intake's doc). Every field is optional; the funcs are called from Run's goroutine (AcceptFunc from the
 // accepting goroutines, concurrently) and must be fast.
 type Observer struct {
 	// BatchFunc sees every batch recorded in full: how many updates it held

@@ -13,23 +13,11 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/poll"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/transport"
 )
-
-// waitFor polls cond until it holds or a generous deadline passes, failing
-// loudly then.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 type bundle struct {
 	srv    *telegramtest.Server
@@ -176,8 +164,8 @@ func TestRunRecordsRawBytesAndConfirms(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, p)
-	waitFor(t, "5 rows recorded", func() bool { return b.count(t) == 5 })
-	waitFor(t, "the batch reported", func() bool { return batches.Load() > 0 })
+	testkit.WaitFor(t, "5 rows recorded", func() bool { return b.count(t) == 5 })
+	testkit.WaitFor(t, "the batch reported", func() bool { return batches.Load() > 0 })
 	// Telegram keeps them until the next call confirms: after stopping,
 	// Run's confirming call makes it forget them.
 	if err := stop(); err != nil {
@@ -225,8 +213,8 @@ func TestFailedAcceptKeepsOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, p)
-	waitFor(t, "3 rows recorded", func() bool { return b.count(t) == 3 })
-	waitFor(t, "the batch reported", func() bool { return batches.Load() > 0 })
+	testkit.WaitFor(t, "3 rows recorded", func() bool { return b.count(t) == 3 })
+	testkit.WaitFor(t, "the batch reported", func() bool { return batches.Load() > 0 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +257,7 @@ func TestTransientErrorsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, p)
-	waitFor(t, "2 rows recorded", func() bool { return b.count(t) == 2 })
+	testkit.WaitFor(t, "2 rows recorded", func() bool { return b.count(t) == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

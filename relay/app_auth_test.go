@@ -12,6 +12,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 )
 
@@ -39,7 +40,7 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 	app := httptest.NewServer(checked)
 	t.Cleanup(app.Close)
 
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	cfg.Forward = forward.Config{URL: app.URL + "/update", AppSecretToken: appSecret}
 	cfg.Intake.MaxAttempts = 2
@@ -54,7 +55,7 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 	r := start(t, cfg)
 
 	up := sendChatter(t, srv, 1, 1)[0]
-	waitFor(t, "three refusals of the update", func() bool { return rec.count(string(relay.KindAppAuthRefused)) >= 3 })
+	testkit.WaitFor(t, "three refusals of the update", func() bool { return rec.count(string(relay.KindAppAuthRefused)) >= 3 })
 	st := r.Status().App
 	if !st.AuthFailing || st.AuthCode != http.StatusForbidden || st.Held != 1 || st.AuthFailingSince.IsZero() {
 		t.Errorf("App status while refused = %+v, want failing with 403 and 1 held", st)
@@ -82,13 +83,13 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 	}
 
 	want.Store(appSecret) // the operator fixes the configuration
-	waitFor(t, "the update delivered", func() bool { return ep.distinct() == 1 })
-	waitFor(t, "the alert to clear", func() bool { return rec.count(string(relay.KindAppAuthAccepted)) == 1 })
+	testkit.WaitFor(t, "the update delivered", func() bool { return ep.distinct() == 1 })
+	testkit.WaitFor(t, "the alert to clear", func() bool { return rec.count(string(relay.KindAppAuthAccepted)) == 1 })
 	hits := ep.hitsOf(up.ID)
 	if len(hits) != 1 || hits[0].attempt != 1 {
 		t.Errorf("delivered as %+v, want attempt 1 (the refusals spent no attempt)", hits)
 	}
-	waitFor(t, "the hold to end", func() bool { return r.Status().App.Held == 0 })
+	testkit.WaitFor(t, "the hold to end", func() bool { return r.Status().App.Held == 0 })
 	if _, body := get(t, r.AdminURL()+"/readyz"); body != "ready\n" {
 		t.Errorf("/readyz after the fix = %q, want ready", body)
 	}
@@ -108,7 +109,7 @@ func TestAppAuthRefusalHoldsTheUpdate(t *testing.T) {
 	if stats.Unacknowledged != 0 {
 		t.Errorf("%d exhaustions", stats.Unacknowledged)
 	}
-	waitFor(t, "the update completed", func() bool {
+	testkit.WaitFor(t, "the update completed", func() bool {
 		s, _ := r.Stats(t.Context())
 		return s.Count[intake.StateCompleted] == 1
 	})
@@ -133,7 +134,7 @@ func TestAppAuthHoldEndsOnStop(t *testing.T) {
 			t.Parallel()
 			srv := fakeTelegram(t)
 			ep := newBotEndpoint(t, func(int64, int) (int, string) { return http.StatusUnauthorized, "" })
-			logs, rec := &syncBuffer{}, newRecorder()
+			logs, rec := &testkit.SyncBuffer{}, newRecorder()
 			cfg := baseConfig(t, srv, ep, logs, rec)
 			cfg.Intake.MaxAttempts = tc.maxAttempts
 			cfg.DrainTimeout = tc.drain
@@ -145,10 +146,10 @@ func TestAppAuthHoldEndsOnStop(t *testing.T) {
 				t.Fatal(err)
 			}
 			up := sendChatter(t, srv, 1, 1)[0]
-			waitFor(t, "a refusal", func() bool { return rec.count(string(relay.KindAppAuthRefused)) >= 1 })
+			testkit.WaitFor(t, "a refusal", func() bool { return rec.count(string(relay.KindAppAuthRefused)) >= 1 })
 			stopped := make(chan error, 1)
 			go func() { stopped <- r.Close(context.Background()) }()
-			waitFor(t, "the relay to stop", func() bool {
+			testkit.WaitFor(t, "the relay to stop", func() bool {
 				select {
 				case err := <-stopped:
 					// A hold that outlasts the drain cuts it short.

@@ -211,7 +211,8 @@ type Config struct {
 	Decline DeclineConfig
 
 	// Observer receives the relay's events (see [Event]), for metrics and
-	// dashboards. Nil observes nothing. Use [Observers] for several.
+	// dashboards. The zero value observes nothing. Use [Observers] for
+	// several.
 	Observer Observer
 	// Logger receives what happened, never a secret or an update body.
 	// Nil logs nothing.

@@ -178,14 +178,17 @@ func TestObserversFanOutAndRecover(t *testing.T) {
 	t.Parallel()
 	var a, b []Kind
 	o := Observers(
-		ObserverFunc(func(e Event) { a = append(a, e.Kind) }),
-		nil,
-		ObserverFunc(func(Event) { panic("an observer's bug") }),
-		ObserverFunc(func(e Event) { b = append(b, e.Kind) }),
+		Observer{EventFunc: func(e Event) { a = append(a, e.Kind) }},
+		Observer{},
+		Observer{EventFunc: func(Event) { panic("an observer's bug") }},
+		Observer{EventFunc: func(e Event) { b = append(b, e.Kind) }},
 	)
-	o.Observe(Event{Kind: KindAccepted})
-	o.Observe(Event{Kind: KindClaimed})
+	o.EventFunc(Event{Kind: KindAccepted})
+	o.EventFunc(Event{Kind: KindClaimed})
 	if len(a) != 2 || len(b) != 2 || a[1] != KindClaimed || b[1] != KindClaimed {
 		t.Errorf("observers saw %v and %v, want both events each, past a panicking one", a, b)
+	}
+	if Observers(Observer{}, Observer{}).EventFunc != nil {
+		t.Error("Observers of none observing is not the zero Observer")
 	}
 }

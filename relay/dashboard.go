@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/dashboard"
+	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/throttle"
 )
@@ -89,11 +90,8 @@ func (r *Relay) newDashboard() error {
 	}
 	r.dash = h
 	r.adminMux.Handle("/", h)
-	switch {
-	case r.cfg.Poll:
-		r.rec.SetWebhook(dashboard.WebhookStatus{Mode: "polling"})
-	case r.cfg.PublicURL == "":
-		r.rec.SetWebhook(dashboard.WebhookStatus{Mode: "unmanaged"})
+	if m := r.webhookMode(); m != hookowner.ModeWebhook {
+		r.rec.SetWebhook(hookowner.Status{Mode: m}) // nothing to claim or check
 	}
 	return nil
 }
@@ -141,11 +139,5 @@ func (o dashboardObserver) Observe(e Event) {
 		if e.Limiter.Kind == throttle.EventTooManyRequests {
 			o.rec.GatewayPause(e.Limiter.RetryAfter)
 		}
-	case KindWebhookClaimed, KindWebhookChecked:
-		w := dashboard.WebhookStatus{Mode: "webhook", Owned: e.Owned, OwnerHost: e.Host, CheckedAt: e.Time}
-		if e.Err != nil {
-			w.LastError = e.Err.Error() // the dashboard masks secrets when it shows it
-		}
-		o.rec.SetWebhook(w)
 	}
 }

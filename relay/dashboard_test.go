@@ -15,6 +15,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 )
 
@@ -69,7 +70,7 @@ func TestRelayDashboard(t *testing.T) {
 	})
 	ups := sendChatter(t, srv, 2, 4)
 	poison.Store(ups[2].ID)
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	cfg.AdminListener = listen(t)
 	cfg.Dashboard = relay.DashboardConfig{Enabled: true, BroadcastDir: t.TempDir()}
@@ -80,7 +81,7 @@ func TestRelayDashboard(t *testing.T) {
 	}
 	// A poison update claimed on add can be exhausted before the batch's
 	// later updates are accepted: wait for both.
-	waitFor(t, "the poison update kept as an exhaustion, every update accepted", func() bool {
+	testkit.WaitFor(t, "the poison update kept as an exhaustion, every update accepted", func() bool {
 		s, err := r.Stats(t.Context())
 		return err == nil && s.Unacknowledged == 1 && rec.count(string(relay.KindAccepted)) >= len(ups)
 	})
@@ -134,7 +135,7 @@ func TestRelayDashboard(t *testing.T) {
 	if code, page := fetch(http.MethodPost, fmt.Sprintf("updates/%d/acknowledge", row.UpdateID), q); code != http.StatusOK {
 		t.Fatalf("acknowledge: %d\n%s", code, page)
 	}
-	waitFor(t, "the acknowledgement in the store", func() bool {
+	testkit.WaitFor(t, "the acknowledgement in the store", func() bool {
 		s, err := r.Stats(t.Context())
 		return err == nil && s.Unacknowledged == 0
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
@@ -109,16 +110,16 @@ func TestDeadlineCallbackQueryOvertakesHeldMessage(t *testing.T) {
 				return http.StatusOK, ""
 			})
 			rec := newRecorder()
-			cfg := baseConfig(t, srv, ep, &syncBuffer{}, rec)
+			cfg := baseConfig(t, srv, ep, &testkit.SyncBuffer{}, rec)
 			cfg.Store = sk.open(t)
 			cfg.BackoffBase = time.Hour
 			start(t, cfg)
-			waitFor(t, "the message's first attempt to fail", func() bool { return rec.count(string(relay.KindFailed)) == 1 })
+			testkit.WaitFor(t, "the message's first attempt to fail", func() bool { return rec.count(string(relay.KindFailed)) == 1 })
 			press, err := srv.PressButton(bc.chat, bc.user, bc.messageID, "go")
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the callback query to complete", func() bool {
+			testkit.WaitFor(t, "the callback query to complete", func() bool {
 				for _, e := range rec.all(relay.KindSettled) {
 					if e.ID.UpdateID == press.ID && e.State == intake.StateCompleted {
 						return true
@@ -165,16 +166,16 @@ func TestDeadlineFailingCallbackQueryExpires(t *testing.T) {
 			})
 			rec := newRecorder()
 			dec := &declined{}
-			cfg := baseConfig(t, srv, ep, &syncBuffer{}, rec)
+			cfg := baseConfig(t, srv, ep, &testkit.SyncBuffer{}, rec)
 			cfg.Store = sk.open(t)
 			cfg.BackoffBase = time.Hour
 			cfg.Forward.ExhaustionURL = ep.exhaustionURL()
 			cfg.Deadlines.Decliner = dec
 			start(t, cfg)
-			waitFor(t, "the callback query to expire and the message's exhaustion to be delivered", func() bool {
+			testkit.WaitFor(t, "the callback query to expire and the message's exhaustion to be delivered", func() bool {
 				return rec.count(string(relay.KindExpired)) == 1 && rec.count(string(relay.KindAcknowledged)) == 1
 			})
-			waitFor(t, "the decline", func() bool { calls, _ := dec.get(); return len(calls) == 1 })
+			testkit.WaitFor(t, "the decline", func() bool { calls, _ := dec.get(); return len(calls) == 1 })
 			if e := rec.all(relay.KindExpired)[0]; e.ID.UpdateID != press.ID || e.Reason != intake.KindCallbackQuery {
 				t.Fatalf("expired event %+v, want update %d, callback_query", e, press.ID)
 			}
@@ -230,17 +231,17 @@ func TestDeadlineOffCallbackQueryWaitsForItsChat(t *testing.T) {
 		return http.StatusOK, ""
 	})
 	rec := newRecorder()
-	cfg := baseConfig(t, srv, ep, &syncBuffer{}, rec)
+	cfg := baseConfig(t, srv, ep, &testkit.SyncBuffer{}, rec)
 	cfg.Deadlines.CallbackQuery = -1
 	start(t, cfg)
-	waitFor(t, "the message's retry to be forwarded", func() bool { return len(ep.hitsOf(msg.ID)) == 2 })
+	testkit.WaitFor(t, "the message's retry to be forwarded", func() bool { return len(ep.hitsOf(msg.ID)) == 2 })
 	press, err := srv.PressButton(bc.chat, bc.user, bc.messageID, "go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the callback query to be recorded", func() bool { return rec.count(string(relay.KindAccepted)) == 2 })
+	testkit.WaitFor(t, "the callback query to be recorded", func() bool { return rec.count(string(relay.KindAccepted)) == 2 })
 	close(release)
-	waitFor(t, "both updates to complete", func() bool { return rec.count(string(relay.KindSettled)) == 3 })
+	testkit.WaitFor(t, "both updates to complete", func() bool { return rec.count(string(relay.KindSettled)) == 3 })
 	// The callback query was claimed only once the message's retry had
 	// been answered: it waited on its chat's line.
 	if h := ep.hitsOf(press.ID); len(h) != 1 {
@@ -265,7 +266,7 @@ func TestDeadlineOffCallbackQueryWaitsForItsChat(t *testing.T) {
 func TestDeadlineConfigNamesTheField(t *testing.T) {
 	t.Parallel()
 	srv := fakeTelegram(t)
-	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &testkit.SyncBuffer{}, newRecorder())
 	cfg.Deadlines.PreCheckoutQuery = -3 * time.Second
 	_, err := relay.New(cfg)
 	var ce *relay.ConfigError

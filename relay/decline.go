@@ -77,6 +77,10 @@ const (
 // (the store row's ReceivedAt), or, when that cannot be read, from the
 // start of its first attempt in this process: Telegram's updates carry no
 // time for these queries.
+//
+// Every decline made (sent, or replayed from the journal because the query
+// was answered already) reaches [Config.Observer] as a [KindDeclined]
+// event.
 type DeclineConfig struct {
 	// Disable turns every decline off.
 	Disable bool
@@ -95,10 +99,6 @@ type DeclineConfig struct {
 	// answerShippingQuery ok:false with Text as the error_message
 	// (defaults to DefaultShippingDeclineMessage).
 	ShippingQuery DeclinePolicy
-	// DeclineFunc, when set, is told of every decline made (sent, or
-	// replayed from the journal because the query was answered already).
-	// It must not block.
-	DeclineFunc func(Decline)
 	// Test holds test seams; leave it zero.
 	Test DeclineTestHooks
 }
@@ -356,9 +356,6 @@ func (d *decliner) declineAs(ctx context.Context, id intake.Identity, upd intake
 	var err error
 	if status != http.StatusOK {
 		err = &DeclineError{dc}
-	}
-	if f := d.cfg.DeclineFunc; f != nil {
-		f(dc)
 	}
 	if d.emit != nil {
 		d.emit(Event{Kind: KindDeclined, ID: id, Reason: kind, Decline: dc, Err: err})

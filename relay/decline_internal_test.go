@@ -17,6 +17,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake/memstore"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // ManualClock is a clock a test moves by hand; functions due run, in
@@ -139,12 +140,18 @@ func newDeclineBench(t *testing.T, cfg DeclineConfig) *declineBench {
 		t.Fatal(err)
 	}
 	cfg.Test = DeclineTestHooks{NowFunc: b.clk.Now, AfterFunc: b.clk.AfterFunc}
-	cfg.DeclineFunc = func(d Decline) { b.mu.Lock(); b.declines = append(b.declines, d); b.mu.Unlock() }
 	c := Config{Decline: cfg}
 	if err := c.fillDecline(); err != nil {
 		t.Fatal(err)
 	}
-	b.d = newDecliner(c.Decline, b.gw, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	emit := func(e Event) {
+		if e.Kind == KindDeclined {
+			b.mu.Lock()
+			b.declines = append(b.declines, e.Decline)
+			b.mu.Unlock()
+		}
+	}
+	b.d = newDecliner(c.Decline, b.gw, slog.New(slog.NewTextHandler(io.Discard, nil)), emit)
 	return b
 }
 
@@ -238,7 +245,7 @@ func TestDeclineCallbackBeforeDeadline(t *testing.T) {
 	}
 	// The app answers now, with words: the journal answers it.
 	status, outcome, replayed := b.gw.Reply(t.Context(), a.Identity, "answerCallbackQuery", []byte(`{"callback_query_id":"`+press.CallbackQueryID+`","text":"Done!"}`))
-	if status != 200 || outcome != string(gateway.OutcomeAnswered) || !replayed {
+	if status != 200 || outcome != string(wire.OutcomeAnswered) || !replayed {
 		t.Errorf("the app's late answer = %d %s replayed=%v; want the decline's answer, replayed", status, outcome, replayed)
 	}
 	stop(true)
@@ -371,7 +378,7 @@ func TestDeclineSeam(t *testing.T) {
 	stale.ClaimID = "someone-else"
 	err := b.d.declineAs(context.Background(), stale, upd, DeclineCallbackQuery)
 	var de *DeclineError
-	if !errors.As(err, &de) || de.Outcome != string(gateway.OutcomeStale) {
+	if !errors.As(err, &de) || de.Outcome != string(wire.OutcomeStale) {
 		t.Errorf("stale decline = %v; want a DeclineError, stale", err)
 	}
 	if err := b.d.declineAs(t.Context(), a.Identity, upd, DeclinePreCheckoutQuery); err != nil || len(b.made()) != 1 {

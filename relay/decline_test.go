@@ -12,8 +12,10 @@ import (
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // The tests of this file run a relay between telegramtest, which keeps
@@ -59,7 +61,7 @@ func newSlowApp(t *testing.T, token string) *slowApp {
 		}
 		if c.method != "" {
 			b, _ := json.Marshal(c.params)
-			resp, err := http.Post(r.Header.Get(forward.HeaderAPIRoot)+"/bot"+a.token+"/"+c.method, "application/json", bytes.NewReader(b))
+			resp, err := http.Post(r.Header.Get(wire.HeaderAPIRoot)+"/bot"+a.token+"/"+c.method, "application/json", bytes.NewReader(b))
 			if err != nil {
 				t.Errorf("the app's %s: %v", c.method, err)
 			} else {
@@ -79,7 +81,7 @@ func (a *slowApp) next(t *testing.T, what string) map[string]json.RawMessage {
 	select {
 	case u := <-a.arrived:
 		return u
-	case <-time.After(waitTimeout):
+	case <-time.After(testkit.WaitLimit):
 		t.Fatalf("timed out waiting for the app to be forwarded %s", what)
 		return nil
 	}
@@ -90,7 +92,7 @@ func (a *slowApp) result(t *testing.T) appResult {
 	select {
 	case r := <-a.results:
 		return r
-	case <-time.After(waitTimeout):
+	case <-time.After(testkit.WaitLimit):
 		t.Fatal("timed out waiting for the app's call")
 		return appResult{}
 	}
@@ -119,7 +121,7 @@ func newDeadlineSetup(t *testing.T) *deadlineSetup {
 	}
 	s.app = newSlowApp(t, s.tg.Token)
 	s.rec = newRecorder()
-	cfg := baseConfig(t, s.tg, newBotEndpoint(t, nil), &syncBuffer{}, s.rec)
+	cfg := baseConfig(t, s.tg, newBotEndpoint(t, nil), &testkit.SyncBuffer{}, s.rec)
 	cfg.Forward = forward.Config{URL: s.app.srv.URL, Timeout: time.Minute}
 	cfg.Decline.Test = relay.DeclineTestHooks{NowFunc: s.clk.Now, AfterFunc: s.clk.AfterFunc}
 	start(t, cfg)
@@ -151,7 +153,7 @@ func (s *deadlineSetup) botSend(t *testing.T, method string, params map[string]a
 // completed waits until update id completed.
 func (s *deadlineSetup) completed(t *testing.T, id int64) {
 	t.Helper()
-	waitFor(t, "the update to complete", func() bool {
+	testkit.WaitFor(t, "the update to complete", func() bool {
 		for _, e := range s.rec.all(relay.KindSettled) {
 			if e.ID.UpdateID == id && e.State == intake.StateCompleted {
 				return true
@@ -166,7 +168,7 @@ func (s *deadlineSetup) completed(t *testing.T, id int64) {
 // this holds already; the wait documents the order).
 func (s *deadlineSetup) waitArmed(t *testing.T) {
 	t.Helper()
-	waitFor(t, "the decline to be armed", func() bool { return s.clk.Armed() > 0 })
+	testkit.WaitFor(t, "the decline to be armed", func() bool { return s.clk.Armed() > 0 })
 }
 
 // TestSlowAppSpinnerAnsweredOnce: a user presses a button and the app is

@@ -114,11 +114,11 @@ func Example_webhook() {
 		PublicURL: "https://bot.example.org/telegram", // behind a TLS proxy forwarding to Listen
 		Listen:    "127.0.0.1:8080",
 		Forward:   forward.Config{URL: "http://127.0.0.1:3000/telegram-update"},
-		Observer: relay.ObserverFunc(func(e relay.Event) {
+		Observer: relay.Observer{EventFunc: func(e relay.Event) {
 			if e.Kind == relay.KindExhausted {
 				log.Printf("given up: update %d: %v", e.ID.UpdateID, e.Err)
 			}
-		}),
+		}},
 	})
 	if err != nil {
 		log.Fatal(err) // a *relay.ConfigError names the field

@@ -13,6 +13,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // DefaultGatewayListen is the gateway's listen address when
@@ -46,7 +47,7 @@ type GatewayConfig struct {
 	Listener net.Listener
 	// PublicURL is the gateway's base URL as the app reaches it, announced
 	// to the app in each forward's Tgrelay-Api-Root header (with the
-	// attempt's path; see forward.HeaderAPIRoot for its format). Empty
+	// attempt's path; see wire.HeaderAPIRoot for its format). Empty
 	// means "http://" + the address the gateway listens on: Listener's, or
 	// the one bound for Listen (on port 0, the port the system chose).
 	PublicURL string
@@ -119,8 +120,8 @@ func (r *Relay) newGateway() error {
 		return nil
 	}
 	limits := gc.Limits
-	next := limits.ObserveFunc
-	limits.ObserveFunc = func(e throttle.Event) {
+	next := limits.Observer.EventFunc
+	limits.Observer.EventFunc = func(e throttle.Event) {
 		if e.Kind != throttle.EventRefused { // a refusal is reported as a call, throttled
 			r.emit(Event{Kind: KindLimiter, Limiter: e, Duration: e.Wait})
 		}
@@ -166,7 +167,7 @@ func (r *Relay) newGateway() error {
 		MaxBufferedBody: gc.MaxBufferedBody,
 		MaxSendTries:    gc.MaxSendTries,
 		ResponseTimeout: respTimeout,
-		Observer:        gateway.ObserverFunc(r.gatewayCall),
+		Observer:        gateway.Observer{CallFunc: r.gatewayCall},
 		Test:            gateway.TestHooks{AfterIntent: gc.AfterIntent},
 		Logger:          r.log,
 		TracerProvider:  r.cfg.TracerProvider,
@@ -181,7 +182,7 @@ func (r *Relay) newGateway() error {
 // gatewayCall reports a call the gateway answered, and warns of a sent
 // call whose answer the app did not wait for.
 func (r *Relay) gatewayCall(e gateway.CallEvent) {
-	if e.Undelivered && !e.Replayed && (e.Outcome == gateway.OutcomeAnswered || e.Outcome == gateway.OutcomeUnknown) {
+	if e.Undelivered && !e.Replayed && (e.Outcome == wire.OutcomeAnswered || e.Outcome == wire.OutcomeUnknown) {
 		r.log.Warn("relay: the app gave up on a gateway call that was sent; its outcome is journaled, but an app that sends it again unfenced makes it twice: set its HTTP timeout above the gateway's Tgrelay-Call-Timeout",
 			"method", e.Method, "outcome", string(e.Outcome), "fenced", e.Fenced, "after", e.Duration, "call_timeout", r.gw.Bounds().Answer)
 	}
@@ -191,7 +192,7 @@ func (r *Relay) gatewayCall(e gateway.CallEvent) {
 // reply reports a webhook reply the gateway performed, then passes it on.
 func (r *Relay) reply(next func(forward.Reply)) func(forward.Reply) {
 	return func(rp forward.Reply) {
-		if rp.Outcome == string(gateway.OutcomeUnknown) && !rp.Replayed {
+		if rp.Outcome == string(wire.OutcomeUnknown) && !rp.Replayed {
 			r.log.Warn("relay: a webhook reply's outcome is unknown; it is journaled and never sent again",
 				"update_id", rp.UpdateID, "attempt", rp.Attempt, "method", rp.Method)
 		}

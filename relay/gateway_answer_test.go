@@ -15,9 +15,11 @@ import (
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // The tests of this file call the gateway as an app does: through the
@@ -73,9 +75,9 @@ func gatewayRelay(t *testing.T, srv *telegramtest.Server, gc relay.GatewayConfig
 }
 
 // gatewayRelayLogs is gatewayRelay, also returning the relay's log.
-func gatewayRelayLogs(t *testing.T, srv *telegramtest.Server, gc relay.GatewayConfig, fwd forward.Config) (*relay.Relay, *recorder, *syncBuffer) {
+func gatewayRelayLogs(t *testing.T, srv *telegramtest.Server, gc relay.GatewayConfig, fwd forward.Config) (*relay.Relay, *recorder, *testkit.SyncBuffer) {
 	t.Helper()
-	rec, logs := newRecorder(), &syncBuffer{}
+	rec, logs := newRecorder(), &testkit.SyncBuffer{}
 	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
 	if fwd.URL != "" {
 		cfg.Forward = fwd
@@ -126,8 +128,8 @@ func TestGatewayAnswersBeyondWaitAt429AtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.status != http.StatusTooManyRequests || a.header.Get(gateway.HeaderOutcome) != string(gateway.OutcomeThrottled) || a.body.ErrorCode != 429 {
-		t.Fatalf("third message: %d %q %+v; want the gateway's 429", a.status, a.header.Get(gateway.HeaderOutcome), a.body)
+	if a.status != http.StatusTooManyRequests || a.header.Get(wire.HeaderOutcome) != string(wire.OutcomeThrottled) || a.body.ErrorCode != 429 {
+		t.Fatalf("third message: %d %q %+v; want the gateway's 429", a.status, a.header.Get(wire.HeaderOutcome), a.body)
 	}
 	// Its turn is a minute after the first message, less the moments
 	// the first two took.
@@ -167,8 +169,8 @@ func TestGatewayPassesTelegram429BeyondWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.status != http.StatusTooManyRequests || a.body.Parameters.RetryAfter != 30 || a.header.Get(gateway.HeaderOutcome) != "" {
-		t.Fatalf("answer %d %+v (outcome header %q); want Telegram's own 429, retry_after 30", a.status, a.body, a.header.Get(gateway.HeaderOutcome))
+	if a.status != http.StatusTooManyRequests || a.body.Parameters.RetryAfter != 30 || a.header.Get(wire.HeaderOutcome) != "" {
+		t.Fatalf("answer %d %+v (outcome header %q); want Telegram's own 429, retry_after 30", a.status, a.body, a.header.Get(wire.HeaderOutcome))
 	}
 	if n := telegram429s(rec); n != 1 || len(srv.MessagesTo(chat.ID)) != 0 {
 		t.Fatalf("Telegram refused %d calls, the chat has %d messages; want the one refusal, nothing sent", n, len(srv.MessagesTo(chat.ID)))
@@ -225,11 +227,11 @@ func TestGatewaySilentUpstreamAnswersUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the app got %v; want an answer", err)
 	}
-	if a.status != gateway.StatusUnknown || a.header.Get(gateway.HeaderOutcome) != string(gateway.OutcomeUnknown) {
-		t.Fatalf("answer %d %q %+v; want 502 unknown", a.status, a.header.Get(gateway.HeaderOutcome), a.body)
+	if a.status != gateway.StatusUnknown || a.header.Get(wire.HeaderOutcome) != string(wire.OutcomeUnknown) {
+		t.Fatalf("answer %d %q %+v; want 502 unknown", a.status, a.header.Get(wire.HeaderOutcome), a.body)
 	}
-	waitFor(t, "the call event", func() bool { return len(callEvents(rec)) == 2 })
-	if e := callEvents(rec)[1]; e.Tries != 1 || e.Outcome != gateway.OutcomeUnknown || e.Undelivered {
+	testkit.WaitFor(t, "the call event", func() bool { return len(callEvents(rec)) == 2 })
+	if e := callEvents(rec)[1]; e.Tries != 1 || e.Outcome != wire.OutcomeUnknown || e.Undelivered {
 		t.Errorf("call event %+v; want unknown after one try (not sent again), delivered", e)
 	}
 }
@@ -261,9 +263,9 @@ func TestGatewayAppGoneWhileWaitingNotSent(t *testing.T) {
 	if _, err := gwSend(t, impatient, r.GatewayURL(), srv.Token, chat.ID, "second"); err == nil {
 		t.Fatal("the impatient client got an answer; want it to give up while the call waits")
 	}
-	waitFor(t, "the call's end", func() bool { return len(callEvents(rec)) == 2 })
+	testkit.WaitFor(t, "the call's end", func() bool { return len(callEvents(rec)) == 2 })
 	e := callEvents(rec)[1]
-	if e.Outcome != gateway.OutcomeNotDispatched || !e.Undelivered || e.Tries > 1 {
+	if e.Outcome != wire.OutcomeNotDispatched || !e.Undelivered || e.Tries > 1 {
 		t.Fatalf("call event %+v; want not dispatched, undelivered", e)
 	}
 	// The call has ended without leaving: nothing can send it now.
@@ -288,7 +290,7 @@ func TestGatewayAppGoneAfterSendJournaled(t *testing.T) {
 	)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		root := r.Header.Get(forward.HeaderAPIRoot)
+		root := r.Header.Get(wire.HeaderAPIRoot)
 		mu.Lock()
 		first := len(attempts) == 0
 		mu.Unlock()
@@ -313,7 +315,7 @@ func TestGatewayAppGoneAfterSendJournaled(t *testing.T) {
 	if _, err := srv.SendText(chat, u, "hi"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the retry to complete", func() bool { return rec.count("settled") >= 2 })
+	testkit.WaitFor(t, "the retry to complete", func() bool { return rec.count("settled") >= 2 })
 	mu.Lock()
 	defer mu.Unlock()
 	var ne interface{ Timeout() bool }
@@ -324,7 +326,7 @@ func TestGatewayAppGoneAfterSendJournaled(t *testing.T) {
 		t.Fatalf("the chat got %d messages, Telegram %d calls; want 1 and 1", n, srv.Calls()["sendMessage"])
 	}
 	es := callEvents(rec)
-	if len(es) != 2 || es[0].Outcome != gateway.OutcomeAnswered || !es[0].Undelivered || es[1].Undelivered || !es[1].Replayed {
+	if len(es) != 2 || es[0].Outcome != wire.OutcomeAnswered || !es[0].Undelivered || es[1].Undelivered || !es[1].Replayed {
 		t.Fatalf("call events %+v; want the first answered but undelivered, the second replayed and delivered", es)
 	}
 	if ws := logLines(logs, "relay: the app gave up on a gateway call that was sent; its outcome is journaled, but an app that sends it again unfenced makes it twice: set its HTTP timeout above the gateway's Tgrelay-Call-Timeout"); len(ws) != 1 || ws[0]["method"] != "sendMessage" {
@@ -346,8 +348,8 @@ func TestGatewayAppGoneDuringTelegram429Retry(t *testing.T) {
 	if _, err := gwSend(t, impatient, r.GatewayURL(), srv.Token, chat.ID, "refused once"); err == nil {
 		t.Fatal("the impatient client got an answer; want it to give up during the retry's wait")
 	}
-	waitFor(t, "the call's end", func() bool { return len(callEvents(rec)) == 1 })
-	if e := callEvents(rec)[0]; e.Outcome != gateway.OutcomeNotDispatched || !e.Undelivered {
+	testkit.WaitFor(t, "the call's end", func() bool { return len(callEvents(rec)) == 1 })
+	if e := callEvents(rec)[0]; e.Outcome != wire.OutcomeNotDispatched || !e.Undelivered {
 		t.Fatalf("call event %+v; want not dispatched, undelivered", e)
 	}
 	if n := telegram429s(rec); n != 1 || len(srv.MessagesTo(chat.ID)) != 0 || srv.Calls()["sendMessage"] != 0 {

@@ -21,8 +21,10 @@ import (
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // TestRelayGateway: an app behind the relay replies through the gateway,
@@ -45,7 +47,7 @@ func TestRelayGateway(t *testing.T) {
 	)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		root := r.Header.Get(forward.HeaderAPIRoot)
+		root := r.Header.Get(wire.HeaderAPIRoot)
 		body := fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)
 		resp, err := http.Post(root+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body))
 		if err != nil {
@@ -64,7 +66,7 @@ func TestRelayGateway(t *testing.T) {
 		}
 	}))
 	t.Cleanup(app.Close)
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
 	cfg.Forward = forward.Config{URL: app.URL}
 	cfg.Gateway = relay.GatewayConfig{Listener: listen(t)}
@@ -76,7 +78,7 @@ func TestRelayGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the retry to complete", func() bool { return rec.count("settled") >= 2 })
+	testkit.WaitFor(t, "the retry to complete", func() bool { return rec.count("settled") >= 2 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(roots) != 2 || answers[0] != 200 || answers[1] != 200 || roots[0] == roots[1] {
@@ -106,7 +108,7 @@ func TestRelayGateway(t *testing.T) {
 	}
 	// The failed attempt is stale; the one that completed the update goes
 	// on (its tail), journaled.
-	if resp := late(roots[0], "late"); resp.StatusCode != gateway.StatusStale || resp.Header.Get(gateway.HeaderOutcome) != "stale" {
+	if resp := late(roots[0], "late"); resp.StatusCode != gateway.StatusStale || resp.Header.Get(wire.HeaderOutcome) != "stale" {
 		t.Errorf("the failed attempt's call = %d; want 409 stale", resp.StatusCode)
 	}
 	if resp := late(roots[1], "tail"); resp.StatusCode != 200 {
@@ -138,7 +140,7 @@ func TestRelayGatewayWebhookReply(t *testing.T) {
 		fmt.Fprintf(w, `{"method":"sendMessage","chat_id":%d,"text":"webhook reply"}`, chat.ID)
 	}))
 	t.Cleanup(app.Close)
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
 	cfg.Forward = forward.Config{URL: app.URL}
 	cfg.Gateway = relay.GatewayConfig{Listener: listen(t)}
@@ -146,8 +148,8 @@ func TestRelayGatewayWebhookReply(t *testing.T) {
 	if _, err := srv.SendText(chat, u, "hi"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the reply", func() bool { return len(srv.MessagesTo(chat.ID)) == 1 })
-	waitFor(t, "the settlement", func() bool { return rec.count("settled") == 1 })
+	testkit.WaitFor(t, "the reply", func() bool { return len(srv.MessagesTo(chat.ID)) == 1 })
+	testkit.WaitFor(t, "the settlement", func() bool { return rec.count("settled") == 1 })
 	if rec.count(string(relay.KindUnactedReply)) != 0 {
 		t.Errorf("the reply was reported unacted")
 	}
@@ -155,7 +157,7 @@ func TestRelayGatewayWebhookReply(t *testing.T) {
 
 func TestGatewayConfig(t *testing.T) {
 	srv := fakeTelegram(t)
-	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &testkit.SyncBuffer{}, newRecorder())
 	cfg.Gateway = relay.GatewayConfig{Listen: "0.0.0.0:8081"}
 	_, err := relay.New(cfg)
 	var ce *relay.ConfigError
@@ -185,7 +187,7 @@ func TestRelayGatewayOnPortZero(t *testing.T) {
 	roots := make(chan string, 4)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		root := r.Header.Get(forward.HeaderAPIRoot)
+		root := r.Header.Get(wire.HeaderAPIRoot)
 		if root != "" {
 			body := fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)
 			if resp, err := http.Post(root+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body)); err == nil {
@@ -195,7 +197,7 @@ func TestRelayGatewayOnPortZero(t *testing.T) {
 		roots <- root
 	}))
 	t.Cleanup(app.Close)
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
 	cfg.Forward = forward.Config{URL: app.URL}
 	cfg.Gateway = relay.GatewayConfig{Listen: "127.0.0.1:0"}
@@ -213,7 +215,7 @@ func TestRelayGatewayOnPortZero(t *testing.T) {
 	if !strings.HasPrefix(root, want) || !strings.HasSuffix(root, "/bot") || r.GatewayURL() != "http://"+r.GatewayAddr().String() {
 		t.Errorf("announced root %q, gateway URL %q; want %s…/bot", root, r.GatewayURL(), want)
 	}
-	waitFor(t, "the reply", func() bool { return len(srv.MessagesTo(chat.ID)) == 1 })
+	testkit.WaitFor(t, "the reply", func() bool { return len(srv.MessagesTo(chat.ID)) == 1 })
 }
 
 // TestRelayBotTransportReachesTheGateway: Config.BotTransport is how every
@@ -243,7 +245,7 @@ func TestRelayBotTransportReachesTheGateway(t *testing.T) {
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		body := fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)
-		resp, err := http.Post(r.Header.Get(forward.HeaderAPIRoot)+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body))
+		resp, err := http.Post(r.Header.Get(wire.HeaderAPIRoot)+"/bot"+srv.Token+"/sendMessage", "application/json", bytes.NewBufferString(body))
 		if err != nil {
 			answers <- 0
 			return
@@ -252,7 +254,7 @@ func TestRelayBotTransportReachesTheGateway(t *testing.T) {
 		answers <- resp.StatusCode
 	}))
 	t.Cleanup(app.Close)
-	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &testkit.SyncBuffer{}, newRecorder())
 	cfg.APIRoot, cfg.BotTransport = "http://telegram.internal.test:"+port, bt
 	cfg.Forward = forward.Config{URL: app.URL}
 	cfg.Gateway = relay.GatewayConfig{Listener: listen(t)}
@@ -275,7 +277,7 @@ func TestRelayBotTransportReachesTheGateway(t *testing.T) {
 		t.Errorf("BotTransport's resolver was asked %d times; want by polling's transport and by the gateway's", n)
 	}
 
-	bad := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
+	bad := baseConfig(t, srv, newBotEndpoint(t, nil), &testkit.SyncBuffer{}, newRecorder())
 	bad.BotTransport.ResponseTimeout = -time.Second
 	var ce *relay.ConfigError
 	if _, err := relay.New(bad); !errors.As(err, &ce) || ce.Field != "BotTransport.ResponseTimeout" {

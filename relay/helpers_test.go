@@ -5,7 +5,6 @@ package relay_test
 // recording bot endpoint on loopback.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,52 +25,19 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// waitTimeout bounds every wait of these tests; a wait that runs out fails
-// loudly.
-const waitTimeout = 45 * time.Second
-
 // testSecret is a realistic webhook secret; it must never reach a log.
 const testSecret = "s3cr3t-Webhook_Value-9f8e7d6c5b4a"
 
-// waitFor polls cond every few milliseconds until it holds, failing the
-// test after waitTimeout.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logging relay and a reading test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // logLines returns the JSON log lines of buf whose msg is msg.
-func logLines(buf *syncBuffer, msg string) []map[string]any {
+func logLines(buf *testkit.SyncBuffer, msg string) []map[string]any {
 	var out []map[string]any
 	for line := range strings.SplitSeq(buf.String(), "\n") {
 		var m map[string]any
@@ -82,7 +48,7 @@ func logLines(buf *syncBuffer, msg string) []map[string]any {
 	return out
 }
 
-// recorder is an Observer counting events by kind (and reason).
+// recorder is an observer counting events by kind (and reason).
 type recorder struct {
 	mu     sync.Mutex
 	counts map[string]int
@@ -145,15 +111,15 @@ func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEn
 	mux.HandleFunc("POST /update", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		id, err := intake.ParseUpdate(body)
-		hdrID, _ := strconv.ParseInt(r.Header.Get(forward.HeaderUpdateID), 10, 64)
-		attempt, _ := strconv.Atoi(r.Header.Get(forward.HeaderAttempt))
-		if err != nil || hdrID != id || attempt < 1 || r.Header.Get(forward.HeaderClaimID) == "" {
+		hdrID, _ := strconv.ParseInt(r.Header.Get(wire.HeaderUpdateID), 10, 64)
+		attempt, _ := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
+		if err != nil || hdrID != id || attempt < 1 || r.Header.Get(wire.HeaderClaimID) == "" {
 			t.Errorf("forward without a consistent identity: body id %d (%v), headers %v", id, err, r.Header)
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
 		e.mu.Lock()
-		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(forward.HeaderClaimID), relayName: r.Header.Get("X-Relay")})
+		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(wire.HeaderClaimID), relayName: r.Header.Get("X-Relay")})
 		n := len(e.hits[id])
 		e.mu.Unlock()
 		status, ra := http.StatusOK, ""
@@ -248,7 +214,7 @@ func listen(t *testing.T) net.Listener {
 // baseConfig is a polling relay against srv into a new SQLite store,
 // forwarding to ep, logging JSON to logs, observed by rec, with fast
 // sweeps and retries.
-func baseConfig(t *testing.T, srv *telegramtest.Server, ep *botEndpoint, logs *syncBuffer, rec *recorder) relay.Config {
+func baseConfig(t *testing.T, srv *telegramtest.Server, ep *botEndpoint, logs *testkit.SyncBuffer, rec *recorder) relay.Config {
 	t.Helper()
 	return relay.Config{
 		Token:       srv.Token,
@@ -260,7 +226,7 @@ func baseConfig(t *testing.T, srv *telegramtest.Server, ep *botEndpoint, logs *s
 		Forward:     forward.Config{URL: ep.url()},
 		Intake:      relay.IntakeConfig{SweepInterval: 50 * time.Millisecond},
 		BackoffBase: 10 * time.Millisecond,
-		Observer:    rec,
+		Observer:    relay.Observer{EventFunc: rec.Observe},
 		Logger:      slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 }

@@ -141,43 +141,40 @@ type Event struct {
 	Err error
 }
 
-// Observer receives a relay's events, for metrics, logs and dashboards.
-// Observe is called synchronously from the relay's goroutines,
+// Observer receives a relay's events, for metrics, logs and dashboards. It
+// is a struct of optional funcs, the shape of every tgrelay observer (see
+// "Observers" in package intake's doc); the zero Observer observes
+// nothing. EventFunc is called synchronously from the relay's goroutines,
 // concurrently: it must be fast, must not block, and must be safe for
 // concurrent use. A panic in it is recovered and ignored.
-type Observer interface {
-	Observe(Event)
+type Observer struct {
+	// EventFunc sees every event (see [Kind] for what each one sets).
+	EventFunc func(Event)
 }
-
-// ObserverFunc adapts a function to an [Observer].
-type ObserverFunc func(Event)
-
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }
 
 // Observers returns an Observer that passes every event to each of obs in
-// turn (nil entries skipped), like io.MultiWriter.
+// turn (those without an EventFunc skipped), like io.MultiWriter. A panic
+// in one is recovered and keeps the event from none of the others.
 func Observers(obs ...Observer) Observer {
-	var list multiObserver
+	var fs []func(Event)
 	for _, o := range obs {
-		if o != nil {
-			list = append(list, o)
+		if o.EventFunc != nil {
+			fs = append(fs, o.EventFunc)
 		}
 	}
-	return list
-}
-
-type multiObserver []Observer
-
-func (m multiObserver) Observe(e Event) {
-	for _, o := range m {
-		safeObserve(o, e)
+	if len(fs) == 0 {
+		return Observer{}
 	}
+	return Observer{EventFunc: func(e Event) {
+		for _, f := range fs {
+			safeObserve(f, e)
+		}
+	}}
 }
 
-func safeObserve(o Observer, e Event) {
+func safeObserve(f func(Event), e Event) {
 	defer func() { _ = recover() }()
-	o.Observe(e)
+	f(e)
 }
 
 // emit passes e, stamped with the time, to the configured observer.
@@ -185,8 +182,8 @@ func safeObserve(o Observer, e Event) {
 func (r *Relay) emit(e Event) {
 	e.Time = r.now()
 	r.logEvent(e)
-	if r.obs != nil {
-		safeObserve(r.obs, e)
+	if r.obs.EventFunc != nil {
+		safeObserve(r.obs.EventFunc, e)
 	}
 }
 

@@ -3,12 +3,13 @@ package relay_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/closedport"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 )
 
@@ -21,15 +22,10 @@ func TestRelayMasksSecretsInStoredErrors(t *testing.T) {
 	t.Parallel()
 	srv := fakeTelegram(t)
 	ep := newBotEndpoint(t, nil)
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	const appSecret = "app-secret-path-token-42"
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := closed.Addr().String()
-	closed.Close()
+	down := closedport.Addr(t)
 	cfg.Forward.URL = "http://" + down + "/hook/" + appSecret
 	cfg.Forward.AppSecretToken = appSecret
 	cfg.Forward.ExhaustionURL = ep.exhaustionURL()
@@ -37,7 +33,7 @@ func TestRelayMasksSecretsInStoredErrors(t *testing.T) {
 	st := cfg.Store.(*sqlitestore.Store)
 	start(t, cfg)
 	ups := sendChatter(t, srv, 1, 1)
-	waitFor(t, "the exhaustion delivered", func() bool { return len(ep.exhaustionPayloads()) == 1 })
+	testkit.WaitFor(t, "the exhaustion delivered", func() bool { return len(ep.exhaustionPayloads()) == 1 })
 
 	p := ep.exhaustionPayloads()[0]
 	row, ok, err := st.Get(t.Context(), ups[0].ID)
@@ -64,7 +60,7 @@ func TestRelayAdminEndpointsNeedTheToken(t *testing.T) {
 	t.Parallel()
 	srv := fakeTelegram(t)
 	ep := newBotEndpoint(t, nil)
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	cfg.AdminListener = listen(t)
 	const admin = "a-long-random-admin-token-0123"

@@ -89,7 +89,7 @@ type Relay struct {
 	bg          sync.WaitGroup
 	app         AppStatus     // the app's answers (app_auth.go)
 	stopping    chan struct{} // closed when Stop begins: ends the holds
-	webhook     WebhookStatus
+	webhook     hookowner.Status
 	stopOnce    sync.Once
 	stopErr     error
 }
@@ -123,9 +123,7 @@ func New(cfg Config) (*Relay, error) {
 	// The runner's per-attempt Info lines go to Debug: logEvent says the
 	// same at Warn and Error.
 	runnerLog := slog.New(demoteInfo{h})
-	if cfg.Observer != nil {
-		r.obs = Observers(cfg.Observer) // recovers panics
-	}
+	r.obs = Observers(cfg.Observer) // recovers panics
 	own := cfg.BotTransport
 	own.MaxResponseBytes = max(own.MaxResponseBytes, BotAPIMaxResponseBytes)
 	hc, err := transport.NewClient(own)
@@ -185,7 +183,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	if r.rec != nil {
-		r.obs = Observers(cfg.Observer, dashboardObserver{r.rec})
+		r.obs = Observers(cfg.Observer, Observer{EventFunc: dashboardObserver{r.rec}.Observe})
 	}
 	return r, nil
 }
@@ -431,9 +429,9 @@ func (r *Relay) claimWebhook(ctx, bgCtx context.Context) error {
 		attrs = append(attrs, "taken_from", res.TakenFrom)
 	}
 	r.log.Info("relay: webhook set", attrs...)
-	r.mu.Lock()
-	r.webhook = WebhookStatus{Claimed: true, Owned: true, OwnerHost: host, CheckedAt: r.now()}
-	r.mu.Unlock()
+	r.updateWebhook(func(w *hookowner.Status) {
+		*w = hookowner.Status{Mode: hookowner.ModeWebhook, Owned: true, OwnerHost: host, CheckedAt: r.now()}
+	})
 	r.emit(Event{Kind: KindWebhookClaimed, Owned: true, Host: host})
 	if c.NoWebhookCheck {
 		return nil
@@ -473,7 +471,7 @@ func (r *Relay) claim(ctx context.Context, takeoverFrom string) (hookowner.Claim
 // Config.PublicURL or before [Relay.Start].
 func (r *Relay) ReclaimWebhook(ctx context.Context) error {
 	r.mu.Lock()
-	claimed := r.webhook.Claimed
+	claimed := r.webhook.Mode == hookowner.ModeWebhook
 	r.mu.Unlock()
 	if r.cfg.PublicURL == "" || !claimed {
 		return errors.New("relay: ReclaimWebhook needs a webhook claimed on start (Config.PublicURL)")
@@ -493,19 +491,17 @@ type watcher struct {
 	lastOwner string // the foreign owner last warned about; "" while owned
 }
 
-func (w *watcher) checked(st hookowner.State, err error) {
+func (w *watcher) checked(st hookowner.Status, err error) {
 	r := w.r
 	now := r.now()
-	r.mu.Lock()
-	r.webhook.CheckedAt = now
-	if err != nil {
-		r.webhook.CheckError = err.Error()
-	} else {
-		r.webhook.CheckError = ""
-		r.webhook.Owned, r.webhook.OwnerHost = st.Owned, st.OwnerHost
-		r.webhook.LastError, r.webhook.LastErrorAt = st.LastError, st.LastErrorAt
-	}
-	r.mu.Unlock()
+	r.updateWebhook(func(w *hookowner.Status) {
+		if err != nil {
+			w.CheckedAt, w.CheckError = now, err.Error()
+			return
+		}
+		*w = st
+		w.Mode, w.CheckedAt = hookowner.ModeWebhook, now
+	})
 	r.emit(Event{Kind: KindWebhookChecked, Owned: err == nil && st.Owned, Host: st.OwnerHost, Err: err})
 	switch {
 	case err != nil:
@@ -603,33 +599,10 @@ func (r *Relay) stop(ctx context.Context) error {
 	return err
 }
 
-// WebhookStatus is the webhook registration as the relay last saw it.
-type WebhookStatus struct {
-	// Claimed reports that the relay claimed the webhook on start
-	// (Config.PublicURL set); the other fields are zero otherwise.
-	Claimed bool
-	// Owned reports that the last claim or check found the webhook
-	// pointing here.
-	Owned bool
-	// OwnerHost is the host the webhook pointed to at the last claim or
-	// check ("none" for no webhook).
-	OwnerHost string
-	// CheckedAt is when the last claim or check ended.
-	CheckedAt time.Time
-	// CheckError is the last check's error, empty when it succeeded.
-	CheckError string
-	// LastError and LastErrorAt are Telegram's last delivery error, as the
-	// last check reported it.
-	LastError   string
-	LastErrorAt time.Time
-}
-
 // Status is a read-only view of a relay, for status pages.
 type Status struct {
 	// Ready reports that the relay is started and not stopping.
 	Ready bool
-	// Mode is "webhook" or "poll".
-	Mode string
 	// Store is Config.StoreName.
 	Store string
 	// WebhookURL is the local webhook URL ("" when polling or not yet
@@ -637,8 +610,9 @@ type Status struct {
 	WebhookURL string
 	// AdminURL is the admin listener's base URL ("" without one).
 	AdminURL string
-	// Webhook is the webhook registration as last claimed or checked.
-	Webhook WebhookStatus
+	// Webhook is how updates arrive (its Mode) and the webhook
+	// registration as last claimed or checked.
+	Webhook hookowner.Status
 	// App is the app's side as its answers show it: whether it refuses
 	// forwards with 401 or 403 (a configuration alert), and how many
 	// updates are held for that.
@@ -648,15 +622,36 @@ type Status struct {
 // Status returns the relay's current status. It does no I/O; see
 // [Relay.Stats] for the store's counts.
 func (r *Relay) Status() Status {
-	st := Status{Ready: r.ready.Load(), Mode: "webhook", Store: r.cfg.StoreName, WebhookURL: r.WebhookURL(), AdminURL: r.AdminURL()}
-	if r.cfg.Poll {
-		st.Mode = "poll"
-	}
+	st := Status{Ready: r.ready.Load(), Store: r.cfg.StoreName, WebhookURL: r.WebhookURL(), AdminURL: r.AdminURL()}
 	r.mu.Lock()
 	st.Webhook = r.webhook
 	st.App = r.app
 	r.mu.Unlock()
+	st.Webhook.Mode = r.webhookMode()
 	return st
+}
+
+// webhookMode is how the relay receives updates.
+func (r *Relay) webhookMode() hookowner.Mode {
+	switch {
+	case r.cfg.Poll:
+		return hookowner.ModePolling
+	case r.cfg.PublicURL == "":
+		return hookowner.ModeUnmanaged
+	}
+	return hookowner.ModeWebhook
+}
+
+// updateWebhook changes the webhook status with f, under the relay's
+// lock, and shows the result on the dashboard.
+func (r *Relay) updateWebhook(f func(*hookowner.Status)) {
+	r.mu.Lock()
+	f(&r.webhook)
+	st := r.webhook
+	r.mu.Unlock()
+	if r.rec != nil {
+		r.rec.SetWebhook(st)
+	}
 }
 
 // Stats returns the store's counts of updates by state, unacknowledged

@@ -23,6 +23,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 )
 
@@ -30,7 +31,7 @@ func TestRelayWebhook(t *testing.T) {
 	t.Parallel()
 	srv := fakeTelegram(t)
 	ep := newBotEndpoint(t, nil)
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	hook := listen(t)
 	cfg.Poll, cfg.PollTimeout = false, 0
@@ -55,19 +56,19 @@ func TestRelayWebhook(t *testing.T) {
 		t.Errorf("webhook after start = %s, want our address with an owner tag", info)
 	}
 	st := r.Status()
-	if !st.Ready || st.Mode != "webhook" || st.Store != "sqlite" || !st.Webhook.Claimed || !st.Webhook.Owned ||
+	if !st.Ready || st.Webhook.Mode != hookowner.ModeWebhook || st.Store != "sqlite" || !st.Webhook.Owned ||
 		st.WebhookURL != cfg.PublicURL || st.AdminURL == "" {
 		t.Errorf("Status() = %+v, want ready, webhook, sqlite, claimed and owned, with both URLs", st)
 	}
 
 	ups := sendChatter(t, srv, 3, 9)
-	waitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
+	testkit.WaitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
 	for _, u := range ups {
 		if hs := ep.hitsOf(u.ID); hs[0].attempt != 1 {
 			t.Errorf("update %d first forward has attempt %d, want 1", u.ID, hs[0].attempt)
 		}
 	}
-	waitFor(t, "every update completed in the store", func() bool {
+	testkit.WaitFor(t, "every update completed in the store", func() bool {
 		s, err := r.Stats(t.Context())
 		return err == nil && s.Count[intake.StateCompleted] == len(ups)
 	})
@@ -142,14 +143,14 @@ func TestRelayPollingKeepsExhaustions(t *testing.T) {
 	})
 	ups := sendChatter(t, srv, 2, 4)
 	poison.Store(ups[1].ID)
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	r := start(t, cfg)
-	if st := r.Status(); st.Mode != "poll" || st.WebhookURL != "" || st.Webhook.Claimed {
+	if st := r.Status(); st.Webhook.Mode != hookowner.ModePolling || st.WebhookURL != "" || !st.Webhook.CheckedAt.IsZero() {
 		t.Errorf("Status() = %+v, want poll mode without a webhook", st)
 	}
-	waitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
-	waitFor(t, "the poison update kept as an unacknowledged exhaustion, the rest completed", func() bool {
+	testkit.WaitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
+	testkit.WaitFor(t, "the poison update kept as an unacknowledged exhaustion, the rest completed", func() bool {
 		s, err := r.Stats(t.Context())
 		return err == nil && s.Unacknowledged == 1 && s.Count[intake.StateCompleted] == len(ups)-1
 	})
@@ -192,11 +193,11 @@ func TestRelayForwardStatuses(t *testing.T) {
 	flaky.Store(ups[1].ID)
 	refused.Store(ups[2].ID)
 	rec := newRecorder()
-	cfg := baseConfig(t, srv, ep, &syncBuffer{}, rec)
+	cfg := baseConfig(t, srv, ep, &testkit.SyncBuffer{}, rec)
 	cfg.Forward.ExhaustionURL = ep.exhaustionURL()
 	r := start(t, cfg)
 
-	waitFor(t, "the 4xx update delivered as an exhaustion", func() bool { return len(ep.exhaustionPayloads()) >= 1 })
+	testkit.WaitFor(t, "the 4xx update delivered as an exhaustion", func() bool { return len(ep.exhaustionPayloads()) >= 1 })
 	p := ep.exhaustionPayloads()[0]
 	if p.UpdateID != ups[2].ID || p.Attempt != 1 || p.ClaimID == "" || !strings.Contains(p.Error, "400") {
 		t.Errorf("exhaustion payload = %+v, want update %d attempt 1 with the 400", p, ups[2].ID)
@@ -204,11 +205,11 @@ func TestRelayForwardStatuses(t *testing.T) {
 	if !bytes.Equal(p.Update, ups[2].JSON) {
 		t.Errorf("exhaustion carries %s, want the raw update %s", p.Update, ups[2].JSON)
 	}
-	waitFor(t, "the exhaustion acknowledged", func() bool {
+	testkit.WaitFor(t, "the exhaustion acknowledged", func() bool {
 		s, err := r.Stats(t.Context())
 		return rec.count(string(relay.KindAcknowledged)) == 1 && err == nil && s.Unacknowledged == 0
 	})
-	waitFor(t, "503 and 500 retried to success", func() bool {
+	testkit.WaitFor(t, "503 and 500 retried to success", func() bool {
 		return len(ep.hitsOf(ups[0].ID)) == 2 && len(ep.hitsOf(ups[1].ID)) == 2
 	})
 	for _, id := range []int64{ups[0].ID, ups[1].ID} {
@@ -242,7 +243,7 @@ func TestRelayWebhookOwnership(t *testing.T) {
 	if _, err := bot.Call(t.Context(), "setWebhook", map[string]any{"url": "http://other.example:8443/secret-path"}); err != nil {
 		t.Fatal(err)
 	}
-	webhookConfig := func(logs *syncBuffer, rec *recorder) relay.Config {
+	webhookConfig := func(logs *testkit.SyncBuffer, rec *recorder) relay.Config {
 		cfg := baseConfig(t, srv, ep, logs, rec)
 		hook := listen(t)
 		cfg.Poll, cfg.PollTimeout = false, 0
@@ -252,7 +253,7 @@ func TestRelayWebhookOwnership(t *testing.T) {
 	}
 
 	// Refused: the webhook is another deployment's.
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	r, err := relay.New(webhookConfig(logs, newRecorder()))
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +271,7 @@ func TestRelayWebhookOwnership(t *testing.T) {
 	}
 
 	// Takeover naming the host, then a periodic check sees it move away.
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := webhookConfig(logs, rec)
 	cfg.TakeoverFrom, cfg.WebhookCheckInterval = "other.example:8443", time.Second
 	r = start(t, cfg)
@@ -278,11 +279,11 @@ func TestRelayWebhookOwnership(t *testing.T) {
 		t.Errorf("takeover not logged: %v", ls)
 	}
 	ups := sendChatter(t, srv, 1, 1)
-	waitFor(t, "an update through the taken webhook", func() bool { return len(ep.hitsOf(ups[0].ID)) == 1 })
+	testkit.WaitFor(t, "an update through the taken webhook", func() bool { return len(ep.hitsOf(ups[0].ID)) == 1 })
 	if _, err := bot.Call(t.Context(), "setWebhook", map[string]any{"url": "http://intruder.example/hook"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the move seen", func() bool {
+	testkit.WaitFor(t, "the move seen", func() bool {
 		w := r.Status().Webhook
 		return !w.Owned && w.OwnerHost == "intruder.example"
 	})
@@ -312,7 +313,7 @@ func TestRelayGracefulDrain(t *testing.T) {
 		return http.StatusOK, ""
 	})
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	cfg := baseConfig(t, srv, ep, logs, newRecorder())
 	cfg.DrainTimeout = 30 * time.Second
 	r, err := relay.New(cfg)
@@ -325,12 +326,12 @@ func TestRelayGracefulDrain(t *testing.T) {
 	ups := sendChatter(t, srv, 1, 1)
 	select {
 	case <-entered:
-	case <-time.After(waitTimeout):
+	case <-time.After(testkit.WaitLimit):
 		t.Fatal("the forward never reached the endpoint")
 	}
 	// Cancelled while the forward runs: the relay stops receiving and waits.
 	cancel()
-	waitFor(t, "the relay to start draining", func() bool {
+	testkit.WaitFor(t, "the relay to start draining", func() bool {
 		return len(logLines(logs, "relay: stopping: no new updates; draining")) == 1
 	})
 	select {
@@ -359,14 +360,14 @@ func TestRelayDrainDeadlineCancels(t *testing.T) {
 		return http.StatusOK, ""
 	})
 	t.Cleanup(func() { close(release) })
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	cfg := baseConfig(t, srv, ep, logs, newRecorder())
 	cfg.DrainTimeout = 200 * time.Millisecond
 	r := start(t, cfg)
 	ups := sendChatter(t, srv, 1, 1)
 	select {
 	case <-entered:
-	case <-time.After(waitTimeout):
+	case <-time.After(testkit.WaitLimit):
 		t.Fatal("the forward never reached the endpoint")
 	}
 	// Close, as intake.Runner's, says the drain was cut short.
@@ -389,7 +390,7 @@ func TestRelayListenFailureNamesField(t *testing.T) {
 	t.Parallel()
 	srv := fakeTelegram(t)
 	busy := listen(t)
-	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &testkit.SyncBuffer{}, newRecorder())
 	cfg.AdminListen = busy.Addr().String()
 	r, err := relay.New(cfg)
 	if err != nil {
@@ -432,7 +433,7 @@ func TestRelayTwoRelaysSharePostgres(t *testing.T) {
 	t.Cleanup(lb.Close)
 	var relays []*relay.Relay
 	for i, hook := range []net.Listener{hookA, hookB} {
-		cfg := baseConfig(t, srv, ep, &syncBuffer{}, newRecorder())
+		cfg := baseConfig(t, srv, ep, &testkit.SyncBuffer{}, newRecorder())
 		cfg.Store, cfg.StoreName = newStore(), "postgres"
 		cfg.Poll, cfg.PollTimeout = false, 0
 		cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, hookowner.HostNone
@@ -442,7 +443,7 @@ func TestRelayTwoRelaysSharePostgres(t *testing.T) {
 		relays = append(relays, start(t, cfg))
 	}
 	ups := sendChatter(t, srv, 8, 40)
-	waitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
+	testkit.WaitFor(t, "every update forwarded", func() bool { return ep.distinct() == len(ups) })
 	by := map[string]int{}
 	for _, u := range ups {
 		for _, h := range ep.hitsOf(u.ID) {
@@ -452,7 +453,7 @@ func TestRelayTwoRelaysSharePostgres(t *testing.T) {
 	if by["a"] == 0 || by["b"] == 0 {
 		t.Errorf("forwards by relay = %v, want both to share the work", by)
 	}
-	waitFor(t, "every row completed", func() bool {
+	testkit.WaitFor(t, "every row completed", func() bool {
 		s, err := relays[0].Stats(t.Context())
 		return err == nil && s.Count[intake.StateCompleted] == len(ups)
 	})
@@ -467,7 +468,7 @@ func TestRelayLogsFailuresRateLimitedWithoutSecrets(t *testing.T) {
 	t.Parallel()
 	srv := fakeTelegram(t)
 	ep := newBotEndpoint(t, func(int64, int) (int, string) { return http.StatusBadGateway, "" })
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	hook := listen(t)
 	cfg.Poll, cfg.PollTimeout = false, 0
@@ -480,7 +481,7 @@ func TestRelayLogsFailuresRateLimitedWithoutSecrets(t *testing.T) {
 	start(t, cfg)
 	const n = 25 // one per chat, so every update fails on its own
 	ups := sendChatter(t, srv, n, n)
-	waitFor(t, "every update given up", func() bool { return rec.count(string(relay.KindExhausted)) == n })
+	testkit.WaitFor(t, "every update given up", func() bool { return rec.count(string(relay.KindExhausted)) == n })
 	elapsed := time.Since(began)
 
 	retry := logLines(logs, "relay: forward failed; a retry is scheduled")
@@ -527,13 +528,13 @@ func TestRelayCloseContextBoundsTheDrain(t *testing.T) {
 		return http.StatusOK, ""
 	})
 	t.Cleanup(func() { close(release) })
-	cfg := baseConfig(t, srv, ep, &syncBuffer{}, newRecorder())
+	cfg := baseConfig(t, srv, ep, &testkit.SyncBuffer{}, newRecorder())
 	cfg.DrainTimeout = relay.MaxDrainTimeout
 	r := start(t, cfg)
 	sendChatter(t, srv, 1, 1)
 	select {
 	case <-entered:
-	case <-time.After(waitTimeout):
+	case <-time.After(testkit.WaitLimit):
 		t.Fatal("the forward never reached the endpoint")
 	}
 	ctx, cancel := context.WithCancel(t.Context())

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 )
 
@@ -45,7 +46,7 @@ func TestRetryOrder(t *testing.T) {
 			})
 			closeRelease := sync.OnceFunc(func() { close(release) })
 			t.Cleanup(closeRelease) // a failing test must not leave the endpoint blocked
-			logs, rec := &syncBuffer{}, newRecorder()
+			logs, rec := &testkit.SyncBuffer{}, newRecorder()
 			cfg := baseConfig(t, srv, ep, logs, rec)
 			cfg.Intake.RetryOutOfOrder = outOfOrder
 			if outOfOrder {
@@ -68,11 +69,11 @@ func TestRetryOrder(t *testing.T) {
 			first = -1
 			mu.Unlock()
 			one := func() int64 { mu.Lock(); defer mu.Unlock(); first = send("one"); return first }()
-			waitFor(t, "the first forward", func() bool { return len(ep.hitsOf(one)) == 1 })
+			testkit.WaitFor(t, "the first forward", func() bool { return len(ep.hitsOf(one)) == 1 })
 			two := send("two")
-			waitFor(t, "the second update recorded", func() bool { return rec.count(string(relay.KindAccepted)) == 2 })
+			testkit.WaitFor(t, "the second update recorded", func() bool { return rec.count(string(relay.KindAccepted)) == 2 })
 			closeRelease()
-			waitFor(t, "the second update forwarded", func() bool { return len(ep.hitsOf(two)) == 1 })
+			testkit.WaitFor(t, "the second update forwarded", func() bool { return len(ep.hitsOf(two)) == 1 })
 			mu.Lock()
 			got := append([]int64(nil), seq...)
 			mu.Unlock()
@@ -97,7 +98,7 @@ func TestRetryOrder(t *testing.T) {
 func TestRetryOutOfOrderContradictsStrictOrder(t *testing.T) {
 	t.Parallel()
 	srv := fakeTelegram(t)
-	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &syncBuffer{}, newRecorder())
+	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), &testkit.SyncBuffer{}, newRecorder())
 	cfg.Intake.ChatOrder, cfg.Intake.RetryOutOfOrder = "strict", true
 	_, err := relay.New(cfg)
 	var ce *relay.ConfigError

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 // TestRelayNotReadyWhileItsDatabaseIsGone: readiness fails while the SQLite
@@ -15,7 +16,7 @@ func TestRelayNotReadyWhileItsDatabaseIsGone(t *testing.T) {
 	t.Parallel()
 	srv := fakeTelegram(t)
 	ep := newBotEndpoint(t, nil)
-	cfg := baseConfig(t, srv, ep, &syncBuffer{}, newRecorder())
+	cfg := baseConfig(t, srv, ep, &testkit.SyncBuffer{}, newRecorder())
 	root := t.TempDir()
 	dir := filepath.Join(root, "data")
 	if err := os.Mkdir(dir, 0o755); err != nil {

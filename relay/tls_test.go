@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/hookowner"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/internal/tlscert"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/telegramtest"
@@ -44,7 +45,7 @@ func TestRelayHTTPSWithUploadedCertificate(t *testing.T) {
 	}
 	var current atomic.Int32
 	ep := newBotEndpoint(t, nil)
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, ep, logs, rec)
 	cfg.Poll, cfg.PollTimeout = false, 0
 	cfg.Listener, cfg.Secret, cfg.TakeoverFrom = hook, testSecret, hookowner.HostNone
@@ -68,7 +69,7 @@ func TestRelayHTTPSWithUploadedCertificate(t *testing.T) {
 		t.Errorf("WebhookURL = %q, want https://", got)
 	}
 	ups := sendChatter(t, srv, 2, 4)
-	waitFor(t, "every update forwarded over HTTPS", func() bool { return ep.distinct() == len(ups) })
+	testkit.WaitFor(t, "every update forwarded over HTTPS", func() bool { return ep.distinct() == len(ups) })
 
 	// The served certificate changes and is uploaded again: deliveries go on.
 	current.Store(1)
@@ -76,7 +77,7 @@ func TestRelayHTTPSWithUploadedCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	more := sendChatter(t, srv, 2, 4)
-	waitFor(t, "the later updates forwarded through the new certificate", func() bool { return ep.distinct() == len(ups)+len(more) })
+	testkit.WaitFor(t, "the later updates forwarded through the new certificate", func() bool { return ep.distinct() == len(ups)+len(more) })
 	for _, d := range srv.Deliveries() {
 		if d.Err != "" {
 			t.Errorf("delivery failed: %+v", d)
@@ -95,7 +96,7 @@ func TestRelayTLSConfigErrors(t *testing.T) {
 			c.WebhookCertificateFunc = func() []byte { return nil }
 		},
 	} {
-		cfg := baseConfig(t, srv, ep, &syncBuffer{}, newRecorder())
+		cfg := baseConfig(t, srv, ep, &testkit.SyncBuffer{}, newRecorder())
 		edit(&cfg)
 		_, err := relay.New(cfg)
 		if ce, ok := errors.AsType[*relay.ConfigError](err); !ok || ce.Field != field {

@@ -1,6 +1,10 @@
 package relay_test
 
 import (
+	"github.com/tgrelay/tgrelay/wire"
+
+	"github.com/tgrelay/tgrelay/internal/testkit"
+
 	"bytes"
 	"fmt"
 	"io"
@@ -101,7 +105,7 @@ func runTracedApp(t *testing.T, webhook bool, gen sdktrace.IDGenerator, kind app
 			fmt.Fprintf(w, `{"method":"sendMessage","chat_id":%d,"text":"echo"}`, chat.ID)
 			return
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Header.Get(forward.HeaderAPIRoot)+"/bot"+srv.Token+"/sendMessage",
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Header.Get(wire.HeaderAPIRoot)+"/bot"+srv.Token+"/sendMessage",
 			bytes.NewBufferString(fmt.Sprintf(`{"chat_id":%d,"text":"echo"}`, chat.ID)))
 		if err != nil {
 			t.Error(err)
@@ -124,7 +128,7 @@ func runTracedApp(t *testing.T, webhook bool, gen sdktrace.IDGenerator, kind app
 	}))
 	t.Cleanup(app.Close)
 
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
 	cfg.Forward = forward.Config{URL: app.URL}
 	cfg.Gateway = relay.GatewayConfig{Listener: listen(t)}
@@ -140,10 +144,10 @@ func runTracedApp(t *testing.T, webhook bool, gen sdktrace.IDGenerator, kind app
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the update to settle", func() bool { return rec.count("settled") >= 1 })
+	testkit.WaitFor(t, "the update to settle", func() bool { return rec.count("settled") >= 1 })
 	// The receive is recorded once its answer is decided, which may come
 	// after the update was handled.
-	waitFor(t, "the receive span", func() bool {
+	testkit.WaitFor(t, "the receive span", func() bool {
 		for _, s := range exp.GetSpans() {
 			if s.Name == "tgrelay receive" {
 				return true
@@ -292,7 +296,7 @@ func TestTraceRedeliveredUpdate(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithIDGenerator(relay.TraceIDGenerator{}))
 	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
-	logs, rec := &syncBuffer{}, newRecorder()
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
 	cfg := baseConfig(t, srv, newBotEndpoint(t, nil), logs, rec)
 	cfg.Poll, cfg.PollTimeout = false, 0
 	cfg.Listener, cfg.Secret = listen(t), testSecret
@@ -315,7 +319,7 @@ func TestTraceRedeliveredUpdate(t *testing.T) {
 			t.Fatalf("delivery answered %d, want 200", resp.StatusCode)
 		}
 	}
-	waitFor(t, "the update to settle", func() bool { return rec.count("settled") >= 1 })
+	testkit.WaitFor(t, "the update to settle", func() bool { return rec.count("settled") >= 1 })
 	tr := tracedRun{spans: exp.GetSpans(), updateID: 4242}
 	var roots, others []tracetest.SpanStub
 	ids := map[trace.SpanID]string{}

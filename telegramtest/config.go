@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"regexp"
 	"time"
+
+	"github.com/tgrelay/tgrelay/botapi"
 )
 
 // Defaults and bounds of [Config]. Every queue, body, wait and retry of the
@@ -88,7 +89,7 @@ const (
 type Config struct {
 	// Token is the bot token the server accepts. Zero means a random,
 	// realistic-looking token ("<bot id>:<35 characters>"). When set it must
-	// have that shape.
+	// have a bot token's shape ([botapi.ValidToken]).
 	Token string
 	// BotUsername is getMe's username. Defaults to "telegramtest_bot".
 	BotUsername string
@@ -217,12 +218,10 @@ type WebhookConfig struct {
 	DialContextFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-var tokenShape = regexp.MustCompile(`^([1-9][0-9]{0,14}):[A-Za-z0-9_-]{30,40}$`)
-
 // Validate reports the first invalid field of c, naming it, or nil.
 func (c Config) Validate() error {
-	if c.Token != "" && !tokenShape.MatchString(c.Token) {
-		return fmt.Errorf("telegramtest: Config.Token does not look like a bot token (want <digits>:<30-40 of A-Za-z0-9_->)")
+	if c.Token != "" && !botapi.ValidToken(c.Token) {
+		return fmt.Errorf("telegramtest: Config.Token does not look like a bot token (want <bot id>:<secret of A-Za-z0-9_->, see botapi.ValidToken)")
 	}
 	checks := []struct {
 		name string

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -113,12 +114,12 @@ func TestFaults(t *testing.T) {
 			_, err := tryCall(ctx, f.srv, "getMe", nil)
 			done <- err
 		}()
-		waitFor(t, "the call to hang", func() bool { return f.srv.Inflight() == 1 })
+		testkit.WaitFor(t, "the call to hang", func() bool { return f.srv.Inflight() == 1 })
 		cancel()
 		if err := recv(t, done, "the hung call to end"); !errors.Is(err, context.Canceled) {
 			t.Errorf("hung call = %v, want context.Canceled", err)
 		}
-		waitFor(t, "the server to let go of the call", func() bool { return f.srv.Inflight() == 0 })
+		testkit.WaitFor(t, "the server to let go of the call", func() bool { return f.srv.Inflight() == 0 })
 	})
 
 	t.Run("nth and times", func(t *testing.T) {
@@ -178,7 +179,7 @@ func TestCloseEndsHungRequests(t *testing.T) {
 		_, err := tryCall(t.Context(), srv, "getMe", nil)
 		done <- err
 	}()
-	waitFor(t, "the call to hang", func() bool { return srv.Inflight() == 1 })
+	testkit.WaitFor(t, "the call to hang", func() bool { return srv.Inflight() == 1 })
 	closed := make(chan struct{})
 	go func() {
 		srv.Close()
@@ -280,7 +281,7 @@ func TestCloseDoesNotWaitForAClientThatStoppedReading(t *testing.T) {
 	fmt.Fprintf(conn, "GET /bot%s/getMe HTTP/1.1\r\nHost: x\r\n\r\n", srv.Token)
 	// The client never reads: the server's writes block once the socket
 	// buffers are full.
-	waitFor(t, "the call to start", func() bool { return srv.Inflight() == 1 })
+	testkit.WaitFor(t, "the call to start", func() bool { return srv.Inflight() == 1 })
 	closed := make(chan struct{})
 	go func() {
 		srv.Close()

@@ -162,19 +162,6 @@ func (c *clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// waitFor polls cond until it holds or waitLimit passes, then fails. It is
-// for state a test cannot get a signal for (the server's ledger).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitLimit, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a snapshot API; there is no event to wait on
-	}
-}
-
 // recv receives from ch within waitLimit or fails.
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()

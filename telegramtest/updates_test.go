@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -119,7 +120,7 @@ func TestLongPollWakesOnUpdate(t *testing.T) {
 		json.Unmarshal(a.Result, &us)
 		polled <- us
 	}()
-	waitFor(t, "the long poll to wait", func() bool { return srv.Polling() == 1 })
+	testkit.WaitFor(t, "the long poll to wait", func() bool { return srv.Polling() == 1 })
 	upd, err := srv.SendText(c, u, "wake up")
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +144,7 @@ func TestGetUpdatesConflicts(t *testing.T) {
 		}
 		first <- a
 	}()
-	waitFor(t, "the first long poll", func() bool { return srv.Polling() == 1 })
+	testkit.WaitFor(t, "the first long poll", func() bool { return srv.Polling() == 1 })
 	second := make(chan answer, 1)
 	go func() {
 		a, err := tryCall(t.Context(), srv, "getUpdates", map[string]any{"timeout": 50})
@@ -154,7 +155,7 @@ func TestGetUpdatesConflicts(t *testing.T) {
 	}()
 	wantError(t, recv(t, first, "the first poll to be terminated"), 409,
 		"Conflict: terminated by other getUpdates request; make sure that only one bot instance is running")
-	waitFor(t, "the second long poll", func() bool { return srv.Polling() == 1 && srv.Calls()["getUpdates"] == 2 })
+	testkit.WaitFor(t, "the second long poll", func() bool { return srv.Polling() == 1 && srv.Calls()["getUpdates"] == 2 })
 	wantOK(t, call(t, srv, "setWebhook", map[string]any{"url": "http://127.0.0.1:1/hook"}))
 	wantError(t, recv(t, second, "the second poll to be terminated"), 409, "Conflict: terminated by setWebhook request")
 	wantError(t, call(t, srv, "getUpdates", nil), 409,
@@ -340,7 +341,7 @@ func TestWebhookOneAtATimePerChat(t *testing.T) {
 	if got := recv(t, entered, "b1 to arrive"); got != "b1" {
 		t.Fatalf("delivery while a1 is in flight = %q, want b1", got)
 	}
-	waitFor(t, "b1 to be acknowledged", func() bool { return srv.PendingUpdates() == 2 })
+	testkit.WaitFor(t, "b1 to be acknowledged", func() bool { return srv.PendingUpdates() == 2 })
 	select {
 	case got := <-entered:
 		t.Fatalf("%q delivered while a1 of the same chat was in flight", got)
@@ -491,7 +492,7 @@ func TestResetEndsWaitingPolls(t *testing.T) {
 		}
 		done <- a
 	}()
-	waitFor(t, "the long poll to wait", func() bool { return srv.Polling() == 1 })
+	testkit.WaitFor(t, "the long poll to wait", func() bool { return srv.Polling() == 1 })
 	srv.Reset()
 	a := recv(t, done, "the poll to end after Reset")
 	wantOK(t, a)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/closedport"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -128,15 +129,7 @@ func TestStrictWebhookDelivery(t *testing.T) {
 	unknownRoot, _ := leaf(t, otherCA, name)
 	selfIP, selfIPPEM := leaf(t, nil, ip)
 	wrongIP, wrongIPPEM := leaf(t, nil, "203.0.113.10")
-	closed := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr
-	}
+	closed := func() string { return closedport.Addr(t) }
 	for _, tc := range []struct {
 		name   string
 		url    string

@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
 )
@@ -17,13 +18,7 @@ import (
 // waitQueued returns once n calls wait in l.
 func waitQueued(t *testing.T, l *throttle.Limiter, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for l.Stats().Waiting != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls waiting; want %d", l.Stats().Waiting, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, fmt.Sprintf("%d calls waiting", n), func() bool { return l.Stats().Waiting == n })
 }
 
 // TestTransportBeforeSend: the WithBeforeSend function runs only once the

@@ -114,16 +114,26 @@ type Config struct {
 	// DefaultMaxHold.
 	MaxHold time.Duration
 
-	// ObserveFunc, when set, receives an [Event] for every granted call,
-	// every 429 from Telegram and every refusal (for metrics). It is called
-	// with no lock held, from the goroutine of the call; it must return
-	// promptly. A panic in it is not recovered.
-	ObserveFunc func(Event)
+	// Observer receives the limiter's events, for metrics. The zero value
+	// observes nothing.
+	Observer Observer
 
 	// Clock is the limiter's time, for tests. Nil means the real clock
 	// (which testing/synctest fakes inside a bubble, so most tests need
 	// no Clock).
 	Clock Clock
+}
+
+// Observer receives a [Limiter]'s events. It is a struct of optional
+// funcs, the shape of every tgrelay observer (see "Observers" in package
+// intake's doc); the zero Observer observes nothing. EventFunc is called
+// with no lock held, from the goroutine of the call, concurrently: it must
+// return promptly and be safe for concurrent use. A panic in it is not
+// recovered.
+type Observer struct {
+	// EventFunc sees an [Event] for every granted call, every 429 from
+	// Telegram and every refusal.
+	EventFunc func(Event)
 }
 
 // Clock is a source of time and timers. Tests that cannot use

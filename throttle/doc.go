@@ -135,6 +135,6 @@
 //
 // # Observing
 //
-// Config.ObserveFunc receives an [Event] per granted call (with its wait),
+// Config.Observer's EventFunc receives an [Event] per granted call (with its wait),
 // per 429 from Telegram (with what was paused) and per refusal.
 package throttle

@@ -95,7 +95,7 @@ const (
 	ScopeBot Scope = "bot"
 )
 
-// Event is one observation for [Config.ObserveFunc].
+// Event is one observation for [Observer].EventFunc.
 type Event struct {
 	Kind       EventKind
 	Method     string        // the Bot API method

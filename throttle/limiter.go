@@ -510,8 +510,8 @@ func (l *Limiter) limitedLocked(ln *lane, d time.Duration, now time.Time) Scope 
 }
 
 func (l *Limiter) observe(e Event) {
-	if l.cfg.ObserveFunc != nil {
-		l.cfg.ObserveFunc(e)
+	if f := l.cfg.Observer.EventFunc; f != nil {
+		f(e)
 	}
 }
 

@@ -277,11 +277,11 @@ func TestRetryPausesAndKeepsOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var events []throttle.Event
 		var mu sync.Mutex
-		l := newLimiter(t, throttle.Config{ObserveFunc: func(e throttle.Event) {
+		l := newLimiter(t, throttle.Config{Observer: throttle.Observer{EventFunc: func(e throttle.Event) {
 			mu.Lock()
 			events = append(events, e)
 			mu.Unlock()
-		}})
+		}}})
 		start := time.Now()
 		a, err := l.Wait(t.Context(), "sendMessage", 9)
 		if err != nil {
@@ -356,9 +356,9 @@ func TestMaxWaitRefuses(t *testing.T) {
 		// The bot-wide limit is full: the answered sends of the call's
 		// own chat do not show that it cannot go in time, so it waits.
 		l := newLimiter(t, throttle.Config{
-			Bot:         throttle.Limit{Count: 1, Per: 10 * time.Second},
-			MaxWait:     3 * time.Second,
-			ObserveFunc: func(e throttle.Event) { refused = append(refused, e) },
+			Bot:      throttle.Limit{Count: 1, Per: 10 * time.Second},
+			MaxWait:  3 * time.Second,
+			Observer: throttle.Observer{EventFunc: func(e throttle.Event) { refused = append(refused, e) }},
 		})
 		send(t, l, 1)
 		start := time.Now()

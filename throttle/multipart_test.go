@@ -87,7 +87,7 @@ func TestTransportStreamsMultipart(t *testing.T) {
 	}()
 
 	var obs observed
-	l := newLimiter(t, throttle.Config{ObserveFunc: obs.observe})
+	l := newLimiter(t, throttle.Config{Observer: throttle.Observer{EventFunc: obs.observe}})
 	client := &http.Client{Transport: throttle.NewTransport(l, nil)}
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/bot1:x/sendDocument", pr)
 	req.Header.Set("Content-Type", mw.FormDataContentType())

@@ -14,15 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-)
 
-// Headers and values of the answers [Transport] makes itself.
-const (
-	// OutcomeHeader marks an answer that tgrelay made, not Telegram.
-	OutcomeHeader = "Tgrelay-Outcome"
-	// OutcomeThrottled is OutcomeHeader's value on the 429 a call gets
-	// when it could not be sent within MaxWait.
-	OutcomeThrottled = "throttled"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // DefaultRetryAfter is the pause of a 429 from Telegram that names no
@@ -367,7 +360,7 @@ func throttled(req *http.Request, retryAfter time.Duration) *http.Response {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Retry-After", strconv.FormatInt(secs, 10))
-	h.Set(OutcomeHeader, OutcomeThrottled)
+	h.Set(wire.HeaderOutcome, string(wire.OutcomeThrottled))
 	return &http.Response{
 		Status:        "429 Too Many Requests",
 		StatusCode:    http.StatusTooManyRequests,

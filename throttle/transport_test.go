@@ -18,6 +18,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // fakeTelegram is a telegramtest server whose limits run on the fake clock
@@ -64,7 +65,7 @@ func (ft *fakeTelegram) botClient(l *throttle.Limiter) *http.Client {
 
 type answer struct {
 	status    int
-	outcome   string
+	outcome   wire.Outcome
 	body      envelope
 	elapsed   time.Duration
 	messageID int64
@@ -101,7 +102,7 @@ func do(t *testing.T, c *http.Client, req *http.Request, start time.Time) answer
 	}
 	defer resp.Body.Close()
 	var a answer
-	a.status, a.outcome, a.elapsed = resp.StatusCode, resp.Header.Get(throttle.OutcomeHeader), time.Since(start)
+	a.status, a.outcome, a.elapsed = resp.StatusCode, wire.OutcomeOf(resp.Header), time.Since(start)
 	if err := json.NewDecoder(resp.Body).Decode(&a.body); err != nil {
 		t.Errorf("answer: %v", err)
 	}
@@ -150,9 +151,9 @@ func TestTransportFairnessAgainstTelegram(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var obs observed
 		l := newLimiter(t, throttle.Config{
-			Chat:        throttle.Limit{Count: 1, Per: time.Second}, // no burst: within any server's per-chat limit
-			MaxWait:     2 * time.Minute,
-			ObserveFunc: obs.observe,
+			Chat:     throttle.Limit{Count: 1, Per: time.Second}, // no burst: within any server's per-chat limit
+			MaxWait:  2 * time.Minute,
+			Observer: throttle.Observer{EventFunc: obs.observe},
 		})
 		client := ft.botClient(l)
 		start := time.Now()
@@ -218,7 +219,7 @@ func TestTransport429PauseAndResume(t *testing.T) {
 	chat, _ := ft.NewPrivateChat(ft.NewUser("burst"))
 	synctest.Test(t, func(t *testing.T) {
 		var obs observed
-		l := newLimiter(t, throttle.Config{ObserveFunc: obs.observe})
+		l := newLimiter(t, throttle.Config{Observer: throttle.Observer{EventFunc: obs.observe}})
 		client := ft.botClient(l)
 		var wg sync.WaitGroup
 		answers := make([]answer, 3)
@@ -255,13 +256,13 @@ func TestTransportMaxWaitAnswers429(t *testing.T) {
 	chat, _ := ft.NewPrivateChat(ft.NewUser("slow"))
 	synctest.Test(t, func(t *testing.T) {
 		var obs observed
-		l := newLimiter(t, throttle.Config{Chat: throttle.Limit{Count: 1, Per: 10 * time.Second}, MaxWait: 3 * time.Second, ObserveFunc: obs.observe})
+		l := newLimiter(t, throttle.Config{Chat: throttle.Limit{Count: 1, Per: 10 * time.Second}, MaxWait: 3 * time.Second, Observer: throttle.Observer{EventFunc: obs.observe}})
 		client := ft.botClient(l)
 		if a := sendJSON(t, client, ft, chat.ID, "first"); a.status != http.StatusOK {
 			t.Fatalf("first send: %d", a.status)
 		}
 		a := sendJSON(t, client, ft, chat.ID, "second")
-		if a.status != http.StatusTooManyRequests || a.outcome != throttle.OutcomeThrottled {
+		if a.status != http.StatusTooManyRequests || a.outcome != wire.OutcomeThrottled {
 			t.Fatalf("second send: %d %q, want 429 marked throttled", a.status, a.outcome)
 		}
 		// Its turn is 10 s away, beyond MaxWait: answered at once, with

@@ -170,18 +170,6 @@ func readRequest(br *bufio.Reader) (*http.Request, []byte, error) {
 	return req, body, err
 }
 
-// waitFor polls cond until it holds, failing loudly after waitLimit.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling server-side state that has no signal
-	}
-}
-
 // okResponse is a framed keep-alive answer.
 const okResponse = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"
 

@@ -6,12 +6,9 @@ import (
 	"io"
 	"net/http"
 	"path"
-)
 
-// OutcomeHeader is the header in which tgrelay's gateway states an outcome
-// it could not prove: "unknown" means the gateway does not know whether
-// Telegram received the request, so the answer is not Telegram's word.
-const OutcomeHeader = "Tgrelay-Outcome"
+	"github.com/tgrelay/tgrelay/wire"
+)
 
 // Result is the end of one [Transport.RoundTrip], as a func installed with
 // [WithResultFunc] sees it.
@@ -34,13 +31,15 @@ type Result struct {
 
 // Unknown reports whether the result leaves the outcome unknown: the
 // request failed after its first byte, or the answer is tgrelay's gateway
-// saying it does not know ([OutcomeHeader] "unknown").
+// saying it does not know ([wire.HeaderOutcome] [wire.OutcomeUnknown]: the gateway does not know
+// whether Telegram received the request, so the answer is not Telegram's
+// word).
 func (r Result) Unknown() bool {
 	if r.Err != nil {
 		_, nd := r.Err.(*NotDispatchedError)
 		return !nd
 	}
-	return r.Header.Get(OutcomeHeader) == "unknown"
+	return wire.OutcomeOf(r.Header) == wire.OutcomeUnknown
 }
 
 type resultFuncKey struct{}
@@ -70,7 +69,7 @@ func WithResultFunc(ctx context.Context, f func(Result)) context.Context {
 
 // ResultFuncFrom returns the func [WithResultFunc] put in ctx, or nil. A
 // RoundTripper of its own that answers for the request (tgrelay's
-// gateway: a replayed answer, its own unknown with [OutcomeHeader]) calls
+// gateway: a replayed answer, its own unknown with [wire.HeaderOutcome]) calls
 // it with that answer, so its caller's funcs see what the caller got, and
 // makes its upstream requests with WithResultFunc(ctx, nil).
 func ResultFuncFrom(ctx context.Context) func(Result) {

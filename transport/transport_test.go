@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tgrelay/tgrelay/internal/closedport"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/transport"
 )
 
@@ -74,14 +76,9 @@ func TestRoundTripFramesTheRequest(t *testing.T) {
 
 func TestRefusedConnectionIsNotDispatched(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now: connect is refused
+	addr := closedport.Addr(t) // connect is refused
 	tr := newTransport(t, transport.Config{})
-	_, err = send(t.Context(), tr, "http://"+addr)
+	_, err := send(t.Context(), tr, "http://"+addr)
 	assertNotDispatched(t, err, transport.StageConnect)
 }
 
@@ -225,7 +222,7 @@ func TestSlowAnswerIsUnknown(t *testing.T) {
 	if n := requests.Load(); n != 1 {
 		t.Errorf("server received %d requests, want 1", n)
 	}
-	waitFor(t, "the timed-out connection to be closed", func() bool { return srv.open.Load() == 0 })
+	testkit.WaitFor(t, "the timed-out connection to be closed", func() bool { return srv.open.Load() == 0 })
 }
 
 func TestInvalidResponseTimeoutIsRejected(t *testing.T) {
@@ -350,7 +347,7 @@ func TestConcurrentRequests(t *testing.T) {
 		t.Error(err)
 	}
 	tr.CloseIdleConnections()
-	waitFor(t, "every connection to be closed", func() bool { return srv.open.Load() == 0 })
+	testkit.WaitFor(t, "every connection to be closed", func() bool { return srv.open.Load() == 0 })
 }
 
 func TestIdleConnectionClosedByServer(t *testing.T) {
@@ -379,7 +376,7 @@ func TestIdleConnectionClosedByServer(t *testing.T) {
 				t.Fatal("server did not close")
 			}
 			// The FIN reaches our socket asynchronously after Close.
-			waitFor(t, "the client to see the close", func() bool { return srv.open.Load() == 0 })
+			testkit.WaitFor(t, "the client to see the close", func() bool { return srv.open.Load() == 0 })
 		}
 		if n := srv.accepts.Load(); n != 2 {
 			t.Errorf("accepts = %d, want 2 (the stale connection must not be used)", n)
@@ -540,7 +537,7 @@ func TestDisableKeepAlives(t *testing.T) {
 	if n := srv.accepts.Load(); n != 3 {
 		t.Errorf("accepts = %d, want 3", n)
 	}
-	waitFor(t, "connections to be closed", func() bool { return srv.open.Load() == 0 })
+	testkit.WaitFor(t, "connections to be closed", func() bool { return srv.open.Load() == 0 })
 }
 
 func TestIdlePoolIsBounded(t *testing.T) {
@@ -570,10 +567,10 @@ func TestIdlePoolIsBounded(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "four requests in flight", func() bool { return arrived.Load() == 4 })
+	testkit.WaitFor(t, "four requests in flight", func() bool { return arrived.Load() == 4 })
 	close(release)
 	wg.Wait()
-	waitFor(t, "the pool to close the connections it cannot keep", func() bool { return srv.open.Load() == 2 })
+	testkit.WaitFor(t, "the pool to close the connections it cannot keep", func() bool { return srv.open.Load() == 2 })
 }
 
 func TestConfigResponseTimeout(t *testing.T) {

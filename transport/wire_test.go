@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/transport"
 )
 
@@ -88,7 +89,7 @@ func TestFraming(t *testing.T) {
 				t.Errorf("accepts = %d, want %d", n, wantAccepts)
 			}
 			tr.CloseIdleConnections()
-			waitFor(t, "no connection left open", func() bool { return srv.open.Load() == 0 })
+			testkit.WaitFor(t, "no connection left open", func() bool { return srv.open.Load() == 0 })
 		})
 	}
 }

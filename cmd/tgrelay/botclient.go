@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -24,15 +23,11 @@ const maxCAFileBytes = 1 << 20
 // maxBotTimeout bounds --timeout.
 const maxBotTimeout = 10 * time.Minute
 
-// tokenShape is the shape of a bot token as BotFather gives it: the bot's
-// numeric id, a colon, and the secret part. A token of another shape is
-// refused before any call.
-var tokenShape = regexp.MustCompile(`^[0-9]{1,20}:[A-Za-z0-9_-]{1,200}$`)
-
-// checkToken refuses a token that is not "<bot id>:<secret>", naming flag
-// and never quoting the value.
+// checkToken refuses a token that is not "<bot id>:<secret>"
+// ([botapi.ValidToken], the library's rule), naming flag and never quoting
+// the value. A token of another shape is refused before any call.
 func checkToken(flagName, token string) error {
-	if !tokenShape.MatchString(token) {
+	if !botapi.ValidToken(token) {
 		return &usageError{msg: "the bot token (" + flagName + " or " + envToken + ") is malformed: want <bot id>:<secret>, as BotFather gives it"}
 	}
 	return nil

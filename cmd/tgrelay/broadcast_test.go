@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/broadcast"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -438,7 +439,7 @@ func TestBroadcastStoppedByContext(t *testing.T) {
 	defer cancel()
 	done := make(chan bcResult, 1)
 	go func() { done <- f.runBC(t, ctx, f.args("stop", "--text", "news", "--concurrency", "1")...) }()
-	bcWaitFor(t, "a first message", func() bool { return len(f.srv.Messages()) > 0 })
+	testkit.WaitFor(t, "a first message", func() bool { return len(f.srv.Messages()) > 0 })
 
 	// Another runner of the same name is refused while this one runs.
 	r := f.runBC(t, t.Context(), f.args("stop", "--text", "news")...)
@@ -467,18 +468,6 @@ func TestBroadcastStoppedByContext(t *testing.T) {
 		t.Fatalf("resumed run = %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	f.requireEachOnce(t, "news")
-}
-
-// bcWaitFor waits until cond holds, failing the test after bcWait.
-func bcWaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bcWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s after %v", what, bcWait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestBroadcastProgressBar(t *testing.T) {
@@ -743,7 +732,7 @@ func TestBroadcastAgainstSandbox(t *testing.T) {
 		}
 	}()
 	var base, token string
-	bcWaitFor(t, "the sandbox's URL and token", func() bool {
+	testkit.WaitFor(t, "the sandbox's URL and token", func() bool {
 		base, token = out.field("Bot API:"), out.field("Token:")
 		return base != "" && token != ""
 	})

@@ -163,7 +163,7 @@ func TestCLIFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{token}, []string{"send", "--chat", "1", "--text", "x", "--ca-file", "/nonexistent/ca.pem"}, "--ca-file", exitError},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--api-root", "ftp://x", "--token", "123456:" + strings.Repeat("A", 35), "--secret", "s"}, "--api-root is not a URL", 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--token", "123456:" + strings.Repeat("A", 35), "--secret", "s", "--proxy", "socks5://h:1"}, "--proxy: SOCKS", 0},
-		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--token", "bad", "--secret", "s"}, "malformed", 0},
+		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--token", "bad", "--secret", "s"}, "bot token", 0}, // the relay (botapi.ValidToken) or checkToken refuses it, whichever runs first
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--max-attempts", "-1"}, "--max-attempts is -1", 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--no-gateway", "--gateway-listen", "127.0.0.1:0"}, "--gateway-listen is set, but the gateway is disabled", 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--retry-order", "sideways"}, `--retry-order is "sideways": want in-line or out-of-line`, 0},

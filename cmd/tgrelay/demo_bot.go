@@ -16,6 +16,7 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // Markers in a simulated user's text that make the demo bot misbehave.
@@ -103,7 +104,7 @@ type demoCall struct {
 func (c demoCall) sent() bool { return c.status == http.StatusOK }
 
 // unknown reports whether the gateway answered the call unknown.
-func (c demoCall) unknown() bool { return c.outcome == string(gateway.OutcomeUnknown) }
+func (c demoCall) unknown() bool { return c.outcome == string(wire.OutcomeUnknown) }
 
 func newDemoBot(client *http.Client, token string, view *demoView, delay time.Duration) *demoBot {
 	return &demoBot{client: client, token: token, view: view, delay: delay, updates: make(map[int64]*demoBotUpdate)}
@@ -169,13 +170,13 @@ func (b *demoBot) serveUpdate(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a message update", http.StatusBadRequest)
 		return
 	}
-	attempt, _ := strconv.Atoi(r.Header.Get(forward.HeaderAttempt))
-	claim := r.Header.Get(forward.HeaderClaimID)
-	root := r.Header.Get(forward.HeaderAPIRoot)
+	attempt, _ := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
+	claim := r.Header.Get(wire.HeaderClaimID)
+	root := r.Header.Get(wire.HeaderAPIRoot)
 	b.record(u.UpdateID, attempt, root)
 	tag := fmt.Sprintf("update %d attempt %d (claim %s)", u.UpdateID, attempt, shortClaim(claim))
 	if root == "" {
-		b.view.printf("bot    %s: no %s header: is the relay's gateway off? → 500", tag, forward.HeaderAPIRoot)
+		b.view.printf("bot    %s: no %s header: is the relay's gateway off? → 500", tag, wire.HeaderAPIRoot)
 		b.answer(w, u.UpdateID, http.StatusInternalServerError, "no API root")
 		return
 	}
@@ -289,10 +290,7 @@ func (b *demoBot) call(ctx context.Context, root string, chat int64, text string
 		return c
 	}
 	c.status = resp.StatusCode
-	c.outcome = resp.Header.Get(gateway.HeaderOutcome)
-	if c.outcome == "" {
-		c.outcome = string(gateway.OutcomeAnswered)
-	}
+	c.outcome = string(wire.OutcomeOf(resp.Header))
 	c.replayed = resp.Header.Get(gateway.HeaderReplayed) == "true"
 	var env struct {
 		Result struct {

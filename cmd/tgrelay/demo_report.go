@@ -11,6 +11,7 @@ import (
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // checks draws the report from the store's rows and stats, the gateway's
@@ -148,7 +149,7 @@ func (d *demo) checks(stats intake.Stats, rows []intake.Row, journal map[int64][
 		lateStatus, lateOutcome = bot.late.status, bot.late.outcome
 		lateArrived = inLedger(flakyChat, bot.late.text)
 	}
-	add(bot.late != nil && lateStatus == gateway.StatusStale && lateOutcome == string(gateway.OutcomeStale) && lateArrived == 0,
+	add(bot.late != nil && lateStatus == gateway.StatusStale && lateOutcome == string(wire.OutcomeStale) && lateArrived == 0,
 		"stale: a late reply from attempt 1 of update %d (retried and completed since) was refused %d (%s); %d reached the chat",
 		d.flakyID, lateStatus, lateOutcome, lateArrived)
 

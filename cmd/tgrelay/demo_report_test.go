@@ -13,6 +13,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // reportFixture is the state a good demo run ends in, built by hand: the
@@ -77,7 +78,7 @@ func newReportFixture(t *testing.T) *reportFixture {
 		demoCall{attempt: 2, text: echo, status: 200, outcome: "answered", replayed: true},
 		demoCall{attempt: 3, text: echo, status: 200, outcome: "answered", replayed: true})
 	row(f.flaky, intake.StateCompleted, 3)
-	d.bot.late = &demoCall{attempt: 1, text: demoLatePrefix + f.flaky.text, status: gateway.StatusStale, outcome: string(gateway.OutcomeStale)}
+	d.bot.late = &demoCall{attempt: 1, text: demoLatePrefix + f.flaky.text, status: gateway.StatusStale, outcome: string(wire.OutcomeStale)}
 	// The poison one: refused, exhausted, delivered and acknowledged.
 	d.bot.updates[f.poison.updateID] = &demoBotUpdate{attempts: []int{1}, status: http.StatusBadRequest}
 	d.bot.exhaustions = []forward.ExhaustionPayload{{UpdateID: f.poison.updateID, Attempt: 1}}
@@ -95,7 +96,7 @@ func newReportFixture(t *testing.T) *reportFixture {
 	f.deliver(f.inFlight, demoEchoPrefix+f.inFlight.text)
 	f.bot(f.inFlight.updateID, http.StatusOK,
 		demoCall{attempt: 1, text: demoEchoPrefix + f.inFlight.text},
-		demoCall{attempt: 2, text: demoEchoPrefix + f.inFlight.text, status: gateway.StatusUnknown, outcome: string(gateway.OutcomeUnknown), replayed: true})
+		demoCall{attempt: 2, text: demoEchoPrefix + f.inFlight.text, status: gateway.StatusUnknown, outcome: string(wire.OutcomeUnknown), replayed: true})
 	row(f.inFlight, intake.StateCompleted, 2)
 	f.journal[f.inFlight.updateID] = []intake.JournalEntry{{UpdateID: f.inFlight.updateID, Call: intake.Call{Method: "sendMessage", Occurrence: 1}, Attempt: 1, Outcome: intake.CallPending}}
 	// The sandbox delivered every update.
@@ -204,7 +205,7 @@ func TestDemoReportFailsOnA429AtTheApp(t *testing.T) {
 	t.Parallel()
 	f := newReportFixture(t)
 	u := f.d.bot.updates[f.burst.updateID]
-	u.calls[3].status, u.calls[3].outcome = http.StatusTooManyRequests, string(gateway.OutcomeThrottled)
+	u.calls[3].status, u.calls[3].outcome = http.StatusTooManyRequests, string(wire.OutcomeThrottled)
 	f.wantFailed("burst:")
 }
 
@@ -218,6 +219,6 @@ func TestDemoReportFailsWhenAStaleSendArrives(t *testing.T) {
 func TestDemoReportFailsWhenAStaleSendIsNotRefused(t *testing.T) {
 	t.Parallel()
 	f := newReportFixture(t)
-	f.d.bot.late.status, f.d.bot.late.outcome = http.StatusOK, string(gateway.OutcomeAnswered)
+	f.d.bot.late.status, f.d.bot.late.outcome = http.StatusOK, string(wire.OutcomeAnswered)
 	f.wantFailed("stale:")
 }

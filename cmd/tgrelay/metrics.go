@@ -131,7 +131,7 @@ func (m *relayMetrics) registerStoreFile(ok func() bool) {
 }
 
 // Observe feeds the relay's events into the metrics; it is the relay's
-// Prometheus [relay.Observer].
+// Prometheus [relay.Observer] EventFunc.
 func (m *relayMetrics) Observe(e relay.Event) {
 	switch e.Kind {
 	case relay.KindAccepted:

@@ -6,9 +6,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/relay"
 	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // maxMethodLabels bounds the distinct method label values of the gateway
@@ -66,7 +66,7 @@ func (g *gatewayMetrics) observe(e relay.Event) {
 	case relay.KindGatewayCall:
 		c := e.Call
 		g.calls.WithLabelValues(g.method(c.Method), string(c.Outcome), strconv.FormatBool(c.Replayed), strconv.FormatBool(!c.Undelivered)).Inc()
-		if c.Outcome == gateway.OutcomeStale {
+		if c.Outcome == wire.OutcomeStale {
 			g.stale.Inc()
 		}
 		if c.Replayed {

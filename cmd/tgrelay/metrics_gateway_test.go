@@ -9,6 +9,7 @@ import (
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/relay"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // TestGatewayMetricsDelivered: an answer the app never got (its
@@ -18,10 +19,10 @@ func TestGatewayMetricsDelivered(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	g := newGatewayMetrics(reg)
 	for _, c := range []gateway.CallEvent{
-		{Method: "sendMessage", Outcome: gateway.OutcomeAnswered},
-		{Method: "sendMessage", Outcome: gateway.OutcomeAnswered},
-		{Method: "sendMessage", Outcome: gateway.OutcomeAnswered, Undelivered: true},
-		{Method: "sendMessage", Outcome: gateway.OutcomeNotDispatched, Undelivered: true},
+		{Method: "sendMessage", Outcome: wire.OutcomeAnswered},
+		{Method: "sendMessage", Outcome: wire.OutcomeAnswered},
+		{Method: "sendMessage", Outcome: wire.OutcomeAnswered, Undelivered: true},
+		{Method: "sendMessage", Outcome: wire.OutcomeNotDispatched, Undelivered: true},
 	} {
 		g.observe(relay.Event{Kind: relay.KindGatewayCall, Call: c})
 	}

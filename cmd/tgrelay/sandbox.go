@@ -119,7 +119,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	addr := fs.String("addr", DefaultSandboxAddr, "`address` to listen on (port 0 picks a free one)")
 	useTLS := fs.Bool("tls", false, "serve HTTPS with a self-signed certificate")
 	certOut := fs.String("cert", "", "with -tls, write the certificate (PEM) to `file` for clients to trust")
-	token := fs.String("token", "", "bot `token` to accept, shaped <digits>:<30-40 characters> (default random)")
+	token := fs.String("token", "", "bot `token` to accept, shaped <bot id>:<secret> as BotFather gives it (default random)")
 	noLimits := fs.Bool("no-limits", false, "turn Telegram's rate limits off")
 	hookTimeout := fs.Duration("webhook-timeout", telegramtest.DefaultWebhookTimeout, "how long a webhook delivery waits for the bot's answer")
 	hookBackoff := fs.Duration("webhook-backoff", telegramtest.DefaultWebhookBackoff, "wait before re-delivering a failed update; doubles per attempt")

@@ -917,7 +917,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	metrics := newRelayMetrics(st.Stats)
 	metrics.registerStoreFile(fileOK.ok)
-	cfg.Observer = metrics
+	cfg.Observer = relay.Observer{EventFunc: metrics.Observe}
 	if sb != nil {
 		cfg.Listener = sb.hookLn
 	}

@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 // envRequirePebble makes the ACME test fail, not skip, without Pebble
@@ -59,7 +61,7 @@ func startProc(t *testing.T, env []string, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
-	out := &serveBuffer{}
+	out := &testkit.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -104,10 +106,10 @@ func TestServeHTTPSACMEWithPebble(t *testing.T) {
 	listenerCert, listenerKey := filepath.Join(dir, "pebble-cert.pem"), filepath.Join(dir, "pebble-key.pem")
 	ca.writeLeaf(t, "localhost", listenerCert, listenerKey, net.IPv4(127, 0, 0, 1))
 
-	serveAddr := serveFreeAddr(t)
+	serveAddr := testkit.FreeAddr(t)
 	_, servePort, _ := net.SplitHostPort(serveAddr)
 	dnsAddr := freeUDPAddr(t)
-	pebbleAddr, pebbleMgmt, unusedHTTP := serveFreeAddr(t), serveFreeAddr(t), serveFreeAddr(t)
+	pebbleAddr, pebbleMgmt, unusedHTTP := testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t)
 	_, httpPort, _ := net.SplitHostPort(unusedHTTP)
 	config := map[string]any{"pebble": map[string]any{
 		"listenAddress": pebbleAddr, "managementListenAddress": pebbleMgmt,
@@ -124,7 +126,7 @@ func TestServeHTTPSACMEWithPebble(t *testing.T) {
 		t.Fatal(err)
 	}
 	startProc(t, nil, challtestsrv, "-dns01", dnsAddr, "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "",
-		"-http01", "", "-https01", "", "-tlsalpn01", "", "-management", serveFreeAddr(t))
+		"-http01", "", "-https01", "", "-tlsalpn01", "", "-management", testkit.FreeAddr(t))
 	startProc(t, []string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0"},
 		pebble, "-config", configFile, "-dnsserver", dnsAddr)
 	roots := x509.NewCertPool()

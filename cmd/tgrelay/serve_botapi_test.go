@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // gatewayRun is what the app behind serve saw of one update: the API root
@@ -62,7 +62,7 @@ func gatewayApp(t *testing.T, token string, runs chan<- gatewayRun) *httptest.Se
 		if err := json.NewDecoder(r.Body).Decode(&upd); err != nil || len(upd.Message.Photo) == 0 {
 			return // not the photo
 		}
-		run := gatewayRun{root: r.Header.Get(forward.HeaderAPIRoot)}
+		run := gatewayRun{root: r.Header.Get(wire.HeaderAPIRoot)}
 		defer func() { runs <- run }()
 		resp, body, err := post(run.root+"/bot"+token+"/getFile", map[string]any{"file_id": upd.Message.Photo[0].FileID})
 		if err != nil {
@@ -89,7 +89,7 @@ func gatewayApp(t *testing.T, token string, runs chan<- gatewayRun) *httptest.Se
 			run.err = fmt.Errorf("sendMessage: %w", err)
 			return
 		}
-		run.send, run.sendOutcome = resp.StatusCode, resp.Header.Get(gateway.HeaderOutcome)
+		run.send, run.sendOutcome = resp.StatusCode, resp.Header.Get(wire.HeaderOutcome)
 	}))
 	t.Cleanup(app.Close)
 	return app

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // replyApp is a bot behind serve that answers every update with Telegraf's
@@ -123,7 +124,7 @@ func TestServeAppAuthRefusalHeld(t *testing.T) {
 			w.WriteHeader(http.StatusForbidden) // grammY's and Telegraf's secret checks
 			return
 		}
-		n, _ := strconv.Atoi(r.Header.Get(forward.HeaderAttempt))
+		n, _ := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
 		mu.Lock()
 		attempts = append(attempts, n)
 		mu.Unlock()
@@ -197,7 +198,7 @@ func TestServeDefaultsReplaySlowHandlersReply(t *testing.T) {
 	)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		root := r.Header.Get(forward.HeaderAPIRoot)
+		root := r.Header.Get(wire.HeaderAPIRoot)
 		if root == "" {
 			unrooted.Add(1)
 			return
@@ -210,9 +211,9 @@ func TestServeDefaultsReplaySlowHandlersReply(t *testing.T) {
 		}
 		resp.Body.Close()
 		mu.Lock()
-		answers = append(answers, answer{r.Header.Get(forward.HeaderAttempt), resp.StatusCode, resp.Header.Get("Tgrelay-Replayed")})
+		answers = append(answers, answer{r.Header.Get(wire.HeaderAttempt), resp.StatusCode, resp.Header.Get("Tgrelay-Replayed")})
 		mu.Unlock()
-		if r.Header.Get(forward.HeaderAttempt) == "1" {
+		if r.Header.Get(wire.HeaderAttempt) == "1" {
 			<-r.Context().Done() // slower than --forward-timeout
 		}
 	}))

@@ -10,8 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/internal/testkit"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // TestServeKilledBetweenIntentAndOutcome: the real binary's gateway
@@ -34,7 +35,7 @@ func TestServeKilledBetweenIntentAndOutcome(t *testing.T) {
 	)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		root := r.Header.Get(forward.HeaderAPIRoot)
+		root := r.Header.Get(wire.HeaderAPIRoot)
 		mu.Lock()
 		calls++
 		mu.Unlock()
@@ -46,14 +47,14 @@ func TestServeKilledBetweenIntentAndOutcome(t *testing.T) {
 		}
 		resp.Body.Close()
 		mu.Lock()
-		answers = append(answers, answer{resp.StatusCode, resp.Header.Get(gateway.HeaderOutcome), resp.Header.Get(gateway.HeaderReplayed)})
+		answers = append(answers, answer{resp.StatusCode, resp.Header.Get(wire.HeaderOutcome), resp.Header.Get(gateway.HeaderReplayed)})
 		mu.Unlock()
 	}))
 	t.Cleanup(app.Close)
 	db := filepath.Join(t.TempDir(), "relay.db")
 	args := []string{"--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
 		"--forward", app.URL, "--lease", "1s", "--sweep-interval", "100ms", "--backoff-base", "10ms",
-		"--pending-grace", "100ms", "--gateway-listen", serveFreeAddr(t)}
+		"--pending-grace", "100ms", "--gateway-listen", testkit.FreeAddr(t)}
 	r := startServeProc(t, []string{envGatewayStopAfterIntent + "=1"}, args...)
 	if _, err := srv.SendText(chat, u, "hi"); err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func TestServeKilledBetweenIntentAndOutcome(t *testing.T) {
 func TestServeGatewayStatesItsAnswerBound(t *testing.T) {
 	t.Parallel()
 	srv := serveFakeTelegram(t)
-	gw := serveFreeAddr(t)
+	gw := testkit.FreeAddr(t)
 	db := filepath.Join(t.TempDir(), "relay.db")
 	r := startServeProc(t, nil, "--token", srv.Token, "--api-root", srv.URL, "--db", db, "--poll", "--poll-timeout", "1s",
 		"--forward", "http://127.0.0.1:9/unused", "--gateway-listen", gw)

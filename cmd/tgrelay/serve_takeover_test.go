@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/internal/testkit"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // takeoverLimit bounds how long after a kill -9 the dead process's updates
@@ -43,8 +44,8 @@ func newHoldingEndpoint(t *testing.T) *holdingEndpoint {
 	t.Cleanup(func() { close(release) }) // before the server's Close, which waits for handlers
 	inner := h.botEndpoint.srv.Config.Handler
 	h.botEndpoint.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, _ := strconv.ParseInt(r.Header.Get(forward.HeaderUpdateID), 10, 64)
-		attempt, _ := strconv.Atoi(r.Header.Get(forward.HeaderAttempt))
+		id, _ := strconv.ParseInt(r.Header.Get(wire.HeaderUpdateID), 10, 64)
+		attempt, _ := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
 		h.mu.Lock()
 		hold := h.hold[id] && attempt == 1
 		if hold {
@@ -165,7 +166,7 @@ func TestServeKillOneOfThreeOnPostgres(t *testing.T) {
 	var procs []*serveProc
 	var hooks []string
 	for range 3 {
-		addr := serveFreeAddr(t)
+		addr := testkit.FreeAddr(t)
 		procs = append(procs, startServeProc(t, []string{"TGRELAY_WEBHOOK_SECRET=" + testSecret},
 			"--token", srv.Token, "--api-root", srv.URL, "--db", db, "--listen", addr, "--forward", ep.url(),
 			"--webhook-check-interval", "0"))
@@ -223,7 +224,7 @@ func TestServeRestartAfterKillOnSQLite(t *testing.T) {
 	srv := serveFakeTelegram(t)
 	ep := newHoldingEndpoint(t)
 	db := filepath.Join(t.TempDir(), "relay.db")
-	addr := serveFreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	args := []string{"--token", srv.Token, "--api-root", srv.URL, "--db", db, "--listen", addr, "--forward", ep.url(),
 		"--webhook-check-interval", "0"}
 	env := []string{"TGRELAY_WEBHOOK_SECRET=" + testSecret}

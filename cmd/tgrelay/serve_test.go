@@ -6,13 +6,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,9 +24,10 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // waitTimeout bounds every wait of these tests; a wait that runs out fails
@@ -91,28 +90,10 @@ func serveWaitFor(t *testing.T, what string, cond func() bool, procs ...*servePr
 	}
 }
 
-// serveBuffer is a bytes.Buffer safe for a writer process and a reader test.
-type serveBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *serveBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *serveBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveProc is one running `tgrelay serve` process.
 type serveProc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *serveBuffer
+	stdout, stderr *testkit.SyncBuffer
 	done           chan struct{}
 	exitErr        error
 	webhook, admin string
@@ -168,7 +149,7 @@ func (r *serveProc) kill() {
 func runServeProc(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
 	bin := tgrelayBinary(t)
-	r := &serveProc{stdout: &serveBuffer{}, stderr: &serveBuffer{}, done: make(chan struct{})}
+	r := &serveProc{stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(bin, append([]string{"serve", "--log-format", "json"}, args...)...)
 	r.cmd.Dir = t.TempDir()
 	for _, kv := range os.Environ() {
@@ -235,15 +216,15 @@ func newBotEndpoint(t *testing.T, respond func(int64, int) (int, string)) *botEn
 	mux.HandleFunc("POST /update", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		id, err := intake.ParseUpdate(body)
-		hdrID, _ := strconv.ParseInt(r.Header.Get(forward.HeaderUpdateID), 10, 64)
-		attempt, _ := strconv.Atoi(r.Header.Get(forward.HeaderAttempt))
-		if err != nil || hdrID != id || attempt < 1 || r.Header.Get(forward.HeaderClaimID) == "" {
+		hdrID, _ := strconv.ParseInt(r.Header.Get(wire.HeaderUpdateID), 10, 64)
+		attempt, _ := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
+		if err != nil || hdrID != id || attempt < 1 || r.Header.Get(wire.HeaderClaimID) == "" {
 			t.Errorf("forward without a consistent identity: body id %d (%v), headers %v", id, err, r.Header)
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
 		e.mu.Lock()
-		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(forward.HeaderClaimID)})
+		e.hits[id] = append(e.hits[id], endpointHit{attempt: attempt, claimID: r.Header.Get(wire.HeaderClaimID)})
 		n := len(e.hits[id])
 		e.mu.Unlock()
 		status, ra := http.StatusOK, ""
@@ -293,19 +274,6 @@ func serveBotClient(t *testing.T, srv *telegramtest.Server) *botapi.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// serveFreeAddr returns a loopback address that was free a moment ago (for a
-// public webhook URL that must be known before serve starts).
-func serveFreeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // sendChatter makes users write n messages over chats, round robin, and
@@ -385,7 +353,7 @@ func TestServeWebhook(t *testing.T) {
 	t.Parallel()
 	srv := serveFakeTelegram(t)
 	ep := newBotEndpoint(t, nil)
-	addr := serveFreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	public := "http://" + addr + "/telegram"
 	db := filepath.Join(t.TempDir(), "relay.db")
 	// Token and secret by environment, as an operator would pass them.
@@ -492,7 +460,7 @@ func TestServeWebhookOwnership(t *testing.T) {
 	if _, err := bot.Call(t.Context(), "setWebhook", map[string]any{"url": "http://other.example:8443/secret-path"}); err != nil {
 		t.Fatal(err)
 	}
-	addr := serveFreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	base := []string{"--token", srv.Token, "--api-root", srv.URL, "--secret", testSecret, "--db", filepath.Join(t.TempDir(), "relay.db"),
 		"--listen", addr, "--public-url", "http://" + addr + "/telegram", "--forward", ep.url()}
 

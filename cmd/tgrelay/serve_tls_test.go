@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -146,7 +147,7 @@ func TestServeHTTPSCertificateFiles(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(ca1.cert)
 	roots.AddCert(ca2.cert)
-	addr := serveFreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	srv := strictTelegram(t, roots, addr)
 	ep := newBotEndpoint(t, nil)
 	dir := t.TempDir()
@@ -194,7 +195,7 @@ func TestServeHTTPSCertificateFiles(t *testing.T) {
 func TestServeHTTPSSelfSignedForAnIP(t *testing.T) {
 	t.Parallel()
 	const ip = "203.0.113.9" // a documentation address, mapped to loopback by the fake Telegram
-	addr := serveFreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	srv := strictTelegram(t, nil, addr) // trusts nothing but the uploaded certificate
 	ep := newBotEndpoint(t, nil)
 	dir := t.TempDir()

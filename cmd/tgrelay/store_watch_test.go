@@ -1,38 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
-
-// lockedBuffer is a log sink safe for the store's background check and the
-// test reading it at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestServeStoreNoticesVanishedFile: the store serve opens reports a deleted
 // database directory through the log and the gauge's state, and reports it
@@ -43,7 +23,7 @@ func TestServeStoreNoticesVanishedFile(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	w := newFileWatch(slog.New(slog.NewTextHandler(&logs, nil)))
 	st, err := openWatchedStore(t.Context(), filepath.Join(dir, "relay.db"), "", false, 0, w.changed)
 	if err != nil {
@@ -90,7 +70,7 @@ func TestServeStoreWriteTellsVanishedFile(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	w := newFileWatch(slog.New(slog.NewTextHandler(&logs, nil)))
 	st, err := openWatchedStore(t.Context(), filepath.Join(dir, "relay.db"), "", false, 0, w.changed)
 	if err != nil {

@@ -26,11 +26,11 @@ func TestThrottledClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	var limited int
-	l, err := throttle.New(throttle.Config{ObserveFunc: func(e throttle.Event) {
+	l, err := throttle.New(throttle.Config{Observer: throttle.Observer{EventFunc: func(e throttle.Event) {
 		if e.Kind == throttle.EventTooManyRequests {
 			limited++ // one sender goroutine: no race
 		}
-	}})
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,16 +43,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // schemaSQL is the app's own table. It has no unique key on charge_id on
@@ -275,11 +274,9 @@ func (a *app) fulfilSQL(ctx context.Context, id intake.Identity, user int64, p *
 
 // identity reads the attempt's identity from the forward's headers.
 func identity(h http.Header) (intake.Identity, error) {
-	u, err1 := strconv.ParseInt(h.Get(forward.HeaderUpdateID), 10, 64)
-	at, err2 := strconv.Atoi(h.Get(forward.HeaderAttempt))
-	claim := h.Get(forward.HeaderClaimID)
-	if err := errors.Join(err1, err2); err != nil || claim == "" {
-		return intake.Identity{}, fmt.Errorf("need the headers %s, %s and %s", forward.HeaderUpdateID, forward.HeaderAttempt, forward.HeaderClaimID)
+	u, at, claim, err := wire.ParseIdentity(h.Get(wire.HeaderUpdateID), h.Get(wire.HeaderAttempt), h.Get(wire.HeaderClaimID))
+	if err != nil {
+		return intake.Identity{}, fmt.Errorf("the headers %s, %s and %s: %w", wire.HeaderUpdateID, wire.HeaderAttempt, wire.HeaderClaimID, err)
 	}
 	return intake.Identity{UpdateID: u, Attempt: at, ClaimID: claim}, nil
 }

@@ -15,9 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -52,9 +52,9 @@ func paymentUpdate(id int64, charge string) []byte {
 func (b bundle) forwardTo(t *testing.T, id intake.Identity, body []byte) int {
 	t.Helper()
 	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/update", bytes.NewReader(body))
-	r.Header.Set(forward.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
-	r.Header.Set(forward.HeaderAttempt, strconv.Itoa(id.Attempt))
-	r.Header.Set(forward.HeaderClaimID, id.ClaimID)
+	r.Header.Set(wire.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
+	r.Header.Set(wire.HeaderAttempt, strconv.Itoa(id.Attempt))
+	r.Header.Set(wire.HeaderClaimID, id.ClaimID)
 	w := httptest.NewRecorder()
 	b.app.ServeHTTP(w, r)
 	return w.Code

@@ -16,6 +16,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake/memstore"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/transport"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // TestAnnouncedRootAsAPIServer: telego given the Tgrelay-Api-Root header
@@ -53,7 +54,7 @@ func TestAnnouncedRootAsAPIServer(t *testing.T) {
 	roots := make(chan string, 1)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		roots <- r.Header.Get(forward.HeaderAPIRoot)
+		roots <- r.Header.Get(wire.HeaderAPIRoot)
 	}))
 	t.Cleanup(app.Close)
 	fw, err := forward.New(forward.Config{URL: app.URL, APIRoot: gwSrv.URL})

@@ -1,0 +1,78 @@
+// Package testkit holds the few helpers tgrelay's own tests share, so that
+// no package keeps a copy: a bounded wait for a condition, a buffer safe
+// for concurrent writers, and a free loopback address. For an address
+// that refuses connections use package closedport; for PostgreSQL,
+// pgtest; for goroutine leaks, leakcheck.
+//
+// It is for tests only and imports nothing of tgrelay's.
+package testkit
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// WaitLimit bounds [WaitFor]: generous, because it is reached only by a
+// test that fails, and a loaded machine running -race is slow.
+const WaitLimit = 45 * time.Second
+
+// pollInterval is how often [WaitFor] checks its condition.
+const pollInterval = 5 * time.Millisecond
+
+// WaitFor checks cond every few milliseconds until it holds, and fails tb
+// (naming what it waited for) once [WaitLimit] passed. It is for state a
+// test cannot get a signal for, such as a server's snapshot or a store's
+// rows; where a channel or callback exists, wait on that instead. It must
+// be called from the test's goroutine.
+func WaitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(WaitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", WaitLimit, what)
+		}
+		time.Sleep(pollInterval) // polling state that has no signal
+	}
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent use: a log destination
+// that a server's goroutines write while the test reads it. The zero value
+// is an empty buffer ready to use; it must not be copied after first use.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// FreeAddr returns "127.0.0.1:<port>" of a loopback TCP port that was free
+// a moment ago, for a server that must be named before it starts (a
+// webhook URL, a flag). Another process may take the port meanwhile; a
+// test that can listen first and pass the listener should do that instead.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("testkit: listening on loopback: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		tb.Fatalf("testkit: closing the listener: %v", err)
+	}
+	return addr
+}
