@@ -61,8 +61,8 @@ var ErrTokenRequired = errors.New("dashboard: an admin token is required on a no
 // field of any invalid setting. Zero values take the documented defaults.
 type Config struct {
 	// Store is the update store the pages read. Required. When it is also
-	// an [intake.DurableStore], the Exhaustions page offers Acknowledge;
-	// Requeue needs only the [intake.AdminStore].
+	// an [intake.Store] (every shipped store is), the Exhaustions page
+	// offers Acknowledge; Requeue needs only the [intake.AdminStore].
 	Store intake.AdminStore
 	// StoreName names the store on the Overview, for example "sqlite
 	// (./tgrelay.db)". Empty shows "unnamed". It must carry no credential:

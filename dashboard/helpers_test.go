@@ -90,12 +90,12 @@ func fill(t *testing.T, st store, n int, exhaust bool) intake.Identity {
 		default:
 			continue
 		}
-		id, ok, err := st.ClaimOwned(ctx, i, opts)
+		id, ok, err := st.Claim(ctx, i, opts)
 		if err != nil || !ok {
 			t.Fatalf("claim %d: %v %v", i, ok, err)
 		}
 		if s != nil {
-			if ok, err := st.SettleOwned(ctx, id, *s); err != nil || !ok {
+			if ok, err := st.Settle(ctx, id, *s); err != nil || !ok {
 				t.Fatalf("settle %d: %v %v", i, ok, err)
 			}
 		}
@@ -113,7 +113,7 @@ func exhaustOne(t *testing.T, st store, id int64) intake.Identity {
 	if _, err := st.Add(ctx, intake.Incoming{UpdateID: id, Body: body(id), ReceivedAt: base}); err != nil {
 		t.Fatal(err)
 	}
-	ident, ok, err := st.ClaimOwned(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5, DurableExhaustion: true})
+	ident, ok, err := st.Claim(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5, DurableExhaustion: true})
 	if err != nil || !ok {
 		t.Fatalf("claim %d: %v %v", id, ok, err)
 	}

@@ -170,9 +170,9 @@
 //
 // Only the intent must be durable before the send; the app gets Telegram's
 // answer as soon as it arrives, and the outcome is journaled meanwhile
-// (with a store that is an [intake.DeferredOutcomeStore], such as
-// sqlitestore, it rides in the commit of the next intent rather than
-// costing one of its own). If the relay dies before it commits, the entry
+// (with a store whose writes share commits, such as sqlitestore, it rides
+// in the commit of the next intent rather than costing one of its own; see
+// [intake.JournalStore.RecordOutcomeDeferred]). If the relay dies before it commits, the entry
 // stays an intent without outcome: answered unknown, never sent again, as
 // a crash between the send and the outcome always was. A later attempt's
 // identical call that arrives while that outcome is still being written

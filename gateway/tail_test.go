@@ -22,7 +22,7 @@ func TestCompletedAttemptsTail(t *testing.T) {
 	if r := f.send(t, &id, "before"); r.status != 200 {
 		t.Fatalf("the live attempt's call = %d %s", r.status, r.body)
 	}
-	ok, err := f.store.SettleOwned(t.Context(), id, intake.Settlement{State: intake.StateCompleted, At: time.Now()})
+	ok, err := f.store.Settle(t.Context(), id, intake.Settlement{State: intake.StateCompleted, At: time.Now()})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -66,7 +66,7 @@ func TestCompletedAttemptsTail(t *testing.T) {
 func TestCompletedAttemptWithoutJournalIsStale(t *testing.T) {
 	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.Store = fencedOnly{c.Store} }})
 	id := f.claim(t, 13)
-	ok, err := f.store.SettleOwned(t.Context(), id, intake.Settlement{State: intake.StateCompleted, At: time.Now()})
+	ok, err := f.store.Settle(t.Context(), id, intake.Settlement{State: intake.StateCompleted, At: time.Now()})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}

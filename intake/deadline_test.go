@@ -329,7 +329,7 @@ func TestDeadlinesConfig(t *testing.T) {
 // update.
 type refusingClaims struct{ *faultStore }
 
-func (refusingClaims) ClaimOwned(context.Context, int64, intake.ClaimOpts) (intake.Identity, bool, error) {
+func (refusingClaims) Claim(context.Context, int64, intake.ClaimOpts) (intake.Identity, bool, error) {
 	return intake.Identity{}, false, nil
 }
 

@@ -24,7 +24,7 @@ func exhausted(t *testing.T, store intake.DurableStore, id int64, body []byte) i
 	if _, err := store.Add(ctx, intake.Incoming{UpdateID: id, Body: body, ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	ident, ok, err := store.ClaimOwned(ctx, id, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 1, DurableExhaustion: true})
+	ident, ok, err := store.Claim(ctx, id, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 1, DurableExhaustion: true})
 	if err != nil || !ok {
 		t.Fatalf("claim %d: %v %v", id, ok, err)
 	}

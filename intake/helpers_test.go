@@ -16,7 +16,7 @@ import (
 // BatchStore, like memstore, but not a ClaimingBatchStore.
 type faultStore struct {
 	*memstore.Store
-	// hideClaimOnAdd makes the promoted AddBatchClaimed ambiguous, so a
+	// hideClaimOnAdd makes the promoted AddBatch ambiguous, so a
 	// faultStore is not an intake.ClaimingBatchStore: its tests drive the
 	// add-then-claim path and the AddBatch hooks. claimingStore
 	// (claim_on_add_test.go) drives the claimed-add path.
@@ -81,20 +81,20 @@ func (s *faultStore) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool
 	return s.Store.AddBatch(ctx, us)
 }
 
-func (s *faultStore) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
-	s.count("RenewOwned")
+func (s *faultStore) Renew(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
+	s.count("Renew")
 	if s.RenewFunc != nil {
 		return s.RenewFunc(ctx, id, leaseUntil, now)
 	}
-	return s.Store.RenewOwned(ctx, id, leaseUntil, now)
+	return s.Store.Renew(ctx, id, leaseUntil, now)
 }
 
-func (s *faultStore) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
-	s.count("SettleOwned")
+func (s *faultStore) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	s.count("Settle")
 	if s.SettleFunc != nil {
 		return s.SettleFunc(ctx, id, st)
 	}
-	return s.Store.SettleOwned(ctx, id, st)
+	return s.Store.Settle(ctx, id, st)
 }
 
 func (s *faultStore) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
@@ -114,13 +114,13 @@ func (s *faultStore) AcknowledgeExhaustion(ctx context.Context, id intake.Identi
 }
 
 // hideClaimOnAdd has a method named like
-// intake.ClaimingBatchStore.AddBatchClaimed, to hide memstore's beside it.
+// intake.ClaimingBatchStore.AddBatch, to hide memstore's beside it.
 //
 //lint:ignore U1000 never used: its presence hides a method
 type hideClaimOnAdd struct{}
 
 //lint:ignore U1000 never called: its presence hides memstore's method
-func (hideClaimOnAdd) AddBatchClaimed() {}
+func (hideClaimOnAdd) AddBatch() {}
 
 // plainStore hides every capability but the base Store.
 type plainStore struct{ intake.Store }

@@ -23,7 +23,7 @@ import (
 // start-up sweep takes the update over. All methods are safe for concurrent
 // use.
 type Runner struct {
-	cfg     Config
+	cfg   Config
 	store Store      // Config.Store
 	keep  bool       // exhaustions are kept: an ExhaustionHandler or KeepExhaustions
 	batch *committer // group commit of adds into Store.AddBatch
@@ -31,10 +31,10 @@ type Runner struct {
 	// run at once is recorded already claimed.
 	claimOnAdd bool
 	// The capabilities, detected once by New (nil without).
-	proc   ProcessStore   // claims with ClaimAs, adds with AddBatchAs
-	procs  ProcessStore   // heartbeats: proc unless Config.NoHeartbeat
-	order  ChatOrderStore // set under ChatOrderStrict: claims with ClaimInOrder
-	crashes int           // ProcessClaim.MaxCrashes
+	proc    ProcessStore   // claims with ClaimAs, adds with AddBatchAs
+	procs   ProcessStore   // heartbeats: proc unless Config.NoHeartbeat
+	order   ChatOrderStore // set under ChatOrderStrict: claims with ClaimInOrder
+	crashes int            // ProcessClaim.MaxCrashes
 	policy  func(error, int) (time.Duration, bool)
 	strict  bool // Config.ChatOrder is ChatOrderStrict
 	log     *slog.Logger

@@ -74,13 +74,13 @@ func (s *flakyStore) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool
 	return s.Store.AddBatch(ctx, us)
 }
 
-// AddBatchClaimed fails like AddBatch: a started runner records through it
+// AddBatch fails like AddBatch: a started runner records through it
 // (claim on add).
-func (s *flakyStore) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+func (s *flakyStore) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
 	if s.fail() {
 		return nil, errInjected
 	}
-	return s.Store.AddBatchClaimed(ctx, reqs)
+	return s.Store.AddBatch(ctx, reqs)
 }
 
 func setup(t *testing.T) *bundle {

@@ -46,7 +46,7 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 		{"DrainTimeout", func(c *Config) { c.DrainTimeout = -time.Second }},
 		{"ChatOrder", func(c *Config) { c.ChatOrder = "global" }},
 		{"ChatOrder", func(c *Config) {
-			c.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ Store }{memstore.New()} // no ChatOrderStore
+			c.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ intake.Store }{memstore.New()} // no ChatOrderStore
 		}},
 		{"HeartbeatTimeout", func(c *Config) { c.HeartbeatTimeout = -time.Second }},
 		{"HeartbeatInterval", func(c *Config) { c.HeartbeatInterval = time.Minute }},

@@ -38,7 +38,7 @@ func doubleWins(t *testing.T, a, b *pgstore.Store, rounds int) int {
 				t.Errorf("Add(%d) = %v, %v", id, ok, err)
 				return
 			}
-			if _, ok, err := a.ClaimOwned(t.Context(), id, strict); err != nil {
+			if _, ok, err := a.Claim(t.Context(), id, strict); err != nil {
 				t.Error(err)
 			} else if ok {
 				won.Add(1)
@@ -48,7 +48,7 @@ func doubleWins(t *testing.T, a, b *pgstore.Store, rounds int) int {
 			defer wg.Done()
 			ready.Done()
 			<-start
-			if _, ok, err := b.ClaimOwned(t.Context(), id+1, strict); err != nil {
+			if _, ok, err := b.Claim(t.Context(), id+1, strict); err != nil {
 				t.Error(err)
 			} else if ok {
 				won.Add(1)

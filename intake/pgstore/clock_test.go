@@ -37,16 +37,16 @@ func TestSkewedHostNeverTakesALiveLease(t *testing.T) {
 	t1 := ahead().Truncate(time.Millisecond)
 	steal := intake.ClaimOpts{Now: t1, LeaseUntil: t1.Add(30 * time.Second), MaxAttempts: 5}
 	for name, claim := range map[string]func() error{
-		"ClaimOwned": func() error { _, _, err := skewed.ClaimOwned(ctx, 1, steal); return err },
-		"Claim":      func() error { _, _, err := skewed.Claim(ctx, 1, steal); return err },
-		"ClaimOwned in strict chat order": func() error {
+		"Claim": func() error { _, _, err := skewed.Claim(ctx, 1, steal); return err },
+		"Claim": func() error { _, _, err := skewed.Claim(ctx, 1, steal); return err },
+		"Claim in strict chat order": func() error {
 			strict := steal
 			strict.StrictChatOrder = true
-			_, _, err := skewed.ClaimOwned(ctx, 1, strict)
+			_, _, err := skewed.Claim(ctx, 1, strict)
 			return err
 		},
-		"AddBatchClaimed": func() error {
-			_, err := skewed.AddBatchClaimed(ctx, []intake.AddRequest{{
+		"AddBatch": func() error {
+			_, err := skewed.AddBatch(ctx, []intake.AddRequest{{
 				Incoming: intake.Incoming{UpdateID: 2, Body: []byte(`{"update_id":2}`), ReceivedAt: t1}, Claim: &steal}})
 			return err
 		},
@@ -85,8 +85,8 @@ func TestSkewedHostNeverTakesALiveLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgstore.SetClock(unchecked, ahead)
-	if id, ok, err := unchecked.ClaimOwned(ctx, 1, steal); err != nil || !ok {
-		t.Fatalf("unchecked skewed ClaimOwned = %v, %v, %v; want it to take the lease (what the check prevents)", id, ok, err)
+	if id, ok, err := unchecked.Claim(ctx, 1, steal); err != nil || !ok {
+		t.Fatalf("unchecked skewed Claim = %v, %v, %v; want it to take the lease (what the check prevents)", id, ok, err)
 	}
 }
 

@@ -1,5 +1,7 @@
-// Package pgstore is an [intake.DurableStore] on PostgreSQL, for bots whose
-// intake runs in many processes on many machines sharing one database.
+// Package pgstore is an [intake.Store] on PostgreSQL, for bots whose intake
+// runs in many processes on many machines sharing one database. It has
+// every optional capability: [intake.ProcessStore], [intake.ChatOrderStore],
+// [intake.JournalStore], [intake.AdminStore] and [intake.HealthChecker].
 //
 // [New] wraps the caller's [pgxpool.Pool] (github.com/jackc/pgx/v5). By
 // default it creates the table, or applies the migrations it lacks; with

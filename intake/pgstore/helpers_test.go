@@ -70,9 +70,9 @@ func mustAdd(t *testing.T, st intake.Store, id int64, receivedMS int64) {
 
 func mustClaimOwned(t *testing.T, st *pgstore.Store, id int64, o intake.ClaimOpts) intake.Identity {
 	t.Helper()
-	ident, ok, err := st.ClaimOwned(t.Context(), id, o)
+	ident, ok, err := st.Claim(t.Context(), id, o)
 	if err != nil || !ok {
-		t.Fatalf("ClaimOwned(%d) = %v, %v, %v; want a claim", id, ident, ok, err)
+		t.Fatalf("Claim(%d) = %v, %v, %v; want a claim", id, ident, ok, err)
 	}
 	return ident
 }

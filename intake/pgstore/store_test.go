@@ -257,7 +257,7 @@ func TestFenceLocksOutReclaimUntilCommit(t *testing.T) {
 			reclaimed := make(chan result, 1)
 			go func() {
 				// The lease lapsed at 1000: claimable at 2000.
-				nid, ok, err := st.ClaimOwned(ctx, 1, claimOpts(2000, 3000))
+				nid, ok, err := st.Claim(ctx, 1, claimOpts(2000, 3000))
 				reclaimed <- result{nid, ok, err}
 			}()
 			// The reclaim is seen waiting on a row lock in the server.
@@ -329,7 +329,7 @@ func TestFenceOnStaleIdentityTakesNoLock(t *testing.T) {
 	// Runs at once on another connection although tx is still open.
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if ok, err := st.SettleOwned(sctx, id, intake.Settlement{State: intake.StateCompleted, At: at(20)}); err != nil || !ok {
-		t.Fatalf("SettleOwned while a stale check's transaction is open = %v, %v", ok, err)
+	if ok, err := st.Settle(sctx, id, intake.Settlement{State: intake.StateCompleted, At: at(20)}); err != nil || !ok {
+		t.Fatalf("Settle while a stale check's transaction is open = %v, %v", ok, err)
 	}
 }

@@ -81,9 +81,9 @@ func TestVanishedDatabaseRefusesAcceptsUntilItIsBack(t *testing.T) {
 		t.Fatalf("POST update 1 = %d, want 200", code)
 	}
 
-	claim, ok, err := s.ClaimOwned(t.Context(), 1, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
+	claim, ok, err := s.Claim(t.Context(), 1, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
 	if err != nil || !ok {
-		t.Fatalf("ClaimOwned(1) = %v, %v", ok, err)
+		t.Fatalf("Claim(1) = %v, %v", ok, err)
 	}
 
 	// The directory goes away while the store has the file open.

@@ -45,7 +45,7 @@ func claimChild(path string) int {
 		if os.Getenv(childOrderEnv) == "desc" {
 			id = processRows - int64(i)
 		}
-		got, ok, err := s.ClaimOwned(ctx, id, opts)
+		got, ok, err := s.Claim(ctx, id, opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child claim:", err)
 			return 1

@@ -319,9 +319,9 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := base.Add(time.Minute)
-	first, ok, err := s.ClaimOwned(ctx, 42, intake.ClaimOpts{Now: base, LeaseUntil: lease, MaxAttempts: 5})
+	first, ok, err := s.Claim(ctx, 42, intake.ClaimOpts{Now: base, LeaseUntil: lease, MaxAttempts: 5})
 	if err != nil || !ok {
-		t.Fatalf("ClaimOwned = %v, %v", ok, err)
+		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 
 	// write is the handler's domain transaction for identity id at time at.
@@ -357,7 +357,7 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 		t.Fatalf("OwnsTx at the lease end = %v, %v; want true", owns, err)
 	}
 	late := intake.ClaimOpts{Now: lease.Add(time.Millisecond), LeaseUntil: lease.Add(time.Minute), MaxAttempts: 5}
-	if _, ok, err := other.ClaimOwned(ctx, 42, late); err == nil {
+	if _, ok, err := other.Claim(ctx, 42, late); err == nil {
 		t.Fatalf("a reclaim committed inside the owner's transaction (ok=%v)", ok)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO replies VALUES (42, 'first')`); err != nil {
@@ -369,7 +369,7 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 
 	// After the lease lapsed, another worker reclaims; the first identity
 	// can no longer pass the fence, the second one can.
-	second, ok, err := other.ClaimOwned(ctx, 42, late)
+	second, ok, err := other.Claim(ctx, 42, late)
 	if err != nil || !ok || second.Attempt != 2 || second.ClaimID == first.ClaimID {
 		t.Fatalf("reclaim = %+v, %v, %v; want attempt 2 with a new claim id", second, ok, err)
 	}
@@ -412,13 +412,13 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 		t.Fatalf("OwnsTx in a deferred transaction = %v, %v; want true", owns, err)
 	}
 	later := intake.ClaimOpts{Now: late.LeaseUntil.Add(time.Millisecond), LeaseUntil: late.LeaseUntil.Add(time.Minute), MaxAttempts: 5}
-	if _, ok, err := other.ClaimOwned(ctx, 42, later); err == nil {
+	if _, ok, err := other.Claim(ctx, 42, later); err == nil {
 		t.Fatalf("a reclaim committed inside a deferred transaction after OwnsTx (ok=%v)", ok)
 	}
 	if err := dtx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if third, ok, err := other.ClaimOwned(ctx, 42, later); err != nil || !ok || third.Attempt != 3 {
+	if third, ok, err := other.Claim(ctx, 42, later); err != nil || !ok || third.Attempt != 3 {
 		t.Fatalf("reclaim after the deferred transaction = %+v, %v, %v; want attempt 3", third, ok, err)
 	}
 

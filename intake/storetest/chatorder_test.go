@@ -8,19 +8,13 @@ import (
 	"github.com/tgrelay/tgrelay/intake/memstore"
 )
 
-// ignoresChatOrder claims as if StrictChatOrder were never set, while its
+// ignoresChatOrder claims in order as if order did not matter, while its
 // listing still honours it: the mistake of a store that added the chat to
 // the due query only.
 type ignoresChatOrder struct{ *memstore.Store }
 
-func (s ignoresChatOrder) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
-	o.StrictChatOrder = false
-	return s.Store.Claim(ctx, id, o)
-}
-
-func (s ignoresChatOrder) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
-	o.StrictChatOrder = false
-	return s.Store.ClaimOwned(ctx, id, o)
+func (s ignoresChatOrder) ClaimInOrder(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
 func TestIgnoresChatOrderFails(t *testing.T) {
@@ -28,7 +22,7 @@ func TestIgnoresChatOrderFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return ignoresChatOrder{m} }), "ChatOrder")
 	requireCases(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "ChatOrder/SettledReleasesChat",
 		"ChatOrder/ExhaustionReleasesChat", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/ConcurrentClaimsOfOneChat")
-	requireMessage(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "Claim(2, now 10ms, strict chat order) = attempt 1, true; want false: row 1 of its chat is pending")
+	requireMessage(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "ClaimInOrder(2, now 10ms) = attempt 1, true; want false: row 1 of its chat is pending")
 	requireMessage(t, res, "ChatOrder/SettledReleasesChat", "want false: row 1 of its chat failed and waits for its retry")
 	requireMessage(t, res, "ChatOrder/LiveLeaseHoldsLateEarlier", "want false: row 2 of its chat is processing under a live lease")
 	requireMessage(t, res, "ChatOrder/ConcurrentClaimsOfOneChat", "exactly one must win")
@@ -38,8 +32,7 @@ func TestIgnoresChatOrderFails(t *testing.T) {
 // every chat: held rows fill the page.
 type dueIgnoresChatOrder struct{ *memstore.Store }
 
-func (s dueIgnoresChatOrder) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
-	q.StrictChatOrder, q.Chat = false, ""
+func (s dueIgnoresChatOrder) DueInOrder(ctx context.Context, q intake.DueQuery, _ string) ([]intake.StoredUpdate, error) {
 	return s.Store.Due(ctx, q)
 }
 
@@ -47,8 +40,8 @@ func TestDueIgnoresChatOrderFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return dueIgnoresChatOrder{m} }), "ChatOrder")
 	requireCases(t, res, "ChatOrder/DueListsOnlyClaimable")
-	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "Due(now 10ms, strict, limit 5) listed [1 2 3 4 5]; want [1 41 42]")
-	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "Due(now 10ms, strict, chat b) listed [1 2 3 4 5]; want [41]")
+	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "DueInOrder(now 10ms, limit 5) listed [1 2 3 4 5]; want [1 41 42]")
+	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "DueInOrder(now 10ms, chat b) listed [1 2 3 4 5]; want [41]")
 }
 
 // forgetsChat keeps no chat: every row is unordered.
@@ -59,12 +52,16 @@ func (s forgetsChat) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	return s.Store.Add(ctx, u)
 }
 
-func (s forgetsChat) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
-	cp := append([]intake.Incoming(nil), us...)
+func (s forgetsChat) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.AddBatchAs(ctx, reqs, intake.ProcessClaim{})
+}
+
+func (s forgetsChat) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
+	cp := append([]intake.AddRequest(nil), reqs...)
 	for i := range cp {
 		cp[i].Chat = ""
 	}
-	return s.Store.AddBatch(ctx, cp)
+	return s.Store.AddBatchAs(ctx, cp, p)
 }
 
 func TestForgetsChatFails(t *testing.T) {
