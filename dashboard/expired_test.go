@@ -22,7 +22,7 @@ func expireOne(t *testing.T, st store, id int64) {
 	if _, err := st.Add(ctx, intake.Incoming{UpdateID: id, Body: b, ReceivedAt: base}); err != nil {
 		t.Fatal(err)
 	}
-	ident, ok, err := st.Claim(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5, DurableExhaustion: true})
+	ident, ok, err := st.Claim(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatalf("claim %d: %v %v", id, ok, err)
 	}

@@ -24,7 +24,7 @@ import (
 
 // store is what the dashboard tests need of a store: both capabilities.
 type store interface {
-	intake.DurableStore
+	intake.Store
 	intake.AdminStore
 }
 
@@ -65,7 +65,7 @@ func fill(t *testing.T, st store, n int, exhaust bool) intake.Identity {
 	for i := int64(1); i <= int64(n); i++ {
 		batch = append(batch, intake.Incoming{UpdateID: i, Body: body(i), ReceivedAt: base.Add(time.Duration(i) * time.Millisecond)})
 	}
-	if bs, ok := st.(intake.BatchStore); ok && len(batch) > 0 {
+	if bs, ok := st.(intake.Store); ok && len(batch) > 0 {
 		for start := 0; start < len(batch); start += 500 {
 			if _, err := bs.AddBatch(ctx, batch[start:min(start+500, len(batch))]); err != nil {
 				t.Fatal(err)
@@ -78,7 +78,7 @@ func fill(t *testing.T, st store, n int, exhaust bool) intake.Identity {
 			}
 		}
 	}
-	opts := intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5, DurableExhaustion: true}
+	opts := intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5}
 	for i := int64(1); i <= int64(n); i++ {
 		var s *intake.Settlement
 		switch i % 5 {
@@ -113,7 +113,7 @@ func exhaustOne(t *testing.T, st store, id int64) intake.Identity {
 	if _, err := st.Add(ctx, intake.Incoming{UpdateID: id, Body: body(id), ReceivedAt: base}); err != nil {
 		t.Fatal(err)
 	}
-	ident, ok, err := st.Claim(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5, DurableExhaustion: true})
+	ident, ok, err := st.Claim(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatalf("claim %d: %v %v", id, ok, err)
 	}

@@ -55,7 +55,7 @@ func secretStore(t *testing.T) (store, intake.Identity) {
 	if _, err := st.Add(ctx, intake.Incoming{UpdateID: 7, Body: b, ReceivedAt: base}); err != nil {
 		t.Fatal(err)
 	}
-	id, ok, err := st.Claim(ctx, 7, intake.ClaimOpts{Now: base, LeaseUntil: time.Now().Add(time.Hour), MaxAttempts: 3, DurableExhaustion: true})
+	id, ok, err := st.Claim(ctx, 7, intake.ClaimOpts{Now: base, LeaseUntil: time.Now().Add(time.Hour), MaxAttempts: 3})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}

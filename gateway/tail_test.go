@@ -10,7 +10,7 @@ import (
 
 // fencedOnly hides every capability of its store but FencedStore: a store
 // without a journal.
-type fencedOnly struct{ intake.FencedStore }
+type fencedOnly struct{ intake.Store }
 
 // TestCompletedAttemptsTail: the attempt that completed its update goes
 // on making calls (a framework answered its forward early), sent once and

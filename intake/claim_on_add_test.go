@@ -13,7 +13,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake/memstore"
 )
 
-// claimingStore is a memstore, a ClaimingBatchStore, that counts claims and
+// claimingStore is a memstore that counts claims and
 // records what each add asked, with an optional hook on AddBatch.
 type claimingStore struct {
 	*memstore.Store
@@ -31,6 +31,12 @@ func newClaimingStore() *claimingStore {
 }
 
 func (s *claimingStore) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.AddBatchAs(ctx, reqs, intake.ProcessClaim{})
+}
+
+// AddBatchAs records what each add asked, then adds through AddFunc or
+// memstore.
+func (s *claimingStore) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
 	s.mu.Lock()
 	for _, rq := range reqs {
 		s.asked[rq.UpdateID] = rq.Claim != nil
@@ -41,14 +47,19 @@ func (s *claimingStore) AddBatch(ctx context.Context, reqs []intake.AddRequest) 
 	if f != nil {
 		return f(ctx, reqs)
 	}
-	return s.Store.AddBatch(ctx, reqs)
+	return s.Store.AddBatchAs(ctx, reqs, p)
 }
 
 func (s *claimingStore) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.ClaimAs(ctx, id, o, intake.ProcessClaim{})
+}
+
+// ClaimAs counts the claim and claims through memstore.
+func (s *claimingStore) ClaimAs(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
 	s.mu.Lock()
 	s.claims++
 	s.mu.Unlock()
-	return s.Store.Claim(ctx, id, o)
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
 func (s *claimingStore) Renew(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
@@ -396,11 +407,20 @@ func TestClaimOnAddReclaimedAfterLease(t *testing.T) {
 // add-then-claim path, claimingStore the claimed add.
 func TestTestStoresCapabilities(t *testing.T) {
 	t.Parallel()
-	if _, ok := any(newFaultStore()).(intake.ClaimingBatchStore); ok {
-		t.Error("faultStore is a ClaimingBatchStore; its tests would not drive the AddBatch path")
+	claimed := func(s intake.ProcessStore) bool {
+		now := time.Now()
+		o := intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 1}
+		res, err := s.AddBatchAs(t.Context(), []intake.AddRequest{{Incoming: intake.Incoming{UpdateID: 1, Body: msg(1, 1), ReceivedAt: now}, Claim: &o}}, intake.ProcessClaim{})
+		if err != nil || len(res) != 1 {
+			t.Fatalf("AddBatchAs = %v, %v", res, err)
+		}
+		return res[0].Claimed()
 	}
-	if _, ok := any(newClaimingStore()).(intake.ClaimingBatchStore); !ok {
-		t.Error("claimingStore is not a ClaimingBatchStore")
+	if claimed(newFaultStore()) {
+		t.Error("faultStore recorded an add claimed; its tests would not drive the add-then-claim path")
+	}
+	if !claimed(newClaimingStore()) {
+		t.Error("claimingStore recorded a claimed add unclaimed")
 	}
 }
 
