@@ -67,7 +67,7 @@ func fill(t *testing.T, st store, n int, exhaust bool) intake.Identity {
 	}
 	if bs, ok := st.(intake.Store); ok && len(batch) > 0 {
 		for start := 0; start < len(batch); start += 500 {
-			if _, err := bs.AddBatch(ctx, batch[start:min(start+500, len(batch))]); err != nil {
+			if _, err := addBatch(ctx, bs, batch[start:min(start+500, len(batch))]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -265,4 +265,22 @@ func mustContain(t *testing.T, what, page string, wants ...string) {
 			t.Errorf("%s: missing %q", what, w)
 		}
 	}
+}
+
+// addBatch records us through [intake.Store.AddBatch], none of them
+// claimed, and reports for each whether it was newly recorded.
+func addBatch(ctx context.Context, s intake.Store, us []intake.Incoming) ([]bool, error) {
+	reqs := make([]intake.AddRequest, len(us))
+	for i, u := range us {
+		reqs[i].Incoming = u
+	}
+	res, err := s.AddBatch(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	added := make([]bool, len(res))
+	for i, r := range res {
+		added[i] = r.Added
+	}
+	return added, nil
 }

@@ -241,6 +241,23 @@ func (q ExhaustionQuery) Validate() error {
 // closed database, a cancelled ctx) or an argument is outside the contract
 // ([ErrInvalidArgument]). A refusal decided by the row's state is a false
 // result, never an error.
+//
+// Beside the core, a store may implement up to five optional capabilities,
+// each an interface whose doc says what happens without it:
+//
+//   - [ProcessStore]: heartbeats, so a dead process's updates are taken over
+//     in seconds. Without it they wait out their leases.
+//   - [ChatOrderStore]: strict per-chat order across processes. Without it
+//     [New] refuses [ChatOrderStrict].
+//   - [JournalStore]: the gateway's journal of outgoing calls. Without it
+//     the gateway fences calls but cannot replay them.
+//   - [AdminStore]: listing, requeue and stats for operator tooling.
+//     Without it that tooling cannot use the store.
+//   - [HealthChecker]: a readiness check. Without it readiness trusts the
+//     store.
+//
+// They are detected once, where the store is handed over ([New], the
+// relay), so hand over the store itself: a wrapper hides them.
 type Store interface {
 	// Add records a new pending row with zero attempts and reports true.
 	// It reports false, changing nothing, when a row with this UpdateID

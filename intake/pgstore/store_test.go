@@ -73,7 +73,7 @@ func TestAddBatchIsOneInsert(t *testing.T) {
 		{UpdateID: 4, Body: []byte("second"), ReceivedAt: at(2)},
 		{UpdateID: 6, Body: nil, ReceivedAt: at(3)},
 	}
-	got, err := st.AddBatch(ctx, in)
+	got, err := addBatch(ctx, st, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +84,14 @@ func TestAddBatchIsOneInsert(t *testing.T) {
 	if err != nil || string(row.Body) != "first" {
 		t.Fatalf("row 4 body = %q, %v; want the first one", row.Body, err)
 	}
-	if got, err := st.AddBatch(ctx, nil); err != nil || len(got) != 0 {
+	if got, err := addBatch(ctx, st, nil); err != nil || len(got) != 0 {
 		t.Fatalf("AddBatch(nil) = %v, %v", got, err)
 	}
 
 	// On error nothing is recorded: a cancelled batch leaves no row.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := st.AddBatch(cctx, []intake.Incoming{{UpdateID: 9, Body: []byte("x")}}); err == nil {
+	if _, err := addBatch(cctx, st, []intake.Incoming{{UpdateID: 9, Body: []byte("x")}}); err == nil {
 		t.Fatal("AddBatch with a cancelled ctx succeeded")
 	}
 	var n int

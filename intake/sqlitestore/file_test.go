@@ -174,7 +174,7 @@ func TestReplacedDatabaseFileIsRefused(t *testing.T) {
 	if !errors.Is(err, sqlitestore.ErrDatabaseGone) || !strings.Contains(err.Error(), "another file") {
 		t.Fatalf("Health with another file at the path = %v, want ErrDatabaseGone saying it is another file", err)
 	}
-	if _, err := s.AddBatch(t.Context(), []intake.Incoming{{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: base}}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+	if _, err := addBatch(t.Context(), s, []intake.Incoming{{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: base}}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
 		t.Fatalf("AddBatch with another file at the path = %v, want ErrDatabaseGone", err)
 	}
 }

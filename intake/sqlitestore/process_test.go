@@ -73,7 +73,7 @@ func TestTwoProcessesNeverBothWinAClaim(t *testing.T) {
 	for i := range batch {
 		batch[i] = intake.Incoming{UpdateID: int64(i + 1), Body: []byte("{}"), ReceivedAt: base}
 	}
-	if _, err := s.AddBatch(t.Context(), batch); err != nil {
+	if _, err := addBatch(t.Context(), s, batch); err != nil {
 		t.Fatal(err)
 	}
 

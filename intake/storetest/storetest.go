@@ -19,15 +19,13 @@
 // that does not finish within [CaseTimeout], so a deadlocked store fails
 // instead of hanging the test binary.
 //
-// The cases follow the store's capability level: base cases run for every
-// [intake.Store], fence cases only for an [intake.FencedStore], exhaustion
-// cases only for an [intake.DurableStore], and the batch and admin cases only
-// for an [intake.BatchStore] or [intake.AdminStore], the journal cases only
-// for an [intake.JournalStore], the process cases only for an
-// [intake.ProcessStore], the chat order cases only for an
-// [intake.ChatOrderStore], the claim-on-add cases only for an
-// [intake.ClaimingBatchStore]. Run logs the level it
-// detected and the cases it skipped.
+// The cases follow the store's capabilities: the core cases (Add, Claim,
+// Race, Fence, Prune, Exhaust, Batch, ClaimOnAdd, Arguments) run for every
+// [intake.Store]; the Process cases only for an [intake.ProcessStore], the
+// ChatOrder cases only for an [intake.ChatOrderStore], the Journal cases
+// only for an [intake.JournalStore] and the Admin cases only for an
+// [intake.AdminStore]. Run detects the capabilities once, logs them and the
+// cases it skipped.
 //
 // # Cases
 //
@@ -38,9 +36,9 @@
 // last attempt, stale and failed attempts that can no longer settle, the
 // base settle refusing a lapsed lease, a settle racing a reclaim, retries
 // and spent attempts, renewal that never shortens nor revives, millisecond
-// boundaries), Race (concurrent Claim and Claim calls, exactly one
-// winner), Fence (the same properties for the owned calls, all three
-// identity fields, fresh claim ids), Prune (strict bound, rows never pruned,
+// boundaries), Race (concurrent claims, exactly one winner), Fence (the
+// same properties through identities, all three identity fields, fresh
+// claim ids), Prune (strict bound, rows never pruned,
 // prune then re-add), Exhaust (crash on the last attempt, Exhaust, exact
 // acknowledgement once and only of an unacknowledged exhaustion, cursor
 // paging), Batch, Admin (oldest pending measured from when a row became
