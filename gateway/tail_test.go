@@ -8,7 +8,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// fencedOnly hides every capability of its store but FencedStore: a store
+// fencedOnly hides every optional capability of its store: a core-only store
 // without a journal.
 type fencedOnly struct{ intake.Store }
 

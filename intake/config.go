@@ -83,9 +83,9 @@ type Step string
 const (
 	// StepClaim: a claim failed.
 	StepClaim Step = "claim"
-	// StepRenew: Renew or RenewOwned failed.
+	// StepRenew: Renew failed.
 	StepRenew Step = "renew"
-	// StepSettle: Settle, SettleOwned, Exhaust or AcknowledgeExhaustion
+	// StepSettle: Settle, Exhaust or AcknowledgeExhaustion
 	// failed.
 	StepSettle Step = "settle"
 	// StepSweep: a background sweep failed (Due, DueExhaustions or Prune).

@@ -488,7 +488,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 }
 
 // Exhaust turns the live claim id into an unacknowledged exhaustion; see
-// [intake.DurableStore.Exhaust].
+// [intake.Store.Exhaust].
 func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("memstore: exhaust: %w", err)
@@ -538,7 +538,7 @@ func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([
 }
 
 // AcknowledgeExhaustion settles the unacknowledged exhaustion carrying
-// exactly id at at, once; see [intake.DurableStore.AcknowledgeExhaustion].
+// exactly id at at, once; see [intake.Store.AcknowledgeExhaustion].
 func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("memstore: acknowledge exhaustion: %w", err)

@@ -36,7 +36,7 @@
 // Store is an [intake.ProcessStore]: each runner keeps a heartbeat in
 // <table>_procs, its claims record it as their owner, and a processing row
 // whose owner's heartbeat lapsed is claimable at once (and counts a crash,
-// see [intake.ClaimOpts.MaxCrashes]), so a killed process's updates are
+// see [intake.ProcessClaim.MaxCrashes]), so a killed process's updates are
 // taken over in seconds instead of a lease.
 //
 // Every time in the table is the clock of the host that wrote it, as the

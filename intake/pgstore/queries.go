@@ -85,7 +85,7 @@ const claimWith = `WITH cur AS (
 
 // takes is true when a claimable row is taken rather than spent: with a
 // crash budget ($7 > 0) crashed attempts count against it and not against
-// the attempt ceiling $4 (see intake.ClaimOpts.MaxCrashes).
+// the attempt ceiling $4 (see intake.ProcessClaim.MaxCrashes).
 const takes = `(CASE WHEN $7::integer > 0
 	THEN attempts - crashes - ` + crash + ` < $4::integer AND crashes + ` + crash + ` < $7::integer
 	ELSE attempts < $4::integer END)`
@@ -111,7 +111,7 @@ const claimWhere = `FROM cur WHERE {{table}}.update_id = cur.update_id AND ({{cl
 
 // inOrder is the strict chat order condition for a row of the table at now
 // (the parameter now, such as "$2"); see
-// [intake.ClaimOpts.StrictChatOrder]: its chat is empty, or no other row of
+// [intake.ChatOrderStore.ClaimInOrder]: its chat is empty, or no other row of
 // its chat is live (pending, processing or failed) with a lower update id,
 // nor processing under a lease live at now. It is two NOT EXISTS, each a
 // range of the chat's live rows in the partial index {{table}}_chat (or,

@@ -63,7 +63,7 @@ type Config struct {
 // changes made through one Store share a transaction and one commit (group
 // commit); a write whose row another transaction holds locked runs alone
 // instead, so it never stalls the others (see writes.go). A claim in strict
-// chat order ([intake.ClaimOpts.StrictChatOrder]) runs in a transaction of
+// chat order ([intake.ChatOrderStore.ClaimInOrder]) runs in a transaction of
 // its own under its chat's advisory lock, so two processes' claims of one
 // chat cannot both win either. Times are stored as Unix milliseconds of the
 // intake's clock. [Store.Due] skips rows locked by
