@@ -76,7 +76,7 @@ func (r *Relay) newDashboard() error {
 	}
 	r.rec = dashboard.NewRecorder()
 	h, err := dashboard.New(dashboard.Config{
-		Store:           r.store,
+		Store:           r.caps.admin,
 		StoreName:       r.cfg.StoreName,
 		Recorder:        r.rec,
 		BroadcastDir:    d.BroadcastDir,
