@@ -9,8 +9,9 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// The cases of [intake.ClaimingBatchStore]: a row recorded claimed must be
-// exactly a claimed row, under exactly the identity the store answered.
+// The ClaimOnAdd cases: a row [intake.Store.AddBatch] records claimed must
+// be exactly a claimed row, under exactly the identity the store answered;
+// through [intake.ProcessStore.AddBatchAs] it is owned by its process too.
 
 func claimOnAddCases() []testCase {
 	return []testCase{
@@ -19,7 +20,7 @@ func claimOnAddCases() []testCase {
 		{name: "LapsedLeaseReclaimed", rule: "a claimed-on-add row whose lease lapsed is reclaimed with attempt 2 and a new claim id", run: claimedAddLapses},
 		{name: "MixedBatch", rule: "claimed and unclaimed adds in one batch each get their own state", run: claimedAddMixed},
 		{name: "InvalidClaimRefused", rule: "a claimed add with an invalid claim is refused with intake.ErrInvalidArgument and records nothing", run: claimedAddInvalid},
-		{name: "OwnerLapseTakesOver", rule: "a claimed add records its owner: when the owner's heartbeat lapses the row is taken over before its lease ends, as a crash", needs: capProcess, run: claimedAddOwnerLapses},
+		{name: "OwnerLapseTakesOver", rule: "a claimed AddBatchAs records its process: when the owner's heartbeat lapses the row is taken over before its lease ends, as a crash", needs: capProcess, run: claimedAddOwnerLapses},
 	}
 }
 
