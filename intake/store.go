@@ -504,8 +504,9 @@ type ChatOrderStore interface {
 }
 
 // HealthChecker is an optional capability: it reports whether the store
-// can record updates durably right now. Without it, a readiness probe
-// reports the store ready; the webhook answers 503 anyway when writes fail.
+// can record updates durably right now. Without it, the relay's readiness
+// asks the [AdminStore] stats, when the store has them, and otherwise
+// trusts the store; the webhook answers 503 anyway when writes fail.
 // sqlitestore reports a database file that vanished from its path; pgstore
 // an unreachable or read-only server.
 type HealthChecker interface {
