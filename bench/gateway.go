@@ -335,7 +335,7 @@ func (b *gatewayBench) identities(ctx context.Context) ([]intake.Identity, error
 		if _, err := b.store.Add(ctx, intake.Incoming{UpdateID: u, Body: []byte(`{}`), ReceivedAt: now}); err != nil {
 			return nil, err
 		}
-		id, ok, err := b.store.ClaimOwned(ctx, u, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 3})
+		id, ok, err := b.store.Claim(ctx, u, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 3})
 		if err != nil || !ok {
 			return nil, fmt.Errorf("claim %d: %v %v", u, ok, err)
 		}

@@ -106,8 +106,8 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 			if mode == "single" {
 				store = intakeSingleStore{store}
 				label = b.name + " 1 tx per update"
-			} else if bs, ok := store.(intake.BatchStore); ok && *trace {
-				bt = &intakeBatchTrace{Store: store, bs: bs}
+			} else if *trace {
+				bt = &intakeBatchTrace{Store: store}
 				store = bt
 			}
 			v, stop, err := acceptServeWebhook(store, *cpuProfile != "")

@@ -116,10 +116,24 @@ func intakeBackends(ctx context.Context, out io.Writer, withPG bool, pgConns int
 	return backends, cleanup, nil
 }
 
-// intakeSingleStore hides every optional capability of a store, BatchStore
-// included, so the runner adds one update per transaction: the naive store a
-// user would otherwise write.
+// intakeSingleStore hides every optional capability of a store and records
+// a batch one update per transaction (Add after Add, claims dropped): the
+// naive store a user would otherwise write.
 type intakeSingleStore struct{ intake.Store }
+
+// AddBatch adds each request in a transaction of its own, one after
+// another.
+func (s intakeSingleStore) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	out := make([]intake.AddResult, len(reqs))
+	for i, r := range reqs {
+		added, err := s.Add(ctx, r.Incoming)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Added = added
+	}
+	return out, nil
+}
 
 // intakeUpdateBody is a realistic private-chat text message update, each on
 // its own chat so that the runner's per-chat ordering never serialises them.

@@ -41,8 +41,8 @@ func (p processTotals) rate() float64 {
 
 // runIntakeProcess measures claim → no-op handler → settle: through the
 // intake Runner (started over a preloaded backlog, 32 handlers at once) vs
-// a minimal loop of 32 goroutines calling the store's ClaimOwned and
-// SettleOwned directly (the same SQL statements, no listing, scheduling or
+// a minimal loop of 32 goroutines calling the store's Claim and
+// Settle directly (the same SQL statements, no listing, scheduling or
 // leases), alternately, on SQLite and PostgreSQL.
 func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("intake-process", flag.ContinueOnError)
@@ -82,7 +82,7 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "  %s: %s\n", b.name, b.about)
 	}
 	fmt.Fprintf(out, "  runner: intake.Runner started over a preloaded backlog (one chat per update), PageSize %d, MaxQueued %d; fenced claims, lease timers, observer\n", *pageSize, *n)
-	fmt.Fprintln(out, "  raw: goroutines calling ClaimOwned + SettleOwned on the store directly, ids known in advance")
+	fmt.Fprintln(out, "  raw: goroutines calling Claim + Settle on the store directly, ids known in advance")
 
 	runnerT := map[string]*processTotals{}
 	rawT := map[string]*processTotals{}
@@ -141,17 +141,13 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 // variant "runner" or "raw", checks that every one completed exactly once,
 // and returns the processing time.
 func processOnce(ctx context.Context, variant string, store intake.Store, n, workers, pageSize int) (time.Duration, error) {
-	batcher, ok := store.(intake.BatchStore)
-	if !ok {
-		return 0, fmt.Errorf("%T is not a BatchStore", store)
-	}
 	received := time.Now().Add(-time.Minute)
 	for lo := 0; lo < n; lo += processBatch {
-		var batch []intake.Incoming
+		var batch []intake.AddRequest
 		for id := lo + 1; id <= min(n, lo+processBatch); id++ {
-			batch = append(batch, intake.Incoming{UpdateID: int64(id), Body: intakeUpdateBody(int64(id)), ReceivedAt: received})
+			batch = append(batch, intake.AddRequest{Incoming: intake.Incoming{UpdateID: int64(id), Body: intakeUpdateBody(int64(id)), ReceivedAt: received}})
 		}
-		if _, err := batcher.AddBatch(ctx, batch); err != nil {
+		if _, err := store.AddBatch(ctx, batch); err != nil {
 			return 0, fmt.Errorf("preload: %w", err)
 		}
 	}
@@ -165,7 +161,7 @@ func processOnce(ctx context.Context, variant string, store intake.Store, n, wor
 	if variant == "runner" {
 		d, err = processRunner(ctx, store, n, workers, pageSize)
 	} else {
-		d, err = processRaw(ctx, store.(intake.FencedStore), n, workers)
+		d, err = processRaw(ctx, store, n, workers)
 	}
 	if err != nil {
 		return 0, err
@@ -240,8 +236,8 @@ func processRunner(ctx context.Context, store intake.Store, n, workers, pageSize
 }
 
 // processRaw is the floor: workers goroutines take ids 1..n in turn and call
-// ClaimOwned then SettleOwned, nothing else.
-func processRaw(ctx context.Context, store intake.FencedStore, n, workers int) (time.Duration, error) {
+// Claim then Settle, nothing else.
+func processRaw(ctx context.Context, store intake.Store, n, workers int) (time.Duration, error) {
 	var (
 		next    atomic.Int64
 		wg      sync.WaitGroup
@@ -258,7 +254,7 @@ func processRaw(ctx context.Context, store intake.FencedStore, n, workers int) (
 					return
 				}
 				t := time.Now().Truncate(time.Millisecond)
-				who, ok, err := store.ClaimOwned(ctx, id, intake.ClaimOpts{Now: t, LeaseUntil: t.Add(intake.DefaultLeaseDuration), MaxAttempts: intake.DefaultMaxAttempts})
+				who, ok, err := store.Claim(ctx, id, intake.ClaimOpts{Now: t, LeaseUntil: t.Add(intake.DefaultLeaseDuration), MaxAttempts: intake.DefaultMaxAttempts})
 				if err == nil && !ok {
 					err = fmt.Errorf("update %d not claimable", id)
 				}
@@ -266,7 +262,7 @@ func processRaw(ctx context.Context, store intake.FencedStore, n, workers int) (
 					fail(err)
 					return
 				}
-				ok, err = store.SettleOwned(ctx, who, intake.Settlement{State: intake.StateCompleted, At: time.Now().Truncate(time.Millisecond)})
+				ok, err = store.Settle(ctx, who, intake.Settlement{State: intake.StateCompleted, At: time.Now().Truncate(time.Millisecond)})
 				if err == nil && !ok {
 					err = fmt.Errorf("update %d not settled", id)
 				}

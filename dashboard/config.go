@@ -61,7 +61,8 @@ var ErrTokenRequired = errors.New("dashboard: an admin token is required on a no
 // field of any invalid setting. Zero values take the documented defaults.
 type Config struct {
 	// Store is the update store the pages read. Required. When it is also
-	// an [intake.DurableStore], the Exhaustions page offers Acknowledge;
+	// an [intake.Store] (every shipped store is), the Exhaustions page
+	// offers Acknowledge;
 	// Requeue needs only the [intake.AdminStore]. An [intake.InspectStore]
 	// adds newest-first listing and search, "held behind", and the Replies
 	// (with an [intake.JournalStore]) and Processes pages; an

@@ -22,12 +22,12 @@ func expireOne(t *testing.T, st store, id int64) {
 	if _, err := st.Add(ctx, intake.Incoming{UpdateID: id, Body: b, ReceivedAt: base}); err != nil {
 		t.Fatal(err)
 	}
-	ident, ok, err := st.ClaimOwned(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5, DurableExhaustion: true})
+	ident, ok, err := st.Claim(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatalf("claim %d: %v %v", id, ok, err)
 	}
 	s := intake.Settlement{State: intake.StateAbandoned, At: base.Add(16 * time.Second), Error: intake.ExpiredText + " (callback_query)"}
-	if ok, err := st.SettleOwned(ctx, ident, s); err != nil || !ok {
+	if ok, err := st.Settle(ctx, ident, s); err != nil || !ok {
 		t.Fatalf("settle %d: %v %v", id, ok, err)
 	}
 }

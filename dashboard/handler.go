@@ -42,7 +42,7 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; script-src 
 // same pages without the live refresh. A Handler is safe for concurrent use.
 type Handler struct {
 	cfg     Config
-	durable intake.DurableStore // nil when the store cannot acknowledge
+	durable intake.Store // the store's core, to acknowledge; nil when it has none
 	mux     *http.ServeMux
 	pages   map[string]*template.Template
 	assets  fs.FS
@@ -73,7 +73,7 @@ func New(cfg Config) (*Handler, error) {
 		done: make(chan struct{}),
 		cop:  http.NewCrossOriginProtection(),
 	}
-	h.durable, _ = c.Store.(intake.DurableStore)
+	h.durable, _ = c.Store.(intake.Store)
 	h.red = &botapi.Redactor{}
 	h.red.Add(c.Secrets...)
 	h.red.Add(c.AdminToken)

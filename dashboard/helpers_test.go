@@ -24,7 +24,7 @@ import (
 
 // store is what the dashboard tests need of a store: both capabilities.
 type store interface {
-	intake.DurableStore
+	intake.Store
 	intake.AdminStore
 }
 
@@ -65,9 +65,9 @@ func fill(t *testing.T, st store, n int, exhaust bool) intake.Identity {
 	for i := int64(1); i <= int64(n); i++ {
 		batch = append(batch, intake.Incoming{UpdateID: i, Body: body(i), Chat: intake.ChatKey(body(i)), ReceivedAt: base.Add(time.Duration(i) * time.Millisecond)})
 	}
-	if bs, ok := st.(intake.BatchStore); ok && len(batch) > 0 {
+	if bs, ok := st.(intake.Store); ok && len(batch) > 0 {
 		for start := 0; start < len(batch); start += 500 {
-			if _, err := bs.AddBatch(ctx, batch[start:min(start+500, len(batch))]); err != nil {
+			if _, err := addBatch(ctx, bs, batch[start:min(start+500, len(batch))]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -78,7 +78,7 @@ func fill(t *testing.T, st store, n int, exhaust bool) intake.Identity {
 			}
 		}
 	}
-	opts := intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5, DurableExhaustion: true}
+	opts := intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5}
 	for i := int64(1); i <= int64(n); i++ {
 		var s *intake.Settlement
 		switch i % 5 {
@@ -90,12 +90,12 @@ func fill(t *testing.T, st store, n int, exhaust bool) intake.Identity {
 		default:
 			continue
 		}
-		id, ok, err := st.ClaimOwned(ctx, i, opts)
+		id, ok, err := st.Claim(ctx, i, opts)
 		if err != nil || !ok {
 			t.Fatalf("claim %d: %v %v", i, ok, err)
 		}
 		if s != nil {
-			if ok, err := st.SettleOwned(ctx, id, *s); err != nil || !ok {
+			if ok, err := st.Settle(ctx, id, *s); err != nil || !ok {
 				t.Fatalf("settle %d: %v %v", i, ok, err)
 			}
 		}
@@ -113,7 +113,7 @@ func exhaustOne(t *testing.T, st store, id int64) intake.Identity {
 	if _, err := st.Add(ctx, intake.Incoming{UpdateID: id, Body: body(id), Chat: intake.ChatKey(body(id)), ReceivedAt: base}); err != nil {
 		t.Fatal(err)
 	}
-	ident, ok, err := st.ClaimOwned(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5, DurableExhaustion: true})
+	ident, ok, err := st.Claim(ctx, id, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatalf("claim %d: %v %v", id, ok, err)
 	}
@@ -265,4 +265,22 @@ func mustContain(t *testing.T, what, page string, wants ...string) {
 			t.Errorf("%s: missing %q", what, w)
 		}
 	}
+}
+
+// addBatch records us through [intake.Store.AddBatch], none of them
+// claimed, and reports for each whether it was newly recorded.
+func addBatch(ctx context.Context, s intake.Store, us []intake.Incoming) ([]bool, error) {
+	reqs := make([]intake.AddRequest, len(us))
+	for i, u := range us {
+		reqs[i].Incoming = u
+	}
+	res, err := s.AddBatch(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	added := make([]bool, len(res))
+	for i, r := range res {
+		added[i] = r.Added
+	}
+	return added, nil
 }

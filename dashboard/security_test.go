@@ -36,7 +36,7 @@ func secretStore(t *testing.T) (store, intake.Identity) {
 	if _, err := st.Add(ctx, intake.Incoming{UpdateID: 7, Body: b, ReceivedAt: base}); err != nil {
 		t.Fatal(err)
 	}
-	id, ok, err := st.ClaimOwned(ctx, 7, intake.ClaimOpts{Now: base, LeaseUntil: time.Now().Add(time.Hour), MaxAttempts: 3, DurableExhaustion: true})
+	id, ok, err := st.Claim(ctx, 7, intake.ClaimOpts{Now: base, LeaseUntil: time.Now().Add(time.Hour), MaxAttempts: 3})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -381,11 +381,11 @@ func TestBounds(t *testing.T) {
 		if _, err := st.Add(ctx, intake.Incoming{UpdateID: i, Body: b, ReceivedAt: base}); err != nil {
 			t.Fatal(err)
 		}
-		id, ok, err := st.ClaimOwned(ctx, i, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
+		id, ok, err := st.Claim(ctx, i, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
 		if err != nil || !ok {
 			t.Fatal(err)
 		}
-		if _, err := st.SettleOwned(ctx, id, intake.Settlement{State: intake.StateFailed, At: base, RetryAt: base.Add(time.Hour), Error: long}); err != nil {
+		if _, err := st.Settle(ctx, id, intake.Settlement{State: intake.StateFailed, At: base, RetryAt: base.Add(time.Hour), Error: long}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -102,7 +102,7 @@ type Config struct {
 	// replayed, and the attempt that completed its update goes on making
 	// calls (its tail; see the package doc). Nil means calls with an
 	// identity are refused (a gateway without a store cannot fence them).
-	Store intake.FencedStore
+	Store intake.Store
 
 	// OwnsIntake makes the handler refuse getUpdates, setWebhook and
 	// deleteWebhook, which would take the bot's updates from the relay.

@@ -52,7 +52,7 @@ func TestStopBetweenIntentAndSend(t *testing.T) {
 	first := open()
 	now := time.Now()
 	first.Add(t.Context(), intake.Incoming{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: now})
-	id, ok, err := first.ClaimOwned(t.Context(), 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(200 * time.Millisecond), MaxAttempts: 3})
+	id, ok, err := first.Claim(t.Context(), 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(200 * time.Millisecond), MaxAttempts: 3})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -71,7 +71,7 @@ func TestStopBetweenIntentAndSend(t *testing.T) {
 
 	second := open()
 	later := time.Now().Add(time.Second) // after the first lease
-	next, ok, err := second.ClaimOwned(t.Context(), 1, intake.ClaimOpts{Now: later, LeaseUntil: later.Add(time.Hour), MaxAttempts: 3})
+	next, ok, err := second.Claim(t.Context(), 1, intake.ClaimOpts{Now: later, LeaseUntil: later.Add(time.Hour), MaxAttempts: 3})
 	if err != nil || !ok || next.Attempt != 2 {
 		t.Fatalf("reclaim: %+v %v %v", next, ok, err)
 	}

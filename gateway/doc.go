@@ -109,8 +109,8 @@
 // attempt sends it rather than answering it unknown. With another
 // transport, the lease is checked and the intent recorded just before the
 // call is handed to it. The outcome need not be durable before the answer:
-// it is journaled meanwhile (with an [intake.DeferredOutcomeStore], in the
-// commit of the next intent), at most Config.MaxPendingOutcomes at once;
+// it is journaled meanwhile (in the commit of the next intent, when the
+// store defers it: [intake.JournalStore.RecordOutcomeDeferred]), at most Config.MaxPendingOutcomes at once;
 // [Gateway.Close] waits for them. Not-dispatched outcomes and webhook
 // replies ([Gateway.Reply]) are journaled before the answer.
 //

@@ -48,7 +48,7 @@ func Example() {
 	now := time.Now()
 	store.Add(ctx, intake.Incoming{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: now})
 	claim := func() intake.Identity {
-		id, _, _ := store.ClaimOwned(ctx, 1, intake.ClaimOpts{Now: time.Now(), LeaseUntil: time.Now().Add(time.Minute), MaxAttempts: 3})
+		id, _, _ := store.Claim(ctx, 1, intake.ClaimOpts{Now: time.Now(), LeaseUntil: time.Now().Add(time.Minute), MaxAttempts: 3})
 		return id
 	}
 	reply := func(id intake.Identity) {
@@ -66,7 +66,7 @@ func Example() {
 	first := claim()
 	reply(first)
 	// The handler fails after sending; the update is retried.
-	store.SettleOwned(ctx, first, intake.Settlement{State: intake.StateFailed, At: time.Now(), RetryAt: time.Now()})
+	store.Settle(ctx, first, intake.Settlement{State: intake.StateFailed, At: time.Now(), RetryAt: time.Now()})
 	reply(claim())
 	fmt.Println("messages in the chat:", len(tg.MessagesTo(chat.ID)))
 

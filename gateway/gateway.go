@@ -367,14 +367,15 @@ func jsonEscape(s string) string {
 // recordOutcome journals res as the outcome of call, within outcomeBound
 // even after the app stopped waiting, and reports whether it applied. An
 // outcome written after the answer (later) may wait for the store's next
-// write to share its commit, when the store can ([intake.DeferredOutcomeStore]).
+// write to share its commit, when the store can
+// ([intake.JournalStore.RecordOutcomeDeferred]).
 func (g *Gateway) recordOutcome(ctx context.Context, id intake.Identity, method string, call intake.Call, res intake.CallResult, outcome wire.Outcome, later bool) bool {
 	if h := g.cfg.Test.BeforeOutcome; h != nil {
 		h(method)
 	}
 	record := g.journal.RecordOutcome
-	if d, ok := g.journal.(intake.DeferredOutcomeStore); ok && later {
-		record = d.RecordOutcomeDeferred
+	if later {
+		record = g.journal.RecordOutcomeDeferred
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeBound)
 	ok, err := record(rctx, id, call, res, g.cfg.Test.Now())

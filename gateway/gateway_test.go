@@ -74,7 +74,7 @@ func TestStaleAttemptSendsNothing(t *testing.T) {
 	if r := f.send(t, &second, "live"); r.status != 200 {
 		t.Fatalf("the live attempt's call = %d %s", r.status, r.body)
 	}
-	ok, err := f.store.SettleOwned(t.Context(), second, intake.Settlement{State: intake.StateFailed, At: time.Now(), RetryAt: time.Now().Add(time.Hour)})
+	ok, err := f.store.Settle(t.Context(), second, intake.Settlement{State: intake.StateFailed, At: time.Now(), RetryAt: time.Now().Add(time.Hour)})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}

@@ -94,9 +94,9 @@ func (f *fixture) claim(t *testing.T, updateID int64) intake.Identity {
 func (f *fixture) reclaim(t *testing.T, updateID int64) intake.Identity {
 	t.Helper()
 	now := time.Now()
-	id, ok, err := f.store.ClaimOwned(t.Context(), updateID, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 10})
+	id, ok, err := f.store.Claim(t.Context(), updateID, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 10})
 	if err != nil || !ok {
-		t.Fatalf("ClaimOwned(%d) = %v, %v", updateID, ok, err)
+		t.Fatalf("Claim(%d) = %v, %v", updateID, ok, err)
 	}
 	return id
 }
@@ -105,9 +105,9 @@ func (f *fixture) reclaim(t *testing.T, updateID int64) intake.Identity {
 func (f *fixture) fail(t *testing.T, id intake.Identity) {
 	t.Helper()
 	now := time.Now()
-	ok, err := f.store.SettleOwned(t.Context(), id, intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now.Add(-time.Millisecond), Error: "handler failed"})
+	ok, err := f.store.Settle(t.Context(), id, intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now.Add(-time.Millisecond), Error: "handler failed"})
 	if err != nil || !ok {
-		t.Fatalf("SettleOwned(failed) = %v, %v", ok, err)
+		t.Fatalf("Settle(failed) = %v, %v", ok, err)
 	}
 }
 

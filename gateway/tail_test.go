@@ -9,9 +9,9 @@ import (
 	"github.com/tgrelay/tgrelay/wire"
 )
 
-// fencedOnly hides every capability of its store but FencedStore: a store
+// fencedOnly hides every optional capability of its store: a core-only store
 // without a journal.
-type fencedOnly struct{ intake.FencedStore }
+type fencedOnly struct{ intake.Store }
 
 // TestCompletedAttemptsTail: the attempt that completed its update goes
 // on making calls (a framework answered its forward early), sent once and
@@ -23,7 +23,7 @@ func TestCompletedAttemptsTail(t *testing.T) {
 	if r := f.send(t, &id, "before"); r.status != 200 {
 		t.Fatalf("the live attempt's call = %d %s", r.status, r.body)
 	}
-	ok, err := f.store.SettleOwned(t.Context(), id, intake.Settlement{State: intake.StateCompleted, At: time.Now()})
+	ok, err := f.store.Settle(t.Context(), id, intake.Settlement{State: intake.StateCompleted, At: time.Now()})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -67,7 +67,7 @@ func TestCompletedAttemptsTail(t *testing.T) {
 func TestCompletedAttemptWithoutJournalIsStale(t *testing.T) {
 	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.Store = fencedOnly{c.Store} }})
 	id := f.claim(t, 13)
-	ok, err := f.store.SettleOwned(t.Context(), id, intake.Settlement{State: intake.StateCompleted, At: time.Now()})
+	ok, err := f.store.Settle(t.Context(), id, intake.Settlement{State: intake.StateCompleted, At: time.Now()})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}

@@ -63,9 +63,9 @@ func newSQLiteGateway(t *testing.T, tg *telegramtest.Server, path string) *sqlit
 // claim claims update id at now with a lease of d.
 func (s *sqliteGateway) claim(t *testing.T, updateID int64, now time.Time, d time.Duration) intake.Identity {
 	t.Helper()
-	id, ok, err := s.st.ClaimOwned(t.Context(), updateID, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(d), MaxAttempts: 5})
+	id, ok, err := s.st.Claim(t.Context(), updateID, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(d), MaxAttempts: 5})
 	if err != nil || !ok {
-		t.Fatalf("ClaimOwned(%d) = %+v, %v, %v", updateID, id, ok, err)
+		t.Fatalf("Claim(%d) = %+v, %v, %v", updateID, id, ok, err)
 	}
 	return id
 }
@@ -230,9 +230,9 @@ func TestLeaseLostWhileWaitingItsTurn(t *testing.T) {
 	old := goSend(t.Context(), attemptRoot(g.srv.URL, first)+"/bot"+tg.Token+"/sendMessage", chat.ID, "once")
 	waitQueued(t, g.lim, 1)
 
-	ok, err := g.st.SettleOwned(t.Context(), first, intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now, Error: "handler timed out"})
+	ok, err := g.st.Settle(t.Context(), first, intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now, Error: "handler timed out"})
 	if err != nil || !ok {
-		t.Fatalf("SettleOwned = %v, %v", ok, err)
+		t.Fatalf("Settle = %v, %v", ok, err)
 	}
 	second := g.claim(t, 7, time.Now(), time.Hour)
 	current := goSend(t.Context(), attemptRoot(g.srv.URL, second)+"/bot"+tg.Token+"/sendMessage", chat.ID, "once")
@@ -312,9 +312,9 @@ func TestIdenticalCallsWaitingTogether(t *testing.T) {
 		t.Fatalf("journal %+v; want occurrences 1 and 2, answered", es)
 	}
 
-	ok, err := g.st.SettleOwned(t.Context(), first, intake.Settlement{State: intake.StateFailed, At: time.Now(), RetryAt: time.Now(), Error: "x"})
+	ok, err := g.st.Settle(t.Context(), first, intake.Settlement{State: intake.StateFailed, At: time.Now(), RetryAt: time.Now(), Error: "x"})
 	if err != nil || !ok {
-		t.Fatalf("SettleOwned = %v, %v", ok, err)
+		t.Fatalf("Settle = %v, %v", ok, err)
 	}
 	next := g.claim(t, 9, time.Now(), time.Hour)
 	url = attemptRoot(g.srv.URL, next) + "/bot" + tg.Token + "/sendMessage"

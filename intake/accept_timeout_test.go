@@ -25,7 +25,7 @@ func TestAcceptBoundedWhenTheStoreStalls(t *testing.T) {
 		t.Run(tc.name+"/batch", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := newFaultStore()
-				store.AddBatchFunc = func(ctx context.Context, _ []intake.Incoming) ([]bool, error) {
+				store.AddBatchFunc = func(ctx context.Context, _ []intake.AddRequest) ([]intake.AddResult, error) {
 					<-ctx.Done()
 					return nil, ctx.Err()
 				}

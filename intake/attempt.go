@@ -17,7 +17,7 @@ import (
 type Attempt struct {
 	Identity
 	lease *lease
-	store FencedStore
+	store Store
 }
 
 // LeaseUntil returns the end of the last lease the store confirmed for
@@ -81,24 +81,19 @@ type outcome struct {
 	settling bool
 }
 
-// unfenced adapts a plain [Store] to the runner's one code path: its
-// identities carry no claim id, and it proves no ownership.
-type unfenced struct{ Store }
-
-func (s unfenced) ClaimOwned(ctx context.Context, updateID int64, opts ClaimOpts) (Identity, bool, error) {
-	attempt, ok, err := s.Claim(ctx, updateID, opts)
-	return Identity{UpdateID: updateID, Attempt: attempt}, ok, err
+// claim claims update id through the capability the runner detected: a
+// strict claim of a [ChatOrderStore] under [ChatOrderStrict], a claim by
+// process owner of a [ProcessStore], or the core claim.
+func (r *Runner) claim(ctx context.Context, id int64, opts ClaimOpts, owner string) (Identity, bool, error) {
+	p := ProcessClaim{Process: owner, MaxCrashes: r.crashes}
+	switch {
+	case r.order != nil:
+		return r.order.ClaimInOrder(ctx, id, opts, p)
+	case r.proc != nil:
+		return r.proc.ClaimAs(ctx, id, opts, p)
+	}
+	return r.store.Claim(ctx, id, opts)
 }
-
-func (s unfenced) RenewOwned(ctx context.Context, id Identity, leaseUntil, now time.Time) (bool, error) {
-	return s.Renew(ctx, id.UpdateID, id.Attempt, leaseUntil, now)
-}
-
-func (s unfenced) SettleOwned(ctx context.Context, id Identity, st Settlement) (bool, error) {
-	return s.Settle(ctx, id.UpdateID, id.Attempt, st)
-}
-
-func (s unfenced) Owns(context.Context, Identity, time.Time) (bool, error) { return false, nil }
 
 // attempt claims job j and handles it (see handle).
 // The caller holds a claim token (run.claims); attempt frees it when the
@@ -109,10 +104,10 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 	r.mu.Lock()
 	hb := rn.hb
 	r.mu.Unlock()
-	opts := ClaimOpts{Now: taken, LeaseUntil: taken.Add(leaseFor), MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil,
-		Owner: hb.claimAs(taken), MaxCrashes: r.crashes, StrictChatOrder: r.strict}
+	opts := ClaimOpts{Now: taken, LeaseUntil: taken.Add(leaseFor), MaxAttempts: r.cfg.MaxAttempts}
+	owner := hb.claimAs(taken)
 	cctx, ccancel := context.WithTimeout(rn.ctx, leaseFor)
-	id, ok, err := r.store.ClaimOwned(cctx, j.id, opts)
+	id, ok, err := r.claim(cctx, j.id, opts, owner)
 	ccancel()
 	if err != nil {
 		laneClaims(rn, j).Release(1)
@@ -123,13 +118,13 @@ func (r *Runner) attempt(rn *run, j job) outcome {
 		laneClaims(rn, j).Release(1)
 		return outcome{} // someone else holds it, it is not due, or its attempts were spent
 	}
-	return r.handle(rn, j, id, opts.LeaseUntil, opts.Owner)
+	return r.handle(rn, j, id, opts.LeaseUntil, owner)
 }
 
 // handle runs the handler of job j under the claim id, whose lease ends at
 // leaseUntil, renewing the lease, and settles the outcome. The claim was
 // taken by attempt, or by the add that recorded the update (claim on add),
-// as process owner (ClaimOpts.Owner; empty for none).
+// as process owner (ProcessClaim.Process; empty for none).
 //
 // The caller holds a claim token (run.claims). handle waits for a handler
 // slot (run.sem) under the claim, its lease renewed, frees the token once
@@ -195,10 +190,7 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 		herr = ErrUnparsableBody
 	} else {
 		u := j.update()
-		a := Attempt{Identity: id, lease: l}
-		if r.proves {
-			a.store = r.store
-		}
+		a := Attempt{Identity: id, lease: l, store: r.store}
 		v := &attemptValue{update: u, attempt: a}
 		ctx, cancel := context.Context(hctx), context.CancelFunc(func() {})
 		if !j.deadline.IsZero() {
@@ -298,7 +290,7 @@ func (r *Runner) renewLoop(rn *run, ctx context.Context, l *lease) {
 		at := now()
 		until := at.Add(leaseFor)
 		sctx, cancel := context.WithTimeout(ctx, leaseFor)
-		ok, err := r.store.RenewOwned(sctx, l.id, until, at)
+		ok, err := r.store.Renew(sctx, l.id, until, at)
 		cancel()
 		l.mu.Lock()
 		if !l.active || l.lost {
@@ -345,7 +337,7 @@ func (r *Runner) settleObserved(rn *run, l *lease, s Settlement, observe bool) b
 	ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
 	defer cancel()
 	lostBefore := l.isLost()
-	ok, err := r.store.SettleOwned(ctx, l.id, s)
+	ok, err := r.store.Settle(ctx, l.id, s)
 	if err != nil {
 		r.storeError(StepSettle, l.id.UpdateID, err)
 	}
@@ -399,10 +391,10 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 	retrying := d.retry
 	var res outcome
 	switch {
-	case !d.retry && r.durable != nil:
+	case !d.retry && r.keep:
 		ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
 		lostBefore := l.isLost()
-		ok, err := r.durable.Exhaust(ctx, l.id, at, msg)
+		ok, err := r.store.Exhaust(ctx, l.id, at, msg)
 		cancel()
 		if err != nil {
 			r.storeError(StepSettle, l.id.UpdateID, err)

@@ -13,15 +13,15 @@ import (
 	"github.com/tgrelay/tgrelay/intake/memstore"
 )
 
-// claimingStore is a memstore, a ClaimingBatchStore, that counts claims and
-// records what each add asked, with an optional hook on AddBatchClaimed.
+// claimingStore is a memstore that counts claims and
+// records what each add asked, with an optional hook on AddBatch.
 type claimingStore struct {
 	*memstore.Store
 
 	mu       sync.Mutex
-	claims   int            // ClaimOwned calls
+	claims   int            // Claim calls
 	asked    map[int64]bool // update id → its last add asked for a claim
-	renewErr error          // when set, RenewOwned fails with it
+	renewErr error          // when set, Renew fails with it
 	AddFunc  func(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error)
 	batches  [][]intake.AddRequest
 }
@@ -30,7 +30,13 @@ func newClaimingStore() *claimingStore {
 	return &claimingStore{Store: memstore.New(), asked: map[int64]bool{}}
 }
 
-func (s *claimingStore) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+func (s *claimingStore) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.AddBatchAs(ctx, reqs, intake.ProcessClaim{})
+}
+
+// AddBatchAs records what each add asked, then adds through AddFunc or
+// memstore.
+func (s *claimingStore) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
 	s.mu.Lock()
 	for _, rq := range reqs {
 		s.asked[rq.UpdateID] = rq.Claim != nil
@@ -41,24 +47,29 @@ func (s *claimingStore) AddBatchClaimed(ctx context.Context, reqs []intake.AddRe
 	if f != nil {
 		return f(ctx, reqs)
 	}
-	return s.Store.AddBatchClaimed(ctx, reqs)
+	return s.Store.AddBatchAs(ctx, reqs, p)
 }
 
-func (s *claimingStore) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+func (s *claimingStore) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.ClaimAs(ctx, id, o, intake.ProcessClaim{})
+}
+
+// ClaimAs counts the claim and claims through memstore.
+func (s *claimingStore) ClaimAs(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
 	s.mu.Lock()
 	s.claims++
 	s.mu.Unlock()
-	return s.Store.ClaimOwned(ctx, id, o)
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
-func (s *claimingStore) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
+func (s *claimingStore) Renew(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
 	s.mu.Lock()
 	err := s.renewErr
 	s.mu.Unlock()
 	if err != nil {
 		return false, err
 	}
-	return s.Store.RenewOwned(ctx, id, leaseUntil, now)
+	return s.Store.Renew(ctx, id, leaseUntil, now)
 }
 
 func (s *claimingStore) claimCalls() int {
@@ -93,7 +104,7 @@ func TestClaimOnAddHandlesUnderThePersistedIdentity(t *testing.T) {
 			t.Fatal("the add of an update the runner could take at once did not ask for a claim")
 		}
 		if n := store.claimCalls(); n != 0 {
-			t.Fatalf("ClaimOwned called %d times for an update claimed on add", n)
+			t.Fatalf("Claim called %d times for an update claimed on add", n)
 		}
 		got := row(t, store, 1)
 		if a.Attempt != 1 || a.ClaimID == "" || got.ClaimID != a.ClaimID || got.Attempts != 1 || got.State != intake.StateProcessing {
@@ -136,7 +147,7 @@ func TestClaimOnAddRetryClaimsAgain(t *testing.T) {
 			t.Fatalf("attempts %+v; want attempt 1 then attempt 2 under a new claim id", ids)
 		}
 		if n := store.claimCalls(); n != 1 {
-			t.Fatalf("ClaimOwned called %d times; want 1 (the retry)", n)
+			t.Fatalf("Claim called %d times; want 1 (the retry)", n)
 		}
 	})
 }
@@ -154,7 +165,7 @@ func TestClaimOnAddNeverOvertakesItsChat(t *testing.T) {
 					<-hold2
 				}
 			}
-			return store.Store.AddBatchClaimed(ctx, reqs)
+			return store.Store.AddBatch(ctx, reqs)
 		}
 		var rec recorder
 		busy := make(chan struct{})
@@ -204,7 +215,7 @@ func TestClaimOnAddLaterUpdateWaitsBehindReservation(t *testing.T) {
 				if reqs[0].UpdateID == 1 {
 					<-hold
 				}
-				return store.Store.AddBatchClaimed(ctx, reqs)
+				return store.Store.AddBatch(ctx, reqs)
 			}
 			var rec recorder
 			r := newRunner(t, intake.Config{Store: store, Handler: func(ctx context.Context, u intake.Update) error {
@@ -250,7 +261,7 @@ func TestClaimOnAddReleasesOnDuplicateAndError(t *testing.T) {
 			if fail && reqs[0].UpdateID == 3 {
 				return nil, boom
 			}
-			return store.Store.AddBatchClaimed(ctx, reqs)
+			return store.Store.AddBatch(ctx, reqs)
 		}
 		var rec recorder
 		r := newRunner(t, intake.Config{Store: store, MaxConcurrent: 1, Handler: func(ctx context.Context, u intake.Update) error {
@@ -274,7 +285,7 @@ func TestClaimOnAddReleasesOnDuplicateAndError(t *testing.T) {
 			t.Fatalf("handled %v, want %v", got, want)
 		}
 		if n := store.claimCalls(); n != 0 {
-			t.Fatalf("ClaimOwned called %d times", n)
+			t.Fatalf("Claim called %d times", n)
 		}
 	})
 }
@@ -287,7 +298,7 @@ func TestClaimOnAddCloseRunsTheClaimedUpdate(t *testing.T) {
 		hold := make(chan struct{})
 		store.AddFunc = func(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
 			<-hold
-			return store.Store.AddBatchClaimed(ctx, reqs)
+			return store.Store.AddBatch(ctx, reqs)
 		}
 		var rec recorder
 		r, err := intake.New(intake.Config{Store: store, Handler: func(ctx context.Context, u intake.Update) error {
@@ -396,11 +407,20 @@ func TestClaimOnAddReclaimedAfterLease(t *testing.T) {
 // add-then-claim path, claimingStore the claimed add.
 func TestTestStoresCapabilities(t *testing.T) {
 	t.Parallel()
-	if _, ok := any(newFaultStore()).(intake.ClaimingBatchStore); ok {
-		t.Error("faultStore is a ClaimingBatchStore; its tests would not drive the AddBatch path")
+	claimed := func(s intake.ProcessStore) bool {
+		now := time.Now()
+		o := intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 1}
+		res, err := s.AddBatchAs(t.Context(), []intake.AddRequest{{Incoming: intake.Incoming{UpdateID: 1, Body: msg(1, 1), ReceivedAt: now}, Claim: &o}}, intake.ProcessClaim{})
+		if err != nil || len(res) != 1 {
+			t.Fatalf("AddBatchAs = %v, %v", res, err)
+		}
+		return res[0].Claimed()
 	}
-	if _, ok := any(newClaimingStore()).(intake.ClaimingBatchStore); !ok {
-		t.Error("claimingStore is not a ClaimingBatchStore")
+	if claimed(newFaultStore()) {
+		t.Error("faultStore recorded an add claimed; its tests would not drive the add-then-claim path")
+	}
+	if !claimed(newClaimingStore()) {
+		t.Error("claimingStore recorded a claimed add unclaimed")
 	}
 }
 

@@ -39,7 +39,7 @@ const (
 	// and the connection is freed for the re-delivery.
 	DefaultAcceptTimeout = 10 * time.Second
 	// DefaultMaxBatch is how many concurrent [Runner.Accept] calls one group
-	// commit ([BatchStore.AddBatch]) records at most.
+	// commit ([Store.AddBatch]) records at most.
 	DefaultMaxBatch = 256
 	// DefaultHeartbeatTimeout is how long a process's heartbeat lasts
 	// without a renewal: a process dead this long loses its claims to the
@@ -81,11 +81,11 @@ type Step string
 
 // The store steps.
 const (
-	// StepClaim: Claim or ClaimOwned failed.
+	// StepClaim: a claim failed.
 	StepClaim Step = "claim"
-	// StepRenew: Renew or RenewOwned failed.
+	// StepRenew: Renew failed.
 	StepRenew Step = "renew"
-	// StepSettle: Settle, SettleOwned, Exhaust or AcknowledgeExhaustion
+	// StepSettle: Settle, Exhaust or AcknowledgeExhaustion
 	// failed.
 	StepSettle Step = "settle"
 	// StepSweep: a background sweep failed (Due, DueExhaustions or Prune).
@@ -172,7 +172,7 @@ const (
 	// an update is claimed only when no earlier update of its chat
 	// (a lower update id) is pending, processing or failed, and no other
 	// update of its chat is being handled, checked by the store in the
-	// claim itself ([ClaimOpts.StrictChatOrder]). It requires a
+	// claim itself ([ChatOrderStore.ClaimInOrder]). It requires a
 	// [ChatOrderStore] and refuses [Config.RetryOutOfOrder].
 	//
 	// The cost: a chat's updates are handled one at a time across the whole
@@ -197,9 +197,10 @@ const (
 // caller's value have no effect. Zero numeric fields take their DefaultX
 // value; a negative or out-of-range value is an error.
 type Config struct {
-	// Store records and claims updates. Required. Its capabilities
-	// ([FencedStore], [DurableStore], [BatchStore]) are detected once, by
-	// New. With a FencedStore every claim is fenced (ClaimOwned).
+	// Store records and claims updates. Required. Its optional
+	// capabilities ([ProcessStore], [ChatOrderStore]) are detected once,
+	// by New; the runner uses no other. Pass the store itself, not a
+	// wrapper: a wrapper hides them.
 	Store Store
 
 	// Handler handles one update. Exactly one of Handler and
@@ -214,17 +215,20 @@ type Config struct {
 
 	// AttemptHandler is Handler with the attempt's fenced [Attempt]
 	// identity, to guard domain writes with the store's Owns check in the
-	// same transaction. It requires a [FencedStore].
+	// same transaction.
 	AttemptHandler func(ctx context.Context, u Update, a Attempt) error
 
 	// ExhaustionHandler receives every exhaustion — the intake's dead
 	// letter: an update whose handling ended for good (attempts spent,
 	// abandoned, an unknown outcome not repeated, or its stored body
 	// unparsable),
-	// at least once, until it returns nil, which acknowledges it. It
-	// requires a [DurableStore]. Without it, such updates are settled as
-	// abandoned and only reported to [Observer.FailureFunc], unless
-	// KeepExhaustions is set.
+	// at least once, until it returns nil, which acknowledges it. Without
+	// it (and unless KeepExhaustions is set), an update this runner gives
+	// up is settled as abandoned and only reported to
+	// [Observer.FailureFunc]; one a claim finds with its attempts already
+	// spent (its processes died on every attempt) stays an unacknowledged
+	// exhaustion in the store, for operator tooling or another process's
+	// handler.
 	ExhaustionHandler func(ctx context.Context, e Exhaustion) error
 
 	// KeepExhaustions, without an ExhaustionHandler, keeps every update
@@ -232,8 +236,7 @@ type Config struct {
 	// in the store, exactly as with a handler, but delivers it to nobody:
 	// it waits for operator tooling ([AdminStore], the tgrelay updates
 	// command) or another process's ExhaustionHandler to acknowledge or
-	// requeue it. It requires a [DurableStore]. With an ExhaustionHandler
-	// it changes nothing.
+	// requeue it. With an ExhaustionHandler it changes nothing.
 	KeepExhaustions bool
 
 	// RetryFunc decides, after failed attempt number attempt (1-based, below
@@ -315,8 +318,8 @@ type Config struct {
 	// [DefaultAcceptTimeout].
 	AcceptTimeout time.Duration
 	// MaxBatch bounds how many concurrent Accept calls share one
-	// [BatchStore.AddBatch], 1 to [MaxMaxBatch]. Defaults to
-	// [DefaultMaxBatch]. Unused when the store is not a BatchStore.
+	// [Store.AddBatch], 1 to [MaxMaxBatch]. Defaults to
+	// [DefaultMaxBatch].
 	MaxBatch int
 
 	// HeartbeatTimeout is how long this process's heartbeat lasts in a
@@ -348,7 +351,7 @@ type Config struct {
 	// while an update that itself kills its process every time (a poison
 	// update) is still given up after MaxCrashes crashes, with
 	// [CrashesSpentText]. -1 counts crashes against MaxAttempts like any
-	// attempt. Used only with a [ProcessStore] (see [ClaimOpts.MaxCrashes]).
+	// attempt. Used only with a [ProcessStore] (see [ProcessClaim.MaxCrashes]).
 	// Defaults to [DefaultMaxCrashes].
 	MaxCrashes int
 
@@ -462,21 +465,6 @@ func (c Config) fill() (Config, error) {
 	}
 	if (c.Handler == nil) == (c.AttemptHandler == nil) {
 		return c, badField("Handler", "is required, or AttemptHandler: exactly one of the two")
-	}
-	if c.AttemptHandler != nil {
-		if _, ok := c.Store.(FencedStore); !ok {
-			return c, badField("AttemptHandler", "requires a FencedStore, and %T is not one", c.Store)
-		}
-	}
-	if c.ExhaustionHandler != nil {
-		if _, ok := c.Store.(DurableStore); !ok {
-			return c, badField("ExhaustionHandler", "requires a DurableStore, and %T is not one", c.Store)
-		}
-	}
-	if c.KeepExhaustions {
-		if _, ok := c.Store.(DurableStore); !ok {
-			return c, badField("KeepExhaustions", "requires a DurableStore, and %T is not one", c.Store)
-		}
 	}
 	if c.ChatOrder == ChatOrderStrict {
 		if _, ok := c.Store.(ChatOrderStore); !ok {

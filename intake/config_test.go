@@ -57,7 +57,7 @@ func TestConfigValidation(t *testing.T) {
 		{"strict chat order and RetryOutOfOrder", func(c *intake.Config) { c.ChatOrder, c.RetryOutOfOrder = intake.ChatOrderStrict, true },
 			"RetryOutOfOrder"},
 		{"strict chat order without a ChatOrderStore", func(c *intake.Config) {
-			c.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ intake.DurableStore }{memstore.New()}
+			c.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ intake.Store }{memstore.New()}
 		}, "ChatOrder"},
 		{"limits are allowed", func(c *intake.Config) {
 			c.MaxAttempts, c.LeaseDuration, c.PendingGrace = intake.MaxMaxAttempts, intake.MinLeaseDuration, intake.MaxPendingGrace

@@ -23,7 +23,7 @@ func callbackQuery(id, chat int64) []byte {
 
 // deadlineStores runs f with a store that records claimed (memstore) and
 // one that adds, then claims (faultStore).
-func deadlineStores(t *testing.T, f func(t *testing.T, store intake.DurableStore, admin interface {
+func deadlineStores(t *testing.T, f func(t *testing.T, store intake.Store, admin interface {
 	Get(context.Context, int64) (intake.Row, bool, error)
 })) {
 	t.Run("claim on add", func(t *testing.T) {
@@ -87,7 +87,7 @@ func TestUpdateKindAndDeadline(t *testing.T) {
 // retry, and while every ordinary handler slot is taken.
 func TestDeadlineUpdateRunsOnItsOwnLane(t *testing.T) {
 	t.Parallel()
-	deadlineStores(t, func(t *testing.T, store intake.DurableStore, admin interface {
+	deadlineStores(t, func(t *testing.T, store intake.Store, admin interface {
 		Get(context.Context, int64) (intake.Row, bool, error)
 	}) {
 		var rec recorder
@@ -129,7 +129,7 @@ func TestDeadlineUpdateRunsOnItsOwnLane(t *testing.T) {
 // delivery, one late call and one expiry.
 func TestFailingDeadlineUpdateExpires(t *testing.T) {
 	t.Parallel()
-	deadlineStores(t, func(t *testing.T, store intake.DurableStore, admin interface {
+	deadlineStores(t, func(t *testing.T, store intake.Store, admin interface {
 		Get(context.Context, int64) (intake.Row, bool, error)
 	}) {
 		var rec recorder
@@ -184,7 +184,7 @@ func TestFailingDeadlineUpdateExpires(t *testing.T) {
 // beside it; its context ends at the deadline and the update expires.
 func TestLateCallBeforeDeadlineWhileHandlerRuns(t *testing.T) {
 	t.Parallel()
-	deadlineStores(t, func(t *testing.T, store intake.DurableStore, admin interface {
+	deadlineStores(t, func(t *testing.T, store intake.Store, admin interface {
 		Get(context.Context, int64) (intake.Row, bool, error)
 	}) {
 		var rec recorder
@@ -329,7 +329,11 @@ func TestDeadlinesConfig(t *testing.T) {
 // update.
 type refusingClaims struct{ *faultStore }
 
-func (refusingClaims) ClaimOwned(context.Context, int64, intake.ClaimOpts) (intake.Identity, bool, error) {
+func (refusingClaims) Claim(context.Context, int64, intake.ClaimOpts) (intake.Identity, bool, error) {
+	return intake.Identity{}, false, nil
+}
+
+func (refusingClaims) ClaimAs(context.Context, int64, intake.ClaimOpts, intake.ProcessClaim) (intake.Identity, bool, error) {
 	return intake.Identity{}, false, nil
 }
 

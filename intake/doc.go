@@ -19,15 +19,33 @@
 // an error with [ReportError].
 //
 // An update is written to a [Store] before Telegram is answered, then handled
-// outside the request by a [Runner] under a renewable lease. Stores come in
-// three capability levels, each a Go interface the [Runner] detects once at
-// construction: [Store] (the six atomic steps), [FencedStore] (claims with a
-// persisted [Identity] that fences every write) and [DurableStore] (a terminal
-// failure kept as an exhaustion record until acknowledged). A store that is
-// also a [BatchStore] gets group commit, and a fenced store that is a
-// [ClaimingBatchStore] gets claim on add; one that is also a
-// [ProcessStore] gets heartbeats, so a dead process's updates are taken
-// over in seconds.
+// outside the request by a [Runner] under a renewable lease.
+//
+// # The store contract
+//
+// A store is one core interface and at most five optional capabilities, in
+// the manner of database/sql/driver: the [Runner] (and the relay) detect the
+// capabilities once, at construction, so pass the store itself, never a
+// wrapper that would hide them. memstore, sqlitestore and pgstore implement
+// the core and every capability;
+// [github.com/tgrelay/tgrelay/intake/storetest] checks the core on every
+// store and each capability where it is implemented.
+//
+//	Interface       What it adds                          Without it
+//	Store (core)    add, batch add (optionally claimed),  —
+//	                fenced claim/renew/settle/Owns by
+//	                Identity, durable exhaustion, due
+//	                lists, prune
+//	ProcessStore    heartbeats; ClaimAs and AddBatchAs    a dead process's updates wait out
+//	                record the claiming process; crash    their leases; every attempt counts
+//	                budget                                against MaxAttempts
+//	ChatOrderStore  strict per-chat order across          New refuses ChatOrderStrict; order
+//	                processes (ClaimInOrder, DueInOrder)  is kept within each process only
+//	JournalStore    the gateway's journal of outgoing     the gateway fences calls but
+//	                calls and their (deferred) outcomes   cannot replay them
+//	AdminStore      listing, requeue, stats               no updates command, dashboard or
+//	                                                      row metrics for the store
+//	HealthChecker   a readiness check                     readiness trusts the store
 //
 // # Receiving
 //
@@ -39,13 +57,13 @@
 // update_id (within [Config.Retention]) is answered 200 and not recorded
 // again. Long polling calls [Runner.Accept] the same way.
 //
-// Concurrent Accept calls on a [BatchStore] share one AddBatch: a call that
+// Concurrent Accept calls share one [Store.AddBatch]: a call that
 // finds no commit in progress commits at once, and callers that arrive
 // meanwhile are committed together next (at most [Config.MaxBatch] per
 // commit). There is no batching window, so an idle intake adds no latency.
 //
-// Claim on add: with a fenced [ClaimingBatchStore] (memstore, sqlitestore
-// and pgstore are), an update that a started runner can handle at once —
+// Claim on add: unless chat order is strict, an update that a started
+// runner can handle at once —
 // nothing of its chat is scheduled or being accepted in this process, and
 // a handler slot is free — is recorded already claimed by this runner in
 // the add's own transaction (attempt 1, a fresh claim id, the lease), and
@@ -73,7 +91,8 @@
 // [Config.MaxQueued] updates and exhaustions are scheduled in one process;
 // the rest wait in the store for a sweep.
 //
-// An attempt claims its row (ClaimOwned on a [FencedStore]) with a lease of
+// An attempt claims its row ([Store.Claim], or a capability's claim) with a
+// lease of
 // [Config.LeaseDuration], renews it every quarter lease, one renewal at a
 // time, and settles it when the handler returns: completed on nil, failed
 // with a retry time, or given up. The handler's slot is freed when it
@@ -97,7 +116,7 @@
 // With a [ProcessStore] (memstore, sqlitestore and pgstore are all one),
 // [Runner.Start] registers a fresh process id, renews its heartbeat every
 // [Config.HeartbeatInterval] and claims every update as that process
-// ([ClaimOpts.Owner]). When a process dies, its heartbeat lapses
+// ([ProcessStore.ClaimAs]). When a process dies, its heartbeat lapses
 // [Config.HeartbeatTimeout] after its last renewal; the first runner to
 // renew its own heartbeat after that reaps it and sweeps at once, and the
 // updates the dead process held are claimed again, with fresh identities,
@@ -131,10 +150,12 @@
 // succeeds or is given up, so a chat never sees "two" before "one";
 // [Config.RetryOutOfOrder] lets them run meanwhile. A handler
 // can decide itself by returning [Abandon] or [RetryLater]. With a
-// [Config.ExhaustionHandler] (and a [DurableStore]) an update that is given
-// up becomes an exhaustion in its own row, atomically, and is delivered to
-// that handler at least once, after any restart, until it returns nil.
-// Without one it is settled as abandoned and reported to the [Observer].
+// [Config.ExhaustionHandler] an update that is given up becomes an
+// exhaustion in its own row, atomically, and is delivered to that handler
+// at least once, after any restart, until it returns nil. Without one it is
+// settled as abandoned and reported to the [Observer]; an update a claim
+// finds with its attempts already spent stays an unacknowledged exhaustion
+// for operator tooling (see [Config.ExhaustionHandler]).
 //
 // # Attempt history
 //

@@ -53,7 +53,7 @@ func (r *Runner) deliver(rn *run, e Exhaustion) {
 	}
 	ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
 	defer cancel()
-	ok, err := r.durable.AcknowledgeExhaustion(ctx, e.Identity, now())
+	ok, err := r.store.AcknowledgeExhaustion(ctx, e.Identity, now())
 	if err != nil {
 		r.storeError(StepSettle, e.UpdateID, err)
 		return

@@ -17,14 +17,14 @@ import (
 
 // exhausted records update id in store as an unacknowledged exhaustion, as
 // a process that gave up on it would have left it.
-func exhausted(t *testing.T, store intake.DurableStore, id int64, body []byte) intake.Identity {
+func exhausted(t *testing.T, store intake.Store, id int64, body []byte) intake.Identity {
 	t.Helper()
 	ctx := t.Context()
 	now := time.Now()
 	if _, err := store.Add(ctx, intake.Incoming{UpdateID: id, Body: body, ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	ident, ok, err := store.ClaimOwned(ctx, id, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 1, DurableExhaustion: true})
+	ident, ok, err := store.Claim(ctx, id, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 1})
 	if err != nil || !ok {
 		t.Fatalf("claim %d: %v %v", id, ok, err)
 	}
@@ -218,18 +218,22 @@ func TestUnparsableStoredBody(t *testing.T) {
 	}
 }
 
-// ExhaustionHandler and AttemptHandler need the store capabilities.
+// The core suffices for every handler; strict chat order needs its
+// capability.
 func TestCapabilityRequirements(t *testing.T) {
 	t.Parallel()
 	plain := plainStore{memstore.New()}
-	if _, err := intake.New(intake.Config{Store: plain, AttemptHandler: func(context.Context, intake.Update, intake.Attempt) error { return nil }}); err == nil || !containsAll(err.Error(), "AttemptHandler", "FencedStore") {
-		t.Fatalf("AttemptHandler with a plain store: %v", err)
+	if _, err := intake.New(intake.Config{Store: plain, AttemptHandler: func(context.Context, intake.Update, intake.Attempt) error { return nil }}); err != nil {
+		t.Fatalf("AttemptHandler with a core-only store: %v", err)
 	}
-	if _, err := intake.New(intake.Config{Store: plain, Handler: nop, ExhaustionHandler: func(context.Context, intake.Exhaustion) error { return nil }}); err == nil || !containsAll(err.Error(), "ExhaustionHandler", "DurableStore") {
-		t.Fatalf("ExhaustionHandler with a plain store: %v", err)
+	if _, err := intake.New(intake.Config{Store: plain, Handler: nop, ExhaustionHandler: func(context.Context, intake.Exhaustion) error { return nil }}); err != nil {
+		t.Fatalf("ExhaustionHandler with a core-only store: %v", err)
 	}
-	if _, err := intake.New(intake.Config{Store: plain, Handler: nop, KeepExhaustions: true}); err == nil || !containsAll(err.Error(), "KeepExhaustions", "DurableStore") {
-		t.Fatalf("KeepExhaustions with a plain store: %v", err)
+	if _, err := intake.New(intake.Config{Store: plain, Handler: nop, KeepExhaustions: true}); err != nil {
+		t.Fatalf("KeepExhaustions with a core-only store: %v", err)
+	}
+	if _, err := intake.New(intake.Config{Store: plain, Handler: nop, ChatOrder: intake.ChatOrderStrict}); err == nil || !containsAll(err.Error(), "ChatOrder", "ChatOrderStore") {
+		t.Fatalf("ChatOrderStrict with a core-only store: %v", err)
 	}
 }
 
@@ -277,7 +281,8 @@ func TestKeepExhaustionsWithoutHandler(t *testing.T) {
 	})
 }
 
-// A plain Store (no fencing) still handles, retries and abandons.
+// A store with the core only (no capability) handles, retries and
+// abandons, every attempt under a claim id of its own.
 func TestPlainStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memstore.New()
@@ -296,8 +301,8 @@ func TestPlainStore(t *testing.T) {
 		idle(t, r)
 		sweep(t, r)
 		idle(t, r)
-		if len(ids) != 2 || ids[1].Attempt != 2 || ids[1].ClaimID != "" {
-			t.Fatalf("claims %+v, want attempts 1 and 2 without claim ids", ids)
+		if len(ids) != 2 || ids[1].Attempt != 2 || ids[0].ClaimID == "" || ids[1].ClaimID == ids[0].ClaimID {
+			t.Fatalf("claims %+v, want attempts 1 and 2 under two claim ids", ids)
 		}
 		if got := row(t, mem, 1); got.State != intake.StateAbandoned {
 			t.Fatalf("row %q, want abandoned", got.State)

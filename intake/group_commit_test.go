@@ -19,7 +19,7 @@ func TestGroupCommitBatchesConcurrentAccepts(t *testing.T) {
 		store := newFaultStore()
 		entered := make(chan struct{})
 		release := make(chan struct{})
-		store.AddBatchFunc = func(ctx context.Context, us []intake.Incoming) ([]bool, error) {
+		store.AddBatchFunc = func(ctx context.Context, us []intake.AddRequest) ([]intake.AddResult, error) {
 			if store.Calls("AddBatch") == 1 {
 				close(entered)
 				<-release
@@ -77,7 +77,7 @@ func TestGroupCommitDuplicatesErrorsAndCancellation(t *testing.T) {
 		entered := make(chan struct{})
 		release := make(chan struct{})
 		fail := false
-		store.AddBatchFunc = func(ctx context.Context, us []intake.Incoming) ([]bool, error) {
+		store.AddBatchFunc = func(ctx context.Context, us []intake.AddRequest) ([]intake.AddResult, error) {
 			if store.Calls("AddBatch") == 1 {
 				close(entered)
 				<-release

@@ -36,25 +36,25 @@ func (m *mortal) check() error {
 	return nil
 }
 
-func (m *mortal) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+func (m *mortal) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
 	if err := m.check(); err != nil {
 		return intake.Identity{}, false, err
 	}
-	return m.Store.ClaimOwned(ctx, id, o)
+	return m.Store.Claim(ctx, id, o)
 }
 
-func (m *mortal) RenewOwned(ctx context.Context, id intake.Identity, until, now time.Time) (bool, error) {
+func (m *mortal) Renew(ctx context.Context, id intake.Identity, until, now time.Time) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	return m.Store.RenewOwned(ctx, id, until, now)
+	return m.Store.Renew(ctx, id, until, now)
 }
 
-func (m *mortal) SettleOwned(ctx context.Context, id intake.Identity, s intake.Settlement) (bool, error) {
+func (m *mortal) Settle(ctx context.Context, id intake.Identity, s intake.Settlement) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	return m.Store.SettleOwned(ctx, id, s)
+	return m.Store.Settle(ctx, id, s)
 }
 
 func (m *mortal) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {

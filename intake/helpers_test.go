@@ -12,22 +12,19 @@ import (
 )
 
 // faultStore wraps a memstore with optional per-method hooks and counters.
-// A nil hook passes the call through. It is a DurableStore and a
-// BatchStore, like memstore, but not a ClaimingBatchStore.
+// A nil hook passes the call through. It has memstore's capabilities, but
+// records every add unclaimed, as a store may answer a claimed add it
+// could not claim: its tests drive the add-then-claim path and the
+// AddBatch hooks. claimingStore (claim_on_add_test.go) drives the
+// claimed-add path.
 type faultStore struct {
 	*memstore.Store
-	// hideClaimOnAdd makes the promoted AddBatchClaimed ambiguous, so a
-	// faultStore is not an intake.ClaimingBatchStore: its tests drive the
-	// add-then-claim path and the AddBatch hooks. claimingStore
-	// (claim_on_add_test.go) drives the claimed-add path.
-	//lint:ignore U1000 present only to make the promoted method ambiguous
-	hideClaimOnAdd
 
 	mu           sync.Mutex
 	calls        map[string]int
 	batchSizes   []int
 	DueFunc      func(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error)
-	AddBatchFunc func(ctx context.Context, us []intake.Incoming) ([]bool, error)
+	AddBatchFunc func(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error)
 	RenewFunc    func(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error)
 	SettleFunc   func(ctx context.Context, id intake.Identity, s intake.Settlement) (bool, error)
 	ExhaustFunc  func(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error)
@@ -70,31 +67,42 @@ func (s *faultStore) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	return s.Store.Add(ctx, u)
 }
 
-func (s *faultStore) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
+// AddBatch records reqs unclaimed through AddBatchFunc, or memstore.
+func (s *faultStore) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
 	s.count("AddBatch")
+	unclaimed := make([]intake.AddRequest, len(reqs))
+	for i, r := range reqs {
+		unclaimed[i] = intake.AddRequest{Incoming: r.Incoming}
+	}
 	s.mu.Lock()
-	s.batchSizes = append(s.batchSizes, len(us))
+	s.batchSizes = append(s.batchSizes, len(reqs))
 	s.mu.Unlock()
 	if s.AddBatchFunc != nil {
-		return s.AddBatchFunc(ctx, us)
+		return s.AddBatchFunc(ctx, unclaimed)
 	}
-	return s.Store.AddBatch(ctx, us)
+	return s.Store.AddBatch(ctx, unclaimed)
 }
 
-func (s *faultStore) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
-	s.count("RenewOwned")
+// AddBatchAs is AddBatch: the adds are recorded unclaimed, so no process
+// takes them.
+func (s *faultStore) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, _ intake.ProcessClaim) ([]intake.AddResult, error) {
+	return s.AddBatch(ctx, reqs)
+}
+
+func (s *faultStore) Renew(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
+	s.count("Renew")
 	if s.RenewFunc != nil {
 		return s.RenewFunc(ctx, id, leaseUntil, now)
 	}
-	return s.Store.RenewOwned(ctx, id, leaseUntil, now)
+	return s.Store.Renew(ctx, id, leaseUntil, now)
 }
 
-func (s *faultStore) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
-	s.count("SettleOwned")
+func (s *faultStore) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	s.count("Settle")
 	if s.SettleFunc != nil {
 		return s.SettleFunc(ctx, id, st)
 	}
-	return s.Store.SettleOwned(ctx, id, st)
+	return s.Store.Settle(ctx, id, st)
 }
 
 func (s *faultStore) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
@@ -113,16 +121,7 @@ func (s *faultStore) AcknowledgeExhaustion(ctx context.Context, id intake.Identi
 	return s.Store.AcknowledgeExhaustion(ctx, id, at)
 }
 
-// hideClaimOnAdd has a method named like
-// intake.ClaimingBatchStore.AddBatchClaimed, to hide memstore's beside it.
-//
-//lint:ignore U1000 never used: its presence hides a method
-type hideClaimOnAdd struct{}
-
-//lint:ignore U1000 never called: its presence hides memstore's method
-func (hideClaimOnAdd) AddBatchClaimed() {}
-
-// plainStore hides every capability but the base Store.
+// plainStore hides every optional capability: the core only.
 type plainStore struct{ intake.Store }
 
 // newRunner builds a runner and closes it at the end of the test.

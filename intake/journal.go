@@ -121,9 +121,11 @@ func (i Intent) String() string {
 	return fmt.Sprintf("Intent(%d)", int(i))
 }
 
-// JournalStore is an optional capability of a [FencedStore]: a journal of
-// the Bot API calls made on behalf of each update, so that a later attempt
-// of the same update does not send an identical call twice.
+// JournalStore is an optional capability: a journal of the Bot API calls
+// made on behalf of each update, so that a later attempt of the same update
+// does not send an identical call twice. Without it, the gateway still
+// fences calls by the attempt's identity ([Store.Owns]) but cannot replay
+// them: a later attempt's identical call is sent again.
 //
 // An entry is keyed by the update id and the [Call] (method, parameters hash,
 // occurrence). It belongs to its update's row: when [Store.Prune] deletes
@@ -136,7 +138,7 @@ func (i Intent) String() string {
 // An identity may make calls on behalf of its update (is admitted) at a
 // time at while either
 //
-//   - it holds a live lease at at, as for [FencedStore.Owns]; or
+//   - it holds a live lease at at, as for [Store.Owns]; or
 //   - it is the update's tail: the row is completed and its attempt and
 //     claim id are the identity's, whatever the time. The attempt that
 //     completed an update is not stale in the fencing sense: no other
@@ -153,14 +155,13 @@ func (i Intent) String() string {
 // whose row was since claimed again, requeued or pruned, and not a
 // mismatched identity. The tail ends with its row: when the row is pruned
 // or changes state (a completed row is never claimed again), the identity
-// is refused. [FencedStore.Owns] is unchanged by this and admits no tail:
+// is refused. [Store.Owns] is unchanged by this and admits no tail:
 // it remains the authority for an application's domain writes.
 //
 // Every method is safe for concurrent use, like the rest of the store, and
 // its writes are as durable as the store's other writes when it returns.
-// Without this capability the gateway fences calls but cannot replay them.
 type JournalStore interface {
-	FencedStore
+	Store
 
 	// Admits reports whether id may make calls at at (see "Who may call"):
 	// it holds a live lease at at, or it is its update's tail. It records
@@ -194,6 +195,17 @@ type JournalStore interface {
 	// whether it applied. An outcome other than CallAnswered, CallUnknown or
 	// CallNotDispatched is an error.
 	RecordOutcome(ctx context.Context, id Identity, call Call, res CallResult, at time.Time) (bool, error)
+
+	// RecordOutcomeDeferred records an outcome exactly as RecordOutcome
+	// does, with the same result and as durable when it returns, but a
+	// store whose writes share durable commits may hold the write back for
+	// a short bound it documents, to commit it together with its next write
+	// (typically another call's intent) instead of costing a commit of its
+	// own, which would delay the intents queued behind it. The gateway uses
+	// it for the outcomes it records after answering the app. A store
+	// without shared commits records at once, as RecordOutcome. It returns
+	// ctx's error if ctx ends first; the outcome may then still be recorded.
+	RecordOutcomeDeferred(ctx context.Context, id Identity, call Call, res CallResult, at time.Time) (bool, error)
 
 	// Journal lists the entries of an update, ordered by intent time, then
 	// method, hash and occurrence. An update without entries (or without a
@@ -235,22 +247,4 @@ func CheckCallResult(call Call, res CallResult) error {
 		return fmt.Errorf("%w: CallResult.Body of %d bytes exceeds %d", ErrInvalidCall, len(res.Body), MaxJournalBody)
 	}
 	return nil
-}
-
-// DeferredOutcomeStore is an optional capability of a [JournalStore] whose
-// writes share durable commits: an outcome may wait, briefly, to commit
-// together with the store's next write (typically another call's intent)
-// instead of costing a commit of its own, which would delay the intents
-// queued behind it. The gateway uses it for the outcomes it records after
-// answering the app; without it, it calls RecordOutcome.
-type DeferredOutcomeStore interface {
-	JournalStore
-
-	// RecordOutcomeDeferred records an outcome exactly as
-	// [JournalStore.RecordOutcome] does, with the same result and as
-	// durable when it returns, but it may hold the write back for a short
-	// bound the store documents, to share the commit of a later write. It
-	// returns ctx's error if ctx ends first; the outcome may then still be
-	// recorded.
-	RecordOutcomeDeferred(ctx context.Context, id Identity, call Call, res CallResult, at time.Time) (bool, error)
 }

@@ -55,7 +55,7 @@ func TestLiveLeaseKeepsOthersOffDeadLeaseLapses(t *testing.T) {
 		if _, err := store.Add(t.Context(), intake.Incoming{UpdateID: 2, Body: msg(2, 2), ReceivedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		dead, ok, err := store.ClaimOwned(t.Context(), 2, intake.ClaimOpts{Now: time.Now(), LeaseUntil: time.Now().Add(testLease), MaxAttempts: 5})
+		dead, ok, err := store.Claim(t.Context(), 2, intake.ClaimOpts{Now: time.Now(), LeaseUntil: time.Now().Add(testLease), MaxAttempts: 5})
 		if err != nil || !ok {
 			t.Fatalf("dead claim: %v %v", ok, err)
 		}
@@ -80,7 +80,7 @@ func TestOwnerLossCancelsHandlerAndFenceRefusesStaleWrite(t *testing.T) {
 			if id.Attempt == 1 {
 				return false, nil
 			}
-			return store.Store.RenewOwned(ctx, id, until, now)
+			return store.Store.Renew(ctx, id, until, now)
 		}
 		var (
 			mu       sync.Mutex
@@ -227,7 +227,7 @@ func TestRenewalsSerialisedAndOldDeadlineCannotAbort(t *testing.T) {
 			if renewals.Add(1) == 1 {
 				time.Sleep(testLease / 2) // the first renewal is slow: ticks pass meanwhile
 			}
-			return store.Store.RenewOwned(ctx, id, until, now)
+			return store.Store.Renew(ctx, id, until, now)
 		}
 		var (
 			errAtEnd error
@@ -364,7 +364,7 @@ func TestStoreFailureReportedAndUpdateNotLost(t *testing.T) {
 			if settles.Add(1) == 1 {
 				return false, errBoom
 			}
-			return store.Store.SettleOwned(ctx, id, s)
+			return store.Store.Settle(ctx, id, s)
 		}
 		var steps recorder
 		var calls atomic.Int32

@@ -23,20 +23,21 @@ import (
 // start-up sweep takes the update over. All methods are safe for concurrent
 // use.
 type Runner struct {
-	cfg     Config
-	store   FencedStore  // Config.Store, wrapped in unfenced when it is a plain Store
-	proves  bool         // the store proves ownership (Config.Store is a FencedStore)
-	durable DurableStore // set when exhaustions are kept: an ExhaustionHandler or KeepExhaustions
-	batch   *committer   // set when the store is a BatchStore or a ClaimingBatchStore
-	// claimOnAdd is set when the store is a fenced ClaimingBatchStore and
-	// chat order is per process: an update that can run at once is
-	// recorded already claimed.
+	cfg   Config
+	store Store      // Config.Store
+	keep  bool       // exhaustions are kept: an ExhaustionHandler or KeepExhaustions
+	batch *committer // group commit of adds into Store.AddBatch
+	// claimOnAdd is set when chat order is per process: an update that can
+	// run at once is recorded already claimed.
 	claimOnAdd bool
-	procs      ProcessStore // set when the store keeps heartbeats and Config.NoHeartbeat is unset
-	crashes    int          // ClaimOpts.MaxCrashes
-	policy     func(error, int) (time.Duration, bool)
-	strict     bool // Config.ChatOrder is ChatOrderStrict
-	log        *slog.Logger
+	// The capabilities, detected once by New (nil without).
+	proc    ProcessStore   // claims with ClaimAs, adds with AddBatchAs
+	procs   ProcessStore   // heartbeats: proc unless Config.NoHeartbeat
+	order   ChatOrderStore // set under ChatOrderStrict: claims with ClaimInOrder
+	crashes int            // ProcessClaim.MaxCrashes
+	policy  func(error, int) (time.Duration, bool)
+	strict  bool // Config.ChatOrder is ChatOrderStrict
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	started  bool       // Accept schedules
@@ -118,7 +119,7 @@ type job struct {
 }
 
 // heldClaim is a claim taken by a claimed add, the end of its lease and
-// the process it was taken as (ClaimOpts.Owner).
+// the process it was taken as (ProcessClaim.Process).
 type heldClaim struct {
 	id         Identity
 	leaseUntil time.Time
@@ -142,28 +143,22 @@ func New(cfg Config) (*Runner, error) {
 	if r.policy == nil {
 		r.policy = DefaultRetry
 	}
-	if fs, ok := c.Store.(FencedStore); ok {
-		r.store, r.proves = fs, true
-	} else {
-		r.store = unfenced{c.Store}
-	}
-	if c.ExhaustionHandler != nil || c.KeepExhaustions {
-		r.durable = c.Store.(DurableStore) // checked by fill
-	}
-	if cs, ok := c.Store.(ClaimingBatchStore); ok && r.proves && c.ChatOrder != ChatOrderStrict {
-		// Strict chat order is the store's to judge at every claim, which
-		// a claimed add does not ask it: such a runner adds unclaimed.
-		r.batch = newCommitter(cs.AddBatchClaimed, c.MaxBatch, min(c.LeaseDuration, c.AcceptTimeout))
-		r.claimOnAdd = true
-	} else if bs, ok := c.Store.(BatchStore); ok {
-		r.batch = newCommitter(addBatchFunc(bs), c.MaxBatch, min(c.LeaseDuration, c.AcceptTimeout))
-	}
+	r.store = c.Store
+	r.keep = c.ExhaustionHandler != nil || c.KeepExhaustions
 	if ps, ok := c.Store.(ProcessStore); ok {
+		r.proc = ps
 		r.crashes = max(c.MaxCrashes, 0)
 		if !c.NoHeartbeat {
 			r.procs = ps
 		}
 	}
+	if r.strict {
+		r.order = c.Store.(ChatOrderStore) // checked by fill
+	}
+	// Strict chat order is the store's to judge at every claim, which a
+	// claimed add does not ask it: such a runner adds unclaimed.
+	r.claimOnAdd = !r.strict
+	r.batch = newCommitter(r.commitAdds, c.MaxBatch, min(c.LeaseDuration, c.AcceptTimeout))
 	return r, nil
 }
 
@@ -179,9 +174,9 @@ func now() time.Time { return time.Now().Truncate(time.Millisecond) }
 // Accept does not retain body. An error means the store could not record
 // the update (the webhook answers 503 so Telegram re-delivers it).
 //
-// With a [BatchStore], concurrent calls share one [BatchStore.AddBatch];
-// a call that finds no commit in progress commits at once. With a fenced
-// [ClaimingBatchStore], an update the started runner can handle at once
+// Concurrent calls share one [Store.AddBatch]; a call that finds no commit
+// in progress commits at once. Unless chat order is strict, an update the
+// started runner can handle at once
 // (nothing of its chat is scheduled or being accepted in this process, a
 // handler slot is free, and nothing waits for room) is recorded already
 // claimed, in the same commit, and handed to its handler before Accept
@@ -203,14 +198,8 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	if r.claimOnAdd {
 		return r.acceptClaiming(ctx, p, in)
 	}
-	var added bool
-	if r.batch != nil {
-		var res AddResult
-		res, err = r.batch.Do(ctx, AddRequest{Incoming: in})
-		added = res.Added
-	} else {
-		added, err = r.store.Add(ctx, in)
-	}
+	res, err := r.batch.Do(ctx, addReq{AddRequest: AddRequest{Incoming: in}})
+	added := res.Added
 	if err != nil {
 		return 0, fmt.Errorf("intake: record update %d: %w", p.id, err)
 	}
@@ -243,7 +232,7 @@ func (r *Runner) route(p *parsedUpdate, received time.Time) {
 	p.key = ""
 }
 
-// acceptClaiming is Accept through a [ClaimingBatchStore]. When the update
+// acceptClaiming is Accept with claims on add. When the update
 // can run at once, it reserves the update's chat line and a claim token
 // before the add (having seen a handler slot free), asks the add for a
 // claim, and on commit starts the line with the claimed job first; a
@@ -252,7 +241,7 @@ func (r *Runner) route(p *parsedUpdate, received time.Time) {
 // an accept in flight, so that no later update of the chat is claimed on
 // add (and run) before this one is scheduled.
 func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming) (Acceptance, error) {
-	req := AddRequest{Incoming: in}
+	req := addReq{AddRequest: AddRequest{Incoming: in}}
 	r.mu.Lock()
 	rn := r.run
 	if !r.started {
@@ -263,8 +252,8 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 		ln = r.reserveLocked(rn, p.id, p.line, !r.deadlineOf(p.kind, in.ReceivedAt).IsZero())
 		if ln != nil {
 			req.Claim = &ClaimOpts{Now: in.ReceivedAt, LeaseUntil: in.ReceivedAt.Add(r.cfg.LeaseDuration),
-				MaxAttempts: r.cfg.MaxAttempts, DurableExhaustion: r.durable != nil,
-				Owner: rn.hb.claimAs(in.ReceivedAt), MaxCrashes: r.crashes}
+				MaxAttempts: r.cfg.MaxAttempts}
+			req.process = rn.hb.claimAs(in.ReceivedAt)
 		} else {
 			rn.adding[p.line]++
 		}
@@ -277,7 +266,7 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 	r.mu.Lock()
 	switch {
 	case ln != nil && accepted && res.Claimed():
-		r.startClaimedLocked(rn, ln, p.line, r.acceptedJob(p, in.Body, in.ReceivedAt), &heldClaim{id: res.Identity, leaseUntil: req.Claim.LeaseUntil, owner: req.Claim.Owner})
+		r.startClaimedLocked(rn, ln, p.line, r.acceptedJob(p, in.Body, in.ReceivedAt), &heldClaim{id: res.Identity, leaseUntil: req.Claim.LeaseUntil, owner: req.process})
 	case ln != nil:
 		r.releaseLocked(rn, ln, p.line)
 		if accepted { // recorded, but not claimed: schedule it as any other
@@ -654,7 +643,14 @@ func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (i
 	if pendingBefore.After(at) {
 		pendingBefore = at
 	}
-	rows, err := r.store.Due(ctx, DueQuery{Now: at, PendingBefore: pendingBefore, Limit: limit, StrictChatOrder: r.strict})
+	q := DueQuery{Now: at, PendingBefore: pendingBefore, Limit: limit}
+	var rows []StoredUpdate
+	var err error
+	if r.order != nil {
+		rows, err = r.order.DueInOrder(ctx, q, "")
+	} else {
+		rows, err = r.store.Due(ctx, q)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("list due updates: %w", err)
 	}
@@ -711,7 +707,7 @@ func (r *Runner) scheduleRows(rn *run, rows []StoredUpdate) int {
 func (r *Runner) handOff(rn *run, key string) {
 	at := now()
 	ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
-	rows, err := r.store.Due(ctx, DueQuery{Now: at, PendingBefore: at, Limit: 1, StrictChatOrder: true, Chat: key})
+	rows, err := r.order.DueInOrder(ctx, DueQuery{Now: at, PendingBefore: at, Limit: 1}, key)
 	cancel()
 	if err != nil {
 		r.storeError(StepSweep, -1, fmt.Errorf("list the next update of a chat: %w", err))
@@ -731,13 +727,13 @@ func (r *Runner) sweepExhaustions(ctx context.Context, rn *run) (int, error) {
 	if cursor >= 0 {
 		q.After = &cursor
 	}
-	page, err := r.durable.DueExhaustions(ctx, q)
+	page, err := r.store.DueExhaustions(ctx, q)
 	if err != nil {
 		return 0, fmt.Errorf("list due exhaustions: %w", err)
 	}
 	if len(page) == 0 && cursor >= 0 {
 		q.After = nil
-		if page, err = r.durable.DueExhaustions(ctx, q); err != nil {
+		if page, err = r.store.DueExhaustions(ctx, q); err != nil {
 			return 0, fmt.Errorf("list due exhaustions: %w", err)
 		}
 	}

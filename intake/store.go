@@ -12,7 +12,7 @@ import (
 // A row moves pending → processing → completed | failed | abandoned. A failed
 // row becomes processing again when its retry is due. An abandoned row whose
 // settlement time is unset is an unacknowledged exhaustion (see
-// [DurableStore]).
+// [Store.Exhaust]).
 type State string
 
 // The five row states. Stores persist these exact strings.
@@ -31,13 +31,14 @@ const AttemptsSpentText = "attempts spent"
 
 // CrashesSpentText is the error text a [ProcessStore] records in a row when
 // a claim takes it over from a process whose heartbeat lapsed and finds its
-// crash budget ([ClaimOpts.MaxCrashes]) spent: the update was in flight
+// crash budget ([ProcessClaim.MaxCrashes]) spent: the update was in flight
 // each time its process ended, so it is most likely what ends them.
 const CrashesSpentText = "crashes spent: its process ended while handling it too often"
 
 // ErrInvalidArgument is wrapped by the error a store method returns for an
-// argument outside the contract: a [ClaimOpts], [Settlement], [DueQuery],
-// [ExhaustionQuery] or [ListQuery] whose Validate fails. Such a call changes
+// argument outside the contract: a [ClaimOpts], [ProcessClaim],
+// [Settlement], [DueQuery], [ExhaustionQuery] or [ListQuery] whose Validate
+// fails, or an [AddRequest] whose Claim does. Such a call changes
 // nothing. Stores call Validate rather than repeat its checks. A refusal
 // decided by a row's state is never an error.
 var ErrInvalidArgument = errors.New("intake: invalid store argument")
@@ -73,7 +74,7 @@ type Incoming struct {
 	// voter_chat object of the update's payload (a private chat and its user
 	// share one key). It is empty when the update has none, or when the key
 	// would be longer than [MaxChatKey] bytes. A [ChatOrderStore] keeps it
-	// for [ClaimOpts.StrictChatOrder]; other stores ignore it. A row with an
+	// for its strict claims; other stores may ignore it. A row with an
 	// empty Chat is never held back by strict order, nor holds others.
 	Chat string
 }
@@ -94,7 +95,10 @@ type StoredUpdate struct {
 	ReceivedAt time.Time
 }
 
-// ClaimOpts are the parameters of one claim.
+// ClaimOpts are the parameters of one claim, as [Store.Claim] takes them.
+// The capabilities that change a claim take their own terms beside them
+// ([ProcessClaim] for a [ProcessStore]; a [ChatOrderStore]'s claim is strict
+// by its method).
 type ClaimOpts struct {
 	// Now is the intake clock's time of the claim. It decides whether a row is
 	// claimable: a pending row always is; a failed row when its retry time is
@@ -105,61 +109,23 @@ type ClaimOpts struct {
 	// through LeaseUntil inclusive.
 	LeaseUntil time.Time
 	// MaxAttempts is the attempt ceiling, at least 1. A claimable row whose
-	// attempts already reached it is abandoned with [AttemptsSpentText]
-	// instead of being taken.
+	// attempts already reached it is exhausted with [AttemptsSpentText]
+	// instead of being taken: it becomes an unacknowledged exhaustion
+	// ([Store.DueExhaustions]), so that a process that crashed on its last
+	// attempt still leaves a durable record.
 	MaxAttempts int
-	// DurableExhaustion, when set, makes such an abandonment an unacknowledged
-	// exhaustion (settlement time unset) instead of a settled row, so that a
-	// process that crashed on its last attempt still leaves a durable record.
-	// Only a [DurableStore] can honour it; other stores ignore it.
-	DurableExhaustion bool
-	// Owner is the process id ([ProcessStore.Register]) of the runner taking
-	// the claim, or empty for none. A [ProcessStore] records it with the
-	// claim, and the row becomes claimable again as soon as that process's
-	// heartbeat lapses, even while its lease lasts. A claim with no owner is
-	// reclaimed only when its lease ends. Other stores ignore it.
-	Owner string
-	// MaxCrashes is the crash budget of a [ProcessStore], 0 or more. A claim
-	// that takes over a processing row whose owner was not live at Now
-	// counts a crash: the previous attempt ended with its process. With
-	// MaxCrashes above zero, crashed attempts count against MaxCrashes
-	// instead of MaxAttempts: the row is spent when its attempts that did
-	// not end in a crash reach MaxAttempts (abandoned with
-	// [AttemptsSpentText]) or its crashes reach MaxCrashes (abandoned with
-	// [CrashesSpentText]). Zero counts every attempt against MaxAttempts,
-	// crashed or not, as a store without heartbeats does. Other stores
-	// ignore it.
-	MaxCrashes int
-	// StrictChatOrder, when set, adds one condition to claimability, checked
-	// in the same atomic step as the claim: a row whose stored chat
-	// ([Incoming.Chat]) is not empty is claimable only when no other row of
-	// its chat is unsettled with a lower update id (pending, processing or
-	// failed; a completed or abandoned row, an unacknowledged exhaustion
-	// included, releases its chat) and no other row of its chat is
-	// processing under a lease live at Now (an update recorded after a
-	// later one of its chat was claimed waits for that one). So, of one
-	// chat, only the lowest unsettled row is ever claimable, and two claims
-	// of one chat can never both hold live leases, however many processes
-	// claim. A refusal for order is a false result, like any other, and
-	// spends nothing. Only a [ChatOrderStore] honours it; the intake never
-	// sets it for other stores.
-	StrictChatOrder bool
 }
 
 // Validate reports an error wrapping [ErrInvalidArgument] when MaxAttempts
-// is below 1 or MaxCrashes is negative.
+// is below 1.
 func (o ClaimOpts) Validate() error {
 	if o.MaxAttempts < 1 {
 		return invalid("ClaimOpts.MaxAttempts %d: want at least 1", o.MaxAttempts)
 	}
-	if o.MaxCrashes < 0 {
-		return invalid("ClaimOpts.MaxCrashes %d: want 0 or more", o.MaxCrashes)
-	}
 	return nil
 }
 
-// Settlement is the end of one attempt, passed to [Store.Settle] and
-// [FencedStore.SettleOwned].
+// Settlement is the end of one attempt, passed to [Store.Settle].
 type Settlement struct {
 	// State is StateCompleted, StateFailed or StateAbandoned. Any other state
 	// is refused by the store with an error.
@@ -195,16 +161,6 @@ type DueQuery struct {
 	PendingBefore time.Time
 	// Limit is the page size, at least 1.
 	Limit int
-	// StrictChatOrder, when set, lists only rows a claim with
-	// [ClaimOpts.StrictChatOrder] at Now could take, so rows held back by
-	// an earlier update of their chat never fill a page. Only a
-	// [ChatOrderStore] honours it.
-	StrictChatOrder bool
-	// Chat, when not empty, lists only rows whose stored chat is Chat. The
-	// intake sets it, with StrictChatOrder, to find the next update of a
-	// chat whose update it just settled. Only a [ChatOrderStore] honours
-	// it.
-	Chat string
 }
 
 // Validate reports an error wrapping [ErrInvalidArgument] when Limit is
@@ -227,7 +183,7 @@ type Identity struct {
 }
 
 // Exhaustion is an update whose handling ended for good — a dead letter —
-// while a [DurableStore] keeps it until the exact identity acknowledges it.
+// while the store keeps it until the exact identity acknowledges it.
 type Exhaustion struct {
 	Identity
 	// Body is the raw stored body.
@@ -238,7 +194,7 @@ type Exhaustion struct {
 	Error string
 }
 
-// ExhaustionQuery is one page of [DurableStore.DueExhaustions].
+// ExhaustionQuery is one page of [Store.DueExhaustions].
 type ExhaustionQuery struct {
 	// Limit is the page size, at least 1.
 	Limit int
@@ -256,15 +212,22 @@ func (q ExhaustionQuery) Validate() error {
 	return nil
 }
 
-// Store is the minimum a store must implement: the six atomic steps of the
-// intake. Every method must be safe for concurrent use by many goroutines and,
-// for a shared database, by many processes.
+// Store is the store contract's core: what every store does, and all the
+// intake needs. Every method must be safe for concurrent use by many
+// goroutines and, for a shared database, by many processes.
 //
 // Each state change must be a single atomic step (one conditional statement
 // or one transaction), never a read followed by a separate write: the most
 // common store bug is a claim that reads, then writes, and so lets two
 // workers take the same row. Run [github.com/tgrelay/tgrelay/intake/storetest.Run]
 // against an implementation.
+//
+// Every claim is fenced: it persists an [Identity] with a fresh claim id,
+// and Renew, Settle, Owns and Exhaust compare all three of its fields, so a
+// stale identity (an earlier attempt, another claim id, or a claim of a row
+// that was since pruned and recorded again) never renews, settles, owns or
+// exhausts. A terminal failure is durable: it stays in the update's own row
+// as an unacknowledged exhaustion until its exact identity acknowledges it.
 //
 // Times are the intake's clock, never the database's. Stores keep them with
 // at least millisecond precision; the intake only ever compares times it
@@ -275,8 +238,26 @@ func (q ExhaustionQuery) Validate() error {
 // rather than reading its own clock.
 //
 // Methods return an error only when the store could not answer (I/O, a
-// closed database, a cancelled ctx). A refusal decided by the row's state is
-// a false result, never an error.
+// closed database, a cancelled ctx) or an argument is outside the contract
+// ([ErrInvalidArgument]). A refusal decided by the row's state is a false
+// result, never an error.
+//
+// Beside the core, a store may implement up to five optional capabilities,
+// each an interface whose doc says what happens without it:
+//
+//   - [ProcessStore]: heartbeats, so a dead process's updates are taken over
+//     in seconds. Without it they wait out their leases.
+//   - [ChatOrderStore]: strict per-chat order across processes. Without it
+//     [New] refuses [ChatOrderStrict].
+//   - [JournalStore]: the gateway's journal of outgoing calls. Without it
+//     the gateway fences calls but cannot replay them.
+//   - [AdminStore]: listing, requeue and stats for operator tooling.
+//     Without it that tooling cannot use the store.
+//   - [HealthChecker]: a readiness check. Without it readiness trusts the
+//     store.
+//
+// They are detected once, where the store is handed over ([New], the
+// relay), so hand over the store itself: a wrapper hides them.
 type Store interface {
 	// Add records a new pending row with zero attempts and reports true.
 	// It reports false, changing nothing, when a row with this UpdateID
@@ -284,31 +265,67 @@ type Store interface {
 	// returns: the intake answers Telegram only afterwards.
 	Add(ctx context.Context, u Incoming) (bool, error)
 
-	// Claim takes a claimable row: it becomes processing with attempts+1 and
-	// lease end opts.LeaseUntil, and the new attempt number is returned with
-	// true. A missing or unclaimable row reports false and changes nothing.
-	// A claimable row whose attempts reached opts.MaxAttempts is abandoned
-	// with [AttemptsSpentText] (settled at opts.Now, or left unacknowledged
-	// when opts.DurableExhaustion is set and the store is durable) and false
-	// is reported.
-	// A row under a live lease is not claimable, so a claim leaves it
-	// untouched even when it is on its last attempt.
-	Claim(ctx context.Context, updateID int64, opts ClaimOpts) (attempt int, ok bool, err error)
+	// AddBatch records each request as Add would, atomically and durably
+	// (one transaction, one commit), and reports for each input, in order,
+	// whether it was newly recorded and, for one recorded claimed (its
+	// [AddRequest.Claim] set), the identity of that claim. A duplicate (a
+	// stored update id, or an earlier request of the batch with the same
+	// id) is neither recorded nor claimed. An invalid Claim is an error
+	// wrapping [ErrInvalidArgument] and records nothing; on any error
+	// nothing is recorded. The intake groups concurrent [Runner.Accept]
+	// calls into one AddBatch (group commit).
+	AddBatch(ctx context.Context, reqs []AddRequest) ([]AddResult, error)
 
-	// Renew extends the lease of a processing row whose attempt counter is
-	// attempt, only while its lease is live at now (lease end >= now). The
-	// lease end becomes the later of the current end and leaseUntil: renewal
-	// never shortens a lease and never revives an expired one. It reports
-	// whether a row changed.
-	Renew(ctx context.Context, updateID int64, attempt int, leaseUntil, now time.Time) (bool, error)
+	// Claim takes a claimable row: it becomes processing with attempts+1,
+	// lease end opts.LeaseUntil and a fresh random claim id, and the
+	// identity as persisted is returned with true. A missing or unclaimable
+	// row reports false and changes nothing. A claimable row whose attempts
+	// reached opts.MaxAttempts is exhausted instead with
+	// [AttemptsSpentText] (abandoned at opts.Now, no settlement time: an
+	// unacknowledged exhaustion), and false is reported. A row under a live
+	// lease is not claimable, so a claim leaves it untouched even when it
+	// is on its last attempt.
+	Claim(ctx context.Context, updateID int64, opts ClaimOpts) (Identity, bool, error)
 
-	// Settle ends attempt attempt of a processing row, only while its lease is
-	// live at s.At. Completed and abandoned rows get their settlement time set
-	// (and become prunable); a failed row becomes due at s.RetryAt. It reports
-	// whether a row changed; a stale attempt, a lapsed lease or an attempt
-	// already settled (a failed one included, its retry not yet claimed)
-	// reports false.
-	Settle(ctx context.Context, updateID int64, attempt int, s Settlement) (bool, error)
+	// Renew extends the lease of the processing row id holds, only while
+	// its lease is live at now (lease end >= now). The lease end becomes
+	// the later of the current end and leaseUntil: renewal never shortens a
+	// lease and never revives an expired one. It reports whether a row
+	// changed.
+	Renew(ctx context.Context, id Identity, leaseUntil, now time.Time) (bool, error)
+
+	// Settle ends the attempt id holds, only while its lease is live at
+	// s.At. Completed and abandoned rows get their settlement time set
+	// (and become prunable); a failed row becomes due at s.RetryAt. It
+	// reports whether a row changed; a stale identity, a lapsed lease or an
+	// attempt already settled (a failed one included, its retry not yet
+	// claimed) reports false.
+	Settle(ctx context.Context, id Identity, s Settlement) (bool, error)
+
+	// Owns reports whether id still holds a live lease at at: the row is
+	// processing, all three identity fields match, and the lease end is at
+	// or after at. It is the authority for a domain write only when it
+	// runs inside that write's transaction; stores offer a
+	// transaction-scoped variant (OwnsTx) for that.
+	Owns(ctx context.Context, id Identity, at time.Time) (bool, error)
+
+	// Exhaust turns the live claim id into an unacknowledged exhaustion in
+	// one atomic step: the row becomes abandoned with its exhaustion time
+	// at at, its error errText and no settlement time. It applies only
+	// while the row is processing, id matches, and the lease is live at at.
+	Exhaust(ctx context.Context, id Identity, at time.Time, errText string) (bool, error)
+
+	// DueExhaustions lists unacknowledged exhaustions (abandoned, no
+	// settlement time) in ascending update id order, at most q.Limit,
+	// strictly after q.After when it is set.
+	DueExhaustions(ctx context.Context, q ExhaustionQuery) ([]Exhaustion, error)
+
+	// AcknowledgeExhaustion settles an unacknowledged exhaustion at at,
+	// which makes it prunable. It applies only to an unacknowledged
+	// exhaustion, only for its exact identity and only once: a row in any
+	// other state (pending, processing, failed, settled), a wrong attempt,
+	// a wrong claim id or a second acknowledgement reports false.
+	AcknowledgeExhaustion(ctx context.Context, id Identity, at time.Time) (bool, error)
 
 	// Due lists, in ascending update id order and at most q.Limit, the
 	// pending rows received at or before q.PendingBefore and the non-pending
@@ -323,70 +340,77 @@ type Store interface {
 	Prune(ctx context.Context, before time.Time) (int, error)
 }
 
-// FencedStore adds claims with a persisted identity. Every method compares
-// all three fields of the [Identity]; a stale identity (an earlier attempt,
-// another claim id, or a claim of a row that was since pruned and recorded
-// again) never renews, settles or owns.
+// AddRequest is one input of [Store.AddBatch]: an update to record and,
+// when Claim is set, the claim to record it under.
+type AddRequest struct {
+	Incoming
+	// Claim, when non-nil, asks that a newly recorded row be recorded
+	// already claimed: exactly the state a [Store.Claim] of a fresh pending
+	// row with these options leaves (processing, attempts 1, lease end
+	// Claim.LeaseUntil, a fresh random claim id, no error, no settlement
+	// time). Claim.MaxAttempts must be at least 1 (see [ClaimOpts.Validate]).
+	// Nil records a pending row, as [Store.Add].
+	Claim *ClaimOpts
+}
+
+// AddResult is the answer for one [AddRequest].
+type AddResult struct {
+	// Added reports that the row was newly recorded; false for an update id
+	// already stored, or an earlier duplicate in the same batch.
+	Added bool
+	// Identity is the persisted identity of the claim the row was recorded
+	// under: set only when Added is true and the request asked for a claim
+	// (zero otherwise).
+	Identity Identity
+}
+
+// Claimed reports whether the row was recorded claimed.
+func (r AddResult) Claimed() bool { return r.Identity.ClaimID != "" }
+
+// ProcessClaim is what a [ProcessStore] adds to a claim: the process that
+// takes it and the crash budget a takeover counts against. Its zero value
+// is a claim by no process, which a store takes exactly as [Store.Claim].
+type ProcessClaim struct {
+	// Process is the process id ([ProcessStore.Register]) of the runner
+	// taking the claim, or empty for none. The store records it with the
+	// claim, and the row becomes claimable again as soon as that process's
+	// heartbeat lapses, even while its lease lasts. A claim with no process
+	// is reclaimed only when its lease ends.
+	Process string
+	// MaxCrashes is the crash budget, 0 or more. A claim that takes over a
+	// processing row whose owner was not live at Now counts a crash: the
+	// previous attempt ended with its process. With MaxCrashes above zero,
+	// crashed attempts count against MaxCrashes instead of
+	// [ClaimOpts.MaxAttempts]: the row is spent when its attempts that did
+	// not end in a crash reach MaxAttempts (exhausted with
+	// [AttemptsSpentText]) or its crashes reach MaxCrashes (exhausted with
+	// [CrashesSpentText]). Zero counts every attempt against MaxAttempts,
+	// crashed or not, as a store without heartbeats does.
+	MaxCrashes int
+}
+
+// Validate reports an error wrapping [ErrInvalidArgument] when MaxCrashes
+// is negative.
+func (p ProcessClaim) Validate() error {
+	if p.MaxCrashes < 0 {
+		return invalid("ProcessClaim.MaxCrashes %d: want 0 or more", p.MaxCrashes)
+	}
+	return nil
+}
+
+// ProcessStore is an optional capability: heartbeats of live processes, so
+// that the rows a dead process held are taken over within a heartbeat
+// timeout instead of a whole lease. Without it, the runner keeps no
+// heartbeat and a dead process's rows are reclaimed when their leases end;
+// every attempt counts against [Config.MaxAttempts], and MaxCrashes is not
+// used.
 //
-// The intake requires a FencedStore for an attempt-aware handler
-// ([Config.AttemptHandler]); with a plain Store it refuses that configuration
-// at construction.
-type FencedStore interface {
-	Store
-
-	// ClaimOwned performs the same transition as [Store.Claim] and returns
-	// the identity as persisted, with a fresh random claim id generated for
-	// every successful claim.
-	ClaimOwned(ctx context.Context, updateID int64, opts ClaimOpts) (Identity, bool, error)
-
-	// RenewOwned is [Store.Renew] for exactly this identity.
-	RenewOwned(ctx context.Context, id Identity, leaseUntil, now time.Time) (bool, error)
-
-	// Owns reports whether id still holds a live lease at at: the row is
-	// processing, all three identity fields match, and the lease end is at or
-	// after at. It is the authority for a domain write only when it runs
-	// inside that write's transaction; stores offer a transaction-scoped
-	// variant (OwnsTx) for that.
-	Owns(ctx context.Context, id Identity, at time.Time) (bool, error)
-
-	// SettleOwned is [Store.Settle] for exactly this identity.
-	SettleOwned(ctx context.Context, id Identity, s Settlement) (bool, error)
-}
-
-// DurableStore keeps a terminal failure as an unacknowledged record in the
-// update's own row until the exact identity acknowledges it. The intake
-// requires a DurableStore for an exhaustion handler
-// ([Config.ExhaustionHandler]).
-type DurableStore interface {
-	FencedStore
-
-	// Exhaust turns the live claim id into an unacknowledged exhaustion in
-	// one atomic step: the row becomes abandoned with its exhaustion time at
-	// at, its error errText and no settlement time. It applies only while the
-	// row is processing, id matches, and the lease is live at at.
-	Exhaust(ctx context.Context, id Identity, at time.Time, errText string) (bool, error)
-
-	// DueExhaustions lists unacknowledged exhaustions (abandoned, no
-	// settlement time) in ascending update id order, at most q.Limit,
-	// strictly after q.After when it is set.
-	DueExhaustions(ctx context.Context, q ExhaustionQuery) ([]Exhaustion, error)
-
-	// AcknowledgeExhaustion settles an unacknowledged exhaustion at at, which
-	// makes it prunable. It applies only to an unacknowledged exhaustion,
-	// only for its exact identity and only once: a row in any other state
-	// (pending, processing, failed, settled), a wrong attempt, a wrong claim
-	// id or a second acknowledgement reports false.
-	AcknowledgeExhaustion(ctx context.Context, id Identity, at time.Time) (bool, error)
-}
-
-// ProcessStore adds heartbeats of live processes to a [FencedStore], so that
-// the rows a dead process held are taken over within a heartbeat timeout
-// instead of a whole lease. A runner registers a fresh process id when it
-// starts, renews its heartbeat every few seconds and claims with
-// [ClaimOpts.Owner] set to that id. A processing row whose owner is not
+// A runner registers a fresh process id when it starts, renews its
+// heartbeat every few seconds and claims with ClaimAs (and records claimed
+// adds with AddBatchAs) naming that id. A processing row whose owner is not
 // live at a claim's Now (its heartbeat lapsed, it left, or it was never
-// registered) is claimable as if its lease had ended, and [Store.Due]
-// lists it; the claim counts a crash (see [ClaimOpts.MaxCrashes]).
+// registered) is claimable as if its lease had ended, and [Store.Due] lists
+// it; the claim counts a crash (see [ProcessClaim.MaxCrashes]).
 //
 // The takeover is fenced like any reclaim: it generates a new claim id, so
 // the old identity can no longer renew, settle, exhaust or own the row,
@@ -398,7 +422,17 @@ type DurableStore interface {
 // Times are the intake's clock, as everywhere in the contract. The intake
 // uses this capability when the store has it, unless [Config.NoHeartbeat].
 type ProcessStore interface {
-	FencedStore
+	Store
+
+	// ClaimAs is [Store.Claim] taken by process p.Process under the crash
+	// budget p.MaxCrashes (see [ProcessClaim]). An invalid p is an error
+	// wrapping [ErrInvalidArgument] and changes nothing.
+	ClaimAs(ctx context.Context, updateID int64, opts ClaimOpts, p ProcessClaim) (Identity, bool, error)
+
+	// AddBatchAs is [Store.AddBatch] whose claimed rows are recorded as
+	// taken by process p.Process, so that they are taken over as soon as
+	// its heartbeat lapses.
+	AddBatchAs(ctx context.Context, reqs []AddRequest, p ProcessClaim) ([]AddResult, error)
 
 	// Register records a new process id whose heartbeat is live through
 	// until and reports true. It reports false, changing nothing, when the
@@ -428,96 +462,57 @@ type ProcessStore interface {
 	Reap(ctx context.Context, now time.Time) (int, error)
 }
 
-// HealthChecker is an optional capability of a store: it reports whether
-// the store can record updates durably right now. A readiness probe calls
-// it; an error means answer "not ready" (the webhook answers 503 anyway,
-// since writes fail with it). sqlitestore reports a database file that
-// vanished from its path; pgstore an unreachable or read-only server.
+// ChatOrderStore is an optional capability: strict per-chat order, kept by
+// the store, so that updates of one chat are handled one at a time, in
+// update id order, by any number of processes sharing the store. Without
+// it, a runner keeps each chat's order within its own process only
+// ([ChatOrderProcess]); [New] refuses [ChatOrderStrict].
+//
+// The store keeps each row's [Incoming.Chat]. A strict claim adds one
+// condition to claimability, checked in the same atomic step as the claim:
+// a row whose stored chat is not empty is claimable only when no other row
+// of its chat is unsettled with a lower update id (pending, processing or
+// failed; a completed or abandoned row, an unacknowledged exhaustion
+// included, releases its chat) and no other row of its chat is processing
+// under a lease live at Now (an update recorded after a later one of its
+// chat was claimed waits for that one). So, of one chat, only the lowest
+// unsettled row is ever claimable, and two strict claims of one chat can
+// never both hold live leases, however many processes claim. A refusal for
+// order is a false result, like any other, and changes nothing, even for a
+// row on its last attempt. A row with an empty chat is never held back,
+// nor holds others. Rows recorded before the store kept chats (an older
+// schema) have an empty chat and are not ordered. An operator's
+// [AdminStore] Requeue of an earlier update does not stop a later one
+// already claimed; the requeued one then waits for it.
+//
+// [Store.Claim] and [Store.Due] of a ChatOrderStore ignore chat order, as
+// in any store.
+type ChatOrderStore interface {
+	Store
+
+	// ClaimInOrder is [Store.Claim] under strict chat order. p is the
+	// [ProcessStore] terms of the claim, as for ClaimAs; a store that is
+	// not a ProcessStore is only ever passed the zero ProcessClaim.
+	ClaimInOrder(ctx context.Context, updateID int64, opts ClaimOpts, p ProcessClaim) (Identity, bool, error)
+
+	// DueInOrder is [Store.Due] listing only rows a ClaimInOrder at q.Now
+	// could take, so that rows held back by an earlier update of their chat
+	// never fill a page. A chat that is not empty lists only rows whose
+	// stored chat is chat: the intake asks for the next update of a chat
+	// whose update it just settled.
+	DueInOrder(ctx context.Context, q DueQuery, chat string) ([]StoredUpdate, error)
+}
+
+// HealthChecker is an optional capability: it reports whether the store
+// can record updates durably right now. Without it, the relay's readiness
+// asks the [AdminStore] stats, when the store has them, and otherwise
+// trusts the store; the webhook answers 503 anyway when writes fail.
+// sqlitestore reports a database file that vanished from its path; pgstore
+// an unreachable or read-only server.
 type HealthChecker interface {
 	// Health returns nil while the store can serve, or an error saying why
 	// not.
 	Health(ctx context.Context) error
-}
-
-// BatchStore is an optional capability of a [Store]: many adds in one
-// transaction and one durable commit. When the store has it, the intake
-// groups concurrent [Runner.Accept] calls into one AddBatch (group commit).
-type BatchStore interface {
-	// AddBatch records each update as [Store.Add] would, atomically and
-	// durably, and reports for each input, in order, whether it was newly
-	// recorded. Duplicates within the batch are allowed: the first one wins
-	// and the rest report false. On error nothing is recorded.
-	AddBatch(ctx context.Context, us []Incoming) ([]bool, error)
-}
-
-// ChatOrderStore is an optional capability of a [Store]: it keeps each
-// row's [Incoming.Chat] and honours [ClaimOpts.StrictChatOrder],
-// [DueQuery.StrictChatOrder] and [DueQuery.Chat], so that updates of one
-// chat are handled one at a time, in update id order, by any number of
-// processes sharing the store. The intake requires one for
-// [ChatOrderStrict]. Rows recorded before the store kept chats (an older
-// schema) have an empty chat and are not ordered. An operator's
-// [AdminStore.Requeue] of an earlier update does not stop a later one
-// already claimed; the requeued one then waits for it.
-//
-// Run the ChatOrder group of
-// [github.com/tgrelay/tgrelay/intake/storetest.Run] against an
-// implementation.
-type ChatOrderStore interface {
-	Store
-	// KeepsChatOrder does nothing: it marks the capability, which a store
-	// claims by implementing it.
-	KeepsChatOrder()
-}
-
-// AddRequest is one input of [ClaimingBatchStore.AddBatchClaimed]: an
-// update to record and, when Claim is set, the claim to record it under.
-type AddRequest struct {
-	Incoming
-	// Claim, when non-nil, asks that a newly recorded row be recorded
-	// already claimed: exactly the state a [FencedStore.ClaimOwned] of a
-	// fresh pending row with these options leaves (processing, attempts 1,
-	// lease end Claim.LeaseUntil, a fresh random claim id, no error, no
-	// settlement time). Claim.MaxAttempts must be at least 1 (see
-	// [ClaimOpts.Validate]). Nil records a pending row, as [Store.Add].
-	Claim *ClaimOpts
-}
-
-// AddResult is the answer for one [AddRequest].
-type AddResult struct {
-	// Added reports that the row was newly recorded; false for an update id
-	// already stored, or an earlier duplicate in the same batch.
-	Added bool
-	// Identity is the persisted identity of the claim the row was recorded
-	// under: set only when Added is true and the request asked for a claim
-	// (zero otherwise).
-	Identity Identity
-}
-
-// Claimed reports whether the row was recorded claimed.
-func (r AddResult) Claimed() bool { return r.Identity.ClaimID != "" }
-
-// ClaimingBatchStore is an optional capability of a [FencedStore]: a group
-// commit of adds in which each new row may be recorded already claimed, so
-// that an update the runner can handle at once costs one durable commit
-// before it runs instead of two (the add, then the claim). When the store
-// has it, [New] detects it once and the runner records through it, asking
-// for a claim only for an update it can run at once (its chat is free in
-// this process and a handler slot is free).
-//
-// A row recorded claimed is indistinguishable from one that was added and
-// then claimed: renewal, settlement, Owns and exhaustion fence it by the
-// returned identity, and when its lease lapses (its process died) it is
-// reclaimed like any other, with attempt 2 and a new claim id.
-type ClaimingBatchStore interface {
-	// AddBatchClaimed records each request as [BatchStore.AddBatch] would,
-	// atomically and durably (one transaction, one commit), and reports for
-	// each input, in order, whether it was newly recorded and, for a claimed
-	// one, its identity. A duplicate (a stored update id, or an earlier
-	// request of the batch with the same id) is neither recorded nor
-	// claimed. An invalid Claim is an error wrapping [ErrInvalidArgument]
-	// and records nothing; on any error nothing is recorded.
-	AddBatchClaimed(ctx context.Context, reqs []AddRequest) ([]AddResult, error)
 }
 
 // Row is the full state of one stored update, as operator tooling sees it.
@@ -527,7 +522,7 @@ type Row struct {
 	Attempts int
 	// Crashes counts the attempts that ended with their process: claims
 	// of a [ProcessStore] that took the row over from a process whose
-	// heartbeat lapsed (see [ClaimOpts.MaxCrashes]). Always 0 in stores
+	// heartbeat lapsed (see [ProcessClaim.MaxCrashes]). Always 0 in stores
 	// without heartbeats.
 	Crashes    int
 	ClaimID    string // empty when the row was never claimed
@@ -588,10 +583,13 @@ type Stats struct {
 	OldestPending time.Time
 }
 
-// AdminStore is an optional capability for operator tooling (the tgrelay
-// updates command, the dashboard, metrics) and the attempt history. Without
-// it the runner keeps no history ([AdminStore.RecordAttempt]); it needs
-// the capability for nothing else.
+// AdminStore is an optional capability for operator tooling: listing,
+// search, requeue, stats and the attempt history (the tgrelay updates
+// command, the dashboard, metrics). Without it, that tooling refuses the
+// store (the updates command and the dashboard say the store has no admin
+// view), the store's row gauges are not reported, and the runner keeps no
+// attempt history ([AdminStore.RecordAttempt]); the runner needs it for
+// nothing else.
 type AdminStore interface {
 	// List returns rows in ascending update id order.
 	List(ctx context.Context, q ListQuery) ([]Row, error)

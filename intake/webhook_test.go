@@ -123,7 +123,7 @@ func TestWebhookStatuses(t *testing.T) {
 func TestWebhookStoreFailureIs503(t *testing.T) {
 	t.Parallel()
 	b := setupWebhook(t, intake.WebhookConfig{Secret: testSecret})
-	b.store.AddBatchFunc = func(context.Context, []intake.Incoming) ([]bool, error) { return nil, errBoom }
+	b.store.AddBatchFunc = func(context.Context, []intake.AddRequest) ([]intake.AddResult, error) { return nil, errBoom }
 	if resp := b.do(t, http.MethodPost, withSecret(testSecret), msg(1, 1)); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503", resp.StatusCode)
 	}

@@ -55,20 +55,20 @@ func (s *flakyStore) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	return s.Store.Add(ctx, u)
 }
 
-func (s *flakyStore) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
+func (s *flakyStore) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
 	if s.fail() {
 		return nil, errInjected
 	}
-	return s.Store.AddBatch(ctx, us)
+	return s.Store.AddBatch(ctx, reqs)
 }
 
-// AddBatchClaimed fails like AddBatch: a started runner records through it
-// (claim on add).
-func (s *flakyStore) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+// AddBatchAs fails like AddBatch: a runner with heartbeats records through
+// it.
+func (s *flakyStore) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
 	if s.fail() {
 		return nil, errInjected
 	}
-	return s.Store.AddBatchClaimed(ctx, reqs)
+	return s.Store.AddBatchAs(ctx, reqs, p)
 }
 
 func setup(t *testing.T) *bundle {

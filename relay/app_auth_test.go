@@ -164,7 +164,7 @@ func TestAppAuthHoldEndsOnStop(t *testing.T) {
 			if n := rec.count(string(relay.KindExhausted)); n != 0 {
 				t.Errorf("%d exhaustions after the stop", n)
 			}
-			row, ok, err := cfg.Store.Get(t.Context(), up.ID)
+			row, ok, err := cfg.Store.(intake.AdminStore).Get(t.Context(), up.ID)
 			if err != nil || !ok {
 				t.Fatalf("Get: %v %v", ok, err)
 			}

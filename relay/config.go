@@ -53,16 +53,6 @@ const (
 	BotAPIMaxResponseBytes = 8 << 20
 )
 
-// Store is what the relay needs of an update store: fenced claims, durable
-// exhaustions and the admin queries behind readiness and [Relay.Stats].
-// [github.com/tgrelay/tgrelay/intake/sqlitestore],
-// [github.com/tgrelay/tgrelay/intake/pgstore] and
-// [github.com/tgrelay/tgrelay/intake/memstore] implement it.
-type Store interface {
-	intake.DurableStore
-	intake.AdminStore
-}
-
 // Config configures a [Relay]. [New] copies and validates it; an invalid
 // field is a *[ConfigError] naming it. Zero values take the documented
 // defaults.
@@ -91,8 +81,14 @@ type Config struct {
 
 	// Store records the updates. Required. The relay never closes it:
 	// close it after [Relay.Run] or [Relay.Close] returns, when nothing of
-	// the relay uses it any more.
-	Store Store
+	// the relay uses it any more. Pass the store itself, not a wrapper:
+	// New detects its optional capabilities once (see [intake.Store]).
+	// The dashboard, [Relay.Stats] and the dating of queries need an
+	// [intake.AdminStore]; readiness asks an [intake.HealthChecker], or
+	// else the admin stats; the gateway replays calls with an
+	// [intake.JournalStore]. sqlitestore, pgstore and memstore have them
+	// all.
+	Store intake.Store
 	// StoreName names the store in logs and [Status] (such as "sqlite" or
 	// "postgres"); never put a password in it. Empty means "store".
 	StoreName string

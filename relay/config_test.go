@@ -49,7 +49,7 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 		{"DrainTimeout", func(c *Config) { c.DrainTimeout = -time.Second }},
 		{"Intake.ChatOrder", func(c *Config) { c.Intake.ChatOrder = "global" }},
 		{"Intake.ChatOrder", func(c *Config) {
-			c.Intake.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ Store }{memstore.New()} // no ChatOrderStore
+			c.Intake.ChatOrder, c.Store = intake.ChatOrderStrict, struct{ intake.Store }{memstore.New()} // no ChatOrderStore
 		}},
 		{"Intake.HeartbeatTimeout", func(c *Config) { c.Intake.HeartbeatTimeout = -time.Second }},
 		{"Intake.HeartbeatInterval", func(c *Config) { c.Intake.HeartbeatInterval = time.Minute }},

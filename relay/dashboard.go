@@ -57,6 +57,9 @@ func (c *Config) fillDashboard() error {
 	if addr == "" {
 		return badField("Dashboard.Enabled", "needs an admin listener: set AdminListen")
 	}
+	if _, ok := c.Store.(intake.AdminStore); !ok {
+		return badField("Dashboard.Enabled", "needs a store with an admin view (an intake.AdminStore), and %T is not one", c.Store)
+	}
 	if d.AdminToken != "" && len(d.AdminToken) < dashboard.MinAdminTokenLen {
 		return badField("Dashboard.AdminToken", "is too short: want at least %d bytes (a long random string)", dashboard.MinAdminTokenLen)
 	}
@@ -74,7 +77,7 @@ func (r *Relay) newDashboard() error {
 	}
 	r.rec = dashboard.NewRecorder()
 	h, err := dashboard.New(dashboard.Config{
-		Store:           r.cfg.Store,
+		Store:           r.caps.admin,
 		StoreName:       r.cfg.StoreName,
 		Recorder:        r.rec,
 		BroadcastDir:    d.BroadcastDir,

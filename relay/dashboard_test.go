@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/tgrelay/tgrelay/forward"
+	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
 	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
@@ -117,7 +118,7 @@ func TestRelayDashboard(t *testing.T) {
 			t.Errorf("overview lacks %q", want)
 		}
 	}
-	row, _, err := cfg.Store.Get(t.Context(), ups[2].ID)
+	row, _, err := cfg.Store.(intake.AdminStore).Get(t.Context(), ups[2].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,10 @@ import (
 // deadlineStores are the real stores the deadline tests run against.
 var deadlineStores = []struct {
 	name string
-	open func(t *testing.T) relay.Store
+	open func(t *testing.T) intake.Store
 }{
-	{"sqlite", func(t *testing.T) relay.Store { return sqliteStore(t) }},
-	{"postgres", func(t *testing.T) relay.Store {
+	{"sqlite", func(t *testing.T) intake.Store { return sqliteStore(t) }},
+	{"postgres", func(t *testing.T) intake.Store {
 		pool, err := pgxpool.New(t.Context(), pgtest.URL(t))
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +127,7 @@ func TestDeadlineCallbackQueryOvertakesHeldMessage(t *testing.T) {
 				}
 				return false
 			})
-			row, ok, err := cfg.Store.Get(t.Context(), msg.ID)
+			row, ok, err := cfg.Store.(intake.AdminStore).Get(t.Context(), msg.ID)
 			if err != nil || !ok || row.State != intake.StateFailed || row.Attempts != 1 {
 				t.Fatalf("message row %+v (%v, %v): want failed after 1 attempt, still held", row, ok, err)
 			}
@@ -198,11 +198,11 @@ func TestDeadlineFailingCallbackQueryExpires(t *testing.T) {
 			if len(calls) != 1 || calls[0] != "callback_query/callback_query" || !ctxOK {
 				t.Fatalf("decliner calls %q (deadline context %v), want one for the callback query, bounded by its deadline", calls, ctxOK)
 			}
-			row, ok, err := cfg.Store.Get(t.Context(), press.ID)
+			row, ok, err := cfg.Store.(intake.AdminStore).Get(t.Context(), press.ID)
 			if err != nil || !ok || !row.Expired() || row.StateName() != "expired" || row.Unacknowledged() {
 				t.Fatalf("callback query row %+v (%v, %v): want expired, settled", row, ok, err)
 			}
-			st, err := cfg.Store.Stats(t.Context())
+			st, err := cfg.Store.(intake.AdminStore).Stats(t.Context())
 			if err != nil || st.Unacknowledged != 0 {
 				t.Fatalf("stats %+v, %v: want no unacknowledged exhaustion (the message's was delivered and acknowledged)", st, err)
 			}

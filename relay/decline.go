@@ -495,7 +495,10 @@ const receivedAtTimeout = time.Second
 func (r *Relay) receivedAt(ctx context.Context, id int64) (time.Time, bool) {
 	ctx, cancel := context.WithTimeout(ctx, receivedAtTimeout)
 	defer cancel()
-	row, ok, err := r.cfg.Store.Get(ctx, id)
+	if r.caps.admin == nil {
+		return time.Time{}, false
+	}
+	row, ok, err := r.caps.admin.Get(ctx, id)
 	if err != nil || !ok || row.ReceivedAt.IsZero() {
 		return time.Time{}, false
 	}

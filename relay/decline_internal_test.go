@@ -162,9 +162,9 @@ func (b *declineBench) claim(t *testing.T, u telegramtest.Update) (intake.Update
 	if _, err := b.store.Add(t.Context(), intake.Incoming{UpdateID: u.ID, Body: u.JSON, ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	id, ok, err := b.store.ClaimOwned(t.Context(), u.ID, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5})
+	id, ok, err := b.store.Claim(t.Context(), u.ID, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5})
 	if err != nil || !ok {
-		t.Fatalf("ClaimOwned = %v, %v", ok, err)
+		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 	return intake.Update{ID: u.ID, Body: u.JSON}, intake.Attempt{Identity: id}
 }

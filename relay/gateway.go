@@ -272,9 +272,8 @@ func (r *Relay) GatewayURL() string {
 // Journal lists the calls the gateway journaled for an update (nil when
 // the store keeps no journal).
 func (r *Relay) Journal(ctx context.Context, updateID int64) ([]intake.JournalEntry, error) {
-	j, ok := r.cfg.Store.(intake.JournalStore)
-	if !ok {
+	if r.caps.journal == nil {
 		return nil, nil
 	}
-	return j.Journal(ctx, updateID)
+	return r.caps.journal.Journal(ctx, updateID)
 }

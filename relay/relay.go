@@ -56,6 +56,7 @@ var ErrStarted = errors.New("relay: already started")
 // concurrent use.
 type Relay struct {
 	cfg      Config
+	caps     storeCaps // cfg.Store's optional capabilities, detected once by New
 	log      *slog.Logger
 	red      *botapi.Redactor // masks cfg.secrets()
 	obs      Observer
@@ -110,6 +111,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	r := &Relay{cfg: cfg, obs: cfg.Observer, now: time.Now, fatal: make(chan error, 1), stopping: make(chan struct{})}
 	r.tr = newTracing(cfg.TracerProvider, cfg.Token, cfg.StoreName)
+	r.caps = detectCaps(cfg.Store)
 	var h slog.Handler = slog.DiscardHandler
 	if cfg.Logger != nil {
 		h = cfg.Logger.Handler()
@@ -655,15 +657,19 @@ func (r *Relay) updateWebhook(f func(*hookowner.Status)) {
 }
 
 // Stats returns the store's counts of updates by state, unacknowledged
-// exhaustions and the oldest pending update.
+// exhaustions and the oldest pending update. It fails for a store that
+// is not an [intake.AdminStore].
 func (r *Relay) Stats(ctx context.Context) (intake.Stats, error) {
-	return r.cfg.Store.Stats(ctx)
+	if r.caps.admin == nil {
+		return intake.Stats{}, fmt.Errorf("relay: stats: %T is not an intake.AdminStore", r.cfg.Store)
+	}
+	return r.caps.admin.Stats(ctx)
 }
 
 // Store returns the store the relay records into, for read-only status
-// pages (list, get, stats). Writes belong to the relay and to operator
-// tooling.
-func (r *Relay) Store() Store { return r.cfg.Store }
+// pages (list, get, stats, through its [intake.AdminStore]). Writes belong
+// to the relay and to operator tooling.
+func (r *Relay) Store() intake.Store { return r.cfg.Store }
 
 // WebhookAddr returns the webhook listener's address, nil before Start or
 // when polling.
@@ -717,7 +723,7 @@ func (r *Relay) Ready(ctx context.Context) error {
 	if !r.ready.Load() {
 		return errors.New("relay: not ready: starting or stopping")
 	}
-	if h, ok := r.cfg.Store.(intake.HealthChecker); ok {
+	if h := r.caps.health; h != nil {
 		// Sees what a row count cannot: a SQLite file gone from its path,
 		// a read-only PostgreSQL server.
 		if err := h.Health(ctx); err != nil {
@@ -725,7 +731,10 @@ func (r *Relay) Ready(ctx context.Context) error {
 		}
 		return nil
 	}
-	if _, err := r.cfg.Store.Stats(ctx); err != nil {
+	if r.caps.admin == nil {
+		return nil // nothing to ask: writes fail loudly when the store does
+	}
+	if _, err := r.caps.admin.Stats(ctx); err != nil {
 		return fmt.Errorf("relay: not ready: store unreachable: %w", err)
 	}
 	return nil
@@ -753,4 +762,21 @@ func (r *Relay) serveReady(w http.ResponseWriter, req *http.Request) {
 		fmt.Fprintf(w, "warning: the app refuses forwards with %d since %s; %d updates held, not given up: make the app's secret check and %s agree\n",
 			app.AuthCode, app.AuthFailingSince.UTC().Format(time.RFC3339), app.Held, r.setting("Forward.AppSecretToken"))
 	}
+}
+
+// storeCaps are the optional capabilities of Config.Store the relay uses,
+// each nil when the store lacks it.
+type storeCaps struct {
+	admin   intake.AdminStore   // the dashboard, Stats, readiness, dating queries
+	journal intake.JournalStore // Journal (the gateway detects it itself)
+	health  intake.HealthChecker
+}
+
+// detectCaps asserts the capabilities of s, once.
+func detectCaps(s intake.Store) storeCaps {
+	var c storeCaps
+	c.admin, _ = s.(intake.AdminStore)
+	c.journal, _ = s.(intake.JournalStore)
+	c.health, _ = s.(intake.HealthChecker)
+	return c
 }

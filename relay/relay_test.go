@@ -166,7 +166,7 @@ func TestRelayPollingKeepsExhaustions(t *testing.T) {
 	if n := srv.PendingUpdates(); n != 0 {
 		t.Errorf("Telegram still holds %d updates after a clean stop, want 0 (offset confirmed)", n)
 	}
-	row, ok, err := cfg.Store.Get(t.Context(), ups[1].ID)
+	row, ok, err := cfg.Store.(intake.AdminStore).Get(t.Context(), ups[1].ID)
 	if err != nil || !ok || !row.Unacknowledged() {
 		t.Errorf("poison row = %+v, %v, %v; want an unacknowledged exhaustion", row, ok, err)
 	}
@@ -343,7 +343,7 @@ func TestRelayGracefulDrain(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v, want nil after its context ended", err)
 	}
-	row, ok, err := cfg.Store.Get(t.Context(), ups[0].ID)
+	row, ok, err := cfg.Store.(intake.AdminStore).Get(t.Context(), ups[0].ID)
 	if err != nil || !ok || row.State != intake.StateCompleted || row.Attempts != 1 {
 		t.Errorf("drained update = %+v (%v, %v), want completed on its only attempt", row, ok, err)
 	}
@@ -380,7 +380,7 @@ func TestRelayDrainDeadlineCancels(t *testing.T) {
 	if len(logLines(logs, "relay: drain deadline passed; running forwards were cancelled and will be retried")) != 1 {
 		t.Errorf("the cancelled drain was not logged:\n%s", logs)
 	}
-	row, ok, err := cfg.Store.Get(t.Context(), ups[0].ID)
+	row, ok, err := cfg.Store.(intake.AdminStore).Get(t.Context(), ups[0].ID)
 	if err != nil || !ok || row.State == intake.StateCompleted {
 		t.Errorf("cancelled update = %+v (%v, %v), want it left to be retried, not completed", row, ok, err)
 	}

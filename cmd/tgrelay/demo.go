@@ -576,7 +576,7 @@ func (d *demo) report(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store list: %w", err)
 	}
-	journal, err := demoJournal(ctx, st.updateStore, rows)
+	journal, err := demoJournal(ctx, st.store, rows)
 	if err != nil {
 		return err
 	}
@@ -600,7 +600,7 @@ func (d *demo) report(ctx context.Context) error {
 }
 
 // demoJournal reads the gateway's journal of every row's update.
-func demoJournal(ctx context.Context, st updateStore, rows []intake.Row) (map[int64][]intake.JournalEntry, error) {
+func demoJournal(ctx context.Context, st intake.Store, rows []intake.Row) (map[int64][]intake.JournalEntry, error) {
 	js, ok := st.(intake.JournalStore)
 	if !ok {
 		return nil, errors.New("the store keeps no journal of the gateway's calls")

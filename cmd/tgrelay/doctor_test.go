@@ -219,7 +219,7 @@ func newDoctorRig(t *testing.T, rc rigConfig) *doctorRig {
 		_ = ln.Close()
 	} else {
 		cfg := so.relayConfig()
-		cfg.Store, cfg.Listener = st.updateStore, ln
+		cfg.Store, cfg.Listener = st.store, ln
 		cfg.Logger = slog.New(slog.DiscardHandler)
 		r, err := relay.New(cfg)
 		if err != nil {

@@ -909,7 +909,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if https != nil {
 		cfg.TLSConfig, cfg.WebhookCertificateFunc = https.config, https.certPEM
 	}
-	cfg.Store, cfg.StoreName, cfg.Logger = st.updateStore, st.kind, log // the store itself, so its optional capabilities (journal, health) show
+	cfg.Store, cfg.StoreName, cfg.Logger = st.store, st.kind, log
 	cfg.APIRoot, cfg.BotTransport = bc.root, bc.transport
 	cfg.SettingNameFunc = flagOfField
 	if os.Getenv(envGatewayStopAfterIntent) != "" {

@@ -19,17 +19,15 @@ import (
 // defaultDB is the --db of every command that opens the update store.
 const defaultDB = "./tgrelay.db"
 
-// updateStore is the store a --db names, with every capability the relay and
-// the admin commands use.
-type updateStore interface {
-	intake.DurableStore
-	intake.BatchStore
-	intake.AdminStore
-}
-
 // openedStore is an open update store and what releases it.
 type openedStore struct {
-	updateStore
+	// store is the store itself, a *sqlitestore.Store or a *pgstore.Store
+	// and never a wrapper, so that its optional capabilities show to
+	// whatever it is handed to (the relay, the journal reader).
+	store intake.Store
+	// AdminStore is the store's admin view, for the admin commands and
+	// the metrics: both stores have one.
+	intake.AdminStore
 	// kind is "sqlite" or "postgres", for logs and the demo report.
 	kind  string
 	close func()
@@ -72,7 +70,7 @@ func openWatchedStore(ctx context.Context, db, table string, noCreate bool, maxC
 			pool.Close()
 			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
 		}
-		return &openedStore{updateStore: st, kind: "postgres", close: pool.Close}, nil
+		return &openedStore{store: st, AdminStore: st, kind: "postgres", close: pool.Close}, nil
 	case strings.Contains(db, "://"):
 		return nil, &usageError{msg: "--db scheme is not supported", hint: "Give a SQLite file path or a postgres:// URL."}
 	default:
@@ -83,7 +81,7 @@ func openWatchedStore(ctx context.Context, db, table string, noCreate bool, maxC
 		if err != nil {
 			return nil, fmt.Errorf("open SQLite store %s: %w", db, err)
 		}
-		return &openedStore{updateStore: st, kind: "sqlite", close: func() { _ = st.Close() }}, nil
+		return &openedStore{store: st, AdminStore: st, kind: "sqlite", close: func() { _ = st.Close() }}, nil
 	}
 }
 

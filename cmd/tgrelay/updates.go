@@ -230,7 +230,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string, stdout io.Writer) ([]stri
 
 // updatesCmd runs one updates subcommand against an open store.
 type updatesCmd struct {
-	store updateStore
+	store *openedStore
 	out   io.Writer
 	json  bool
 	red   *botapi.Redactor // masks every body and error printed
@@ -491,7 +491,7 @@ func (u *updatesCmd) ack(ctx context.Context, id int64, f updatesFlags) error {
 			}
 		}
 	}
-	ok, err := u.store.AcknowledgeExhaustion(ctx, ident, time.Now())
+	ok, err := u.store.store.AcknowledgeExhaustion(ctx, ident, time.Now())
 	if err != nil {
 		return fmt.Errorf("acknowledge update %d: %w", id, err)
 	}

@@ -35,7 +35,9 @@ type attemptJSON struct {
 func (u *updatesCmd) timeline(ctx context.Context, id int64) ([]intake.AttemptStep, error) {
 	var s intake.AdminStore = u.store
 	if o, ok := s.(*openedStore); ok {
-		s = o.updateStore // so History finds the journal
+		if a, ok := o.store.(intake.AdminStore); ok {
+			s = a // the store itself, so History finds the journal
+		}
 	}
 	steps, _, _, err := intake.History(ctx, s, id)
 	if err != nil {

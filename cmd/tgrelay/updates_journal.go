@@ -25,11 +25,7 @@ type callJSON struct {
 // journal returns the update's journaled calls; none when the store keeps
 // no journal.
 func (u *updatesCmd) journal(ctx context.Context, id int64) ([]intake.JournalEntry, error) {
-	var s any = u.store
-	if o, ok := s.(*openedStore); ok {
-		s = o.updateStore
-	}
-	j, ok := s.(intake.JournalStore)
+	j, ok := u.store.store.(intake.JournalStore)
 	if !ok {
 		return nil, nil
 	}

@@ -21,14 +21,14 @@ func TestUpdatesShowJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if _, err := st.Add(ctx, intake.Incoming{UpdateID: 8, Body: []byte(`{"update_id":8}`), ReceivedAt: now}); err != nil {
+	if _, err := st.store.Add(ctx, intake.Incoming{UpdateID: 8, Body: []byte(`{"update_id":8}`), ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	id, _, err := st.ClaimOwned(ctx, 8, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5})
+	id, _, err := st.store.Claim(ctx, 8, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := st.updateStore.(intake.JournalStore)
+	j := st.store.(intake.JournalStore)
 	sent := intake.Call{Method: "sendMessage", ParamsHash: "aa", Occurrence: 1}
 	lost := intake.Call{Method: "sendPhoto", ParamsHash: "bb", Occurrence: 1}
 	for _, c := range []intake.Call{sent, lost} {

@@ -29,14 +29,14 @@ func TestUpdatesMaskAsTheDashboard(t *testing.T) {
 	}
 	body := []byte(`{"update_id":9,"message":{"chat":{"id":7},"text":"token ` + token + ` secret ` + secret + `"}}`)
 	now := time.Now()
-	if _, err := st.Add(ctx, intake.Incoming{UpdateID: 9, Body: body, ReceivedAt: now}); err != nil {
+	if _, err := st.store.Add(ctx, intake.Incoming{UpdateID: 9, Body: body, ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	id, ok, err := st.ClaimOwned(ctx, 9, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5})
+	id, ok, err := st.store.Claim(ctx, 9, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if ok, err := st.SettleOwned(ctx, id, intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now.Add(time.Hour),
+	if ok, err := st.store.Settle(ctx, id, intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now.Add(time.Hour),
 		Error: `Post "https://api.telegram.org/bot` + token + `/sendMessage?s=` + secret + `": refused`}); err != nil || !ok {
 		t.Fatal(ok, err)
 	}

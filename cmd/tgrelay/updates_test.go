@@ -36,26 +36,26 @@ func newUpdatesFixture(t *testing.T) updatesFixture {
 	now := time.Now()
 	for id := int64(1); id <= 4; id++ {
 		body := []byte(`{"update_id":` + strconv.FormatInt(id, 10) + `,"message":{"chat":{"id":7},"text":"hi ` + strconv.FormatInt(id, 10) + `"}}`)
-		if ok, err := st.Add(ctx, intake.Incoming{UpdateID: id, Body: body, ReceivedAt: now}); err != nil || !ok {
+		if ok, err := st.store.Add(ctx, intake.Incoming{UpdateID: id, Body: body, ReceivedAt: now}); err != nil || !ok {
 			t.Fatalf("add %d: %v %v", id, ok, err)
 		}
 	}
 	claim := func(id int64) intake.Identity {
-		ident, ok, err := st.ClaimOwned(ctx, id, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5})
+		ident, ok, err := st.store.Claim(ctx, id, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5})
 		if err != nil || !ok {
 			t.Fatalf("claim %d: %v %v", id, ok, err)
 		}
 		return ident
 	}
 	settle := func(ident intake.Identity, s intake.Settlement) {
-		if ok, err := st.SettleOwned(ctx, ident, s); err != nil || !ok {
+		if ok, err := st.store.Settle(ctx, ident, s); err != nil || !ok {
 			t.Fatalf("settle %d: %v %v", ident.UpdateID, ok, err)
 		}
 	}
 	settle(claim(2), intake.Settlement{State: intake.StateCompleted, At: now})
 	settle(claim(3), intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now.Add(time.Hour), Error: "endpoint answered 500"})
 	ex := claim(4)
-	if ok, err := st.Exhaust(ctx, ex, now, "endpoint answered 400 Bad Request"); err != nil || !ok {
+	if ok, err := st.store.Exhaust(ctx, ex, now, "endpoint answered 400 Bad Request"); err != nil || !ok {
 		t.Fatalf("exhaust: %v %v", ok, err)
 	}
 	return updatesFixture{db: db, exhausted: ex}

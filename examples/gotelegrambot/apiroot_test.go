@@ -47,7 +47,7 @@ func TestAnnouncedRootAsServerURL(t *testing.T) {
 	if _, err := store.Add(t.Context(), intake.Incoming{UpdateID: 7, Body: []byte(`{}`), ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	id, ok, err := store.ClaimOwned(t.Context(), 7, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
+	id, ok, err := store.Claim(t.Context(), 7, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
@@ -81,11 +81,11 @@ func TestAnnouncedRootAsServerURL(t *testing.T) {
 		t.Errorf("journal = %+v, %v; want the sendMessage of attempt %+v", journal, err, id)
 	}
 
-	ok, err = store.SettleOwned(t.Context(), id, intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now, Error: "retry"})
+	ok, err = store.Settle(t.Context(), id, intake.Settlement{State: intake.StateFailed, At: now, RetryAt: now, Error: "retry"})
 	if err != nil || !ok {
 		t.Fatalf("settle: %v %v", ok, err)
 	}
-	if _, ok, err := store.ClaimOwned(t.Context(), 7, intake.ClaimOpts{Now: time.Now(), LeaseUntil: time.Now().Add(time.Minute), MaxAttempts: 5}); err != nil || !ok {
+	if _, ok, err := store.Claim(t.Context(), 7, intake.ClaimOpts{Now: time.Now(), LeaseUntil: time.Now().Add(time.Minute), MaxAttempts: 5}); err != nil || !ok {
 		t.Fatalf("claim again: %v %v", ok, err)
 	}
 	if _, err := b.SendMessage(t.Context(), &bot.SendMessageParams{ChatID: chat.ID, Text: "stale"}); err == nil {

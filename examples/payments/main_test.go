@@ -78,7 +78,7 @@ func (b bundle) claim(t *testing.T, updateID int64, body []byte, now, until time
 			t.Fatal(err)
 		}
 	}
-	id, ok, err := b.app.store.ClaimOwned(t.Context(), updateID, intake.ClaimOpts{Now: now, LeaseUntil: until, MaxAttempts: 5})
+	id, ok, err := b.app.store.Claim(t.Context(), updateID, intake.ClaimOpts{Now: now, LeaseUntil: until, MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatalf("claim %d = %v, %v", updateID, ok, err)
 	}

@@ -20,7 +20,7 @@ func Example() {
 	again, _ := store.Add(ctx, intake.Incoming{UpdateID: 42, Body: []byte(`{}`), ReceivedAt: t0})
 	fmt.Println("added:", added, "duplicate added:", again)
 
-	id, ok, _ := store.ClaimOwned(ctx, 42, intake.ClaimOpts{
+	id, ok, _ := store.Claim(ctx, 42, intake.ClaimOpts{
 		Now:         t0,
 		LeaseUntil:  t0.Add(30 * time.Second),
 		MaxAttempts: 3,
@@ -30,7 +30,7 @@ func Example() {
 	owns, _ := store.Owns(ctx, id, t0.Add(time.Second))
 	fmt.Println("owns:", owns)
 
-	settled, _ := store.SettleOwned(ctx, id, intake.Settlement{State: intake.StateCompleted, At: t0.Add(2 * time.Second)})
+	settled, _ := store.Settle(ctx, id, intake.Settlement{State: intake.StateCompleted, At: t0.Add(2 * time.Second)})
 	fmt.Println("settled:", settled)
 
 	due, _ := store.Due(ctx, intake.DueQuery{Now: t0.Add(time.Hour), PendingBefore: t0.Add(time.Hour), Limit: 10})

@@ -112,3 +112,10 @@ func cloneEntry(e *intake.JournalEntry) intake.JournalEntry {
 	out.Body = bytes.Clone(e.Body)
 	return out
 }
+
+// RecordOutcomeDeferred records at once, as [Store.RecordOutcome]: a store in
+// memory has no commits to share; see
+// [intake.JournalStore.RecordOutcomeDeferred].
+func (s *Store) RecordOutcomeDeferred(ctx context.Context, id intake.Identity, call intake.Call, res intake.CallResult, at time.Time) (bool, error) {
+	return s.RecordOutcome(ctx, id, call, res, at)
+}

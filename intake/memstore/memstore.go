@@ -1,5 +1,5 @@
-// Package memstore is the reference [intake.DurableStore]: every row lives in
-// a map in memory, guarded by one mutex.
+// Package memstore is the reference [intake.Store]: every row lives in a map
+// in memory, guarded by one mutex.
 //
 // Like [testing/fstest.MapFS], it is deliberately simple and states its
 // limits. Nothing survives a restart: Add reports an update as recorded, the
@@ -9,11 +9,11 @@
 // only; several processes cannot share it. For anything else use
 // sqlitestore or pgstore.
 //
-// Apart from durability, a [Store] follows the contract of
-// [intake.DurableStore] exactly and passes
-// [github.com/tgrelay/tgrelay/intake/storetest.Run] at the durable level. It
-// also implements [intake.BatchStore], [intake.ClaimingBatchStore] and
-// [intake.AdminStore].
+// Apart from durability, a [Store] follows the contract of [intake.Store]
+// exactly and passes [github.com/tgrelay/tgrelay/intake/storetest.Run]. It
+// also implements every optional capability: [intake.ProcessStore],
+// [intake.ChatOrderStore], [intake.JournalStore], [intake.AdminStore] and
+// [intake.HealthChecker] (always healthy).
 package memstore
 
 import (
@@ -31,15 +31,12 @@ import (
 
 // The capability levels a Store claims, checked at compile time.
 var (
-	_ intake.Store              = (*Store)(nil)
-	_ intake.FencedStore        = (*Store)(nil)
-	_ intake.DurableStore       = (*Store)(nil)
-	_ intake.BatchStore         = (*Store)(nil)
-	_ intake.ClaimingBatchStore = (*Store)(nil)
-	_ intake.AdminStore         = (*Store)(nil)
-	_ intake.JournalStore       = (*Store)(nil)
-	_ intake.ProcessStore       = (*Store)(nil)
-	_ intake.ChatOrderStore     = (*Store)(nil)
+	_ intake.Store          = (*Store)(nil)
+	_ intake.ProcessStore   = (*Store)(nil)
+	_ intake.ChatOrderStore = (*Store)(nil)
+	_ intake.JournalStore   = (*Store)(nil)
+	_ intake.AdminStore     = (*Store)(nil)
+	_ intake.HealthChecker  = (*Store)(nil)
 )
 
 // Store keeps update rows in memory. It is safe for concurrent use by many
@@ -135,29 +132,27 @@ func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	return s.addLocked(u), nil
 }
 
-// AddBatch records each update as [Store.Add] would, all under one lock, and
-// reports for each input, in order, whether it was newly recorded. Of
-// duplicates within the batch the first wins.
-func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("memstore: add batch: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	added := make([]bool, len(us))
-	for i, u := range us {
-		added[i] = s.addLocked(u)
-	}
-	return added, nil
+// AddBatch records each request as [Store.Add] would, all under one lock,
+// recording a new row already claimed when its request asks for it; see
+// [intake.Store.AddBatch]. Of duplicates within the batch the first wins. An
+// invalid claim is an error wrapping [intake.ErrInvalidArgument], and
+// nothing is recorded.
+func (s *Store) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.addBatch(ctx, "add batch", reqs, intake.ProcessClaim{})
 }
 
-// AddBatchClaimed records each request as [Store.AddBatch] would, all under
-// one lock, recording a new row already claimed when its request asks for
-// it; see [intake.ClaimingBatchStore]. An invalid claim is an error wrapping
-// [intake.ErrInvalidArgument], and nothing is recorded.
-func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+// AddBatchAs is [Store.AddBatch] whose claimed rows are taken by process
+// p.Process; see [intake.ProcessStore.AddBatchAs].
+func (s *Store) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
+	return s.addBatch(ctx, "add batch as", reqs, p)
+}
+
+func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("memstore: add batch claimed: %w", err)
+		return nil, fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("memstore: %s: %w", op, err)
 	}
 	// Validate and generate the claim ids before locking: a failure then
 	// changes nothing.
@@ -167,11 +162,11 @@ func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) (
 			continue
 		}
 		if err := rq.Claim.Validate(); err != nil {
-			return nil, fmt.Errorf("memstore: add batch claimed: %w", err)
+			return nil, fmt.Errorf("memstore: %s: %w", op, err)
 		}
 		id, err := newClaimID()
 		if err != nil {
-			return nil, fmt.Errorf("memstore: add batch claimed: %w", err)
+			return nil, fmt.Errorf("memstore: %s: %w", op, err)
 		}
 		ids[i] = id
 	}
@@ -189,7 +184,7 @@ func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) (
 			r.attempts = 1
 			r.dueAt = rq.Claim.LeaseUntil
 			r.claimID = ids[i]
-			r.owner = rq.Claim.Owner
+			r.owner = p.Process
 			out[i].Identity = intake.Identity{UpdateID: rq.UpdateID, Attempt: 1, ClaimID: ids[i]}
 		}
 	}
@@ -210,11 +205,8 @@ func (s *Store) addLocked(u intake.Incoming) bool {
 	return true
 }
 
-// KeepsChatOrder marks the [intake.ChatOrderStore] capability.
-func (s *Store) KeepsChatOrder() {}
-
 // inOrderLocked reports whether the row id may be claimed at now under
-// strict chat order (see [intake.ClaimOpts.StrictChatOrder]): its chat is
+// strict chat order (see [intake.ChatOrderStore]): its chat is
 // empty, or no other row of its chat is unsettled with a lower id, nor
 // processing under a lease live at now. The caller holds s.mu.
 func (s *Store) inOrderLocked(id int64, r *row, now time.Time) bool {
@@ -233,25 +225,34 @@ func (s *Store) inOrderLocked(id int64, r *row, now time.Time) bool {
 	return true
 }
 
-// Claim takes the row if it is claimable at opts.Now and returns the new
-// attempt number; see [intake.Store.Claim]. A spent row is abandoned with
+// Claim takes the row if it is claimable at opts.Now and returns the
+// identity of the claim, with a fresh random (version 4 UUID) claim id; see
+// [intake.Store.Claim]. A spent row is exhausted with
 // [intake.AttemptsSpentText] instead.
-func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (int, bool, error) {
-	id, ok, err := s.claim(ctx, "claim", updateID, opts)
-	return id.Attempt, ok, err
+func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.claim(ctx, "claim", updateID, opts, intake.ProcessClaim{}, false)
 }
 
-// ClaimOwned is [Store.Claim] returning the full identity of the claim, with
-// a fresh random (version 4 UUID) claim id.
-func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
-	return s.claim(ctx, "claim owned", updateID, opts)
+// ClaimAs is [Store.Claim] by process p.Process under its crash budget; see
+// [intake.ProcessStore.ClaimAs].
+func (s *Store) ClaimAs(ctx context.Context, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	return s.claim(ctx, "claim as", updateID, opts, p, false)
 }
 
-func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
+// ClaimInOrder is [Store.ClaimAs] under strict chat order; see
+// [intake.ChatOrderStore.ClaimInOrder].
+func (s *Store) ClaimInOrder(ctx context.Context, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	return s.claim(ctx, "claim in order", updateID, opts, p, true)
+}
+
+func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim, strict bool) (intake.Identity, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return intake.Identity{}, false, fmt.Errorf("memstore: %s: %w", op, err)
 	}
 	if err := opts.Validate(); err != nil {
+		return intake.Identity{}, false, fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	if err := p.Validate(); err != nil {
 		return intake.Identity{}, false, fmt.Errorf("memstore: %s: %w", op, err)
 	}
 	// Generate the id before locking: it needs no state, and a failure then
@@ -270,7 +271,7 @@ func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intak
 	if !crashed && !r.claimableAt(opts.Now) {
 		return intake.Identity{}, false, nil
 	}
-	if opts.StrictChatOrder && !s.inOrderLocked(updateID, r, opts.Now) {
+	if strict && !s.inOrderLocked(updateID, r, opts.Now) {
 		return intake.Identity{}, false, nil
 	}
 	crashes := r.crashes
@@ -278,25 +279,22 @@ func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intak
 		crashes++
 	}
 	spent, spentText := r.attempts >= opts.MaxAttempts, intake.AttemptsSpentText
-	if opts.MaxCrashes > 0 {
-		// Crashed attempts count against their own budget (ClaimOpts).
+	if p.MaxCrashes > 0 {
+		// Crashed attempts count against their own budget (ProcessClaim).
 		spent = r.attempts-crashes >= opts.MaxAttempts
-		if crashes >= opts.MaxCrashes {
+		if crashes >= p.MaxCrashes {
 			spent, spentText = true, intake.CrashesSpentText
 		}
 	}
 	r.crashes = crashes
 	if spent {
 		// Spend: the row had its attempts (a process may have crashed on
-		// the last one) and is abandoned instead of taken.
+		// the last one) and is exhausted instead of taken.
 		r.state = intake.StateAbandoned
 		r.dueAt = opts.Now
 		r.err = spentText
-		r.settled = !opts.DurableExhaustion
+		r.settled = false
 		r.settledAt = time.Time{}
-		if r.settled {
-			r.settledAt = opts.Now
-		}
 		if r.claimID == "" {
 			r.claimID = claimID
 		}
@@ -307,7 +305,7 @@ func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intak
 	r.dueAt = opts.LeaseUntil
 	r.err = ""
 	r.claimID = claimID
-	r.owner = opts.Owner
+	r.owner = p.Process
 	return intake.Identity{UpdateID: updateID, Attempt: r.attempts, ClaimID: claimID}, true, nil
 }
 
@@ -319,25 +317,11 @@ func newClaimID() (string, error) {
 	return u.String(), nil
 }
 
-// Renew extends the live lease of attempt attempt to leaseUntil, never
-// shortening it; see [intake.Store.Renew].
-func (s *Store) Renew(ctx context.Context, updateID int64, attempt int, leaseUntil, now time.Time) (bool, error) {
+// Renew extends the live lease id holds to leaseUntil, never shortening
+// it; see [intake.Store.Renew].
+func (s *Store) Renew(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("memstore: renew: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.rows[updateID]
-	if !ok || r.attempts != attempt {
-		return false, nil
-	}
-	return r.renew(leaseUntil, now), nil
-}
-
-// RenewOwned is [Store.Renew] for exactly this identity.
-func (s *Store) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("memstore: renew owned: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -370,25 +354,11 @@ func (s *Store) Owns(ctx context.Context, id intake.Identity, at time.Time) (boo
 	return ok && r.matches(id) && r.liveAt(at), nil
 }
 
-// Settle ends attempt attempt while its lease is live at st.At; see
+// Settle ends the attempt id holds while its lease is live at st.At; see
 // [intake.Store.Settle]. A settlement state other than completed, failed or
 // abandoned is an error wrapping [intake.ErrInvalidArgument].
-func (s *Store) Settle(ctx context.Context, updateID int64, attempt int, st intake.Settlement) (bool, error) {
+func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
 	if err := checkSettlement(ctx, "settle", st); err != nil {
-		return false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.rows[updateID]
-	if !ok || r.attempts != attempt {
-		return false, nil
-	}
-	return r.settle(st), nil
-}
-
-// SettleOwned is [Store.Settle] for exactly this identity.
-func (s *Store) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
-	if err := checkSettlement(ctx, "settle owned", st); err != nil {
 		return false, err
 	}
 	s.mu.Lock()
@@ -430,11 +400,22 @@ func (r *row) settle(st intake.Settlement) bool {
 // rows received at or before q.PendingBefore and the other rows claimable at
 // q.Now. A Limit below 1 is an error wrapping [intake.ErrInvalidArgument].
 func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	return s.due(ctx, "due", q, false, "")
+}
+
+// DueInOrder is [Store.Due] listing only rows a strict claim could take,
+// of chat only when chat is not empty; see
+// [intake.ChatOrderStore.DueInOrder].
+func (s *Store) DueInOrder(ctx context.Context, q intake.DueQuery, chat string) ([]intake.StoredUpdate, error) {
+	return s.due(ctx, "due in order", q, true, chat)
+}
+
+func (s *Store) due(ctx context.Context, op string, q intake.DueQuery, strict bool, chat string) ([]intake.StoredUpdate, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("memstore: due: %w", err)
+		return nil, fmt.Errorf("memstore: %s: %w", op, err)
 	}
 	if err := q.Validate(); err != nil {
-		return nil, fmt.Errorf("memstore: due: %w", err)
+		return nil, fmt.Errorf("memstore: %s: %w", op, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -443,7 +424,7 @@ func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpda
 	// inOrderLocked for every row in one pass.
 	held := map[string]bool{}
 	live := map[string]int{}
-	if q.StrictChatOrder {
+	if strict {
 		for _, r := range s.rows {
 			if r.chat != "" && r.liveAt(q.Now) {
 				live[r.chat]++
@@ -458,7 +439,7 @@ func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpda
 			due = !r.receivedAt.After(q.PendingBefore)
 		}
 		inOrder := true
-		if q.StrictChatOrder && r.chat != "" {
+		if strict && r.chat != "" {
 			self := 0
 			if r.liveAt(q.Now) { // a row under a lapsed owner's live lease
 				self = 1
@@ -468,7 +449,7 @@ func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpda
 				held[r.chat] = true
 			}
 		}
-		if !due || !inOrder || (q.Chat != "" && r.chat != q.Chat) {
+		if !due || !inOrder || (chat != "" && r.chat != chat) {
 			continue
 		}
 		out = append(out, intake.StoredUpdate{UpdateID: id, Body: bytes.Clone(r.body), ReceivedAt: r.receivedAt})
@@ -510,7 +491,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 }
 
 // Exhaust turns the live claim id into an unacknowledged exhaustion; see
-// [intake.DurableStore.Exhaust].
+// [intake.Store.Exhaust].
 func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("memstore: exhaust: %w", err)
@@ -560,7 +541,7 @@ func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([
 }
 
 // AcknowledgeExhaustion settles the unacknowledged exhaustion carrying
-// exactly id at at, once; see [intake.DurableStore.AcknowledgeExhaustion].
+// exactly id at at, once; see [intake.Store.AcknowledgeExhaustion].
 func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("memstore: acknowledge exhaustion: %w", err)
@@ -688,4 +669,13 @@ func (s *Store) Stats(ctx context.Context) (intake.Stats, error) {
 		}
 	}
 	return st, nil
+}
+
+// Health reports nil unless ctx is done: a store in memory can always
+// record; see [intake.HealthChecker].
+func (s *Store) Health(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: health: %w", err)
+	}
+	return nil
 }

@@ -17,7 +17,6 @@ import (
 func doubleWins(t *testing.T, a, b *pgstore.Store, rounds int) int {
 	t.Helper()
 	strict := claimOpts(10, 100)
-	strict.StrictChatOrder = true
 	wins := 0
 	for round := range rounds {
 		id := int64(10 + 2*round)
@@ -38,7 +37,7 @@ func doubleWins(t *testing.T, a, b *pgstore.Store, rounds int) int {
 				t.Errorf("Add(%d) = %v, %v", id, ok, err)
 				return
 			}
-			if _, ok, err := a.ClaimOwned(t.Context(), id, strict); err != nil {
+			if _, ok, err := a.ClaimInOrder(t.Context(), id, strict, intake.ProcessClaim{}); err != nil {
 				t.Error(err)
 			} else if ok {
 				won.Add(1)
@@ -48,7 +47,7 @@ func doubleWins(t *testing.T, a, b *pgstore.Store, rounds int) int {
 			defer wg.Done()
 			ready.Done()
 			<-start
-			if _, ok, err := b.ClaimOwned(t.Context(), id+1, strict); err != nil {
+			if _, ok, err := b.ClaimInOrder(t.Context(), id+1, strict, intake.ProcessClaim{}); err != nil {
 				t.Error(err)
 			} else if ok {
 				won.Add(1)

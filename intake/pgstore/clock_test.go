@@ -30,23 +30,27 @@ func TestSkewedHostNeverTakesALiveLease(t *testing.T) {
 	if ok, err := honest.Register(ctx, "honest", now.Add(10*time.Second)); err != nil || !ok {
 		t.Fatalf("honest Register = %v, %v", ok, err)
 	}
-	live := intake.ClaimOpts{Now: now, LeaseUntil: now.Add(30 * time.Second), MaxAttempts: 5, Owner: "honest"}
-	first := mustClaimOwned(t, honest, 1, live)
+	live := intake.ClaimOpts{Now: now, LeaseUntil: now.Add(30 * time.Second), MaxAttempts: 5}
+	first, ok, err := honest.ClaimAs(ctx, 1, live, intake.ProcessClaim{Process: "honest"})
+	if err != nil || !ok {
+		t.Fatalf("honest ClaimAs = %v, %v", ok, err)
+	}
 
 	// What an intake on the skewed host passes: its own clock.
 	t1 := ahead().Truncate(time.Millisecond)
 	steal := intake.ClaimOpts{Now: t1, LeaseUntil: t1.Add(30 * time.Second), MaxAttempts: 5}
 	for name, claim := range map[string]func() error{
-		"ClaimOwned": func() error { _, _, err := skewed.ClaimOwned(ctx, 1, steal); return err },
-		"Claim":      func() error { _, _, err := skewed.Claim(ctx, 1, steal); return err },
-		"ClaimOwned in strict chat order": func() error {
-			strict := steal
-			strict.StrictChatOrder = true
-			_, _, err := skewed.ClaimOwned(ctx, 1, strict)
+		"Claim": func() error { _, _, err := skewed.Claim(ctx, 1, steal); return err },
+		"ClaimAs": func() error {
+			_, _, err := skewed.ClaimAs(ctx, 1, steal, intake.ProcessClaim{Process: "skewed"})
 			return err
 		},
-		"AddBatchClaimed": func() error {
-			_, err := skewed.AddBatchClaimed(ctx, []intake.AddRequest{{
+		"ClaimInOrder": func() error {
+			_, _, err := skewed.ClaimInOrder(ctx, 1, steal, intake.ProcessClaim{})
+			return err
+		},
+		"AddBatch": func() error {
+			_, err := skewed.AddBatch(ctx, []intake.AddRequest{{
 				Incoming: intake.Incoming{UpdateID: 2, Body: []byte(`{"update_id":2}`), ReceivedAt: t1}, Claim: &steal}})
 			return err
 		},
@@ -85,8 +89,8 @@ func TestSkewedHostNeverTakesALiveLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgstore.SetClock(unchecked, ahead)
-	if id, ok, err := unchecked.ClaimOwned(ctx, 1, steal); err != nil || !ok {
-		t.Fatalf("unchecked skewed ClaimOwned = %v, %v, %v; want it to take the lease (what the check prevents)", id, ok, err)
+	if id, ok, err := unchecked.Claim(ctx, 1, steal); err != nil || !ok {
+		t.Fatalf("unchecked skewed Claim = %v, %v, %v; want it to take the lease (what the check prevents)", id, ok, err)
 	}
 }
 

@@ -1,5 +1,7 @@
-// Package pgstore is an [intake.DurableStore] on PostgreSQL, for bots whose
-// intake runs in many processes on many machines sharing one database.
+// Package pgstore is an [intake.Store] on PostgreSQL, for bots whose intake
+// runs in many processes on many machines sharing one database. It has
+// every optional capability: [intake.ProcessStore], [intake.ChatOrderStore],
+// [intake.JournalStore], [intake.AdminStore] and [intake.HealthChecker].
 //
 // [New] wraps the caller's [pgxpool.Pool] (github.com/jackc/pgx/v5). By
 // default it creates the table, or applies the migrations it lacks; with
@@ -41,7 +43,7 @@
 // Store is an [intake.ProcessStore]: each runner keeps a heartbeat in
 // <table>_procs, its claims record it as their owner, and a processing row
 // whose owner's heartbeat lapsed is claimable at once (and counts a crash,
-// see [intake.ClaimOpts.MaxCrashes]), so a killed process's updates are
+// see [intake.ProcessClaim.MaxCrashes]), so a killed process's updates are
 // taken over in seconds instead of a lease.
 //
 // Every time in the table is the clock of the host that wrote it, as the

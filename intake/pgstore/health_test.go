@@ -126,7 +126,7 @@ func TestLostConnectionAnswers503(t *testing.T) {
 	if err := st.Health(t.Context()); err == nil {
 		t.Fatal("Health with the database unreachable = nil")
 	}
-	if _, err := st.AddBatch(t.Context(), []intake.Incoming{{UpdateID: 3, Body: []byte(`{}`), ReceivedAt: at(0)}}); err == nil {
+	if _, err := addBatch(t.Context(), st, []intake.Incoming{{UpdateID: 3, Body: []byte(`{}`), ReceivedAt: at(0)}}); err == nil {
 		t.Fatal("AddBatch with the database unreachable reported success")
 	}
 }

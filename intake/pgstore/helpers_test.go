@@ -70,9 +70,9 @@ func mustAdd(t *testing.T, st intake.Store, id int64, receivedMS int64) {
 
 func mustClaimOwned(t *testing.T, st *pgstore.Store, id int64, o intake.ClaimOpts) intake.Identity {
 	t.Helper()
-	ident, ok, err := st.ClaimOwned(t.Context(), id, o)
+	ident, ok, err := st.Claim(t.Context(), id, o)
 	if err != nil || !ok {
-		t.Fatalf("ClaimOwned(%d) = %v, %v, %v; want a claim", id, ident, ok, err)
+		t.Fatalf("Claim(%d) = %v, %v, %v; want a claim", id, ident, ok, err)
 	}
 	return ident
 }
@@ -97,4 +97,22 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, 
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// addBatch records us through [intake.Store.AddBatch], none of them
+// claimed, and reports for each whether it was newly recorded.
+func addBatch(ctx context.Context, s intake.Store, us []intake.Incoming) ([]bool, error) {
+	reqs := make([]intake.AddRequest, len(us))
+	for i, u := range us {
+		reqs[i].Incoming = u
+	}
+	res, err := s.AddBatch(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	added := make([]bool, len(res))
+	for i, r := range res {
+		added[i] = r.Added
+	}
+	return added, nil
 }

@@ -18,8 +18,6 @@ import (
 // statements that join the shared write transactions of writes.go; a
 // statement-level trigger deletes an update's entries with its row.
 
-var _ intake.JournalStore = (*Store)(nil)
-
 type journalSQL struct {
 	intent, outcome writeSQL
 	owns, find      string
@@ -181,4 +179,12 @@ func (s *Store) Journal(ctx context.Context, updateID int64) ([]intake.JournalEn
 		return nil, s.fail("journal", err)
 	}
 	return out, nil
+}
+
+// RecordOutcomeDeferred implements
+// [intake.JournalStore.RecordOutcomeDeferred] by recording at once, as
+// [Store.RecordOutcome]: PostgreSQL flushes concurrent commits together
+// anyway, so holding the outcome back would save no commit.
+func (s *Store) RecordOutcomeDeferred(ctx context.Context, id intake.Identity, call intake.Call, res intake.CallResult, at time.Time) (bool, error) {
+	return s.RecordOutcome(ctx, id, call, res, at)
 }

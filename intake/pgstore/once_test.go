@@ -43,7 +43,7 @@ func vote(ctx context.Context, s *pgstore.Store, id intake.Identity, effect stri
 
 func claim(t *testing.T, s *pgstore.Store, updateID int64, now, until time.Time) intake.Identity {
 	t.Helper()
-	id, ok, err := s.ClaimOwned(t.Context(), updateID, intake.ClaimOpts{Now: now, LeaseUntil: until, MaxAttempts: 5})
+	id, ok, err := s.Claim(t.Context(), updateID, intake.ClaimOpts{Now: now, LeaseUntil: until, MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatalf("claim %d = %v, %v", updateID, ok, err)
 	}

@@ -189,7 +189,7 @@ func TestKilledWorkersMakeEachEffectOnce(t *testing.T) {
 			ReceivedAt: time.Now(),
 		}
 	}
-	if _, err := st.AddBatch(ctx, in); err != nil {
+	if _, err := addBatch(ctx, st, in); err != nil {
 		t.Fatal(err)
 	}
 

@@ -6,24 +6,24 @@ import "strings"
 // Every parameter carries an explicit cast, and every state change is one
 // conditional statement.
 type queries struct {
-	add, addBatch, addBatchClaimed       string
-	claim, claimOwned, claimOwnedDurable writeSQL
-	// The claims in strict chat order, run after chatLock in a
-	// transaction of their own (see claimInOrder).
-	claimStrict, claimOwnedStrict, claimOwnedDurableStrict writeSQL
-	chatLock                                               string
-	dueStrict, dueChat                                     string
-	renew, renewOwned                                      writeSQL
-	settle, settleOwned                                    writeSQL
-	due, prune                                             string
-	owns                                                   string
-	exhaust                                                writeSQL
-	dueExhaustions                                         string
-	acknowledge                                            writeSQL
-	requeue                                                writeSQL
-	list, get, stats                                       string
-	lockRows                                               string
-	register, beat, leave, reap                            string
+	add, addBatch, addBatchClaimed string
+	claim                          writeSQL
+	// The claim in strict chat order, run after chatLock in a
+	// transaction of its own (see claimInOrder).
+	claimStrict                 writeSQL
+	chatLock                    string
+	dueStrict, dueChat          string
+	renew                       writeSQL
+	settle                      writeSQL
+	due, prune                  string
+	owns                        string
+	exhaust                     writeSQL
+	dueExhaustions              string
+	acknowledge                 writeSQL
+	requeue                     writeSQL
+	list, get, stats            string
+	lockRows                    string
+	register, beat, leave, reap string
 }
 
 // writeSQL is a single-row write in its two forms. alone is the plain
@@ -85,7 +85,7 @@ const claimWith = `WITH cur AS (
 
 // takes is true when a claimable row is taken rather than spent: with a
 // crash budget ($7 > 0) crashed attempts count against it and not against
-// the attempt ceiling $4 (see intake.ClaimOpts.MaxCrashes).
+// the attempt ceiling $4 (see intake.ProcessClaim.MaxCrashes).
 const takes = `(CASE WHEN $7::integer > 0
 	THEN attempts - crashes - ` + crash + ` < $4::integer AND crashes + ` + crash + ` < $7::integer
 	ELSE attempts < $4::integer END)`
@@ -94,8 +94,8 @@ const takes = `(CASE WHEN $7::integer > 0
 // it, in one UPDATE. Every right-hand side reads the row as it was.
 // $1 update id, $2 now, $3 lease end, $4 max attempts, $5 'attempts spent',
 // $6 owner (” for none), $7 max crashes, $8 'crashes spent', $9 this host's
-// clock and $10 the clock bound (for {{table}}_clock), and for owned claims
-// $11 the new claim id.
+// clock, $10 the clock bound (for {{table}}_clock) and $11 the new claim
+// id.
 const claimSet = `
 	crashes    = crashes + {{crash}},
 	state      = CASE WHEN {{takes}} THEN 'processing' ELSE 'abandoned' END,
@@ -111,7 +111,7 @@ const claimWhere = `FROM cur WHERE {{table}}.update_id = cur.update_id AND ({{cl
 
 // inOrder is the strict chat order condition for a row of the table at now
 // (the parameter now, such as "$2"); see
-// [intake.ClaimOpts.StrictChatOrder]: its chat is empty, or no other row of
+// [intake.ChatOrderStore.ClaimInOrder]: its chat is empty, or no other row of
 // its chat is live (pending, processing or failed) with a lower update id,
 // nor processing under a lease live at now. It is two NOT EXISTS, each a
 // range of the chat's live rows in the partial index {{table}}_chat (or,
@@ -145,22 +145,13 @@ func buildQueries(table string) queries {
 	tab := strings.NewReplacer("{{table}}", table)
 	f := func(s string) string { return tab.Replace(lap.Replace(pred.Replace(frag.Replace(s)))) }
 	w := func(s string) writeSQL { return newWriteSQL(f(s)) }
+	// A spend leaves settled_at NULL: an unacknowledged exhaustion.
 	claim := `{{claimWith}}UPDATE {{table}} SET {{claimSet}},
-				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE $2::bigint END
-			{{claimWhere}}
-			RETURNING state, attempts`
-	claimOwned := `{{claimWith}}UPDATE {{table}} SET {{claimSet}},
-				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE $2::bigint END,
-				claim_id   = CASE WHEN {{takes}} THEN $11::text ELSE COALESCE(claim_id, $11::text) END
-			{{claimWhere}}
-			RETURNING state, attempts, claim_id`
-	// A durable spend leaves settled_at NULL: an unacknowledged exhaustion.
-	claimOwnedDurable := `{{claimWith}}UPDATE {{table}} SET {{claimSet}},
 				settled_at = CASE WHEN {{takes}} THEN settled_at ELSE NULL END,
 				claim_id   = CASE WHEN {{takes}} THEN $11::text ELSE COALESCE(claim_id, $11::text) END
 			{{claimWhere}}
 			RETURNING state, attempts, claim_id`
-	// $1 now, $2 pending before, $3 limit [, $4 chat, $5 strict].
+	// $1 now, $2 pending before, $3 limit [, $4 chat].
 	due := `SELECT update_id, body, received_at FROM {{table}}
 			WHERE ((state = 'pending' AND received_at <= $2::bigint)
 			   OR (state = 'failed' AND due_at <= $1::bigint)
@@ -188,12 +179,8 @@ func buildQueries(table string) queries {
 			ON CONFLICT (update_id) DO NOTHING
 			RETURNING update_id`),
 
-		claim:                   w(claim),
-		claimOwned:              w(claimOwned),
-		claimOwnedDurable:       w(claimOwnedDurable),
-		claimStrict:             w(strictClaim(claim)),
-		claimOwnedStrict:        w(strictClaim(claimOwned)),
-		claimOwnedDurableStrict: w(strictClaim(claimOwnedDurable)),
+		claim:       w(claim),
+		claimStrict: w(strictClaim(claim)),
 		// $1 update id. Serialises the strict claims of the row's chat until
 		// the transaction ends: the claim that follows, a statement of its
 		// own, takes its snapshot only once the lock is held, so it sees
@@ -206,7 +193,7 @@ func buildQueries(table string) queries {
 			LIMIT $3::integer
 			FOR UPDATE SKIP LOCKED`),
 		dueChat: f(due + ` AND chat = $4::text AND state IN ('pending', 'processing', 'failed')
-			  AND (NOT $5::boolean OR ` + inOrder("$1") + `)
+			  AND ` + inOrder("$1") + `
 			ORDER BY update_id
 			LIMIT $3::integer
 			FOR UPDATE SKIP LOCKED`),
@@ -215,21 +202,11 @@ func buildQueries(table string) queries {
 		// Renewal never shortens a lease and never revives an expired one.
 		renew: w(`UPDATE {{table}} SET due_at = GREATEST(due_at, $3::bigint)
 			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
-			  AND due_at >= $4::bigint`),
-		renewOwned: w(`UPDATE {{table}} SET due_at = GREATEST(due_at, $3::bigint)
-			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
 			  AND due_at >= $4::bigint AND claim_id = $5::text`),
 
 		// $1 update id, $2 attempt, $3 state, $4 at, $5 retry at, $6 error,
 		// $7 claim id. Applies only while the lease is live at $4.
 		settle: w(`UPDATE {{table}} SET
-				state      = $3::text,
-				due_at     = CASE WHEN $3::text = 'failed' THEN $5::bigint ELSE due_at END,
-				settled_at = CASE WHEN $3::text = 'failed' THEN NULL ELSE $4::bigint END,
-				error      = CASE WHEN $3::text = 'completed' THEN NULL ELSE $6::text END
-			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
-			  AND due_at >= $4::bigint`),
-		settleOwned: w(`UPDATE {{table}} SET
 				state      = $3::text,
 				due_at     = CASE WHEN $3::text = 'failed' THEN $5::bigint ELSE due_at END,
 				settled_at = CASE WHEN $3::text = 'failed' THEN NULL ELSE $4::bigint END,

@@ -86,12 +86,12 @@ func TestStartingBesideThreeRunningStoresDisturbsNone(t *testing.T) {
 					errs <- err
 					return
 				}
-				claim, ok, err := st.ClaimOwned(ctx, id, claimOpts(id, id+60_000))
+				claim, ok, err := st.Claim(ctx, id, claimOpts(id, id+60_000))
 				if err != nil || !ok {
 					errs <- err
 					return
 				}
-				if ok, err := st.SettleOwned(ctx, claim, intake.Settlement{State: intake.StateCompleted, At: at(id + 1)}); err != nil || !ok {
+				if ok, err := st.Settle(ctx, claim, intake.Settlement{State: intake.StateCompleted, At: at(id + 1)}); err != nil || !ok {
 					errs <- err
 					return
 				}

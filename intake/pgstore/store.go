@@ -54,16 +54,16 @@ type Config struct {
 	MaxClockSkew time.Duration
 }
 
-// Store is an [intake.DurableStore], [intake.BatchStore],
-// [intake.ClaimingBatchStore] and [intake.AdminStore] on a PostgreSQL
-// table, for many processes on many machines sharing one database.
+// Store is an [intake.Store] with every optional capability on a
+// PostgreSQL table, for many processes on many machines sharing one
+// database.
 //
 // Every state change is one conditional SQL statement, so concurrent claims
 // of one row by any number of processes cannot both win. Concurrent state
 // changes made through one Store share a transaction and one commit (group
 // commit); a write whose row another transaction holds locked runs alone
 // instead, so it never stalls the others (see writes.go). A claim in strict
-// chat order ([intake.ClaimOpts.StrictChatOrder]) runs in a transaction of
+// chat order ([intake.ChatOrderStore.ClaimInOrder]) runs in a transaction of
 // its own under its chat's advisory lock, so two processes' claims of one
 // chat cannot both win either. Times are stored as Unix milliseconds of the
 // intake's clock. [Store.Due] skips rows locked by
@@ -89,13 +89,12 @@ type Store struct {
 
 // Compile-time checks of the capability levels Store claims.
 var (
-	_ intake.DurableStore       = (*Store)(nil)
-	_ intake.BatchStore         = (*Store)(nil)
-	_ intake.ClaimingBatchStore = (*Store)(nil)
-	_ intake.AdminStore         = (*Store)(nil)
-	_ intake.HealthChecker      = (*Store)(nil)
-	_ intake.ProcessStore       = (*Store)(nil)
-	_ intake.ChatOrderStore     = (*Store)(nil)
+	_ intake.Store          = (*Store)(nil)
+	_ intake.ProcessStore   = (*Store)(nil)
+	_ intake.ChatOrderStore = (*Store)(nil)
+	_ intake.JournalStore   = (*Store)(nil)
+	_ intake.AdminStore     = (*Store)(nil)
+	_ intake.HealthChecker  = (*Store)(nil)
 )
 
 // New returns a store over the caller's pool. Unless cfg.NoCreate is set it
@@ -196,11 +195,11 @@ func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-// AddBatch implements [intake.BatchStore.AddBatch] as one multi-row INSERT
-// (one statement, one transaction, one commit). Duplicates within us are
-// removed before the insert, so the first one wins.
-func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
-	out := make([]bool, len(us))
+// addPending records a batch without claims as one multi-row INSERT (one
+// statement, one transaction, one commit). Duplicates within us are removed
+// before the insert, so the first one wins.
+func (s *Store) addPending(ctx context.Context, us []intake.AddRequest) ([]intake.AddResult, error) {
+	out := make([]intake.AddResult, len(us))
 	if len(us) == 0 {
 		return out, nil
 	}
@@ -228,26 +227,47 @@ func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, err
 		return nil, s.fail("add batch", err)
 	}
 	for _, id := range inserted {
-		out[first[id]] = true
+		out[first[id]].Added = true
 	}
 	return out, nil
 }
 
-// AddBatchClaimed implements [intake.ClaimingBatchStore.AddBatchClaimed]
-// as one multi-row INSERT (one statement, one transaction, one commit) in
-// which a claimed request's row is inserted processing, at attempt 1, due at
-// its lease end, with a fresh random claim id (UUID v4). Duplicates within
-// reqs are removed before the insert, so the first one wins. Like
-// [Store.AddBatch] it runs on the pool, beside the shared transaction of
-// the single-row writes (see writes.go), which only writes rows it has
-// locked and never waits: an insert can wait for another transaction's
-// uncommitted insert of the same update id, and PostgreSQL flushes
-// concurrent commits together anyway.
-func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
-	out := make([]intake.AddResult, len(reqs))
-	if len(reqs) == 0 {
-		return out, nil
+// AddBatch implements [intake.Store.AddBatch] as one multi-row INSERT (one
+// statement, one transaction, one commit) in which a claimed request's row
+// is inserted processing, at attempt 1, due at its lease end, with a fresh
+// random claim id (UUID v4). Duplicates within reqs are removed before the
+// insert, so the first one wins. It runs on the pool, beside the shared
+// transaction of the single-row writes (see writes.go), which only writes
+// rows it has locked and never waits: an insert can wait for another
+// transaction's uncommitted insert of the same update id, and PostgreSQL
+// flushes concurrent commits together anyway.
+func (s *Store) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.addBatch(ctx, "add batch", reqs, intake.ProcessClaim{})
+}
+
+// AddBatchAs implements [intake.ProcessStore.AddBatchAs]: [Store.AddBatch]
+// whose claimed rows record p.Process as their owner.
+func (s *Store) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
+	return s.addBatch(ctx, "add batch as", reqs, p)
+}
+
+func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: %s: %w", op, err)
 	}
+	claimed := false
+	for _, rq := range reqs {
+		if rq.Claim != nil {
+			if err := rq.Claim.Validate(); err != nil {
+				return nil, fmt.Errorf("pgstore: %s: %w", op, err)
+			}
+			claimed = true
+		}
+	}
+	if !claimed {
+		return s.addPending(ctx, reqs)
+	}
+	out := make([]intake.AddResult, len(reqs))
 	first := make(map[int64]int, len(reqs)) // update id → index of its first occurrence
 	var (
 		ids      = make([]int64, 0, len(reqs))
@@ -261,12 +281,11 @@ func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) (
 		chats    = make([]string, 0, len(reqs))
 	)
 	claimIDs := make([]string, len(reqs))
+	var owner *string
+	if p.Process != "" {
+		owner = &p.Process
+	}
 	for i, rq := range reqs {
-		if rq.Claim != nil {
-			if err := rq.Claim.Validate(); err != nil {
-				return nil, fmt.Errorf("pgstore: add batch claimed: %w", err)
-			}
-		}
 		if _, dup := first[rq.UpdateID]; dup {
 			continue
 		}
@@ -284,27 +303,23 @@ func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) (
 		claimIDs[i] = uuid.NewString()
 		states, attempts = append(states, "processing"), append(attempts, 1)
 		dues, claims = append(dues, ms(rq.Claim.LeaseUntil)), append(claims, &claimIDs[i])
-		var owner *string
-		if rq.Claim.Owner != "" {
-			owner = &rq.Claim.Owner
-		}
 		owners = append(owners, owner)
 	}
 	// This host's clock is read once a connection is in hand, so a wait for
 	// the pool never reads as skew (see writeReq.clockArg).
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, s.fail("add batch claimed", err)
+		return nil, s.fail(op, err)
 	}
 	defer conn.Release()
 	rows, err := conn.Query(ctx, s.q.addBatchClaimed, ids, bodies, ats, states, attempts, dues, claims, owners, chats,
 		ms(s.clock()), s.skew)
 	if err != nil {
-		return nil, s.fail("add batch claimed", err)
+		return nil, s.fail(op, err)
 	}
 	inserted, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return nil, s.fail("add batch claimed", err)
+		return nil, s.fail(op, err)
 	}
 	for _, id := range inserted {
 		i := first[id]
@@ -316,65 +331,57 @@ func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) (
 	return out, nil
 }
 
-// Claim implements [intake.Store.Claim] as one conditional UPDATE that either
-// takes the row or, when its attempts are spent, abandons it. With
-// opts.DurableExhaustion set it is [Store.ClaimOwned], so that a spent row
-// becomes an exhaustion that can be acknowledged.
-func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (int, bool, error) {
-	if opts.DurableExhaustion {
-		id, ok, err := s.ClaimOwned(ctx, updateID, opts)
-		return id.Attempt, ok, err
-	}
-	if err := checkClaimOpts(opts); err != nil {
-		return 0, false, err
-	}
-	var state string
-	var attempts int
-	sql := s.q.claim
-	if opts.StrictChatOrder {
-		sql = s.q.claimStrict
-	}
-	n, err := s.claimWrite(ctx, "claim", opts, writeReq{
-		updateID: updateID, sql: sql,
-		args: s.claimArgs(updateID, opts), clockArg: claimClockArg,
-		dest: []any{&state, &attempts},
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	if n == 0 || intake.State(state) != intake.StateProcessing {
-		return 0, false, nil // spent and abandoned
-	}
-	return attempts, true, nil
+// Claim implements [intake.Store.Claim] as one conditional UPDATE that
+// either takes the row, storing a fresh random claim id (UUID v4), or, when
+// its attempts are spent, exhausts it: the row keeps its last claim id (or
+// gets a fresh one if it never had one) and becomes an unacknowledged
+// exhaustion.
+func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.claim(ctx, "claim", updateID, opts, intake.ProcessClaim{}, false)
 }
 
-// ClaimOwned implements [intake.FencedStore.ClaimOwned]: the transition of
-// [Store.Claim] that also stores a fresh random claim id (UUID v4). A row
-// spent under opts.DurableExhaustion keeps its last claim id (or gets a fresh
-// one if it never had one) and becomes an unacknowledged exhaustion.
-func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
-	if err := checkClaimOpts(opts); err != nil {
-		return intake.Identity{}, false, err
+// ClaimAs implements [intake.ProcessStore.ClaimAs]: [Store.Claim] recording
+// p.Process as the row's owner, counting a crash on a takeover from a
+// lapsed owner in the same UPDATE.
+func (s *Store) ClaimAs(ctx context.Context, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	return s.claim(ctx, "claim as", updateID, opts, p, false)
+}
+
+// ClaimInOrder implements [intake.ChatOrderStore.ClaimInOrder]: the table
+// keeps each row's chat (migration 005), and a strict claim checks its
+// chat's rows in its own UPDATE, under a per-chat advisory lock (see
+// claimInOrder).
+func (s *Store) ClaimInOrder(ctx context.Context, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	return s.claim(ctx, "claim in order", updateID, opts, p, true)
+}
+
+func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim, strict bool) (intake.Identity, bool, error) {
+	if err := opts.Validate(); err != nil {
+		return intake.Identity{}, false, fmt.Errorf("pgstore: %s: %w", op, err)
 	}
-	sql := s.q.claimOwned
-	switch {
-	case opts.DurableExhaustion && opts.StrictChatOrder:
-		sql = s.q.claimOwnedDurableStrict
-	case opts.DurableExhaustion:
-		sql = s.q.claimOwnedDurable
-	case opts.StrictChatOrder:
-		sql = s.q.claimOwnedStrict
+	if err := p.Validate(); err != nil {
+		return intake.Identity{}, false, fmt.Errorf("pgstore: %s: %w", op, err)
 	}
 	var (
 		state    string
 		attempts int
 		claimID  string
 	)
-	n, err := s.claimWrite(ctx, "claim owned", opts, writeReq{
-		updateID: updateID, sql: sql,
-		args: append(s.claimArgs(updateID, opts), uuid.NewString()), clockArg: claimClockArg,
+	r := writeReq{
+		updateID: updateID, sql: s.q.claim,
+		args: append(s.claimArgs(updateID, opts, p), uuid.NewString()), clockArg: claimClockArg,
 		dest: []any{&state, &attempts, &claimID},
-	})
+	}
+	var n int64
+	var err error
+	if strict {
+		r.sql = s.q.claimStrict
+		if n, err = s.claimInOrder(ctx, r); err != nil {
+			err = s.fail(op, err)
+		}
+	} else {
+		n, err = s.write(ctx, op, r)
+	}
 	if err != nil {
 		return intake.Identity{}, false, err
 	}
@@ -386,31 +393,13 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 
 // claimArgs are the parameters $1 to $10 of the claim statements; $9,
 // this host's clock, is stamped when the statement is sent.
-func (s *Store) claimArgs(updateID int64, opts intake.ClaimOpts) []any {
+func (s *Store) claimArgs(updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim) []any {
 	return []any{updateID, ms(opts.Now), ms(opts.LeaseUntil), opts.MaxAttempts, intake.AttemptsSpentText,
-		opts.Owner, opts.MaxCrashes, intake.CrashesSpentText, int64(0), s.skew}
+		p.Process, p.MaxCrashes, intake.CrashesSpentText, int64(0), s.skew}
 }
 
 // claimClockArg is the position of this host's clock among claimArgs.
 const claimClockArg = 9
-
-// KeepsChatOrder marks the [intake.ChatOrderStore] capability: the table
-// keeps each row's chat (migration 005), and a strict claim checks its
-// chat's rows in its own UPDATE, under a per-chat advisory lock.
-func (s *Store) KeepsChatOrder() {}
-
-// claimWrite runs a claim: in a shared transaction like every other write,
-// or, in strict chat order, in a transaction of its own (claimInOrder).
-func (s *Store) claimWrite(ctx context.Context, op string, opts intake.ClaimOpts, r writeReq) (int64, error) {
-	if !opts.StrictChatOrder {
-		return s.write(ctx, op, r)
-	}
-	n, err := s.claimInOrder(ctx, r)
-	if err != nil {
-		return 0, s.fail(op, err)
-	}
-	return n, nil
-}
 
 // claimInOrder runs the strict claim r in a transaction of its own, after
 // taking the transaction-level advisory lock of the row's chat (chatLock).
@@ -477,40 +466,18 @@ func readInOrder(br pgx.BatchResults, r writeReq) (int64, error) {
 	return 1, nil
 }
 
-func checkClaimOpts(opts intake.ClaimOpts) error {
-	if err := opts.Validate(); err != nil {
-		return fmt.Errorf("pgstore: claim: %w", err)
-	}
-	return nil
-}
-
-// Renew implements [intake.Store.Renew]. It does not touch claim_id.
-func (s *Store) Renew(ctx context.Context, updateID int64, attempt int, leaseUntil, now time.Time) (bool, error) {
-	n, err := s.write(ctx, "renew", writeReq{updateID: updateID, sql: s.q.renew, args: []any{updateID, attempt, ms(leaseUntil), ms(now)}})
+// Renew implements [intake.Store.Renew].
+func (s *Store) Renew(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
+	n, err := s.write(ctx, "renew", writeReq{updateID: id.UpdateID, sql: s.q.renew, args: []any{id.UpdateID, id.Attempt, ms(leaseUntil), ms(now), id.ClaimID}})
 	return n == 1, err
 }
 
-// RenewOwned implements [intake.FencedStore.RenewOwned].
-func (s *Store) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
-	n, err := s.write(ctx, "renew owned", writeReq{updateID: id.UpdateID, sql: s.q.renewOwned, args: []any{id.UpdateID, id.Attempt, ms(leaseUntil), ms(now), id.ClaimID}})
-	return n == 1, err
-}
-
-// Settle implements [intake.Store.Settle]. It does not touch claim_id.
-func (s *Store) Settle(ctx context.Context, updateID int64, attempt int, st intake.Settlement) (bool, error) {
+// Settle implements [intake.Store.Settle].
+func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
 	if err := checkSettlement(st); err != nil {
 		return false, err
 	}
-	n, err := s.write(ctx, "settle", writeReq{updateID: updateID, sql: s.q.settle, args: []any{updateID, attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error}})
-	return n == 1, err
-}
-
-// SettleOwned implements [intake.FencedStore.SettleOwned].
-func (s *Store) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
-	if err := checkSettlement(st); err != nil {
-		return false, err
-	}
-	n, err := s.write(ctx, "settle owned", writeReq{updateID: id.UpdateID, sql: s.q.settleOwned, args: []any{id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID}})
+	n, err := s.write(ctx, "settle", writeReq{updateID: id.UpdateID, sql: s.q.settle, args: []any{id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID}})
 	return n == 1, err
 }
 
@@ -526,14 +493,20 @@ func checkSettlement(st intake.Settlement) error {
 // sweeper's [Store.DueTx]) are skipped (FOR UPDATE SKIP LOCKED) rather than
 // waited for; run on the pool, the locks last only for the statement.
 func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
-	return s.due(ctx, s.pool, q)
+	return s.due(ctx, s.pool, q, false, "")
+}
+
+// DueInOrder implements [intake.ChatOrderStore.DueInOrder], skipping
+// locked rows as [Store.Due] does.
+func (s *Store) DueInOrder(ctx context.Context, q intake.DueQuery, chat string) ([]intake.StoredUpdate, error) {
+	return s.due(ctx, s.pool, q, true, chat)
 }
 
 // DueTx is [Store.Due] inside the caller's transaction: the listed rows stay
 // locked until tx ends, so sweepers that each list a page in their own
 // transaction get disjoint pages.
 func (s *Store) DueTx(ctx context.Context, tx pgx.Tx, q intake.DueQuery) ([]intake.StoredUpdate, error) {
-	return s.due(ctx, tx, q)
+	return s.due(ctx, tx, q, false, "")
 }
 
 // querier is what a pool and a pgx transaction have in common.
@@ -542,7 +515,7 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func (s *Store) due(ctx context.Context, db querier, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+func (s *Store) due(ctx context.Context, db querier, q intake.DueQuery, strict bool, chat string) ([]intake.StoredUpdate, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: due: %w", err)
 	}
@@ -551,9 +524,9 @@ func (s *Store) due(ctx context.Context, db querier, q intake.DueQuery) ([]intak
 		err  error
 	)
 	switch {
-	case q.Chat != "":
-		rows, err = db.Query(ctx, s.q.dueChat, ms(q.Now), ms(q.PendingBefore), q.Limit, q.Chat, q.StrictChatOrder)
-	case q.StrictChatOrder:
+	case strict && chat != "":
+		rows, err = db.Query(ctx, s.q.dueChat, ms(q.Now), ms(q.PendingBefore), q.Limit, chat)
+	case strict:
 		rows, err = db.Query(ctx, s.q.dueStrict, ms(q.Now), ms(q.PendingBefore), q.Limit)
 	default:
 		rows, err = db.Query(ctx, s.q.due, ms(q.Now), ms(q.PendingBefore), q.Limit)
@@ -585,7 +558,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-// Owns implements [intake.FencedStore.Owns]. It selects the row FOR UPDATE,
+// Owns implements [intake.Store.Owns]. It selects the row FOR UPDATE,
 // but on the pool that lock ends with the statement, so it proves nothing
 // about a later write. To fence a domain write, check ownership inside the
 // write's transaction: [Store.OwnsTx] with a pgx transaction,
@@ -622,13 +595,13 @@ func (s *Store) owns(ctx context.Context, db querier, op string, id intake.Ident
 	return owned, nil
 }
 
-// Exhaust implements [intake.DurableStore.Exhaust].
+// Exhaust implements [intake.Store.Exhaust].
 func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
 	n, err := s.write(ctx, "exhaust", writeReq{updateID: id.UpdateID, sql: s.q.exhaust, args: []any{id.UpdateID, id.Attempt, id.ClaimID, ms(at), errText}})
 	return n == 1, err
 }
 
-// DueExhaustions implements [intake.DurableStore.DueExhaustions]. A row
+// DueExhaustions implements [intake.Store.DueExhaustions]. A row
 // without a claim id (possible only through writes from outside the store)
 // cannot be acknowledged and is not listed; [Store.List] shows it and
 // [Store.Requeue] revives it.
@@ -659,7 +632,7 @@ func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([
 	return out, nil
 }
 
-// AcknowledgeExhaustion implements [intake.DurableStore.AcknowledgeExhaustion].
+// AcknowledgeExhaustion implements [intake.Store.AcknowledgeExhaustion].
 func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
 	n, err := s.write(ctx, "acknowledge exhaustion", writeReq{updateID: id.UpdateID, sql: s.q.acknowledge, args: []any{id.UpdateID, id.Attempt, id.ClaimID, ms(at)}})
 	return n == 1, err

@@ -73,7 +73,7 @@ func TestAddBatchIsOneInsert(t *testing.T) {
 		{UpdateID: 4, Body: []byte("second"), ReceivedAt: at(2)},
 		{UpdateID: 6, Body: nil, ReceivedAt: at(3)},
 	}
-	got, err := st.AddBatch(ctx, in)
+	got, err := addBatch(ctx, st, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +84,14 @@ func TestAddBatchIsOneInsert(t *testing.T) {
 	if err != nil || string(row.Body) != "first" {
 		t.Fatalf("row 4 body = %q, %v; want the first one", row.Body, err)
 	}
-	if got, err := st.AddBatch(ctx, nil); err != nil || len(got) != 0 {
+	if got, err := addBatch(ctx, st, nil); err != nil || len(got) != 0 {
 		t.Fatalf("AddBatch(nil) = %v, %v", got, err)
 	}
 
 	// On error nothing is recorded: a cancelled batch leaves no row.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := st.AddBatch(cctx, []intake.Incoming{{UpdateID: 9, Body: []byte("x")}}); err == nil {
+	if _, err := addBatch(cctx, st, []intake.Incoming{{UpdateID: 9, Body: []byte("x")}}); err == nil {
 		t.Fatal("AddBatch with a cancelled ctx succeeded")
 	}
 	var n int
@@ -257,7 +257,7 @@ func TestFenceLocksOutReclaimUntilCommit(t *testing.T) {
 			reclaimed := make(chan result, 1)
 			go func() {
 				// The lease lapsed at 1000: claimable at 2000.
-				nid, ok, err := st.ClaimOwned(ctx, 1, claimOpts(2000, 3000))
+				nid, ok, err := st.Claim(ctx, 1, claimOpts(2000, 3000))
 				reclaimed <- result{nid, ok, err}
 			}()
 			// The reclaim is seen waiting on a row lock in the server.
@@ -329,7 +329,7 @@ func TestFenceOnStaleIdentityTakesNoLock(t *testing.T) {
 	// Runs at once on another connection although tx is still open.
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if ok, err := st.SettleOwned(sctx, id, intake.Settlement{State: intake.StateCompleted, At: at(20)}); err != nil || !ok {
-		t.Fatalf("SettleOwned while a stale check's transaction is open = %v, %v", ok, err)
+	if ok, err := st.Settle(sctx, id, intake.Settlement{State: intake.StateCompleted, At: at(20)}); err != nil || !ok {
+		t.Fatalf("Settle while a stale check's transaction is open = %v, %v", ok, err)
 	}
 }

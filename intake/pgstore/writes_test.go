@@ -125,10 +125,10 @@ func TestConcurrentWritesShareTransactions(t *testing.T) {
 	errs := make([]error, n+1)
 	l.run(t, n+1, func(i int) {
 		if i == n { // a stale identity: refused, inside a shared transaction
-			oks[i], errs[i] = st.SettleOwned(t.Context(), stale, completed(10))
+			oks[i], errs[i] = st.Settle(t.Context(), stale, completed(10))
 			return
 		}
-		oks[i], errs[i] = st.SettleOwned(t.Context(), ids[i], completed(100))
+		oks[i], errs[i] = st.Settle(t.Context(), ids[i], completed(100))
 	})
 	for i := range n {
 		if errs[i] != nil || !oks[i] {
@@ -166,7 +166,7 @@ func TestFailingWriteInBatchDoesNotFailOthers(t *testing.T) {
 			// Not valid UTF-8: PostgreSQL refuses the text.
 			s = intake.Settlement{State: intake.StateFailed, At: at(100), RetryAt: at(200), Error: "bad \xff\x00"}
 		}
-		oks[i], errs[i] = st.SettleOwned(t.Context(), ids[i], s)
+		oks[i], errs[i] = st.Settle(t.Context(), ids[i], s)
 	})
 	if errs[n/2] == nil {
 		t.Fatalf("the invalid settlement succeeded (%v)", oks[n/2])
@@ -203,7 +203,7 @@ func TestBatchRunsWritesInUpdateIDOrder(t *testing.T) {
 	l := logBatches(st, n)
 	l.run(t, n, func(i int) {
 		id := ids[(i*7)%n] // started out of order
-		if ok, err := st.RenewOwned(t.Context(), id, at(20_000), at(100)); err != nil || !ok {
+		if ok, err := st.Renew(t.Context(), id, at(20_000), at(100)); err != nil || !ok {
 			t.Errorf("renew %d = %v, %v", id.UpdateID, ok, err)
 		}
 	})
@@ -252,7 +252,7 @@ func TestLockedRowDoesNotStallOtherWrites(t *testing.T) {
 	}
 	renewed := make(chan result, 1)
 	go func() {
-		ok, err := st.RenewOwned(ctx, ids[0], at(20_000), at(100))
+		ok, err := st.Renew(ctx, ids[0], at(20_000), at(100))
 		renewed <- result{ok, err}
 	}()
 	waitFor(t, bounded, "the renewal to wait on the row lock", func() (bool, error) {
@@ -268,7 +268,7 @@ func TestLockedRowDoesNotStallOtherWrites(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, id := range ids[1:] {
 		wg.Go(func() {
-			if ok, err := st.SettleOwned(sctx, id, completed(100)); err != nil || !ok {
+			if ok, err := st.Settle(sctx, id, completed(100)); err != nil || !ok {
 				t.Errorf("settle %d while row 1 is locked = %v, %v", id.UpdateID, ok, err)
 			}
 		})
@@ -312,14 +312,14 @@ func TestCancelledWriteIsNotCommitted(t *testing.T) {
 	})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if ok, err := st.SettleOwned(t.Context(), ids[0], completed(100)); err != nil || !ok {
+		if ok, err := st.Settle(t.Context(), ids[0], completed(100)); err != nil || !ok {
 			t.Errorf("settle 1 = %v, %v", ok, err)
 		}
 	})
 	waitFor(t, bounded, "the first settlement to lead", func() (bool, error) { return held.Load(), nil })
 	errc := make(chan error, 1)
 	go func() {
-		_, err := st.SettleOwned(ctx, ids[1], completed(100))
+		_, err := st.Settle(ctx, ids[1], completed(100))
 		errc <- err
 	}()
 	cancel()
@@ -375,9 +375,9 @@ func TestTwoStoresClaimingTheSameRowsEachWinOnce(t *testing.T) {
 					if (int(id)+g)%perStore != 0 && (int(id)+g)%3 != 0 {
 						continue // each goroutine claims a spread subset
 					}
-					ident, ok, err := st.ClaimOwned(ctx, id, claimOpts(10, 10_000))
+					ident, ok, err := st.Claim(ctx, id, claimOpts(10, 10_000))
 					if err != nil {
-						t.Errorf("store %d: ClaimOwned(%d): %v", k, id, err)
+						t.Errorf("store %d: Claim(%d): %v", k, id, err)
 						return
 					}
 					if ok {
@@ -408,7 +408,7 @@ func TestSharedTransactionsAreBounded(t *testing.T) {
 	ids := claimRows(t, st, n)
 	l := logBatches(st, n)
 	l.run(t, n, func(i int) {
-		if ok, err := st.SettleOwned(t.Context(), ids[i], completed(100)); err != nil || !ok {
+		if ok, err := st.Settle(t.Context(), ids[i], completed(100)); err != nil || !ok {
 			t.Errorf("settle %d = %v, %v", i+1, ok, err)
 		}
 	})

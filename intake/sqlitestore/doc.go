@@ -1,7 +1,8 @@
 // Package sqlitestore is the embedded default store of the intake: an
-// [intake.DurableStore], [intake.BatchStore], [intake.ClaimingBatchStore]
-// and [intake.AdminStore] on one table of an SQLite database file, through the pure-Go driver
-// modernc.org/sqlite.
+// [intake.Store] with every optional capability ([intake.ProcessStore],
+// [intake.ChatOrderStore], [intake.JournalStore], [intake.AdminStore] and
+// [intake.HealthChecker]) on one table of an SQLite database file, through
+// the pure-Go driver modernc.org/sqlite.
 //
 // # Durability
 //

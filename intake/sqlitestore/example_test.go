@@ -33,7 +33,7 @@ func Example() {
 
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	added, _ := s.Add(ctx, intake.Incoming{UpdateID: 7, Body: []byte(`{"update_id":7}`), ReceivedAt: now})
-	id, claimed, _ := s.ClaimOwned(ctx, 7, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 3})
+	id, claimed, _ := s.Claim(ctx, 7, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 3})
 	fmt.Println("added:", added, "claimed attempt:", id.Attempt, claimed)
 
 	tx, err := s.DB().BeginTx(ctx, nil) // BEGIN IMMEDIATE
@@ -52,7 +52,7 @@ func Example() {
 	if err := tx.Commit(); err != nil {
 		log.Fatal(err)
 	}
-	settled, _ := s.SettleOwned(ctx, id, intake.Settlement{State: intake.StateCompleted, At: now.Add(time.Second)})
+	settled, _ := s.Settle(ctx, id, intake.Settlement{State: intake.StateCompleted, At: now.Add(time.Second)})
 	fmt.Println("wrote:", owns, "settled:", settled)
 	// Output:
 	// added: true claimed attempt: 1 true

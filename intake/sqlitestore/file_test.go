@@ -82,9 +82,9 @@ func TestVanishedDatabaseRefusesAcceptsUntilItIsBack(t *testing.T) {
 		t.Fatalf("POST update 1 = %d, want 200", code)
 	}
 
-	claim, ok, err := s.ClaimOwned(t.Context(), 1, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
+	claim, ok, err := s.Claim(t.Context(), 1, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
 	if err != nil || !ok {
-		t.Fatalf("ClaimOwned(1) = %v, %v", ok, err)
+		t.Fatalf("Claim(1) = %v, %v", ok, err)
 	}
 
 	// The directory goes away while the store has the file open.
@@ -175,7 +175,7 @@ func TestReplacedDatabaseFileIsRefused(t *testing.T) {
 	if !errors.Is(err, sqlitestore.ErrDatabaseGone) || !strings.Contains(err.Error(), "another file") {
 		t.Fatalf("Health with another file at the path = %v, want ErrDatabaseGone saying it is another file", err)
 	}
-	if _, err := s.AddBatch(t.Context(), []intake.Incoming{{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: base}}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+	if _, err := addBatch(t.Context(), s, []intake.Incoming{{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: base}}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
 		t.Fatalf("AddBatch with another file at the path = %v, want ErrDatabaseGone", err)
 	}
 }

@@ -19,8 +19,6 @@ import (
 // the transaction of the next intent; a trigger deletes an update's entries
 // with its row.
 
-var _ intake.DeferredOutcomeStore = (*Store)(nil)
-
 // DeferredOutcomeWait bounds how long [Store.RecordOutcomeDeferred] holds an
 // outcome back for the next intent to carry it into its commit.
 const DeferredOutcomeWait = 5 * time.Millisecond
@@ -345,7 +343,7 @@ func (s *Store) RecordOutcome(ctx context.Context, id intake.Identity, call inta
 }
 
 // RecordOutcomeDeferred implements
-// [intake.DeferredOutcomeStore.RecordOutcomeDeferred]: the outcome waits up
+// [intake.JournalStore.RecordOutcomeDeferred]: the outcome waits up
 // to [DeferredOutcomeWait] for the next RecordIntent, which writes it in
 // its own transaction before the intent; if none comes, or that write
 // fails, it is written on its own. It returns once its write committed.

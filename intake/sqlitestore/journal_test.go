@@ -26,7 +26,7 @@ func TestDeferredOutcomeSurvivesClose(t *testing.T) {
 		if _, err := s.Add(t.Context(), intake.Incoming{UpdateID: u, Body: []byte(`{}`), ReceivedAt: base}); err != nil {
 			t.Fatal(err)
 		}
-		id, ok, err := s.ClaimOwned(t.Context(), u, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
+		id, ok, err := s.Claim(t.Context(), u, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
 		if err != nil || !ok {
 			t.Fatal(ok, err)
 		}

@@ -103,14 +103,14 @@ func TestOnceRefusesAStaleAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first claim's lease has already ended; a second claim takes over.
-	stale, ok, err := s.ClaimOwned(ctx, 7, intake.ClaimOpts{Now: now.Add(-time.Hour), LeaseUntil: now.Add(-time.Minute), MaxAttempts: 5})
+	stale, ok, err := s.Claim(ctx, 7, intake.ClaimOpts{Now: now.Add(-time.Hour), LeaseUntil: now.Add(-time.Minute), MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatalf("first claim = %v, %v", ok, err)
 	}
 	if applied, err := countVote(ctx, s, stale, ""); applied || !errors.Is(err, intake.ErrNotOwner) {
 		t.Fatalf("Once with a lapsed lease = %v, %v; want ErrNotOwner", applied, err)
 	}
-	live, ok, err := s.ClaimOwned(ctx, 7, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
+	live, ok, err := s.Claim(ctx, 7, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatalf("second claim = %v, %v", ok, err)
 	}
@@ -148,7 +148,7 @@ func TestOnceConcurrentCallsApplyOnce(t *testing.T) {
 	if _, err := s.Add(ctx, intake.Incoming{UpdateID: 9, Body: []byte(`{"update_id":9}`), ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	id, ok, err := s.ClaimOwned(ctx, 9, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
+	id, ok, err := s.Claim(ctx, 9, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatalf("claim = %v, %v", ok, err)
 	}

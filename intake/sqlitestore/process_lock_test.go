@@ -34,14 +34,14 @@ func TestDeadProcessReapedByItsLock(t *testing.T) {
 	if _, err := dead.Add(ctx, intake.Incoming{UpdateID: 1, Body: []byte(`{"update_id":1}`), ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	held, ok, err := dead.ClaimOwned(ctx, 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5, Owner: "dead"})
+	held, ok, err := dead.ClaimAs(ctx, 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5}, intake.ProcessClaim{Process: "dead"})
 	if err != nil || !ok {
-		t.Fatalf("ClaimOwned = %v, %v", ok, err)
+		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 	if n, err := alive.Reap(ctx, now); err != nil || n != 0 {
 		t.Fatalf("Reap while both hold their locks = %d, %v; want 0", n, err)
 	}
-	if _, ok, _ := alive.ClaimOwned(ctx, 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5, Owner: "alive"}); ok {
+	if _, ok, _ := alive.ClaimAs(ctx, 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5}, intake.ProcessClaim{Process: "alive"}); ok {
 		t.Fatal("claimed a row of a live process")
 	}
 
@@ -52,7 +52,7 @@ func TestDeadProcessReapedByItsLock(t *testing.T) {
 	if n, err := alive.Reap(ctx, now); err != nil || n != 0 {
 		t.Fatalf("a second Reap = %d, %v; want 0", n, err)
 	}
-	id, ok, err := alive.ClaimOwned(ctx, 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5, Owner: "alive"})
+	id, ok, err := alive.ClaimAs(ctx, 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5}, intake.ProcessClaim{Process: "alive"})
 	if err != nil || !ok || id.Attempt != 2 {
 		t.Fatalf("takeover = %+v, %v, %v; want attempt 2", id, ok, err)
 	}

@@ -45,7 +45,7 @@ func claimChild(path string) int {
 		if os.Getenv(childOrderEnv) == "desc" {
 			id = processRows - int64(i)
 		}
-		got, ok, err := s.ClaimOwned(ctx, id, opts)
+		got, ok, err := s.Claim(ctx, id, opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child claim:", err)
 			return 1
@@ -73,7 +73,7 @@ func TestTwoProcessesNeverBothWinAClaim(t *testing.T) {
 	for i := range batch {
 		batch[i] = intake.Incoming{UpdateID: int64(i + 1), Body: []byte("{}"), ReceivedAt: base}
 	}
-	if _, err := s.AddBatch(t.Context(), batch); err != nil {
+	if _, err := addBatch(t.Context(), s, batch); err != nil {
 		t.Fatal(err)
 	}
 

@@ -26,12 +26,12 @@ const lapsedSQL = `(state = 'processing' AND owner IS NOT NULL AND NOT EXISTS (
 const crashSQL = `(CASE WHEN ` + lapsedSQL + ` THEN 1 ELSE 0 END)`
 
 // takesSQL is true when a claimable row is taken rather than spent: with a
-// crash budget (?9 > 0) crashed attempts count against it and not against
-// the attempt ceiling ?4 (see intake.ClaimOpts.MaxCrashes).
-const takesSQL = `(CASE WHEN ?9 > 0 THEN attempts - crashes - ` + crashSQL + ` < ?4 AND crashes + ` + crashSQL + ` < ?9 ELSE attempts < ?4 END)`
+// crash budget (?8 > 0) crashed attempts count against it and not against
+// the attempt ceiling ?4 (see intake.ProcessClaim.MaxCrashes).
+const takesSQL = `(CASE WHEN ?8 > 0 THEN attempts - crashes - ` + crashSQL + ` < ?4 AND crashes + ` + crashSQL + ` < ?8 ELSE attempts < ?4 END)`
 
 // inOrderSQL is the strict chat order condition at ?2 (now), for a row of
-// "{{table}}" (see [intake.ClaimOpts.StrictChatOrder]): its chat is empty,
+// "{{table}}" (see [intake.ChatOrderStore]): its chat is empty,
 // or no other row of its chat is live (pending, processing or failed) with
 // a lower update id, nor processing under a lease live at now. The chat
 // index yields a chat's live rows in update id order, so each of the two
@@ -53,21 +53,21 @@ const (
 	addSQL = `INSERT INTO "{{table}}" (update_id, body, state, attempts, due_at, received_at, chat)
 VALUES (?1, ?2, 'pending', 0, ?3, ?3, ?4) ON CONFLICT (update_id) DO NOTHING`
 
-	// ?1 update_id, ?2 now, ?3 lease end, ?4 max attempts, ?5 durable
-	// exhaustion, ?6 fresh claim id, ?7 the spent error text, ?8 owner (''
-	// for none), ?9 max crashes, ?10 the crashes-spent error text. A
-	// claimable row below the ceiling is taken; one at the ceiling is spent
-	// (abandoned), keeping its claim id or filling a fresh one. Both in one
-	// statement, and every right-hand side reads the row as it was.
+	// ?1 update_id, ?2 now, ?3 lease end, ?4 max attempts, ?5 fresh claim
+	// id, ?6 the spent error text, ?7 owner ('' for none), ?8 max crashes,
+	// ?9 the crashes-spent error text. A claimable row below the ceiling is
+	// taken; one at the ceiling is spent (an unacknowledged exhaustion),
+	// keeping its claim id or filling a fresh one. Both in one statement,
+	// and every right-hand side reads the row as it was.
 	claimSetSQL = `UPDATE "{{table}}" SET
     crashes    = crashes + {{crash}},
     state      = CASE WHEN {{takes}} THEN 'processing' ELSE 'abandoned' END,
     attempts   = CASE WHEN {{takes}} THEN attempts + 1 ELSE attempts END,
     due_at     = CASE WHEN {{takes}} THEN ?3 ELSE ?2 END,
-    error      = CASE WHEN {{takes}} THEN NULL WHEN ?9 > 0 AND crashes + {{crash}} >= ?9 THEN ?10 ELSE ?7 END,
-    settled_at = CASE WHEN {{takes}} OR ?5 THEN NULL ELSE ?2 END,
-    claim_id   = CASE WHEN {{takes}} THEN ?6 ELSE coalesce(claim_id, ?6) END,
-    owner      = CASE WHEN {{takes}} THEN nullif(?8, '') ELSE owner END`
+    error      = CASE WHEN {{takes}} THEN NULL WHEN ?8 > 0 AND crashes + {{crash}} >= ?8 THEN ?9 ELSE ?6 END,
+    settled_at = NULL,
+    claim_id   = CASE WHEN {{takes}} THEN ?5 ELSE coalesce(claim_id, ?5) END,
+    owner      = CASE WHEN {{takes}} THEN nullif(?7, '') ELSE owner END`
 	claimSQL = claimSetSQL + `
 WHERE update_id = ?1 AND (` + claimableSQL + ` OR {{lapsed}})
 RETURNING state, attempts, claim_id`
@@ -80,20 +80,18 @@ RETURNING state, attempts, claim_id`
 WHERE update_id = ?1 AND (` + claimableSQL + ` OR {{lapsed}}) AND ` + inOrderSQL + `
 RETURNING state, attempts, claim_id`
 
-	// ?1 update_id, ?2 attempt, ?3 lease end, ?4 now [, ?5 claim id].
+	// ?1 update_id, ?2 attempt, ?3 lease end, ?4 now, ?5 claim id.
 	renewSQL = `UPDATE "{{table}}" SET due_at = max(due_at, ?3)
-WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND due_at >= ?4`
-	renewOwnedSQL = renewSQL + ` AND claim_id = ?5`
+WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND due_at >= ?4 AND claim_id = ?5`
 
-	// ?1 update_id, ?2 attempt, ?3 state, ?4 at, ?5 retry at, ?6 error
-	// [, ?7 claim id].
+	// ?1 update_id, ?2 attempt, ?3 state, ?4 at, ?5 retry at, ?6 error,
+	// ?7 claim id.
 	settleSQL = `UPDATE "{{table}}" SET
     state      = ?3,
     settled_at = CASE WHEN ?3 = 'failed' THEN NULL ELSE ?4 END,
     due_at     = CASE WHEN ?3 = 'failed' THEN ?5 ELSE due_at END,
     error      = CASE WHEN ?3 = 'completed' THEN NULL ELSE ?6 END
-WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND due_at >= ?4`
-	settleOwnedSQL = settleSQL + ` AND claim_id = ?7`
+WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND due_at >= ?4 AND claim_id = ?7`
 
 	// ?1 update_id, ?2 attempt, ?3 claim id, ?4 at.
 	ownsSQL = `SELECT 1 FROM "{{table}}"
@@ -127,13 +125,13 @@ WHERE state IN ('pending', 'processing', 'failed')
   AND ` + inOrderSQL + `
 ORDER BY update_id LIMIT ?3`
 
-	// dueChatSQL is dueSQL for the rows of chat ?4 only, in order at ?2
-	// when ?5 is set, through the chat index.
+	// dueChatSQL is dueStrictSQL for the rows of chat ?4 only, through the
+	// chat index.
 	dueChatSQL = `SELECT update_id, body, received_at FROM "{{table}}" INDEXED BY "{{table}}_chat"
 WHERE chat = ?4 AND state IN ('pending', 'processing', 'failed')
   AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
     OR {{lapsed}})
-  AND (NOT ?5 OR ` + inOrderSQL + `)
+  AND ` + inOrderSQL + `
 ORDER BY update_id LIMIT ?3`
 
 	// ?1 before.
@@ -191,7 +189,7 @@ const batchRows = 100
 // addManySQL is addSQL for rows rows, returning the ids it inserted. Each
 // row carries its state, attempts, due time, claim id, owner and chat, so that one
 // statement records pending rows and rows already claimed
-// (AddBatchClaimed).
+// (AddBatch).
 func addManySQL(table string, rows int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO "` + table + `" (update_id, body, state, attempts, due_at, received_at, claim_id, owner, chat) VALUES `)
@@ -268,9 +266,9 @@ func fillSQL(text, table string) string {
 type queries struct {
 	ownsTxSQL, listSQL string
 
-	add, claim, claimStrict, renew, renewOwned, settle, settleOwned, prune, exhaust, acknowledge, requeue *sql.Stmt
-	register, beat, leave, reap                                                                           *sql.Stmt
-	owns, due, dueStrict, dueChat, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra, procs     *sql.Stmt
+	add, claim, claimStrict, renew, settle, prune, exhaust, acknowledge, requeue                      *sql.Stmt
+	register, beat, leave, reap                                                                       *sql.Stmt
+	owns, due, dueStrict, dueChat, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra, procs *sql.Stmt
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
@@ -286,9 +284,7 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		{w, &q.claim, claimSQL},
 		{w, &q.claimStrict, claimStrictSQL},
 		{w, &q.renew, renewSQL},
-		{w, &q.renewOwned, renewOwnedSQL},
 		{w, &q.settle, settleSQL},
-		{w, &q.settleOwned, settleOwnedSQL},
 		{w, &q.prune, pruneSQL},
 		{w, &q.exhaust, exhaustSQL},
 		{w, &q.acknowledge, acknowledgeSQL},
@@ -320,7 +316,7 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 func (q *queries) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
-		q.add, q.claim, q.claimStrict, q.renew, q.renewOwned, q.settle, q.settleOwned, q.prune, q.exhaust, q.acknowledge, q.requeue,
+		q.add, q.claim, q.claimStrict, q.renew, q.settle, q.prune, q.exhaust, q.acknowledge, q.requeue,
 		q.register, q.beat, q.leave, q.reap,
 		q.owns, q.due, q.dueStrict, q.dueChat, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra, q.procs,
 	} {

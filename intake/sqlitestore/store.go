@@ -112,8 +112,8 @@ type Config struct {
 	OnFileChange func(err error)
 }
 
-// Store is an [intake.DurableStore], [intake.BatchStore],
-// [intake.ClaimingBatchStore] and [intake.AdminStore] on one SQLite table. Its methods are safe for
+// Store is an [intake.Store] with every optional capability on one SQLite
+// table (see the package doc). Its methods are safe for
 // concurrent use, and several processes may share one database file: every
 // state change is one conditional statement, serialised by SQLite's write
 // lock.
@@ -152,13 +152,12 @@ type Store struct {
 
 // Compile-time checks of the capabilities Store claims.
 var (
-	_ intake.DurableStore       = (*Store)(nil)
-	_ intake.BatchStore         = (*Store)(nil)
-	_ intake.ClaimingBatchStore = (*Store)(nil)
-	_ intake.AdminStore         = (*Store)(nil)
-	_ intake.HealthChecker      = (*Store)(nil)
-	_ intake.ProcessStore       = (*Store)(nil)
-	_ intake.ChatOrderStore     = (*Store)(nil)
+	_ intake.Store          = (*Store)(nil)
+	_ intake.ProcessStore   = (*Store)(nil)
+	_ intake.ChatOrderStore = (*Store)(nil)
+	_ intake.JournalStore   = (*Store)(nil)
+	_ intake.AdminStore     = (*Store)(nil)
+	_ intake.HealthChecker  = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the SQLite database file at path in WAL
@@ -406,35 +405,26 @@ func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	return n > 0, nil
 }
 
-// AddBatch implements [intake.BatchStore.AddBatch]: the whole batch is one
-// transaction and one durable commit; on error nothing is recorded. Rows are
-// inserted up to [batchRows] to a statement, through statements prepared
-// once per row count (see addStmts).
-func (s *Store) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
-	reqs := make([]intake.AddRequest, len(us))
-	for i, u := range us {
-		reqs[i].Incoming = u
-	}
-	res, err := s.addBatch(ctx, "add batch", reqs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]bool, len(us))
-	for i, r := range res {
-		out[i] = r.Added
-	}
-	return out, nil
+// AddBatch implements [intake.Store.AddBatch]: the whole batch is one
+// transaction and one durable commit; on error nothing is recorded. Rows
+// are inserted up to [batchRows] to a statement, through statements
+// prepared once per row count (see addStmts); a claimed row is inserted
+// already claimed (processing, attempt 1, the lease end as due time, a
+// fresh claim id) in the same statement.
+func (s *Store) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.addBatch(ctx, "add batch", reqs, intake.ProcessClaim{})
 }
 
-// AddBatchClaimed implements [intake.ClaimingBatchStore.AddBatchClaimed]:
-// [Store.AddBatch] whose rows may be inserted already claimed (processing,
-// attempt 1, the lease end as due time, a fresh claim id), in the same
-// statements, transaction and durable commit.
-func (s *Store) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
-	return s.addBatch(ctx, "add batch claimed", reqs)
+// AddBatchAs implements [intake.ProcessStore.AddBatchAs]: [Store.AddBatch]
+// whose claimed rows record p.Process as their owner.
+func (s *Store) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
+	return s.addBatch(ctx, "add batch as", reqs, p)
 }
 
-func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %s: %w", op, err)
+	}
 	out := make([]intake.AddResult, len(reqs))
 	if len(reqs) == 0 {
 		return out, nil
@@ -480,8 +470,8 @@ func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddReques
 					args = append(args, rq.UpdateID, rq.Body, "pending", 0, received, received, nil, nil, rq.Chat)
 				} else {
 					var owner any
-					if rq.Claim.Owner != "" {
-						owner = rq.Claim.Owner
+					if p.Process != "" {
+						owner = p.Process
 					}
 					args = append(args, rq.UpdateID, rq.Body, "processing", 1, ms(rq.Claim.LeaseUntil), received, claimIDs[start+i], owner, rq.Chat)
 				}
@@ -525,24 +515,33 @@ func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddReques
 	return out, nil
 }
 
-// KeepsChatOrder marks the [intake.ChatOrderStore] capability: the table
+// Claim implements [intake.Store.Claim]. Taking the row and spending it
+// (attempts already at opts.MaxAttempts) are one conditional UPDATE, so no
+// other claim can come between the check and the change.
+func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.claim(ctx, updateID, opts, intake.ProcessClaim{}, false)
+}
+
+// ClaimAs implements [intake.ProcessStore.ClaimAs]: [Store.Claim] recording
+// p.Process as the row's owner, counting a crash on a takeover from a
+// lapsed owner in the same UPDATE.
+func (s *Store) ClaimAs(ctx context.Context, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	return s.claim(ctx, updateID, opts, p, false)
+}
+
+// ClaimInOrder implements [intake.ChatOrderStore.ClaimInOrder]: the table
 // keeps each row's chat (migration 005), and a strict claim checks its
 // chat's earlier rows in the same UPDATE, which runs under SQLite's write
 // lock, so processes sharing the file keep each chat in order too.
-func (s *Store) KeepsChatOrder() {}
-
-// Claim implements [intake.Store.Claim]. Like [Store.ClaimOwned] it stores a
-// fresh claim id.
-func (s *Store) Claim(ctx context.Context, updateID int64, opts intake.ClaimOpts) (int, bool, error) {
-	id, ok, err := s.ClaimOwned(ctx, updateID, opts)
-	return id.Attempt, ok, err
+func (s *Store) ClaimInOrder(ctx context.Context, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	return s.claim(ctx, updateID, opts, p, true)
 }
 
-// ClaimOwned implements [intake.FencedStore.ClaimOwned]. Taking the row and
-// spending it (attempts already at opts.MaxAttempts) are one conditional
-// UPDATE, so no other claim can come between the check and the change.
-func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
+func (s *Store) claim(ctx context.Context, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim, strict bool) (intake.Identity, bool, error) {
 	if err := opts.Validate(); err != nil {
+		return intake.Identity{}, false, fmt.Errorf("sqlitestore: claim %d: %w", updateID, err)
+	}
+	if err := p.Validate(); err != nil {
 		return intake.Identity{}, false, fmt.Errorf("sqlitestore: claim %d: %w", updateID, err)
 	}
 	var (
@@ -552,13 +551,13 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 	)
 	found := false
 	st := s.q.claim
-	if opts.StrictChatOrder {
+	if strict {
 		st = s.q.claimStrict
 	}
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.StmtContext(ctx, st).QueryRowContext(ctx, updateID, ms(opts.Now), ms(opts.LeaseUntil),
-			opts.MaxAttempts, opts.DurableExhaustion, newClaimID(), intake.AttemptsSpentText,
-			opts.Owner, opts.MaxCrashes, intake.CrashesSpentText).Scan(&state, &attempts, &claimID)
+			opts.MaxAttempts, newClaimID(), intake.AttemptsSpentText,
+			p.Process, p.MaxCrashes, intake.CrashesSpentText).Scan(&state, &attempts, &claimID)
 		if errors.Is(err, sql.ErrNoRows) {
 			found = false
 			return nil
@@ -573,24 +572,15 @@ func (s *Store) ClaimOwned(ctx context.Context, updateID int64, opts intake.Clai
 		return intake.Identity{}, false, nil
 	}
 	if intake.State(state) != intake.StateProcessing {
-		return intake.Identity{}, false, nil // spent: abandoned instead
+		return intake.Identity{}, false, nil // spent: exhausted instead
 	}
 	return intake.Identity{UpdateID: updateID, Attempt: attempts, ClaimID: claimID}, true, nil
 }
 
 // Renew implements [intake.Store.Renew].
-func (s *Store) Renew(ctx context.Context, updateID int64, attempt int, leaseUntil, now time.Time) (bool, error) {
+func (s *Store) Renew(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
 	var n int64
-	if err := s.write(ctx, execOp(s.q.renew, &n, updateID, attempt, ms(leaseUntil), ms(now))); err != nil {
-		return false, fmt.Errorf("sqlitestore: renew %d: %w", updateID, err)
-	}
-	return n > 0, nil
-}
-
-// RenewOwned implements [intake.FencedStore.RenewOwned].
-func (s *Store) RenewOwned(ctx context.Context, id intake.Identity, leaseUntil, now time.Time) (bool, error) {
-	var n int64
-	if err := s.write(ctx, execOp(s.q.renewOwned, &n, id.UpdateID, id.Attempt, ms(leaseUntil), ms(now), id.ClaimID)); err != nil {
+	if err := s.write(ctx, execOp(s.q.renew, &n, id.UpdateID, id.Attempt, ms(leaseUntil), ms(now), id.ClaimID)); err != nil {
 		return false, fmt.Errorf("sqlitestore: renew %d: %w", id.UpdateID, err)
 	}
 	return n > 0, nil
@@ -605,30 +595,18 @@ func checkSettlement(updateID int64, st intake.Settlement) error {
 }
 
 // Settle implements [intake.Store.Settle].
-func (s *Store) Settle(ctx context.Context, updateID int64, attempt int, st intake.Settlement) (bool, error) {
-	if err := checkSettlement(updateID, st); err != nil {
-		return false, err
-	}
-	var n int64
-	if err := s.write(ctx, execOp(s.q.settle, &n, updateID, attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error)); err != nil {
-		return false, fmt.Errorf("sqlitestore: settle %d: %w", updateID, err)
-	}
-	return n > 0, nil
-}
-
-// SettleOwned implements [intake.FencedStore.SettleOwned].
-func (s *Store) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
 	if err := checkSettlement(id.UpdateID, st); err != nil {
 		return false, err
 	}
 	var n int64
-	if err := s.write(ctx, execOp(s.q.settleOwned, &n, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)); err != nil {
+	if err := s.write(ctx, execOp(s.q.settle, &n, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)); err != nil {
 		return false, fmt.Errorf("sqlitestore: settle %d: %w", id.UpdateID, err)
 	}
 	return n > 0, nil
 }
 
-// Owns implements [intake.FencedStore.Owns] as a plain read outside any
+// Owns implements [intake.Store.Owns] as a plain read outside any
 // transaction: its answer can be stale by the time the caller acts on it.
 // For a domain write, use [Store.OwnsTx] inside that write's transaction.
 func (s *Store) Owns(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
@@ -680,6 +658,15 @@ func scanOwns(row *sql.Row, updateID int64) (bool, error) {
 
 // Due implements [intake.Store.Due].
 func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	return s.due(ctx, q, false, "")
+}
+
+// DueInOrder implements [intake.ChatOrderStore.DueInOrder].
+func (s *Store) DueInOrder(ctx context.Context, q intake.DueQuery, chat string) ([]intake.StoredUpdate, error) {
+	return s.due(ctx, q, true, chat)
+}
+
+func (s *Store) due(ctx context.Context, q intake.DueQuery, strict bool, chat string) ([]intake.StoredUpdate, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: due: %w", err)
 	}
@@ -688,9 +675,9 @@ func (s *Store) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpda
 		err  error
 	)
 	switch {
-	case q.Chat != "":
-		rows, err = s.q.dueChat.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit, q.Chat, q.StrictChatOrder)
-	case q.StrictChatOrder:
+	case strict && chat != "":
+		rows, err = s.q.dueChat.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit, chat)
+	case strict:
 		rows, err = s.q.dueStrict.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit)
 	default:
 		rows, err = s.q.due.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit)
@@ -730,7 +717,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 	return int(n), nil
 }
 
-// Exhaust implements [intake.DurableStore.Exhaust].
+// Exhaust implements [intake.Store.Exhaust].
 func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
 	var n int64
 	if err := s.write(ctx, execOp(s.q.exhaust, &n, id.UpdateID, id.Attempt, id.ClaimID, ms(at), errText)); err != nil {
@@ -739,7 +726,7 @@ func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, e
 	return n > 0, nil
 }
 
-// DueExhaustions implements [intake.DurableStore.DueExhaustions]. A row
+// DueExhaustions implements [intake.Store.DueExhaustions]. A row
 // without a claim id (possible only through writes from outside the store)
 // cannot be acknowledged and is not listed.
 func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
@@ -779,7 +766,7 @@ func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([
 	return out, nil
 }
 
-// AcknowledgeExhaustion implements [intake.DurableStore.AcknowledgeExhaustion].
+// AcknowledgeExhaustion implements [intake.Store.AcknowledgeExhaustion].
 func (s *Store) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
 	var n int64
 	if err := s.write(ctx, execOp(s.q.acknowledge, &n, id.UpdateID, id.Attempt, id.ClaimID, ms(at))); err != nil {

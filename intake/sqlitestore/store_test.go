@@ -190,7 +190,7 @@ func TestAddBatchIsOneTransaction(t *testing.T) {
 		WHEN NEW.update_id = 13 BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddBatch(ctx, []intake.Incoming{in(1), in(13), in(2)}); err == nil {
+	if _, err := addBatch(ctx, s, []intake.Incoming{in(1), in(13), in(2)}); err == nil {
 		t.Fatal("AddBatch with a refused row succeeded")
 	}
 	for _, id := range []int64{1, 2, 13} {
@@ -202,7 +202,7 @@ func TestAddBatchIsOneTransaction(t *testing.T) {
 	if ok, err := s.Add(ctx, in(7)); err != nil || !ok {
 		t.Fatalf("Add(7) = %v, %v", ok, err)
 	}
-	got, err := s.AddBatch(ctx, []intake.Incoming{in(5), in(7), in(5), in(6)})
+	got, err := addBatch(ctx, s, []intake.Incoming{in(5), in(7), in(5), in(6)})
 	if err != nil {
 		t.Fatalf("AddBatch: %v", err)
 	}
@@ -225,7 +225,7 @@ func TestAddBatchIsOneTransaction(t *testing.T) {
 		big = append(big, in(id))
 	}
 	big[180] = in(100)
-	got, err = s.AddBatch(ctx, big)
+	got, err = addBatch(ctx, s, big)
 	if err != nil {
 		t.Fatalf("AddBatch(250 rows): %v", err)
 	}
@@ -239,7 +239,7 @@ func TestAddBatchIsOneTransaction(t *testing.T) {
 		big = append(big, in(id))
 	}
 	big[130] = in(13)
-	if _, err := s.AddBatch(ctx, big); err == nil {
+	if _, err := addBatch(ctx, s, big); err == nil {
 		t.Fatal("AddBatch with a refused row in its second statement succeeded")
 	}
 	if _, ok, err := s.Get(ctx, 400); err != nil || ok {
@@ -249,7 +249,7 @@ func TestAddBatchIsOneTransaction(t *testing.T) {
 	// A cancelled context records nothing.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.AddBatch(cctx, []intake.Incoming{in(20), in(21)}); err == nil {
+	if _, err := addBatch(cctx, s, []intake.Incoming{in(20), in(21)}); err == nil {
 		t.Error("AddBatch with a cancelled context succeeded")
 	}
 	if _, ok, _ := s.Get(ctx, 20); ok {
@@ -281,7 +281,7 @@ func TestAddBatchReusesStatementsUntilClose(t *testing.T) {
 		{1000, 37, 1000},
 		{1020, 37, 1037},
 	} {
-		got, err := s.AddBatch(ctx, batch(tc.from, tc.n))
+		got, err := addBatch(ctx, s, batch(tc.from, tc.n))
 		if err != nil {
 			t.Fatalf("round %d: AddBatch: %v", round, err)
 		}
@@ -301,7 +301,7 @@ func TestAddBatchReusesStatementsUntilClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddBatch(ctx, batch(5000, 37)); err == nil {
+	if _, err := addBatch(ctx, s, batch(5000, 37)); err == nil {
 		t.Error("AddBatch after Close succeeded")
 	}
 }
@@ -319,9 +319,9 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := base.Add(time.Minute)
-	first, ok, err := s.ClaimOwned(ctx, 42, intake.ClaimOpts{Now: base, LeaseUntil: lease, MaxAttempts: 5})
+	first, ok, err := s.Claim(ctx, 42, intake.ClaimOpts{Now: base, LeaseUntil: lease, MaxAttempts: 5})
 	if err != nil || !ok {
-		t.Fatalf("ClaimOwned = %v, %v", ok, err)
+		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 
 	// write is the handler's domain transaction for identity id at time at.
@@ -357,7 +357,7 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 		t.Fatalf("OwnsTx at the lease end = %v, %v; want true", owns, err)
 	}
 	late := intake.ClaimOpts{Now: lease.Add(time.Millisecond), LeaseUntil: lease.Add(time.Minute), MaxAttempts: 5}
-	if _, ok, err := other.ClaimOwned(ctx, 42, late); err == nil {
+	if _, ok, err := other.Claim(ctx, 42, late); err == nil {
 		t.Fatalf("a reclaim committed inside the owner's transaction (ok=%v)", ok)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO replies VALUES (42, 'first')`); err != nil {
@@ -369,7 +369,7 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 
 	// After the lease lapsed, another worker reclaims; the first identity
 	// can no longer pass the fence, the second one can.
-	second, ok, err := other.ClaimOwned(ctx, 42, late)
+	second, ok, err := other.Claim(ctx, 42, late)
 	if err != nil || !ok || second.Attempt != 2 || second.ClaimID == first.ClaimID {
 		t.Fatalf("reclaim = %+v, %v, %v; want attempt 2 with a new claim id", second, ok, err)
 	}
@@ -412,13 +412,13 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 		t.Fatalf("OwnsTx in a deferred transaction = %v, %v; want true", owns, err)
 	}
 	later := intake.ClaimOpts{Now: late.LeaseUntil.Add(time.Millisecond), LeaseUntil: late.LeaseUntil.Add(time.Minute), MaxAttempts: 5}
-	if _, ok, err := other.ClaimOwned(ctx, 42, later); err == nil {
+	if _, ok, err := other.Claim(ctx, 42, later); err == nil {
 		t.Fatalf("a reclaim committed inside a deferred transaction after OwnsTx (ok=%v)", ok)
 	}
 	if err := dtx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if third, ok, err := other.ClaimOwned(ctx, 42, later); err != nil || !ok || third.Attempt != 3 {
+	if third, ok, err := other.Claim(ctx, 42, later); err != nil || !ok || third.Attempt != 3 {
 		t.Fatalf("reclaim after the deferred transaction = %+v, %v, %v; want attempt 3", third, ok, err)
 	}
 
@@ -518,4 +518,22 @@ func TestWriterIsOneImmediateConnection(t *testing.T) {
 	if ok, err := other.Add(ctx, intake.Incoming{UpdateID: 1, Body: []byte("{}"), ReceivedAt: base}); err != nil || !ok {
 		t.Errorf("Add after the transaction = %v, %v", ok, err)
 	}
+}
+
+// addBatch records us through [intake.Store.AddBatch], none of them
+// claimed, and reports for each whether it was newly recorded.
+func addBatch(ctx context.Context, s intake.Store, us []intake.Incoming) ([]bool, error) {
+	reqs := make([]intake.AddRequest, len(us))
+	for i, u := range us {
+		reqs[i].Incoming = u
+	}
+	res, err := s.AddBatch(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	added := make([]bool, len(res))
+	for i, r := range res {
+		added[i] = r.Added
+	}
+	return added, nil
 }

@@ -107,17 +107,15 @@ func bodiesRoundTrip(c *checker) {
 			compare("Get", id, row.Body)
 		}
 	}
-	if c.durable != nil {
-		for _, id := range []int64{1, 4} {
-			ident := c.mustClaimOwned(id, claimOpts(0, 10, defaultMax), 1)
-			if !c.exhaust(ident, 1, "body check") {
-				c.fatalf("Exhaust(%s, at 1ms) of a live claim reported false", fmtID(ident))
-			}
-			if e, ok := c.findExhaustion(id); !ok {
-				c.errorf("DueExhaustions did not list exhausted update %d", id)
-			} else {
-				compare("DueExhaustions", id, e.Body)
-			}
+	for _, id := range []int64{1, 4} {
+		ident := c.mustClaimOwned(id, claimOpts(0, 10, defaultMax), 1)
+		if !c.exhaust(ident, 1, "body check") {
+			c.fatalf("Exhaust(%s, at 1ms) of a live claim reported false", fmtID(ident))
+		}
+		if e, ok := c.findExhaustion(id); !ok {
+			c.errorf("DueExhaustions did not list exhausted update %d", id)
+		} else {
+			compare("DueExhaustions", id, e.Body)
 		}
 	}
 }
@@ -164,14 +162,12 @@ func updateIDRange(c *checker) {
 	if got := c.dueIDs(20, 0, 10); !slices.Equal(got, []int64{0, 5, big}) {
 		c.errorf("Due(now 20ms) listed %v; want [0 5 %d] (the failed row is due at 20ms)", got, big)
 	}
-	if c.fenced != nil {
-		for _, ident := range []intake.Identity{
-			c.mustClaimOwned(0, claimOpts(20, 30, defaultMax), 1),
-			c.mustClaimOwned(big, claimOpts(20, 30, defaultMax), 2),
-		} {
-			if !c.owns(ident, 25) {
-				c.errorf("Owns(%s, at 25ms) = false for the holder of a lease to 30ms", fmtID(ident))
-			}
+	for _, ident := range []intake.Identity{
+		c.mustClaimOwned(0, claimOpts(20, 30, defaultMax), 1),
+		c.mustClaimOwned(big, claimOpts(20, 30, defaultMax), 2),
+	} {
+		if !c.owns(ident, 25) {
+			c.errorf("Owns(%s, at 25ms) = false for the holder of a lease to 30ms", fmtID(ident))
 		}
 	}
 	if c.admin != nil {

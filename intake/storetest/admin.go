@@ -78,15 +78,10 @@ func (c *checker) expectRow(when string, id int64, w wantRow) {
 	}
 }
 
-// claimFor claims id with ClaimOwned when the store is fenced and returns
-// the claim id; below the fenced level it claims with Claim, and the claim
-// id is unknown (a base store need not record one).
+// claimFor claims id, ending the case unless it gets attempt attempt, and
+// returns the claim id.
 func (c *checker) claimFor(id int64, o intake.ClaimOpts, attempt int) (claimID string) {
-	if c.fenced != nil {
-		return c.mustClaimOwned(id, o, attempt).ClaimID
-	}
-	c.mustClaim(id, o, attempt)
-	return ""
+	return c.mustClaimOwned(id, o, attempt).ClaimID
 }
 
 // adminGet: Get of a missing row, then of one row through its life.
@@ -97,10 +92,7 @@ func adminGet(c *checker) {
 	c.mustAdd(1, 5)
 	c.expectRow("pending", 1, wantRow{state: intake.StatePending, receivedMS: 5, dueMS: 5, settledMS: -1})
 	claim := c.claimFor(1, claimOpts(6, 20, defaultMax), 1)
-	c.expectRow("processing", 1, wantRow{state: intake.StateProcessing, attempts: 1, claimID: claim, ignoreClaim: c.fenced == nil, receivedMS: 5, dueMS: 20, settledMS: -1})
-	if c.fenced == nil {
-		return // the rest compares claim ids
-	}
+	c.expectRow("processing", 1, wantRow{state: intake.StateProcessing, attempts: 1, claimID: claim, receivedMS: 5, dueMS: 20, settledMS: -1})
 	if !c.settle(1, 1, failedAt(7, 30, "boom")) {
 		c.fatalf("Settle(1, attempt 1, failed at 7ms) reported false for the holder")
 	}
@@ -116,9 +108,6 @@ func adminGet(c *checker) {
 		c.fatalf("Settle(2, attempt 1, abandoned at 8ms) reported false for the holder")
 	}
 	c.expectRow("abandoned", 2, wantRow{state: intake.StateAbandoned, attempts: 1, claimID: claim, receivedMS: 5, ignoreDue: true, settledMS: 8, errText: "gave up"})
-	if c.durable == nil {
-		return
-	}
 	c.mustAdd(3, 5)
 	ident := c.mustClaimOwned(3, claimOpts(6, 20, defaultMax), 1)
 	if !c.exhaust(ident, 9, "terminal") {
@@ -154,13 +143,11 @@ func adminList(c *checker) {
 	}
 	pending := []int64{1, 6}
 	abandonedIDs := []int64{5}
-	if c.durable != nil {
-		ident := c.mustClaimOwned(6, claimOpts(0, 100, defaultMax), 1)
-		if !c.exhaust(ident, 1, "z") {
-			c.fatalf("Exhaust(%s) reported false for the holder", fmtID(ident))
-		}
-		pending, abandonedIDs = []int64{1}, []int64{5, 6}
+	ident := c.mustClaimOwned(6, claimOpts(0, 100, defaultMax), 1)
+	if !c.exhaust(ident, 1, "z") {
+		c.fatalf("Exhaust(%s) reported false for the holder", fmtID(ident))
 	}
+	pending, abandonedIDs = []int64{1}, []int64{5, 6}
 	list := func(q intake.ListQuery) []int64 {
 		rows, err := c.admin.List(c.ctx, q)
 		c.failed(fmt.Sprintf("List(%+v)", q), err)
@@ -185,13 +172,11 @@ func adminList(c *checker) {
 		{"after 6", intake.ListQuery{After: ptr(6), Limit: 4}, nil},
 		{"pending after 1", intake.ListQuery{State: intake.StatePending, After: ptr(1), Limit: 10}, pending[1:]},
 	}
-	if c.durable != nil {
-		checks = append(checks, struct {
-			what string
-			q    intake.ListQuery
-			want []int64
-		}{"unacknowledged", intake.ListQuery{Unacknowledged: true, Limit: 10}, []int64{6}})
-	}
+	checks = append(checks, struct {
+		what string
+		q    intake.ListQuery
+		want []int64
+	}{"unacknowledged", intake.ListQuery{Unacknowledged: true, Limit: 10}, []int64{6}})
 	for _, ch := range checks {
 		if got := list(ch.q); !slices.Equal(got, ch.want) {
 			c.errorf("List(%s) listed %v; want %v", ch.what, got, ch.want)
@@ -225,7 +210,7 @@ func adminRequeue(c *checker) {
 			c.errorf("Requeue of %s (update %d) reported true", what, id)
 		}
 	}
-	c.expectRow("after a refused requeue", 2, wantRow{state: intake.StateProcessing, attempts: 1, claimID: claims[2], ignoreClaim: c.fenced == nil, dueMS: 100, settledMS: -1})
+	c.expectRow("after a refused requeue", 2, wantRow{state: intake.StateProcessing, attempts: 1, claimID: claims[2], dueMS: 100, settledMS: -1})
 	for _, id := range []int64{3, 5} {
 		if !requeue(id, 10) {
 			c.errorf("Requeue of update %d reported false", id)
@@ -240,12 +225,9 @@ func adminRequeue(c *checker) {
 			c.errorf("a second Requeue(%d) of the now pending row reported true", id)
 		}
 		newClaim := c.claimFor(id, claimOpts(12, 100, defaultMax), 1)
-		if c.fenced != nil && newClaim == claims[id] {
+		if newClaim == claims[id] {
 			c.errorf("the claim of the requeued update %d reused the claim id %q", id, newClaim)
 		}
-	}
-	if c.durable == nil {
-		return
 	}
 	c.mustAdd(6, 0)
 	ident := c.mustClaimOwned(6, claimOpts(0, 100, defaultMax), 1)
@@ -301,14 +283,12 @@ func adminStats(c *checker) {
 	}
 	want := map[intake.State]int{intake.StatePending: 3, intake.StateProcessing: 1, intake.StateFailed: 1, intake.StateCompleted: 1, intake.StateAbandoned: 1}
 	wantUnack := 0
-	if c.durable != nil {
-		c.mustAdd(8, 0)
-		ident := c.mustClaimOwned(8, claimOpts(0, 100, defaultMax), 1)
-		if !c.exhaust(ident, 1, "z") {
-			c.fatalf("Exhaust(%s) reported false for the holder", fmtID(ident))
-		}
-		want[intake.StateAbandoned], wantUnack = 2, 1
+	c.mustAdd(8, 0)
+	ident := c.mustClaimOwned(8, claimOpts(0, 100, defaultMax), 1)
+	if !c.exhaust(ident, 1, "z") {
+		c.fatalf("Exhaust(%s) reported false for the holder", fmtID(ident))
 	}
+	want[intake.StateAbandoned], wantUnack = 2, 1
 	st = stats("one row per state")
 	for s, n := range want {
 		if st.Count[s] != n {

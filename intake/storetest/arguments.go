@@ -10,8 +10,8 @@ import (
 func argumentCases() []testCase {
 	return []testCase{
 		{name: "BadBaseArgumentsRefused", rule: "a claim option, settlement or due query outside the contract is refused with intake.ErrInvalidArgument and changes nothing", run: badBaseArguments},
-		{name: "BadOwnedArgumentsRefused", rule: "an owned claim or settlement with arguments outside the contract is refused with intake.ErrInvalidArgument and changes nothing", needs: capFenced, run: badOwnedArguments},
-		{name: "BadExhaustionQueryRefused", rule: "an exhaustion query outside the contract is refused with intake.ErrInvalidArgument", needs: capDurable, run: badExhaustionQuery},
+		{name: "BadOwnedArgumentsRefused", rule: "an owned claim or settlement with arguments outside the contract is refused with intake.ErrInvalidArgument and changes nothing", run: badOwnedArguments},
+		{name: "BadExhaustionQueryRefused", rule: "an exhaustion query outside the contract is refused with intake.ErrInvalidArgument", run: badExhaustionQuery},
 		{name: "BadListQueryRefused", rule: "a list query outside the contract is refused with intake.ErrInvalidArgument", needs: capAdmin, run: badListQuery},
 	}
 }
@@ -40,7 +40,7 @@ func badBaseArguments(c *checker) {
 		c.refused(fmt.Sprintf("Claim(1, MaxAttempts %d) (reported %v)", m, ok), err)
 	}
 	for _, st := range badSettlements {
-		ok, err := c.store.Settle(c.ctx, 2, 1, intake.Settlement{State: st, At: at(1), RetryAt: at(1), Error: "x"})
+		ok, err := c.store.Settle(c.ctx, c.identity(2, 1), intake.Settlement{State: st, At: at(1), RetryAt: at(1), Error: "x"})
 		c.refused(fmt.Sprintf("Settle(2, attempt 1, state %q) (reported %v)", st, ok), err)
 	}
 	for _, limit := range []int{0, -1} {
@@ -60,24 +60,24 @@ func badOwnedArguments(c *checker) {
 	c.mustAdd(2, 0)
 	id := c.mustClaimOwned(2, claimOpts(0, 100, defaultMax), 1)
 	for _, m := range badMaxAttempts {
-		got, ok, err := c.fenced.ClaimOwned(c.ctx, 1, claimOpts(0, 100, m))
-		c.refused(fmt.Sprintf("ClaimOwned(1, MaxAttempts %d) (reported %s, %v)", m, fmtID(got), ok), err)
+		got, ok, err := c.store.Claim(c.ctx, 1, claimOpts(0, 100, m))
+		c.refused(fmt.Sprintf("Claim(1, MaxAttempts %d) (reported %s, %v)", m, fmtID(got), ok), err)
 	}
 	for _, st := range badSettlements {
-		ok, err := c.fenced.SettleOwned(c.ctx, id, intake.Settlement{State: st, At: at(1), RetryAt: at(1), Error: "x"})
-		c.refused(fmt.Sprintf("SettleOwned(%s, state %q) (reported %v)", fmtID(id), st, ok), err)
+		ok, err := c.store.Settle(c.ctx, id, intake.Settlement{State: st, At: at(1), RetryAt: at(1), Error: "x"})
+		c.refused(fmt.Sprintf("Settle(%s, state %q) (reported %v)", fmtID(id), st, ok), err)
 	}
 	if !c.owns(id, 50) {
 		c.errorf("after the refused settlements, Owns(%s, at 50ms) reported false; the lease to 100ms must still hold", fmtID(id))
 	}
 	if got, ok := c.claimOwned(1, claimOpts(60, 200, defaultMax)); !ok || got.Attempt != 1 {
-		c.errorf("after the refused claims, ClaimOwned(1) = %s, %v; want attempt 1 of the untouched pending row", fmtID(got), ok)
+		c.errorf("after the refused claims, Claim(1) = %s, %v; want attempt 1 of the untouched pending row", fmtID(got), ok)
 	}
 }
 
 func badExhaustionQuery(c *checker) {
 	for _, limit := range []int{0, -1} {
-		rows, err := c.durable.DueExhaustions(c.ctx, intake.ExhaustionQuery{Limit: limit})
+		rows, err := c.store.DueExhaustions(c.ctx, intake.ExhaustionQuery{Limit: limit})
 		c.refused(fmt.Sprintf("DueExhaustions(limit %d) (listed %d)", limit, len(rows)), err)
 	}
 }

@@ -30,29 +30,26 @@ func liveLeaseOnLastAttempt(c *checker) {
 	}
 }
 
-// liveLeaseOnLastAttemptOwned is liveLeaseOnLastAttempt through ClaimOwned,
+// liveLeaseOnLastAttemptOwned is liveLeaseOnLastAttempt through Claim,
 // and at the durable level through a claim asking for durable exhaustion.
 func liveLeaseOnLastAttemptOwned(c *checker) {
 	c.mustAdd(1, 0)
 	holder := c.mustClaimOwned(1, claimOpts(0, 100, 1), 1)
 	if got, ok := c.claimOwned(1, claimOpts(50, 200, 1)); ok {
-		c.errorf("ClaimOwned at 50ms took the live lease of the last attempt %s and got %s", fmtID(holder), fmtID(got))
+		c.errorf("Claim at 50ms took the live lease of the last attempt %s and got %s", fmtID(holder), fmtID(got))
 	}
-	if c.durable != nil {
-		o := claimOpts(55, 200, 1)
-		o.DurableExhaustion = true
-		if got, ok := c.claimOwned(1, o); ok {
-			c.errorf("a durable ClaimOwned at 55ms took the live lease of the last attempt %s and got %s", fmtID(holder), fmtID(got))
-		}
-		if es := c.dueExhaustions(10, nil); len(es) != 0 {
-			c.errorf("DueExhaustions listed %v after claims of a row under a live last attempt: the claim spent a row it could not claim", exhaustionIDs(es))
-		}
+	o := claimOpts(55, 200, 1)
+	if got, ok := c.claimOwned(1, o); ok {
+		c.errorf("a durable Claim at 55ms took the live lease of the last attempt %s and got %s", fmtID(holder), fmtID(got))
+	}
+	if es := c.dueExhaustions(10, nil); len(es) != 0 {
+		c.errorf("DueExhaustions listed %v after claims of a row under a live last attempt: the claim spent a row it could not claim", exhaustionIDs(es))
 	}
 	if !c.owns(holder, 60) {
 		c.errorf("Owns(%s, at 60ms) = false after claims at 50ms with MaxAttempts 1: the claim spent a row it could not claim", fmtID(holder))
 	}
 	if !c.settleOwned(holder, completed(70)) {
-		c.errorf("SettleOwned(%s, completed at 70ms) of the live last attempt reported false", fmtID(holder))
+		c.errorf("Settle(%s, completed at 70ms) of the live last attempt reported false", fmtID(holder))
 	}
 }
 
@@ -85,26 +82,24 @@ func failedAttemptIsOverOwned(c *checker) {
 	c.mustAdd(1, 0)
 	id := c.mustClaimOwned(1, claimOpts(0, 100, defaultMax), 1)
 	if !c.settleOwned(id, failedAt(10, 50, "boom")) {
-		c.fatalf("SettleOwned(%s, failed at 10ms, retry at 50ms) of a live lease reported false", fmtID(id))
+		c.fatalf("Settle(%s, failed at 10ms, retry at 50ms) of a live lease reported false", fmtID(id))
 	}
 	for _, st := range []intake.Settlement{completed(20), failedAt(20, 60, "again"), abandoned(20, "give up")} {
 		if c.settleOwned(id, st) {
-			c.errorf("SettleOwned(%s, %s at 20ms) reported true after the attempt failed at 10ms", fmtID(id), st.State)
+			c.errorf("Settle(%s, %s at 20ms) reported true after the attempt failed at 10ms", fmtID(id), st.State)
 		}
 	}
 	if c.renewOwned(id, 200, 20) {
-		c.errorf("RenewOwned(%s, now 20ms) reported true after the attempt failed at 10ms", fmtID(id))
+		c.errorf("Renew(%s, now 20ms) reported true after the attempt failed at 10ms", fmtID(id))
 	}
 	if c.owns(id, 20) {
 		c.errorf("Owns(%s, at 20ms) = true after the attempt failed at 10ms", fmtID(id))
 	}
-	if c.durable != nil {
-		if c.exhaust(id, 20, "late") {
-			c.errorf("Exhaust(%s, at 20ms) reported true after the attempt failed at 10ms", fmtID(id))
-		}
-		if es := c.dueExhaustions(10, nil); len(es) != 0 {
-			c.errorf("DueExhaustions listed %v after a failed attempt tried to exhaust", exhaustionIDs(es))
-		}
+	if c.exhaust(id, 20, "late") {
+		c.errorf("Exhaust(%s, at 20ms) reported true after the attempt failed at 10ms", fmtID(id))
+	}
+	if es := c.dueExhaustions(10, nil); len(es) != 0 {
+		c.errorf("DueExhaustions listed %v after a failed attempt tried to exhaust", exhaustionIDs(es))
 	}
 	next := c.mustClaimOwned(1, claimOpts(50, 200, defaultMax), 2)
 	if next.ClaimID == id.ClaimID {
@@ -145,7 +140,7 @@ func ackOnlyUnacknowledged(c *checker) {
 	c.mustAdd(2, 0)
 	failed := c.mustClaimOwned(2, claimOpts(0, 100, defaultMax), 1)
 	if !c.settleOwned(failed, failedAt(10, 50, "boom")) {
-		c.fatalf("SettleOwned(%s, failed) reported false", fmtID(failed))
+		c.fatalf("Settle(%s, failed) reported false", fmtID(failed))
 	}
 	if c.ack(failed, 20) {
 		c.errorf("AcknowledgeExhaustion(%s) of a failed row reported true", fmtID(failed))
@@ -157,12 +152,12 @@ func ackOnlyUnacknowledged(c *checker) {
 	c.mustAdd(3, 0)
 	done := c.mustClaimOwned(3, claimOpts(0, 100, defaultMax), 1)
 	if !c.settleOwned(done, completed(10)) {
-		c.fatalf("SettleOwned(%s, completed) reported false", fmtID(done))
+		c.fatalf("Settle(%s, completed) reported false", fmtID(done))
 	}
 	c.mustAdd(4, 0)
 	gone := c.mustClaimOwned(4, claimOpts(0, 100, defaultMax), 1)
 	if !c.settleOwned(gone, abandoned(10, "no")) {
-		c.fatalf("SettleOwned(%s, abandoned) reported false", fmtID(gone))
+		c.fatalf("Settle(%s, abandoned) reported false", fmtID(gone))
 	}
 	for _, id := range []intake.Identity{done, gone} {
 		if c.ack(id, 20) {

@@ -9,8 +9,8 @@ import (
 
 func batchCases() []testCase {
 	return []testCase{
-		{name: "AddBatch", rule: "AddBatch reports one result per input, in order, the first duplicate winning", needs: capBatch, run: addBatch},
-		{name: "ConcurrentBatchAddsOneNew", rule: "of concurrent batches adding one update id exactly one is new, and the row is never overwritten", needs: capBatch, run: concurrentBatchAdds},
+		{name: "AddBatch", rule: "AddBatch reports one result per input, in order, the first duplicate winning", run: addBatch},
+		{name: "ConcurrentBatchAddsOneNew", rule: "of concurrent batches adding one update id exactly one is new, and the row is never overwritten", run: concurrentBatchAdds},
 	}
 }
 
@@ -19,15 +19,22 @@ func batchCases() []testCase {
 // is no error.
 func addBatch(c *checker) {
 	c.mustAdd(2, 0)
-	in := []intake.Incoming{
-		{UpdateID: 1, Body: []byte(`{"update_id":1,"n":"first"}`), ReceivedAt: at(1)},
-		{UpdateID: 2, Body: []byte(`{"update_id":2,"n":"again"}`), ReceivedAt: at(1)},
-		{UpdateID: 3, Body: []byte(`{"update_id":3}`), ReceivedAt: at(1)},
-		{UpdateID: 1, Body: []byte(`{"update_id":1,"n":"second"}`), ReceivedAt: at(1)},
-		{UpdateID: 4, Body: []byte(`{"update_id":4}`), ReceivedAt: at(1)},
+	in := []intake.AddRequest{
+		{Incoming: intake.Incoming{UpdateID: 1, Body: []byte(`{"update_id":1,"n":"first"}`), ReceivedAt: at(1)}},
+		{Incoming: intake.Incoming{UpdateID: 2, Body: []byte(`{"update_id":2,"n":"again"}`), ReceivedAt: at(1)}},
+		{Incoming: intake.Incoming{UpdateID: 3, Body: []byte(`{"update_id":3}`), ReceivedAt: at(1)}},
+		{Incoming: intake.Incoming{UpdateID: 1, Body: []byte(`{"update_id":1,"n":"second"}`), ReceivedAt: at(1)}},
+		{Incoming: intake.Incoming{UpdateID: 4, Body: []byte(`{"update_id":4}`), ReceivedAt: at(1)}},
 	}
-	got, err := c.batch.AddBatch(c.ctx, in)
+	res, err := c.store.AddBatch(c.ctx, in)
 	c.failed("AddBatch(5 updates)", err)
+	got := make([]bool, len(res))
+	for i, r := range res {
+		got[i] = r.Added
+		if r.Claimed() {
+			c.errorf("AddBatch without claims reported update %d recorded claimed (%s)", in[i].UpdateID, fmtID(r.Identity))
+		}
+	}
 	if want := []bool{true, false, true, false, true}; !slices.Equal(got, want) {
 		c.errorf("AddBatch([1 2 3 1 4]) with 2 already stored reported %v; want %v", got, want)
 	}
@@ -52,7 +59,7 @@ func addBatch(c *checker) {
 	if c.add(3, 2) {
 		c.errorf("Add(3) after the batch recorded it reported true")
 	}
-	empty, err := c.batch.AddBatch(c.ctx, nil)
+	empty, err := c.store.AddBatch(c.ctx, nil)
 	c.failed("AddBatch(no updates)", err)
 	if len(empty) != 0 {
 		c.errorf("AddBatch(no updates) reported %v; want no results", empty)

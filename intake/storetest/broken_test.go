@@ -44,28 +44,16 @@ func (s lenientArguments) List(ctx context.Context, q intake.ListQuery) ([]intak
 	return s.Store.List(ctx, q)
 }
 
-func (s lenientArguments) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
+func (s lenientArguments) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
 	o.MaxAttempts = max(o.MaxAttempts, 1)
 	return s.Store.Claim(ctx, id, o)
 }
 
-func (s lenientArguments) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
-	o.MaxAttempts = max(o.MaxAttempts, 1)
-	return s.Store.ClaimOwned(ctx, id, o)
-}
-
-func (s lenientArguments) Settle(ctx context.Context, id int64, attempt int, st intake.Settlement) (bool, error) {
+func (s lenientArguments) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
 	if st.Validate() != nil {
 		st.State = intake.StateCompleted
 	}
-	return s.Store.Settle(ctx, id, attempt, st)
-}
-
-func (s lenientArguments) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
-	if st.Validate() != nil {
-		st.State = intake.StateCompleted
-	}
-	return s.Store.SettleOwned(ctx, id, st)
+	return s.Store.Settle(ctx, id, st)
 }
 
 func TestLenientArgumentsFail(t *testing.T) {
@@ -76,7 +64,7 @@ func TestLenientArgumentsFail(t *testing.T) {
 	requireMessage(t, res, "Arguments/BadBaseArgumentsRefused", "Due(limit 0)", "want an error wrapping intake.ErrInvalidArgument")
 	requireMessage(t, res, "Arguments/BadBaseArgumentsRefused", "Claim(1, MaxAttempts 0)")
 	requireMessage(t, res, "Arguments/BadBaseArgumentsRefused", `Settle(2, attempt 1, state "done")`)
-	requireMessage(t, res, "Arguments/BadOwnedArgumentsRefused", "SettleOwned(")
+	requireMessage(t, res, "Arguments/BadOwnedArgumentsRefused", "Settle(")
 	requireMessage(t, res, "Arguments/BadExhaustionQueryRefused", "DueExhaustions(limit 0)")
 	requireMessage(t, res, "Arguments/BadListQueryRefused", "List(state lost)")
 }
@@ -93,12 +81,12 @@ func (s spendsLiveLease) fix(ctx context.Context, id int64, o intake.ClaimOpts) 
 	return o
 }
 
-func (s spendsLiveLease) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
+func (s spendsLiveLease) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
 	return s.Store.Claim(ctx, id, s.fix(ctx, id, o))
 }
 
-func (s spendsLiveLease) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
-	return s.Store.ClaimOwned(ctx, id, s.fix(ctx, id, o))
+func (s spendsLiveLease) ClaimAs(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	return s.Store.ClaimAs(ctx, id, s.fix(ctx, id, o), p)
 }
 
 func TestSpendsLiveLeaseFails(t *testing.T) {
@@ -122,18 +110,11 @@ func (s failedStillSettles) failed(ctx context.Context, id intake.Identity, at t
 		(!owned || row.ClaimID == id.ClaimID) && !row.DueAt.Before(at)
 }
 
-func (s failedStillSettles) Settle(ctx context.Context, id int64, attempt int, st intake.Settlement) (bool, error) {
-	if st.Validate() == nil && s.failed(ctx, intake.Identity{UpdateID: id, Attempt: attempt}, st.At, false) {
-		return true, nil
-	}
-	return s.Store.Settle(ctx, id, attempt, st)
-}
-
-func (s failedStillSettles) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+func (s failedStillSettles) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
 	if st.Validate() == nil && s.failed(ctx, id, st.At, true) {
 		return true, nil
 	}
-	return s.Store.SettleOwned(ctx, id, st)
+	return s.Store.Settle(ctx, id, st)
 }
 
 func (s failedStillSettles) Exhaust(ctx context.Context, id intake.Identity, at time.Time, text string) (bool, error) {
@@ -152,21 +133,21 @@ func TestFailedStillSettlesFails(t *testing.T) {
 	requireMessage(t, res, "Fence/FailedAttemptIsOver", "at 20ms) reported true after the attempt failed at 10ms", "Exhaust(")
 }
 
-// baseSettleIgnoresLease settles a lapsed lease through the base call, as
-// if at the lease's end; the owned call is right.
+// baseSettleIgnoresLease settles a lapsed lease as if at the lease's end:
+// both the attempt-numbered and the identity cases see it.
 type baseSettleIgnoresLease struct{ *memstore.Store }
 
-func (s baseSettleIgnoresLease) Settle(ctx context.Context, id int64, attempt int, st intake.Settlement) (bool, error) {
-	if row, ok, err := s.Get(ctx, id); err == nil && ok && row.State == intake.StateProcessing && row.Attempts == attempt && row.DueAt.Before(st.At) {
+func (s baseSettleIgnoresLease) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	if row, ok, err := s.Get(ctx, id.UpdateID); err == nil && ok && row.State == intake.StateProcessing && row.Attempts == id.Attempt && row.DueAt.Before(st.At) {
 		st.At = row.DueAt
 	}
-	return s.Store.Settle(ctx, id, attempt, st)
+	return s.Store.Settle(ctx, id, st)
 }
 
 func TestBaseSettleIgnoresLeaseFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return baseSettleIgnoresLease{m} }))
-	requireCases(t, res, "Claim/BaseSettleRefusesLapsedLease")
+	requireCases(t, res, "Claim/BaseSettleRefusesLapsedLease", "Fence/SettleAfterLeaseRefused")
 	requireMessage(t, res, "Claim/BaseSettleRefusesLapsedLease", "a base settlement after the lease lapsed is refused: Settle(1, attempt 1, completed at 11ms) reported true after the lease lapsed at 10ms")
 }
 
@@ -256,20 +237,12 @@ func (s settleCheckThenWrite) holds(ctx context.Context, id intake.Identity, at 
 	return held
 }
 
-func (s settleCheckThenWrite) Settle(ctx context.Context, id int64, attempt int, st intake.Settlement) (bool, error) {
-	if st.Validate() == nil && s.holds(ctx, intake.Identity{UpdateID: id, Attempt: attempt}, st.At, false) {
-		_, err := s.Store.Settle(ctx, id, attempt, st)
-		return err == nil, err
-	}
-	return s.Store.Settle(ctx, id, attempt, st)
-}
-
-func (s settleCheckThenWrite) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+func (s settleCheckThenWrite) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
 	if st.Validate() == nil && s.holds(ctx, id, st.At, true) {
-		_, err := s.Store.SettleOwned(ctx, id, st)
+		_, err := s.Store.Settle(ctx, id, st)
 		return err == nil, err
 	}
-	return s.Store.SettleOwned(ctx, id, st)
+	return s.Store.Settle(ctx, id, st)
 }
 
 func (s settleCheckThenWrite) Exhaust(ctx context.Context, id intake.Identity, at time.Time, text string) (bool, error) {
@@ -285,8 +258,8 @@ func TestSettleCheckThenWriteFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleCheckThenWrite{m} }))
 	requireCases(t, res, "Claim/SettleRacingReclaim", "Fence/SettleRacingReclaim")
 	requireMessage(t, res, "Claim/SettleRacingReclaim", "Settle(attempt 1, completed at the lease end) and Claim one millisecond later both succeeded in ")
-	requireMessage(t, res, "Fence/SettleRacingReclaim", "SettleOwned(completed at the lease end) and ClaimOwned one millisecond later both succeeded in ")
-	requireMessage(t, res, "Fence/SettleRacingReclaim", "Exhaust(at the lease end) and ClaimOwned one millisecond later both succeeded in ")
+	requireMessage(t, res, "Fence/SettleRacingReclaim", "Settle(completed at the lease end) and Claim one millisecond later both succeeded in ")
+	requireMessage(t, res, "Fence/SettleRacingReclaim", "Exhaust(at the lease end) and Claim one millisecond later both succeeded in ")
 }
 
 // narrowClaim is a check-then-write claim whose window is one yield of the
@@ -305,12 +278,8 @@ func (s narrowClaim) take(ctx context.Context, id int64, o intake.ClaimOpts) int
 	return o
 }
 
-func (s narrowClaim) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
+func (s narrowClaim) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
 	return s.Store.Claim(ctx, id, s.take(ctx, id, o))
-}
-
-func (s narrowClaim) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
-	return s.Store.ClaimOwned(ctx, id, s.take(ctx, id, o))
 }
 
 // TestNarrowClaimFailsEveryRun: the race cases catch a check-then-write
@@ -321,7 +290,7 @@ func TestNarrowClaimFailsEveryRun(t *testing.T) {
 	for run := range runs {
 		res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return narrowClaim{m} }), "Race")
 		got := failing(res)
-		for _, want := range []string{"Race/Claim", "Race/ClaimOwned"} {
+		for _, want := range []string{"Race/Claim", "Race/Claim"} {
 			if !slices.Contains(got, want) {
 				t.Errorf("run %d of %d: %s did not catch the check-then-write claim; failing cases: %q", run+1, runs, want, got)
 			}
@@ -419,9 +388,9 @@ func TestSharedBodiesFail(t *testing.T) {
 // dead process's rows wait out their whole lease.
 type ignoresHeartbeats struct{ *memstore.Store }
 
-func (s ignoresHeartbeats) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
-	o.Owner = ""
-	return s.Store.ClaimOwned(ctx, id, o)
+func (s ignoresHeartbeats) ClaimAs(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	p.Process = ""
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
 func TestIgnoresHeartbeatsFails(t *testing.T) {
@@ -438,11 +407,11 @@ func TestIgnoresHeartbeatsFails(t *testing.T) {
 // its updates' attempts.
 type crashesSpendAttempts struct{ *memstore.Store }
 
-func (s crashesSpendAttempts) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
-	if o.MaxCrashes > 0 {
-		o.MaxCrashes = 0
+func (s crashesSpendAttempts) ClaimAs(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	if p.MaxCrashes > 0 {
+		p.MaxCrashes = 0
 	}
-	return s.Store.ClaimOwned(ctx, id, o)
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
 func TestCrashesSpendAttemptsFails(t *testing.T) {
@@ -453,22 +422,26 @@ func TestCrashesSpendAttemptsFails(t *testing.T) {
 }
 
 // claimAddUnpersisted answers a claimed add with an identity it never
-// stored: the row is recorded pending, as by a plain AddBatch.
+// stored: the row is recorded pending, as by an AddBatch without claims.
 type claimAddUnpersisted struct{ *memstore.Store }
 
-func (s claimAddUnpersisted) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
-	in := make([]intake.Incoming, len(reqs))
+func (s claimAddUnpersisted) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.AddBatchAs(ctx, reqs, intake.ProcessClaim{})
+}
+
+func (s claimAddUnpersisted) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, _ intake.ProcessClaim) ([]intake.AddResult, error) {
+	in := make([]intake.AddRequest, len(reqs))
 	for i, r := range reqs {
-		in[i] = r.Incoming
+		in[i].Incoming = r.Incoming
 	}
-	added, err := s.AddBatch(ctx, in)
+	added, err := s.Store.AddBatch(ctx, in)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]intake.AddResult, len(reqs))
 	for i, r := range reqs {
-		out[i].Added = added[i]
-		if added[i] && r.Claim != nil {
+		out[i].Added = added[i].Added
+		if added[i].Added && r.Claim != nil {
 			out[i].Identity = intake.Identity{UpdateID: r.UpdateID, Attempt: 1, ClaimID: "storetest-made-up-" + strconv.Itoa(i)}
 		}
 	}
@@ -491,14 +464,14 @@ func TestClaimAddUnpersistedFails(t *testing.T) {
 // claim's row once its lease lapsed.
 type claimAddTakesDuplicates struct{ *memstore.Store }
 
-func (s claimAddTakesDuplicates) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
-	out, err := s.Store.AddBatchClaimed(ctx, reqs)
+func (s claimAddTakesDuplicates) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	out, err := s.Store.AddBatch(ctx, reqs)
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range reqs {
 		if !out[i].Added && r.Claim != nil {
-			if id, ok, err := s.ClaimOwned(ctx, r.UpdateID, *r.Claim); err == nil && ok {
+			if id, ok, err := s.Claim(ctx, r.UpdateID, *r.Claim); err == nil && ok {
 				out[i] = intake.AddResult{Added: true, Identity: id}
 			}
 		}
@@ -521,17 +494,9 @@ func TestClaimAddTakesDuplicatesFails(t *testing.T) {
 // of a process that died right after recording it waits out its lease.
 type claimAddDropsOwner struct{ *memstore.Store }
 
-func (s claimAddDropsOwner) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
-	stripped := make([]intake.AddRequest, len(reqs))
-	for i, r := range reqs {
-		stripped[i] = r
-		if r.Claim != nil {
-			o := *r.Claim
-			o.Owner = ""
-			stripped[i].Claim = &o
-		}
-	}
-	return s.Store.AddBatchClaimed(ctx, stripped)
+func (s claimAddDropsOwner) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
+	p.Process = ""
+	return s.Store.AddBatchAs(ctx, reqs, p)
 }
 
 func TestClaimAddDropsOwnerFails(t *testing.T) {

@@ -7,11 +7,10 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// The ChatOrder group checks an [intake.ChatOrderStore]: with
-// [intake.ClaimOpts.StrictChatOrder] only a chat's lowest unsettled row is
-// claimable, and never while another row of the chat holds a live lease;
-// [intake.DueQuery.StrictChatOrder] lists only such rows, and
-// [intake.DueQuery.Chat] only one chat's.
+// The ChatOrder group checks an [intake.ChatOrderStore]: through
+// ClaimInOrder only a chat's lowest unsettled row is claimable, and never
+// while another row of the chat holds a live lease; DueInOrder lists only
+// such rows, and, given a chat, only that chat's.
 
 const (
 	// chatOrderFirstID is the first update id of the concurrent chat order
@@ -31,10 +30,10 @@ func chatOrderCases() []testCase {
 		{name: "SettledReleasesChat", rule: "a completed or abandoned row releases its chat, a failed one holds it until it is settled for good",
 			needs: capChatOrder, run: chatOrderRelease},
 		{name: "ExhaustionReleasesChat", rule: "an exhaustion, acknowledged or not, releases its chat",
-			needs: capChatOrder | capDurable, run: chatOrderExhaustion},
+			needs: capChatOrder, run: chatOrderExhaustion},
 		{name: "LiveLeaseHoldsLateEarlier", rule: "an earlier row recorded after a later one of its chat was claimed waits while that one's lease is live",
 			needs: capChatOrder, run: chatOrderLateEarlier},
-		{name: "NotStrictIgnoresChat", rule: "without StrictChatOrder a claim and a listing ignore the chat",
+		{name: "NotStrictIgnoresChat", rule: "Claim and Due ignore the chat; only ClaimInOrder and DueInOrder keep order",
 			needs: capChatOrder, run: chatOrderNotStrict},
 		{name: "DueListsOnlyClaimable", rule: "a strict listing skips rows held back by their chat, so they cannot fill a page, and Chat lists one chat",
 			needs: capChatOrder, run: chatOrderDue},
@@ -52,18 +51,26 @@ func (c *checker) addChat(id int64, chat string, receivedMS int64) {
 	}
 }
 
-// strictOpts are claimOpts with StrictChatOrder.
+// strictOpts are the claimOpts of a strict claim.
 func strictOpts(nowMS, leaseMS int64, max int) intake.ClaimOpts {
-	o := claimOpts(nowMS, leaseMS, max)
-	o.StrictChatOrder = true
-	return o
+	return claimOpts(nowMS, leaseMS, max)
+}
+
+// claimInOrder is ClaimInOrder by no process, remembering the identity for
+// renew and settle.
+func (c *checker) claimInOrder(id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	ident, ok, err := c.order.ClaimInOrder(c.ctx, id, o, intake.ProcessClaim{})
+	if ok {
+		c.remember(ident)
+	}
+	return ident, ok, err
 }
 
 // strictClaim claims id in strict order and reports whether it was taken.
 func (c *checker) strictClaim(id int64, nowMS, leaseMS int64, max int) (int, bool) {
-	attempt, ok, err := c.store.Claim(c.ctx, id, strictOpts(nowMS, leaseMS, max))
-	c.failed(fmt.Sprintf("Claim(%d, now %dms, strict chat order)", id, nowMS), err)
-	return attempt, ok
+	ident, ok, err := c.claimInOrder(id, strictOpts(nowMS, leaseMS, max))
+	c.failed(fmt.Sprintf("ClaimInOrder(%d, now %dms)", id, nowMS), err)
+	return ident.Attempt, ok
 }
 
 // expectStrict claims id in strict order and reports a violation unless the
@@ -71,15 +78,15 @@ func (c *checker) strictClaim(id int64, nowMS, leaseMS int64, max int) (int, boo
 func (c *checker) expectStrict(id int64, nowMS, leaseMS int64, want bool, why string) int {
 	attempt, ok := c.strictClaim(id, nowMS, leaseMS, strictMax)
 	if ok != want {
-		c.errorf("Claim(%d, now %dms, strict chat order) = attempt %d, %v; want %v: %s", id, nowMS, attempt, ok, want, why)
+		c.errorf("ClaimInOrder(%d, now %dms) = attempt %d, %v; want %v: %s", id, nowMS, attempt, ok, want, why)
 	}
 	return attempt
 }
 
 // strictDue lists in strict order, optionally one chat's rows.
 func (c *checker) strictDue(nowMS, pendingBeforeMS int64, limit int, chat string) []int64 {
-	rows, err := c.store.Due(c.ctx, intake.DueQuery{Now: at(nowMS), PendingBefore: at(pendingBeforeMS), Limit: limit, StrictChatOrder: true, Chat: chat})
-	c.failed(fmt.Sprintf("Due(now %dms, strict chat order, chat %q)", nowMS, chat), err)
+	rows, err := c.order.DueInOrder(c.ctx, intake.DueQuery{Now: at(nowMS), PendingBefore: at(pendingBeforeMS), Limit: limit}, chat)
+	c.failed(fmt.Sprintf("DueInOrder(now %dms, chat %q)", nowMS, chat), err)
 	return storedIDs(rows)
 }
 
@@ -136,40 +143,37 @@ func chatOrderRelease(c *checker) {
 }
 
 // chatOrderExhaustion: an unacknowledged exhaustion (Exhaust, or a claim
-// that spends a row under DurableExhaustion) releases its chat.
+// that spends a row) releases its chat.
 func chatOrderExhaustion(c *checker) {
 	c.addChat(1, "a", 0)
 	c.addChat(2, "a", 0)
 	c.addChat(3, "a", 0)
 	o := strictOpts(10, 100, 1)
-	o.DurableExhaustion = true
-	id, ok, err := c.durable.ClaimOwned(c.ctx, 1, o)
-	c.failed("ClaimOwned(1, strict chat order)", err)
+	id, ok, err := c.claimInOrder(1, o)
+	c.failed("ClaimInOrder(1)", err)
 	if !ok {
-		c.fatalf("ClaimOwned(1, now 10ms, strict chat order) of the lowest row of its chat reported false")
+		c.fatalf("ClaimInOrder(1, now 10ms) of the lowest row of its chat reported false")
 	}
 	c.expectStrict(2, 20, 200, false, "row 1 of its chat is processing")
 	if !c.exhaust(id, 30, "poisoned") {
 		c.fatalf("Exhaust(%s, at 30ms) under a live lease reported false", fmtID(id))
 	}
 	o = strictOpts(40, 400, 1)
-	o.DurableExhaustion = true
-	id2, ok, err := c.durable.ClaimOwned(c.ctx, 2, o)
-	c.failed("ClaimOwned(2, strict chat order)", err)
+	id2, ok, err := c.claimInOrder(2, o)
+	c.failed("ClaimInOrder(2)", err)
 	if !ok {
-		c.errorf("ClaimOwned(2, now 40ms, strict chat order) = false after row 1 of its chat was exhausted; an exhaustion releases its chat")
+		c.errorf("ClaimInOrder(2, now 40ms) = false after row 1 of its chat was exhausted; an exhaustion releases its chat")
 		return
 	}
 	c.expectStrict(3, 50, 500, false, "row 2 of its chat is processing")
 	// Row 2's lease lapses on its last attempt: the next claim spends it
 	// into an unacknowledged exhaustion, which releases the chat too.
 	o = strictOpts(410, 900, 1)
-	o.DurableExhaustion = true
-	if _, ok, err := c.durable.ClaimOwned(c.ctx, 2, o); err != nil || ok {
-		c.fatalf("ClaimOwned(2, now 410ms, MaxAttempts 1) = %v, %v; want false (spent), no error", ok, err)
+	if _, ok, err := c.claimInOrder(2, o); err != nil || ok {
+		c.fatalf("ClaimInOrder(2, now 410ms, MaxAttempts 1) = %v, %v; want false (spent), no error", ok, err)
 	}
 	if _, found := c.findExhaustion(id2.UpdateID); !found {
-		c.errorf("row 2, spent by a durable claim, is not listed as an exhaustion")
+		c.errorf("row 2, spent by a claim, is not listed as an exhaustion")
 	}
 	c.expectStrict(3, 420, 900, true, "rows 1 and 2 of its chat are exhaustions")
 }
@@ -187,7 +191,8 @@ func chatOrderLateEarlier(c *checker) {
 	c.expectStrict(2, 102, 300, false, "row 1 of its chat is processing")
 }
 
-// chatOrderNotStrict: without the flag the chat changes nothing.
+// chatOrderNotStrict: outside ClaimInOrder and DueInOrder the chat changes
+// nothing.
 func chatOrderNotStrict(c *checker) {
 	c.addChat(1, "a", 0)
 	c.addChat(2, "a", 0)
@@ -195,7 +200,7 @@ func chatOrderNotStrict(c *checker) {
 	c.mustClaim(1, claimOpts(10, 100, defaultMax), 1)
 	c.addChat(3, "a", 0)
 	if ids := c.dueIDs(20, 20, 10); !slices.Equal(ids, []int64{3}) {
-		c.errorf("Due(now 20ms) without StrictChatOrder listed %v; want [3]", ids)
+		c.errorf("Due(now 20ms) listed %v; want [3]: Due ignores the chat", ids)
 	}
 }
 
@@ -212,22 +217,22 @@ func chatOrderDue(c *checker) {
 	c.addChat(43, "b", 0)
 	c.addChat(44, "c", 50) // pending, received after the listing's bound
 	if ids := c.strictDue(10, 10, 5, ""); !slices.Equal(ids, []int64{1, 41, 42}) {
-		c.errorf("Due(now 10ms, strict, limit 5) listed %v; want [1 41 42]: rows 2-40 and 43 are held by rows 1 and 41, 44 is too fresh", ids)
+		c.errorf("DueInOrder(now 10ms, limit 5) listed %v; want [1 41 42]: rows 2-40 and 43 are held by rows 1 and 41, 44 is too fresh", ids)
 	}
 	if ids := c.strictDue(10, 10, 5, "b"); !slices.Equal(ids, []int64{41}) {
-		c.errorf("Due(now 10ms, strict, chat b) listed %v; want [41]", ids)
+		c.errorf("DueInOrder(now 10ms, chat b) listed %v; want [41]", ids)
 	}
 	c.expectStrict(1, 20, 100, true, "it is the lowest row of chat a")
 	if ids := c.strictDue(30, 30, 5, "a"); len(ids) != 0 {
-		c.errorf("Due(now 30ms, strict, chat a) listed %v while row 1 of chat a is processing; want none", ids)
+		c.errorf("DueInOrder(now 30ms, chat a) listed %v while row 1 of chat a is processing; want none", ids)
 	}
 	if !c.settle(1, 1, completed(40)) {
 		c.fatalf("Settle(1, attempt 1, completed at 40ms) under a live lease reported false")
 	}
 	if ids := c.strictDue(50, 50, 1, "a"); !slices.Equal(ids, []int64{2}) {
-		c.errorf("Due(now 50ms, strict, chat a, limit 1) after row 1 completed listed %v; want [2]", ids)
+		c.errorf("DueInOrder(now 50ms, chat a, limit 1) after row 1 completed listed %v; want [2]", ids)
 	}
 	if ids := c.strictDue(60, 60, 10, ""); !slices.Equal(ids, []int64{2, 41, 42, 44}) {
-		c.errorf("Due(now 60ms, strict) listed %v; want [2 41 42 44]", ids)
+		c.errorf("DueInOrder(now 60ms) listed %v; want [2 41 42 44]", ids)
 	}
 }

@@ -8,19 +8,13 @@ import (
 	"github.com/tgrelay/tgrelay/intake/memstore"
 )
 
-// ignoresChatOrder claims as if StrictChatOrder were never set, while its
+// ignoresChatOrder claims in order as if order did not matter, while its
 // listing still honours it: the mistake of a store that added the chat to
 // the due query only.
 type ignoresChatOrder struct{ *memstore.Store }
 
-func (s ignoresChatOrder) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
-	o.StrictChatOrder = false
-	return s.Store.Claim(ctx, id, o)
-}
-
-func (s ignoresChatOrder) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
-	o.StrictChatOrder = false
-	return s.Store.ClaimOwned(ctx, id, o)
+func (s ignoresChatOrder) ClaimInOrder(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
 func TestIgnoresChatOrderFails(t *testing.T) {
@@ -39,8 +33,7 @@ func TestIgnoresChatOrderFails(t *testing.T) {
 // every chat: held rows fill the page.
 type dueIgnoresChatOrder struct{ *memstore.Store }
 
-func (s dueIgnoresChatOrder) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
-	q.StrictChatOrder, q.Chat = false, ""
+func (s dueIgnoresChatOrder) DueInOrder(ctx context.Context, q intake.DueQuery, _ string) ([]intake.StoredUpdate, error) {
 	return s.Store.Due(ctx, q)
 }
 
@@ -60,12 +53,16 @@ func (s forgetsChat) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	return s.Store.Add(ctx, u)
 }
 
-func (s forgetsChat) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
-	cp := append([]intake.Incoming(nil), us...)
+func (s forgetsChat) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.AddBatchAs(ctx, reqs, intake.ProcessClaim{})
+}
+
+func (s forgetsChat) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
+	cp := append([]intake.AddRequest(nil), reqs...)
 	for i := range cp {
 		cp[i].Chat = ""
 	}
-	return s.Store.AddBatch(ctx, cp)
+	return s.Store.AddBatchAs(ctx, cp, p)
 }
 
 func TestForgetsChatFails(t *testing.T) {

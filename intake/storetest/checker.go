@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
@@ -35,29 +36,54 @@ const defaultMax = 2
 // returns an error; they must run on the case's own goroutine. Goroutines a
 // case starts call the store directly and report with errorf.
 type checker struct {
-	ctx     context.Context
-	store   intake.Store
-	fenced  intake.FencedStore  // nil below the fenced level
-	durable intake.DurableStore // nil below the durable level
-	batch   intake.BatchStore   // nil without the capability
-	admin   intake.AdminStore   // nil without the capability
-	journal intake.JournalStore // nil without the capability
-	process intake.ProcessStore // nil without the capability
-	// claimAdd is nil without the capability.
-	claimAdd intake.ClaimingBatchStore
-	rep      *reporter
+	ctx   context.Context
+	store intake.Store
+	// The optional capabilities; each nil without it.
+	process intake.ProcessStore
+	order   intake.ChatOrderStore
+	journal intake.JournalStore
+	admin   intake.AdminStore
+	rep     *reporter
+
+	mu sync.Mutex
+	// claims remembers the identity of every claim the attempt-numbered
+	// helpers (claim, renew, settle) took, by update id and attempt, so
+	// that a case can name an attempt by its number.
+	claims map[attemptKey]intake.Identity
+}
+
+// attemptKey names one attempt of one update.
+type attemptKey struct {
+	updateID int64
+	attempt  int
 }
 
 func newChecker(ctx context.Context, s intake.Store, rep *reporter) *checker {
-	c := &checker{ctx: ctx, store: s, rep: rep}
-	c.fenced, _ = s.(intake.FencedStore)
-	c.durable, _ = s.(intake.DurableStore)
-	c.batch, _ = s.(intake.BatchStore)
-	c.admin, _ = s.(intake.AdminStore)
-	c.journal, _ = s.(intake.JournalStore)
+	c := &checker{ctx: ctx, store: s, rep: rep, claims: map[attemptKey]intake.Identity{}}
 	c.process, _ = s.(intake.ProcessStore)
-	c.claimAdd, _ = s.(intake.ClaimingBatchStore)
+	c.order, _ = s.(intake.ChatOrderStore)
+	c.journal, _ = s.(intake.JournalStore)
+	c.admin, _ = s.(intake.AdminStore)
 	return c
+}
+
+// remember records the identity of a claim for identity.
+func (c *checker) remember(id intake.Identity) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.claims[attemptKey{id.UpdateID, id.Attempt}] = id
+}
+
+// identity returns the identity of attempt attempt of update id as its
+// claim returned it, or, for an attempt never claimed here, an identity
+// with a claim id no store generates.
+func (c *checker) identity(id int64, attempt int) intake.Identity {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ident, ok := c.claims[attemptKey{id, attempt}]; ok {
+		return ident
+	}
+	return intake.Identity{UpdateID: id, Attempt: attempt, ClaimID: "storetest-never-claimed"}
 }
 
 // errorf records a violation and lets the case go on.
@@ -118,10 +144,15 @@ func (c *checker) mustAdd(id int64, receivedMS int64) {
 	}
 }
 
+// claim claims id and returns the attempt number, remembering the
+// identity for renew and settle.
 func (c *checker) claim(id int64, o intake.ClaimOpts) (int, bool) {
-	attempt, ok, err := c.store.Claim(c.ctx, id, o)
+	ident, ok, err := c.store.Claim(c.ctx, id, o)
 	c.failed(fmt.Sprintf("Claim(%d, now %s)", id, offset(o.Now)), err)
-	return attempt, ok
+	if ok {
+		c.remember(ident)
+	}
+	return ident.Attempt, ok
 }
 
 // mustClaim claims id and ends the case unless it gets attempt want.
@@ -132,14 +163,17 @@ func (c *checker) mustClaim(id int64, o intake.ClaimOpts, want int) {
 	}
 }
 
+// renew renews attempt attempt of id under the identity its claim returned.
 func (c *checker) renew(id int64, attempt int, leaseMS, nowMS int64) bool {
-	ok, err := c.store.Renew(c.ctx, id, attempt, at(leaseMS), at(nowMS))
+	ok, err := c.store.Renew(c.ctx, c.identity(id, attempt), at(leaseMS), at(nowMS))
 	c.failed(fmt.Sprintf("Renew(%d, attempt %d)", id, attempt), err)
 	return ok
 }
 
+// settle settles attempt attempt of id under the identity its claim
+// returned.
 func (c *checker) settle(id int64, attempt int, s intake.Settlement) bool {
-	ok, err := c.store.Settle(c.ctx, id, attempt, s)
+	ok, err := c.store.Settle(c.ctx, c.identity(id, attempt), s)
 	c.failed(fmt.Sprintf("Settle(%d, attempt %d, %s)", id, attempt, s.State), err)
 	return ok
 }
@@ -167,8 +201,11 @@ func (c *checker) prune(beforeMS int64) int {
 }
 
 func (c *checker) claimOwned(id int64, o intake.ClaimOpts) (intake.Identity, bool) {
-	ident, ok, err := c.fenced.ClaimOwned(c.ctx, id, o)
-	c.failed(fmt.Sprintf("ClaimOwned(%d, now %s)", id, offset(o.Now)), err)
+	ident, ok, err := c.store.Claim(c.ctx, id, o)
+	c.failed(fmt.Sprintf("Claim(%d, now %s)", id, offset(o.Now)), err)
+	if ok {
+		c.remember(ident)
+	}
 	return ident, ok
 }
 
@@ -177,43 +214,43 @@ func (c *checker) claimOwned(id int64, o intake.ClaimOpts) (intake.Identity, boo
 func (c *checker) mustClaimOwned(id int64, o intake.ClaimOpts, want int) intake.Identity {
 	ident, ok := c.claimOwned(id, o)
 	if !ok || ident.Attempt != want || ident.UpdateID != id || ident.ClaimID == "" {
-		c.fatalf("ClaimOwned(%d, now %s) = %s, %v; want attempt %d of update %d with a claim id", id, offset(o.Now), fmtID(ident), ok, want, id)
+		c.fatalf("Claim(%d, now %s) = %s, %v; want attempt %d of update %d with a claim id", id, offset(o.Now), fmtID(ident), ok, want, id)
 	}
 	return ident
 }
 
 func (c *checker) renewOwned(id intake.Identity, leaseMS, nowMS int64) bool {
-	ok, err := c.fenced.RenewOwned(c.ctx, id, at(leaseMS), at(nowMS))
-	c.failed(fmt.Sprintf("RenewOwned(%s)", fmtID(id)), err)
+	ok, err := c.store.Renew(c.ctx, id, at(leaseMS), at(nowMS))
+	c.failed(fmt.Sprintf("Renew(%s)", fmtID(id)), err)
 	return ok
 }
 
 func (c *checker) owns(id intake.Identity, atMS int64) bool {
-	ok, err := c.fenced.Owns(c.ctx, id, at(atMS))
+	ok, err := c.store.Owns(c.ctx, id, at(atMS))
 	c.failed(fmt.Sprintf("Owns(%s, at %dms)", fmtID(id), atMS), err)
 	return ok
 }
 
 func (c *checker) settleOwned(id intake.Identity, s intake.Settlement) bool {
-	ok, err := c.fenced.SettleOwned(c.ctx, id, s)
-	c.failed(fmt.Sprintf("SettleOwned(%s, %s)", fmtID(id), s.State), err)
+	ok, err := c.store.Settle(c.ctx, id, s)
+	c.failed(fmt.Sprintf("Settle(%s, %s)", fmtID(id), s.State), err)
 	return ok
 }
 
 func (c *checker) exhaust(id intake.Identity, atMS int64, text string) bool {
-	ok, err := c.durable.Exhaust(c.ctx, id, at(atMS), text)
+	ok, err := c.store.Exhaust(c.ctx, id, at(atMS), text)
 	c.failed(fmt.Sprintf("Exhaust(%s, at %dms)", fmtID(id), atMS), err)
 	return ok
 }
 
 func (c *checker) dueExhaustions(limit int, after *int64) []intake.Exhaustion {
-	rows, err := c.durable.DueExhaustions(c.ctx, intake.ExhaustionQuery{Limit: limit, After: after})
+	rows, err := c.store.DueExhaustions(c.ctx, intake.ExhaustionQuery{Limit: limit, After: after})
 	c.failed(fmt.Sprintf("DueExhaustions(limit %d, after %s)", limit, fmtAfter(after)), err)
 	return rows
 }
 
 func (c *checker) ack(id intake.Identity, atMS int64) bool {
-	ok, err := c.durable.AcknowledgeExhaustion(c.ctx, id, at(atMS))
+	ok, err := c.store.AcknowledgeExhaustion(c.ctx, id, at(atMS))
 	c.failed(fmt.Sprintf("AcknowledgeExhaustion(%s, at %dms)", fmtID(id), atMS), err)
 	return ok
 }

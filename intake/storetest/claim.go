@@ -115,8 +115,8 @@ func failedRetryAndSpend(c *checker) {
 			c.errorf("Get(2) found no row after the spend")
 		case row.State != intake.StateAbandoned || row.Error != intake.AttemptsSpentText:
 			c.errorf("after the spend, Get(2) = state %s, error %q; want abandoned, %q", row.State, row.Error, intake.AttemptsSpentText)
-		case !row.SettledAt.Equal(at(36)):
-			c.errorf("after a spend at 36ms without DurableExhaustion, SettledAt is %s; want 36ms", offset(row.SettledAt))
+		case !row.SettledAt.IsZero() || !row.DueAt.Equal(at(36)):
+			c.errorf("after a spend at 36ms, SettledAt is %s and DueAt %s; want the zero time (an unacknowledged exhaustion) and 36ms", offset(row.SettledAt), offset(row.DueAt))
 		}
 	}
 }

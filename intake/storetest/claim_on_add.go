@@ -9,17 +9,18 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// The cases of [intake.ClaimingBatchStore]: a row recorded claimed must be
-// exactly a claimed row, under exactly the identity the store answered.
+// The ClaimOnAdd cases: a row [intake.Store.AddBatch] records claimed must
+// be exactly a claimed row, under exactly the identity the store answered;
+// through [intake.ProcessStore.AddBatchAs] it is owned by its process too.
 
 func claimOnAddCases() []testCase {
 	return []testCase{
-		{name: "ClaimedAddIsAClaim", rule: "a claimed add persists exactly a claim's state and identity", needs: capFenced | capClaimAdd, run: claimedAddIsAClaim},
-		{name: "DuplicateNeitherAddedNorClaimed", rule: "a claimed add of a stored or repeated update id neither records nor claims it", needs: capFenced | capClaimAdd, run: claimedAddDuplicate},
-		{name: "LapsedLeaseReclaimed", rule: "a claimed-on-add row whose lease lapsed is reclaimed with attempt 2 and a new claim id", needs: capFenced | capClaimAdd, run: claimedAddLapses},
-		{name: "MixedBatch", rule: "claimed and unclaimed adds in one batch each get their own state", needs: capFenced | capClaimAdd, run: claimedAddMixed},
-		{name: "InvalidClaimRefused", rule: "a claimed add with an invalid claim is refused with intake.ErrInvalidArgument and records nothing", needs: capFenced | capClaimAdd, run: claimedAddInvalid},
-		{name: "OwnerLapseTakesOver", rule: "a claimed add records its owner: when the owner's heartbeat lapses the row is taken over before its lease ends, as a crash", needs: capFenced | capClaimAdd | capProcess, run: claimedAddOwnerLapses},
+		{name: "ClaimedAddIsAClaim", rule: "a claimed add persists exactly a claim's state and identity", run: claimedAddIsAClaim},
+		{name: "DuplicateNeitherAddedNorClaimed", rule: "a claimed add of a stored or repeated update id neither records nor claims it", run: claimedAddDuplicate},
+		{name: "LapsedLeaseReclaimed", rule: "a claimed-on-add row whose lease lapsed is reclaimed with attempt 2 and a new claim id", run: claimedAddLapses},
+		{name: "MixedBatch", rule: "claimed and unclaimed adds in one batch each get their own state", run: claimedAddMixed},
+		{name: "InvalidClaimRefused", rule: "a claimed add with an invalid claim is refused with intake.ErrInvalidArgument and records nothing", run: claimedAddInvalid},
+		{name: "OwnerLapseTakesOver", rule: "a claimed AddBatchAs records its process: when the owner's heartbeat lapses the row is taken over before its lease ends, as a crash", needs: capProcess, run: claimedAddOwnerLapses},
 	}
 }
 
@@ -34,15 +35,15 @@ func claimPtr(nowMS, leaseMS int64, max int) *intake.ClaimOpts {
 	return &o
 }
 
-// addClaimed calls AddBatchClaimed and ends the case on an error or a
+// addClaimed calls AddBatch and ends the case on an error or a
 // result count that does not match.
 func (c *checker) addClaimed(reqs ...intake.AddRequest) []intake.AddResult {
 	ids := make([]int64, len(reqs))
 	for i, r := range reqs {
 		ids[i] = r.UpdateID
 	}
-	call := fmt.Sprintf("AddBatchClaimed(%v)", ids)
-	res, err := c.claimAdd.AddBatchClaimed(c.ctx, reqs)
+	call := fmt.Sprintf("AddBatch(%v)", ids)
+	res, err := c.store.AddBatch(c.ctx, reqs)
 	c.failed(call, err)
 	if len(res) != len(reqs) {
 		c.fatalf("%s answered %d results for %d requests", call, len(res), len(reqs))
@@ -112,33 +113,33 @@ func claimedAddIsAClaim(c *checker) {
 			c.errorf("Owns(%s, at 20ms) = true for a claimed add persisted as %s", fmtID(bad), fmtID(id))
 		}
 		if c.renewOwned(bad, 100, 20) {
-			c.errorf("RenewOwned(%s, now 20ms) = true for a claimed add persisted as %s", fmtID(bad), fmtID(id))
+			c.errorf("Renew(%s, now 20ms) = true for a claimed add persisted as %s", fmtID(bad), fmtID(id))
 		}
 		if c.settleOwned(bad, completed(20)) {
-			c.errorf("SettleOwned(%s, completed at 20ms) = true for a claimed add persisted as %s", fmtID(bad), fmtID(id))
+			c.errorf("Settle(%s, completed at 20ms) = true for a claimed add persisted as %s", fmtID(bad), fmtID(id))
 		}
 	}
 	if _, ok := c.claimOwned(1, claimOpts(20, 100, defaultMax)); ok {
-		c.errorf("ClaimOwned(1, now 20ms) took a claimed add under its live lease (to 30ms)")
+		c.errorf("Claim(1, now 20ms) took a claimed add under its live lease (to 30ms)")
 	}
 	if ids := c.dueIDs(25, 1000, 10); len(ids) != 0 {
 		c.errorf("Due(now 25ms, pending before 1000ms) listed %v; claimed adds under live leases are not due", ids)
 	}
 	if !c.renewOwned(id, 60, 25) {
-		c.errorf("RenewOwned(%s, to 60ms, now 25ms) = false; want the claimed add's live lease renewed", fmtID(id))
+		c.errorf("Renew(%s, to 60ms, now 25ms) = false; want the claimed add's live lease renewed", fmtID(id))
 	}
 	if !c.owns(id, 60) {
 		c.errorf("Owns(%s, at 60ms) = false after the renewal to 60ms", fmtID(id))
 	}
 	if !c.settleOwned(id, completed(50)) {
-		c.errorf("SettleOwned(%s, completed at 50ms) = false; want the claimed add settled by its identity", fmtID(id))
+		c.errorf("Settle(%s, completed at 50ms) = false; want the claimed add settled by its identity", fmtID(id))
 	}
 	if c.owns(id, 50) {
 		c.errorf("Owns(%s, at 50ms) = true after its completion", fmtID(id))
 	}
 	two := res[1].Identity
 	if !c.settleOwned(two, failedAt(20, 40, "boom")) {
-		c.errorf("SettleOwned(%s, failed at 20ms) = false; want the claimed add's failure recorded", fmtID(two))
+		c.errorf("Settle(%s, failed at 20ms) = false; want the claimed add's failure recorded", fmtID(two))
 	}
 	c.mustClaimOwned(2, claimOpts(40, 80, defaultMax), 2)
 }
@@ -162,7 +163,7 @@ func claimedAddDuplicate(c *checker) {
 			continue
 		}
 		if r.Added || r.Claimed() || r.Identity != (intake.Identity{}) {
-			c.errorf("result %d of AddBatchClaimed([1 2 3 3]) with 1 pending and 2 claimed = added %v, identity %s; want not added and no identity (a duplicate)",
+			c.errorf("result %d of AddBatch([1 2 3 3]) with 1 pending and 2 claimed = added %v, identity %s; want not added and no identity (a duplicate)",
 				i, r.Added, fmtID(r.Identity))
 		}
 	}
@@ -178,7 +179,7 @@ func claimedAddDuplicate(c *checker) {
 		c.errorf("Owns(%s, at 60ms) = false after a duplicate claimed add of update 2: the duplicate took over its claim", fmtID(held))
 	}
 	if !c.settleOwned(held, completed(60)) {
-		c.errorf("SettleOwned(%s, completed at 60ms) = false after a duplicate claimed add of update 2", fmtID(held))
+		c.errorf("Settle(%s, completed at 60ms) = false after a duplicate claimed add of update 2", fmtID(held))
 	}
 	if c.admin != nil {
 		if row, ok := c.get(3); ok && !bytes.Equal(row.Body, body(3)) {
@@ -213,7 +214,7 @@ func claimedAddLapses(c *checker) {
 		c.errorf("the claimed add's identity %s still owns, renews or settles after its reclaim as %s", fmtID(first), fmtID(second))
 	}
 	if !c.settleOwned(second, completed(30)) {
-		c.errorf("SettleOwned(%s, completed at 30ms) = false; want the reclaim settled", fmtID(second))
+		c.errorf("Settle(%s, completed at 30ms) = false; want the reclaim settled", fmtID(second))
 	}
 	// At the ceiling, a lapsed claimed add is spent, not taken.
 	res = c.addClaimed(addReq(2, 0, claimPtr(0, 20, 1)))
@@ -221,7 +222,7 @@ func claimedAddLapses(c *checker) {
 		return
 	}
 	if id, ok := c.claimOwned(2, claimOpts(21, 60, 1)); ok {
-		c.errorf("ClaimOwned(2, now 21ms, MaxAttempts 1) took the lapsed claimed add (%s); its one attempt is spent", fmtID(id))
+		c.errorf("Claim(2, now 21ms, MaxAttempts 1) took the lapsed claimed add (%s); its one attempt is spent", fmtID(id))
 	}
 }
 
@@ -265,12 +266,12 @@ func claimedAddMixed(c *checker) {
 // its valid requests included, records nothing.
 func claimedAddInvalid(c *checker) {
 	reqs := []intake.AddRequest{addReq(1, 0, nil), addReq(2, 0, claimPtr(0, 20, 0))}
-	_, err := c.claimAdd.AddBatchClaimed(c.ctx, reqs)
+	_, err := c.store.AddBatch(c.ctx, reqs)
 	if !errors.Is(err, intake.ErrInvalidArgument) {
-		c.errorf("AddBatchClaimed with a claim of MaxAttempts 0 returned %v; want an error wrapping intake.ErrInvalidArgument", err)
+		c.errorf("AddBatch with a claim of MaxAttempts 0 returned %v; want an error wrapping intake.ErrInvalidArgument", err)
 	}
 	if ids := c.dueIDs(10, 10, 10); len(ids) != 0 {
-		c.errorf("Due after a refused AddBatchClaimed listed %v; want nothing recorded", ids)
+		c.errorf("Due after a refused AddBatch listed %v; want nothing recorded", ids)
 	}
 	c.mustAdd(1, 0)
 	c.mustAdd(2, 0)
@@ -283,25 +284,28 @@ func claimedAddInvalid(c *checker) {
 func claimedAddOwnerLapses(c *checker) {
 	c.mustRegister("a", 100)
 	c.mustRegister("b", 100_000)
-	o := owned(0, 10_000, 1, "a")
-	res := c.addClaimed(addReq(1, 0, &o))
+	res, err := c.process.AddBatchAs(c.ctx, []intake.AddRequest{addReq(1, 0, claimPtr(0, 10_000, 1))}, intake.ProcessClaim{Process: "a"})
+	c.failed(`AddBatchAs([1], process "a")`, err)
+	if len(res) != 1 {
+		c.fatalf(`AddBatchAs([1], process "a") answered %d results for 1 request`, len(res))
+	}
 	if !c.checkClaimedResult(res[0], 1) {
 		return
 	}
 	first := res[0].Identity
-	if _, ok := c.claimOwned(1, owned(100, 20_000, 1, "b")); ok {
-		c.errorf("ClaimOwned(1, now 100ms) took a claimed add while its owner lives to 100ms and its lease to 10000ms")
+	if _, ok := c.claimAs(1, owned(100, 20_000, 1, "b")); ok {
+		c.errorf("ClaimAs(1, now 100ms) took a claimed add while its owner lives to 100ms and its lease to 10000ms")
 	}
 	if ids := c.dueIDs(101, 101, 10); len(ids) != 1 || ids[0] != 1 {
 		c.errorf("Due(now 101ms) = %v after the claimed add's owner lapsed at 100ms; want [1]", ids)
 	}
 	// MaxAttempts 1 with a crash budget: only a takeover that counts a crash
 	// (not an attempt) can take the row.
-	second := c.mustClaimOwned(1, withCrashes(owned(101, 20_000, 1, "b"), 3), 2)
+	second := c.mustClaimAs(1, withCrashes(owned(101, 20_000, 1, "b"), 3), 2)
 	if c.owns(first, 102) || c.settleOwned(first, completed(102)) {
 		c.errorf("the claimed add's identity %s still owns or settles after the takeover", fmtID(first))
 	}
 	if !c.settleOwned(second, completed(103)) {
-		c.errorf("SettleOwned(%s) = false; the takeover holds the row", fmtID(second))
+		c.errorf("Settle(%s) = false; the takeover holds the row", fmtID(second))
 	}
 }

@@ -128,18 +128,18 @@ func concurrentBatchAdds(c *checker) {
 			bodies[i] = fmt.Appendf(nil, `{"update_id":%d,"racer":%d}`, id, i)
 			own := int64(concurrentFirstID + 1000 + round*addRacers + i)
 			fns[i] = func() {
-				res, err := c.batch.AddBatch(c.ctx, []intake.Incoming{
-					{UpdateID: own, Body: body(own), ReceivedAt: at(0)},
-					{UpdateID: id, Body: bodies[i], ReceivedAt: at(int64(i))},
+				res, err := c.store.AddBatch(c.ctx, []intake.AddRequest{
+					{Incoming: intake.Incoming{UpdateID: own, Body: body(own), ReceivedAt: at(0)}},
+					{Incoming: intake.Incoming{UpdateID: id, Body: bodies[i], ReceivedAt: at(int64(i))}},
 				})
 				if err != nil || len(res) != 2 {
 					c.errorf("a concurrent AddBatch with update %d = %v, %v; want two results", id, res, err)
 					return
 				}
-				if !res[0] {
+				if !res[0].Added {
 					c.errorf("a concurrent AddBatch reported its own new update %d as not new", own)
 				}
-				news[i] = res[1]
+				news[i] = res[1].Added
 			}
 		}
 		together(c, fns...)
@@ -197,11 +197,14 @@ func settleRacingReclaim(c *checker) {
 		var settled, reclaimed bool
 		together(c, staggered(round,
 			func() {
-				settled = c.raceCall("Settle", id, func() (bool, error) { return c.store.Settle(c.ctx, id, 1, completed(100)) })
+				settled = c.raceCall("Settle", id, func() (bool, error) { return c.store.Settle(c.ctx, c.identity(id, 1), completed(100)) })
 			},
 			func() {
 				reclaimed = c.raceCall("Claim", id, func() (bool, error) {
-					_, ok, err := c.store.Claim(c.ctx, id, claimOpts(101, 200, defaultMax))
+					ident, ok, err := c.store.Claim(c.ctx, id, claimOpts(101, 200, defaultMax))
+					if ok {
+						c.remember(ident)
+					}
 					return ok, err
 				})
 			},
@@ -225,14 +228,12 @@ func settleOwnedRacingReclaim(c *checker) {
 		name string
 		call func(intake.Identity) (bool, error)
 	}
-	ends := []end{{"SettleOwned(completed at the lease end)", func(id intake.Identity) (bool, error) {
-		return c.fenced.SettleOwned(c.ctx, id, completed(100))
+	ends := []end{{"Settle(completed at the lease end)", func(id intake.Identity) (bool, error) {
+		return c.store.Settle(c.ctx, id, completed(100))
 	}}}
-	if c.durable != nil {
-		ends = append(ends, end{"Exhaust(at the lease end)", func(id intake.Identity) (bool, error) {
-			return c.durable.Exhaust(c.ctx, id, at(100), "exhausted")
-		}})
-	}
+	ends = append(ends, end{"Exhaust(at the lease end)", func(id intake.Identity) (bool, error) {
+		return c.store.Exhaust(c.ctx, id, at(100), "exhausted")
+	}})
 	for e, end := range ends {
 		both, neither := 0, 0
 		for round := range barrierRounds {
@@ -244,10 +245,10 @@ func settleOwnedRacingReclaim(c *checker) {
 			together(c, staggered(round,
 				func() { settled = c.raceCall(end.name, id, func() (bool, error) { return end.call(holder) }) },
 				func() {
-					reclaimed = c.raceCall("ClaimOwned", id, func() (bool, error) {
+					reclaimed = c.raceCall("Claim", id, func() (bool, error) {
 						var ok bool
 						var err error
-						next, ok, err = c.fenced.ClaimOwned(c.ctx, id, claimOpts(101, 200, defaultMax))
+						next, ok, err = c.store.Claim(c.ctx, id, claimOpts(101, 200, defaultMax))
 						return ok, err
 					})
 				},
@@ -261,7 +262,7 @@ func settleOwnedRacingReclaim(c *checker) {
 				c.errorf("the reclaim %s won the race, but does not own update %d", fmtID(next), id)
 			}
 		}
-		c.reportRace(end.name, "ClaimOwned one millisecond later", both, neither)
+		c.reportRace(end.name, "Claim one millisecond later", both, neither)
 	}
 }
 

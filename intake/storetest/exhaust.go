@@ -17,13 +17,13 @@ const (
 
 func exhaustCases() []testCase {
 	return []testCase{
-		{name: "CrashOnLastAttempt", rule: "a crash on the last attempt leaves a durable exhaustion until its exact acknowledgement", needs: capDurable, run: crashOnLastAttempt},
-		{name: "TerminalRefusal", rule: "Exhaust turns the exact live claim into an unacknowledged exhaustion", needs: capDurable, run: terminalRefusal},
-		{name: "ExpiredAttemptCannotExhaust", rule: "an expired or stale attempt cannot exhaust", needs: capDurable, run: expiredCannotExhaust},
-		{name: "CursorAfter", rule: "DueExhaustions pages in update id order strictly after its cursor", needs: capDurable, run: cursorAfter},
-		{name: "CursorPastFirstPage", rule: "every exhaustion is reachable through the cursor", needs: capDurable, run: cursorPastFirstPage},
-		{name: "BaseDurableClaim", rule: "a base claim with DurableExhaustion leaves a visible exhaustion with a claim id", needs: capDurable, run: baseDurableClaim},
-		{name: "AckOnlyUnacknowledged", rule: "only an unacknowledged exhaustion can be acknowledged", needs: capDurable, run: ackOnlyUnacknowledged},
+		{name: "CrashOnLastAttempt", rule: "a crash on the last attempt leaves a durable exhaustion until its exact acknowledgement", run: crashOnLastAttempt},
+		{name: "TerminalRefusal", rule: "Exhaust turns the exact live claim into an unacknowledged exhaustion", run: terminalRefusal},
+		{name: "ExpiredAttemptCannotExhaust", rule: "an expired or stale attempt cannot exhaust", run: expiredCannotExhaust},
+		{name: "CursorAfter", rule: "DueExhaustions pages in update id order strictly after its cursor", run: cursorAfter},
+		{name: "CursorPastFirstPage", rule: "every exhaustion is reachable through the cursor", run: cursorPastFirstPage},
+		{name: "ClaimSpendIsAnExhaustion", rule: "a claim that spends a row leaves a visible exhaustion with a claim id", run: claimSpendIsAnExhaustion},
+		{name: "AckOnlyUnacknowledged", rule: "only an unacknowledged exhaustion can be acknowledged", run: ackOnlyUnacknowledged},
 	}
 }
 
@@ -47,7 +47,6 @@ func crashOnLastAttempt(c *checker) {
 	}
 	durable := func(nowMS, leaseMS int64) intake.ClaimOpts {
 		o := claimOpts(nowMS, leaseMS, 1)
-		o.DurableExhaustion = true
 		return o
 	}
 	crashed := c.mustClaimOwned(id, durable(0, 10), 1)
@@ -203,7 +202,6 @@ func cursorPastFirstPage(c *checker) {
 		want = append(want, id)
 		c.mustAdd(id, 0)
 		o := claimOpts(0, 10, 1)
-		o.DurableExhaustion = true
 		c.mustClaim(id, o, 1)
 		spend := o
 		spend.Now, spend.LeaseUntil = at(11), at(20)
@@ -240,28 +238,27 @@ func summarize(ids []int64) string {
 	return fmt.Sprintf("%v … %v", ids[:3], ids[len(ids)-3:])
 }
 
-// baseDurableClaim: rule 10, fifth part. A base Claim with DurableExhaustion
-// spends into an exhaustion that DueExhaustions lists with a claim id, so it
-// can be acknowledged.
-func baseDurableClaim(c *checker) {
+// claimSpendIsAnExhaustion: rule 10, fifth part. A claim spends into an
+// exhaustion that DueExhaustions lists with a claim id, so it can be
+// acknowledged.
+func claimSpendIsAnExhaustion(c *checker) {
 	const id = 15
 	c.mustAdd(id, 0)
 	o := claimOpts(0, 10, 1)
-	o.DurableExhaustion = true
 	c.mustClaim(id, o, 1)
 	o.Now, o.LeaseUntil = at(11), at(20)
 	if attempt, ok := c.claim(id, o); ok {
-		c.errorf("a base claim at 11ms with the one attempt spent took attempt %d", attempt)
+		c.errorf("a claim at 11ms with the one attempt spent took attempt %d", attempt)
 	}
 	e, ok := c.findExhaustion(id)
 	if !ok {
-		c.fatalf("a base durable claim became an invisible exhaustion: DueExhaustions does not list update %d", id)
+		c.fatalf("a claim's spend became an invisible exhaustion: DueExhaustions does not list update %d", id)
 	}
 	if e.ClaimID == "" || e.Attempt != 1 {
-		c.errorf("the base durable exhaustion carries %s; want attempt 1 with a claim id", fmtID(e.Identity))
+		c.errorf("the claim's exhaustion carries %s; want attempt 1 with a claim id", fmtID(e.Identity))
 	}
 	if e.Error != intake.AttemptsSpentText || !e.ExhaustedAt.Equal(at(11)) {
-		c.errorf("the base durable exhaustion has error %q at %s; want %q at 11ms", e.Error, offset(e.ExhaustedAt), intake.AttemptsSpentText)
+		c.errorf("the claim's exhaustion has error %q at %s; want %q at 11ms", e.Error, offset(e.ExhaustedAt), intake.AttemptsSpentText)
 	}
 	if !c.ack(e.Identity, 12) {
 		c.errorf("AcknowledgeExhaustion(%s) of the listed identity reported false", fmtID(e.Identity))

@@ -6,15 +6,15 @@ import (
 
 func fenceCases() []testCase {
 	return []testCase{
-		{name: "SettleAfterLeaseRefused", rule: "a fenced settlement after the lease lapsed is refused", needs: capFenced, run: settleAfterLease},
-		{name: "RenewOwnedNeverShortens", rule: "a fenced renewal never shortens a live lease", needs: capFenced, run: renewOwnedNeverShortens},
-		{name: "ExpiresAndNeverAdopts", rule: "an attempt fence expires and never adopts a later claim", needs: capFenced, run: fenceExpires},
-		{name: "AllThreeFieldsCompared", rule: "a fenced method compares update id, attempt and claim id", needs: capFenced, run: allThreeFields},
-		{name: "FreshClaimIDs", rule: "every successful fenced claim persists a fresh claim id", needs: capFenced, run: freshClaimIDs},
-		{name: "OwnsOnlyWhileProcessing", rule: "only a processing row is owned", needs: capFenced, run: ownsOnlyProcessing},
-		{name: "LiveLeaseUntouchedOnLastAttempt", rule: "a fenced claim leaves a row under a live lease untouched, even on its last attempt", needs: capFenced, run: liveLeaseOnLastAttemptOwned},
-		{name: "FailedAttemptIsOver", rule: "an attempt that failed can no longer renew, settle, own or exhaust", needs: capFenced, run: failedAttemptIsOverOwned},
-		{name: "SettleRacingReclaim", rule: "a fenced settlement or exhaustion racing a reclaim of its lapsed lease: never both succeed", needs: capFenced, run: settleOwnedRacingReclaim},
+		{name: "SettleAfterLeaseRefused", rule: "a fenced settlement after the lease lapsed is refused", run: settleAfterLease},
+		{name: "RenewOwnedNeverShortens", rule: "a fenced renewal never shortens a live lease", run: renewOwnedNeverShortens},
+		{name: "ExpiresAndNeverAdopts", rule: "an attempt fence expires and never adopts a later claim", run: fenceExpires},
+		{name: "AllThreeFieldsCompared", rule: "a fenced method compares update id, attempt and claim id", run: allThreeFields},
+		{name: "FreshClaimIDs", rule: "every successful fenced claim persists a fresh claim id", run: freshClaimIDs},
+		{name: "OwnsOnlyWhileProcessing", rule: "only a processing row is owned", run: ownsOnlyProcessing},
+		{name: "LiveLeaseUntouchedOnLastAttempt", rule: "a fenced claim leaves a row under a live lease untouched, even on its last attempt", run: liveLeaseOnLastAttemptOwned},
+		{name: "FailedAttemptIsOver", rule: "an attempt that failed can no longer renew, settle, own or exhaust", run: failedAttemptIsOverOwned},
+		{name: "SettleRacingReclaim", rule: "a fenced settlement or exhaustion racing a reclaim of its lapsed lease: never both succeed", run: settleOwnedRacingReclaim},
 	}
 }
 
@@ -24,10 +24,10 @@ func settleAfterLease(c *checker) {
 	c.mustAdd(1, 0)
 	first := c.mustClaimOwned(1, claimOpts(0, 10, defaultMax), 1)
 	if c.settleOwned(first, completed(11)) {
-		c.errorf("SettleOwned(%s, completed at 11ms) reported true after the lease lapsed at 10ms", fmtID(first))
+		c.errorf("Settle(%s, completed at 11ms) reported true after the lease lapsed at 10ms", fmtID(first))
 	}
 	if c.renewOwned(first, 100, 11) {
-		c.errorf("RenewOwned(%s, now 11ms) reported true after the lease lapsed at 10ms", fmtID(first))
+		c.errorf("Renew(%s, now 11ms) reported true after the lease lapsed at 10ms", fmtID(first))
 	}
 	if c.owns(first, 11) {
 		c.errorf("Owns(%s, at 11ms) = true after the lease lapsed at 10ms", fmtID(first))
@@ -40,10 +40,10 @@ func renewOwnedNeverShortens(c *checker) {
 	c.mustAdd(1, 0)
 	id := c.mustClaimOwned(1, claimOpts(0, 10, defaultMax), 1)
 	if !c.renewOwned(id, 40, 3) {
-		c.errorf("RenewOwned(to 40ms, now 3ms) of a live lease to 10ms reported false")
+		c.errorf("Renew(to 40ms, now 3ms) of a live lease to 10ms reported false")
 	}
 	if !c.renewOwned(id, 35, 4) {
-		c.errorf("RenewOwned(to 35ms, now 4ms) of a live lease to 40ms reported false; a late renewal is accepted, without shortening")
+		c.errorf("Renew(to 35ms, now 4ms) of a live lease to 40ms reported false; a late renewal is accepted, without shortening")
 	}
 	if !c.owns(id, 39) || !c.owns(id, 40) {
 		c.errorf("Owns at 39ms or 40ms = false: the renewal to 35ms shortened the lease to 40ms")
@@ -52,7 +52,7 @@ func renewOwnedNeverShortens(c *checker) {
 		c.errorf("Owns(at 41ms) = true; the lease ended at 40ms")
 	}
 	if c.renewOwned(id, 100, 41) {
-		c.errorf("RenewOwned(now 41ms) reported true after the lease lapsed at 40ms: renewal revived an expired lease")
+		c.errorf("Renew(now 41ms) reported true after the lease lapsed at 40ms: renewal revived an expired lease")
 	}
 }
 
@@ -69,13 +69,13 @@ func fenceExpires(c *checker) {
 		c.errorf("Owns with a wrong claim id (right update and attempt) = true")
 	}
 	if c.renewOwned(wrongClaim(first), 20, 5) {
-		c.errorf("RenewOwned with a wrong claim id (right update and attempt) reported true")
+		c.errorf("Renew with a wrong claim id (right update and attempt) reported true")
 	}
 	if c.owns(first, 11) {
 		c.errorf("Owns(first, at 11ms) = true; the lease ended at 10ms")
 	}
 	if c.renewOwned(first, 50, 11) {
-		c.errorf("RenewOwned(first, to 50ms, now 11ms) reported true: renewal revived an expired lease")
+		c.errorf("Renew(first, to 50ms, now 11ms) reported true: renewal revived an expired lease")
 	}
 	second := c.mustClaimOwned(id, claimOpts(11, 30, defaultMax), 2)
 	if second.ClaimID == first.ClaimID {
@@ -88,7 +88,7 @@ func fenceExpires(c *checker) {
 		c.errorf("Owns(second, at 12ms) = false for the holder of a lease to 30ms")
 	}
 	if !c.settleOwned(second, completed(12)) {
-		c.fatalf("SettleOwned(second, completed at 12ms) reported false for the holder")
+		c.fatalf("Settle(second, completed at 12ms) reported false for the holder")
 	}
 	if n := c.prune(13); n != 1 {
 		c.errorf("Prune(before 13ms) deleted %d rows; want 1, the row completed at 12ms", n)
@@ -101,10 +101,10 @@ func fenceExpires(c *checker) {
 		c.errorf("the claim of the re-added row reused an earlier claim id %q", recycled.ClaimID)
 	}
 	if c.renewOwned(wrongClaim(recycled), 200, 14) {
-		c.errorf("RenewOwned with a wrong claim id reported true on the recycled row")
+		c.errorf("Renew with a wrong claim id reported true on the recycled row")
 	}
 	if c.settleOwned(wrongClaim(recycled), completed(14)) {
-		c.errorf("SettleOwned with a wrong claim id reported true on the recycled row")
+		c.errorf("Settle with a wrong claim id reported true on the recycled row")
 	}
 	if c.owns(first, 14) {
 		c.errorf("the pruned identity %s owns the recycled row %s", fmtID(first), fmtID(recycled))
@@ -147,10 +147,10 @@ func allThreeFields(c *checker) {
 			c.errorf("Owns accepted %s %s", what, fmtID(id))
 		}
 		if c.renewOwned(id, 200, 20) {
-			c.errorf("RenewOwned accepted %s %s", what, fmtID(id))
+			c.errorf("Renew accepted %s %s", what, fmtID(id))
 		}
 		if c.settleOwned(id, completed(20)) {
-			c.errorf("SettleOwned accepted %s %s", what, fmtID(id))
+			c.errorf("Settle accepted %s %s", what, fmtID(id))
 		}
 	}
 	for _, id := range []intake.Identity{second, other} {
@@ -158,7 +158,7 @@ func allThreeFields(c *checker) {
 			c.errorf("Owns(%s, at 20ms) = false for the holder after the refused calls", fmtID(id))
 		}
 		if !c.settleOwned(id, completed(21)) {
-			c.errorf("SettleOwned(%s, completed at 21ms) reported false for the holder", fmtID(id))
+			c.errorf("Settle(%s, completed at 21ms) reported false for the holder", fmtID(id))
 		}
 	}
 }
@@ -193,22 +193,22 @@ func ownsOnlyProcessing(c *checker) {
 	}
 	id := c.mustClaimOwned(1, claimOpts(0, 100, 5), 1)
 	if !c.settleOwned(id, failedAt(1, 50, "x")) {
-		c.fatalf("SettleOwned(%s, failed at 1ms) reported false for the holder", fmtID(id))
+		c.fatalf("Settle(%s, failed at 1ms) reported false for the holder", fmtID(id))
 	}
 	if c.owns(id, 2) {
 		c.errorf("Owns(%s, at 2ms) = true after it settled failed (its lease ran to 100ms)", fmtID(id))
 	}
 	if c.renewOwned(id, 200, 2) {
-		c.errorf("RenewOwned(%s) reported true after it settled failed", fmtID(id))
+		c.errorf("Renew(%s) reported true after it settled failed", fmtID(id))
 	}
 	id = c.mustClaimOwned(1, claimOpts(50, 100, 5), 2)
 	if !c.settleOwned(id, completed(51)) {
-		c.fatalf("SettleOwned(%s, completed at 51ms) reported false for the holder", fmtID(id))
+		c.fatalf("Settle(%s, completed at 51ms) reported false for the holder", fmtID(id))
 	}
 	if c.owns(id, 52) {
 		c.errorf("Owns(%s, at 52ms) = true after it completed", fmtID(id))
 	}
 	if c.settleOwned(id, abandoned(53, "again")) {
-		c.errorf("a second SettleOwned(%s) reported true after it completed", fmtID(id))
+		c.errorf("a second Settle(%s) reported true after it completed", fmtID(id))
 	}
 }

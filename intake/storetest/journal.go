@@ -89,7 +89,7 @@ func journalFenced(c *checker) {
 	// A completed attempt is its update's tail (see the Tail cases); a
 	// failed one is refused.
 	if !c.settleOwned(second, failedAt(150, 10_000, "x")) {
-		c.fatalf("SettleOwned(%s, failed at 150ms) reported false", fmtID(second))
+		c.fatalf("Settle(%s, failed at 150ms) reported false", fmtID(second))
 	}
 	if _, in := c.intent(second, call("sendPhoto", 1), 160); in != intake.IntentStale {
 		c.errorf("RecordIntent by the failed attempt 2 = %s; want stale", in)
@@ -124,7 +124,7 @@ func journalReplay(c *checker) {
 		c.fatalf("RecordOutcome by the identity that recorded the intent reported false")
 	}
 	if !c.settleOwned(first, failedAt(8, 9, "handler failed")) {
-		c.fatalf("SettleOwned(%s, failed) reported false", fmtID(first))
+		c.fatalf("Settle(%s, failed) reported false", fmtID(first))
 	}
 	second := c.mustClaimOwned(1, claimOpts(10, 100, 3), 2)
 	got := c.mustIntent(second, cl, 11, intake.IntentJournaled)
@@ -185,7 +185,7 @@ func journalNotDispatched(c *checker) {
 		c.fatalf("RecordOutcome(not_dispatched) reported false")
 	}
 	if !c.settleOwned(first, failedAt(3, 4, "x")) {
-		c.fatalf("SettleOwned(failed) reported false")
+		c.fatalf("Settle(failed) reported false")
 	}
 	second := c.mustClaimOwned(1, claimOpts(5, 100, 3), 2)
 	e := c.mustIntent(second, cl, 6, intake.IntentRecorded)
@@ -276,7 +276,7 @@ func journalPruned(c *checker) {
 	c.mustIntent(keep, cl, 1, intake.IntentRecorded)
 	c.outcome(id, cl, answered("{}"), 2)
 	if !c.settleOwned(id, completed(3)) {
-		c.fatalf("SettleOwned(completed) reported false")
+		c.fatalf("Settle(completed) reported false")
 	}
 	if es := c.entries(1); len(es) != 1 {
 		c.errorf("Journal(1) of a settled, unpruned update has %d entries; want 1", len(es))
@@ -329,7 +329,7 @@ func journalRequeue(c *checker) {
 	c.mustIntent(id, cl, 1, intake.IntentRecorded)
 	c.outcome(id, cl, answered(`{"ok":true}`), 2)
 	if !c.settleOwned(id, abandoned(3, "gave up")) {
-		c.fatalf("SettleOwned(abandoned) reported false")
+		c.fatalf("Settle(abandoned) reported false")
 	}
 	ok, err := c.admin.Requeue(c.ctx, 1, at(4))
 	c.failed("Requeue(1)", err)
@@ -342,14 +342,11 @@ func journalRequeue(c *checker) {
 	}
 }
 
-// journalDeferred: for an [intake.DeferredOutcomeStore], outcomes recorded
-// with RecordOutcomeDeferred, alone or while intents are recorded, are
-// applied exactly as RecordOutcome applies them and durable on return.
+// journalDeferred: outcomes recorded with RecordOutcomeDeferred, alone or
+// while intents are recorded, are applied exactly as RecordOutcome applies
+// them and durable on return.
 func journalDeferred(c *checker) {
-	d, ok := c.journal.(intake.DeferredOutcomeStore)
-	if !ok {
-		return // the capability is optional
-	}
+	d := c.journal
 	c.mustAdd(1, 0)
 	id := c.mustClaimOwned(1, claimOpts(0, 100_000, 3), 1)
 	var calls []intake.Call

@@ -18,23 +18,47 @@ func processCases() []testCase {
 		{name: "CrashBudget", rule: "with MaxCrashes, takeovers from lapsed owners count against MaxCrashes, not MaxAttempts", needs: capProcess, run: crashBudget},
 		{name: "CrashesAndAttemptsApart", rule: "a lease that ended under a live owner is an attempt, not a crash", needs: capProcess, run: crashesAndAttemptsApart},
 		{name: "NoCrashBudget", rule: "with MaxCrashes zero, a crashed attempt counts against MaxAttempts", needs: capProcess, run: noCrashBudget},
-		{name: "NegativeCrashBudgetRefused", rule: "a claim with a negative MaxCrashes is refused with intake.ErrInvalidArgument and changes nothing", needs: capProcess, run: negativeCrashBudget},
+		{name: "NegativeCrashBudgetRefused", rule: "a ClaimAs or AddBatchAs with a negative MaxCrashes is refused with intake.ErrInvalidArgument and changes nothing", needs: capProcess, run: negativeCrashBudget},
 		{name: "FailedRowIsNoCrash", rule: "the retry of a failed row is no crash, even when its last owner lapsed", needs: capProcess, run: failedRowIsNoCrash},
 	}
 }
 
-// owned returns claim options at nowMS with a lease to leaseMS, taken by
-// owner.
-func owned(nowMS, leaseMS int64, max int, owner string) intake.ClaimOpts {
-	o := claimOpts(nowMS, leaseMS, max)
-	o.Owner = owner
-	return o
+// processOpts are the arguments of a ClaimAs.
+type processOpts struct {
+	opts intake.ClaimOpts
+	p    intake.ProcessClaim
+}
+
+// owned returns the arguments of a claim at nowMS with a lease to
+// leaseMS, taken by owner.
+func owned(nowMS, leaseMS int64, max int, owner string) processOpts {
+	return processOpts{opts: claimOpts(nowMS, leaseMS, max), p: intake.ProcessClaim{Process: owner}}
 }
 
 // withCrashes returns o with the crash budget set.
-func withCrashes(o intake.ClaimOpts, maxCrashes int) intake.ClaimOpts {
-	o.MaxCrashes = maxCrashes
+func withCrashes(o processOpts, maxCrashes int) processOpts {
+	o.p.MaxCrashes = maxCrashes
 	return o
+}
+
+// claimAs claims id with ClaimAs, remembering the identity.
+func (c *checker) claimAs(id int64, o processOpts) (intake.Identity, bool) {
+	ident, ok, err := c.process.ClaimAs(c.ctx, id, o.opts, o.p)
+	c.failed(fmt.Sprintf("ClaimAs(%d, now %s, process %q, max crashes %d)", id, offset(o.opts.Now), o.p.Process, o.p.MaxCrashes), err)
+	if ok {
+		c.remember(ident)
+	}
+	return ident, ok
+}
+
+// mustClaimAs claims id with ClaimAs and ends the case unless it gets
+// attempt want with a claim id.
+func (c *checker) mustClaimAs(id int64, o processOpts, want int) intake.Identity {
+	ident, ok := c.claimAs(id, o)
+	if !ok || ident.Attempt != want || ident.UpdateID != id || ident.ClaimID == "" {
+		c.fatalf("ClaimAs(%d, now %s, process %q) = %s, %v; want attempt %d of update %d with a claim id", id, offset(o.opts.Now), o.p.Process, fmtID(ident), ok, want, id)
+	}
+	return ident
 }
 
 func (c *checker) register(process string, untilMS int64) bool {
@@ -89,10 +113,10 @@ func takeoverWhenOwnerLapses(c *checker) {
 	c.mustRegister("a", 100)
 	c.mustRegister("b", 100_000)
 	c.mustAdd(1, 0)
-	first := c.mustClaimOwned(1, owned(0, 10_000, defaultMax, "a"), 1)
+	first := c.mustClaimAs(1, owned(0, 10_000, defaultMax, "a"), 1)
 	for _, nowMS := range []int64{50, 100} {
-		if id, ok := c.claimOwned(1, owned(nowMS, 20_000, defaultMax, "b")); ok {
-			c.errorf("ClaimOwned at %dms took %s while its owner's heartbeat lives to 100ms and its lease to 10000ms", nowMS, fmtID(id))
+		if id, ok := c.claimAs(1, owned(nowMS, 20_000, defaultMax, "b")); ok {
+			c.errorf("ClaimAs at %dms took %s while its owner's heartbeat lives to 100ms and its lease to 10000ms", nowMS, fmtID(id))
 		}
 	}
 	if ids := c.dueIDs(100, 100, 10); len(ids) != 0 {
@@ -101,30 +125,30 @@ func takeoverWhenOwnerLapses(c *checker) {
 	if ids := c.dueIDs(101, 101, 10); len(ids) != 1 || ids[0] != 1 {
 		c.errorf("Due(now 101ms) = %v after the owner's heartbeat lapsed at 100ms; want [1]", ids)
 	}
-	second := c.mustClaimOwned(1, owned(101, 20_000, defaultMax, "b"), 2)
+	second := c.mustClaimAs(1, owned(101, 20_000, defaultMax, "b"), 2)
 	if second.ClaimID == first.ClaimID {
 		c.errorf("the takeover kept claim id %q", first.ClaimID)
 	}
 	if c.renewOwned(first, 30_000, 102) {
-		c.errorf("RenewOwned(%s) reported true after the row was taken over", fmtID(first))
+		c.errorf("Renew(%s) reported true after the row was taken over", fmtID(first))
 	}
 	if c.owns(first, 102) {
 		c.errorf("Owns(%s, at 102ms) = true after the row was taken over", fmtID(first))
 	}
 	if c.settleOwned(first, completed(103)) {
-		c.errorf("SettleOwned(%s) reported true after the row was taken over", fmtID(first))
+		c.errorf("Settle(%s) reported true after the row was taken over", fmtID(first))
 	}
-	if c.durable != nil && c.exhaust(first, 103, "stale") {
+	if c.exhaust(first, 103, "stale") {
 		c.errorf("Exhaust(%s) reported true after the row was taken over", fmtID(first))
 	}
 	if !c.owns(second, 104) {
 		c.errorf("Owns(%s, at 104ms) = false; the takeover holds the row", fmtID(second))
 	}
-	if _, ok := c.claimOwned(1, owned(105, 30_000, defaultMax, "a")); ok {
-		c.errorf("ClaimOwned at 105ms took the row back from the takeover, whose owner b is live")
+	if _, ok := c.claimAs(1, owned(105, 30_000, defaultMax, "a")); ok {
+		c.errorf("ClaimAs at 105ms took the row back from the takeover, whose owner b is live")
 	}
 	if !c.settleOwned(second, completed(106)) {
-		c.errorf("SettleOwned(%s) of the takeover reported false", fmtID(second))
+		c.errorf("Settle(%s) of the takeover reported false", fmtID(second))
 	}
 }
 
@@ -133,23 +157,23 @@ func beatKeepsOwnerLive(c *checker) {
 	c.mustRegister("a", 100)
 	c.mustRegister("b", 100_000)
 	c.mustAdd(1, 0)
-	c.mustClaimOwned(1, owned(0, 10_000, defaultMax, "a"), 1)
+	c.mustClaimAs(1, owned(0, 10_000, defaultMax, "a"), 1)
 	if !c.beat("a", 200, 50) {
 		c.errorf("Beat(a, until 200ms, now 50ms) of a heartbeat live to 100ms reported false")
 	}
-	if id, ok := c.claimOwned(1, owned(150, 20_000, defaultMax, "b")); ok {
-		c.errorf("ClaimOwned at 150ms took %s; the owner's heartbeat was renewed to 200ms", fmtID(id))
+	if id, ok := c.claimAs(1, owned(150, 20_000, defaultMax, "b")); ok {
+		c.errorf("ClaimAs at 150ms took %s; the owner's heartbeat was renewed to 200ms", fmtID(id))
 	}
 	if !c.beat("a", 150, 160) {
 		c.errorf("Beat(a, until 150ms, now 160ms) of a heartbeat live to 200ms reported false; a late beat is accepted, without shortening")
 	}
-	if id, ok := c.claimOwned(1, owned(200, 20_000, defaultMax, "b")); ok {
-		c.errorf("ClaimOwned at 200ms took %s: the beat to 150ms shortened the heartbeat to 200ms", fmtID(id))
+	if id, ok := c.claimAs(1, owned(200, 20_000, defaultMax, "b")); ok {
+		c.errorf("ClaimAs at 200ms took %s: the beat to 150ms shortened the heartbeat to 200ms", fmtID(id))
 	}
 	if c.beat("a", 1000, 201) {
 		c.errorf("Beat(a, now 201ms) reported true after the heartbeat lapsed at 200ms: a beat revived a lapsed heartbeat")
 	}
-	c.mustClaimOwned(1, owned(202, 20_000, defaultMax, "b"), 2)
+	c.mustClaimAs(1, owned(202, 20_000, defaultMax, "b"), 2)
 	if c.beat("never", 1000, 0) {
 		c.errorf("Beat of a process id never registered reported true")
 	}
@@ -174,7 +198,7 @@ func leaveReleasesAtOnce(c *checker) {
 	c.mustRegister("a", 100_000)
 	c.mustRegister("b", 100_000)
 	c.mustAdd(1, 0)
-	first := c.mustClaimOwned(1, owned(0, 10_000, defaultMax, "a"), 1)
+	first := c.mustClaimAs(1, owned(0, 10_000, defaultMax, "a"), 1)
 	if !c.leave("a") {
 		c.errorf("Leave(a) of a registered process reported false")
 	}
@@ -184,7 +208,7 @@ func leaveReleasesAtOnce(c *checker) {
 	if c.beat("a", 200_000, 2) {
 		c.errorf("Beat(a) reported true after a left")
 	}
-	c.mustClaimOwned(1, owned(1, 20_000, defaultMax, "b"), 2)
+	c.mustClaimAs(1, owned(1, 20_000, defaultMax, "b"), 2)
 	if c.owns(first, 2) {
 		c.errorf("Owns(%s) = true after its process left and the row was taken over", fmtID(first))
 	}
@@ -193,8 +217,8 @@ func leaveReleasesAtOnce(c *checker) {
 // unknownOwnerLapsed: an owner the store does not know is not live.
 func unknownOwnerLapsed(c *checker) {
 	c.mustAdd(1, 0)
-	c.mustClaimOwned(1, owned(0, 10_000, defaultMax, "never-registered"), 1)
-	c.mustClaimOwned(1, owned(1, 10_000, defaultMax, ""), 2)
+	c.mustClaimAs(1, owned(0, 10_000, defaultMax, "never-registered"), 1)
+	c.mustClaimAs(1, owned(1, 10_000, defaultMax, ""), 2)
 }
 
 // onlyTheOwnerCounts: another process's lapse takes nothing from a live
@@ -204,17 +228,17 @@ func onlyTheOwnerCounts(c *checker) {
 	c.mustRegister("dead", 10)
 	c.mustAdd(1, 0)
 	c.mustAdd(2, 0)
-	c.mustClaimOwned(1, owned(0, 1000, defaultMax, "live"), 1)
-	c.mustClaimOwned(2, owned(0, 1000, defaultMax, ""), 1)
+	c.mustClaimAs(1, owned(0, 1000, defaultMax, "live"), 1)
+	c.mustClaimAs(2, owned(0, 1000, defaultMax, ""), 1)
 	for _, id := range []int64{1, 2} {
-		if got, ok := c.claimOwned(id, owned(500, 2000, defaultMax, "dead")); ok {
-			c.errorf("ClaimOwned(%d) at 500ms took %s under a live lease; only process dead lapsed", id, fmtID(got))
+		if got, ok := c.claimAs(id, owned(500, 2000, defaultMax, "dead")); ok {
+			c.errorf("ClaimAs(%d) at 500ms took %s under a live lease; only process dead lapsed", id, fmtID(got))
 		}
 	}
 	if ids := c.dueIDs(500, 500, 10); len(ids) != 0 {
 		c.errorf("Due(now 500ms) = %v; want none: no row's owner lapsed", ids)
 	}
-	c.mustClaimOwned(2, owned(1001, 2000, defaultMax, "live"), 2)
+	c.mustClaimAs(2, owned(1001, 2000, defaultMax, "live"), 2)
 }
 
 // reap: strictly before now, and a reaped process is gone for good.
@@ -247,7 +271,7 @@ func crashBudget(c *checker) {
 	for i, owner := range []string{"p1", "p2", "p3"} {
 		startMS := int64(i) * 100
 		c.mustRegister(owner, startMS+50)
-		c.mustClaimOwned(1, withCrashes(owned(startMS, 100_000, 2, owner), 3), i+1)
+		c.mustClaimAs(1, withCrashes(owned(startMS, 100_000, 2, owner), 3), i+1)
 	}
 	if c.admin != nil {
 		if row, _ := c.get(1); row.Crashes != 2 || row.Attempts != 3 {
@@ -256,9 +280,8 @@ func crashBudget(c *checker) {
 	}
 	c.mustRegister("p4", 100_000)
 	o := withCrashes(owned(251, 200_000, 2, "p4"), 3)
-	o.DurableExhaustion = c.durable != nil
-	if id, ok := c.claimOwned(1, o); ok {
-		c.fatalf("ClaimOwned at 251ms took %s; want the row spent on its third crash (MaxCrashes 3)", fmtID(id))
+	if id, ok := c.claimAs(1, o); ok {
+		c.fatalf("ClaimAs at 251ms took %s; want the row spent on its third crash (MaxCrashes 3)", fmtID(id))
 	}
 	c.spentWith(1, intake.CrashesSpentText)
 }
@@ -269,13 +292,13 @@ func crashesAndAttemptsApart(c *checker) {
 	c.mustRegister("dead", 50)
 	c.mustRegister("live", 1_000_000)
 	c.mustAdd(1, 0)
-	c.mustClaimOwned(1, withCrashes(owned(0, 100_000, 2, "dead"), 5), 1)
+	c.mustClaimAs(1, withCrashes(owned(0, 100_000, 2, "dead"), 5), 1)
 	// A crash: attempt 1 does not count.
-	c.mustClaimOwned(1, withCrashes(owned(51, 100, 2, "live"), 5), 2)
+	c.mustClaimAs(1, withCrashes(owned(51, 100, 2, "live"), 5), 2)
 	// The lease ended under a live owner: attempt 2 counts, one left.
-	c.mustClaimOwned(1, withCrashes(owned(101, 200, 2, "live"), 5), 3)
-	if id, ok := c.claimOwned(1, withCrashes(owned(201, 300, 2, "live"), 5)); ok {
-		c.fatalf("ClaimOwned at 201ms took %s; attempts 2 and 3 ended under a live owner, which spends MaxAttempts 2", fmtID(id))
+	c.mustClaimAs(1, withCrashes(owned(101, 200, 2, "live"), 5), 3)
+	if id, ok := c.claimAs(1, withCrashes(owned(201, 300, 2, "live"), 5)); ok {
+		c.fatalf("ClaimAs at 201ms took %s; attempts 2 and 3 ended under a live owner, which spends MaxAttempts 2", fmtID(id))
 	}
 	c.spentWith(1, intake.AttemptsSpentText)
 }
@@ -284,11 +307,11 @@ func crashesAndAttemptsApart(c *checker) {
 func noCrashBudget(c *checker) {
 	c.mustAdd(1, 0)
 	c.mustRegister("p1", 50)
-	c.mustClaimOwned(1, owned(0, 100_000, 2, "p1"), 1)
+	c.mustClaimAs(1, owned(0, 100_000, 2, "p1"), 1)
 	c.mustRegister("p2", 150)
-	c.mustClaimOwned(1, owned(51, 100_000, 2, "p2"), 2)
-	if id, ok := c.claimOwned(1, owned(151, 100_000, 2, "")); ok {
-		c.fatalf("ClaimOwned at 151ms with MaxCrashes 0 took %s; two attempts spend MaxAttempts 2, crashed or not", fmtID(id))
+	c.mustClaimAs(1, owned(51, 100_000, 2, "p2"), 2)
+	if id, ok := c.claimAs(1, owned(151, 100_000, 2, "")); ok {
+		c.fatalf("ClaimAs at 151ms with MaxCrashes 0 took %s; two attempts spend MaxAttempts 2, crashed or not", fmtID(id))
 	}
 	c.spentWith(1, intake.AttemptsSpentText)
 }
@@ -298,16 +321,16 @@ func noCrashBudget(c *checker) {
 func failedRowIsNoCrash(c *checker) {
 	c.mustRegister("p", 50)
 	c.mustAdd(1, 0)
-	first := c.mustClaimOwned(1, withCrashes(owned(0, 100, 2, "p"), 5), 1)
+	first := c.mustClaimAs(1, withCrashes(owned(0, 100, 2, "p"), 5), 1)
 	if !c.settleOwned(first, failedAt(1, 60, "boom")) {
-		c.fatalf("SettleOwned(%s, failed) reported false", fmtID(first))
+		c.fatalf("Settle(%s, failed) reported false", fmtID(first))
 	}
-	second := c.mustClaimOwned(1, withCrashes(owned(60, 200, 2, ""), 5), 2)
+	second := c.mustClaimAs(1, withCrashes(owned(60, 200, 2, ""), 5), 2)
 	if !c.settleOwned(second, failedAt(61, 70, "boom")) {
-		c.fatalf("SettleOwned(%s, failed) reported false", fmtID(second))
+		c.fatalf("Settle(%s, failed) reported false", fmtID(second))
 	}
-	if id, ok := c.claimOwned(1, withCrashes(owned(70, 300, 2, ""), 5)); ok {
-		c.fatalf("ClaimOwned at 70ms took %s; two failed attempts spend MaxAttempts 2 (the retry after owner p lapsed counted as a crash?)", fmtID(id))
+	if id, ok := c.claimAs(1, withCrashes(owned(70, 300, 2, ""), 5)); ok {
+		c.fatalf("ClaimAs at 70ms took %s; two failed attempts spend MaxAttempts 2 (the retry after owner p lapsed counted as a crash?)", fmtID(id))
 	}
 	c.spentWith(1, intake.AttemptsSpentText)
 }
@@ -315,7 +338,13 @@ func failedRowIsNoCrash(c *checker) {
 // negativeCrashBudget: MaxCrashes below zero is outside the contract.
 func negativeCrashBudget(c *checker) {
 	c.mustAdd(1, 0)
-	_, ok, err := c.fenced.ClaimOwned(c.ctx, 1, withCrashes(owned(0, 100, defaultMax, ""), -1))
-	c.refused(fmt.Sprintf("ClaimOwned(1, MaxCrashes -1) (reported %v)", ok), err)
-	c.mustClaimOwned(1, owned(1, 100, defaultMax, ""), 1)
+	o := withCrashes(owned(0, 100, defaultMax, ""), -1)
+	_, ok, err := c.process.ClaimAs(c.ctx, 1, o.opts, o.p)
+	c.refused(fmt.Sprintf("ClaimAs(1, MaxCrashes -1) (reported %v)", ok), err)
+	_, err = c.process.AddBatchAs(c.ctx, []intake.AddRequest{addReq(2, 0, claimPtr(0, 100, defaultMax))}, o.p)
+	c.refused("AddBatchAs(MaxCrashes -1)", err)
+	if ids := c.dueIDs(10, 10, 10); len(ids) != 1 || ids[0] != 1 {
+		c.errorf("Due after the refused ClaimAs and AddBatchAs listed %v; want [1]: nothing changed, nothing recorded", ids)
+	}
+	c.mustClaimAs(1, owned(1, 100, defaultMax, ""), 1)
 }

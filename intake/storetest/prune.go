@@ -4,8 +4,8 @@ func pruneCases() []testCase {
 	return []testCase{
 		{name: "ForgetsSettled", rule: "settled updates are forgotten after pruning", run: pruneForgetsSettled},
 		{name: "KeepsUnsettledRows", rule: "rows without a settlement time are never pruned", run: pruneKeepsUnsettled},
-		{name: "SpendSettlesAtClaimTime", rule: "a spend without DurableExhaustion settles the row at the claim's now", run: spendSettles},
-		{name: "RecycledRowRefusesOldIdentity", rule: "after prune and re-add, attempt numbers repeat but claim ids never do", needs: capFenced, run: recycledRow},
+		{name: "SpentRowKeptUntilAcknowledged", rule: "a row a claim spends is never pruned before its exhaustion is acknowledged", run: spentRowKept},
+		{name: "RecycledRowRefusesOldIdentity", rule: "after prune and re-add, attempt numbers repeat but claim ids never do", run: recycledRow},
 	}
 }
 
@@ -48,11 +48,9 @@ func pruneKeepsUnsettled(c *checker) {
 		c.fatalf("Settle(4, attempt 1, completed at 2ms) of a live lease reported false")
 	}
 	kept := []int64{1, 2, 3, 5} // 5 stays pending below the durable level
-	if c.durable != nil {
-		id := c.mustClaimOwned(5, claimOpts(0, 10, defaultMax), 1)
-		if !c.exhaust(id, 1, "terminal") {
-			c.fatalf("Exhaust(%s, at 1ms) of a live claim reported false", fmtID(id))
-		}
+	id := c.mustClaimOwned(5, claimOpts(0, 10, defaultMax), 1)
+	if !c.exhaust(id, 1, "terminal") {
+		c.fatalf("Exhaust(%s, at 1ms) of a live claim reported false", fmtID(id))
 	}
 	if n := c.prune(1_000_000); n != 1 {
 		c.errorf("Prune(before 1000000ms) deleted %d rows; want 1, only the completed row 4", n)
@@ -67,24 +65,31 @@ func pruneKeepsUnsettled(c *checker) {
 	}
 }
 
-// spendSettles: a non-durable spend sets the settlement time to the claim's
+// spentRowKept: a claim's spend leaves an unacknowledged exhaustion, which
+// no prune deletes; once acknowledged at 25ms it is pruned like any
+// settled row.
 // now, so the row is prunable strictly after it, and is no exhaustion.
-func spendSettles(c *checker) {
+func spentRowKept(c *checker) {
 	c.mustAdd(1, 0)
 	c.mustClaim(1, claimOpts(0, 10, 1), 1)
 	if attempt, ok := c.claim(1, claimOpts(20, 30, 1)); ok {
 		c.errorf("a claim at 20ms of a row with its one attempt spent took attempt %d", attempt)
 	}
-	if c.durable != nil {
-		if e, ok := c.findExhaustion(1); ok {
-			c.errorf("a spend without DurableExhaustion left an unacknowledged exhaustion %s", fmtID(e.Identity))
-		}
+	if n := c.prune(1_000_000); n != 0 {
+		c.errorf("Prune(before 1000000ms) deleted %d rows; the row spent at 20ms is an unacknowledged exhaustion", n)
 	}
-	if n := c.prune(20); n != 0 {
-		c.errorf("Prune(before 20ms) deleted %d rows; the spend at 20ms settled the row at 20ms", n)
+	e, ok := c.findExhaustion(1)
+	if !ok {
+		c.fatalf("the row spent at 20ms is not listed as an exhaustion")
 	}
-	if n := c.prune(21); n != 1 {
-		c.errorf("Prune(before 21ms) deleted %d rows; want 1, the row spent (and settled) at 20ms", n)
+	if !c.ack(e.Identity, 25) {
+		c.fatalf("AcknowledgeExhaustion(%s, at 25ms) of the listed exhaustion reported false", fmtID(e.Identity))
+	}
+	if n := c.prune(25); n != 0 {
+		c.errorf("Prune(before 25ms) deleted %d rows; the exhaustion acknowledged at 25ms is not strictly before", n)
+	}
+	if n := c.prune(26); n != 1 {
+		c.errorf("Prune(before 26ms) deleted %d rows; want 1, the exhaustion acknowledged at 25ms", n)
 	}
 }
 
@@ -95,7 +100,7 @@ func recycledRow(c *checker) {
 	c.mustAdd(1, 0)
 	old := c.mustClaimOwned(1, claimOpts(0, 100, defaultMax), 1)
 	if !c.settleOwned(old, completed(5)) {
-		c.fatalf("SettleOwned(%s, completed at 5ms) reported false for the holder", fmtID(old))
+		c.fatalf("Settle(%s, completed at 5ms) reported false for the holder", fmtID(old))
 	}
 	if n := c.prune(6); n != 1 {
 		c.fatalf("Prune(before 6ms) deleted %d rows; want 1", n)
@@ -115,9 +120,6 @@ func recycledRow(c *checker) {
 	}
 	if c.settleOwned(old, completed(8)) {
 		c.errorf("the pruned identity %s settled the recycled row", fmtID(old))
-	}
-	if c.durable == nil {
-		return
 	}
 	if c.exhaust(old, 9, "stale") {
 		c.errorf("the pruned identity %s exhausted the recycled row", fmtID(old))

@@ -19,16 +19,13 @@
 // that does not finish within [CaseTimeout], so a deadlocked store fails
 // instead of hanging the test binary.
 //
-// The cases follow the store's capability level: base cases run for every
-// [intake.Store], fence cases only for an [intake.FencedStore], exhaustion
-// cases only for an [intake.DurableStore], and the batch and admin cases only
-// for an [intake.BatchStore] or [intake.AdminStore] (the history cases
-// too), the journal cases only
-// for an [intake.JournalStore], the process cases only for an
-// [intake.ProcessStore], the chat order cases only for an
-// [intake.ChatOrderStore], the claim-on-add cases only for an
-// [intake.ClaimingBatchStore]. Run logs the level it
-// detected and the cases it skipped.
+// The cases follow the store's capabilities: the core cases (Add, Claim,
+// Race, Fence, Prune, Exhaust, Batch, ClaimOnAdd, Arguments) run for every
+// [intake.Store]; the Process cases only for an [intake.ProcessStore], the
+// ChatOrder cases only for an [intake.ChatOrderStore], the Journal cases
+// only for an [intake.JournalStore] and the Admin and History cases only
+// for an [intake.AdminStore]. Run detects the capabilities once, logs them and the
+// cases it skipped.
 //
 // # Cases
 //
@@ -39,10 +36,9 @@
 // last attempt, stale and failed attempts that can no longer settle, the
 // base settle refusing a lapsed lease, a settle racing a reclaim, retries
 // and spent attempts, renewal that never shortens nor revives, millisecond
-// boundaries), Race (concurrent Claim and ClaimOwned calls of a pending
-// row, and concurrent reclaims of a processing row whose lease or owner
-// lapsed: exactly one winner), Fence (the same properties for the owned
-// calls, all three identity fields, fresh claim ids), Prune (strict bound,
+// boundaries), Race (concurrent claims of a pending row, and concurrent reclaims of a processing row whose lease or owner
+// lapsed: exactly one winner), Fence (the same properties through
+// identities, all three identity fields, fresh claim ids), Prune (strict bound,
 // rows never pruned, prune then re-add), Exhaust (crash on the last
 // attempt, Exhaust, exact acknowledgement once and only of an
 // unacknowledged exhaustion, cursor paging), Batch, Admin (oldest pending
@@ -260,80 +256,59 @@ func (r *reporter) close() {
 	r.closed = true
 }
 
-// capabilities is the set of contract interfaces a store implements.
+// capabilities is the set of optional capabilities a store implements.
+// The core ([intake.Store]) is every store's; a case that needs nothing
+// more runs for every store.
 type capabilities uint8
 
 const (
-	capFenced capabilities = 1 << iota
-	capDurable
-	capBatch
-	capAdmin
-	capJournal
-	capProcess
+	capProcess capabilities = 1 << iota
 	capChatOrder
-	capClaimAdd
+	capJournal
+	capAdmin
+	capHealth
 )
 
+// capabilityNames names each capability's interface, in the order the
+// contract lists them.
+var capabilityNames = []struct {
+	bit  capabilities
+	name string
+}{
+	{capProcess, "intake.ProcessStore"},
+	{capChatOrder, "intake.ChatOrderStore"},
+	{capJournal, "intake.JournalStore"},
+	{capAdmin, "intake.AdminStore"},
+	{capHealth, "intake.HealthChecker"},
+}
+
+// detect is the one place the suite asserts a store's capabilities.
 func detect(s intake.Store) capabilities {
 	var c capabilities
-	if _, ok := s.(intake.FencedStore); ok {
-		c |= capFenced
-	}
-	if _, ok := s.(intake.DurableStore); ok {
-		c |= capDurable
-	}
-	if _, ok := s.(intake.BatchStore); ok {
-		c |= capBatch
-	}
-	if _, ok := s.(intake.AdminStore); ok {
-		c |= capAdmin
-	}
-	if _, ok := s.(intake.JournalStore); ok {
-		c |= capJournal
-	}
 	if _, ok := s.(intake.ProcessStore); ok {
 		c |= capProcess
 	}
 	if _, ok := s.(intake.ChatOrderStore); ok {
 		c |= capChatOrder
 	}
-	if _, ok := s.(intake.ClaimingBatchStore); ok {
-		c |= capClaimAdd
+	if _, ok := s.(intake.JournalStore); ok {
+		c |= capJournal
+	}
+	if _, ok := s.(intake.AdminStore); ok {
+		c |= capAdmin
+	}
+	if _, ok := s.(intake.HealthChecker); ok {
+		c |= capHealth
 	}
 	return c
 }
 
-// level names the contract level: durable, fenced or base.
-func (c capabilities) level() string {
-	switch {
-	case c&capDurable != 0:
-		return "durable"
-	case c&capFenced != 0:
-		return "fenced"
-	default:
-		return "base"
-	}
-}
-
 func (c capabilities) String() string {
-	parts := []string{c.level()}
-	if c&capBatch != 0 {
-		parts = append(parts, "batch")
-	}
-	if c&capAdmin != 0 {
-		parts = append(parts, "admin")
-	}
-	if c&capJournal != 0 {
-		parts = append(parts, "journal")
-	}
-	if c&capProcess != 0 {
-		parts = append(parts, "process")
-	}
-	if c&capChatOrder != 0 {
-		parts = append(parts, "chatorder")
-	}
-	if c&capClaimAdd != 0 {
-		parts = append(parts, "claim-on-add")
+	parts := []string{"core"}
+	for _, n := range capabilityNames {
+		if c&n.bit != 0 {
+			parts = append(parts, strings.TrimPrefix(n.name, "intake."))
+		}
 	}
 	return strings.Join(parts, "+")
 }
@@ -341,21 +316,9 @@ func (c capabilities) String() string {
 // missingName names the first interface among needs that caps lacks.
 func missingName(needs, caps capabilities) string {
 	missing := needs &^ caps
-	for _, c := range []struct {
-		bit  capabilities
-		name string
-	}{
-		{capFenced, "intake.FencedStore"},
-		{capDurable, "intake.DurableStore"},
-		{capBatch, "intake.BatchStore"},
-		{capAdmin, "intake.AdminStore"},
-		{capJournal, "intake.JournalStore"},
-		{capProcess, "intake.ProcessStore"},
-		{capChatOrder, "intake.ChatOrderStore"},
-		{capClaimAdd, "intake.ClaimingBatchStore"},
-	} {
-		if missing&c.bit != 0 {
-			return c.name
+	for _, n := range capabilityNames {
+		if missing&n.bit != 0 {
+			return n.name
 		}
 	}
 	return "nothing"
@@ -365,7 +328,7 @@ func missingName(needs, caps capabilities) string {
 type testCase struct {
 	name  string       // subtest name
 	rule  string       // the rule, as violation messages start
-	needs capabilities // zero for the base level
+	needs capabilities // zero for the core
 	run   func(c *checker)
 }
 
@@ -431,7 +394,7 @@ func (p plan) describe(caps capabilities) string {
 	for _, g := range p.groups {
 		n += len(g.cases)
 	}
-	s := fmt.Sprintf("detected level %s (%s); running %d cases", caps.level(), caps, n)
+	s := fmt.Sprintf("detected %s; running %d cases", caps, n)
 	if len(p.skipped) == 0 {
 		return s + "; nothing skipped"
 	}

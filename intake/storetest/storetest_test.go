@@ -18,40 +18,39 @@ import (
 // so each test can say which violations the suite must name, and that it
 // names no others.
 
-// baseOnly exposes only the six methods of intake.Store.
-type baseOnly struct{ m *memstore.Store }
+// coreOnly exposes the methods of intake.Store and no capability.
+type coreOnly struct{ m *memstore.Store }
 
-func (s baseOnly) Add(ctx context.Context, u intake.Incoming) (bool, error) { return s.m.Add(ctx, u) }
-func (s baseOnly) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
+func (s coreOnly) Add(ctx context.Context, u intake.Incoming) (bool, error) { return s.m.Add(ctx, u) }
+func (s coreOnly) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.m.AddBatch(ctx, reqs)
+}
+func (s coreOnly) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
 	return s.m.Claim(ctx, id, o)
 }
-func (s baseOnly) Renew(ctx context.Context, id int64, attempt int, lease, now time.Time) (bool, error) {
-	return s.m.Renew(ctx, id, attempt, lease, now)
+func (s coreOnly) Renew(ctx context.Context, id intake.Identity, lease, now time.Time) (bool, error) {
+	return s.m.Renew(ctx, id, lease, now)
 }
-func (s baseOnly) Settle(ctx context.Context, id int64, attempt int, st intake.Settlement) (bool, error) {
-	return s.m.Settle(ctx, id, attempt, st)
+func (s coreOnly) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	return s.m.Settle(ctx, id, st)
 }
-func (s baseOnly) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
-	return s.m.Due(ctx, q)
-}
-func (s baseOnly) Prune(ctx context.Context, before time.Time) (int, error) {
-	return s.m.Prune(ctx, before)
-}
-
-// fencedOnly exposes intake.FencedStore and nothing more.
-type fencedOnly struct{ baseOnly }
-
-func (s fencedOnly) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
-	return s.m.ClaimOwned(ctx, id, o)
-}
-func (s fencedOnly) RenewOwned(ctx context.Context, id intake.Identity, lease, now time.Time) (bool, error) {
-	return s.m.RenewOwned(ctx, id, lease, now)
-}
-func (s fencedOnly) Owns(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+func (s coreOnly) Owns(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
 	return s.m.Owns(ctx, id, at)
 }
-func (s fencedOnly) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
-	return s.m.SettleOwned(ctx, id, st)
+func (s coreOnly) Exhaust(ctx context.Context, id intake.Identity, at time.Time, text string) (bool, error) {
+	return s.m.Exhaust(ctx, id, at, text)
+}
+func (s coreOnly) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
+	return s.m.DueExhaustions(ctx, q)
+}
+func (s coreOnly) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	return s.m.AcknowledgeExhaustion(ctx, id, at)
+}
+func (s coreOnly) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	return s.m.Due(ctx, q)
+}
+func (s coreOnly) Prune(ctx context.Context, before time.Time) (int, error) {
+	return s.m.Prune(ctx, before)
 }
 
 // farFuture is a Now at which every processing or failed row is claimable:
@@ -85,23 +84,27 @@ func (s nonAtomicClaim) decide(ctx context.Context, id int64, o intake.ClaimOpts
 	return true, nil
 }
 
-func (s nonAtomicClaim) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
+func (s nonAtomicClaim) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.ClaimAs(ctx, id, o, intake.ProcessClaim{})
+}
+
+func (s nonAtomicClaim) ClaimAs(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
 	take, err := s.decide(ctx, id, o)
 	if err != nil || !take {
 		// Not taking: let memstore do the refusal or the spend.
-		return s.Store.Claim(ctx, id, o)
+		return s.Store.ClaimAs(ctx, id, o, p)
 	}
 	o.Now = farFuture
-	return s.Store.Claim(ctx, id, o)
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
-func (s nonAtomicClaim) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+func (s nonAtomicClaim) ClaimInOrder(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
 	take, err := s.decide(ctx, id, o)
 	if err != nil || !take {
-		return s.Store.ClaimOwned(ctx, id, o)
+		return s.Store.ClaimInOrder(ctx, id, o, p)
 	}
 	o.Now = farFuture
-	return s.Store.ClaimOwned(ctx, id, o)
+	return s.Store.ClaimInOrder(ctx, id, o, p)
 }
 
 // ignoresClaimID replaces the claim id of every identity passed to method
@@ -122,11 +125,11 @@ func (s ignoresClaimID) fix(ctx context.Context, method string, id intake.Identi
 	return id
 }
 
-func (s ignoresClaimID) RenewOwned(ctx context.Context, id intake.Identity, lease, now time.Time) (bool, error) {
-	return s.Store.RenewOwned(ctx, s.fix(ctx, "RenewOwned", id), lease, now)
+func (s ignoresClaimID) Renew(ctx context.Context, id intake.Identity, lease, now time.Time) (bool, error) {
+	return s.Store.Renew(ctx, s.fix(ctx, "Renew", id), lease, now)
 }
-func (s ignoresClaimID) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
-	return s.Store.SettleOwned(ctx, s.fix(ctx, "SettleOwned", id), st)
+func (s ignoresClaimID) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	return s.Store.Settle(ctx, s.fix(ctx, "Settle", id), st)
 }
 func (s ignoresClaimID) Owns(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
 	return s.Store.Owns(ctx, s.fix(ctx, "Owns", id), at)
@@ -138,12 +141,12 @@ func (s ignoresClaimID) AcknowledgeExhaustion(ctx context.Context, id intake.Ide
 	return s.Store.AcknowledgeExhaustion(ctx, s.fix(ctx, "AcknowledgeExhaustion", id), at)
 }
 
-// settleAlwaysTrue is a fenced-only store whose SettleOwned reports true
+// settleAlwaysTrue is a core-only store whose Settle reports true
 // whether or not it settled.
-type settleAlwaysTrue struct{ fencedOnly }
+type settleAlwaysTrue struct{ coreOnly }
 
-func (s settleAlwaysTrue) SettleOwned(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
-	_, err := s.fencedOnly.SettleOwned(ctx, id, st)
+func (s settleAlwaysTrue) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	_, err := s.coreOnly.Settle(ctx, id, st)
 	return true, err
 }
 
@@ -170,7 +173,7 @@ func (s hangingDue) Due(ctx context.Context, q intake.DueQuery) ([]intake.Stored
 // panickingRenew panics in Renew.
 type panickingRenew struct{ *memstore.Store }
 
-func (panickingRenew) Renew(context.Context, int64, int, time.Time, time.Time) (bool, error) {
+func (panickingRenew) Renew(context.Context, intake.Identity, time.Time, time.Time) (bool, error) {
 	panic("renew exploded")
 }
 
@@ -233,12 +236,12 @@ func TestMemstoreConforms(t *testing.T) {
 	if len(res.violations) != 0 {
 		t.Errorf("memstore has violations:\n%s", dump(res))
 	}
-	if res.caps.level() != "durable" || len(res.plan.skipped) != 0 {
-		t.Errorf("memstore detected as %s, skipped %v; want durable, nothing skipped", res.caps, res.plan.skipped)
+	if res.caps.String() != "core+ProcessStore+ChatOrderStore+JournalStore+AdminStore+HealthChecker" || len(res.plan.skipped) != 0 {
+		t.Errorf("memstore detected as %s, skipped %v; want every capability, nothing skipped", res.caps, res.plan.skipped)
 	}
 }
 
-func TestLevelsAndSkips(t *testing.T) {
+func TestCoreOnlySkips(t *testing.T) {
 	t.Parallel()
 	t.Run("base", func(t *testing.T) {
 		t.Parallel()
@@ -280,8 +283,7 @@ func TestReadThenWriteClaim(t *testing.T) {
 		// disagree with strict listings.
 		requireCases(t, res, "Race/Claim", "Race/ClaimOwned", "Race/ReclaimLapsedLease", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/DueAgreesWithClaims")
 		for id := raceFirstID; id < raceFirstID+raceRounds; id++ {
-			requireMessage(t, res, "Race/Claim", "of concurrent claims exactly one takes the update: 8 of 8 concurrent claims took update "+strconv.Itoa(id))
-			requireMessage(t, res, "Race/ClaimOwned", "8 of 8 concurrent fenced claims took update "+strconv.Itoa(id))
+			requireMessage(t, res, "Race/Claim", "of concurrent claims exactly one takes the update: 8 of 8 concurrent fenced claims took update "+strconv.Itoa(id))
 		}
 	})
 }
@@ -294,8 +296,7 @@ func TestCarelessClaim(t *testing.T) {
 		res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return nonAtomicClaim{Store: m, careless: true} }))
 		requireMessage(t, res, "Claim/LiveLeaseNotTaken", "a live lease is not taken, a lapsed one is: a claim at 50ms took the live lease of attempt 1")
 		requireMessage(t, res, "Claim/FailedRetryAndSpend", "a claim at 29ms took the failed row before its retry")
-		requireMessage(t, res, "Race/Claim", "8 of 8 concurrent claims took update 600")
-		requireMessage(t, res, "Race/ClaimOwned", "8 of 8 concurrent fenced claims took update 600")
+		requireMessage(t, res, "Race/Claim", "8 of 8 concurrent fenced claims took update 600")
 	})
 }
 
@@ -319,21 +320,21 @@ func TestIgnoresClaimID(t *testing.T) {
 			},
 		},
 		{
-			method: "RenewOwned",
+			method: "Renew",
 			cases:  []string{"ClaimOnAdd/ClaimedAddIsAClaim", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
 			expect: []expect{
-				{"Fence/ExpiresAndNeverAdopts", "RenewOwned with a wrong claim id (right update and attempt) reported true"},
+				{"Fence/ExpiresAndNeverAdopts", "Renew with a wrong claim id (right update and attempt) reported true"},
 				{"Prune/RecycledRowRefusesOldIdentity", "renewed the recycled row"},
-				{"Fence/AllThreeFieldsCompared", "RenewOwned accepted the current identity with a wrong claim id"},
+				{"Fence/AllThreeFieldsCompared", "Renew accepted the current identity with a wrong claim id"},
 			},
 		},
 		{
-			method: "SettleOwned",
+			method: "Settle",
 			cases:  []string{"Admin/Requeue", "ClaimOnAdd/ClaimedAddIsAClaim", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
 			expect: []expect{
-				{"Fence/ExpiresAndNeverAdopts", "SettleOwned with a wrong claim id reported true on the recycled row"},
+				{"Fence/ExpiresAndNeverAdopts", "Settle with a wrong claim id reported true on the recycled row"},
 				{"Prune/RecycledRowRefusesOldIdentity", "settled the recycled row"},
-				{"Fence/AllThreeFieldsCompared", "SettleOwned accepted the current attempt with the first claim id"},
+				{"Fence/AllThreeFieldsCompared", "Settle accepted the current attempt with the first claim id"},
 				{"Admin/Requeue", "from before the requeue owns or settles the requeued row"},
 			},
 		},
@@ -368,11 +369,20 @@ func TestIgnoresClaimID(t *testing.T) {
 
 func TestSettleAlwaysTrue(t *testing.T) {
 	t.Parallel()
-	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleAlwaysTrue{fencedOnly{baseOnly{m}}} }))
-	if res.caps.level() != "fenced" {
-		t.Fatalf("level %s; want fenced", res.caps.level())
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleAlwaysTrue{coreOnly{m}} }))
+	if res.caps != 0 {
+		t.Fatalf("detected %s; want core only", res.caps)
 	}
+	// Every case that expects a refused settlement sees the lie.
 	requireCases(t, res,
+		"Claim/BaseSettleRefusesLapsedLease",
+		"Claim/FailedAttemptIsOver",
+		"Claim/MissingAndTerminalRows",
+		"Claim/OnlyHolderRenewsOrSettles",
+		"Claim/SettleRacingReclaim",
+		"ClaimOnAdd/ClaimedAddIsAClaim",
+		"ClaimOnAdd/LapsedLeaseReclaimed",
+		"Exhaust/TerminalRefusal",
 		"Fence/AllThreeFieldsCompared",
 		"Fence/ExpiresAndNeverAdopts",
 		"Fence/FailedAttemptIsOver",
@@ -381,8 +391,8 @@ func TestSettleAlwaysTrue(t *testing.T) {
 		"Fence/SettleRacingReclaim",
 		"Prune/RecycledRowRefusesOldIdentity",
 	)
-	requireMessage(t, res, "Fence/SettleAfterLeaseRefused", "a fenced settlement after the lease lapsed is refused: SettleOwned(", "completed at 11ms) reported true after the lease lapsed at 10ms")
-	requireMessage(t, res, "Fence/OwnsOnlyWhileProcessing", "a second SettleOwned(", "reported true after it completed")
+	requireMessage(t, res, "Fence/SettleAfterLeaseRefused", "a fenced settlement after the lease lapsed is refused: Settle(", "completed at 11ms) reported true after the lease lapsed at 10ms")
+	requireMessage(t, res, "Fence/OwnsOnlyWhileProcessing", "a second Settle(", "reported true after it completed")
 }
 
 // TestFailingPrune: a store method that returns an error ends only the
@@ -398,7 +408,7 @@ func TestFailingPrune(t *testing.T) {
 		"Prune/ForgetsSettled",
 		"Prune/KeepsUnsettledRows",
 		"Prune/RecycledRowRefusesOldIdentity",
-		"Prune/SpendSettlesAtClaimTime",
+		"Prune/SpentRowKeptUntilAcknowledged",
 	}
 	requireCases(t, res, want...)
 	if len(res.violations) != len(want) {

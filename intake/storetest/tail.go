@@ -48,7 +48,7 @@ func tailAdmitted(c *checker) {
 	id := c.mustClaimOwned(1, claimOpts(0, 100, 3), 1)
 	c.mustIntent(id, call("answerCallbackQuery", 1), 10, intake.IntentRecorded)
 	if !c.settleOwned(id, completed(20)) {
-		c.fatalf("SettleOwned(%s, completed at 20ms) reported false", fmtID(id))
+		c.fatalf("Settle(%s, completed at 20ms) reported false", fmtID(id))
 	}
 	// Within the lease and long after it.
 	for _, ms := range []int64{30, 100, 10_000} {
@@ -94,29 +94,27 @@ func tailEndedRefused(c *checker) {
 	failed := c.mustClaimOwned(1, claimOpts(0, 100, 3), 1)
 	gaveUp := c.mustClaimOwned(2, claimOpts(0, 100, 3), 1)
 	if !c.settleOwned(failed, failedAt(10, 50_000, "handler failed")) {
-		c.fatalf("SettleOwned(%s, failed) reported false", fmtID(failed))
+		c.fatalf("Settle(%s, failed) reported false", fmtID(failed))
 	}
 	if !c.settleOwned(gaveUp, abandoned(10, "gave up")) {
-		c.fatalf("SettleOwned(%s, abandoned) reported false", fmtID(gaveUp))
+		c.fatalf("Settle(%s, abandoned) reported false", fmtID(gaveUp))
 	}
 	for _, ms := range []int64{20, 200} {
 		c.notAdmitted(failed, ms, "an attempt that ended failed, its retry not yet claimed")
 		c.notAdmitted(gaveUp, ms, "an attempt that ended abandoned")
 	}
 	ids := []int64{1, 2}
-	if c.durable != nil {
-		c.mustAdd(3, 0)
-		ex := c.mustClaimOwned(3, claimOpts(0, 100, 3), 1)
-		if !c.exhaust(ex, 10, "exhausted") {
-			c.fatalf("Exhaust(%s) reported false", fmtID(ex))
-		}
-		c.notAdmitted(ex, 20, "an exhausted attempt")
-		if !c.ack(ex, 30) {
-			c.fatalf("AcknowledgeExhaustion(%s) reported false", fmtID(ex))
-		}
-		c.notAdmitted(ex, 40, "an acknowledged exhaustion")
-		ids = append(ids, 3)
+	c.mustAdd(3, 0)
+	ex := c.mustClaimOwned(3, claimOpts(0, 100, 3), 1)
+	if !c.exhaust(ex, 10, "exhausted") {
+		c.fatalf("Exhaust(%s) reported false", fmtID(ex))
 	}
+	c.notAdmitted(ex, 20, "an exhausted attempt")
+	if !c.ack(ex, 30) {
+		c.fatalf("AcknowledgeExhaustion(%s) reported false", fmtID(ex))
+	}
+	c.notAdmitted(ex, 40, "an acknowledged exhaustion")
+	ids = append(ids, 3)
 	for _, u := range ids {
 		if es := c.entries(u); len(es) != 0 {
 			c.errorf("Journal(%d) = %v; an ended attempt recorded calls", u, methods(es))
@@ -131,12 +129,12 @@ func tailEndsWithRow(c *checker) {
 	c.mustAdd(1, 0)
 	first := c.mustClaimOwned(1, claimOpts(0, 100, 3), 1)
 	if !c.settleOwned(first, failedAt(10, 20, "x")) {
-		c.fatalf("SettleOwned(%s, failed) reported false", fmtID(first))
+		c.fatalf("Settle(%s, failed) reported false", fmtID(first))
 	}
 	second := c.mustClaimOwned(1, claimOpts(20, 100, 3), 2)
 	c.notAdmitted(first, 30, "attempt 1 of a row claimed again")
 	if !c.settleOwned(second, abandoned(40, "gave up")) {
-		c.fatalf("SettleOwned(%s, abandoned) reported false", fmtID(second))
+		c.fatalf("Settle(%s, abandoned) reported false", fmtID(second))
 	}
 	ok, err := c.admin.Requeue(c.ctx, 1, at(50))
 	c.failed("Requeue(1)", err)
@@ -146,7 +144,7 @@ func tailEndsWithRow(c *checker) {
 	c.notAdmitted(second, 60, "the last attempt of a requeued row")
 	third := c.mustClaimOwned(1, claimOpts(70, 200, 3), 1)
 	if !c.settleOwned(third, completed(80)) {
-		c.fatalf("SettleOwned(%s, completed) reported false", fmtID(third))
+		c.fatalf("Settle(%s, completed) reported false", fmtID(third))
 	}
 	c.notAdmitted(second, 90, "the last attempt before a requeue, after the requeued row completed")
 	if !c.admits(third, 90) {
@@ -160,7 +158,7 @@ func tailEndsWithRow(c *checker) {
 	c.mustAdd(1, 110)
 	again := c.mustClaimOwned(1, claimOpts(110, 300, 3), 1)
 	if !c.settleOwned(again, completed(120)) {
-		c.fatalf("SettleOwned(%s, completed) reported false", fmtID(again))
+		c.fatalf("Settle(%s, completed) reported false", fmtID(again))
 	}
 	c.notAdmitted(third, 130, "the attempt that completed the update before it was pruned and recorded again (same attempt number, another claim id)")
 	if e := c.mustIntent(again, call("sendMessage", 1), 130, intake.IntentRecorded); e.ClaimID != again.ClaimID {
@@ -177,7 +175,7 @@ func tailRace(c *checker) {
 		c.mustAdd(u, 0)
 		id := c.mustClaimOwned(u, claimOpts(0, 100, 3), 1)
 		if !c.settleOwned(id, completed(10)) {
-			c.fatalf("SettleOwned(%s, completed) reported false", fmtID(id))
+			c.fatalf("Settle(%s, completed) reported false", fmtID(id))
 		}
 		var (
 			mu       sync.Mutex
