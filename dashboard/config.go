@@ -63,11 +63,10 @@ type Config struct {
 	// Store is the update store the pages read. Required. When it is also
 	// an [intake.Store] (every shipped store is), the Exhaustions page
 	// offers Acknowledge;
-	// Requeue needs only the [intake.AdminStore]. An [intake.InspectStore]
-	// adds newest-first listing and search, "held behind", and the Replies
-	// (with an [intake.JournalStore]) and Processes pages; an
-	// [intake.HealthChecker] and an [intake.ProcessStore] feed the health
-	// verdict.
+	// Requeue, the listings, search, "held behind" and the Processes page
+	// need only the [intake.AdminStore]; the Replies page needs an
+	// [intake.JournalStore]; an [intake.HealthChecker] and an
+	// [intake.ProcessStore] feed the health verdict.
 	Store intake.AdminStore
 	// StoreName names the store on the Overview, for example "sqlite
 	// (./tgrelay.db)". Empty shows "unnamed". It must carry no credential:

@@ -42,7 +42,7 @@ func journalFixture(t *testing.T, st store) {
 			t.Fatal(err)
 		}
 	}
-	one, ok, err := st.ClaimOwned(ctx, 1, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
+	one, ok, err := st.Claim(ctx, 1, intake.ClaimOpts{Now: base.Add(time.Second), LeaseUntil: base.Add(time.Hour), MaxAttempts: 3})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -61,11 +61,11 @@ func journalFixture(t *testing.T, st store) {
 	record(one, "sendMessage", "aa", base.Add(2*time.Second), &intake.CallResult{Outcome: intake.CallAnswered, Status: 200, Body: []byte(`{"ok":true,"result":{}}`)})
 	record(one, "sendPhoto", "bb", base.Add(3*time.Second), &intake.CallResult{Outcome: intake.CallUnknown, Body: []byte("connection reset after the request was sent")})
 	record(one, "sendMessage", "cc", base.Add(4*time.Second), nil)
-	if ok, err := st.SettleOwned(ctx, one, intake.Settlement{State: intake.StateCompleted, At: base.Add(5 * time.Second)}); err != nil || !ok {
+	if ok, err := st.Settle(ctx, one, intake.Settlement{State: intake.StateCompleted, At: base.Add(5 * time.Second)}); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	now := time.Now()
-	two, ok, err := st.ClaimOwned(ctx, 2, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 3})
+	two, ok, err := st.Claim(ctx, 2, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 3})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -171,7 +171,7 @@ func TestProcessesPage(t *testing.T) {
 			}
 			claim := func(id int64, owner string, at, until time.Time) {
 				t.Helper()
-				if _, ok, err := st.ClaimOwned(ctx, id, intake.ClaimOpts{Now: at, LeaseUntil: until, MaxAttempts: 5, MaxCrashes: 3, Owner: owner}); err != nil || !ok {
+				if _, ok, err := st.(intake.ProcessStore).ClaimAs(ctx, id, intake.ClaimOpts{Now: at, LeaseUntil: until, MaxAttempts: 5}, intake.ProcessClaim{Process: owner, MaxCrashes: 3}); err != nil || !ok {
 					t.Fatalf("claim %d by %s: %v %v", id, owner, ok, err)
 				}
 			}
@@ -410,11 +410,11 @@ func TestBulkScanBounded(t *testing.T) {
 		if _, err := st.Add(ctx, intake.Incoming{UpdateID: id, Body: b, ReceivedAt: base}); err != nil {
 			t.Fatal(err)
 		}
-		ident, ok, err := st.ClaimOwned(ctx, id, intake.ClaimOpts{Now: base, LeaseUntil: time.Now().Add(time.Hour), MaxAttempts: 3})
+		ident, ok, err := st.Claim(ctx, id, intake.ClaimOpts{Now: base, LeaseUntil: time.Now().Add(time.Hour), MaxAttempts: 3})
 		if err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		if ok, err := st.SettleOwned(ctx, ident, intake.Settlement{State: intake.StateFailed, At: base, RetryAt: time.Now().Add(time.Hour), Error: "x"}); err != nil || !ok {
+		if ok, err := st.Settle(ctx, ident, intake.Settlement{State: intake.StateFailed, At: base, RetryAt: time.Now().Add(time.Hour), Error: "x"}); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
 	}

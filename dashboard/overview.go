@@ -73,7 +73,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if _, ok := h.cfg.Store.(intake.ProcessStore); ok {
-		if is, ok := h.cfg.Store.(intake.InspectStore); ok && hin.StatsOK {
+		if is := h.cfg.Store; hin.StatsOK {
 			pl, err := is.Processes(ctx, maxProcessesShown)
 			if err != nil {
 				h.log.Error("dashboard: store", "path", r.URL.Path, "err", h.redact(err.Error()))

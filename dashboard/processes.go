@@ -49,11 +49,7 @@ type processesData struct {
 // their process.
 func (h *Handler) processes(w http.ResponseWriter, r *http.Request) {
 	var d processesData
-	is, ok := h.cfg.Store.(intake.InspectStore)
-	if !ok {
-		h.render(w, r, http.StatusOK, "processes", page{Title: "Processes", Nav: "processes", Data: d})
-		return
-	}
+	is := h.cfg.Store
 	d.Supported = true
 	_, d.Heartbeats = h.cfg.Store.(intake.ProcessStore)
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)

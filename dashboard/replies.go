@@ -123,8 +123,8 @@ func (h *Handler) replies(w http.ResponseWriter, r *http.Request) {
 	if d.Outcome == "" {
 		d.Outcome = replyFilterUnknown
 	}
-	is, ok := h.cfg.Store.(intake.InspectStore)
-	if _, journals := h.cfg.Store.(intake.JournalStore); !ok || !journals {
+	is := h.cfg.Store
+	if _, journals := h.cfg.Store.(intake.JournalStore); !journals {
 		h.render(w, r, http.StatusOK, "replies", page{Title: "Replies", Nav: "replies", Data: d})
 		return
 	}

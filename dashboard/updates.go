@@ -123,7 +123,7 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Query = strings.TrimSpace(q.Get("q"))
-	if is, ok := h.cfg.Store.(intake.InspectStore); ok && after == nil && q.Get("order") != "oldest" {
+	if is := h.cfg.Store; after == nil && q.Get("order") != "oldest" {
 		h.updatesNewest(w, r, is, d, limit)
 		return
 	}

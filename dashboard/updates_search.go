@@ -15,7 +15,7 @@ const maxQueryParam = 200
 // updatesNewest is the Updates page of a store that can search: newest
 // first, filtered by state and chat, and searched by update id, chat or
 // body text.
-func (h *Handler) updatesNewest(w http.ResponseWriter, r *http.Request, is intake.InspectStore, d updatesData, limit int) {
+func (h *Handler) updatesNewest(w http.ResponseWriter, r *http.Request, is intake.AdminStore, d updatesData, limit int) {
 	q := r.URL.Query()
 	d.Newest = true
 	switch {
@@ -106,7 +106,7 @@ func (h *Handler) updatesNewest(w http.ResponseWriter, r *http.Request, is intak
 // searchScan reads rows newest first, keeping those keep accepts, until
 // the page is full, the store has no more or MaxChatScan rows were read.
 // When more is set, a further page may exist; it continues below next.
-func searchScan(ctx context.Context, is intake.InspectStore, sq intake.SearchQuery, keep func(intake.Row) bool, limit int) (rows []intake.Row, next int64, more bool, scanned int, cut bool, err error) {
+func searchScan(ctx context.Context, is intake.AdminStore, sq intake.SearchQuery, keep func(intake.Row) bool, limit int) (rows []intake.Row, next int64, more bool, scanned int, cut bool, err error) {
 	for scanned < MaxChatScan {
 		sq.Limit = min(max(limit+1, chatScanBatch), MaxChatScan-scanned)
 		batch, err := is.Search(ctx, sq)
@@ -135,10 +135,7 @@ func searchScan(ctx context.Context, is intake.InspectStore, sq intake.SearchQue
 // markHeld sets HeldBehind on the pending rows that wait for an earlier
 // update of their chat, when the store can tell.
 func (h *Handler) markHeld(ctx context.Context, rows []rowView) error {
-	is, ok := h.cfg.Store.(intake.InspectStore)
-	if !ok {
-		return nil
-	}
+	is := h.cfg.Store
 	for i := range rows {
 		if rows[i].State != intake.StatePending {
 			continue

@@ -143,8 +143,8 @@ func TestAttemptHistoryDerivesCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A process that claimed it and died: nobody records its end.
-		if _, ok, err := store.ClaimOwned(t.Context(), 1, intake.ClaimOpts{Now: nowT, LeaseUntil: nowT.Add(time.Second), MaxAttempts: 5}); err != nil || !ok {
-			t.Fatalf("ClaimOwned = %v, %v", ok, err)
+		if _, ok, err := store.Claim(t.Context(), 1, intake.ClaimOpts{Now: nowT, LeaseUntil: nowT.Add(time.Second), MaxAttempts: 5}); err != nil || !ok {
+			t.Fatalf("Claim = %v, %v", ok, err)
 		}
 		if got := outcomes(history(t, store, 1)); got != "1:running" {
 			t.Fatalf("timeline while claimed %s, want 1:running", got)
@@ -168,11 +168,11 @@ func TestAttemptHistoryDerivesCrash(t *testing.T) {
 // their lease (when a renewal comes first) or are found stale.
 type refusingStore struct{ *memstore.Store }
 
-func (refusingStore) RenewOwned(context.Context, intake.Identity, time.Time, time.Time) (bool, error) {
+func (refusingStore) Renew(context.Context, intake.Identity, time.Time, time.Time) (bool, error) {
 	return false, nil
 }
 
-func (refusingStore) SettleOwned(context.Context, intake.Identity, intake.Settlement) (bool, error) {
+func (refusingStore) Settle(context.Context, intake.Identity, intake.Settlement) (bool, error) {
 	return false, nil
 }
 

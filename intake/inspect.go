@@ -2,39 +2,10 @@ package intake
 
 import (
 	"cmp"
-	"context"
 	"time"
 )
 
-// InspectStore is an optional capability for operator tooling (the
-// dashboard): the reads across rows that [AdminStore.List] cannot answer.
-// Without it the dashboard lists rows oldest first with no search, has no
-// Replies or Processes page, and does not say which update a pending one
-// waits behind. The runner never needs it.
-//
-// Every method only reads, and each answer is bounded by its query's
-// Limit.
-type InspectStore interface {
-	// Search lists the rows q selects in descending update id order (newest
-	// first), at most q.Limit, strictly before q.Before when it is set.
-	Search(ctx context.Context, q SearchQuery) ([]Row, error)
-	// Replies lists the journaled calls ([JournalStore]) q selects across
-	// updates, newest intent first (descending [ReplyKey]), at most
-	// q.Limit, each with its update's row (without its body).
-	Replies(ctx context.Context, q ReplyQuery) ([]Reply, error)
-	// Processes lists the registered processes ([ProcessStore]) by id and
-	// the processing rows with the process that holds each, newest update
-	// first, at most limit of each.
-	Processes(ctx context.Context, limit int) (ProcessList, error)
-	// HeldBehind reports the lowest update id below updateID whose row has
-	// the same non-empty stored chat ([Incoming.Chat]) and is pending,
-	// processing or failed: the update that updateID waits for in its
-	// chat's order. It reports false when there is none, or when updateID
-	// is missing or has no chat.
-	HeldBehind(ctx context.Context, updateID int64) (int64, bool, error)
-}
-
-// SearchQuery selects rows for [InspectStore.Search]. Zero fields select
+// SearchQuery selects rows for [AdminStore.Search]. Zero fields select
 // everything.
 type SearchQuery struct {
 	// State, when set, selects rows in that state.
@@ -61,7 +32,7 @@ func (q SearchQuery) Validate() error {
 	return ListQuery{State: q.State, Unacknowledged: q.Unacknowledged, Limit: q.Limit}.Validate()
 }
 
-// ReplyKey orders journal entries for [InspectStore.Replies]: by intent
+// ReplyKey orders journal entries for [AdminStore.Replies]: by intent
 // time, then update id, method, parameters hash and occurrence.
 type ReplyKey struct {
 	IntendedAt time.Time
@@ -86,7 +57,7 @@ func (k ReplyKey) Compare(o ReplyKey) int {
 	)
 }
 
-// ReplyQuery selects journal entries for [InspectStore.Replies]. Zero
+// ReplyQuery selects journal entries for [AdminStore.Replies]. Zero
 // fields select everything.
 type ReplyQuery struct {
 	// Outcomes, when not empty, selects entries with one of these outcomes.
@@ -143,7 +114,7 @@ type Holding struct {
 	Owner string
 }
 
-// ProcessList is the answer of [InspectStore.Processes].
+// ProcessList is the answer of [AdminStore.Processes].
 type ProcessList struct {
 	Processes []Process
 	Held      []Holding

@@ -591,6 +591,23 @@ type Stats struct {
 // attempt history ([AdminStore.RecordAttempt]); the runner needs it for
 // nothing else.
 type AdminStore interface {
+	// Search lists the rows q selects in descending update id order (newest
+	// first), at most q.Limit, strictly before q.Before when it is set.
+	Search(ctx context.Context, q SearchQuery) ([]Row, error)
+	// Replies lists the journaled calls ([JournalStore]) q selects across
+	// updates, newest intent first (descending [ReplyKey]), at most
+	// q.Limit, each with its update's row (without its body).
+	Replies(ctx context.Context, q ReplyQuery) ([]Reply, error)
+	// Processes lists the registered processes ([ProcessStore]) by id and
+	// the processing rows with the process that holds each, newest update
+	// first, at most limit of each.
+	Processes(ctx context.Context, limit int) (ProcessList, error)
+	// HeldBehind reports the lowest update id below updateID whose row has
+	// the same non-empty stored chat ([Incoming.Chat]) and is pending,
+	// processing or failed: the update that updateID waits for in its
+	// chat's order. It reports false when there is none, or when updateID
+	// is missing or has no chat.
+	HeldBehind(ctx context.Context, updateID int64) (int64, bool, error)
 	// List returns rows in ascending update id order.
 	List(ctx context.Context, q ListQuery) ([]Row, error)
 	// Get returns one row; ok is false when it does not exist.

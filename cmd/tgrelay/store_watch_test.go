@@ -81,7 +81,7 @@ func TestServeStoreWriteTellsVanishedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id := int64(1); id <= 3; id++ {
-		if _, err := st.Add(t.Context(), intake.Incoming{UpdateID: id, Body: []byte(`{"update_id":1}`), ReceivedAt: time.Now()}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
+		if _, err := st.store.Add(t.Context(), intake.Incoming{UpdateID: id, Body: []byte(`{"update_id":1}`), ReceivedAt: time.Now()}); !errors.Is(err, sqlitestore.ErrDatabaseGone) {
 			t.Fatalf("Add %d with the file gone = %v, want ErrDatabaseGone", id, err)
 		}
 		if w.ok() {

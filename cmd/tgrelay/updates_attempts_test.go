@@ -23,15 +23,15 @@ func TestUpdatesShowTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().Truncate(time.Millisecond)
-	if _, err := st.Add(ctx, intake.Incoming{UpdateID: 5, Body: []byte(`{"update_id":5}`), ReceivedAt: now}); err != nil {
+	if _, err := st.store.Add(ctx, intake.Incoming{UpdateID: 5, Body: []byte(`{"update_id":5}`), ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	id, ok, err := st.ClaimOwned(ctx, 5, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5})
+	id, ok, err := st.store.Claim(ctx, 5, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 5})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	end := now.Add(1500 * time.Millisecond)
-	if ok, err := st.SettleOwned(ctx, id, intake.Settlement{State: intake.StateAbandoned, At: end, Error: "forward: update endpoint answered 400 Bad Request"}); err != nil || !ok {
+	if ok, err := st.store.Settle(ctx, id, intake.Settlement{State: intake.StateAbandoned, At: end, Error: "forward: update endpoint answered 400 Bad Request"}); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	rec := intake.AttemptRecord{UpdateID: 5, Attempt: 1, ClaimID: id.ClaimID, Process: "proc-a", StartedAt: now, EndedAt: end,
@@ -44,7 +44,7 @@ func TestUpdatesShowTimeline(t *testing.T) {
 	if ok, err := st.Requeue(ctx, 5, end.Add(time.Second)); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if _, ok, err := st.ClaimOwned(ctx, 5, intake.ClaimOpts{Now: end.Add(2 * time.Second), LeaseUntil: end.Add(time.Hour), MaxAttempts: 5}); err != nil || !ok {
+	if _, ok, err := st.store.Claim(ctx, 5, intake.ClaimOpts{Now: end.Add(2 * time.Second), LeaseUntil: end.Add(time.Hour), MaxAttempts: 5}); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	st.Close()

@@ -10,9 +10,9 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-var _ intake.InspectStore = (*Store)(nil)
+var _ intake.AdminStore = (*Store)(nil)
 
-// Search lists rows newest first; see [intake.InspectStore.Search].
+// Search lists rows newest first; see [intake.AdminStore.Search].
 func (s *Store) Search(ctx context.Context, q intake.SearchQuery) ([]intake.Row, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memstore: search: %w", err)
@@ -45,7 +45,7 @@ func (s *Store) Search(ctx context.Context, q intake.SearchQuery) ([]intake.Row,
 }
 
 // Replies lists journaled calls across updates, newest first; see
-// [intake.InspectStore.Replies].
+// [intake.AdminStore.Replies].
 func (s *Store) Replies(ctx context.Context, q intake.ReplyQuery) ([]intake.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memstore: replies: %w", err)
@@ -82,7 +82,7 @@ func (s *Store) Replies(ctx context.Context, q intake.ReplyQuery) ([]intake.Repl
 }
 
 // Processes lists the registered processes and the processing rows; see
-// [intake.InspectStore.Processes].
+// [intake.AdminStore.Processes].
 func (s *Store) Processes(ctx context.Context, limit int) (intake.ProcessList, error) {
 	if err := ctx.Err(); err != nil {
 		return intake.ProcessList{}, fmt.Errorf("memstore: processes: %w", err)
@@ -118,7 +118,7 @@ func (s *Store) Processes(ctx context.Context, limit int) (intake.ProcessList, e
 }
 
 // HeldBehind reports the update a row waits for in its chat's order; see
-// [intake.InspectStore.HeldBehind].
+// [intake.AdminStore.HeldBehind].
 func (s *Store) HeldBehind(ctx context.Context, updateID int64) (int64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, fmt.Errorf("memstore: held behind: %w", err)

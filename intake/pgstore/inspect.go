@@ -10,10 +10,10 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// The operator's reads ([intake.InspectStore]): plain statements on the
+// The operator's reads (part of [intake.AdminStore]): plain statements on the
 // pool, each bounded by its query's limit.
 
-var _ intake.InspectStore = (*Store)(nil)
+var _ intake.AdminStore = (*Store)(nil)
 
 // rowColumnsNoBody are rowColumns with the body left out (read as NULL).
 const rowColumnsNoBody = `r.update_id, r.state, r.attempts, r.claim_id, r.received_at, r.due_at, r.settled_at, r.error, NULL::bytea, r.crashes`
@@ -39,7 +39,7 @@ func (c *conds) sql() string {
 
 func (s *Store) fillTable(text string) string { return strings.ReplaceAll(text, "{{table}}", s.table) }
 
-// Search implements [intake.InspectStore.Search].
+// Search implements [intake.AdminStore.Search].
 func (s *Store) Search(ctx context.Context, q intake.SearchQuery) ([]intake.Row, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: search: %w", err)
@@ -76,7 +76,7 @@ func (s *Store) Search(ctx context.Context, q intake.SearchQuery) ([]intake.Row,
 	return out, nil
 }
 
-// Replies implements [intake.InspectStore.Replies].
+// Replies implements [intake.AdminStore.Replies].
 func (s *Store) Replies(ctx context.Context, q intake.ReplyQuery) ([]intake.Reply, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: replies: %w", err)
@@ -152,7 +152,7 @@ func (s *splitScan) Scan(dest ...any) error {
 	return s.r.Scan(all...)
 }
 
-// Processes implements [intake.InspectStore.Processes].
+// Processes implements [intake.AdminStore.Processes].
 func (s *Store) Processes(ctx context.Context, limit int) (intake.ProcessList, error) {
 	var out intake.ProcessList
 	if limit < 1 {
@@ -193,7 +193,7 @@ func (s *Store) Processes(ctx context.Context, limit int) (intake.ProcessList, e
 	return out, nil
 }
 
-// HeldBehind implements [intake.InspectStore.HeldBehind].
+// HeldBehind implements [intake.AdminStore.HeldBehind].
 func (s *Store) HeldBehind(ctx context.Context, updateID int64) (int64, bool, error) {
 	var first *int64
 	err := s.pool.QueryRow(ctx, s.fillTable(`SELECT min(o.update_id) FROM {{table}} r JOIN {{table}} o

@@ -9,15 +9,15 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// The operator's reads ([intake.InspectStore]): plain statements on the
+// The operator's reads (part of [intake.AdminStore]): plain statements on the
 // reader pool, each bounded by its query's limit.
 
-var _ intake.InspectStore = (*Store)(nil)
+var _ intake.AdminStore = (*Store)(nil)
 
 // rowColumnsNoBody are rowColumns with the body left out (read as NULL).
 const rowColumnsNoBody = `r.update_id, r.state, r.attempts, r.claim_id, r.received_at, r.due_at, r.settled_at, r.error, NULL, r.crashes`
 
-// Search implements [intake.InspectStore.Search].
+// Search implements [intake.AdminStore.Search].
 func (s *Store) Search(ctx context.Context, q intake.SearchQuery) ([]intake.Row, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: search: %w", err)
@@ -73,7 +73,7 @@ func (s *Store) Search(ctx context.Context, q intake.SearchQuery) ([]intake.Row,
 	return out, nil
 }
 
-// Replies implements [intake.InspectStore.Replies].
+// Replies implements [intake.AdminStore.Replies].
 func (s *Store) Replies(ctx context.Context, q intake.ReplyQuery) ([]intake.Reply, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: replies: %w", err)
@@ -163,7 +163,7 @@ func (s *splitScan) Scan(dest ...any) error {
 	return s.rows.Scan(all...)
 }
 
-// Processes implements [intake.InspectStore.Processes].
+// Processes implements [intake.AdminStore.Processes].
 func (s *Store) Processes(ctx context.Context, limit int) (intake.ProcessList, error) {
 	var out intake.ProcessList
 	if limit < 1 {
@@ -208,7 +208,7 @@ func (s *Store) Processes(ctx context.Context, limit int) (intake.ProcessList, e
 	return out, nil
 }
 
-// HeldBehind implements [intake.InspectStore.HeldBehind].
+// HeldBehind implements [intake.AdminStore.HeldBehind].
 func (s *Store) HeldBehind(ctx context.Context, updateID int64) (int64, bool, error) {
 	var first sql.NullInt64
 	err := s.r.QueryRowContext(ctx, fillSQL(`SELECT min(o.update_id) FROM "{{table}}" r JOIN "{{table}}" o
