@@ -384,9 +384,10 @@ func (c Config) fill() (Config, error) {
 	if err := c.fillGateway(); err != nil {
 		return c, err
 	}
-	// One source of deadlines: a decline policy without its own deadline
-	// takes the update type's (Deadlines), and the decline margin its
-	// margin, so --deadline-* moves the decline with it.
+	// One source of deadlines: a decline policy takes its update type's
+	// deadline (Deadlines; the kind's default when that is zero or off),
+	// and the decline margin Deadlines' margin unless set, so --deadline-*
+	// moves the decline with it.
 	for _, k := range []struct {
 		policy   *DeclinePolicy
 		deadline time.Duration
@@ -395,8 +396,8 @@ func (c Config) fill() (Config, error) {
 		{&c.Decline.PreCheckoutQuery, c.Deadlines.PreCheckoutQuery},
 		{&c.Decline.ShippingQuery, c.Deadlines.ShippingQuery},
 	} {
-		if k.policy.Deadline == 0 && k.deadline > 0 {
-			k.policy.Deadline = k.deadline
+		if k.deadline > 0 {
+			k.policy.deadline = k.deadline
 		}
 	}
 	if c.Decline.Margin == 0 && c.Deadlines.Margin > 0 {
@@ -407,8 +408,8 @@ func (c Config) fill() (Config, error) {
 	// checked as given.
 	if c.Decline.Margin == 0 {
 		for _, p := range []DeclinePolicy{c.Decline.CallbackQuery, c.Decline.PreCheckoutQuery, c.Decline.ShippingQuery} {
-			if !p.Disable && p.Deadline > 0 && p.Deadline <= DefaultDeclineMargin {
-				c.Decline.Margin = min(cmp.Or(c.Decline.Margin, p.Deadline/2), p.Deadline/2)
+			if !p.Disable && p.deadline > 0 && p.deadline <= DefaultDeclineMargin {
+				c.Decline.Margin = min(cmp.Or(c.Decline.Margin, p.deadline/2), p.deadline/2)
 			}
 		}
 	}

@@ -107,13 +107,14 @@ type DeclineConfig struct {
 type DeclinePolicy struct {
 	// Disable never declines this kind.
 	Disable bool
-	// Deadline is Telegram's deadline for this kind. Zero means the
-	// default of the kind.
-	Deadline time.Duration
 	// Text is the callback answer's text (empty: none, the spinner just
 	// stops) or the error_message the user reads (empty: the default).
 	// At most 200 characters.
 	Text string
+
+	// deadline is the kind's deadline: [Config.Deadlines]' for its update
+	// type, so the decline and the update's deadline never disagree.
+	deadline time.Duration
 }
 
 // DeclineTestHooks are test seams of the declines: a clock. Zero means
@@ -195,11 +196,8 @@ func (c *Config) fillDecline() error {
 		{"Decline.PreCheckoutQuery", "pre-checkout query", &d.PreCheckoutQuery, DefaultPreCheckoutQueryDeadline, DefaultPreCheckoutDeclineMessage},
 		{"Decline.ShippingQuery", "shipping query", &d.ShippingQuery, DefaultShippingQueryDeadline, DefaultShippingDeclineMessage},
 	} {
-		if k.p.Deadline < 0 {
-			return badField(k.field+".Deadline", "is %v: want > 0 (0: the default)", k.p.Deadline)
-		}
-		if k.p.Deadline == 0 {
-			k.p.Deadline = k.deadline
+		if k.p.deadline <= 0 {
+			k.p.deadline = k.deadline
 		}
 		if k.p.Text == "" {
 			k.p.Text = k.text
@@ -207,8 +205,8 @@ func (c *Config) fillDecline() error {
 		if n := len([]rune(k.p.Text)); n > maxDeclineText {
 			return badField(k.field+".Text", "is %d characters: want at most %d", n, maxDeclineText)
 		}
-		if !d.Disable && !k.p.Disable && d.Margin >= k.p.Deadline {
-			return badField("Decline.Margin", "is %v: want less than the %s deadline (%v)", d.Margin, k.kind, k.p.Deadline)
+		if !d.Disable && !k.p.Disable && d.Margin >= k.p.deadline {
+			return badField("Decline.Margin", "is %v: want less than the %s deadline (%v)", d.Margin, k.kind, k.p.deadline)
 		}
 	}
 	return nil
@@ -431,7 +429,7 @@ func (d *decliner) guard(ctx context.Context, u intake.Update, a intake.Attempt)
 			}
 		}
 	}
-	deadline := asked.Add(p.Deadline)
+	deadline := asked.Add(p.deadline)
 	if now.After(deadline) {
 		d.log.Warn("relay: a query reached the app after its deadline; too late to decline",
 			"update_id", u.ID, "attempt", a.Attempt, "kind", q.kind, "late_by", now.Sub(deadline))

@@ -399,7 +399,6 @@ func TestDeclineConfig(t *testing.T) {
 	}{
 		{"negative margin", DeclineConfig{Margin: -1}, "Decline.Margin"},
 		{"margin beyond a deadline", DeclineConfig{Margin: 10 * time.Second}, "Decline.Margin"},
-		{"negative deadline", DeclineConfig{ShippingQuery: DeclinePolicy{Deadline: -time.Second}}, "Decline.ShippingQuery.Deadline"},
 		{"long text", DeclineConfig{CallbackQuery: DeclinePolicy{Text: long}}, "Decline.CallbackQuery.Text"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -416,7 +415,7 @@ func TestDeclineConfig(t *testing.T) {
 	}
 	c = Config{}
 	if err := c.fillDecline(); err != nil || c.Decline.Margin != DefaultDeclineMargin || c.Decline.PreCheckoutQuery.Text != DefaultPreCheckoutDeclineMessage ||
-		c.Decline.CallbackQuery.Deadline != DefaultCallbackQueryDeadline || c.Decline.CallbackQuery.Text != "" {
+		c.Decline.CallbackQuery.deadline != DefaultCallbackQueryDeadline || c.Decline.CallbackQuery.Text != "" {
 		t.Errorf("defaults = %+v, %v", c.Decline, err)
 	}
 }
