@@ -43,8 +43,8 @@
 //	                processes (ClaimInOrder, DueInOrder)  is kept within each process only
 //	JournalStore    the gateway's journal of outgoing     the gateway fences calls but
 //	                calls and their (deferred) outcomes   cannot replay them
-//	AdminStore      listing, requeue, stats               no updates command, dashboard or
-//	                                                      row metrics for the store
+//	AdminStore      listing, search, requeue, stats,      no updates command, dashboard,
+//	                attempt history                       row metrics or attempt history
 //	HealthChecker   a readiness check                     readiness trusts the store
 //
 // # Receiving
