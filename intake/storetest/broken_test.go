@@ -418,7 +418,7 @@ func TestCrashesSpendAttemptsFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return crashesSpendAttempts{m} }), "Process")
 	requireCases(t, res, "Process/CrashBudget", "Process/CrashesAndAttemptsApart", "Process/LapsedLeaseTakeoverIsCrash", "Process/RequeueResetsCrashes")
-	requireMessage(t, res, "Process/CrashBudget", "ClaimOwned(1, now 200ms) = {update 0, attempt 0", "want attempt 3 of update 1")
+	requireMessage(t, res, "Process/CrashBudget", "ClaimAs(1, now 200ms, process", "= {update 0, attempt 0", "want attempt 3 of update 1")
 }
 
 // claimAddUnpersisted answers a claimed add with an identity it never
@@ -487,7 +487,7 @@ func TestClaimAddTakesDuplicatesFails(t *testing.T) {
 		"ClaimOnAdd/ClaimedAddIsAClaim", "ClaimOnAdd/DuplicateNeitherAddedNorClaimed", "ClaimOnAdd/LapsedLeaseReclaimed",
 		"ClaimOnAdd/MixedBatch", "ClaimOnAdd/InvalidClaimRefused", "ClaimOnAdd/OwnerLapseTakesOver", "ClaimOnAdd/RepeatedInBatch")
 	requireCases(t, res, "ClaimOnAdd/DuplicateNeitherAddedNorClaimed", "ClaimOnAdd/RepeatedInBatch")
-	requireMessage(t, res, "ClaimOnAdd/DuplicateNeitherAddedNorClaimed", "result 0 of AddBatchClaimed([1 2 3 3]) with 1 pending and 2 claimed = added true")
+	requireMessage(t, res, "ClaimOnAdd/DuplicateNeitherAddedNorClaimed", "result 0 of AddBatch([1 2 3 3]) with 1 pending and 2 claimed = added true")
 }
 
 // claimAddDropsOwner records claimed adds without their owner, so the row

@@ -25,8 +25,8 @@ const (
 
 func chatOrderPromiseCases() []testCase {
 	return []testCase{
-		{name: "BatchAddsKeepChat", rule: "rows recorded through AddBatch and AddBatchClaimed keep their chat, as rows recorded through Add do",
-			needs: capChatOrder | capBatch, run: chatOrderBatchAdds},
+		{name: "BatchAddsKeepChat", rule: "rows recorded through AddBatch, claimed or not, keep their chat, as rows recorded through Add do",
+			needs: capChatOrder, run: chatOrderBatchAdds},
 		{name: "DueAgreesWithClaims", rule: "a strict listing lists exactly the rows a strict claim at the same time takes",
 			needs: capChatOrder, run: chatOrderDueAgrees},
 		{name: "OrderRefusalSpendsNothing", rule: "a strict claim refused for order changes nothing, even for a row at its attempt limit",
@@ -34,31 +34,23 @@ func chatOrderPromiseCases() []testCase {
 	}
 }
 
-// chatOrderBatchAdds: rows of one chat recorded in one AddBatch, or in one
-// AddBatchClaimed (claimed or not), are held in order like rows recorded
-// one Add at a time.
+// chatOrderBatchAdds: rows of one chat recorded in one AddBatch, claimed
+// or not, are held in order like rows recorded one Add at a time.
 func chatOrderBatchAdds(c *checker) {
-	us := []intake.Incoming{
-		{UpdateID: 1, Body: body(1), ReceivedAt: at(0), Chat: "a"},
-		{UpdateID: 2, Body: body(2), ReceivedAt: at(0), Chat: "a"},
-		{UpdateID: 3, Body: body(3), ReceivedAt: at(0)},
-	}
-	added, err := c.batch.AddBatch(c.ctx, us)
-	c.failed("AddBatch([1 2 3])", err)
-	if !slices.Equal(added, []bool{true, true, true}) {
-		c.fatalf("AddBatch([1 2 3]) of new update ids = %v; want all true", added)
-	}
-	c.expectStrict(2, 10, 100, false, "row 1 of its chat a, recorded by the same AddBatch, is pending")
-	if ids := c.strictDue(10, 10, 10, "a"); !slices.Equal(ids, []int64{1}) {
-		c.errorf("Due(now 10ms, strict, chat a) after AddBatch listed %v; want [1]: the batch recorded rows 1 and 2 in chat a", ids)
-	}
-	if c.claimAdd == nil || c.fenced == nil {
-		return
-	}
 	req := func(id int64, chat string, o *intake.ClaimOpts) intake.AddRequest {
 		r := addReq(id, 0, o)
 		r.Chat = chat
 		return r
+	}
+	added := c.addClaimed(req(1, "a", nil), req(2, "a", nil), req(3, "", nil))
+	for i, r := range added {
+		if !r.Added || r.Claimed() {
+			c.fatalf("result %d of AddBatch([1 2 3]) of new update ids = added %v, claimed %v; want added, not claimed", i, r.Added, r.Claimed())
+		}
+	}
+	c.expectStrict(2, 10, 100, false, "row 1 of its chat a, recorded by the same AddBatch, is pending")
+	if ids := c.strictDue(10, 10, 10, "a"); !slices.Equal(ids, []int64{1}) {
+		c.errorf("DueInOrder(now 10ms, chat a) after AddBatch listed %v; want [1]: the batch recorded rows 1 and 2 in chat a", ids)
 	}
 	res := c.addClaimed(
 		req(11, "b", claimPtr(0, 100, strictMax)), req(12, "b", nil),
@@ -67,16 +59,16 @@ func chatOrderBatchAdds(c *checker) {
 	if !c.checkClaimedResult(res[0], 11) {
 		return
 	}
-	c.expectStrict(12, 10, 100, false, "row 11 of its chat b, recorded claimed by the same AddBatchClaimed, is processing")
-	c.expectStrict(22, 10, 100, false, "row 21 of its chat c, recorded by the same AddBatchClaimed, is pending")
+	c.expectStrict(12, 10, 100, false, "row 11 of its chat b, recorded claimed by the same AddBatch, is processing")
+	c.expectStrict(22, 10, 100, false, "row 21 of its chat c, recorded by the same AddBatch, is pending")
 	if ids := c.strictDue(10, 10, 10, "b"); len(ids) != 0 {
-		c.errorf("Due(now 10ms, strict, chat b) listed %v; want none: row 11 of chat b, recorded claimed, is processing", ids)
+		c.errorf("DueInOrder(now 10ms, chat b) listed %v; want none: row 11 of chat b, recorded claimed, is processing", ids)
 	}
 	if ids := c.strictDue(10, 10, 10, "c"); !slices.Equal(ids, []int64{21}) {
-		c.errorf("Due(now 10ms, strict, chat c) listed %v; want [21]", ids)
+		c.errorf("DueInOrder(now 10ms, chat c) listed %v; want [21]", ids)
 	}
 	if !c.settleOwned(res[0].Identity, completed(20)) {
-		c.fatalf("SettleOwned(%s, completed at 20ms) of a claimed add reported false", fmtID(res[0].Identity))
+		c.fatalf("Settle(%s, completed at 20ms) of a claimed add reported false", fmtID(res[0].Identity))
 	}
 	c.expectStrict(12, 30, 100, true, "row 11 of its chat completed")
 }
@@ -134,12 +126,12 @@ func chatOrderDueAgrees(c *checker) {
 	want := []int64{3, 12, 20, 31, 41, 50, 51}
 	listed := c.strictDue(150, 150, 100, "")
 	if !slices.Equal(listed, want) {
-		c.errorf("Due(now 150ms, strict) listed %v; want %v: 1 waits for 2's live lease, 2 and 4 for the earlier 1 and 3, "+
+		c.errorf("DueInOrder(now 150ms) listed %v; want %v: 1 waits for 2's live lease, 2 and 4 for the earlier 1 and 3, "+
 			"10 for its retry at 200ms and 11 for 10, 13 for 12, 21 for 20; 3, 12 (retry due), 20 (lease lapsed), 31, 41 (their chats released), 50 and 51 (no chat) are claimable",
 			listed, want)
 	}
 	if page := c.strictDue(150, 150, 3, ""); !slices.Equal(page, listed[:min(3, len(listed))]) {
-		c.errorf("Due(now 150ms, strict, limit 3) listed %v; want %v, the first page of the full listing", page, listed[:min(3, len(listed))])
+		c.errorf("DueInOrder(now 150ms, limit 3) listed %v; want %v, the first page of the full listing", page, listed[:min(3, len(listed))])
 	}
 	for _, chat := range []string{"a", "a2", "b", "b2", "c", "d", "e"} {
 		var of []int64
@@ -149,7 +141,7 @@ func chatOrderDueAgrees(c *checker) {
 			}
 		}
 		if got := c.strictDue(150, 150, 100, chat); !slices.Equal(got, of) {
-			c.errorf("Due(now 150ms, strict, chat %q) listed %v; want %v, the rows of chat %q in the full strict listing", chat, got, of, chat)
+			c.errorf("DueInOrder(now 150ms, chat %q) listed %v; want %v, the rows of chat %q in the full strict listing", chat, got, of, chat)
 		}
 	}
 	// A refused strict claim changes nothing, so the rows left out are
@@ -159,12 +151,12 @@ func chatOrderDueAgrees(c *checker) {
 			continue
 		}
 		if attempt, ok := c.strictClaim(id, 150, 1000, strictMax); ok {
-			c.errorf("Claim(%d, now 150ms, strict chat order) took attempt %d, but Due(now 150ms, strict) did not list it: listing and claim disagree", id, attempt)
+			c.errorf("ClaimInOrder(%d, now 150ms) took attempt %d, but DueInOrder(now 150ms) did not list it: listing and claim disagree", id, attempt)
 		}
 	}
 	for _, id := range listed {
 		if _, ok := c.strictClaim(id, 150, 1000, strictMax); !ok {
-			c.errorf("Claim(%d, now 150ms, strict chat order) was refused, but Due(now 150ms, strict) listed it: listing and claim disagree", id)
+			c.errorf("ClaimInOrder(%d, now 150ms) was refused, but DueInOrder(now 150ms) listed it: listing and claim disagree", id)
 		}
 	}
 }
@@ -172,7 +164,7 @@ func chatOrderDueAgrees(c *checker) {
 // chatOrderRefusalSpendsNothing: a row at its attempt limit whose retry is
 // due (row 2) or whose lease lapsed (row 12), held back by an earlier row
 // of its chat recorded late, is refused for order by strict claims at its
-// limit, durable or not, base or owned, and stays exactly as it was: not
+// limit, by no process or by one, and stays exactly as it was: not
 // abandoned, not an exhaustion; a takeover from a lapsed owner refused
 // for order counts no crash. Once its chat is free the same claim spends
 // it.
@@ -188,31 +180,22 @@ func chatOrderRefusalSpendsNothing(c *checker) {
 	c.addChat(11, "b", 6)
 
 	variants := []struct {
-		name    string
-		durable bool
-		owned   bool
-	}{{"Claim", false, false}, {"Claim with DurableExhaustion", true, false}}
-	if c.fenced != nil {
+		name string
+		p    intake.ProcessClaim
+	}{{"ClaimInOrder", intake.ProcessClaim{}}}
+	if c.process != nil {
+		c.mustRegister("refused", 1_000_000)
 		variants = append(variants, struct {
-			name    string
-			durable bool
-			owned   bool
-		}{"ClaimOwned", c.durable != nil, true})
+			name string
+			p    intake.ProcessClaim
+		}{`ClaimInOrder(process "refused")`, intake.ProcessClaim{Process: "refused", MaxCrashes: 1}})
 	}
 	for _, v := range variants {
 		for _, id := range []int64{2, 12} {
-			o := strictOpts(30, 100, 1)
-			o.DurableExhaustion = v.durable
-			var ok bool
-			var err error
-			if v.owned {
-				_, ok, err = c.fenced.ClaimOwned(c.ctx, id, o)
-			} else {
-				_, ok, err = c.store.Claim(c.ctx, id, o)
-			}
-			c.failed(fmt.Sprintf("%s(%d, now 30ms, strict chat order, MaxAttempts 1)", v.name, id), err)
+			_, ok, err := c.order.ClaimInOrder(c.ctx, id, strictOpts(30, 100, 1), v.p)
+			c.failed(fmt.Sprintf("%s(%d, now 30ms, MaxAttempts 1)", v.name, id), err)
 			if ok {
-				c.errorf("%s(%d, now 30ms, strict chat order) took the row; an earlier row of its chat is pending", v.name, id)
+				c.errorf("%s(%d, now 30ms) took the row; an earlier row of its chat is pending", v.name, id)
 			}
 		}
 	}
@@ -229,10 +212,8 @@ func chatOrderRefusalSpendsNothing(c *checker) {
 				row.State, row.Attempts, offset(row.DueAt))
 		}
 	}
-	if c.durable != nil {
-		if es := c.dueExhaustions(10, nil); len(es) != 0 {
-			c.errorf("DueExhaustions after strict claims refused for order listed update %d; a refusal for order spends nothing", es[0].UpdateID)
-		}
+	if es := c.dueExhaustions(10, nil); len(es) != 0 {
+		c.errorf("DueExhaustions after strict claims refused for order listed update %d; a refusal for order spends nothing", es[0].UpdateID)
 	}
 	if c.process != nil {
 		// A takeover from a lapsed owner refused for order counts no crash.
@@ -241,16 +222,20 @@ func chatOrderRefusalSpendsNothing(c *checker) {
 		c.addChat(32, "c", 0)
 		// Its lease ends at 35ms: a live lease of a later row holds row 31
 		// back however dead its owner, so it must end before 31 can run.
-		c.mustClaimOwned(32, owned(0, 35, 1, "gone"), 1)
+		c.mustClaimAs(32, owned(0, 35, 1, "gone"), 1)
 		c.addChat(31, "c", 6)
 		strictTakeover := func(nowMS int64) (intake.Identity, bool) {
 			o := withCrashes(owned(nowMS, 200_000, 1, "here"), 2)
-			o.StrictChatOrder = true
-			return c.claimOwned(32, o)
+			ident, ok, err := c.order.ClaimInOrder(c.ctx, 32, o.opts, o.p)
+			c.failed(fmt.Sprintf(`ClaimInOrder(32, now %dms, process "here")`, nowMS), err)
+			if ok {
+				c.remember(ident)
+			}
+			return ident, ok
 		}
 		for range 2 {
 			if id, ok := strictTakeover(30); ok {
-				c.errorf("ClaimOwned(32, now 30ms, strict chat order) took %s from its lapsed owner; an earlier row of its chat is pending", fmtID(id))
+				c.errorf(`ClaimInOrder(32, now 30ms, process "here") took %s from its lapsed owner; an earlier row of its chat is pending`, fmtID(id))
 			}
 		}
 		if c.admin != nil {
@@ -264,7 +249,7 @@ func chatOrderRefusalSpendsNothing(c *checker) {
 			c.fatalf("Settle(31, attempt 1, completed at 50ms) under a live lease reported false")
 		}
 		if id, ok := strictTakeover(60); !ok || id.Attempt != 2 {
-			c.errorf("ClaimOwned(32, now 60ms, strict chat order, MaxAttempts 1, MaxCrashes 2) = %s, %v once its chat was free; "+
+			c.errorf(`ClaimInOrder(32, now 60ms, process "here", MaxAttempts 1, MaxCrashes 2) = %s, %v once its chat was free; `+
 				"want attempt 2: the refusals for order counted no crash, so this takeover is its first", fmtID(id), ok)
 		}
 	}
@@ -277,7 +262,7 @@ func chatOrderRefusalSpendsNothing(c *checker) {
 	}
 	for _, id := range []int64{2, 12} {
 		if attempt, ok := c.strictClaim(id, 60, 100, 1); ok {
-			c.errorf("Claim(%d, now 60ms, strict chat order, MaxAttempts 1) took attempt %d; its one attempt is spent", id, attempt)
+			c.errorf("ClaimInOrder(%d, now 60ms, MaxAttempts 1) took attempt %d; its one attempt is spent", id, attempt)
 		}
 	}
 	if ids := c.dueIDs(60, 60, 10); len(ids) != 0 {
@@ -306,9 +291,9 @@ func chatOrderRaceWide(c *checker) {
 			fns []func()
 		)
 		claim := func(chat string, id int64) {
-			_, ok, err := c.store.Claim(c.ctx, id, strictOpts(10, 100, strictMax))
+			_, ok, err := c.order.ClaimInOrder(c.ctx, id, strictOpts(10, 100, strictMax), intake.ProcessClaim{})
 			if err != nil {
-				c.errorf("a concurrent strict Claim(%d) returned an error: %v", id, err)
+				c.errorf("a concurrent ClaimInOrder(%d) returned an error: %v", id, err)
 				return
 			}
 			if ok {

@@ -23,7 +23,7 @@ func TestIgnoresChatOrderFails(t *testing.T) {
 	requireCases(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "ChatOrder/SettledReleasesChat",
 		"ChatOrder/ExhaustionReleasesChat", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/ConcurrentClaimsOfOneChat",
 		"ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims", "ChatOrder/OrderRefusalSpendsNothing")
-	requireMessage(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "Claim(2, now 10ms, strict chat order) = attempt 1, true; want false: row 1 of its chat is pending")
+	requireMessage(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "ClaimInOrder(2, now 10ms) = attempt 1, true; want false: row 1 of its chat is pending")
 	requireMessage(t, res, "ChatOrder/SettledReleasesChat", "want false: row 1 of its chat failed and waits for its retry")
 	requireMessage(t, res, "ChatOrder/LiveLeaseHoldsLateEarlier", "want false: row 2 of its chat is processing under a live lease")
 	requireMessage(t, res, "ChatOrder/ConcurrentClaimsOfOneChat", "exactly one must win")
@@ -41,8 +41,8 @@ func TestDueIgnoresChatOrderFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return dueIgnoresChatOrder{m} }), "ChatOrder")
 	requireCases(t, res, "ChatOrder/DueListsOnlyClaimable", "ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims")
-	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "Due(now 10ms, strict, limit 5) listed [1 2 3 4 5]; want [1 41 42]")
-	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "Due(now 10ms, strict, chat b) listed [1 2 3 4 5]; want [41]")
+	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "DueInOrder(now 10ms, limit 5) listed [1 2 3 4 5]; want [1 41 42]")
+	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "DueInOrder(now 10ms, chat b) listed [1 2 3 4 5]; want [41]")
 }
 
 // forgetsChat keeps no chat: every row is unordered.

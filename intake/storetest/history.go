@@ -169,20 +169,10 @@ func historyKept(c *checker) {
 func historySurvives(c *checker) {
 	c.mustAdd(1, 0)
 	claimOf := func(n int, nowMS int64) string {
-		if c.fenced == nil {
-			c.mustClaim(1, claimOpts(nowMS, nowMS+100, 5), n)
-			return ""
-		}
 		return c.mustClaimOwned(1, claimOpts(nowMS, nowMS+100, 5), n).ClaimID
 	}
 	settle := func(n int, claim string, s intake.Settlement) {
-		ok := false
-		if c.fenced == nil {
-			ok = c.settle(1, n, s)
-		} else {
-			ok = c.settleOwned(intake.Identity{UpdateID: 1, Attempt: n, ClaimID: claim}, s)
-		}
-		if !ok {
+		if !c.settleOwned(intake.Identity{UpdateID: 1, Attempt: n, ClaimID: claim}, s) {
 			c.fatalf("the settlement of attempt %d as %s was refused", n, s.State)
 		}
 	}
@@ -200,12 +190,7 @@ func historySurvives(c *checker) {
 	if !ok {
 		c.fatalf("Requeue(1, at 40ms) of an abandoned row reported false")
 	}
-	mark := intake.AttemptRecord{UpdateID: 1, Attempt: 0, Outcome: intake.AttemptRequeued, StartedAt: at(40), EndedAt: at(40)}
-	if c.fenced != nil {
-		mark.ClaimID = c2
-	} else if row, ok := c.get(1); ok {
-		mark.ClaimID = row.ClaimID // a base store's claim id is its own affair
-	}
+	mark := intake.AttemptRecord{UpdateID: 1, Attempt: 0, Outcome: intake.AttemptRequeued, StartedAt: at(40), EndedAt: at(40), ClaimID: c2}
 	want = append(want, mark)
 	c.expectHistory("after two failed attempts and a requeue", 1, want)
 	c3 := claimOf(1, 50)

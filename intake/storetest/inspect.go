@@ -10,25 +10,22 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// RunInspect checks the reads of an [intake.InspectStore] against a fresh
-// store from newStore: Search's order, filters and cursor; Replies across
-// updates with their rows, filters and cursor; Processes with the rows
-// each holds; and HeldBehind. The store must also be a
-// [intake.DurableStore], [intake.AdminStore], [intake.JournalStore],
-// [intake.ProcessStore] and [intake.ChatOrderStore], which the fixtures
+// RunInspect checks the inspection reads of an [intake.AdminStore]
+// against a fresh store from newStore: Search's order, filters and cursor;
+// Replies across updates with their rows, filters and cursor; Processes
+// with the rows each holds; and HeldBehind. The store must also be an
+// [intake.JournalStore] and an [intake.ProcessStore], which the fixtures
 // are written through.
 func RunInspect(t *testing.T, newStore func(t *testing.T) intake.Store) {
 	t.Helper()
 	type full interface {
-		intake.DurableStore
 		intake.AdminStore
 		intake.JournalStore
 		intake.ProcessStore
-		intake.InspectStore
 	}
 	st, ok := newStore(t).(full)
 	if !ok {
-		t.Fatal("storetest: RunInspect needs a durable, admin, journal, process and inspect store")
+		t.Fatal("storetest: RunInspect needs an admin, journal and process store")
 	}
 	ctx := t.Context()
 	t0 := time.UnixMilli(1_700_000_000_000).UTC()
@@ -47,13 +44,14 @@ func RunInspect(t *testing.T, newStore func(t *testing.T) intake.Store) {
 	}
 	must(st.Register(ctx, "p-live", ms(1_000_000)))
 	must(st.Register(ctx, "p-dead", ms(50)))
-	opts := func(now, until int64, owner string) intake.ClaimOpts {
-		return intake.ClaimOpts{Now: ms(now), LeaseUntil: ms(until), MaxAttempts: 5, MaxCrashes: 3, Owner: owner}
+	opts := func(now, until int64) intake.ClaimOpts {
+		return intake.ClaimOpts{Now: ms(now), LeaseUntil: ms(until), MaxAttempts: 5}
 	}
+	as := func(owner string) intake.ProcessClaim { return intake.ProcessClaim{Process: owner, MaxCrashes: 3} }
 	// 1: completed, with three journaled calls. 2: processing by p-live.
 	// 3: processing by p-dead. 4: taken over from p-dead by p-live (a
 	// crash). 5 and 6 pending.
-	id1, ok, err := st.ClaimOwned(ctx, 1, opts(10, 100_000, "p-live"))
+	id1, ok, err := st.ClaimAs(ctx, 1, opts(10, 100_000), as("p-live"))
 	must(ok, err)
 	for i, o := range []intake.CallOutcome{intake.CallAnswered, intake.CallUnknown, intake.CallPending} {
 		call := intake.Call{Method: []string{"sendMessage", "sendPhoto", "sendMessage"}[i], ParamsHash: fmt.Sprint("h", i), Occurrence: 1}
@@ -63,14 +61,14 @@ func RunInspect(t *testing.T, newStore func(t *testing.T) intake.Store) {
 			must(st.RecordOutcome(ctx, id1, call, intake.CallResult{Outcome: o, Status: map[bool]int{true: 200}[o == intake.CallAnswered], Body: []byte("answer")}, ms(30)))
 		}
 	}
-	must(st.SettleOwned(ctx, id1, intake.Settlement{State: intake.StateCompleted, At: ms(40)}))
-	_, ok, err = st.ClaimOwned(ctx, 2, opts(10, 100_000, "p-live"))
+	must(st.Settle(ctx, id1, intake.Settlement{State: intake.StateCompleted, At: ms(40)}))
+	_, ok, err = st.ClaimAs(ctx, 2, opts(10, 100_000), as("p-live"))
 	must(ok, err)
-	_, ok, err = st.ClaimOwned(ctx, 3, opts(10, 100_000, "p-dead"))
+	_, ok, err = st.ClaimAs(ctx, 3, opts(10, 100_000), as("p-dead"))
 	must(ok, err)
-	_, ok, err = st.ClaimOwned(ctx, 4, opts(10, 100_000, "p-dead"))
+	_, ok, err = st.ClaimAs(ctx, 4, opts(10, 100_000), as("p-dead"))
 	must(ok, err)
-	_, ok, err = st.ClaimOwned(ctx, 4, opts(100, 200_000, "p-live"))
+	_, ok, err = st.ClaimAs(ctx, 4, opts(100, 200_000), as("p-live"))
 	must(ok, err)
 
 	ids := func(rows []intake.Row) string {

@@ -101,7 +101,7 @@ func journalBodiesCopied(c *checker) {
 	}
 	check("the caller modified the bodies an earlier Journal returned")
 	if !c.settleOwned(id, failedAt(10, 20, "retry")) {
-		c.fatalf("SettleOwned(%s, failed at 10ms) reported false", fmtID(id))
+		c.fatalf("Settle(%s, failed at 10ms) reported false", fmtID(id))
 	}
 	again := c.mustClaimOwned(1, claimOpts(20, 100, 3), 2)
 	e := c.mustIntent(again, cl, 21, intake.IntentJournaled)
@@ -114,16 +114,13 @@ func journalBodiesCopied(c *checker) {
 	check("the caller modified the body of the entry RecordIntent returned")
 }
 
-// journalDeferredOwnResult: for an [intake.DeferredOutcomeStore], in each
+// journalDeferredOwnResult: through [intake.JournalStore.RecordOutcomeDeferred], in each
 // round racers record deferred outcomes at once, so that they share
 // commits: half of them apply (a pending entry of their identity), the
 // others do not (a wrong claim id, an entry already decided, a call never
 // intended). Each must report its own result, never its commit's.
 func journalDeferredOwnResult(c *checker) {
-	d, ok := c.journal.(intake.DeferredOutcomeStore)
-	if !ok {
-		return // the capability is optional
-	}
+	d := c.journal
 	const rounds = barrierRounds / 4
 	wrong := 0
 	for round := range rounds {

@@ -30,7 +30,7 @@ func processPromiseCases() []testCase {
 func reclaimRaceCases() []testCase {
 	return []testCase{
 		{name: "ReclaimLapsedLease", rule: "of concurrent claims of a processing row whose lease lapsed exactly one takes it",
-			needs: capFenced, run: raceReclaimLease},
+			run: raceReclaimLease},
 		{name: "ReclaimLapsedOwner", rule: "of concurrent claims of a processing row whose owner's heartbeat lapsed exactly one takes it",
 			needs: capProcess, run: raceReclaimOwner},
 	}
@@ -45,19 +45,19 @@ func lapsedLeaseTakeoverIsCrash(c *checker) {
 	c.mustRegister("b", 1_000_000)
 	c.mustAdd(1, 0)
 	c.mustAdd(2, 0)
-	c.mustClaimOwned(1, withCrashes(owned(0, 100, 1, "a"), 3), 1)
-	c.mustClaimOwned(2, withCrashes(owned(0, 1000, 1, "a"), 3), 1)
-	ident, ok := c.claimOwned(1, withCrashes(owned(200, 1000, 1, "b"), 3))
+	c.mustClaimAs(1, withCrashes(owned(0, 100, 1, "a"), 3), 1)
+	c.mustClaimAs(2, withCrashes(owned(0, 1000, 1, "a"), 3), 1)
+	ident, ok := c.claimAs(1, withCrashes(owned(200, 1000, 1, "b"), 3))
 	if !ok || ident.Attempt != 2 {
-		c.errorf("ClaimOwned(1, now 200ms, MaxAttempts 1, MaxCrashes 3) = %s, %v after its owner lapsed at 50ms and its lease at 100ms; "+
-			"want attempt 2: the attempt ended with its process, a crash, however long ago its lease ended too", fmtID(ident), ok)
+		c.errorf(`ClaimAs(1, now 200ms, process "b", MaxAttempts 1, MaxCrashes 3) = %s, %v after its owner lapsed at 50ms and its lease at 100ms; "+
+			"want attempt 2: the attempt ended with its process, a crash, however long ago its lease ended too`, fmtID(ident), ok)
 	}
 	if n := c.reap(250); n != 1 {
 		c.errorf("Reap(now 250ms) removed %d heartbeats; want 1 (a, lapsed at 50ms)", n)
 	}
-	ident2, ok := c.claimOwned(2, withCrashes(owned(300, 2000, 1, "b"), 3))
+	ident2, ok := c.claimAs(2, withCrashes(owned(300, 2000, 1, "b"), 3))
 	if !ok || ident2.Attempt != 2 {
-		c.errorf("ClaimOwned(2, now 300ms, MaxAttempts 1, MaxCrashes 3) = %s, %v after its owner was reaped, its lease live to 1000ms; want attempt 2: a crash", fmtID(ident2), ok)
+		c.errorf(`ClaimAs(2, now 300ms, process "b", MaxAttempts 1, MaxCrashes 3) = %s, %v after its owner was reaped, its lease live to 1000ms; want attempt 2: a crash`, fmtID(ident2), ok)
 	}
 	if c.admin != nil {
 		for _, id := range []int64{1, 2} {
@@ -75,12 +75,12 @@ func requeueResetsCrashes(c *checker) {
 	const maxCrashes = 2
 	c.mustAdd(1, 0)
 	c.mustRegister("p1", 50)
-	c.mustClaimOwned(1, withCrashes(owned(0, 100_000, 5, "p1"), maxCrashes), 1)
+	c.mustClaimAs(1, withCrashes(owned(0, 100_000, 5, "p1"), maxCrashes), 1)
 	c.mustRegister("p2", 150)
-	c.mustClaimOwned(1, withCrashes(owned(51, 100_000, 5, "p2"), maxCrashes), 2)
+	c.mustClaimAs(1, withCrashes(owned(51, 100_000, 5, "p2"), maxCrashes), 2)
 	c.mustRegister("p3", 1_000_000)
-	if id, ok := c.claimOwned(1, withCrashes(owned(151, 100_000, 5, "p3"), maxCrashes)); ok {
-		c.fatalf("ClaimOwned(1, now 151ms) took %s; want the row spent on its second crash (MaxCrashes 2)", fmtID(id))
+	if id, ok := c.claimAs(1, withCrashes(owned(151, 100_000, 5, "p3"), maxCrashes)); ok {
+		c.fatalf(`ClaimAs(1, now 151ms, process "p3") took %s; want the row spent on its second crash (MaxCrashes 2)`, fmtID(id))
 	}
 	c.spentWith(1, intake.CrashesSpentText)
 	ok, err := c.admin.Requeue(c.ctx, 1, at(200))
@@ -93,10 +93,10 @@ func requeueResetsCrashes(c *checker) {
 			row.State, row.Attempts, row.Crashes)
 	}
 	c.mustRegister("p4", 250)
-	c.mustClaimOwned(1, withCrashes(owned(200, 100_000, 5, "p4"), maxCrashes), 1)
-	ident, ok := c.claimOwned(1, withCrashes(owned(251, 100_000, 5, "p3"), maxCrashes))
+	c.mustClaimAs(1, withCrashes(owned(200, 100_000, 5, "p4"), maxCrashes), 1)
+	ident, ok := c.claimAs(1, withCrashes(owned(251, 100_000, 5, "p3"), maxCrashes))
 	if !ok || ident.Attempt != 2 {
-		c.errorf("ClaimOwned(1, now 251ms, MaxCrashes 2) = %s, %v; want attempt 2: the requeued row's first crash since the requeue leaves one of its budget", fmtID(ident), ok)
+		c.errorf(`ClaimAs(1, now 251ms, process "p3", MaxCrashes 2) = %s, %v; want attempt 2: the requeued row's first crash since the requeue leaves one of its budget`, fmtID(ident), ok)
 	}
 	if row, _ := c.get(1); row.Crashes != 1 {
 		c.errorf("Get(1) after one crash since its requeue has %d crashes; want 1", row.Crashes)
@@ -112,7 +112,7 @@ func raceReclaimLease(c *checker) {
 		c.mustAdd(id, 0)
 		first := c.mustClaimOwned(id, claimOpts(0, 100, raceMaxTries), 1)
 		won := race(c, "reclaim", id, func() (intake.Identity, bool, error) {
-			return c.fenced.ClaimOwned(c.ctx, id, claimOpts(101, 200, raceMaxTries))
+			return c.store.Claim(c.ctx, id, claimOpts(101, 200, raceMaxTries))
 		})
 		c.checkReclaimRace(round, id, "whose lease lapsed at 100ms", first, won)
 	}
@@ -127,9 +127,10 @@ func raceReclaimOwner(c *checker) {
 		dead := fmt.Sprintf("dead-%d", round)
 		c.mustRegister(dead, 50)
 		c.mustAdd(id, 0)
-		first := c.mustClaimOwned(id, owned(0, 100_000, raceMaxTries, dead), 1)
+		first := c.mustClaimAs(id, owned(0, 100_000, raceMaxTries, dead), 1)
 		won := race(c, "takeover", id, func() (intake.Identity, bool, error) {
-			return c.fenced.ClaimOwned(c.ctx, id, withCrashes(owned(51, 200_000, raceMaxTries, "live"), raceMaxTries))
+			o := withCrashes(owned(51, 200_000, raceMaxTries, "live"), raceMaxTries)
+			return c.process.ClaimAs(c.ctx, id, o.opts, o.p)
 		})
 		c.checkReclaimRace(round, id, "whose owner lapsed at 50ms", first, won)
 	}

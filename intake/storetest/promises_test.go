@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,7 @@ import (
 // its last request asks, and answers for it at its first request.
 type claimAddLastRepeatWins struct{ *memstore.Store }
 
-func (s claimAddLastRepeatWins) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+func (s claimAddLastRepeatWins) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
 	first := map[int64]int{}
 	var kept []intake.AddRequest
 	for _, r := range reqs {
@@ -32,7 +33,7 @@ func (s claimAddLastRepeatWins) AddBatchClaimed(ctx context.Context, reqs []inta
 		first[r.UpdateID] = len(kept)
 		kept = append(kept, r)
 	}
-	res, err := s.Store.AddBatchClaimed(ctx, kept)
+	res, err := s.Store.AddBatch(ctx, kept)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func TestClaimAddLastRepeatWinsFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddLastRepeatWins{m} }), "ClaimOnAdd")
 	requireCases(t, res, "ClaimOnAdd/DuplicateNeitherAddedNorClaimed", "ClaimOnAdd/RepeatedInBatch")
-	requireMessage(t, res, "ClaimOnAdd/RepeatedInBatch", "result 0 of AddBatchClaimed([1 pending, 1 claimed", "want added with no identity")
+	requireMessage(t, res, "ClaimOnAdd/RepeatedInBatch", "result 0 of AddBatch([1 pending, 1 claimed", "want added with no identity")
 	requireMessage(t, res, "ClaimOnAdd/RepeatedInBatch", "at 51ms) = true; the first request of update 2 claimed it to 50ms")
 	requireMessage(t, res, "ClaimOnAdd/RepeatedInBatch", `holds body "{\"update_id\":2,\"again\":true}"`)
 }
@@ -63,7 +64,7 @@ type claimAddCheckThenWrite struct{ *memstore.Store }
 
 var racyClaimIDs atomic.Int64
 
-func (s claimAddCheckThenWrite) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+func (s claimAddCheckThenWrite) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
 	fresh := make([]bool, len(reqs))
 	seen := map[int64]bool{}
 	for i, r := range reqs {
@@ -75,7 +76,7 @@ func (s claimAddCheckThenWrite) AddBatchClaimed(ctx context.Context, reqs []inta
 		seen[r.UpdateID] = true
 	}
 	runtime.Gosched()
-	res, err := s.Store.AddBatchClaimed(ctx, reqs)
+	res, err := s.Store.AddBatch(ctx, reqs)
 	if err != nil {
 		return nil, err
 	}
@@ -96,43 +97,46 @@ func TestRacyClaimedAddFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddCheckThenWrite{m} }), "ClaimOnAdd/ConcurrentClaimedAdds")
 	requireCases(t, res, "ClaimOnAdd/ConcurrentClaimedAdds")
-	requireMessage(t, res, "ClaimOnAdd/ConcurrentClaimedAdds", "concurrent AddBatchClaimed calls of update", "reported it added; exactly one must")
+	requireMessage(t, res, "ClaimOnAdd/ConcurrentClaimedAdds", "concurrent AddBatch calls of update", "reported it added; exactly one must")
 }
 
 // batchForgetsChat keeps the chat of rows recorded by Add only: rows
 // recorded through AddBatch are unordered.
 type batchForgetsChat struct{ *memstore.Store }
 
-func (s batchForgetsChat) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
-	cp := append([]intake.Incoming(nil), us...)
+func (s batchForgetsChat) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	cp := append([]intake.AddRequest(nil), reqs...)
 	for i := range cp {
 		cp[i].Chat = ""
 	}
 	return s.Store.AddBatch(ctx, cp)
 }
 
-// claimAddForgetsChat keeps no chat for rows recorded through
-// AddBatchClaimed, claimed or not.
-type claimAddForgetsChat struct{ *memstore.Store }
+// claimedBatchForgetsChat keeps no chat for the rows of a batch that holds
+// a claimed request, claimed or not; a batch without one keeps its chats.
+type claimedBatchForgetsChat struct{ *memstore.Store }
 
-func (s claimAddForgetsChat) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+func (s claimedBatchForgetsChat) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	if !slices.ContainsFunc(reqs, func(r intake.AddRequest) bool { return r.Claim != nil }) {
+		return s.Store.AddBatch(ctx, reqs)
+	}
 	cp := append([]intake.AddRequest(nil), reqs...)
 	for i := range cp {
 		cp[i].Chat = ""
 	}
-	return s.Store.AddBatchClaimed(ctx, cp)
+	return s.Store.AddBatch(ctx, cp)
 }
 
 func TestBatchAddsForgetChatFail(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return batchForgetsChat{m} }), "ChatOrder")
 	requireCases(t, res, "ChatOrder/BatchAddsKeepChat")
-	requireMessage(t, res, "ChatOrder/BatchAddsKeepChat", "Claim(2, now 10ms, strict chat order) = attempt 1, true; want false: row 1 of its chat a, recorded by the same AddBatch")
+	requireMessage(t, res, "ChatOrder/BatchAddsKeepChat", "ClaimInOrder(2, now 10ms) = attempt 1, true; want false: row 1 of its chat a, recorded by the same AddBatch")
 
-	res = check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddForgetsChat{m} }), "ChatOrder")
+	res = check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimedBatchForgetsChat{m} }), "ChatOrder")
 	requireCases(t, res, "ChatOrder/BatchAddsKeepChat")
-	requireMessage(t, res, "ChatOrder/BatchAddsKeepChat", "Claim(12, now 10ms, strict chat order) = attempt 1, true; want false: row 11 of its chat b, recorded claimed")
-	requireMessage(t, res, "ChatOrder/BatchAddsKeepChat", "Claim(22, now 10ms, strict chat order) = attempt 1, true; want false: row 21 of its chat c")
+	requireMessage(t, res, "ChatOrder/BatchAddsKeepChat", "ClaimInOrder(12, now 10ms) = attempt 1, true; want false: row 11 of its chat b, recorded claimed")
+	requireMessage(t, res, "ChatOrder/BatchAddsKeepChat", "ClaimInOrder(22, now 10ms) = attempt 1, true; want false: row 21 of its chat c")
 }
 
 // chatBook is memstore with its own record of each row's chat, for the
@@ -161,23 +165,23 @@ func (s chatBook) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	return ok, err
 }
 
-func (s chatBook) AddBatch(ctx context.Context, us []intake.Incoming) ([]bool, error) {
-	res, err := s.Store.AddBatch(ctx, us)
-	for i, ok := range res {
-		if ok {
-			s.note(us[i].UpdateID, us[i].Chat)
-		}
-	}
-	return res, err
-}
-
-func (s chatBook) AddBatchClaimed(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
-	res, err := s.Store.AddBatchClaimed(ctx, reqs)
+func (s chatBook) noteAdded(reqs []intake.AddRequest, res []intake.AddResult) {
 	for i, r := range res {
-		if r.Added {
+		if r.Added && i < len(reqs) {
 			s.note(reqs[i].UpdateID, reqs[i].Chat)
 		}
 	}
+}
+
+func (s chatBook) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	res, err := s.Store.AddBatch(ctx, reqs)
+	s.noteAdded(reqs, res)
+	return res, err
+}
+
+func (s chatBook) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
+	res, err := s.Store.AddBatchAs(ctx, reqs, p)
+	s.noteAdded(reqs, res)
 	return res, err
 }
 
@@ -222,9 +226,9 @@ func (s chatBook) inOrder(ctx context.Context, id int64, now time.Time, leaseRul
 // an earlier one back, which strict claims remember.
 type strictDueLeaseBlind struct{ chatBook }
 
-func (s strictDueLeaseBlind) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
-	if !q.StrictChatOrder || q.Validate() != nil {
-		return s.Store.Due(ctx, q)
+func (s strictDueLeaseBlind) DueInOrder(ctx context.Context, q intake.DueQuery, only string) ([]intake.StoredUpdate, error) {
+	if q.Validate() != nil {
+		return s.Store.DueInOrder(ctx, q, only)
 	}
 	rows, err := s.Store.Due(ctx, intake.DueQuery{Now: q.Now, PendingBefore: q.PendingBefore, Limit: 1 << 20})
 	if err != nil {
@@ -235,7 +239,7 @@ func (s strictDueLeaseBlind) Due(ctx context.Context, q intake.DueQuery) ([]inta
 		s.mu.Lock()
 		chat := s.chats[r.UpdateID]
 		s.mu.Unlock()
-		if q.Chat != "" && chat != q.Chat {
+		if only != "" && chat != only {
 			continue
 		}
 		ok, err := s.inOrder(ctx, r.UpdateID, q.Now, false)
@@ -253,34 +257,27 @@ func TestStrictDueLeaseBlindFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return strictDueLeaseBlind{newChatBook(m)} }), "ChatOrder")
 	requireCases(t, res, "ChatOrder/DueAgreesWithClaims")
-	requireMessage(t, res, "ChatOrder/DueAgreesWithClaims", "Due(now 150ms, strict) listed [1 3 12 20 31 41 50 51]; want [3 12 20 31 41 50 51]")
-	requireMessage(t, res, "ChatOrder/DueAgreesWithClaims", "Claim(1, now 150ms, strict chat order) was refused, but Due(now 150ms, strict) listed it: listing and claim disagree")
+	requireMessage(t, res, "ChatOrder/DueAgreesWithClaims", "DueInOrder(now 150ms) listed [1 3 12 20 31 41 50 51]; want [3 12 20 31 41 50 51]")
+	requireMessage(t, res, "ChatOrder/DueAgreesWithClaims", "ClaimInOrder(1, now 150ms) was refused, but DueInOrder(now 150ms) listed it: listing and claim disagree")
 }
 
 // strictSpendsFirst applies the attempt ceiling before chat order: a row
 // at its limit is spent by a strict claim that order refuses.
 type strictSpendsFirst struct{ *memstore.Store }
 
-func (s strictSpendsFirst) fix(ctx context.Context, id int64, o intake.ClaimOpts) intake.ClaimOpts {
-	if !o.StrictChatOrder || o.Validate() != nil {
-		return o
+func (s strictSpendsFirst) ClaimInOrder(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	if o.Validate() != nil || p.Validate() != nil {
+		return s.Store.ClaimInOrder(ctx, id, o, p)
 	}
 	row, ok, err := s.Get(ctx, id)
 	claimable := err == nil && ok && (row.State == intake.StatePending ||
 		(row.State == intake.StateFailed && !row.DueAt.After(o.Now)) ||
 		(row.State == intake.StateProcessing && row.DueAt.Before(o.Now)))
-	if claimable && row.Attempts >= o.MaxAttempts && o.MaxCrashes == 0 {
-		o.StrictChatOrder = false
+	if claimable && row.Attempts >= o.MaxAttempts && p.MaxCrashes == 0 {
+		// Spend it without looking at its chat.
+		return s.Store.ClaimAs(ctx, id, o, p)
 	}
-	return o
-}
-
-func (s strictSpendsFirst) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
-	return s.Store.Claim(ctx, id, s.fix(ctx, id, o))
-}
-
-func (s strictSpendsFirst) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
-	return s.Store.ClaimOwned(ctx, id, s.fix(ctx, id, o))
+	return s.Store.ClaimInOrder(ctx, id, o, p)
 }
 
 func TestStrictSpendsFirstFails(t *testing.T) {
@@ -301,26 +298,14 @@ func (s racyStrictClaim) allowed(ctx context.Context, id int64, o intake.ClaimOp
 	return ok, err
 }
 
-func (s racyStrictClaim) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (int, bool, error) {
-	if !o.StrictChatOrder || o.Validate() != nil {
-		return s.Store.Claim(ctx, id, o)
-	}
-	if ok, err := s.allowed(ctx, id, o); err != nil || !ok {
-		return 0, false, err
-	}
-	o.StrictChatOrder = false
-	return s.Store.Claim(ctx, id, o)
-}
-
-func (s racyStrictClaim) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
-	if !o.StrictChatOrder || o.Validate() != nil {
-		return s.Store.ClaimOwned(ctx, id, o)
+func (s racyStrictClaim) ClaimInOrder(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	if o.Validate() != nil || p.Validate() != nil {
+		return s.Store.ClaimInOrder(ctx, id, o, p)
 	}
 	if ok, err := s.allowed(ctx, id, o); err != nil || !ok {
 		return intake.Identity{}, false, err
 	}
-	o.StrictChatOrder = false
-	return s.Store.ClaimOwned(ctx, id, o)
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
 // TestRacyStrictClaimFails: run it with -count=10 to measure the catch
@@ -337,18 +322,18 @@ func TestRacyStrictClaimFails(t *testing.T) {
 // reclaim whose attempts all count against MaxAttempts.
 type crashOnlyUnderLiveLease struct{ *memstore.Store }
 
-func (s crashOnlyUnderLiveLease) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+func (s crashOnlyUnderLiveLease) ClaimAs(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
 	if row, ok, err := s.Get(ctx, id); err == nil && ok && row.State == intake.StateProcessing && row.DueAt.Before(o.Now) {
-		o.MaxCrashes = 0
+		p.MaxCrashes = 0
 	}
-	return s.Store.ClaimOwned(ctx, id, o)
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
 func TestCrashOnlyUnderLiveLeaseFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return crashOnlyUnderLiveLease{m} }), "Process")
 	requireCases(t, res, "Process/CrashesAndAttemptsApart", "Process/LapsedLeaseTakeoverIsCrash")
-	requireMessage(t, res, "Process/LapsedLeaseTakeoverIsCrash", "ClaimOwned(1, now 200ms, MaxAttempts 1, MaxCrashes 3) = {update 0, attempt 0", "want attempt 2")
+	requireMessage(t, res, "Process/LapsedLeaseTakeoverIsCrash", `ClaimAs(1, now 200ms, process "b", MaxAttempts 1, MaxCrashes 3) = {update 0, attempt 0`, "want attempt 2")
 }
 
 // requeueKeepsCrashes requeues a row with zero attempts but keeps its
@@ -381,14 +366,14 @@ func (s requeueKeepsCrashes) Get(ctx context.Context, id int64) (intake.Row, boo
 	return row, ok, err
 }
 
-func (s requeueKeepsCrashes) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+func (s requeueKeepsCrashes) ClaimAs(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
 	s.mu.Lock()
 	kept := s.kept[id]
 	s.mu.Unlock()
-	if o.MaxCrashes > 0 && kept > 0 {
-		o.MaxCrashes = max(1, o.MaxCrashes-kept)
+	if p.MaxCrashes > 0 && kept > 0 {
+		p.MaxCrashes = max(1, p.MaxCrashes-kept)
 	}
-	return s.Store.ClaimOwned(ctx, id, o)
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
 func TestRequeueKeepsCrashesFails(t *testing.T) {
@@ -398,7 +383,7 @@ func TestRequeueKeepsCrashesFails(t *testing.T) {
 	}), "Process")
 	requireCases(t, res, "Process/RequeueResetsCrashes")
 	requireMessage(t, res, "Process/RequeueResetsCrashes", "Get(1) after its requeue = pending, 0 attempts, 2 crashes")
-	requireMessage(t, res, "Process/RequeueResetsCrashes", "ClaimOwned(1, now 251ms, MaxCrashes 2) = {update 0, attempt 0")
+	requireMessage(t, res, "Process/RequeueResetsCrashes", `ClaimAs(1, now 251ms, process "p3", MaxCrashes 2) = {update 0, attempt 0`)
 }
 
 // racyReclaim decides on a read that a processing row is claimable (its
@@ -406,10 +391,14 @@ func TestRequeueKeepsCrashesFails(t *testing.T) {
 // the row was taken meanwhile, it takes it again.
 type racyReclaim struct{ *memstore.Store }
 
-func (s racyReclaim) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+func (s racyReclaim) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.ClaimAs(ctx, id, o, intake.ProcessClaim{})
+}
+
+func (s racyReclaim) ClaimAs(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
 	row, found, err := s.Get(ctx, id)
-	if o.Validate() != nil || err != nil || !found || row.State != intake.StateProcessing {
-		return s.Store.ClaimOwned(ctx, id, o)
+	if o.Validate() != nil || p.Validate() != nil || err != nil || !found || row.State != intake.StateProcessing {
+		return s.Store.ClaimAs(ctx, id, o, p)
 	}
 	due, err := s.Store.Due(ctx, intake.DueQuery{Now: o.Now, Limit: 1 << 20})
 	if err != nil {
@@ -420,14 +409,14 @@ func (s racyReclaim) ClaimOwned(ctx context.Context, id int64, o intake.ClaimOpt
 		listed = listed || r.UpdateID == id
 	}
 	if !listed {
-		return s.Store.ClaimOwned(ctx, id, o)
+		return s.Store.ClaimAs(ctx, id, o, p)
 	}
 	runtime.Gosched()
-	if ident, ok, err := s.Store.ClaimOwned(ctx, id, o); err != nil || ok {
+	if ident, ok, err := s.Store.ClaimAs(ctx, id, o, p); err != nil || ok {
 		return ident, ok, err
 	}
 	o.Now = farFuture
-	return s.Store.ClaimOwned(ctx, id, o)
+	return s.Store.ClaimAs(ctx, id, o, p)
 }
 
 // TestRacyReclaimFails: run it with -count=10 to measure the catch rate of
@@ -524,8 +513,8 @@ func TestJournalOutcomeBugsFail(t *testing.T) {
 	requireMessage(t, res, "Journal/BodiesCopied", "Journal(1) after the caller reused the slice it passed to RecordOutcome reads body")
 }
 
-// deferredSharesResult is a DeferredOutcomeStore whose outcomes share a
-// commit with those recorded meanwhile, and which answers each of them
+// deferredSharesResult is a journal whose deferred outcomes
+// (RecordOutcomeDeferred) share a commit with those recorded meanwhile, and which answers each of them
 // with the commit's result (did any apply?) instead of its own.
 type deferredSharesResult struct {
 	*memstore.Store

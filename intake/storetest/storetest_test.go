@@ -243,33 +243,16 @@ func TestMemstoreConforms(t *testing.T) {
 
 func TestCoreOnlySkips(t *testing.T) {
 	t.Parallel()
-	t.Run("base", func(t *testing.T) {
-		t.Parallel()
-		res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return baseOnly{m} }))
-		if len(res.violations) != 0 {
-			t.Errorf("a base-level memstore has violations:\n%s", dump(res))
-		}
-		want := "detected level base (base); running 22 cases; skipped: Race/ClaimOwned (needs intake.FencedStore), " +
-			"Race/ReclaimLapsedLease (needs intake.FencedStore), Race/ReclaimLapsedOwner (needs intake.ProcessStore), " +
-			"Fence (needs intake.FencedStore), Prune/RecycledRowRefusesOldIdentity (needs intake.FencedStore), " +
-			"Exhaust (needs intake.DurableStore), Batch (needs intake.BatchStore), Admin (needs intake.AdminStore), History (needs intake.AdminStore), " +
-			"Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), ChatOrder (needs intake.ChatOrderStore), ClaimOnAdd (needs intake.FencedStore), " +
-			"Arguments/BadOwnedArgumentsRefused (needs intake.FencedStore), Arguments/BadExhaustionQueryRefused (needs intake.DurableStore), " +
-			"Arguments/BadListQueryRefused (needs intake.AdminStore)"
-		if got := res.plan.describe(res.caps); got != want {
-			t.Errorf("log line\n got %q\nwant %q", got, want)
-		}
-	})
-	t.Run("fenced", func(t *testing.T) {
-		t.Parallel()
-		res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return fencedOnly{baseOnly{m}} }))
-		if len(res.violations) != 0 {
-			t.Errorf("a fenced-level memstore has violations:\n%s", dump(res))
-		}
-		if got := res.plan.describe(res.caps); !strings.HasPrefix(got, "detected level fenced (fenced); running 35 cases; skipped: Race/ReclaimLapsedOwner (needs intake.ProcessStore), Exhaust (needs intake.DurableStore)") {
-			t.Errorf("log line %q", got)
-		}
-	})
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return coreOnly{m} }))
+	if len(res.violations) != 0 {
+		t.Errorf("a core-only memstore has violations:\n%s", dump(res))
+	}
+	want := "detected core; running 51 cases; skipped: Race/ReclaimLapsedOwner (needs intake.ProcessStore), Admin (needs intake.AdminStore), " +
+		"History (needs intake.AdminStore), Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), ChatOrder (needs intake.ChatOrderStore), " +
+		"ClaimOnAdd/OwnerLapseTakesOver (needs intake.ProcessStore), Arguments/BadListQueryRefused (needs intake.AdminStore)"
+	if got := res.plan.describe(res.caps); got != want {
+		t.Errorf("log line\n got %q\nwant %q", got, want)
+	}
 }
 
 // TestReadThenWriteClaim: a claim that decides on a read and writes later
@@ -281,7 +264,7 @@ func TestReadThenWriteClaim(t *testing.T) {
 		// Its write at a far future time also takes the live lease that
 		// holds a late earlier update of the chat, so its strict claims
 		// disagree with strict listings.
-		requireCases(t, res, "Race/Claim", "Race/ClaimOwned", "Race/ReclaimLapsedLease", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/DueAgreesWithClaims")
+		requireCases(t, res, "Race/Claim", "Race/ReclaimLapsedLease", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/DueAgreesWithClaims")
 		for id := raceFirstID; id < raceFirstID+raceRounds; id++ {
 			requireMessage(t, res, "Race/Claim", "of concurrent claims exactly one takes the update: 8 of 8 concurrent fenced claims took update "+strconv.Itoa(id))
 		}
