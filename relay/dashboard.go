@@ -57,7 +57,8 @@ func (c *Config) fillDashboard() error {
 	if addr == "" {
 		return badField("Dashboard.Enabled", "needs an admin listener: set AdminListen")
 	}
-	if _, ok := c.Store.(intake.AdminStore); !ok {
+	// A missing store is Store's error, reported last (see fill).
+	if _, ok := c.Store.(intake.AdminStore); !ok && c.Store != nil {
 		return badField("Dashboard.Enabled", "needs a store with an admin view (an intake.AdminStore), and %T is not one", c.Store)
 	}
 	if d.AdminToken != "" && len(d.AdminToken) < dashboard.MinAdminTokenLen {

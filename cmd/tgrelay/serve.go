@@ -556,7 +556,7 @@ var notServeFlags = map[string]string{
 	"Decline.PreCheckoutQuery.Disable": "--no-decline turns all off",
 	"Decline.ShippingQuery.Disable":    "--no-decline turns all off",
 	"Decline.ShippingQuery.Text":       "the default message",
-	"Decline.DeclineFunc":              "the relay's default",
+	"TracerProvider":                   "--otlp-endpoint and the OTEL_* variables build it",
 	"Decline.Test":                     "tests only",
 }
 
