@@ -31,7 +31,7 @@ func liveLeaseOnLastAttempt(c *checker) {
 }
 
 // liveLeaseOnLastAttemptOwned is liveLeaseOnLastAttempt through Claim,
-// and at the durable level through a claim asking for durable exhaustion.
+// whose spent claims become exhaustions.
 func liveLeaseOnLastAttemptOwned(c *checker) {
 	c.mustAdd(1, 0)
 	holder := c.mustClaimOwned(1, claimOpts(0, 100, 1), 1)
@@ -76,8 +76,8 @@ func failedAttemptIsOver(c *checker) {
 	c.mustClaim(1, claimOpts(50, 200, defaultMax), 2)
 }
 
-// failedAttemptIsOverOwned is failedAttemptIsOver for the owned calls, and
-// at the durable level for Exhaust.
+// failedAttemptIsOverOwned is failedAttemptIsOver for the identity calls,
+// Exhaust included.
 func failedAttemptIsOverOwned(c *checker) {
 	c.mustAdd(1, 0)
 	id := c.mustClaimOwned(1, claimOpts(0, 100, defaultMax), 1)

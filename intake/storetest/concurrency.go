@@ -221,8 +221,8 @@ func settleRacingReclaim(c *checker) {
 	c.reportRace("Settle(attempt 1, completed at the lease end)", "Claim one millisecond later", both, neither)
 }
 
-// settleOwnedRacingReclaim is settleRacingReclaim with the owned calls, and
-// at the durable level Exhaust racing a reclaim too.
+// settleOwnedRacingReclaim is settleRacingReclaim through identities, and
+// Exhaust racing a reclaim too.
 func settleOwnedRacingReclaim(c *checker) {
 	type end struct {
 		name string

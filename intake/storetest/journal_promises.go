@@ -114,7 +114,7 @@ func journalBodiesCopied(c *checker) {
 	check("the caller modified the body of the entry RecordIntent returned")
 }
 
-// journalDeferredOwnResult: through [intake.JournalStore.RecordOutcomeDeferred], in each
+// journalDeferredOwnResult: through RecordOutcomeDeferred, in each
 // round racers record deferred outcomes at once, so that they share
 // commits: half of them apply (a pending entry of their identity), the
 // others do not (a wrong claim id, an entry already decided, a call never
