@@ -141,13 +141,11 @@ func adminList(c *checker) {
 			c.fatalf("Settle(%d, attempt 1, %s) reported false for the holder", id, settles[id].State)
 		}
 	}
-	pending := []int64{1, 6}
-	abandonedIDs := []int64{5}
 	ident := c.mustClaimOwned(6, claimOpts(0, 100, defaultMax), 1)
 	if !c.exhaust(ident, 1, "z") {
 		c.fatalf("Exhaust(%s) reported false for the holder", fmtID(ident))
 	}
-	pending, abandonedIDs = []int64{1}, []int64{5, 6}
+	pending, abandonedIDs := []int64{1}, []int64{5, 6}
 	list := func(q intake.ListQuery) []int64 {
 		rows, err := c.admin.List(c.ctx, q)
 		c.failed(fmt.Sprintf("List(%+v)", q), err)

@@ -13,11 +13,6 @@ import (
 // such rows, and, given a chat, only that chat's.
 
 const (
-	// chatOrderFirstID is the first update id of the concurrent chat order
-	// case.
-	chatOrderFirstID = 3000
-	// chatOrderRounds is how many rounds the concurrent case runs.
-	chatOrderRounds = 4 * barrierRounds
 	// strictMax is the attempt ceiling of the cases' strict claims, high
 	// enough that no case spends a row unless it means to.
 	strictMax = 5
