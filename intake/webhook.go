@@ -1,10 +1,11 @@
 package intake
 
 import (
+	"github.com/tgrelay/tgrelay/internal/configerr"
+
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -64,21 +65,27 @@ type Webhook struct {
 	log      *slog.Logger
 }
 
-// NewWebhook returns a Webhook for cfg, or an error naming the invalid
-// field (never the secret's value).
+// badWebhookField returns the *[ConfigError] of an invalid WebhookConfig
+// field.
+func badWebhookField(field, format string, args ...any) error {
+	return configerr.New("intake: WebhookConfig", field, format, args...)
+}
+
+// NewWebhook returns a Webhook for cfg, or a *[ConfigError] naming the
+// invalid field (never the secret's value).
 func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.Runner == nil {
-		return nil, errors.New("intake: WebhookConfig.Runner is required")
+		return nil, badWebhookField("Runner", "is required")
 	}
 	w := &Webhook{runner: cfg.Runner, check: !cfg.InsecureNoSecret, maxBytes: cfg.MaxBodyBytes, log: cfg.Logger}
 	switch {
 	case cfg.InsecureNoSecret && cfg.Secret != "":
-		return nil, errors.New("intake: WebhookConfig.Secret and InsecureNoSecret are both set")
+		return nil, badWebhookField("Secret", "and InsecureNoSecret are both set")
 	case cfg.InsecureNoSecret:
 	case cfg.Secret == "":
-		return nil, errors.New("intake: WebhookConfig.Secret is required (or set InsecureNoSecret for local tests)")
+		return nil, badWebhookField("Secret", "is required (or set InsecureNoSecret for local tests)")
 	case !botapi.ValidSecretToken(cfg.Secret):
-		return nil, errors.New("intake: WebhookConfig.Secret must be 1 to 256 characters of A-Z, a-z, 0-9, _ and -")
+		return nil, badWebhookField("Secret", "must be 1 to 256 characters of A-Z, a-z, 0-9, _ and -")
 	default:
 		w.secret = sha256.Sum256([]byte(cfg.Secret))
 	}
@@ -86,7 +93,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 		w.maxBytes = DefaultMaxBodyBytes
 	}
 	if w.maxBytes < 1 || w.maxBytes > MaxMaxBodyBytes {
-		return nil, fmt.Errorf("intake: WebhookConfig.MaxBodyBytes is %d, want 1 to %d (zero means %d)",
+		return nil, badWebhookField("MaxBodyBytes", "is %d: want 1 to %d (zero means %d)",
 			cfg.MaxBodyBytes, MaxMaxBodyBytes, DefaultMaxBodyBytes)
 	}
 	if w.log == nil {

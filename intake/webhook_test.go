@@ -1,6 +1,8 @@
 package intake_test
 
 import (
+	"errors"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -149,15 +151,18 @@ func TestWebhookConfigValidation(t *testing.T) {
 		cfg  intake.WebhookConfig
 		want string
 	}{
-		{"no runner", intake.WebhookConfig{Secret: testSecret}, "WebhookConfig.Runner"},
-		{"no secret", intake.WebhookConfig{Runner: r}, "WebhookConfig.Secret is required"},
-		{"bad secret shape", intake.WebhookConfig{Runner: r, Secret: "has space"}, "WebhookConfig.Secret must be"},
-		{"secret too long", intake.WebhookConfig{Runner: r, Secret: strings.Repeat("a", 257)}, "WebhookConfig.Secret must be"},
+		{"no runner", intake.WebhookConfig{Secret: testSecret}, "WebhookConfig: Runner is required"},
+		{"no secret", intake.WebhookConfig{Runner: r}, "WebhookConfig: Secret is required"},
+		{"bad secret shape", intake.WebhookConfig{Runner: r, Secret: "has space"}, "WebhookConfig: Secret must be"},
+		{"secret too long", intake.WebhookConfig{Runner: r, Secret: strings.Repeat("a", 257)}, "WebhookConfig: Secret must be"},
 		{"secret and insecure", intake.WebhookConfig{Runner: r, Secret: testSecret, InsecureNoSecret: true}, "both set"},
-		{"negative body limit", intake.WebhookConfig{Runner: r, Secret: testSecret, MaxBodyBytes: -1}, "WebhookConfig.MaxBodyBytes is -1"},
-		{"huge body limit", intake.WebhookConfig{Runner: r, Secret: testSecret, MaxBodyBytes: intake.MaxMaxBodyBytes + 1}, "WebhookConfig.MaxBodyBytes"},
+		{"negative body limit", intake.WebhookConfig{Runner: r, Secret: testSecret, MaxBodyBytes: -1}, "WebhookConfig: MaxBodyBytes is -1"},
+		{"huge body limit", intake.WebhookConfig{Runner: r, Secret: testSecret, MaxBodyBytes: intake.MaxMaxBodyBytes + 1}, "WebhookConfig: MaxBodyBytes"},
 	} {
 		_, err := intake.NewWebhook(tc.cfg)
+		if _, ok := errors.AsType[*intake.ConfigError](err); !ok {
+			t.Errorf("%s: error %v is not a *ConfigError", tc.name, err)
+		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 			continue

@@ -32,8 +32,8 @@ func TestTableNameIsCheckedBeforeSQL(t *testing.T) {
 		}
 		// The zero pool is never used: the name is refused before any SQL.
 		_, err := pgstore.New(t.Context(), new(pgxpool.Pool), pgstore.Config{Table: name})
-		if err == nil || !strings.Contains(err.Error(), "Config.Table") {
-			t.Errorf("New with table %q = %v, want an error naming Config.Table", name, err)
+		if ce, ok := errors.AsType[*pgstore.ConfigError](err); !ok || ce.Field != "Table" {
+			t.Errorf("New with table %q = %v, want a *ConfigError for Table", name, err)
 		}
 	}
 	for _, good := range []string{"telegram_updates", "_x", "Updates2", strings.Repeat("a", pgstore.MaxTableNameLen)} {

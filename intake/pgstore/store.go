@@ -1,6 +1,8 @@
 package pgstore
 
 import (
+	"github.com/tgrelay/tgrelay/internal/configerr"
+
 	"context"
 	"errors"
 	"fmt"
@@ -97,6 +99,10 @@ var (
 	_ intake.HealthChecker  = (*Store)(nil)
 )
 
+// ConfigError is an invalid [Config] field, the one config error type of
+// every tgrelay package (intake.ConfigError is the same type).
+type ConfigError = configerr.Error
+
 // New returns a store over the caller's pool. Unless cfg.NoCreate is set it
 // brings the table to the current schema first (see [Migrations]: only when
 // the recorded version is behind, under an advisory lock, so a store
@@ -112,7 +118,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		cfg.Table = DefaultTable
 	}
 	if err := ValidateTable(cfg.Table); err != nil {
-		return nil, fmt.Errorf("pgstore: Config.Table: %w", err)
+		return nil, configerr.New("pgstore", "Table", "is refused: %w", err)
 	}
 	switch {
 	case cfg.MaxClockSkew == 0:
@@ -120,7 +126,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	case cfg.MaxClockSkew == -1:
 		cfg.MaxClockSkew = 0
 	case cfg.MaxClockSkew < time.Millisecond || cfg.MaxClockSkew > MaxMaxClockSkew:
-		return nil, fmt.Errorf("pgstore: Config.MaxClockSkew is %v, want 1ms to %v, or -1 for no check (zero means %v)",
+		return nil, configerr.New("pgstore", "MaxClockSkew", "is %v: want 1ms to %v, or -1 for no check (zero means %v)",
 			cfg.MaxClockSkew, MaxMaxClockSkew, DefaultMaxClockSkew)
 	}
 	s := &Store{pool: pool, table: cfg.Table, q: buildQueries(cfg.Table), skew: cfg.MaxClockSkew.Milliseconds(), clock: time.Now}

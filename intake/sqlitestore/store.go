@@ -1,6 +1,8 @@
 package sqlitestore
 
 import (
+	"github.com/tgrelay/tgrelay/internal/configerr"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -269,18 +271,18 @@ func (cfg Config) withDefaults(forOpen bool) (Config, error) {
 	case cfg.FileCheckInterval == 0:
 		cfg.FileCheckInterval = DefaultFileCheckInterval
 	case cfg.FileCheckInterval < time.Millisecond || cfg.FileCheckInterval > MaxFileCheckInterval:
-		return cfg, fmt.Errorf("%w: Config.FileCheckInterval %v: want 1ms to %v", ErrInvalidConfig, cfg.FileCheckInterval, MaxFileCheckInterval)
+		return cfg, badField("FileCheckInterval", "is %v: want 1ms to %v", cfg.FileCheckInterval, MaxFileCheckInterval)
 	}
 	if !forOpen {
 		switch {
 		case cfg.Synchronous != "":
-			return cfg, fmt.Errorf("%w: Config.Synchronous applies only to Open; configure the handle given to New", ErrInvalidConfig)
+			return cfg, badField("Synchronous", "applies only to Open; configure the handle given to New")
 		case cfg.BusyTimeout != 0:
-			return cfg, fmt.Errorf("%w: Config.BusyTimeout applies only to Open; configure the handle given to New", ErrInvalidConfig)
+			return cfg, badField("BusyTimeout", "applies only to Open; configure the handle given to New")
 		case cfg.ReadConns != 0:
-			return cfg, fmt.Errorf("%w: Config.ReadConns applies only to Open", ErrInvalidConfig)
+			return cfg, badField("ReadConns", "applies only to Open")
 		case cfg.MustExist:
-			return cfg, fmt.Errorf("%w: Config.MustExist applies only to Open", ErrInvalidConfig)
+			return cfg, badField("MustExist", "applies only to Open")
 		}
 		return cfg, nil
 	}
@@ -289,19 +291,19 @@ func (cfg Config) withDefaults(forOpen bool) (Config, error) {
 		cfg.Synchronous = DefaultSynchronous
 	case "FULL", "NORMAL":
 	default:
-		return cfg, fmt.Errorf("%w: Config.Synchronous %q: want \"FULL\" or \"NORMAL\"", ErrInvalidConfig, cfg.Synchronous)
+		return cfg, badField("Synchronous", "is %q: want \"FULL\" or \"NORMAL\"", cfg.Synchronous)
 	}
 	switch {
 	case cfg.BusyTimeout == 0:
 		cfg.BusyTimeout = DefaultBusyTimeout
 	case cfg.BusyTimeout < 0 || cfg.BusyTimeout > MaxBusyTimeout || cfg.BusyTimeout%time.Millisecond != 0:
-		return cfg, fmt.Errorf("%w: Config.BusyTimeout %v: want whole milliseconds in (0, %v]", ErrInvalidConfig, cfg.BusyTimeout, MaxBusyTimeout)
+		return cfg, badField("BusyTimeout", "is %v: want whole milliseconds in (0, %v]", cfg.BusyTimeout, MaxBusyTimeout)
 	}
 	switch {
 	case cfg.ReadConns == 0:
 		cfg.ReadConns = DefaultReadConns
 	case cfg.ReadConns < 1 || cfg.ReadConns > MaxReadConns:
-		return cfg, fmt.Errorf("%w: Config.ReadConns %d: want 1 to %d", ErrInvalidConfig, cfg.ReadConns, MaxReadConns)
+		return cfg, badField("ReadConns", "is %d: want 1 to %d", cfg.ReadConns, MaxReadConns)
 	}
 	return cfg, nil
 }
@@ -309,10 +311,21 @@ func (cfg Config) withDefaults(forOpen bool) (Config, error) {
 // validateTable checks a table name against the SQL stores' rule.
 func validateTable(table string) error {
 	if err := sqlschema.ValidateTable(table); err != nil {
-		return fmt.Errorf("%w: Config.Table: %w", ErrInvalidConfig, err)
+		return badField("Table", "is refused: %w", err)
 	}
 	return nil
 }
+
+// badField returns the *[ConfigError] of an invalid Config field; it
+// matches [ErrInvalidConfig] with errors.Is.
+func badField(field, format string, args ...any) error {
+	return &configerr.Error{Pkg: "sqlitestore", Field: field, Err: fmt.Errorf(format, args...), Kind: ErrInvalidConfig}
+}
+
+// ConfigError is an invalid [Config] field, the one config error type of
+// every tgrelay package (intake.ConfigError is the same type); it matches
+// [ErrInvalidConfig].
+type ConfigError = configerr.Error
 
 // escapePath percent-encodes the characters that end or escape the path of
 // an SQLite URI filename.

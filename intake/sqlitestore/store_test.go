@@ -120,8 +120,16 @@ func TestConfigIsValidatedBeforeUse(t *testing.T) {
 				s.Close()
 				t.Fatalf("Open accepted %+v", tc.cfg)
 			}
-			if !errors.Is(err, sqlitestore.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+			if !errors.Is(err, sqlitestore.ErrInvalidConfig) {
 				t.Fatalf("Open error %q: want ErrInvalidConfig naming %s", err, tc.field)
+			}
+			if field, ok := strings.CutPrefix(tc.field, "Config."); ok {
+				ce, isCE := errors.AsType[*sqlitestore.ConfigError](err)
+				if !isCE || ce.Field != field {
+					t.Fatalf("Open error %q: want a *ConfigError for %s", err, field)
+				}
+			} else if !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("Open error %q: want one naming %s", err, tc.field)
 			}
 		})
 	}
@@ -139,7 +147,7 @@ func TestConfigTableCheckedBeforeSQL(t *testing.T) {
 	}
 	defer db.Close()
 	_, err = sqlitestore.New(t.Context(), db, sqlitestore.Config{Table: "x; DROP TABLE sqlite_master"})
-	if !errors.Is(err, sqlitestore.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Table") {
+	if !errors.Is(err, sqlitestore.ErrInvalidConfig) || !strings.Contains(err.Error(), "Table is refused") {
 		t.Fatalf("New error = %v, want ErrInvalidConfig naming Config.Table", err)
 	}
 	var n int
