@@ -199,7 +199,12 @@ func open(ctx context.Context, path string, cfg Config) (*Store, error) {
 
 	// WAL mode is persistent: a database this store made is in it already,
 	// and with MustExist nothing is changed before the schema check.
-	journal := "&_pragma=journal_mode(WAL)"
+	// A database this store creates gives the pages its prunes free back
+	// to the file system (incremental auto-vacuum, see Prune), so the
+	// file follows the rows rather than the largest backlog it ever held.
+	// The setting takes only before the first table is made: on an older
+	// database it changes nothing.
+	journal := "&_pragma=auto_vacuum(incremental)&_pragma=journal_mode(WAL)"
 	if cfg.MustExist {
 		journal = ""
 	}
@@ -727,8 +732,23 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("sqlitestore: prune: %w", err)
 	}
+	if n > 0 {
+		// Give freed pages back, at most vacuumPages a prune (the sweep
+		// prunes every few seconds, so a large backlog's pages go back over
+		// a few sweeps). On a database without incremental auto-vacuum
+		// this does nothing.
+		if _, err := s.w.ExecContext(ctx, vacuumSQL); err != nil {
+			return int(n), fmt.Errorf("sqlitestore: prune: give pages back: %w", err)
+		}
+	}
 	return int(n), nil
 }
+
+// vacuumPages bounds the pages one Prune gives back to the file system.
+const vacuumPages = 4096
+
+// vacuumSQL gives back up to vacuumPages free pages.
+var vacuumSQL = "PRAGMA incremental_vacuum(" + strconv.Itoa(vacuumPages) + ")"
 
 // Exhaust implements [intake.Store.Exhaust].
 func (s *Store) Exhaust(ctx context.Context, id intake.Identity, at time.Time, errText string) (bool, error) {
