@@ -13,6 +13,11 @@
 // transaction and one fsync, which is what makes the intake's group commit
 // fast.
 //
+// A file Open creates uses incremental auto-vacuum: each [Store.Prune]
+// gives the pages it freed back to the file system (up to 4,096 a prune),
+// so the file follows the rows kept, not the largest backlog it ever held.
+// A file made by an older version keeps its pages until one VACUUM.
+//
 // # Concurrency
 //
 // Open keeps a single writer connection (transactions begin with BEGIN
