@@ -921,8 +921,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.PublicURL != "" && !cfg.Poll {
 		metrics.registerWebhookOwned()
 	}
+	if https != nil && cfg.Listener == nil && !cfg.Poll {
+		// Listen before the certificate is asked for: the CA validates
+		// --acme's tls-alpn-01 challenge on this port as soon as the order
+		// starts, and a refused connection fails the order.
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return &usageError{msg: fmt.Sprintf("--listen %s is not available: %v", cfg.Listen, err), hint: "Pass a free address to --listen."}
+		}
+		cfg.Listener = ln
+	}
 	r, err := relay.New(cfg)
 	if err != nil {
+		if cfg.Listener != nil && sb == nil {
+			cfg.Listener.Close()
+		}
 		return inOneLine(serveUsageError(err), log)
 	}
 	metrics.registerApp(r.App)
