@@ -287,7 +287,10 @@ func TestRelayWebhookOwnership(t *testing.T) {
 		w := r.Status().Webhook
 		return !w.Owned && w.OwnerHost == "intruder.example"
 	})
-	ls := logLines(logs, "relay: the webhook moved away from this relay; updates now go elsewhere")
+	// The status changes before the warning is written: wait for the line.
+	const moved = "relay: the webhook moved away from this relay; updates now go elsewhere"
+	testkit.WaitFor(t, "the move warned", func() bool { return len(logLines(logs, moved)) > 0 })
+	ls := logLines(logs, moved)
 	if len(ls) != 1 || ls[0]["owner_host"] != "intruder.example" {
 		t.Errorf("the move warned %v, want once naming intruder.example", ls)
 	}
