@@ -127,7 +127,7 @@ func TestBrowserOperatorPages(t *testing.T) {
 
 	// Unknown replies, explained; the processes; a search.
 	err := chromedp.Do(ctx,
-		chromedp.Click(css(`nav a[href="/replies"]`)),
+		click(`nav a[href="/replies"]`),
 		chromedp.WaitVisible(css(`tr.reply-unknown`)),
 		shot("ops-replies"),
 	)
@@ -138,7 +138,7 @@ func TestBrowserOperatorPages(t *testing.T) {
 		t.Errorf("replies page: %q", v)
 	}
 	err = chromedp.Do(ctx,
-		chromedp.Click(css(`nav a[href="/processes"]`)),
+		click(`nav a[href="/processes"]`),
 		chromedp.WaitVisible(css(`#process-proc-browser`)),
 		shot("ops-processes"),
 		chromedp.Navigate(s.URL+"/updates?q=hello+2"),
@@ -154,7 +154,7 @@ func TestBrowserOperatorPages(t *testing.T) {
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(s.URL+"/exhaustions"),
 		chromedp.WaitVisible(css(`#bulk-acknowledge`)),
-		chromedp.Click(css(`#bulk-acknowledge`)),
+		click(`#bulk-acknowledge`),
 		chromedp.WaitVisible(css(`#confirm`)),
 		shot("ops-bulk-confirm"),
 	)
@@ -165,7 +165,7 @@ func TestBrowserOperatorPages(t *testing.T) {
 		t.Errorf("bulk confirmation: %q", v)
 	}
 	exhaustOne(t, st, 13)
-	if err := chromedp.Do(ctx, chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`#result`)), shot("ops-bulk-result")); err != nil {
+	if err := chromedp.Do(ctx, click(`#confirm`), chromedp.WaitVisible(css(`#result`)), shot("ops-bulk-result")); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
 	if v := text(`#result`); !strings.Contains(v, "Acknowledged 3 updates") {

@@ -107,9 +107,9 @@ func TestBrowserPlainHTTPRemote(t *testing.T) {
 		chromedp.WaitVisible(css(`nav`)),
 		chromedp.Navigate(base+"/exhaustions"),
 		chromedp.WaitVisible(css(exhRow)),
-		chromedp.Click(css(exhRow+` button[data-action="acknowledge"]`)),
+		click(exhRow+` button[data-action="acknowledge"]`),
 		chromedp.WaitVisible(css(`#confirm`)),
-		chromedp.Click(css(`#confirm`)),
+		click(`#confirm`),
 		chromedp.WaitVisible(css(`#result`)),
 	)
 	if err != nil {
@@ -139,7 +139,7 @@ func TestBrowserPlainHTTPRemote(t *testing.T) {
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(css(`form[action="/logout"] button`)),
-		chromedp.Click(css(`form[action="/logout"] button`)),
+		click(`form[action="/logout"] button`),
 		chromedp.WaitVisible(css(`input[name="token"]`)),
 		chromedp.Navigate(base+"/exhaustions"),
 		chromedp.WaitVisible(css(`input[name="token"]`)),

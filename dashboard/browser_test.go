@@ -153,13 +153,13 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`svg`)),
 		chromedp.WaitVisible(css(`#live-status[data-state="live"]`)),
 		shot("overview"),
-		chromedp.Click(css(`nav a[href="/exhaustions"]`)),
+		click(`nav a[href="/exhaustions"]`),
 		chromedp.WaitVisible(css(exhRow)),
 		shot("exhaustions"),
-		chromedp.Click(css(exhRow+` button[data-action="acknowledge"]`)),
+		click(exhRow+` button[data-action="acknowledge"]`),
 		chromedp.WaitVisible(css(`#confirm`)),
 		shot("confirm"),
-		chromedp.Click(css(`#confirm`)),
+		click(`#confirm`),
 		chromedp.WaitVisible(css(`#result`)),
 		shot("result"),
 	)
@@ -229,4 +229,23 @@ func TestBrowser(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("browser reported %s", p)
 	}
+}
+
+// click clicks the first element sel matches, found and clicked in one
+// step in the page. chromedp.Click looks the node up, then clicks it by id
+// in a second call: a live refresh that swaps the #live region between
+// the two (every 300 ms in these tests) fails it with "Could not find node
+// with given id", which no user's click can meet.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		js := fmt.Sprintf(`(function(){var e=document.querySelector(%q); if(!e) return false; e.click(); return true})()`, sel)
+		ok, err := chromedp.Evaluate[bool](js)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("click %s: no such element", sel)
+		}
+		return nil
+	})
 }
