@@ -120,7 +120,11 @@ func parseRoot(raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
-func validMethod(method string) bool {
+// ValidMethod reports whether method is a Bot API method name as the
+// client sends it: 1 to [MaxMethodBytes] letters, digits and underscores.
+// It is the one method-name rule; the gateway checks the calls it
+// receives with it too.
+func ValidMethod(method string) bool {
 	if method == "" || len(method) > MaxMethodBytes {
 		return false
 	}
@@ -214,7 +218,7 @@ func (c *Client) Call(ctx context.Context, method string, params any) (json.RawM
 	if c == nil || c.http == nil {
 		return nil, ErrNotConfigured
 	}
-	if !validMethod(method) {
+	if !ValidMethod(method) {
 		return nil, ErrInvalidMethod
 	}
 	endpoint := c.root + "/bot" + c.token + "/" + method

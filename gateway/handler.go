@@ -8,10 +8,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/wire"
 )
@@ -49,8 +49,6 @@ func routePath(p string) string {
 	}
 	return wire.RootSuffix + rest
 }
-
-var methodRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 
 // intakeMethods would take the bot's updates from the relay.
 var intakeMethods = []string{"getUpdates", "setWebhook", "deleteWebhook"}
@@ -107,7 +105,7 @@ func (g *Gateway) observe(method string, a answer, fenced, webhookReply bool, st
 	if f == nil {
 		return
 	}
-	if !methodRE.MatchString(method) {
+	if !botapi.ValidMethod(method) {
 		method = "invalid"
 	}
 	f(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
@@ -201,7 +199,7 @@ func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answe
 		return g.handle(ctx, id, c), "file", fenced
 	}
 	method = tail
-	if !methodRE.MatchString(method) {
+	if !botapi.ValidMethod(method) {
 		return notFound(), method, fenced
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/wire"
 )
@@ -22,7 +23,7 @@ func (g *Gateway) Reply(ctx context.Context, id intake.Identity, method string, 
 	ctx, l, release := g.callContext(ctx, time.Now())
 	defer release()
 	var a answer
-	if !methodRE.MatchString(method) {
+	if !botapi.ValidMethod(method) {
 		a = telegramError(http.StatusNotFound, wire.OutcomeRefused, "Not Found", 0)
 	} else if g.refusedMethod(method) != "" {
 		a = telegramError(http.StatusConflict, wire.OutcomeRefused, "Conflict: tgrelay receives this bot's updates", 0)

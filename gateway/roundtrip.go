@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/wire"
 )
@@ -120,7 +121,7 @@ func methodOf(path string) string {
 		return ""
 	}
 	_, method, ok := strings.Cut(path[i+len("/bot"):], "/")
-	if !ok || !methodRE.MatchString(method) {
+	if !ok || !botapi.ValidMethod(method) {
 		return ""
 	}
 	return method

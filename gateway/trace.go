@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/wire"
 )
@@ -84,7 +85,7 @@ func endCall(s trace.Span, kind, method string, a answer, fenced bool) {
 	if s == nil {
 		return
 	}
-	if !methodRE.MatchString(method) && method != "file" {
+	if !botapi.ValidMethod(method) && method != "file" {
 		method = "invalid"
 	}
 	s.SetName("tgrelay " + kind + " " + method)
