@@ -194,31 +194,10 @@ func (h *Handler) updates(w http.ResponseWriter, r *http.Request) {
 // or MaxChatScan rows were read. It returns where the next page
 // continues, if there is one.
 func (h *Handler) scanChat(ctx context.Context, lq intake.ListQuery, keep func(intake.Row) bool, limit int) (rows []intake.Row, next int64, hasNext bool, scanned int, cut bool, err error) {
-	for scanned < MaxChatScan {
-		lq.Limit = min(chatScanBatch, MaxChatScan-scanned)
-		batch, err := h.cfg.Store.List(ctx, lq)
-		if err != nil {
-			return nil, 0, false, scanned, false, err
-		}
-		for i, row := range batch {
-			if !keep(row) {
-				continue
-			}
-			if len(rows) == limit {
-				// A further match exists: the next page starts after the
-				// last row shown.
-				return rows, rows[limit-1].UpdateID, true, scanned + i, false, nil
-			}
-			rows = append(rows, row)
-		}
-		scanned += len(batch)
-		if len(batch) < lq.Limit {
-			return rows, 0, false, scanned, false, nil
-		}
-		last := batch[len(batch)-1].UpdateID
-		lq.After = &last
-	}
-	return rows, *lq.After, true, scanned, true, nil
+	return scanRows(chatScanBatch, lq.After, func(after *int64, n int) ([]intake.Row, error) {
+		lq.After, lq.Limit = after, n
+		return h.cfg.Store.List(ctx, lq)
+	}, keep, limit)
 }
 
 // Bounds of the journaled replies an update's page shows.

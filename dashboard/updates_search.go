@@ -107,29 +107,45 @@ func (h *Handler) updatesNewest(w http.ResponseWriter, r *http.Request, is intak
 // the page is full, the store has no more or MaxChatScan rows were read.
 // When more is set, a further page may exist; it continues below next.
 func searchScan(ctx context.Context, is intake.AdminStore, sq intake.SearchQuery, keep func(intake.Row) bool, limit int) (rows []intake.Row, next int64, more bool, scanned int, cut bool, err error) {
+	return scanRows(max(limit+1, chatScanBatch), sq.Before, func(before *int64, n int) ([]intake.Row, error) {
+		sq.Before, sq.Limit = before, n
+		return is.Search(ctx, sq)
+	}, keep, limit)
+}
+
+// scanRows pages through rows with fetch, from the cursor start (nil: the
+// first row), batch rows at a time, keeping those keep accepts, until
+// limit rows are kept, fetch has no more or MaxChatScan rows were read. It
+// returns the rows kept, the cursor the next page continues from when
+// more is set, how many rows it read, and whether the scan bound cut it.
+// fetch lists at most n rows strictly beyond cursor, in its own order.
+func scanRows(batch int, start *int64, fetch func(cursor *int64, n int) ([]intake.Row, error), keep func(intake.Row) bool, limit int) (rows []intake.Row, next int64, more bool, scanned int, cut bool, err error) {
+	cursor := start
 	for scanned < MaxChatScan {
-		sq.Limit = min(max(limit+1, chatScanBatch), MaxChatScan-scanned)
-		batch, err := is.Search(ctx, sq)
+		n := min(batch, MaxChatScan-scanned)
+		got, err := fetch(cursor, n)
 		if err != nil {
 			return nil, 0, false, scanned, false, err
 		}
-		for i, row := range batch {
+		for i, row := range got {
 			if !keep(row) {
 				continue
 			}
 			if len(rows) == limit {
+				// A further match exists: the next page starts after the
+				// last row shown.
 				return rows, rows[limit-1].UpdateID, true, scanned + i, false, nil
 			}
 			rows = append(rows, row)
 		}
-		scanned += len(batch)
-		if len(batch) < sq.Limit {
+		scanned += len(got)
+		if len(got) < n {
 			return rows, 0, false, scanned, false, nil
 		}
-		last := batch[len(batch)-1].UpdateID
-		sq.Before = &last
+		last := got[len(got)-1].UpdateID
+		cursor = &last
 	}
-	return rows, *sq.Before, true, scanned, true, nil
+	return rows, *cursor, true, scanned, true, nil
 }
 
 // markHeld sets HeldBehind on the pending rows that wait for an earlier
