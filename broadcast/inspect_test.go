@@ -13,6 +13,8 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/telegramtest"
+
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 // listing describes every file under dir: its path, size, mode and
@@ -184,7 +186,13 @@ func TestInspectWhileRunning(t *testing.T) {
 		close(release)
 		t.Fatal("the send to 2 did not start")
 	}
-	st := inspect(t, h.dir, "b")
+	// The send to 1 may still be journaling its outcome when 2 starts
+	// (the window lets them overlap): wait for it, while 2 is held.
+	var st *Status
+	testkit.WaitFor(t, "the send to 1 recorded", func() bool {
+		st = inspect(t, h.dir, "b")
+		return st.Delivered >= 1
+	})
 	close(release)
 	if !st.Running {
 		t.Error("not running while a runner holds the lock")
