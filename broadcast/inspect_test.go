@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
-	"github.com/tgrelay/tgrelay/telegramtest"
-
 	"github.com/tgrelay/tgrelay/internal/testkit"
+	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
 // listing describes every file under dir: its path, size, mode and
