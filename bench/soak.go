@@ -106,21 +106,21 @@ type soakSample struct {
 }
 
 type soakResult struct {
-	store                   string
-	samples                 []soakSample
-	updates                 int
-	posts, oks, non200      int64
-	lost, replies, doubles  int
-	exhaustions             int64
-	replyFailures           int64
-	drain                   time.Duration
-	rowBound                int64
-	firstN, lastN           int
-	rssRatio, gorRatio      float64
-	fdRatio, p99Ratio       float64
-	dbRatio                 float64
-	maxRows, maxJournalRows int64
-	pruned                  int64 // updates minus the rows left at the end
+	store                                   string
+	samples                                 []soakSample
+	updates                                 int
+	posts, oks, non200                      int64
+	lost, replies, doubles                  int
+	exhaustions                             int64
+	replyFailures                           int64
+	drain                                   time.Duration
+	rowBound                                int64
+	firstN, lastN                           int
+	rssRatio, gorRatio                      float64
+	fdRatio, p99Ratio                       float64
+	dbRatio                                 float64
+	maxRows, maxJournalRows, maxAttemptRows int64
+	pruned                                  int64 // updates minus the rows left at the end
 }
 
 func soakRun(ctx context.Context, bin, dir, store string, cfg soakConfig, out io.Writer) (soakResult, error) {
@@ -260,13 +260,17 @@ func soakServeArgs(db, api, gateway string, app *soakApp, retention time.Duratio
 	return []string{"--db", db, "--api-root", api, "--forward", app.updateURL(), "--exhaustion-forward", app.exhaustionURL(),
 		"--gateway-listen", gateway, "--webhook-check-interval", "0", "--log-level", "warn",
 		"--retention", retention.String(), "--sweep-interval", soakSweep.String(),
-		"--backoff-base", "200ms", "--max-attempts", "3"}
+		"--backoff-base", "200ms", "--max-attempts", strconv.Itoa(soakMaxAttempts)}
 }
+
+// soakMaxAttempts is serve's --max-attempts in the soak.
+const soakMaxAttempts = 3
 
 // soakTables are the store's tables, by the suffix the row counts use.
 var soakTables = []struct{ key, table string }{
 	{"updates", "telegram_updates"}, {"journal", "telegram_updates_journal"},
 	{"effects", "telegram_updates_effects"}, {"procs", "telegram_updates_procs"},
+	{"attempts", "telegram_updates_att"},
 }
 
 // soakRowCounter returns a function counting the rows of each table and
@@ -345,6 +349,7 @@ func (r *soakResult) compare(cfg soakConfig) {
 		}
 		r.maxRows = max(r.maxRows, s.rows["updates"])
 		r.maxJournalRows = max(r.maxJournalRows, s.rows["journal"])
+		r.maxAttemptRows = max(r.maxAttemptRows, s.rows["attempts"])
 	}
 	if len(after) < 2 {
 		return
@@ -385,6 +390,11 @@ func (r *soakResult) verdict(cfg soakConfig) string {
 	if r.maxRows > r.rowBound {
 		miss = append(miss, fmt.Sprintf("%d update rows, retention allows %d", r.maxRows, r.rowBound))
 	}
+	// Every attempt of an update is one row, pruned with the update: at
+	// most soakMaxAttempts per update row.
+	if r.maxAttemptRows > soakMaxAttempts*r.rowBound {
+		miss = append(miss, fmt.Sprintf("%d attempt rows, retention allows %d", r.maxAttemptRows, soakMaxAttempts*r.rowBound))
+	}
 	if r.firstN > 0 {
 		within := func(name string, x, lim float64) { // growth only: less is no leak
 			if x > lim {
@@ -406,18 +416,18 @@ func (r *soakResult) verdict(cfg soakConfig) string {
 
 func (r *soakResult) print(out io.Writer, cfg soakConfig) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "t\tRSS MiB\theap MiB\tgoroutines\tfds\tdb MiB\tupdates\tjournal\teffects\tprocs\tcompleted\tabandoned\tpending+processing\tfailed\tunacked exh\tp50\tp99\t")
+	fmt.Fprintln(tw, "t\tRSS MiB\theap MiB\tgoroutines\tfds\tdb MiB\tupdates\tjournal\teffects\tprocs\tattempts\tcompleted\tabandoned\tpending+processing\tfailed\tunacked exh\tp50\tp99\t")
 	for _, s := range r.samples {
-		fmt.Fprintf(tw, "%v\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%v\t%v\t\n", s.at, s.rss/(1<<20), s.heap/(1<<20), s.goroutines, s.fds,
-			float64(s.dbBytes)/(1<<20), s.rows["updates"], s.rows["journal"], s.rows["effects"], s.rows["procs"],
+		fmt.Fprintf(tw, "%v\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%v\t%v\t\n", s.at, s.rss/(1<<20), s.heap/(1<<20), s.goroutines, s.fds,
+			float64(s.dbBytes)/(1<<20), s.rows["updates"], s.rows["journal"], s.rows["effects"], s.rows["procs"], s.rows["attempts"],
 			s.completed, s.abandoned, s.pending+s.processing, s.failedRows, s.unackExhs,
 			s.p50.Round(100*time.Microsecond), s.p99.Round(100*time.Microsecond))
 	}
 	_ = tw.Flush()
 	v := r.verdict(cfg)
-	fmt.Fprintf(out, "RESULT soak store=%s duration=%v rate=%.0f updates=%d posts=%d oks=%d non200=%d lost=%d replies=%d replies_twice=%d exhaustions=%d reply_failures=%d drain_ms=%d max_update_rows=%d row_bound=%d max_journal_rows=%d rss_ratio=%.2f goroutines_ratio=%.2f fds_ratio=%.2f db_ratio=%.2f p99_ratio=%.2f compared=%d/%d ok=%t\n",
+	fmt.Fprintf(out, "RESULT soak store=%s duration=%v rate=%.0f updates=%d posts=%d oks=%d non200=%d lost=%d replies=%d replies_twice=%d exhaustions=%d reply_failures=%d drain_ms=%d max_update_rows=%d row_bound=%d max_journal_rows=%d max_attempt_rows=%d rss_ratio=%.2f goroutines_ratio=%.2f fds_ratio=%.2f db_ratio=%.2f p99_ratio=%.2f compared=%d/%d ok=%t\n",
 		r.store, cfg.duration, cfg.rate, r.updates, r.posts, r.oks, r.non200, r.lost, r.replies, r.doubles, r.exhaustions, r.replyFailures,
-		r.drain.Milliseconds(), r.maxRows, r.rowBound, r.maxJournalRows, r.rssRatio, r.gorRatio, r.fdRatio, r.dbRatio, r.p99Ratio, r.firstN, r.lastN, v == "")
+		r.drain.Milliseconds(), r.maxRows, r.rowBound, r.maxJournalRows, r.maxAttemptRows, r.rssRatio, r.gorRatio, r.fdRatio, r.dbRatio, r.p99Ratio, r.firstN, r.lastN, v == "")
 	if v != "" {
 		fmt.Fprintf(out, "  missed: %s\n", v)
 	}
