@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/freeport"
 )
 
 // Bounds of the relay scenario's load generator and endpoints.
@@ -27,14 +29,9 @@ const (
 	relayRepostPause = 20 * time.Millisecond
 )
 
-func relayFreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
+// relayFreeAddr names a free loopback port for a child process's flag,
+// outside the kernel's ephemeral range (see package freeport).
+func relayFreeAddr() (string, error) { return freeport.Addr() }
 
 // relayServer is an in-process HTTP server on a loopback port.
 type relayServer struct {

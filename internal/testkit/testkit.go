@@ -4,15 +4,16 @@
 // that refuses connections use package closedport; for PostgreSQL,
 // pgtest; for goroutine leaks, leakcheck.
 //
-// It is for tests only and imports nothing of tgrelay's.
+// It is for tests only and imports nothing of tgrelay's but freeport.
 package testkit
 
 import (
 	"bytes"
-	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/freeport"
 )
 
 // WaitLimit bounds [WaitFor]: generous, because it is reached only by a
@@ -62,17 +63,14 @@ func (s *SyncBuffer) String() string {
 
 // FreeAddr returns "127.0.0.1:<port>" of a loopback TCP port that was free
 // a moment ago, for a server that must be named before it starts (a
-// webhook URL, a flag). Another process may take the port meanwhile; a
-// test that can listen first and pass the listener should do that instead.
+// webhook URL, a flag). The port lies below the kernel's ephemeral range
+// (see package freeport), so no outgoing connection can take it meanwhile;
+// a test that can listen first and pass the listener should do that instead.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
-		tb.Fatalf("testkit: listening on loopback: %v", err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		tb.Fatalf("testkit: closing the listener: %v", err)
+		tb.Fatalf("testkit: %v", err)
 	}
 	return addr
 }
