@@ -638,3 +638,45 @@ func TestForgetsReceiptFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return forgetsReceipt{m} }), "Add")
 	requireMessage(t, res, "Add/DueReportsReceipt", "Due reports update 1 received at")
 }
+
+// settleRecordsBlindly appends a settlement's record whether or not the
+// settlement applied, under the ids the record names.
+type settleRecordsBlindly struct{ *memstore.Store }
+
+func (s settleRecordsBlindly) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	rec := st.Attempt
+	st.Attempt = nil
+	ok, err := s.Store.Settle(ctx, id, st)
+	if rec != nil && err == nil {
+		if _, err := s.Store.RecordAttempt(ctx, *rec); err != nil {
+			return ok, err
+		}
+	}
+	return ok, err
+}
+
+func TestSettleRecordsBlindlyFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleRecordsBlindly{m} }))
+	requireCases(t, res, "History/RecordedWithSettlement")
+	requireMessage(t, res, "History/RecordedWithSettlement", "after a stale settlement and one with an invalid record: Attempts(1) listed 1 records")
+}
+
+// settleDropsRecord validates Settlement.Attempt and then ignores it, as
+// a store written before it existed would.
+type settleDropsRecord struct{ *memstore.Store }
+
+func (s settleDropsRecord) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	if err := st.Validate(); err != nil {
+		return false, err
+	}
+	st.Attempt = nil
+	return s.Store.Settle(ctx, id, st)
+}
+
+func TestSettleDropsRecordFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleDropsRecord{m} }))
+	requireCases(t, res, "History/RecordedWithSettlement")
+	requireMessage(t, res, "History/RecordedWithSettlement", "after attempt 1 failed with its record: Attempts(1) listed 0 records")
+}
