@@ -127,7 +127,7 @@ func (s failedStillSettles) Exhaust(ctx context.Context, id intake.Identity, at 
 func TestFailedStillSettlesFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return failedStillSettles{m} }))
-	requireCases(t, res, "Claim/FailedAttemptIsOver", "Fence/FailedAttemptIsOver")
+	requireCases(t, res, "Claim/FailedAttemptIsOver", "Fence/FailedAttemptIsOver", "History/RecordedWithSettlement")
 	requireMessage(t, res, "Claim/FailedAttemptIsOver", "Settle(1, attempt 1, completed at 20ms) reported true after attempt 1 failed at 10ms")
 	requireMessage(t, res, "Fence/FailedAttemptIsOver", "completed at 20ms) reported true after the attempt failed at 10ms")
 	requireMessage(t, res, "Fence/FailedAttemptIsOver", "at 20ms) reported true after the attempt failed at 10ms", "Exhaust(")
@@ -147,7 +147,7 @@ func (s baseSettleIgnoresLease) Settle(ctx context.Context, id intake.Identity, 
 func TestBaseSettleIgnoresLeaseFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return baseSettleIgnoresLease{m} }))
-	requireCases(t, res, "Claim/BaseSettleRefusesLapsedLease", "Fence/SettleAfterLeaseRefused")
+	requireCases(t, res, "Claim/BaseSettleRefusesLapsedLease", "Fence/SettleAfterLeaseRefused", "History/RecordedWithSettlement")
 	requireMessage(t, res, "Claim/BaseSettleRefusesLapsedLease", "a base settlement after the lease lapsed is refused: Settle(1, attempt 1, completed at 11ms) reported true after the lease lapsed at 10ms")
 }
 
