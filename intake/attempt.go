@@ -337,9 +337,16 @@ func (r *Runner) settleObserved(rn *run, l *lease, s Settlement, observe bool) b
 	ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
 	defer cancel()
 	lostBefore := l.isLost()
+	// The attempt's record rides on the settlement, one write for both;
+	// a refused settlement records nothing, and attemptSettled records
+	// the refusal instead.
+	s.Attempt = r.settlementRecord(l.trace, s.State, s.Error, s.At)
 	ok, err := r.store.Settle(ctx, l.id, s)
 	if err != nil {
 		r.storeError(StepSettle, l.id.UpdateID, err)
+	}
+	if ok && s.Attempt != nil {
+		l.trace.recorded = true
 	}
 	r.attemptSettled(rn, l, ok, lostBefore, s.State, s.Error)
 	if ok {

@@ -369,8 +369,36 @@ func (r *Runner) recordAttempt(ctx context.Context, tr *attemptTrace, o AttemptO
 	if h == nil || tr == nil || tr.recorded {
 		return
 	}
+	rec := r.attemptRecord(tr, o, errText, at)
 	tr.recorded = true
-	rec := AttemptRecord{
+	// Bounded like a settlement, and ended like one when Close gives up
+	// on the run: the attempt then reads as crashed, which it was.
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.LeaseDuration)
+	defer cancel()
+	if _, err := h.RecordAttempt(ctx, *rec); err != nil {
+		r.log.Warn("intake: attempt history not recorded", "update_id", rec.UpdateID, "attempt", rec.Attempt, "err", err)
+	}
+}
+
+// settlementRecord is the record of the attempt tr for its settlement to
+// state at at with the masked errText ([Settlement.Attempt]): what the
+// attempt's record is when the settlement applies. It is nil when the
+// store keeps no history or the attempt was recorded already.
+func (r *Runner) settlementRecord(tr *attemptTrace, state State, errText string, at time.Time) *AttemptRecord {
+	if r.historyStore() == nil || tr == nil || tr.recorded {
+		return nil
+	}
+	o := AttemptFailed
+	if state == StateCompleted {
+		o = AttemptCompleted
+	}
+	return r.attemptRecord(tr, o, errText, at)
+}
+
+// attemptRecord is the record of the attempt tr, ended at at with outcome
+// o and the error errText (masked here).
+func (r *Runner) attemptRecord(tr *attemptTrace, o AttemptOutcome, errText string, at time.Time) *AttemptRecord {
+	rec := &AttemptRecord{
 		UpdateID: tr.id.UpdateID, Attempt: tr.id.Attempt, ClaimID: tr.id.ClaimID, Process: tr.process,
 		StartedAt: tr.started, EndedAt: at, Outcome: o,
 		Error: cut(r.cfg.Redactor.Redact(errText), MaxAttemptError),
@@ -381,13 +409,7 @@ func (r *Runner) recordAttempt(ctx context.Context, tr *attemptTrace, o AttemptO
 	if a := tr.answer.close(); a != nil {
 		rec.Status, rec.Header, rec.Body = a.Status, a.Header, a.Body
 	}
-	// Bounded like a settlement, and ended like one when Close gives up
-	// on the run: the attempt then reads as crashed, which it was.
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.LeaseDuration)
-	defer cancel()
-	if _, err := h.RecordAttempt(ctx, rec); err != nil {
-		r.log.Warn("intake: attempt history not recorded", "update_id", rec.UpdateID, "attempt", rec.Attempt, "err", err)
-	}
+	return rec
 }
 
 // isLost reports whether the lease was lost already.

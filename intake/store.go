@@ -139,16 +139,31 @@ type Settlement struct {
 	// Error is the failure text for StateFailed and StateAbandoned. Completed
 	// rows clear it.
 	Error string
+	// Attempt, when set, is the attempt's record for its update's history
+	// ([AdminStore.RecordAttempt]). A store with that history appends it in
+	// the same step as the settlement, and only when the settlement
+	// applies, so the runner writes once per attempt instead of twice. A
+	// store without the history ignores it. The record is of the attempt
+	// the identity names: its UpdateID, Attempt and ClaimID are taken from
+	// the identity, whatever they hold.
+	Attempt *AttemptRecord
 }
 
 // Validate reports an error wrapping [ErrInvalidArgument] when State is not
-// completed, failed or abandoned.
+// completed, failed or abandoned, or Attempt is set and outside
+// [AttemptRecord.Validate].
 func (s Settlement) Validate() error {
 	switch s.State {
 	case StateCompleted, StateFailed, StateAbandoned:
-		return nil
+	default:
+		return invalid("Settlement.State %q: want completed, failed or abandoned", s.State)
 	}
-	return invalid("Settlement.State %q: want completed, failed or abandoned", s.State)
+	if s.Attempt != nil {
+		if err := s.Attempt.Validate(); err != nil {
+			return fmt.Errorf("Settlement.Attempt: %w", err)
+		}
+	}
+	return nil
 }
 
 // DueQuery selects the rows a sweep should schedule.
@@ -299,7 +314,8 @@ type Store interface {
 	// (and become prunable); a failed row becomes due at s.RetryAt. It
 	// reports whether a row changed; a stale identity, a lapsed lease or an
 	// attempt already settled (a failed one included, its retry not yet
-	// claimed) reports false.
+	// claimed) reports false. A store that keeps the attempt history
+	// ([AdminStore]) appends s.Attempt, when set, in the same step.
 	Settle(ctx context.Context, id Identity, s Settlement) (bool, error)
 
 	// Owns reports whether id still holds a live lease at at: the row is

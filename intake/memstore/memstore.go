@@ -364,10 +364,16 @@ func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settle
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.rows[id.UpdateID]
-	if !ok || !r.matches(id) {
+	if !ok || !r.matches(id) || !r.settle(st) {
 		return false, nil
 	}
-	return r.settle(st), nil
+	if rec := st.Attempt; rec != nil {
+		// The record rides on the settlement (intake.Settlement.Attempt).
+		c := cloneRecord(*rec)
+		c.UpdateID, c.Attempt, c.ClaimID = id.UpdateID, id.Attempt, id.ClaimID
+		r.history = append(r.history, c)
+	}
+	return true, nil
 }
 
 func checkSettlement(ctx context.Context, op string, st intake.Settlement) error {

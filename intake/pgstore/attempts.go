@@ -15,8 +15,8 @@ import (
 
 // attemptSQL is the history's statements for one table.
 type attemptSQL struct {
-	record writeSQL
-	list   string
+	record, settleRecorded writeSQL
+	list                   string
 }
 
 // attemptSQLCache maps a table name to its *attemptSQL.
@@ -34,6 +34,16 @@ func (s *Store) attemptSQL() *attemptSQL {
 			SELECT $1::bigint, $2::integer, $3::text, $4::text, $5::bigint, $6::bigint, $7::text, $8::text,
 			       $9::integer, $10::text, $11::bytea
 			WHERE EXISTS (SELECT 1 FROM {{table}} WHERE update_id = $1::bigint)`)),
+		// settleSQL and, in the same statement, only when it applied, the
+		// attempt's record: $8 process, $9 started, $10 ended, $11
+		// outcome, $12 error, $13 status, $14 header, $15 body. It changes
+		// as many history rows as it settles rows: 1 or 0.
+		settleRecorded: newWriteSQL(f(`WITH settled AS (` + settleSQL + ` RETURNING update_id)
+			INSERT INTO {{table}}_att
+			(update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body)
+			SELECT update_id, $2::integer, $7::text, $8::text, $9::bigint, $10::bigint, $11::text, $12::text,
+			       $13::integer, $14::text, $15::bytea
+			FROM settled`)),
 		list: f(`SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body
 			FROM {{table}}_att WHERE update_id = $1::bigint ORDER BY seq`),
 	}

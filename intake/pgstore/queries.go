@@ -26,6 +26,17 @@ type queries struct {
 	register, beat, leave, reap string
 }
 
+// settleSQL settles one attempt: $1 update id, $2 attempt, $3 state, $4
+// at, $5 retry at, $6 error, $7 claim id. It applies only while the lease
+// is live at $4.
+const settleSQL = `UPDATE {{table}} SET
+		state      = $3::text,
+		due_at     = CASE WHEN $3::text = 'failed' THEN $5::bigint ELSE due_at END,
+		settled_at = CASE WHEN $3::text = 'failed' THEN NULL ELSE $4::bigint END,
+		error      = CASE WHEN $3::text = 'completed' THEN NULL ELSE $6::text END
+	WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
+	  AND due_at >= $4::bigint AND claim_id = $7::text`
+
 // writeSQL is a single-row write in its two forms. alone is the plain
 // conditional statement, run by itself. shared runs in a shared transaction
 // after lockRows (see writes.go), and changes the row only when lockRows
@@ -204,15 +215,7 @@ func buildQueries(table string) queries {
 			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
 			  AND due_at >= $4::bigint AND claim_id = $5::text`),
 
-		// $1 update id, $2 attempt, $3 state, $4 at, $5 retry at, $6 error,
-		// $7 claim id. Applies only while the lease is live at $4.
-		settle: w(`UPDATE {{table}} SET
-				state      = $3::text,
-				due_at     = CASE WHEN $3::text = 'failed' THEN $5::bigint ELSE due_at END,
-				settled_at = CASE WHEN $3::text = 'failed' THEN NULL ELSE $4::bigint END,
-				error      = CASE WHEN $3::text = 'completed' THEN NULL ELSE $6::text END
-			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
-			  AND due_at >= $4::bigint AND claim_id = $7::text`),
+		settle: w(settleSQL),
 
 		// $1 now, $2 pending before, $3 limit.
 		due: f(`SELECT update_id, body, received_at FROM {{table}}

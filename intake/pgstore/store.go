@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/internal/sqlschema"
 	"github.com/tgrelay/tgrelay/internal/groupcommit"
 )
 
@@ -483,7 +484,14 @@ func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settle
 	if err := checkSettlement(st); err != nil {
 		return false, err
 	}
-	n, err := s.write(ctx, "settle", writeReq{updateID: id.UpdateID, sql: s.q.settle, args: []any{id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID}})
+	r := writeReq{updateID: id.UpdateID, sql: s.q.settle, args: []any{id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID}}
+	if rec := st.Attempt; rec != nil {
+		// The record rides on the settlement (intake.Settlement.Attempt).
+		r.sql = s.attemptSQL().settleRecorded
+		r.args = append(r.args, rec.Process, ms(rec.StartedAt), ms(rec.EndedAt),
+			string(rec.Outcome), rec.Error, rec.Status, sqlschema.EncodeHeader(rec.Header), body(rec.Body))
+	}
+	n, err := s.write(ctx, "settle", r)
 	return n == 1, err
 }
 

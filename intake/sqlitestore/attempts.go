@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/tgrelay/tgrelay/intake"
@@ -21,6 +20,12 @@ const (
     (update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
 WHERE EXISTS (SELECT 1 FROM "{{table}}" WHERE update_id = ?1)`
+	// recordAttemptSQL's arguments, in a settlement's transaction
+	// (intake.Settlement.Attempt) right after the settlement applied, so
+	// the row exists.
+	recordSettledSQL = `INSERT INTO "{{table}}_att"
+    (update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)`
 	// ?1 update id.
 	attemptsSQL = `SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body
 FROM "{{table}}_att" WHERE update_id = ?1 ORDER BY seq`
@@ -32,22 +37,19 @@ func (s *Store) RecordAttempt(ctx context.Context, rec intake.AttemptRecord) (bo
 	if err := rec.Validate(); err != nil {
 		return false, fmt.Errorf("sqlitestore: record attempt: %w", err)
 	}
-	query := fillSQL(recordAttemptSQL, s.table)
 	var n int64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, query, rec.UpdateID, rec.Attempt, rec.ClaimID, rec.Process,
-			ms(rec.StartedAt), ms(rec.EndedAt), string(rec.Outcome), rec.Error, rec.Status,
-			sqlschema.EncodeHeader(rec.Header), nonNil(rec.Body))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	err := s.write(ctx, execOp(s.q.recordAttempt, &n, attemptArgs(rec)...))
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: record attempt of %d: %w", rec.UpdateID, err)
 	}
 	return n > 0, nil
+}
+
+// attemptArgs are the arguments of recordAttemptSQL and recordSettledSQL.
+func attemptArgs(rec intake.AttemptRecord) []any {
+	return []any{rec.UpdateID, rec.Attempt, rec.ClaimID, rec.Process,
+		ms(rec.StartedAt), ms(rec.EndedAt), string(rec.Outcome), rec.Error, rec.Status,
+		sqlschema.EncodeHeader(rec.Header), nonNil(rec.Body)}
 }
 
 // Attempts implements [intake.AdminStore.Attempts].

@@ -269,6 +269,7 @@ type queries struct {
 	add, claim, claimStrict, renew, settle, prune, exhaust, acknowledge, requeue                      *sql.Stmt
 	register, beat, leave, reap                                                                       *sql.Stmt
 	owns, due, dueStrict, dueChat, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra, procs *sql.Stmt
+	recordAttempt, recordSettled                                                                      *sql.Stmt
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
@@ -293,6 +294,8 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		{w, &q.beat, beatSQL},
 		{w, &q.leave, leaveSQL},
 		{w, &q.reap, reapSQL},
+		{w, &q.recordAttempt, recordAttemptSQL},
+		{w, &q.recordSettled, recordSettledSQL},
 		{r, &q.owns, ownsSQL},
 		{r, &q.due, dueSQL},
 		{r, &q.dueStrict, dueStrictSQL},
@@ -317,7 +320,7 @@ func (q *queries) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
 		q.add, q.claim, q.claimStrict, q.renew, q.settle, q.prune, q.exhaust, q.acknowledge, q.requeue,
-		q.register, q.beat, q.leave, q.reap,
+		q.register, q.beat, q.leave, q.reap, q.recordAttempt, q.recordSettled,
 		q.owns, q.due, q.dueStrict, q.dueChat, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra, q.procs,
 	} {
 		if st != nil {

@@ -618,10 +618,28 @@ func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settle
 		return false, err
 	}
 	var n int64
-	if err := s.write(ctx, execOp(s.q.settle, &n, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)); err != nil {
+	op := execOp(s.q.settle, &n, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)
+	if st.Attempt != nil {
+		op = settleRecorded(op, &n, s.q.recordSettled, id, *st.Attempt)
+	}
+	if err := s.write(ctx, op); err != nil {
 		return false, fmt.Errorf("sqlitestore: settle %d: %w", id.UpdateID, err)
 	}
 	return n > 0, nil
+}
+
+// settleRecorded is the settlement settle followed, in its transaction
+// and only when it applied (*n > 0), by the attempt's record
+// ([intake.Settlement.Attempt]) under id.
+func settleRecorded(settle writeOp, n *int64, record *sql.Stmt, id intake.Identity, rec intake.AttemptRecord) writeOp {
+	rec.UpdateID, rec.Attempt, rec.ClaimID = id.UpdateID, id.Attempt, id.ClaimID
+	return func(ctx context.Context, tx *sql.Tx) error {
+		if err := settle(ctx, tx); err != nil || *n == 0 {
+			return err
+		}
+		_, err := tx.StmtContext(ctx, record).ExecContext(ctx, attemptArgs(rec)...)
+		return err
+	}
 }
 
 // Owns implements [intake.Store.Owns] as a plain read outside any

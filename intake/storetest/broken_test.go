@@ -127,7 +127,7 @@ func (s failedStillSettles) Exhaust(ctx context.Context, id intake.Identity, at 
 func TestFailedStillSettlesFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return failedStillSettles{m} }))
-	requireCases(t, res, "Claim/FailedAttemptIsOver", "Fence/FailedAttemptIsOver")
+	requireCases(t, res, "Claim/FailedAttemptIsOver", "Fence/FailedAttemptIsOver", "History/RecordedWithSettlement")
 	requireMessage(t, res, "Claim/FailedAttemptIsOver", "Settle(1, attempt 1, completed at 20ms) reported true after attempt 1 failed at 10ms")
 	requireMessage(t, res, "Fence/FailedAttemptIsOver", "completed at 20ms) reported true after the attempt failed at 10ms")
 	requireMessage(t, res, "Fence/FailedAttemptIsOver", "at 20ms) reported true after the attempt failed at 10ms", "Exhaust(")
@@ -147,7 +147,7 @@ func (s baseSettleIgnoresLease) Settle(ctx context.Context, id intake.Identity, 
 func TestBaseSettleIgnoresLeaseFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return baseSettleIgnoresLease{m} }))
-	requireCases(t, res, "Claim/BaseSettleRefusesLapsedLease", "Fence/SettleAfterLeaseRefused")
+	requireCases(t, res, "Claim/BaseSettleRefusesLapsedLease", "Fence/SettleAfterLeaseRefused", "History/RecordedWithSettlement")
 	requireMessage(t, res, "Claim/BaseSettleRefusesLapsedLease", "a base settlement after the lease lapsed is refused: Settle(1, attempt 1, completed at 11ms) reported true after the lease lapsed at 10ms")
 }
 
@@ -637,4 +637,46 @@ func TestForgetsReceiptFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return forgetsReceipt{m} }), "Add")
 	requireMessage(t, res, "Add/DueReportsReceipt", "Due reports update 1 received at")
+}
+
+// settleRecordsBlindly appends a settlement's record whether or not the
+// settlement applied, under the ids the record names.
+type settleRecordsBlindly struct{ *memstore.Store }
+
+func (s settleRecordsBlindly) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	rec := st.Attempt
+	st.Attempt = nil
+	ok, err := s.Store.Settle(ctx, id, st)
+	if rec != nil && err == nil {
+		if _, err := s.Store.RecordAttempt(ctx, *rec); err != nil {
+			return ok, err
+		}
+	}
+	return ok, err
+}
+
+func TestSettleRecordsBlindlyFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleRecordsBlindly{m} }))
+	requireCases(t, res, "History/RecordedWithSettlement")
+	requireMessage(t, res, "History/RecordedWithSettlement", "after a stale settlement and one with an invalid record: Attempts(1) listed 1 records")
+}
+
+// settleDropsRecord validates Settlement.Attempt and then ignores it, as
+// a store written before it existed would.
+type settleDropsRecord struct{ *memstore.Store }
+
+func (s settleDropsRecord) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	if err := st.Validate(); err != nil {
+		return false, err
+	}
+	st.Attempt = nil
+	return s.Store.Settle(ctx, id, st)
+}
+
+func TestSettleDropsRecordFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleDropsRecord{m} }))
+	requireCases(t, res, "History/RecordedWithSettlement")
+	requireMessage(t, res, "History/RecordedWithSettlement", "after attempt 1 failed with its record: Attempts(1) listed 0 records")
 }

@@ -58,6 +58,26 @@ func (s *historyShim) RecordAttempt(ctx context.Context, rec intake.AttemptRecor
 	return true, nil
 }
 
+// Settle records a settlement's attempt record (intake.Settlement.Attempt)
+// in the shim's history, as RecordAttempt does, once the settlement applied.
+func (s *historyShim) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	rec := st.Attempt
+	st.Attempt = nil // the memstore beneath would keep its own copy
+	if rec != nil && !s.noValidate {
+		if err := rec.Validate(); err != nil {
+			return false, err
+		}
+	}
+	ok, err := s.Store.Settle(ctx, id, st)
+	if err != nil || !ok || rec == nil {
+		return ok, err
+	}
+	r := *rec
+	r.UpdateID, r.Attempt, r.ClaimID = id.UpdateID, id.Attempt, id.ClaimID
+	_, err = s.RecordAttempt(ctx, r)
+	return true, err
+}
+
 func (s *historyShim) Attempts(_ context.Context, id int64) ([]intake.AttemptRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -122,7 +142,7 @@ func TestBrokenHistoriesFail(t *testing.T) {
 		msg   []string
 	}{
 		{"replaces", func(s *historyShim) { s.replaces = true },
-			[]string{"History/RecordsKept", "History/SurvivesSuccessAndRequeue"},
+			[]string{"History/RecordsKept", "History/RecordedWithSettlement", "History/SurvivesSuccessAndRequeue"},
 			[]string{"Attempts(1) listed 1 records"}},
 		{"forgetsOnRequeue", func(s *historyShim) { s.forgetsOnRequeue = true },
 			[]string{"History/SurvivesSuccessAndRequeue"},
@@ -134,10 +154,10 @@ func TestBrokenHistoriesFail(t *testing.T) {
 			[]string{"History/RecordsKept"},
 			[]string{"RecordAttempt(9, attempt 1) reported true for an update with no row"}},
 		{"cutsAtNUL", func(s *historyShim) { s.cutsAtNUL = true },
-			[]string{"History/RecordsKept", "History/SurvivesSuccessAndRequeue", "History/PrunedWithUpdate"},
+			[]string{"History/RecordsKept", "History/SurvivesSuccessAndRequeue", "History/PrunedWithUpdate", "History/RecordedWithSettlement"},
 			[]string{"record 0: [Body 1 bytes"}},
 		{"noValidate", func(s *historyShim) { s.noValidate = true },
-			[]string{"History/BadRecordRefused"},
+			[]string{"History/BadRecordRefused", "History/RecordedWithSettlement"},
 			[]string{"RecordAttempt with outcome lost = true, <nil>; want an error wrapping intake.ErrInvalidArgument"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

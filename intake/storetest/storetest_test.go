@@ -313,8 +313,9 @@ func TestIgnoresClaimID(t *testing.T) {
 		},
 		{
 			method: "Settle",
-			cases:  []string{"Admin/Requeue", "ClaimOnAdd/ClaimedAddIsAClaim", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
+			cases:  []string{"Admin/Requeue", "ClaimOnAdd/ClaimedAddIsAClaim", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "History/RecordedWithSettlement", "Prune/RecycledRowRefusesOldIdentity"},
 			expect: []expect{
+				{"History/RecordedWithSettlement", "Settle with a stale claim id and a record = true"},
 				{"Fence/ExpiresAndNeverAdopts", "Settle with a wrong claim id reported true on the recycled row"},
 				{"Prune/RecycledRowRefusesOldIdentity", "settled the recycled row"},
 				{"Fence/AllThreeFieldsCompared", "Settle accepted the current attempt with the first claim id"},
