@@ -219,7 +219,7 @@ func open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 	// The first connection switches the file to WAL before any reader opens
 	// it, and surfaces an unusable path here rather than on first use.
-	if err := w.PingContext(ctx); err != nil {
+	if err := pingWaiting(ctx, w, cfg.BusyTimeout); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}

@@ -1,0 +1,44 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+// sqliteBusy is SQLite's primary result code SQLITE_BUSY.
+const sqliteBusy = 5
+
+// isBusy reports whether err is SQLITE_BUSY or one of its extended codes.
+func isBusy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqliteBusy
+}
+
+// pingWaiting opens db's first connection, whose pragmas may switch a new
+// file to WAL mode, retrying while SQLite answers SQLITE_BUSY, for at most
+// bound. Switching the journal mode takes a lock for which SQLite does not
+// call the busy handler, so processes that create the same file at once
+// (several serve starting together) would otherwise fail at once with
+// "database is locked" rather than wait under busy_timeout.
+func pingWaiting(ctx context.Context, db *sql.DB, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	delay := 2 * time.Millisecond
+	for {
+		err := db.PingContext(ctx)
+		if err == nil || !isBusy(err) || time.Now().Add(delay).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
