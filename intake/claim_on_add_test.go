@@ -154,7 +154,9 @@ func TestClaimOnAddRetryClaimsAgain(t *testing.T) {
 
 // While an earlier update of a chat is being accepted unclaimed, a later
 // one of the chat is not claimed on add: it must not overtake the earlier
-// one. Updates of other chats still are.
+// one. Updates of other chats still are. Here the earlier one goes
+// unclaimed because every claim token is taken (one slot, so four tokens,
+// held by four updates claimed on add that wait for the busy slot).
 func TestClaimOnAddNeverOvertakesItsChat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newClaimingStore()
@@ -179,8 +181,13 @@ func TestClaimOnAddNeverOvertakesItsChat(t *testing.T) {
 		start(t, r)
 		mustAccept(t, r, msg(1, 100), intake.Accepted) // chat 100 takes the only slot
 		synctest.Wait()
+		waiting := []int64{10, 11, 12, 13}
+		for _, id := range waiting { // each claimed on add, waiting for the slot with a token
+			mustAccept(t, r, msg(id, id*1000), intake.Accepted)
+		}
+		synctest.Wait()
 		var wg sync.WaitGroup
-		wg.Go(func() { mustAccept(t, r, msg(2, 200), intake.Accepted) }) // no slot: unclaimed; its add waits
+		wg.Go(func() { mustAccept(t, r, msg(2, 200), intake.Accepted) }) // no token: unclaimed; its add waits
 		synctest.Wait()
 		close(busy) // the slot frees while update 2's add is still in flight
 		synctest.Wait()
@@ -189,16 +196,22 @@ func TestClaimOnAddNeverOvertakesItsChat(t *testing.T) {
 		close(hold2)
 		wg.Wait()
 		idle(t, r)
-		if store.askedClaim(2) || store.askedClaim(3) {
-			t.Errorf("claims asked: update 2 %v, update 3 %v; want neither (2 found no slot, 3 followed 2 in flight)", store.askedClaim(2), store.askedClaim(3))
+		for _, id := range waiting {
+			if !store.askedClaim(id) {
+				t.Errorf("update %d, accepted with a token free and the slot busy, was not claimed on add", id)
+			}
 		}
-		if got, want := rec.get(), []string{"1", "2", "3"}; !slices.Equal(got, want) {
-			t.Fatalf("handled %v, want %v", got, want)
+		if store.askedClaim(2) || store.askedClaim(3) {
+			t.Errorf("claims asked: update 2 %v, update 3 %v; want neither (2 found no token, 3 followed 2 in flight)", store.askedClaim(2), store.askedClaim(3))
+		}
+		got := rec.get()
+		if i2, i3 := slices.Index(got, "2"), slices.Index(got, "3"); len(got) != 7 || got[0] != "1" || i2 < 0 || i3 < i2 {
+			t.Fatalf("handled %v, want 1 first, all 7, and 2 before 3", got)
 		}
 		mustAccept(t, r, msg(4, 200), intake.Accepted)
 		idle(t, r)
 		if !store.askedClaim(4) {
-			t.Error("update 4, accepted with its chat idle and a slot free, was not claimed on add")
+			t.Error("update 4, accepted with its chat idle and a token free, was not claimed on add")
 		}
 	})
 }

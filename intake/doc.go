@@ -63,13 +63,13 @@
 // commit). There is no batching window, so an idle intake adds no latency.
 //
 // Claim on add: unless chat order is strict, an update that a started
-// runner can handle at once —
-// nothing of its chat is scheduled or being accepted in this process, and
-// a handler slot is free — is recorded already claimed by this runner in
-// the add's own transaction (attempt 1, a fresh claim id, the lease), and
-// its handler starts right after that commit, before Accept returns (or,
-// should another update take the free slot meanwhile, as soon as one frees,
-// its lease renewed meanwhile), with no claim write in between: one durable commit between Telegram and the
+// runner can take at once — nothing of its chat is scheduled or being
+// accepted in this process, and a claim token is free (four per handler
+// slot) — is recorded already claimed by this runner in the add's own
+// transaction (attempt 1, a fresh claim id, the lease). Its handler starts
+// right after that commit, before Accept returns, or, with every slot
+// busy, as soon as one frees, its lease renewed meanwhile; either way with
+// no claim write in between: one durable commit between Telegram and the
 // handler. Other updates are recorded pending and claimed when their turn
 // comes, as always. A row recorded claimed is an ordinary claimed row: if
 // its process dies, it is reclaimed when its lease lapses.

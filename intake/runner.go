@@ -176,12 +176,12 @@ func now() time.Time { return time.Now().Truncate(time.Millisecond) }
 //
 // Concurrent calls share one [Store.AddBatch]; a call that finds no commit
 // in progress commits at once. Unless chat order is strict, an update the
-// started runner can handle at once
+// started runner can take at once
 // (nothing of its chat is scheduled or being accepted in this process, a
-// handler slot is free, and nothing waits for room) is recorded already
-// claimed, in the same commit, and handed to its handler before Accept
-// returns, with no second write in between (should another update take
-// the free slot meanwhile, it waits for the next under its renewed lease).
+// claim token is free, and nothing waits for room) is recorded already
+// claimed, in the same commit, and handed to its handler with no second
+// write in between: before Accept returns when a slot is free, else as
+// soon as one frees, under its renewed lease.
 //
 // The wait for the store is bounded by [Config.AcceptTimeout] (see there).
 func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
@@ -234,8 +234,7 @@ func (r *Runner) route(p *parsedUpdate, received time.Time) {
 
 // acceptClaiming is Accept with claims on add. When the update
 // can run at once, it reserves the update's chat line and a claim token
-// before the add (having seen a handler slot free), asks the add for a
-// claim, and on commit starts the line with the claimed job first; a
+// before the add, asks the add for a claim, and on commit starts the line with the claimed job first; a
 // duplicate or a failed add releases both.
 // Otherwise the add is unclaimed, and the chat's line is marked as having
 // an accept in flight, so that no later update of the chat is claimed on
@@ -299,8 +298,8 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 // id, to record it claimed, and returns the reserved line; nil when the
 // update cannot run at once: the lifecycle drains, an update waits for room
 // (backlog), the chat has work scheduled or an accept in flight here, the
-// update is scheduled already, MaxQueued is reached, or no claim token or
-// no handler slot is free. urgent reserves on the deadline lane. The
+// update is scheduled already, MaxQueued is reached, or no claim token is
+// free. urgent reserves on the deadline lane. The
 // reservation counts as a goroutine of rn until it resolves, so Close
 // waits for it.
 func (r *Runner) reserveLocked(rn *run, id int64, key string, urgent bool) *line {
@@ -316,17 +315,15 @@ func (r *Runner) reserveLocked(rn *run, id int64, key string, urgent bool) *line
 	if _, ok := rn.delivering[id]; ok {
 		return nil
 	}
-	sem, claims := rn.lane(urgent)
+	// A claim token bounds the updates claimed and waiting for a handler
+	// slot (their leases renewed meanwhile, see handle). A busy slot is no
+	// reason to record the update unclaimed: it would only cost it a claim
+	// of its own later, one more write under exactly the load that can
+	// least afford it.
+	_, claims := rn.lane(urgent)
 	if r.fullLocked(rn, urgent) || !claims.TryAcquire(1) {
 		return nil
 	}
-	// A handler slot must be free now; it is taken when the add has
-	// committed (see handle), so that no slot idles through the commit.
-	if !sem.TryAcquire(1) {
-		claims.Release(1)
-		return nil
-	}
-	sem.Release(1)
 	ln := &line{reserved: true, urgent: urgent}
 	rn.lines[key] = ln
 	rn.reserved++
