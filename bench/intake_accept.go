@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/groupcommit"
 )
 
 // Goals of the intake-accept scenario (from the issue).
@@ -35,12 +37,14 @@ const acceptSecret = "bench-secret-0123456789"
 // acceptVariant is one server under test: a store behind the real webhook,
 // or the non-durable ceiling.
 type acceptVariant struct {
-	key     string // RESULT key prefix
-	label   string
-	url     string
-	client  *http.Client
-	store   intake.Store // nil for the ceiling
-	posted  int64        // requests answered 200, warm-up included
+	key    string // RESULT key prefix
+	label  string
+	url    string
+	client *http.Client
+	store  intake.Store // nil for the ceiling and the floors
+	// count counts a floor's recorded rows; nil for the others.
+	count   func(ctx context.Context) (int64, error)
+	posted  int64 // requests answered 200, warm-up included
 	updates int
 	elapsed time.Duration
 	cpu     time.Duration // process CPU time (user+system) of the measured rounds
@@ -118,6 +122,18 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 			v.key, v.label, v.store, v.trace = b.name+"_"+mode, label, store, bt
 			variants = append(variants, v)
 		}
+		fl, err := b.floor(ctx)
+		if err != nil {
+			return fmt.Errorf("%s floor: %w", b.name, err)
+		}
+		closers = append(closers, fl.close)
+		v, stop, err := acceptServeFloor(fl, *cpuProfile != "")
+		if err != nil {
+			return err
+		}
+		closers = append(closers, stop)
+		v.key, v.label = b.name+"_floor", b.name+" floor (bare insert)"
+		variants = append(variants, v)
 	}
 	ceiling, stop, err := acceptServeCeiling(*cpuProfile != "")
 	if err != nil {
@@ -132,6 +148,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	for _, b := range backends {
 		fmt.Fprintf(out, "  %s: %s\n", b.name, b.about)
 	}
+	fmt.Fprintln(out, "  floor: the ceiling's handler, plus the update's row group-committed before the 200 in a bare table (primary key only; relay's floor store)")
 	fmt.Fprintln(out, "  ceiling: a handler that reads the body and pushes it to a channel (nothing durable)")
 	fmt.Fprintln(out, "  CPU µs/update: this process's CPU time (clients, server, SQLite) per update; PostgreSQL's own processes are not counted")
 
@@ -158,6 +175,15 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 
 	// Every 200 must be a recorded row.
 	for _, v := range variants {
+		if v.count != nil {
+			n, err := v.count(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: count: %w", v.label, err)
+			}
+			if n != v.posted {
+				return fmt.Errorf("%s: %d updates answered 200 but %d recorded", v.label, v.posted, n)
+			}
+		}
 		if v.store == nil {
 			continue
 		}
@@ -187,7 +213,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		slices.Sort(v.lat)
 		res[v.key] = v
 		recorded := "-"
-		if v.store != nil {
+		if v.store != nil || v.count != nil {
 			recorded = fmt.Sprint(v.posted)
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%.0f\t%s\t\n", v.label, v.rate(),
@@ -205,7 +231,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	}
 	kv("ceiling_ups", "%.0f", ceiling.rate())
 	for _, b := range backends {
-		g, s := res[b.name+"_group"], res[b.name+"_single"]
+		g, s, fl := res[b.name+"_group"], res[b.name+"_single"], res[b.name+"_floor"]
 		goal := acceptGoalSQLiteVsSingle
 		if b.name == "postgres" {
 			goal = acceptGoalPGVsSingle
@@ -220,6 +246,10 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		p99 := intakeQuantile(g.lat, 0.99)
 		fmt.Fprintf(tw, "%s group / 1 tx per update\t%.2fx (pooled %.2fx)\t>= %.1fx %s\t\n", b.name, vsSingle, pooledSingle, goal, intakeGoal(vsSingle >= goal))
 		fmt.Fprintf(tw, "%s group / ceiling\t%.2fx (pooled %.2fx)\t>= %.1fx %s\t\n", b.name, vsCeiling, pooledCeiling, acceptGoalVsCeiling, intakeGoal(vsCeiling >= acceptGoalVsCeiling))
+		vsFloor := intakeMedianRatio(g.roundRate, fl.roundRate)
+		floorVsCeiling := intakeMedianRatio(fl.roundRate, ceiling.roundRate)
+		fmt.Fprintf(tw, "%s floor / ceiling\t%.2fx (pooled %.2fx)\tany durable design's ceiling here\t\n", b.name, floorVsCeiling, fl.rate()/ceiling.rate())
+		fmt.Fprintf(tw, "%s group / floor\t%.2fx (pooled %.2fx)\t\t\n", b.name, vsFloor, g.rate()/fl.rate())
 		fmt.Fprintf(tw, "%s group p99 (all rounds pooled)\t%s ms\t<= %s ms %s\t\n", b.name, intakeMS(p99), intakeMS(acceptGoalP99), intakeGoal(p99 <= acceptGoalP99))
 		rp := make([]string, len(g.roundP99))
 		for i, d := range g.roundP99 {
@@ -233,6 +263,9 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		kv(b.name+"_single_p99_ms", "%.2f", float64(intakeQuantile(s.lat, 0.99))/1e6)
 		kv(b.name+"_group_vs_single", "%.2f", vsSingle)
 		kv(b.name+"_group_vs_ceiling", "%.2f", vsCeiling)
+		kv(b.name+"_floor_ups", "%.0f", fl.rate())
+		kv(b.name+"_floor_vs_ceiling", "%.2f", floorVsCeiling)
+		kv(b.name+"_group_vs_floor", "%.2f", vsFloor)
 		kv(b.name+"_group_vs_single_pooled", "%.2f", pooledSingle)
 		kv(b.name+"_group_vs_ceiling_pooled", "%.2f", pooledCeiling)
 	}
@@ -265,6 +298,42 @@ func acceptServeWebhook(store intake.Store, profile bool) (*acceptVariant, func(
 		return nil, nil, err
 	}
 	return acceptServe(hook, profile)
+}
+
+// acceptServeFloor serves the least durable work an intake cannot skip:
+// the ceiling's handler, plus the update's row in st (a bare table), group
+// committed before the 200 like intake's adds.
+func acceptServeFloor(st floorStore, profile bool) (*acceptVariant, func(), error) {
+	adds := &groupcommit.Group[floorRow, bool]{CommitFunc: st.add, Max: floorMaxBatch, Bound: floorCommitBound}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, intake.DefaultMaxBodyBytes))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		var u struct {
+			UpdateID int64 `json:"update_id"`
+		}
+		if json.Unmarshal(body, &u) != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if _, err := adds.Do(r.Context(), floorRow{id: u.UpdateID, body: body}); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	v, stop, err := acceptServe(h, profile)
+	if err != nil {
+		return nil, nil, err
+	}
+	v.count = st.count
+	return v, stop, nil
 }
 
 // acceptServeCeiling serves the non-durable baseline: read the body (under

@@ -27,6 +27,10 @@ type intakeBackend struct {
 	name  string // "sqlite" or "postgres"
 	about string // how it is configured, for the table header
 	open  func(ctx context.Context, label string) (intake.Store, func() error, error)
+	// floor opens the relay floor's bare store on the same database (see
+	// floorStore): one table with a primary key, a multi-row insert per
+	// group commit.
+	floor func(ctx context.Context) (floorStore, error)
 }
 
 // intakeBackends prepares SQLite (synchronous=FULL, files in a temporary
@@ -54,6 +58,9 @@ func intakeBackends(ctx context.Context, out io.Writer, withPG bool, pgConns int
 				return nil, nil, err
 			}
 			return s, s.Close, nil
+		},
+		floor: func(ctx context.Context) (floorStore, error) {
+			return openFloorSQLite(ctx, filepath.Join(dir, "floor.db"))
 		},
 	}}
 	if !withPG {
@@ -112,6 +119,7 @@ func intakeBackends(ctx context.Context, out io.Writer, withPG bool, pgConns int
 			}
 			return s, drop, nil
 		},
+		floor: func(ctx context.Context) (floorStore, error) { return openFloorPostgres(ctx, dbURL) },
 	})
 	return backends, cleanup, nil
 }

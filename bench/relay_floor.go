@@ -43,6 +43,8 @@ type floorStore interface {
 	add(ctx context.Context, rows []floorRow) ([]bool, error)
 	// settle marks ids settled in one transaction.
 	settle(ctx context.Context, ids []int64) error
+	// count counts the recorded rows.
+	count(ctx context.Context) (int64, error)
 	close()
 }
 
@@ -246,6 +248,10 @@ func (s *floorSQLite) settle(ctx context.Context, ids []int64) error {
 	return tx.Commit()
 }
 
+func (s *floorSQLite) count(ctx context.Context) (n int64, err error) {
+	return n, s.db.QueryRowContext(ctx, `SELECT count(*) FROM floor`).Scan(&n)
+}
+
 func (s *floorSQLite) close() { s.db.Close() }
 
 // floorPostgres is the floor's store on PostgreSQL: one multi-row insert
@@ -301,6 +307,10 @@ func (s *floorPostgres) add(ctx context.Context, rows []floorRow) ([]bool, error
 func (s *floorPostgres) settle(ctx context.Context, ids []int64) error {
 	_, err := s.pool.Exec(ctx, `UPDATE floor SET settled_at = now() WHERE update_id = ANY($1)`, ids)
 	return err
+}
+
+func (s *floorPostgres) count(ctx context.Context) (n int64, err error) {
+	return n, s.pool.QueryRow(ctx, `SELECT count(*) FROM floor`).Scan(&n)
 }
 
 func (s *floorPostgres) close() { s.pool.Close() }
