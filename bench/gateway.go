@@ -24,6 +24,7 @@ import (
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/groupcommit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/transport"
@@ -43,7 +44,9 @@ import (
 // (httputil.ReverseProxy on a loopback server, as the gateway is): the same
 // second HTTP hop with nothing else, the baseline the gateway's own cost is
 // judged against (the direct call has one hop fewer, which on two shared
-// cores alone caps any forwarder near half its rate).
+// cores alone caps any forwarder near half its rate), and (f) the journal
+// floor (journalFloor): that proxy plus the two durable writes any
+// journaling gateway makes per call, the ceiling of the journaled mode.
 //
 // It runs twice: with telegramtest answering at once (zero latency: the
 // machine's CPU, shared by the fake, the load generator and the gateway,
@@ -128,8 +131,17 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 	}
 	psrv := httptest.NewServer(proxy)
 	defer psrv.Close()
+	fl, err := openFloorSQLite(ctx, filepath.Join(dir, "floor.db"))
+	if err != nil {
+		return err
+	}
+	defer fl.close()
+	jf := newJournalFloor(proxy, fl)
+	fsrv := httptest.NewServer(jf)
+	defer fsrv.Close()
+	defer jf.wait()
 	b.modes = []gatewayMode{{"direct", tg.URL, false}, {gatewayProxy, psrv.URL, false}, {"gateway", gsrv.URL, false},
-		{"gateway+identity", gsrv.URL, true}, {"identity, sync outcome", ssrv.URL, true}}
+		{"gateway+identity", gsrv.URL, true}, {"identity, sync outcome", ssrv.URL, true}, {gatewayFloor, fsrv.URL, false}}
 
 	loadBefore := loadAverage()
 	fsyncBefore, err := fsyncProbe(dir)
@@ -169,8 +181,11 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 		b.table(slow, fmt.Sprintf("Telegram answers after %v (%d calls per mode and round)", *latency, *latCalls))
 	}
 	vsPlain, vsIdentity := zero.paired("gateway", gatewayProxy), zero.paired("gateway+identity", gatewayProxy)
+	floorVsProxy, identityVsFloor := zero.paired(gatewayFloor, gatewayProxy), zero.paired("gateway+identity", gatewayFloor)
 	fmt.Fprintf(out, "\ngoals at zero latency, against the bare reverse proxy (per-round ratios, median): without an identity %.2fx (>= %.1fx %s), with the journal %.2fx (>= %.1fx %s)\n",
 		vsPlain, gatewayGoalPlain, intakeGoal(vsPlain >= gatewayGoalPlain), vsIdentity, gatewayGoalIdentity, intakeGoal(vsIdentity >= gatewayGoalIdentity))
+	fmt.Fprintf(out, "journal floor (the proxy plus a group-committed row before each call and its update after the answer): %.2fx the proxy, the ceiling of any journaling gateway here; the gateway with the journal is %.2fx the floor\n",
+		floorVsProxy, identityVsFloor)
 	fmt.Fprintf(out, "\nRESULT gateway direct_per_s=%.0f proxy_per_s=%.0f gateway_per_s=%.0f identity_per_s=%.0f ratio_plain=%.2f ratio_identity=%.2f plain_vs_proxy=%.2f identity_vs_proxy=%.2f identity_sync_per_s=%.0f",
 		zero.rate("direct"), zero.rate(gatewayProxy), zero.rate("gateway"), zero.rate("gateway+identity"), zero.ratio("gateway"), zero.ratio("gateway+identity"),
 		vsPlain, vsIdentity, zero.rate("identity, sync outcome"))
@@ -179,6 +194,7 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 			ms(*latency), slow.rate("direct"), slow.rate(gatewayProxy), slow.rate("gateway"), slow.rate("gateway+identity"), slow.ratio("gateway"), slow.ratio("gateway+identity"),
 			slow.paired("gateway", gatewayProxy), slow.paired("gateway+identity", gatewayProxy), slow.rate("identity, sync outcome"))
 	}
+	fmt.Fprintf(out, " floor_per_s=%.0f floor_vs_proxy=%.2f identity_vs_floor=%.2f", zero.rate(gatewayFloor), floorVsProxy, identityVsFloor)
 	fmt.Fprintf(out, " async_vs_sync=%.2f", zero.paired("gateway+identity", "identity, sync outcome"))
 	if *latency > 0 {
 		fmt.Fprintf(out, " async_vs_sync_lat=%.2f", slow.paired("gateway+identity", "identity, sync outcome"))
@@ -211,6 +227,55 @@ func (p proxyBuffers) Put(b []byte) {
 
 // gatewayProxy names the bare reverse proxy mode.
 const gatewayProxy = "reverse proxy"
+
+// gatewayFloor names the journal floor mode (see journalFloor).
+const gatewayFloor = "journal floor"
+
+// journalFloor is the least a journaling gateway must do, around the bare
+// reverse proxy: each call's row (its body) group-committed before the call
+// leaves, and the row's update group-committed after the answer, off the
+// answer's path (as the gateway records outcomes). No identity, fencing,
+// limiter or classification: its rate against the proxy is the ceiling of
+// any journaling design on this machine.
+type journalFloor struct {
+	proxy    http.Handler
+	intents  *groupcommit.Group[floorRow, bool]
+	outcomes *groupcommit.Group[int64, struct{}]
+	next     atomic.Int64
+	pending  sync.WaitGroup
+}
+
+func newJournalFloor(proxy http.Handler, st floorStore) *journalFloor {
+	settle := func(ctx context.Context, ids []int64) ([]struct{}, error) {
+		return make([]struct{}, len(ids)), st.settle(ctx, ids)
+	}
+	return &journalFloor{proxy: proxy,
+		intents:  &groupcommit.Group[floorRow, bool]{CommitFunc: st.add, Max: floorMaxBatch, Bound: floorCommitBound},
+		outcomes: &groupcommit.Group[int64, struct{}]{CommitFunc: settle, Max: floorMaxBatch, Bound: floorCommitBound}}
+}
+
+func (f *journalFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, relayMaxBody))
+	if err != nil {
+		http.Error(w, "read", http.StatusBadRequest)
+		return
+	}
+	id := f.next.Add(1)
+	if _, err := f.intents.Do(r.Context(), floorRow{id: id, body: body}); err != nil {
+		http.Error(w, "not journaled", http.StatusServiceUnavailable)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	f.proxy.ServeHTTP(w, r)
+	f.pending.Add(1)
+	go func() {
+		defer f.pending.Done()
+		_, _ = f.outcomes.Do(context.Background(), id)
+	}()
+}
+
+// wait waits for the outcomes in flight.
+func (f *journalFloor) wait() { f.pending.Wait() }
 
 // The goals at zero latency, as shares of the bare reverse proxy's rate
 // over the same hop: the gateway without an identity, and with one (every
