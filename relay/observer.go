@@ -137,7 +137,10 @@ type Event struct {
 	Limiter throttle.Event
 	// Decline is a decline's description (KindDeclined).
 	Decline Decline
-	// Err is the failure, if any.
+	// Err is the failure, if any. Its text has every secret the relay
+	// knows masked (the bot token, the webhook secret, the app's secret
+	// token); errors.Is and errors.As still reach the error it wraps,
+	// whose own text is the caller's to keep to itself.
 	Err error
 }
 
@@ -177,10 +180,12 @@ func safeObserve(f func(Event), e Event) {
 	f(e)
 }
 
-// emit passes e, stamped with the time, to the configured observer.
-// It also logs the events that deserve a line (logEvent).
+// emit passes e, stamped with the time and its error's text masked (see
+// maskedError), to the configured observer. It also logs the events that
+// deserve a line (logEvent).
 func (r *Relay) emit(e Event) {
 	e.Time = r.now()
+	e.Err = r.mask(e.Err)
 	r.logEvent(e)
 	if r.obs.EventFunc != nil {
 		safeObserve(r.obs.EventFunc, e)
@@ -273,3 +278,26 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// maskedError is an event's error whose text had a secret in it: Error
+// gives the masked text, Unwrap the original for errors.Is and errors.As.
+type maskedError struct {
+	text string
+	err  error
+}
+
+func (e *maskedError) Error() string { return e.text }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// mask returns err with the secrets in its text masked, err itself when
+// its text has none.
+func (r *Relay) mask(err error) error {
+	if err == nil || r.red == nil {
+		return err
+	}
+	text := err.Error()
+	if masked := r.red.Redact(text); masked != text {
+		return &maskedError{text: masked, err: err}
+	}
+	return err
+}
