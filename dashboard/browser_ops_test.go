@@ -4,11 +4,9 @@ import (
 	"github.com/tgrelay/tgrelay/hookowner"
 
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,40 +46,8 @@ func TestBrowserOperatorPages(t *testing.T) {
 	s := serve(t, dashboard.Config{Store: st, StoreName: "sqlite (updates.db)", Recorder: rec, RefreshInterval: time.Minute})
 	dir := screenshotDir(t)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox refuses to start
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, acancel := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer acancel()
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancel()
-	ctx, tcancel := context.WithTimeout(ctx, browserTimeout)
-	defer tcancel()
-
-	var (
-		mu       sync.Mutex
-		problems []string
-		wg       sync.WaitGroup
-	)
-	cctx, ccancel := context.WithCancel(ctx)
-	messages := chromedp.Console(cctx)
-	wg.Go(func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.IsException() {
-				mu.Lock()
-				problems = append(problems, fmt.Sprintf("%s %s (%s:%d)", m.Source, m, m.URL, m.Line+1))
-				mu.Unlock()
-			}
-		}
-	})
-	defer func() { ccancel(); wg.Wait() }()
+	b := newBrowser(t, chromium, chromedp.WindowSize(1280, 900))
+	ctx := b.ctx
 
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	shot := func(name string) chromedp.Action[chromedp.Void] {
@@ -199,11 +165,5 @@ func TestBrowserOperatorPages(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser: %v", err)
 	}
-	ccancel()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
-		t.Errorf("browser reported %s", p)
-	}
+	b.check(t)
 }

@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -82,20 +81,10 @@ func TestBrowserPlainHTTPRemote(t *testing.T) {
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	base := "http://" + remoteHost + ":" + port
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true),
+	ctx := newBrowser(t, chromium,
 		chromedp.Flag("host-resolver-rules", "MAP "+remoteHost+" 127.0.0.1"),
 		chromedp.Flag("no-proxy-server", true),
-	)
-	actx, acancel := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer acancel()
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancel()
-	ctx, tcancel := context.WithTimeout(ctx, browserTimeout)
-	defer tcancel()
+	).ctx
 
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	exhRow := fmt.Sprintf("#exhaustion-%d", ident.UpdateID)

@@ -80,42 +80,8 @@ func TestBrowser(t *testing.T) {
 	dir := screenshotDir(t)
 	t.Logf("screenshots in %s", dir)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox refuses to start
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, acancel := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer acancel()
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancel()
-	ctx, tcancel := context.WithTimeout(ctx, browserTimeout)
-	defer tcancel()
-
-	// Every console error, uncaught exception and browser log error (a
-	// Content-Security-Policy violation is one) fails the test.
-	var (
-		mu        sync.Mutex
-		problems  []string
-		consoleWG sync.WaitGroup
-	)
-	cctx, ccancel := context.WithCancel(ctx)
-	messages := chromedp.Console(cctx)
-	consoleWG.Go(func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.IsException() {
-				mu.Lock()
-				problems = append(problems, fmt.Sprintf("%s %s (%s:%d)", m.Source, m, m.URL, m.Line+1))
-				mu.Unlock()
-			}
-		}
-	})
-	defer func() { ccancel(); consoleWG.Wait() }()
+	b := newBrowser(t, chromium, chromedp.WindowSize(1280, 900))
+	ctx := b.ctx
 
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
@@ -222,11 +188,61 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser: %v", err)
 	}
-	ccancel()
-	consoleWG.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
+	b.check(t)
+}
+
+// browserSession is a headless Chromium tab of one test: its context,
+// bounded by browserTimeout, and every console error, uncaught exception
+// and browser log error (a Content-Security-Policy violation is one) the
+// page reported.
+type browserSession struct {
+	ctx      context.Context
+	stop     func() // stops listening to the console
+	mu       sync.Mutex
+	problems []string
+}
+
+// newBrowser starts Chromium at path with the options every test needs
+// and extra, and listens to its console until the test ends.
+func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) *browserSession {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox refuses to start
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+	)
+	actx, acancel := chromedp.NewExecAllocator(t.Context(), append(opts, extra...)...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	ctx, tcancel := context.WithTimeout(ctx, browserTimeout)
+	b := &browserSession{ctx: ctx}
+	cctx, ccancel := context.WithCancel(ctx)
+	messages := chromedp.Console(cctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				b.mu.Lock()
+				b.problems = append(b.problems, fmt.Sprintf("%s %s (%s:%d)", m.Source, m, m.URL, m.Line+1))
+				b.mu.Unlock()
+			}
+		}
+	})
+	b.stop = sync.OnceFunc(func() { ccancel(); wg.Wait() })
+	t.Cleanup(func() { b.stop(); tcancel(); cancel(); acancel() })
+	return b
+}
+
+// check fails t for every problem the page reported.
+func (b *browserSession) check(t *testing.T) {
+	t.Helper()
+	b.stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
 		t.Errorf("browser reported %s", p)
 	}
 }
