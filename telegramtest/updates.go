@@ -82,6 +82,39 @@ func (s *Server) SendText(c Chat, from User, text string) (Update, error) {
 	return s.Send(c, from, UserMessage{Text: text})
 }
 
+// SendChatter makes n messages arrive over chats new private chats, round
+// robin ("message 0", "message 1", ...), each chat with a new user
+// ("User0", "User1", ...), and returns their updates in order: traffic
+// for a test that needs many updates over several chats.
+func (s *Server) SendChatter(chats, n int) ([]Update, error) {
+	if chats < 1 {
+		return nil, fmt.Errorf("telegramtest: SendChatter over %d chats: want at least 1", chats)
+	}
+	type pair struct {
+		u User
+		c Chat
+	}
+	ps := make([]pair, chats)
+	for i := range ps {
+		u := s.NewUser(fmt.Sprintf("User%d", i))
+		c, err := s.NewPrivateChat(u)
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = pair{u, c}
+	}
+	ups := make([]Update, 0, n)
+	for i := range n {
+		p := ps[i%len(ps)]
+		up, err := s.SendText(p.c, p.u, fmt.Sprintf("message %d", i))
+		if err != nil {
+			return ups, err
+		}
+		ups = append(ups, up)
+	}
+	return ups, nil
+}
+
 // Send makes from send m in chat c. Telegram's own entities (a bot
 // command, a mention, a hashtag, a URL) are found in the text. from must
 // be the private chat's user; in a group they join if needed. A user who

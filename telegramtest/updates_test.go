@@ -503,3 +503,30 @@ func TestResetEndsWaitingPolls(t *testing.T) {
 		t.Errorf("Polling = %d after the poll ended", n)
 	}
 }
+
+func TestSendChatterRoundRobin(t *testing.T) {
+	t.Parallel()
+	srv := telegramtest.NewServer(telegramtest.Config{})
+	defer srv.Close()
+	ups, err := srv.SendChatter(3, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups) != 7 {
+		t.Fatalf("SendChatter(3, 7) returned %d updates, want 7", len(ups))
+	}
+	for i, u := range ups {
+		if i > 0 && u.ID != ups[i-1].ID+1 {
+			t.Errorf("update %d has id %d after %d; want ids one apart", i, u.ID, ups[i-1].ID)
+		}
+		if u.Kind != "message" || u.ChatID != ups[i%3].ChatID {
+			t.Errorf("update %d: %s in chat %d; want a message in the chat of update %d (round robin)", i, u.Kind, u.ChatID, i%3)
+		}
+	}
+	if ups[0].ChatID == ups[1].ChatID || ups[1].ChatID == ups[2].ChatID {
+		t.Errorf("chats %d, %d, %d: want three different chats", ups[0].ChatID, ups[1].ChatID, ups[2].ChatID)
+	}
+	if _, err := srv.SendChatter(0, 1); err == nil {
+		t.Error("SendChatter over 0 chats: want an error")
+	}
+}

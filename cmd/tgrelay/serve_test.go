@@ -280,27 +280,9 @@ func serveBotClient(t *testing.T, srv *telegramtest.Server) *botapi.Client {
 // returns the updates.
 func sendChatter(t *testing.T, srv *telegramtest.Server, chats, n int) []telegramtest.Update {
 	t.Helper()
-	type pair struct {
-		u telegramtest.User
-		c telegramtest.Chat
-	}
-	var ps []pair
-	for i := range chats {
-		u := srv.NewUser(fmt.Sprintf("User%d", i))
-		c, err := srv.NewPrivateChat(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, pair{u, c})
-	}
-	var ups []telegramtest.Update
-	for i := range n {
-		p := ps[i%len(ps)]
-		up, err := srv.SendText(p.c, p.u, fmt.Sprintf("message %d", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ups = append(ups, up)
+	ups, err := srv.SendChatter(chats, n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ups
 }
