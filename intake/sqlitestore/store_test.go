@@ -545,3 +545,37 @@ func addBatch(ctx context.Context, s intake.Store, us []intake.Incoming) ([]bool
 	}
 	return added, nil
 }
+
+// Every reader connection of a store from Open keeps at most
+// ReaderCacheKiB of page cache; the writer keeps SQLite's default.
+func TestReadersKeepASmallPageCache(t *testing.T) {
+	t.Parallel()
+	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "cache.db"), sqlitestore.Config{ReadConns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Hold every reader at once, so each one is asked.
+	var conns []*sql.Conn
+	for range 3 {
+		c, err := s.ReadDB().Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		var kib int
+		if err := c.QueryRowContext(t.Context(), `PRAGMA cache_size`).Scan(&kib); err != nil {
+			t.Fatal(err)
+		}
+		if kib != -sqlitestore.ReaderCacheKiB {
+			t.Errorf("reader %d: cache_size %d; want -%d (KiB)", i, kib, sqlitestore.ReaderCacheKiB)
+		}
+		c.Close()
+	}
+	var kib int
+	if err := s.DB().QueryRowContext(t.Context(), `PRAGMA cache_size`).Scan(&kib); err != nil || kib != -2000 {
+		t.Errorf("writer: cache_size %d, %v; want SQLite's default -2000", kib, err)
+	}
+}
