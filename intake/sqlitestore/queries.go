@@ -189,7 +189,10 @@ const batchRows = 100
 // addManySQL is addSQL for rows rows, returning the ids it inserted. Each
 // row carries its state, attempts, due time, claim id, owner and chat, so that one
 // statement records pending rows and rows already claimed
-// (AddBatch).
+// (AddBatch). Its parameters are anonymous (?), bound in order: binding
+// asks SQLite each parameter's name, which for numbered ones (?NNN) is a
+// walk of the statement's list of names, quadratic in a statement of
+// hundreds of parameters.
 func addManySQL(table string, rows int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO "` + table + `" (update_id, body, state, attempts, due_at, received_at, claim_id, owner, chat) VALUES `)
@@ -197,8 +200,7 @@ func addManySQL(table string, rows int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		k := addColumns * i
-		fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8, k+9)
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	}
 	b.WriteString(" ON CONFLICT (update_id) DO NOTHING RETURNING update_id")
 	return b.String()
