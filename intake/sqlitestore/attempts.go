@@ -22,10 +22,11 @@ SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
 WHERE EXISTS (SELECT 1 FROM "{{table}}" WHERE update_id = ?1)`
 	// recordAttemptSQL's arguments, in a settlement's transaction
 	// (intake.Settlement.Attempt) right after the settlement applied, so
-	// the row exists.
+	// the row exists. Anonymous parameters, bound in order, spare the
+	// driver a lookup of each one's name.
 	recordSettledSQL = `INSERT INTO "{{table}}_att"
     (update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// ?1 update id.
 	attemptsSQL = `SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body
 FROM "{{table}}_att" WHERE update_id = ?1 ORDER BY seq`
