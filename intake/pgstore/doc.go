@@ -34,7 +34,9 @@
 // # Attempt history
 //
 // Every ended attempt ([intake.AdminStore.RecordAttempt]) is a row of
-// <table>_att, with the app's masked answer. Triggers delete an update's
+// <table>_att, with the app's masked answer. A settlement that carries
+// its attempt's record ([intake.Settlement.Attempt]) appends it in the settlement's statement,
+// so the runner writes once per attempt. Triggers delete an update's
 // history when Prune deletes its row and mark a requeue in the statement
 // that requeues, so both stay one step. See attempts.go.
 //
