@@ -232,10 +232,10 @@ func (r *Runner) route(p *parsedUpdate, received time.Time) {
 	p.key = ""
 }
 
-// acceptClaiming is Accept with claims on add. When the update
-// can run at once, it reserves the update's chat line and a claim token
-// before the add, asks the add for a claim, and on commit starts the line with the claimed job first; a
-// duplicate or a failed add releases both.
+// acceptClaiming is Accept with claims on add. When the update can run
+// at once, it reserves the update's chat line and a claim token before the
+// add, asks the add for a claim, and on commit starts the line with the
+// claimed job first; a duplicate or a failed add releases both.
 // Otherwise the add is unclaimed, and the chat's line is marked as having
 // an accept in flight, so that no later update of the chat is claimed on
 // add (and run) before this one is scheduled.
@@ -299,9 +299,8 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 // update cannot run at once: the lifecycle drains, an update waits for room
 // (backlog), the chat has work scheduled or an accept in flight here, the
 // update is scheduled already, MaxQueued is reached, or no claim token is
-// free. urgent reserves on the deadline lane. The
-// reservation counts as a goroutine of rn until it resolves, so Close
-// waits for it.
+// free. urgent reserves on the deadline lane. The reservation counts as a
+// goroutine of rn until it resolves, so Close waits for it.
 func (r *Runner) reserveLocked(rn *run, id int64, key string, urgent bool) *line {
 	if rn.draining || rn.backlog || rn.adding[key] > 0 {
 		return nil
