@@ -287,16 +287,25 @@ func TestGatewayAppGoneAfterSendJournaled(t *testing.T) {
 		mu       sync.Mutex
 		attempts []error
 		replayed []bool
+		calls    func() []gateway.CallEvent // the relay's call events, once it runs
 	)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		root := r.Header.Get(wire.HeaderAPIRoot)
 		mu.Lock()
-		first := len(attempts) == 0
+		first, events := len(attempts) == 0, calls
 		mu.Unlock()
 		client := &http.Client{}
 		if first {
 			client.Timeout = 300 * time.Millisecond // gives up while Telegram takes 1 s
+		} else {
+			// The retry's call comes after the first call ended (its event is
+			// observed once its outcome is recorded or being recorded). One
+			// that came while the first was still waiting for Telegram would
+			// find the intent pending and be answered unknown, a different
+			// case (the chat's limit of 1/s releases it just as Telegram's
+			// 1 s answer arrives, so without this the two race).
+			testkit.WaitFor(t, "the first call's end", func() bool { return len(events()) >= 1 })
 		}
 		a, err := gwSend(t, client, root, srv.Token, chat.ID, "the reply")
 		mu.Lock()
@@ -312,6 +321,9 @@ func TestGatewayAppGoneAfterSendJournaled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, rec, logs := gatewayRelayLogs(t, srv, relay.GatewayConfig{}, forward.Config{URL: app.URL})
+	mu.Lock()
+	calls = func() []gateway.CallEvent { return callEvents(rec) }
+	mu.Unlock()
 	if _, err := srv.SendText(chat, u, "hi"); err != nil {
 		t.Fatal(err)
 	}
