@@ -306,13 +306,8 @@ func acceptServeWebhook(store intake.Store, profile bool) (*acceptVariant, func(
 func acceptServeFloor(st floorStore, profile bool) (*acceptVariant, func(), error) {
 	adds := &groupcommit.Group[floorRow, bool]{CommitFunc: st.add, Max: floorMaxBatch, Bound: floorCommitBound}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, intake.DefaultMaxBodyBytes))
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
+		body, ok := acceptRead(w, r)
+		if !ok {
 			return
 		}
 		var u struct {
@@ -336,6 +331,22 @@ func acceptServeFloor(st floorStore, profile bool) (*acceptVariant, func(), erro
 	return v, stop, nil
 }
 
+// acceptRead reads a webhook POST's body under the intake's limit, as the
+// ceiling and the floors do; it answers the request itself and reports
+// false when there is nothing to record.
+func acceptRead(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, intake.DefaultMaxBodyBytes))
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return nil, false
+	}
+	return body, true
+}
+
 // acceptServeCeiling serves the non-durable baseline: read the body (under
 // the same limit) and push it to a channel drained by one goroutine.
 func acceptServeCeiling(profile bool) (*acceptVariant, func(), error) {
@@ -347,13 +358,8 @@ func acceptServeCeiling(profile bool) (*acceptVariant, func(), error) {
 		}
 	}()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, intake.DefaultMaxBodyBytes))
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
+		body, ok := acceptRead(w, r)
+		if !ok {
 			return
 		}
 		ch <- body

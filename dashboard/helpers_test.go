@@ -20,6 +20,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/intake/storetest"
 )
 
 // store is what the dashboard tests need of a store: both capabilities.
@@ -267,20 +268,5 @@ func mustContain(t *testing.T, what, page string, wants ...string) {
 	}
 }
 
-// addBatch records us through [intake.Store.AddBatch], none of them
-// claimed, and reports for each whether it was newly recorded.
-func addBatch(ctx context.Context, s intake.Store, us []intake.Incoming) ([]bool, error) {
-	reqs := make([]intake.AddRequest, len(us))
-	for i, u := range us {
-		reqs[i].Incoming = u
-	}
-	res, err := s.AddBatch(ctx, reqs)
-	if err != nil {
-		return nil, err
-	}
-	added := make([]bool, len(res))
-	for i, r := range res {
-		added[i] = r.Added
-	}
-	return added, nil
-}
+// addBatch records us unclaimed; see [storetest.Add].
+var addBatch = storetest.Add

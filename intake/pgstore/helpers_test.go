@@ -11,6 +11,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
+	"github.com/tgrelay/tgrelay/intake/storetest"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
 )
 
@@ -99,20 +100,5 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, 
 	}
 }
 
-// addBatch records us through [intake.Store.AddBatch], none of them
-// claimed, and reports for each whether it was newly recorded.
-func addBatch(ctx context.Context, s intake.Store, us []intake.Incoming) ([]bool, error) {
-	reqs := make([]intake.AddRequest, len(us))
-	for i, u := range us {
-		reqs[i].Incoming = u
-	}
-	res, err := s.AddBatch(ctx, reqs)
-	if err != nil {
-		return nil, err
-	}
-	added := make([]bool, len(res))
-	for i, r := range res {
-		added[i] = r.Added
-	}
-	return added, nil
-}
+// addBatch records us unclaimed; see [storetest.Add].
+var addBatch = storetest.Add

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
+
+	"github.com/tgrelay/tgrelay/internal/backoff"
 )
 
 // sqliteBusy is SQLite's primary result code SQLITE_BUSY.
@@ -26,19 +28,17 @@ func isBusy(err error) bool {
 // "database is locked" rather than wait under busy_timeout.
 func pingWaiting(ctx context.Context, db *sql.DB, bound time.Duration) error {
 	deadline := time.Now().Add(bound)
-	delay := 2 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
 		err := db.PingContext(ctx)
+		delay := busyBackoff.Delay(attempt)
 		if err == nil || !isBusy(err) || time.Now().Add(delay).After(deadline) {
 			return err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if backoff.Sleep(ctx, delay) != nil {
 			return err
-		case <-t.C:
 		}
-		delay = min(2*delay, 100*time.Millisecond)
 	}
 }
+
+// busyBackoff paces pingWaiting's retries.
+var busyBackoff = backoff.Capped{Base: 2 * time.Millisecond, Factor: 2, Max: 100 * time.Millisecond}

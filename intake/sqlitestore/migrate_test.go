@@ -75,24 +75,7 @@ func TestOpenRefusesATableWithoutARecordedSchema(t *testing.T) {
 func TestConcurrentOpensMigrateOnceAndReopeningChangesNothing(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "new.db")
-	const n = 4
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{})
-			if err == nil {
-				err = s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("Open %d of %d racing on a new file: %v", i+1, n, err)
-		}
-	}
+	openRacing(t, path, 4, "")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -174,23 +157,29 @@ func TestConcurrentCreatesAllOpen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for round := range 30 {
-		path := filepath.Join(dir, fmt.Sprintf("new-%d.db", round))
-		var wg sync.WaitGroup
-		errs := make([]error, 4)
-		for i := range errs {
-			wg.Go(func() {
-				s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{})
-				if err == nil {
-					err = s.Close()
-				}
-				errs[i] = err
-			})
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("round %d: Open %d of %d racing on a new file: %v", round, i+1, len(errs), err)
+		openRacing(t, filepath.Join(dir, fmt.Sprintf("new-%d.db", round)), 4, fmt.Sprintf("round %d: ", round))
+	}
+}
+
+// openRacing opens and closes path from n goroutines at once and fails t,
+// its message prefixed by what, unless every one succeeds.
+func openRacing(t *testing.T, path string, n int, what string) {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{})
+			if err == nil {
+				err = s.Close()
 			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%sOpen %d of %d racing on a new file: %v", what, i+1, n, err)
 		}
 	}
 }

@@ -528,23 +528,8 @@ func TestWriterIsOneImmediateConnection(t *testing.T) {
 	}
 }
 
-// addBatch records us through [intake.Store.AddBatch], none of them
-// claimed, and reports for each whether it was newly recorded.
-func addBatch(ctx context.Context, s intake.Store, us []intake.Incoming) ([]bool, error) {
-	reqs := make([]intake.AddRequest, len(us))
-	for i, u := range us {
-		reqs[i].Incoming = u
-	}
-	res, err := s.AddBatch(ctx, reqs)
-	if err != nil {
-		return nil, err
-	}
-	added := make([]bool, len(res))
-	for i, r := range res {
-		added[i] = r.Added
-	}
-	return added, nil
-}
+// addBatch records us unclaimed; see [storetest.Add].
+var addBatch = storetest.Add
 
 // Every reader connection of a store from Open keeps at most
 // ReaderCacheKiB of page cache; the writer keeps SQLite's default.
