@@ -15,3 +15,11 @@ func DropProcessLocks(s *Store) {
 		delete(s.procs.files, id)
 	}
 }
+
+// OnTx makes s call f after each write transaction with the number of
+// settlements batched in it and its error.
+func OnTx(s *Store, f func(settles int, err error)) { s.txDone = f }
+
+// WaitingWrites reports how many writes wait for s's next shared
+// transaction.
+func WaitingWrites(s *Store) int { return s.writes.Waiting() }

@@ -150,7 +150,12 @@ type Store struct {
 	journal journalState
 	// writes groups concurrent single-statement writes into shared
 	// transactions (see writes.go).
-	writes groupcommit.Group[writeOp, error]
+	writes groupcommit.Group[writeReq, error]
+	// settles holds the batched settlements' statements (settles.go).
+	settles settleStmts
+	// txDone, when set (by tests), is called after each write transaction
+	// with how many settlements ran batched in it and how it ended.
+	txDone func(settles int, err error)
 
 	// procs holds the process locks of the processes registered here
 	// (process.go).
@@ -366,9 +371,10 @@ func build(ctx context.Context, w, r *sql.DB, owned bool, cfg Config) (*Store, e
 		return nil, err
 	}
 	s := &Store{table: table, w: w, r: r, owned: owned, file: fw, procs: newProcLocker(file)}
-	s.writes = groupcommit.Group[writeOp, error]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
-	if err := s.q.prepare(ctx, w, r, table); err != nil {
+	s.writes = groupcommit.Group[writeReq, error]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
+	if err := errors.Join(s.q.prepare(ctx, w, r, table), s.settles.prepare(ctx, w, table)); err != nil {
 		s.q.close()
+		s.settles.close()
 		return nil, err
 	}
 	fw.watch(cfg.FileCheckInterval, cfg.OnFileChange)
@@ -401,7 +407,7 @@ func (s *Store) Close() error {
 		s.flushDeferred() // outcomes waiting for an intent to carry them
 		s.procs.close()
 		s.file.close()
-		s.closeErr = errors.Join(s.adds.close(), s.q.close(), s.journal.close())
+		s.closeErr = errors.Join(s.adds.close(), s.q.close(), s.settles.close(), s.journal.close())
 		if s.owned {
 			s.closeErr = errors.Join(s.closeErr, s.r.Close(), s.w.Close())
 		}
@@ -426,7 +432,7 @@ func newClaimID() string { return uuid.NewString() }
 // [Store.AddBatch], which shares commits.
 func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	var n int64
-	err := s.runTx(ctx, []writeOp{execOp(s.q.add, &n, u.UpdateID, u.Body, ms(u.ReceivedAt), u.Chat)})
+	err := s.runTx(ctx, []writeReq{{op: execOp(s.q.add, &n, u.UpdateID, u.Body, ms(u.ReceivedAt), u.Chat)}})
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: add %d: %w", u.UpdateID, err)
 	}
@@ -628,28 +634,10 @@ func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settle
 		return false, err
 	}
 	var n int64
-	op := execOp(s.q.settle, &n, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)
-	if st.Attempt != nil {
-		op = settleRecorded(op, &n, s.q.recordSettled, id, *st.Attempt)
-	}
-	if err := s.write(ctx, op); err != nil {
+	if err := s.do(ctx, writeReq{settle: &settleWrite{id: id, st: st, n: &n}}); err != nil {
 		return false, fmt.Errorf("sqlitestore: settle %d: %w", id.UpdateID, err)
 	}
 	return n > 0, nil
-}
-
-// settleRecorded is the settlement settle followed, in its transaction
-// and only when it applied (*n > 0), by the attempt's record
-// ([intake.Settlement.Attempt]) under id.
-func settleRecorded(settle writeOp, n *int64, record *sql.Stmt, id intake.Identity, rec intake.AttemptRecord) writeOp {
-	rec.UpdateID, rec.Attempt, rec.ClaimID = id.UpdateID, id.Attempt, id.ClaimID
-	return func(ctx context.Context, tx *sql.Tx) error {
-		if err := settle(ctx, tx); err != nil || *n == 0 {
-			return err
-		}
-		_, err := tx.StmtContext(ctx, record).ExecContext(ctx, attemptArgs(rec)...)
-		return err
-	}
 }
 
 // Owns implements [intake.Store.Owns] as a plain read outside any

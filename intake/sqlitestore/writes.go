@@ -33,35 +33,81 @@ const (
 // which are valid only when the write returns no error.
 type writeOp func(ctx context.Context, tx *sql.Tx) error
 
+// writeReq is one request of the write group: a writeOp, or a settlement,
+// which runs batched with the other settlements of its transaction
+// (settles.go).
+type writeReq struct {
+	op     writeOp
+	settle *settleWrite
+}
+
 // write runs op in a transaction shared with concurrent writes, and returns
 // once that transaction is durable.
 func (s *Store) write(ctx context.Context, op writeOp) error {
-	opErr, err := s.writes.Do(ctx, op)
+	return s.do(ctx, writeReq{op: op})
+}
+
+func (s *Store) do(ctx context.Context, r writeReq) error {
+	opErr, err := s.writes.Do(ctx, r)
 	if err != nil {
 		return err
 	}
 	return opErr
 }
 
-// commitWrites is the group's CommitFunc: ops in one transaction, or each
+// commitWrites is the group's CommitFunc: reqs in one transaction, or each
 // alone when one of them fails.
-func (s *Store) commitWrites(ctx context.Context, ops []writeOp) ([]error, error) {
-	errs := make([]error, len(ops))
-	if len(ops) > 1 && s.runTx(ctx, ops) == nil {
+func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]error, error) {
+	errs := make([]error, len(reqs))
+	if len(reqs) > 1 && s.runTx(ctx, reqs) == nil {
 		return errs, nil
 	}
-	for i, op := range ops {
-		errs[i] = s.runTx(ctx, []writeOp{op})
+	for i, r := range reqs {
+		errs[i] = s.runTx(ctx, []writeReq{r})
 	}
 	return errs, nil
 }
 
-// runTx runs ops in one transaction on the writer and commits it, unless
+// runTx runs reqs in one transaction on the writer and commits it, unless
 // the path no longer names the open database file: a commit then would land
-// in a file that does not survive a restart (see [ErrDatabaseGone]).
-func (s *Store) runTx(ctx context.Context, ops []writeOp) error {
+// in a file that does not survive a restart (see [ErrDatabaseGone]). The
+// settlements of distinct updates run first, batched; the other writes
+// (a second settlement of an update among them) follow in their order.
+func (s *Store) runTx(ctx context.Context, reqs []writeReq) error {
+	var (
+		settles []*settleWrite
+		ops     = make([]writeOp, 0, len(reqs))
+		seen    map[int64]bool
+	)
+	for _, r := range reqs {
+		switch {
+		case r.settle == nil:
+			ops = append(ops, r.op)
+		case seen[r.settle.id.UpdateID]:
+			ops = append(ops, s.settleOp(r.settle))
+		default:
+			if seen == nil {
+				seen = make(map[int64]bool, len(reqs))
+			}
+			seen[r.settle.id.UpdateID] = true
+			settles = append(settles, r.settle)
+		}
+	}
+	err := s.runWrites(ctx, settles, ops)
+	if s.txDone != nil {
+		s.txDone(len(settles), err)
+	}
+	return err
+}
+
+// runWrites is runTx's transaction: settles batched, then ops.
+func (s *Store) runWrites(ctx context.Context, settles []*settleWrite, ops []writeOp) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
+		return err
+	}
+	if err := s.runSettles(ctx, tx, settles); err != nil {
+		_ = tx.Rollback()
 		return err
 	}
 	for _, op := range ops {

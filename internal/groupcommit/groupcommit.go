@@ -86,6 +86,21 @@ func (g *Group[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	return r.res, r.err
 }
 
+// Waiting reports how many requests wait for a batch: queued behind the
+// commit in progress, not yet in one. Tests use it to know that callers
+// have joined the queue.
+func (g *Group[Req, Res]) Waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, p := range g.pending {
+		if !p.abandoned {
+			n++
+		}
+	}
+	return n
+}
+
 // lead commits r with up to Max-1 queued requests, then hands the
 // leadership to the next queued request, or ends it.
 func (g *Group[Req, Res]) lead(ctx context.Context, r *request[Req, Res]) {

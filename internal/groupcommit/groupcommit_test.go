@@ -81,6 +81,9 @@ func TestConcurrentCallsShareBatchesUpToMax(t *testing.T) {
 			wg.Go(func() { results[i], _ = g.Do(t.Context(), i) })
 		}
 		synctest.Wait() // five callers queued behind it
+		if n := g.Waiting(); n != 5 {
+			t.Fatalf("Waiting() = %d with five callers queued, want 5", n)
+		}
 		close(rec.gate)
 		wg.Wait()
 		if s := rec.sizes(); !slices.Equal(s, []int{1, 3, 2}) {
@@ -107,6 +110,9 @@ func TestCancelledWhileQueuedIsNeverCommitted(t *testing.T) {
 		synctest.Wait()
 		cancel()
 		synctest.Wait()
+		if n := g.Waiting(); n != 0 {
+			t.Fatalf("Waiting() = %d after the only queued caller left, want 0", n)
+		}
 		close(rec.gate)
 		wg.Wait()
 		if !errors.Is(err, context.Canceled) {

@@ -1,0 +1,170 @@
+package sqlitestore_test
+
+import (
+	"database/sql"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/intake/storetest"
+)
+
+// Settlements that queue behind one transaction run batched in the next,
+// and each still applies exactly when it would alone: the owner's
+// settlements apply with their records; a wrong claim id, a wrong attempt,
+// a lapsed lease or an unknown update change nothing and record nothing;
+// of two identical settlements of one update exactly one applies.
+func TestQueuedSettlementsRunBatched(t *testing.T) {
+	t.Parallel()
+	s, path := openStore(t, sqlitestore.Config{})
+	ctx := t.Context()
+	var (
+		mu      sync.Mutex
+		batched int // the most settlements one committed transaction batched
+	)
+	sqlitestore.OnTx(s, func(n int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			batched = max(batched, n)
+		}
+	})
+
+	const owned = 70 // more than one chunk: 64 + 4 + 2
+	var us []intake.Incoming
+	for id := int64(1); id <= owned+6; id++ {
+		us = append(us, intake.Incoming{UpdateID: id, Body: []byte(`{"update_id":1}`), ReceivedAt: base})
+	}
+	if _, err := storetest.Add(ctx, s, us); err != nil {
+		t.Fatal(err)
+	}
+	leaseEnd := base.Add(time.Minute)
+	ids := map[int64]intake.Identity{}
+	for _, u := range us {
+		id, ok, err := s.Claim(ctx, u.UpdateID, intake.ClaimOpts{Now: base, LeaseUntil: leaseEnd, MaxAttempts: 5})
+		if err != nil || !ok {
+			t.Fatalf("Claim(%d) = %v, %v", u.UpdateID, ok, err)
+		}
+		ids[u.UpdateID] = id
+	}
+	at := base.Add(time.Second)
+	record := func() *intake.AttemptRecord {
+		return &intake.AttemptRecord{StartedAt: base, EndedAt: at, Outcome: intake.AttemptCompleted, Status: 200}
+	}
+	type call struct {
+		id   intake.Identity
+		st   intake.Settlement
+		want bool
+	}
+	var calls []call
+	for id := int64(1); id <= owned; id++ {
+		st := intake.Settlement{State: intake.StateCompleted, At: at, Attempt: record()}
+		switch id % 3 {
+		case 1:
+			st = intake.Settlement{State: intake.StateFailed, At: at, RetryAt: at.Add(time.Hour), Error: "boom", Attempt: record()}
+		case 2:
+			st.Attempt = nil // no record asked for
+		}
+		calls = append(calls, call{ids[id], st, true})
+	}
+	done := intake.Settlement{State: intake.StateCompleted, At: at, Attempt: record()}
+	wrongClaim, wrongAttempt := ids[owned+1], ids[owned+2]
+	wrongClaim.ClaimID = "someone else"
+	wrongAttempt.Attempt++
+	calls = append(calls,
+		call{wrongClaim, done, false},
+		call{wrongAttempt, done, false},
+		call{ids[owned+3], intake.Settlement{State: intake.StateCompleted, At: leaseEnd.Add(time.Millisecond), Attempt: record()}, false},
+		call{intake.Identity{UpdateID: 999, Attempt: 1, ClaimID: "none"}, done, false},
+		call{ids[owned+4], intake.Settlement{State: intake.StateAbandoned, At: at, Error: "gave up", Attempt: record()}, true},
+	)
+	twice := ids[owned+5]
+
+	// Hold SQLite's write lock from another connection, so the first
+	// settlement's transaction waits to begin and the rest queue behind it.
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	lock, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]bool, len(calls))
+	var twiceApplied [2]bool
+	var wg sync.WaitGroup
+	settle := func(id intake.Identity, st intake.Settlement, dst *bool) {
+		ok, err := s.Settle(ctx, id, st)
+		if err != nil {
+			t.Errorf("Settle(%d): %v", id.UpdateID, err)
+		}
+		*dst = ok
+	}
+	wg.Go(func() { settle(twice, done, &twiceApplied[0]) }) // leads, waits for the lock
+	for i, c := range calls {
+		wg.Go(func() { settle(c.id, c.st, &got[i]) })
+	}
+	wg.Go(func() { settle(twice, done, &twiceApplied[1]) })
+	for deadline := time.Now().Add(10 * time.Second); sqlitestore.WaitingWrites(s) < len(calls)+1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d settlements queued", sqlitestore.WaitingWrites(s))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+
+	mu.Lock()
+	if batched < len(calls) {
+		t.Errorf("the most settlements batched in one committed transaction: %d, want at least %d", batched, len(calls))
+	}
+	mu.Unlock()
+	for i, c := range calls {
+		if got[i] != c.want {
+			t.Errorf("Settle(%d, %s) = %v, want %v", c.id.UpdateID, c.st.State, got[i], c.want)
+		}
+		if c.id.UpdateID == 999 {
+			continue
+		}
+		row, ok, err := s.Get(ctx, c.id.UpdateID)
+		if err != nil || !ok {
+			t.Fatalf("Get(%d) = %v, %v", c.id.UpdateID, ok, err)
+		}
+		wantState, wantRecords := intake.StateProcessing, 0
+		if c.want {
+			wantState = c.st.State
+			if c.st.Attempt != nil {
+				wantRecords = 1
+			}
+		}
+		if row.State != wantState {
+			t.Errorf("update %d: state %s, want %s", c.id.UpdateID, row.State, wantState)
+		}
+		if c.want && c.st.State == intake.StateFailed && (!row.DueAt.Equal(c.st.RetryAt) || row.Error != c.st.Error) {
+			t.Errorf("update %d failed: due %v error %q, want %v %q", c.id.UpdateID, row.DueAt, row.Error, c.st.RetryAt, c.st.Error)
+		}
+		recs, err := s.Attempts(ctx, c.id.UpdateID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != wantRecords {
+			t.Errorf("update %d: %d attempt records, want %d", c.id.UpdateID, len(recs), wantRecords)
+		}
+		for _, r := range recs {
+			if r.Attempt != c.id.Attempt || r.ClaimID != c.id.ClaimID || r.Outcome != intake.AttemptCompleted {
+				t.Errorf("update %d: record %+v, want the owner's identity", c.id.UpdateID, r)
+			}
+		}
+	}
+	if twiceApplied[0] == twiceApplied[1] {
+		t.Errorf("two identical settlements of one update applied %v; want exactly one", twiceApplied)
+	}
+	if recs, err := s.Attempts(ctx, twice.UpdateID); err != nil || len(recs) != 1 {
+		t.Errorf("update settled twice: %d records (%v), want 1", len(recs), err)
+	}
+}
