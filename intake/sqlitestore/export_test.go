@@ -1,5 +1,7 @@
 package sqlitestore
 
+import "time"
+
 // DueSQL is the due listing's statement, with the table placeholder.
 const DueSQL = dueSQL
 
@@ -21,5 +23,15 @@ func DropProcessLocks(s *Store) {
 func OnTx(s *Store, f func(settles int, err error)) { s.txDone = f }
 
 // WaitingWrites reports how many writes wait for s's next shared
-// transaction.
-func WaitingWrites(s *Store) int { return s.writes.Waiting() }
+// transaction, parked settlements included.
+func WaitingWrites(s *Store) int {
+	s.parking.mu.Lock()
+	defer s.parking.mu.Unlock()
+	return s.writes.Waiting() + len(s.parking.ws)
+}
+
+// WriterBusy reports whether s's writer has a transaction in progress.
+func WriterBusy(s *Store) bool { return s.writes.Busy() }
+
+// ParkFor sets how long s's parked settlements wait for another write.
+func ParkFor(s *Store, d time.Duration) { s.parking.wait = d }

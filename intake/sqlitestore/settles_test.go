@@ -1,7 +1,9 @@
 package sqlitestore_test
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -166,5 +168,161 @@ func TestQueuedSettlementsRunBatched(t *testing.T) {
 	}
 	if recs, err := s.Attempts(ctx, twice.UpdateID); err != nil || len(recs) != 1 {
 		t.Errorf("update settled twice: %d records (%v), want 1", len(recs), err)
+	}
+}
+
+// parkingStore opens a store with three claimed updates, a hook counting
+// committed transactions by their batched settlements, and a second
+// connection whose transaction holds SQLite's write lock until released.
+func parkingStore(t *testing.T) (s *sqlitestore.Store, ids []intake.Identity, txs func() []int, lock *sql.Tx) {
+	t.Helper()
+	s, path := openStore(t, sqlitestore.Config{})
+	ctx := t.Context()
+	var (
+		mu        sync.Mutex
+		committed []int
+	)
+	txs = func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), committed...)
+	}
+	for id := int64(1); id <= 3; id++ {
+		if _, err := storetest.Add(ctx, s, []intake.Incoming{{UpdateID: id, Body: []byte(`{"update_id":1}`), ReceivedAt: base}}); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := s.Claim(ctx, id, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Minute), MaxAttempts: 5})
+		if err != nil || !ok {
+			t.Fatalf("Claim(%d) = %v, %v", id, ok, err)
+		}
+		ids = append(ids, got)
+	}
+	sqlitestore.OnTx(s, func(n int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			committed = append(committed, n)
+		}
+	})
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if lock, err = other.BeginTx(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Rollback() })
+	return s, ids, txs, lock
+}
+
+// waitQueued waits until n writes wait for s's next transaction.
+func waitQueued(t *testing.T, s *sqlitestore.Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); sqlitestore.WaitingWrites(s) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want %d", sqlitestore.WaitingWrites(s), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A settlement that finds the writer busy rides on the next write's
+// transaction instead of committing one of its own.
+func TestParkedSettlementRidesOnTheNextWrite(t *testing.T) {
+	t.Parallel()
+	s, ids, txs, lock := parkingStore(t)
+	sqlitestore.ParkFor(s, time.Hour) // no flush by the timer in this test
+	ctx := t.Context()
+	at := base.Add(time.Second)
+	var first, wg sync.WaitGroup
+	first.Go(func() { _, _ = s.Renew(ctx, ids[0], base.Add(2*time.Minute), at) }) // leads, waits for the lock
+	waitBusy(t, s)
+	var settled bool
+	wg.Go(func() {
+		var err error
+		settled, err = s.Settle(ctx, ids[1], intake.Settlement{State: intake.StateCompleted, At: at})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	waitQueued(t, s, 1)
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait() // the first renewal committed
+	for deadline := time.Now().Add(10 * time.Second); sqlitestore.WriterBusy(s); {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer stayed busy")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := txs(); len(got) != 1 {
+		t.Fatalf("committed transactions (settlements in each) %v, want only the first renewal's: the settlement waits for the next write", got)
+	}
+	if _, err := s.Renew(ctx, ids[2], base.Add(2*time.Minute), at); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if !settled {
+		t.Error("the parked settlement did not apply")
+	}
+	if got := txs(); len(got) != 2 || got[0] != 0 || got[1] != 1 {
+		t.Errorf("committed transactions (settlements in each) %v, want [0 1]: the first renewal's alone, then the second's with the settlement", got)
+	}
+}
+
+// With no other write coming, a parked settlement starts a transaction
+// itself; one whose context ends while parked is never applied.
+func TestParkedSettlementFlushesOrLeaves(t *testing.T) {
+	t.Parallel()
+	s, ids, txs, lock := parkingStore(t)
+	ctx := t.Context()
+	at := base.Add(time.Second)
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = s.Renew(ctx, ids[0], base.Add(2*time.Minute), at) })
+	waitBusy(t, s)
+	cctx, cancel := context.WithCancel(ctx)
+	var cancelled error
+	wg.Go(func() {
+		_, cancelled = s.Settle(cctx, ids[2], intake.Settlement{State: intake.StateCompleted, At: at})
+	})
+	var settled bool
+	wg.Go(func() {
+		var err error
+		settled, err = s.Settle(ctx, ids[1], intake.Settlement{State: intake.StateCompleted, At: at})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	waitQueued(t, s, 2)
+	cancel()
+	waitQueued(t, s, 1) // cancelled one left
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if !settled {
+		t.Error("the parked settlement did not apply")
+	}
+	if !errors.Is(cancelled, context.Canceled) {
+		t.Errorf("settlement cancelled while parked = %v, want context.Canceled", cancelled)
+	}
+	if row, _, err := s.Get(ctx, ids[2].UpdateID); err != nil || row.State != intake.StateProcessing {
+		t.Errorf("update of the cancelled settlement: %s (%v), want still processing", row.State, err)
+	}
+	if got := txs(); len(got) != 2 || got[1] != 1 {
+		t.Errorf("committed transactions (settlements in each) %v, want the renewal's, then one of its own for the parked settlement", got)
+	}
+}
+
+// waitBusy waits until s's writer has a transaction in progress.
+func waitBusy(t *testing.T, s *sqlitestore.Store) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !sqlitestore.WriterBusy(s); {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never got busy")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

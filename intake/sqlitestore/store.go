@@ -153,6 +153,9 @@ type Store struct {
 	writes groupcommit.Group[writeReq, error]
 	// settles holds the batched settlements' statements (settles.go).
 	settles settleStmts
+	// parking holds the settlements waiting for the next transaction
+	// (settles.go).
+	parking parked
 	// txDone, when set (by tests), is called after each write transaction
 	// with how many settlements ran batched in it and how it ended.
 	txDone func(settles int, err error)
@@ -370,7 +373,7 @@ func build(ctx context.Context, w, r *sql.DB, owned bool, cfg Config) (*Store, e
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{table: table, w: w, r: r, owned: owned, file: fw, procs: newProcLocker(file)}
+	s := &Store{table: table, w: w, r: r, owned: owned, file: fw, procs: newProcLocker(file), parking: parked{wait: defaultParkFor}}
 	s.writes = groupcommit.Group[writeReq, error]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
 	if err := errors.Join(s.q.prepare(ctx, w, r, table), s.settles.prepare(ctx, w, table)); err != nil {
 		s.q.close()
@@ -404,6 +407,7 @@ func (s *Store) DB() *sql.DB { return s.w }
 // return the first result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.flushParked()   // settlements waiting for a transaction
 		s.flushDeferred() // outcomes waiting for an intent to carry them
 		s.procs.close()
 		s.file.close()
@@ -634,7 +638,7 @@ func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settle
 		return false, err
 	}
 	var n int64
-	if err := s.do(ctx, writeReq{settle: &settleWrite{id: id, st: st, n: &n}}); err != nil {
+	if err := s.settle(ctx, &settleWrite{id: id, st: st, n: &n}); err != nil {
 		return false, fmt.Errorf("sqlitestore: settle %d: %w", id.UpdateID, err)
 	}
 	return n > 0, nil

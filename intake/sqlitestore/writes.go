@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"time"
 )
 
@@ -57,15 +58,28 @@ func (s *Store) do(ctx context.Context, r writeReq) error {
 
 // commitWrites is the group's CommitFunc: reqs in one transaction, or each
 // alone when one of them fails.
+// The parked settlements (settles.go) join the transaction and learn their
+// outcome through their own channels.
 func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]error, error) {
+	n := len(reqs)
+	parked := s.parking.take()
+	if len(parked) > 0 {
+		reqs = slices.Clip(reqs)
+		for _, p := range parked {
+			reqs = append(reqs, writeReq{settle: p.w})
+		}
+	}
 	errs := make([]error, len(reqs))
-	if len(reqs) > 1 && s.runTx(ctx, reqs) == nil {
-		return errs, nil
+	if len(reqs) == 1 || s.runTx(ctx, reqs) != nil {
+		for i, r := range reqs {
+			errs[i] = s.runTx(ctx, []writeReq{r})
+		}
 	}
-	for i, r := range reqs {
-		errs[i] = s.runTx(ctx, []writeReq{r})
+	s.parking.lastTx.Store(time.Now().UnixNano())
+	for i, p := range parked {
+		p.done <- errs[n+i]
 	}
-	return errs, nil
+	return errs[:n], nil
 }
 
 // runTx runs reqs in one transaction on the writer and commits it, unless
@@ -81,6 +95,7 @@ func (s *Store) runTx(ctx context.Context, reqs []writeReq) error {
 	)
 	for _, r := range reqs {
 		switch {
+		case r.settle == nil && r.op == nil: // a flush of the parked settlements
 		case r.settle == nil:
 			ops = append(ops, r.op)
 		case seen[r.settle.id.UpdateID]:

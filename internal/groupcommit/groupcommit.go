@@ -86,6 +86,14 @@ func (g *Group[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	return r.res, r.err
 }
 
+// Busy reports whether a batch is being committed: a request made now
+// would wait for it.
+func (g *Group[Req, Res]) Busy() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.busy
+}
+
 // Waiting reports how many requests wait for a batch: queued behind the
 // commit in progress, not yet in one. Tests use it to know that callers
 // have joined the queue.

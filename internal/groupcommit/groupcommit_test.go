@@ -84,8 +84,14 @@ func TestConcurrentCallsShareBatchesUpToMax(t *testing.T) {
 		if n := g.Waiting(); n != 5 {
 			t.Fatalf("Waiting() = %d with five callers queued, want 5", n)
 		}
+		if !g.Busy() {
+			t.Fatal("Busy() = false while a batch commits")
+		}
 		close(rec.gate)
 		wg.Wait()
+		if g.Busy() {
+			t.Fatal("Busy() = true after every call returned")
+		}
 		if s := rec.sizes(); !slices.Equal(s, []int{1, 3, 2}) {
 			t.Fatalf("batch sizes %v, want [1 3 2]", s)
 		}
