@@ -105,17 +105,16 @@ func TestQueuedSettlementsRunBatched(t *testing.T) {
 		}
 		*dst = ok
 	}
-	wg.Go(func() { settle(twice, done, &twiceApplied[0]) }) // leads, waits for the lock
+	// Another write leads, waiting for the lock; every settlement queues
+	// behind it.
+	wg.Go(func() { _, _ = s.Renew(ctx, ids[owned+6], leaseEnd.Add(time.Minute), base) })
+	waitBusy(t, s)
+	wg.Go(func() { settle(twice, done, &twiceApplied[0]) })
 	for i, c := range calls {
 		wg.Go(func() { settle(c.id, c.st, &got[i]) })
 	}
 	wg.Go(func() { settle(twice, done, &twiceApplied[1]) })
-	for deadline := time.Now().Add(10 * time.Second); sqlitestore.WaitingWrites(s) < len(calls)+1; {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d settlements queued", sqlitestore.WaitingWrites(s))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, s, len(calls)+2)
 	if err := lock.Rollback(); err != nil {
 		t.Fatal(err)
 	}
