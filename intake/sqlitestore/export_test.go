@@ -33,5 +33,9 @@ func WaitingWrites(s *Store) int {
 // WriterBusy reports whether s's writer has a transaction in progress.
 func WriterBusy(s *Store) bool { return s.writes.Busy() }
 
+// OnTxStart makes s call f as each group of writes starts, once it took the
+// parked settlements.
+func OnTxStart(s *Store, f func()) { s.txStart = f }
+
 // ParkFor sets how long s's parked settlements wait for another write.
 func ParkFor(s *Store, d time.Duration) { s.parking.wait = d }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,8 +108,9 @@ func TestQueuedSettlementsRunBatched(t *testing.T) {
 	}
 	// Another write leads, waiting for the lock; every settlement queues
 	// behind it.
+	started := waitStarted(t, s)
 	wg.Go(func() { _, _ = s.Renew(ctx, ids[owned+6], leaseEnd.Add(time.Minute), base) })
-	waitBusy(t, s)
+	started(1)
 	wg.Go(func() { settle(twice, done, &twiceApplied[0]) })
 	for i, c := range calls {
 		wg.Go(func() { settle(c.id, c.st, &got[i]) })
@@ -235,8 +237,9 @@ func TestParkedSettlementRidesOnTheNextWrite(t *testing.T) {
 	ctx := t.Context()
 	at := base.Add(time.Second)
 	var first, wg sync.WaitGroup
+	started := waitStarted(t, s)
 	first.Go(func() { _, _ = s.Renew(ctx, ids[0], base.Add(2*time.Minute), at) }) // leads, waits for the lock
-	waitBusy(t, s)
+	started(1)
 	var settled bool
 	wg.Go(func() {
 		var err error
@@ -279,8 +282,9 @@ func TestParkedSettlementFlushesOrLeaves(t *testing.T) {
 	ctx := t.Context()
 	at := base.Add(time.Second)
 	var wg sync.WaitGroup
+	started := waitStarted(t, s)
 	wg.Go(func() { _, _ = s.Renew(ctx, ids[0], base.Add(2*time.Minute), at) })
-	waitBusy(t, s)
+	started(1)
 	cctx, cancel := context.WithCancel(ctx)
 	var cancelled error
 	wg.Go(func() {
@@ -315,13 +319,20 @@ func TestParkedSettlementFlushesOrLeaves(t *testing.T) {
 	}
 }
 
-// waitBusy waits until s's writer has a transaction in progress.
-func waitBusy(t *testing.T, s *sqlitestore.Store) {
+// waitStarted makes s count the groups of writes it starts and returns a
+// function that waits until n started: a leader that started has taken
+// the settlements parked so far, and later ones wait for the next group.
+func waitStarted(t *testing.T, s *sqlitestore.Store) func(n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !sqlitestore.WriterBusy(s); {
-		if time.Now().After(deadline) {
-			t.Fatal("the writer never got busy")
+	var started atomic.Int64
+	sqlitestore.OnTxStart(s, func() { started.Add(1) })
+	return func(n int64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); started.Load() < n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d groups of writes started, want %d", started.Load(), n)
+			}
+			time.Sleep(time.Millisecond)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }

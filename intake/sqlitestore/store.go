@@ -156,9 +156,12 @@ type Store struct {
 	// parking holds the settlements waiting for the next transaction
 	// (settles.go).
 	parking parked
-	// txDone, when set (by tests), is called after each write transaction
-	// with how many settlements ran batched in it and how it ended.
-	txDone func(settles int, err error)
+	// txStart and txDone, when set (by tests), are called as each group of
+	// writes starts, once it took the parked settlements, and after each
+	// write transaction, with how many settlements ran batched in it and
+	// how it ended.
+	txStart func()
+	txDone  func(settles int, err error)
 
 	// procs holds the process locks of the processes registered here
 	// (process.go).

@@ -63,6 +63,9 @@ func (s *Store) do(ctx context.Context, r writeReq) error {
 func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]error, error) {
 	n := len(reqs)
 	parked := s.parking.take()
+	if s.txStart != nil {
+		s.txStart()
+	}
 	if len(parked) > 0 {
 		reqs = slices.Clip(reqs)
 		for _, p := range parked {
