@@ -37,7 +37,9 @@ func (s *Store) attemptSQL() *attemptSQL {
 		// settleSQL and, in the same statement, only when it applied, the
 		// attempt's record: $8 process, $9 started, $10 ended, $11
 		// outcome, $12 error, $13 status, $14 header, $15 body. It changes
-		// as many history rows as it settles rows: 1 or 0.
+		// as many history rows as it settles rows: 1 or 0. settleManySQL
+		// (queries.go) writes the same record for many settlements: keep
+		// the two equivalent.
 		settleRecorded: newWriteSQL(f(`WITH settled AS (` + settleSQL + ` RETURNING update_id)
 			INSERT INTO {{table}}_att
 			(update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body)

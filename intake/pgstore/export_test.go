@@ -11,11 +11,14 @@ type BatchHooks struct {
 	Batch func(ids []int64)
 	// End is called after a shared transaction, with whether it committed.
 	End func(ids []int64, committed bool)
+	// Merged is called after Batch when the transaction runs settlements
+	// as one statement, with their update ids (the first of Batch's).
+	Merged func(ids []int64)
 }
 
 // SetBatchHooks installs h on s. Call it before s is used.
 func SetBatchHooks(s *Store, h BatchHooks) {
-	s.hooks = &testHooks{enter: h.Enter, batch: h.Batch, end: h.End}
+	s.hooks = &testHooks{enter: h.Enter, batch: h.Batch, end: h.End, merged: h.Merged}
 }
 
 // OrderWrites is orderWrites: the order a shared transaction runs writes of
@@ -32,3 +35,16 @@ func SetClock(s *Store, clock func() time.Time) { s.clock = clock }
 // DropChatLock makes s claim in strict chat order without the chat's
 // advisory lock, the check-then-claim race the lock exists to close.
 func DropChatLock(s *Store) { s.q.chatLock = "SELECT 1 WHERE $1::bigint IS NULL" }
+
+// MergeSettles is mergeSettles for writes of these update ids, settles[i]
+// telling whether write i is a settlement.
+func MergeSettles(ids []int64, settles []bool) (merged, rest []int) {
+	reqs := make([]writeReq, len(ids))
+	for i, id := range ids {
+		reqs[i].updateID = id
+		if settles[i] {
+			reqs[i].settle = &settleVals{}
+		}
+	}
+	return mergeSettles(reqs, orderWrites(ids))
+}

@@ -15,6 +15,7 @@ type queries struct {
 	dueStrict, dueChat          string
 	renew                       writeSQL
 	settle                      writeSQL
+	settleMany                  string
 	due, prune                  string
 	owns                        string
 	exhaust                     writeSQL
@@ -28,7 +29,8 @@ type queries struct {
 
 // settleSQL settles one attempt: $1 update id, $2 attempt, $3 state, $4
 // at, $5 retry at, $6 error, $7 claim id. It applies only while the lease
-// is live at $4.
+// is live at $4. settleManySQL is its form for many settlements at once:
+// keep the two equivalent.
 const settleSQL = `UPDATE {{table}} SET
 		state      = $3::text,
 		due_at     = CASE WHEN $3::text = 'failed' THEN $5::bigint ELSE due_at END,
@@ -36,6 +38,47 @@ const settleSQL = `UPDATE {{table}} SET
 		error      = CASE WHEN $3::text = 'completed' THEN NULL ELSE $6::text END
 	WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
 	  AND due_at >= $4::bigint AND claim_id = $7::text`
+
+// settleManySQL is settleSQL (and, for a settlement that carries one,
+// settleRecorded's attempt record) for many updates in one statement, in
+// a shared transaction after lockRows: one element of each array per
+// settlement, at most one settlement per update id. $1 update id, $2
+// attempt, $3 state, $4 at, $5 retry at, $6 error, $7 claim id, as in
+// settleSQL; $8 whether it carries a record, and the record's $9 process,
+// $10 started, $11 ended, $12 outcome, $13 error, $14 status, $15 header
+// and $16 body, as in settleRecorded (ignored without one). Every
+// settlement whose row lockRows did not lock is dropped before any row is
+// looked at, as newWriteSQL's shared condition does; the others are
+// settleSQL's UPDATE with the same conditions and the same values, and the
+// records are inserted for exactly the settlements that applied and carry
+// one, with settleRecorded's columns. It answers the update ids it
+// settled.
+const settleManySQL = `WITH v AS (
+	SELECT * FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[],
+			$8::boolean[], $9::text[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::integer[],
+			$15::text[], $16::bytea[])
+		AS v(s_id, s_attempt, s_state, s_at, s_retry, s_error, s_claim,
+			r_wanted, r_process, r_started, r_ended, r_outcome, r_error, r_status, r_header, r_body)
+	WHERE v.s_id = ANY (current_setting('` + lockedSetting + `')::bigint[])),
+settled AS (
+	UPDATE {{table}} AS t SET
+		state      = v.s_state,
+		due_at     = CASE WHEN v.s_state = 'failed' THEN v.s_retry ELSE t.due_at END,
+		settled_at = CASE WHEN v.s_state = 'failed' THEN NULL ELSE v.s_at END,
+		error      = CASE WHEN v.s_state = 'completed' THEN NULL ELSE v.s_error END
+	FROM v
+	WHERE t.update_id = v.s_id AND t.state = 'processing' AND t.attempts = v.s_attempt
+	  AND t.due_at >= v.s_at AND t.claim_id = v.s_claim
+	RETURNING t.update_id, v.s_attempt, v.s_claim, v.r_wanted, v.r_process, v.r_started, v.r_ended,
+		v.r_outcome, v.r_error, v.r_status, v.r_header, v.r_body),
+recorded AS (
+	INSERT INTO {{table}}_att
+		(update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body)
+	SELECT update_id, s_attempt, s_claim, r_process, r_started, r_ended, r_outcome, r_error,
+		r_status, r_header, r_body
+	FROM settled WHERE r_wanted
+	ORDER BY update_id)
+SELECT update_id FROM settled`
 
 // writeSQL is a single-row write in its two forms. alone is the plain
 // conditional statement, run by itself. shared runs in a shared transaction
@@ -215,7 +258,8 @@ func buildQueries(table string) queries {
 			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
 			  AND due_at >= $4::bigint AND claim_id = $5::text`),
 
-		settle: w(settleSQL),
+		settle:     w(settleSQL),
+		settleMany: f(settleManySQL),
 
 		// $1 now, $2 pending before, $3 limit.
 		due: f(`SELECT update_id, body, received_at FROM {{table}}

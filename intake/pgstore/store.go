@@ -484,12 +484,17 @@ func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settle
 	if err := checkSettlement(st); err != nil {
 		return false, err
 	}
-	r := writeReq{updateID: id.UpdateID, sql: s.q.settle, args: []any{id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID}}
+	v := &settleVals{attempt: id.Attempt, state: string(st.State), at: ms(st.At), retryAt: ms(st.RetryAt),
+		errText: st.Error, claimID: id.ClaimID}
+	r := writeReq{updateID: id.UpdateID, sql: s.q.settle, settle: v,
+		args: []any{id.UpdateID, v.attempt, v.state, v.at, v.retryAt, v.errText, v.claimID}}
 	if rec := st.Attempt; rec != nil {
 		// The record rides on the settlement (intake.Settlement.Attempt).
+		v.rec, v.process, v.started, v.ended = true, rec.Process, ms(rec.StartedAt), ms(rec.EndedAt)
+		v.outcome, v.recErr, v.status = string(rec.Outcome), rec.Error, rec.Status
+		v.header, v.body = sqlschema.EncodeHeader(rec.Header), body(rec.Body)
 		r.sql = s.attemptSQL().settleRecorded
-		r.args = append(r.args, rec.Process, ms(rec.StartedAt), ms(rec.EndedAt),
-			string(rec.Outcome), rec.Error, rec.Status, sqlschema.EncodeHeader(rec.Header), body(rec.Body))
+		r.args = append(r.args, v.process, v.started, v.ended, v.outcome, v.recErr, v.status, v.header, v.body)
 	}
 	n, err := s.write(ctx, "settle", r)
 	return n == 1, err

@@ -17,17 +17,35 @@ import (
 // transaction of its own and a WAL flush of its own. Instead, concurrent
 // writes share a transaction (internal/groupcommit): a write that finds none
 // in progress starts one at once; the writes that arrive meanwhile run
-// together in the next one, each its own statement, and one commit makes
-// them all durable before any of them returns. Each statement stays atomic
-// by itself, so sharing a commit changes no outcome.
+// together in the next one, and one commit makes them all durable before
+// any of them returns. Each write stays atomic by itself, so sharing a
+// commit changes no outcome.
 //
 // A shared transaction takes two round trips, whatever its size. The first
 // sends, as one pgx.Batch: BEGIN; lockRows, which locks the batch's rows in
 // update id order, skipping any row another transaction holds (FOR NO KEY
 // UPDATE SKIP LOCKED, the lock an UPDATE takes anyway), and leaves the ids
-// it locked in a transaction-local setting; then every write, sorted by
-// update id (writes to one row keep their order), each in its shared form
-// (see writeSQL). The second is COMMIT.
+// it locked in a transaction-local setting; then the merged settlements in
+// one statement (below); then every other write, sorted by update id
+// (writes to one row keep their order), each in its shared form (see
+// writeSQL). The second is COMMIT.
+//
+// Merged settlements. Under load most writes are settlements
+// ([Store.Settle]), and every statement costs the server a bind and an
+// execution of its own. So the settlements of a shared transaction whose
+// row no other write of it touches run as one statement, settleMany
+// (settleManySQL): settleSQL over arrays, one element per settlement, with
+// the same conditions and values, and settleRecorded's attempt record for
+// exactly those that applied and carry one. It answers the update ids it
+// settled, from which each caller gets its own answer. A settlement that
+// shares its row with another write of the batch (a second settlement of
+// the same attempt, a record, a renewal) is not merged and runs in its own
+// statement, in its row's order; so settleMany never sees an update id
+// twice, and the writes of one row run in the order they would unmerged.
+// The writes of a batch are concurrent calls, so any order of the writes
+// of different rows is one they could have run in: running the merged
+// ones first changes no outcome. A lone mergeable settlement runs in its
+// own form.
 //
 // Row locks. A shared transaction never waits for a row lock. A row can be
 // held for long by someone else: an application's domain transaction that
@@ -37,15 +55,18 @@ import (
 // every write of the batch, and every write queued behind it, for as long as
 // that domain transaction stays open. So a write's shared form has one more
 // condition, on its parameters only: its row is among those lockRows
-// locked. For a row lockRows skipped, the condition is false before the row
-// is looked at, so the write neither waits for the row nor changes it; it
-// leaves the batch, and its caller runs it alone, on the pool and outside
-// the group, exactly as before group commit: it waits for the lock (a
-// reclaim still waits for the fenced transaction's commit and then gets the
-// next attempt) while the group goes on. A shared transaction thus only
+// locked (settleMany drops the settlements of other rows from its arrays
+// before it joins them with the table). For a row lockRows skipped, the
+// condition is false before the row is looked at, so the write neither
+// waits for the row nor changes it; it leaves the batch, and its caller
+// runs it alone, on the pool and outside the group, exactly as before group
+// commit: it waits for the lock (a reclaim still waits for the fenced
+// transaction's commit and then gets the next attempt) while the group
+// goes on. A shared transaction thus only
 // writes rows it already holds and never waits, so two processes' shared
-// transactions cannot deadlock; taking the locks and running the writes in
-// update id order keeps that true even if a lock were ever waited for.
+// transactions cannot deadlock; taking the locks in update id order (and
+// running the unmerged writes in it) keeps that true even if a lock were
+// ever waited for.
 //
 // Skipping a held row (rather than waiting under SET LOCAL lock_timeout)
 // keeps one held row from stalling the writes queued behind it; the
@@ -80,6 +101,49 @@ type writeReq struct {
 	// hand, just before the statement is sent, so that neither the group
 	// commit's queue nor the pool's wait reads as clock skew.
 	clockArg int
+	// settle, for a settlement (sql is settle or settleRecorded), holds its
+	// values once more, for a shared transaction to run it in settleMany
+	// with the batch's other settlements; nil for any other write.
+	settle *settleVals
+}
+
+// settleVals are one settlement's parameters of settleManySQL.
+type settleVals struct {
+	attempt          int
+	state            string
+	at, retryAt      int64
+	errText, claimID string
+	// rec reports that the settlement carries an attempt record, the
+	// fields below; without one they are zero and unused.
+	rec                     bool
+	process                 string
+	started, ended          int64
+	outcome, recErr, header string
+	status                  int
+	body                    []byte
+}
+
+// settleArgs collects the settlements reqs[i], i in idx, as settleManySQL's
+// parameters, one array element per settlement.
+func settleArgs(reqs []writeReq, idx []int) []any {
+	var (
+		ids, ats, retries, starts, ends              []int64
+		attempts, statuses                           []int
+		states, errs, claims, procs, outcomes, rerrs []string
+		headers                                      []string
+		recs                                         []bool
+		bodies                                       [][]byte
+	)
+	for _, i := range idx {
+		v := reqs[i].settle
+		ids, attempts, states = append(ids, reqs[i].updateID), append(attempts, v.attempt), append(states, v.state)
+		ats, retries, errs, claims = append(ats, v.at), append(retries, v.retryAt), append(errs, v.errText), append(claims, v.claimID)
+		recs, procs, starts, ends = append(recs, v.rec), append(procs, v.process), append(starts, v.started), append(ends, v.ended)
+		outcomes, rerrs, statuses = append(outcomes, v.outcome), append(rerrs, v.recErr), append(statuses, v.status)
+		headers, bodies = append(headers, v.header), append(bodies, v.body)
+	}
+	return []any{ids, attempts, states, ats, retries, errs, claims,
+		recs, procs, starts, ends, outcomes, rerrs, statuses, headers, bodies}
 }
 
 // stampClock fills r's clock argument, if it has one.
@@ -102,6 +166,10 @@ type testHooks struct {
 	// batch is called by a leader with the update ids of a shared
 	// transaction's writes, in the order they run, before it runs them.
 	batch func(ids []int64)
+	// merged is called after batch, when the transaction runs settlements
+	// as one statement (settleMany), with their update ids; they are the
+	// first len(ids) of batch's.
+	merged func(ids []int64)
 	// end is called after a shared transaction with the update ids it ran
 	// and whether it committed.
 	end func(ids []int64, committed bool)
@@ -171,6 +239,35 @@ func orderWrites(ids []int64) []int {
 	return order
 }
 
+// minMerged is the fewest settlements a shared transaction runs as one
+// statement (settleMany); a lone one runs in its own form.
+const minMerged = 2
+
+// mergeSettles splits order, the indexes of a batch's writes in update id
+// order, into the settlements the shared transaction runs as one statement
+// (settleMany) and the writes it runs each as its own statement, still in
+// update id order. A settlement is merged only when no other write of the
+// batch is of its row, so the writes of one row keep their order, and
+// settleMany never sees an update id twice. With fewer than minMerged such
+// settlements, none is merged.
+func mergeSettles(reqs []writeReq, order []int) (merged, rest []int) {
+	rest = make([]int, 0, len(order))
+	for k, i := range order {
+		id := reqs[i].updateID
+		only := (k == 0 || reqs[order[k-1]].updateID != id) &&
+			(k == len(order)-1 || reqs[order[k+1]].updateID != id)
+		if only && reqs[i].settle != nil {
+			merged = append(merged, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	if len(merged) < minMerged {
+		return nil, order
+	}
+	return merged, rest
+}
+
 // commitWrites is the group's CommitFunc. It returns an error only when the
 // COMMIT of the shared transaction failed.
 func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]writeRes, error) {
@@ -186,13 +283,19 @@ func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]writeRes, 
 		ids[i] = r.updateID
 	}
 	order := orderWrites(ids)
+	merged, rest := mergeSettles(reqs, order)
 
-	runIDs := make([]int64, len(order))
-	for k, i := range order {
-		runIDs[k] = ids[i]
+	// The merged settlements run first, in one statement; then the other
+	// writes, each in its own, in update id order.
+	runIDs := make([]int64, 0, len(reqs))
+	for _, i := range slices.Concat(merged, rest) {
+		runIDs = append(runIDs, ids[i])
 	}
 	if s.hooks != nil && s.hooks.batch != nil {
 		s.hooks.batch(runIDs)
+	}
+	if s.hooks != nil && s.hooks.merged != nil && merged != nil {
+		s.hooks.merged(runIDs[:len(merged)])
 	}
 	committed := false
 	if s.hooks != nil && s.hooks.end != nil {
@@ -200,11 +303,11 @@ func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]writeRes, 
 	}
 
 	// Round trip 1: begin, lock the batch's rows that nobody else holds, and
-	// run every write in update id order.
+	// run the writes.
 	rows := make([]int64, 0, len(order)) // distinct ids, ascending
-	for _, id := range runIDs {
-		if n := len(rows); n == 0 || rows[n-1] != id {
-			rows = append(rows, id)
+	for _, i := range order {
+		if n := len(rows); n == 0 || rows[n-1] != ids[i] {
+			rows = append(rows, ids[i])
 		}
 	}
 	conn, err := s.pool.Acquire(ctx)
@@ -215,14 +318,17 @@ func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]writeRes, 
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
 	b.Queue(s.q.lockRows, rows)
-	for _, i := range order {
+	if merged != nil {
+		b.Queue(s.q.settleMany, settleArgs(reqs, merged)...)
+	}
+	for _, i := range rest {
 		s.stampClock(reqs[i])
 		b.Queue(reqs[i].sql.shared, reqs[i].args...)
 	}
 	br := conn.SendBatch(ctx, b)
 	tx := br.Tx()
 	defer func() { _ = tx.Rollback(ctx) }() // no-op once committed; closes the connection if ctx ended
-	err = readShared(br, reqs, order, res)
+	err = readShared(br, reqs, merged, rest, res)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -238,11 +344,12 @@ func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]writeRes, 
 	return res, nil
 }
 
-// readShared reads a shared transaction's first round trip: the begin, the
-// rows locked, then the answers of reqs[order[0]], reqs[order[1]], … into
-// res, stopping at the first error. A write of a row that was not locked
+// readShared reads a shared transaction's first round trip into res,
+// stopping at the first error: the begin, the rows locked, settleMany's
+// answer for the merged settlements if any, then the answers of
+// reqs[rest[0]], reqs[rest[1]], … A write of a row that was not locked
 // changed nothing and is marked alone.
-func readShared(br pgx.BatchResults, reqs []writeReq, order []int, res []writeRes) error {
+func readShared(br pgx.BatchResults, reqs []writeReq, merged, rest []int, res []writeRes) error {
 	if _, err := br.Exec(); err != nil {
 		return err
 	}
@@ -253,9 +360,45 @@ func readShared(br pgx.BatchResults, reqs []writeReq, order []int, res []writeRe
 	if err := br.QueryRow().Scan(&ids, &setting); err != nil {
 		return err
 	}
-	for _, i := range order {
+	answer := func(i int, n int64) error {
+		_, locked := slices.BinarySearch(ids, reqs[i].updateID)
+		switch {
+		case locked:
+			res[i].n = n
+		case n != 0: // cannot happen: the shared forms change only locked rows
+			return fmt.Errorf("a shared write changed update %d, which it had not locked", reqs[i].updateID)
+		default:
+			res[i].alone = true
+		}
+		return nil
+	}
+	if merged != nil {
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("%d settlements in one statement: %w", len(merged), err)
+		}
+		settled, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("%d settlements in one statement: %w", len(merged), err)
+		}
+		slices.Sort(settled)
+		applied := 0
+		for _, i := range merged {
+			var n int64
+			if _, ok := slices.BinarySearch(settled, reqs[i].updateID); ok {
+				n, applied = 1, applied+1
+			}
+			if err := answer(i, n); err != nil {
+				return err
+			}
+		}
+		if applied != len(settled) { // cannot happen: settleMany is given each update id once
+			return fmt.Errorf("%d settlements in one statement settled %d rows, %d of them theirs",
+				len(merged), len(settled), applied)
+		}
+	}
+	for _, i := range rest {
 		r := reqs[i]
-		_, locked := slices.BinarySearch(ids, r.updateID)
 		var n int64
 		if r.dest == nil {
 			tag, err := br.Exec()
@@ -273,13 +416,8 @@ func readShared(br pgx.BatchResults, reqs []writeReq, order []int, res []writeRe
 				n = 1
 			}
 		}
-		switch {
-		case locked:
-			res[i].n = n
-		case n != 0: // cannot happen: the shared form changes only locked rows
-			return fmt.Errorf("a shared write changed update %d, which it had not locked", r.updateID)
-		default:
-			res[i].alone = true
+		if err := answer(i, n); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"net/http"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,6 +26,7 @@ type batchLog struct {
 
 	mu        sync.Mutex
 	batches   [][]int64 // update ids of each shared transaction, in run order
+	merged    [][]int64 // update ids of each statement of merged settlements
 	uncommits [][]int64 // those rolled back
 	gateLate  bool      // the first transaction gave up waiting
 }
@@ -60,8 +63,33 @@ func logBatches(st *pgstore.Store, want int) *batchLog {
 				l.mu.Unlock()
 			}
 		},
+		Merged: func(ids []int64) {
+			l.mu.Lock()
+			l.merged = append(l.merged, slices.Clone(ids))
+			l.mu.Unlock()
+		},
 	})
 	return l
+}
+
+// rolledBack reports whether a shared transaction was rolled back.
+func (l *batchLog) rolledBack() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.uncommits) != 0
+}
+
+// mergedWith returns the update ids of the merged settlement statement
+// that settled id, or nil.
+func (l *batchLog) mergedWith(id int64) []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.merged {
+		if slices.Contains(m, id) {
+			return m
+		}
+	}
+	return nil
 }
 
 // run calls f(0), and once it leads a shared transaction (held until all
@@ -414,5 +442,312 @@ func TestSharedTransactionsAreBounded(t *testing.T) {
 	})
 	if m := l.largest(t); m != pgstore.MaxWriteBatch {
 		t.Fatalf("largest shared transaction %d writes, want %d: %d transactions", m, pgstore.MaxWriteBatch, len(l.batches))
+	}
+}
+
+func TestMergeSettlesTakesSettlementsOfRowsWrittenOnce(t *testing.T) {
+	t.Parallel()
+	ids := []int64{5, 3, 5, 1, 3, 7, 8, 9, 2}
+	settles := []bool{true, true, true, true, false, true, false, true, true}
+	merged, rest := pgstore.MergeSettles(ids, settles)
+	// Sorted: 1(3) 2(8) 3(1) 3(4) 5(0) 5(2) 7(5) 8(6) 9(7). Rows 3 and 5
+	// have two writes each, 8's write is no settlement.
+	if want := []int{3, 8, 5, 7}; !slices.Equal(merged, want) {
+		t.Fatalf("merged = %v, want %v", merged, want)
+	}
+	if want := []int{1, 4, 0, 2, 6}; !slices.Equal(rest, want) {
+		t.Fatalf("rest = %v, want %v", rest, want)
+	}
+	// A single mergeable settlement runs in its own form.
+	merged, rest = pgstore.MergeSettles([]int64{4, 4, 6}, []bool{true, true, true})
+	if merged != nil || !slices.Equal(rest, []int{0, 1, 2}) {
+		t.Fatalf("MergeSettles with one candidate = %v, %v; want none merged", merged, rest)
+	}
+}
+
+// settleCase is settlement i of TestMergedSettlementsAnswerEach's mix, on
+// the row claimed as id: the identity to settle with, the settlement, and
+// whether it applies.
+func settleCase(i int, id intake.Identity) (intake.Identity, intake.Settlement, bool) {
+	rec := &intake.AttemptRecord{
+		// The identity's fields are taken from id, whatever these hold.
+		UpdateID: 999_999, Attempt: 99, ClaimID: "ignored",
+		Process: "proc-" + string(rune('a'+i%3)), StartedAt: at(int64(i)), EndedAt: at(int64(50 + i)),
+		Outcome: intake.AttemptCompleted, Status: 200 + i,
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"ok":true}`),
+	}
+	switch i % 7 {
+	case 0: // applies at the lease's last instant, with a record
+		return id, intake.Settlement{State: intake.StateCompleted, At: at(10_000), Attempt: rec}, true
+	case 1: // applies, no record
+		return id, intake.Settlement{State: intake.StateFailed, At: at(100), RetryAt: at(5_000 + int64(i)), Error: "boom"}, true
+	case 2: // applies, with a record without header or body
+		rec.Outcome, rec.Error, rec.Header, rec.Body = intake.AttemptFailed, "gave up", nil, nil
+		return id, intake.Settlement{State: intake.StateAbandoned, At: at(200), Error: "gave up", Attempt: rec}, true
+	case 3: // a stale claim id
+		id.ClaimID = "not-the-claim"
+		return id, intake.Settlement{State: intake.StateCompleted, At: at(100), Attempt: rec}, false
+	case 4: // a stale attempt
+		id.Attempt++
+		return id, intake.Settlement{State: intake.StateFailed, At: at(100), RetryAt: at(300), Error: "x", Attempt: rec}, false
+	case 5: // the lease lapsed before the settlement
+		return id, intake.Settlement{State: intake.StateCompleted, At: at(10_001), Attempt: rec}, false
+	default: // applies; completed clears the error
+		return id, intake.Settlement{State: intake.StateCompleted, At: at(300), Error: "dropped"}, true
+	}
+}
+
+// settledView is what a settlement leaves of update id in st: its row and
+// its history, with the claim id (random per store) replaced by whether it
+// is the one claimID.
+func settledView(t *testing.T, st *pgstore.Store, id int64, claimID string) (intake.Row, []intake.AttemptRecord) {
+	t.Helper()
+	row, ok, err := st.Get(t.Context(), id)
+	if err != nil || !ok {
+		t.Fatalf("Get(%d) = %v, %v", id, ok, err)
+	}
+	norm := func(c string) string {
+		if c == claimID {
+			return "the claim"
+		}
+		return c
+	}
+	row.ClaimID = norm(row.ClaimID)
+	recs, err := st.Attempts(t.Context(), id)
+	if err != nil {
+		t.Fatalf("Attempts(%d): %v", id, err)
+	}
+	for k := range recs {
+		recs[k].ClaimID = norm(recs[k].ClaimID)
+	}
+	return row, recs
+}
+
+// TestMergedSettlementsAnswerEach: settlements of distinct updates made at
+// once run as one statement in a shared transaction; each gets its own
+// answer (applied for the owner's identity; not for a stale claim id, a
+// stale attempt or a lapsed lease), and the rows and attempt records they
+// leave are those the same settlements leave made one at a time.
+func TestMergedSettlementsAnswerEach(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	one, _ := newStore(t) // the same settlements, one at a time
+	const n = 57
+	ids := claimRows(t, st, n)
+	oneIDs := claimRows(t, one, n)
+	l := logBatches(st, n)
+
+	oks := make([]bool, n)
+	errs := make([]error, n)
+	l.run(t, n, func(i int) {
+		id, s, _ := settleCase(i, ids[i])
+		oks[i], errs[i] = st.Settle(t.Context(), id, s)
+	})
+	for i := range n {
+		_, _, want := settleCase(i, ids[i])
+		if errs[i] != nil || oks[i] != want {
+			t.Errorf("settle %d (case %d) = %v, %v; want %v", i+1, i%7, oks[i], errs[i], want)
+		}
+	}
+	l.largest(t)
+	// f(0) led alone; the others queued behind it and shared the next
+	// transaction, in one statement.
+	if m := l.mergedWith(ids[1].UpdateID); len(m) != n-1 {
+		t.Fatalf("settlements 2 to %d were not merged into one statement: merged %v, batches %v", n, l.merged, l.batches)
+	}
+	if l.rolledBack() {
+		t.Fatalf("a shared transaction was rolled back (its writes then ran alone): %v", l.uncommits)
+	}
+	for i := range n {
+		id, s, want := settleCase(i, oneIDs[i])
+		if ok, err := one.Settle(t.Context(), id, s); err != nil || ok != want {
+			t.Fatalf("settle %d alone = %v, %v; want %v", i+1, ok, err, want)
+		}
+	}
+	for i := range n {
+		row, recs := settledView(t, st, ids[i].UpdateID, ids[i].ClaimID)
+		oneRow, oneRecs := settledView(t, one, oneIDs[i].UpdateID, oneIDs[i].ClaimID)
+		if !reflect.DeepEqual(row, oneRow) {
+			t.Errorf("update %d (case %d) merged: %+v\none at a time: %+v", i+1, i%7, row, oneRow)
+		}
+		if !reflect.DeepEqual(recs, oneRecs) {
+			t.Errorf("history of %d (case %d) merged: %+v\none at a time: %+v", i+1, i%7, recs, oneRecs)
+		}
+		_, s, applied := settleCase(i, ids[i])
+		wantRecs := 0
+		if applied && s.Attempt != nil {
+			wantRecs = 1
+		}
+		if len(recs) != wantRecs {
+			t.Errorf("update %d (case %d) has %d attempt records, want %d", i+1, i%7, len(recs), wantRecs)
+		}
+		wantState := intake.StateProcessing
+		if applied {
+			wantState = s.State
+		}
+		if row.State != wantState {
+			t.Errorf("update %d (case %d) is %s, want %s", i+1, i%7, row.State, wantState)
+		}
+	}
+}
+
+// TestMergedSettlementsKeepOneSettlePerRow: two settlements of one attempt
+// in one shared transaction are not merged with the others: exactly one of
+// them applies, and the row and history are the winner's.
+func TestMergedSettlementsKeepOneSettlePerRow(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	const n = 10
+	ids := claimRows(t, st, n)
+	twice := ids[4]
+	l := logBatches(st, n+1)
+
+	oks := make([]bool, n+1)
+	errs := make([]error, n+1)
+	l.run(t, n+1, func(i int) {
+		switch i {
+		case 4: // twice, completed
+			oks[i], errs[i] = st.Settle(t.Context(), twice, intake.Settlement{State: intake.StateCompleted, At: at(100),
+				Attempt: &intake.AttemptRecord{StartedAt: at(1), EndedAt: at(100), Outcome: intake.AttemptCompleted, Status: 200}})
+		case n: // twice, failed
+			oks[i], errs[i] = st.Settle(t.Context(), twice, intake.Settlement{State: intake.StateFailed, At: at(100),
+				RetryAt: at(500), Error: "second",
+				Attempt: &intake.AttemptRecord{StartedAt: at(1), EndedAt: at(100), Outcome: intake.AttemptFailed, Status: 500}})
+		default:
+			oks[i], errs[i] = st.Settle(t.Context(), ids[i], completed(100))
+		}
+	})
+	for i := range n {
+		if i != 4 && (errs[i] != nil || !oks[i]) {
+			t.Errorf("settle %d = %v, %v; want true", i+1, oks[i], errs[i])
+		}
+	}
+	if errs[4] != nil || errs[n] != nil || oks[4] == oks[n] {
+		t.Fatalf("two settlements of update %d = (%v, %v) and (%v, %v); want exactly one applied",
+			twice.UpdateID, oks[4], errs[4], oks[n], errs[n])
+	}
+	l.largest(t)
+	l.mu.Lock()
+	var shared bool
+	for _, b := range l.batches {
+		k := 0
+		for _, id := range b {
+			if id == twice.UpdateID {
+				k++
+			}
+		}
+		shared = shared || k == 2
+	}
+	l.mu.Unlock()
+	if !shared {
+		t.Fatalf("the two settlements of %d never shared a transaction: %v", twice.UpdateID, l.batches)
+	}
+	if m := l.mergedWith(twice.UpdateID); m != nil {
+		t.Fatalf("a twice-settled update was merged: %v", m)
+	}
+	if m := l.mergedWith(ids[5].UpdateID); len(m) < 2 {
+		t.Fatalf("the other settlements were not merged: %v", l.merged)
+	}
+	if l.rolledBack() {
+		t.Fatalf("a shared transaction was rolled back (its writes then ran alone): %v", l.uncommits)
+	}
+	row, recs := settledView(t, st, twice.UpdateID, twice.ClaimID)
+	wantState, wantStatus := intake.StateCompleted, 200
+	if oks[n] {
+		wantState, wantStatus = intake.StateFailed, 500
+	}
+	if row.State != wantState || len(recs) != 1 || recs[0].Status != wantStatus {
+		t.Fatalf("update %d = %+v with history %+v; want %s with the winner's one record", twice.UpdateID, row, recs, wantState)
+	}
+}
+
+// TestMergedSettlementOfHeldRowRunsAlone: a settlement whose row another
+// transaction holds (OwnsTx) is dropped from the merged statement and run
+// alone, waiting for the row; the others merged with it commit meanwhile.
+func TestMergedSettlementOfHeldRowRunsAlone(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := t.Context()
+	const n, held = 8, 3
+	ids := claimRows(t, st, n)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if owned, err := st.OwnsTx(ctx, tx, ids[held], at(50)); err != nil || !owned {
+		t.Fatalf("OwnsTx = %v, %v", owned, err)
+	}
+	l := logBatches(st, n)
+
+	sctx, cancel := context.WithTimeout(ctx, 2*bounded)
+	defer cancel()
+	oks := make([]bool, n)
+	errs := make([]error, n)
+	settle := func(i int) {
+		rec := &intake.AttemptRecord{StartedAt: at(1), EndedAt: at(100), Outcome: intake.AttemptCompleted, Status: 200 + i}
+		oks[i], errs[i] = st.Settle(sctx, ids[i], intake.Settlement{State: intake.StateCompleted, At: at(100), Attempt: rec})
+	}
+	// As l.run, but the held row's settlement is waited for apart.
+	var others sync.WaitGroup
+	others.Go(func() { settle(0) })
+	waitFor(t, bounded, "the first write to lead", func() (bool, error) { return l.first.Load(), nil })
+	ran := make(chan struct{})
+	for i := 1; i < n; i++ {
+		if i == held {
+			go func() { defer close(ran); settle(i) }()
+			continue
+		}
+		others.Go(func() { settle(i) })
+	}
+	othersDone := make(chan struct{})
+	go func() { others.Wait(); close(othersDone) }()
+	select {
+	case <-othersDone: // while tx still holds the row
+	case <-time.After(bounded):
+		t.Fatal("the other settlements did not return while a row of their batch was held")
+	}
+	for i := range n {
+		if i != held && (errs[i] != nil || !oks[i]) {
+			t.Errorf("settle %d while row %d is held = %v, %v; want true", i+1, held+1, oks[i], errs[i])
+		}
+	}
+	if m := l.mergedWith(ids[held].UpdateID); len(m) < 2 {
+		t.Fatalf("the held row's settlement was not in a merged statement: %v", l.merged)
+	}
+	waitFor(t, bounded, "the held row's settlement to wait on its lock", func() (bool, error) {
+		var k int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH settled%'`).Scan(&k)
+		return k > 0, err
+	})
+	select {
+	case <-ran:
+		t.Fatalf("the held row's settlement returned %v, %v while its row was held", oks[held], errs[held])
+	default:
+	}
+	// Held, the row was not settled, nor its record written.
+	if row, recs := settledView(t, st, ids[held].UpdateID, ids[held].ClaimID); row.State != intake.StateProcessing || len(recs) != 0 {
+		t.Fatalf("held update = %+v with history %+v; want processing, no record", row, recs)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+	case <-time.After(bounded):
+		t.Fatal("the held row's settlement did not proceed after the commit")
+	}
+	if errs[held] != nil || !oks[held] {
+		t.Fatalf("the held row's settlement after the commit = %v, %v; want true", oks[held], errs[held])
+	}
+	for i := range n {
+		row, recs := settledView(t, st, ids[i].UpdateID, ids[i].ClaimID)
+		if row.State != intake.StateCompleted || len(recs) != 1 || recs[0].Status != 200+i {
+			t.Errorf("update %d = %+v with history %+v; want completed with its one record", i+1, row, recs)
+		}
+	}
+	if l.rolledBack() {
+		t.Fatalf("a shared transaction was rolled back (its writes then ran alone): %v", l.uncommits)
 	}
 }
