@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -244,5 +246,36 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if _, err := gateway.New(ok); err != nil {
 		t.Errorf("New(valid) = %v", err)
+	}
+}
+
+// A buffered answer, Telegram's or the gateway's own, is sent with its
+// length in one piece, not chunked.
+func TestAnswersAreSized(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for _, c := range []struct {
+		name, path string
+		want       int
+	}{
+		{"Telegram's answer", "/bot" + f.tg.Token + "/sendMessage", http.StatusOK},
+		{"a refusal", "/bot" + f.tg.Token + "/getUpdates", http.StatusConflict},
+	} {
+		body, _ := json.Marshal(map[string]any{"chat_id": f.chat.ID, "text": "sized"})
+		resp, err := http.Post(f.srv.URL+c.path, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: status %d %s, want %d", c.name, resp.StatusCode, b, c.want)
+		}
+		if resp.ContentLength != int64(len(b)) || len(resp.TransferEncoding) != 0 {
+			t.Errorf("%s: Content-Length %d, Transfer-Encoding %v for a %d-byte body; want its length, not chunked",
+				c.name, resp.ContentLength, resp.TransferEncoding, len(b))
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,6 +123,12 @@ func (g *Gateway) write(w http.ResponseWriter, rc *http.ResponseController, app 
 	for k, vs := range a.header {
 		w.Header()[k] = vs
 	}
+	if a.stream == nil && bodyAllowed(a.status) {
+		// A buffered answer says its length: the flush below then sends
+		// the whole response in one write, where an unsized one would be
+		// chunked and need a second write for its last chunk.
+		w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
+	}
 	w.WriteHeader(a.status)
 	_, err := w.Write(a.body)
 	if errors.Is(err, http.ErrBodyNotAllowed) { // HEAD: the head is the answer
@@ -139,6 +146,12 @@ func (g *Gateway) write(w http.ResponseWriter, rc *http.ResponseController, app 
 		}
 	}
 	return !gone && err == nil && app.Err() == nil
+}
+
+// bodyAllowed reports whether a response of status may carry a body (and
+// so a Content-Length).
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
 }
 
 func notFound() answer {
