@@ -20,6 +20,10 @@ import (
 // itself, so sharing a commit changes no outcome. If any statement of a
 // shared transaction fails, the transaction is rolled back and each write is
 // run again alone, so one failing write cannot fail the others.
+//
+// Settlements are the exception to "each its own statement": a shared
+// transaction runs its settlements batched, and under load a settlement
+// waits for the next transaction rather than starting one (settles.go).
 
 const (
 	// maxWriteBatch bounds the writes that share one transaction.
