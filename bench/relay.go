@@ -53,10 +53,11 @@ const (
 // serve. A run ends when the endpoint has received every update at least
 // once; the rate is updates / that time.
 //
-// What bounds serve here is the store and the machine's CPU, not the relay
-// layer: an update the runner can take at once costs one batched insert,
-// recorded already claimed (claim on add), and one group-committed
-// settlement; one that finds its chat busy costs a claim write too.
+// What bounds serve here is the store and the machine's CPU: an update
+// the runner can take at once costs one batched insert, recorded already
+// claimed (claim on add), and its settlement, batched with the others of
+// its transaction (on SQLite, under load, in the next batch of adds'
+// transaction); one that finds its chat busy costs a claim write too.
 // -bin-b runs a second build beside the first (serve-sqlite-b,
 // serve-postgres-b), to compare two versions in one run.
 //
