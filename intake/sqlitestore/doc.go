@@ -26,6 +26,12 @@
 // processes can share one file: SQLite's write lock orders them, and
 // busy_timeout makes them wait for each other rather than fail.
 //
+// Concurrent writes share transactions (group commit). Settlements share
+// statements too: a transaction's settlements run as one statement, each
+// row under its own conditions. Under load a settlement does not start a
+// transaction of its own but waits, at most 5 ms, for the next one, which
+// is then usually a batch of adds. See writes.go and settles.go.
+//
 // # Processes that die
 //
 // Store is an [intake.ProcessStore]: heartbeats in <table>_procs, and for
