@@ -198,6 +198,9 @@ func TestGatewayPassesTelegram429BeyondWait(t *testing.T) {
 		t.Errorf("Telegram refused %d calls; want a retry per second of the 2.5 s wait", n)
 	}
 	for _, rc := range []*recorder{rec, rec2} {
+		// The call's event follows the answer's write, which the app may
+		// read to its end first.
+		testkit.WaitFor(t, "the call's event", func() bool { return len(callEvents(rc)) >= 1 })
 		es := callEvents(rc)
 		if len(es) != 1 || !es[0].Telegram429 || es[0].Undelivered {
 			t.Errorf("call events %+v; want one delivered answer, Telegram's 429", es)
@@ -337,6 +340,7 @@ func TestGatewayAppGoneAfterSendJournaled(t *testing.T) {
 	if n := len(srv.MessagesTo(chat.ID)); n != 1 || srv.Calls()["sendMessage"] != 1 {
 		t.Fatalf("the chat got %d messages, Telegram %d calls; want 1 and 1", n, srv.Calls()["sendMessage"])
 	}
+	testkit.WaitFor(t, "the calls' events", func() bool { return len(callEvents(rec)) >= 2 })
 	es := callEvents(rec)
 	if len(es) != 2 || es[0].Outcome != wire.OutcomeAnswered || !es[0].Undelivered || es[1].Undelivered || !es[1].Replayed {
 		t.Fatalf("call events %+v; want the first answered but undelivered, the second replayed and delivered", es)

@@ -87,13 +87,19 @@ func TestRelayGateway(t *testing.T) {
 	if n := len(srv.MessagesTo(chat.ID)); n != 1 {
 		t.Errorf("the chat got %d messages; want the reply once", n)
 	}
-	replayed := 0
-	for _, e := range rec.all(relay.KindGatewayCall) {
-		if e.Call.Replayed {
-			replayed++
+	replayed := func() int {
+		n := 0
+		for _, e := range rec.all(relay.KindGatewayCall) {
+			if e.Call.Replayed {
+				n++
+			}
 		}
+		return n
 	}
-	if replayed != 1 {
+	// A call's event follows the answer's write, which the app may read to
+	// its end first.
+	testkit.WaitFor(t, "the replayed call's event", func() bool { return replayed() >= 1 })
+	if replayed := replayed(); replayed != 1 {
 		t.Errorf("%d replayed gateway calls; want 1", replayed)
 	}
 	late := func(root, text string) *http.Response {
