@@ -23,19 +23,15 @@ func DropProcessLocks(s *Store) {
 func OnTx(s *Store, f func(settles int, err error)) { s.txDone = f }
 
 // WaitingWrites reports how many writes wait for s's next shared
-// transaction, parked settlements included.
-func WaitingWrites(s *Store) int {
-	s.parking.mu.Lock()
-	defer s.parking.mu.Unlock()
-	return s.writes.Waiting() + len(s.parking.ws)
-}
+// transaction, deferred settlements included.
+func WaitingWrites(s *Store) int { return s.writes.Waiting() }
 
 // WriterBusy reports whether s's writer has a transaction in progress.
 func WriterBusy(s *Store) bool { return s.writes.Busy() }
 
-// OnTxStart makes s call f as each group of writes starts, once it took the
-// parked settlements.
+// OnTxStart makes s call f as each group of writes starts, once its batch
+// is formed.
 func OnTxStart(s *Store, f func()) { s.txStart = f }
 
-// ParkFor sets how long s's parked settlements wait for another write.
-func ParkFor(s *Store, d time.Duration) { s.parking.wait = d }
+// ParkFor sets how long s's settlements under load wait for another write.
+func ParkFor(s *Store, d time.Duration) { s.parkFor = d }

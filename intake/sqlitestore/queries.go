@@ -196,12 +196,7 @@ const batchRows = 100
 func addManySQL(table string, rows int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO "` + table + `" (update_id, body, state, attempts, due_at, received_at, claim_id, owner, chat) VALUES `)
-	for i := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-	}
+	writeParamRows(&b, rows, addColumns)
 	b.WriteString(" ON CONFLICT (update_id) DO NOTHING RETURNING update_id")
 	return b.String()
 }

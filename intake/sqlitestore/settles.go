@@ -5,9 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
@@ -24,19 +23,18 @@ import (
 // conditions are its own row of VALUES, so each one still applies exactly
 // when it would alone.
 //
-// Under load a settlement does not start a transaction of its own: it
-// parks, and the next transaction, whatever starts it, takes every parked
-// settlement with it (commitWrites). That is the next batch of adds, a
-// moment away, so settlements stop costing commits of their own: each
-// commit is an fsync and a rewrite of the pages it touched, and a
-// settlement-only transaction delays the adds (the webhook's answers)
-// queued behind it. "Under load" is: a transaction is in progress, or one
-// ended less than defaultParkFor ago. A timer bounds the wait: when no
-// other write comes within defaultParkFor, it starts the transaction
-// itself. On an idle writer a settlement commits at once, as before.
-// Measured in bench relay (BENCHMARKS.md): parking only while a
-// transaction is in progress gained 4%, parking under load as above 12%
-// more; a longer bound than 5 ms gained nothing.
+// Under load a settlement does not start a transaction of its own: it is
+// deferred ([groupcommit.Group.Defer]), and the next transaction, whatever
+// starts it, takes it along. That is the next batch of adds, a moment
+// away, so settlements stop costing commits of their own: each commit is
+// an fsync and a rewrite of the pages it touched, and a settlement-only
+// transaction delays the adds (the webhook's answers) queued behind it.
+// "Under load" is: a transaction is in progress, or one ended less than
+// defaultParkFor ago; when no other write comes within that, the
+// settlement starts the transaction itself. On an idle writer a settlement
+// commits at once. Measured in bench relay (BENCHMARKS.md): deferring only
+// while a transaction is in progress gained 4%, deferring under load as
+// above 12% more; a longer bound than 5 ms gained nothing.
 //
 // Two settlements of one update never share a statement: an UPDATE … FROM
 // whose join meets a row twice applies one of the two arbitrarily. The
@@ -54,106 +52,9 @@ const settleChunk = 64
 // 4, …, settleChunk. A chunk of one runs the single-row statements.
 const settleChunkSizes = 6
 
-// defaultParkFor bounds how long a parked settlement waits for another
+// defaultParkFor bounds how long a settlement under load waits for another
 // write's transaction before starting one itself.
 const defaultParkFor = 5 * time.Millisecond
-
-// parked holds the settlements waiting for the next transaction. Safe for
-// concurrent use.
-type parked struct {
-	wait time.Duration // defaultParkFor; tests lengthen it
-	// lastTx is when the last transaction ended, in Unix nanoseconds.
-	lastTx atomic.Int64
-
-	mu    sync.Mutex
-	ws    []*parkedSettle
-	timer *time.Timer // armed while ws is not empty
-}
-
-// parkedSettle is one parked settlement; done receives its outcome once a
-// transaction took it.
-type parkedSettle struct {
-	w    *settleWrite
-	done chan error
-}
-
-// park adds w and arms the flush timer when it is the first.
-func (p *parked) park(w *settleWrite, flush func()) *parkedSettle {
-	ps := &parkedSettle{w: w, done: make(chan error, 1)}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.ws = append(p.ws, ps)
-	if len(p.ws) == 1 {
-		if p.timer == nil {
-			p.timer = time.AfterFunc(p.wait, flush)
-		} else {
-			p.timer.Reset(p.wait)
-		}
-	}
-	return ps
-}
-
-// take removes and returns every parked settlement.
-func (p *parked) take() []*parkedSettle {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ws := p.ws
-	p.ws = nil
-	if p.timer != nil && len(ws) > 0 {
-		p.timer.Stop()
-	}
-	return ws
-}
-
-// leave removes ps if no transaction took it yet, and reports whether it
-// did.
-func (p *parked) leave(ps *parkedSettle) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, q := range p.ws {
-		if q == ps {
-			p.ws = append(p.ws[:i], p.ws[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-// waiting reports whether any settlement is parked.
-func (p *parked) waiting() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.ws) > 0
-}
-
-// settle runs w: at once when the writer is idle and has been for
-// s.parking.wait, else parked until the next transaction. Like a write of
-// the group, a settlement whose ctx ends before a transaction took it is
-// never applied.
-func (s *Store) settle(ctx context.Context, w *settleWrite) error {
-	if !s.writes.Busy() && time.Since(time.Unix(0, s.parking.lastTx.Load())) > s.parking.wait {
-		return s.do(ctx, writeReq{settle: w})
-	}
-	ps := s.parking.park(w, s.flushParked)
-	select {
-	case err := <-ps.done:
-		return err
-	case <-ctx.Done():
-		if s.parking.leave(ps) {
-			return ctx.Err()
-		}
-		return <-ps.done // taken: its transaction's outcome is on its way
-	}
-}
-
-// flushParked starts a transaction for the parked settlements, if any are
-// still parked: the timer's path, when no other write came.
-func (s *Store) flushParked() {
-	if !s.parking.waiting() {
-		return
-	}
-	_ = s.do(context.Background(), writeReq{}) // the parked ones learn their outcome by their own channel
-}
 
 // settleWrite is one settlement waiting in the write group. n is set to 1
 // when it applied, to 0 when it did not.
@@ -252,13 +153,7 @@ func chunks(n int) []int {
 
 // sizeIndex is the index in settleStmts of a chunk of size rows (a power
 // of two from 2 to settleChunk).
-func sizeIndex(rows int) int {
-	k := 0
-	for 2<<k < rows {
-		k++
-	}
-	return k
-}
+func sizeIndex(rows int) int { return bits.Len(uint(rows)) - 2 }
 
 // runSettles runs settlements of distinct updates in tx: batched by chunk,
 // or, for a chunk of one, through the single-row statements.
@@ -284,26 +179,18 @@ func (s *Store) runSettles(ctx context.Context, tx *sql.Tx, ws []*settleWrite) e
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
+		err = eachID(rows, func(id int64) error {
 			w := byID[id]
 			if w == nil {
-				rows.Close()
 				return fmt.Errorf("settled update %d, which the batch did not hold", id)
 			}
 			*w.n = 1
 			if w.st.Attempt != nil {
 				recorded = append(recorded, w)
 			}
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 	"github.com/tgrelay/tgrelay/intake/storetest"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 // Settlements that queue behind one transaction run batched in the next,
@@ -86,16 +88,8 @@ func TestQueuedSettlementsRunBatched(t *testing.T) {
 	twice := ids[owned+5]
 
 	// Hold SQLite's write lock from another connection, so the first
-	// settlement's transaction waits to begin and the rest queue behind it.
-	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	lock, err := other.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// write's transaction waits to begin and the rest queue behind it.
+	lock := holdWriteLock(t, path)
 	got := make([]bool, len(calls))
 	var twiceApplied [2]bool
 	var wg sync.WaitGroup
@@ -205,27 +199,44 @@ func parkingStore(t *testing.T) (s *sqlitestore.Store, ids []intake.Identity, tx
 			committed = append(committed, n)
 		}
 	})
+	return s, ids, txs, holdWriteLock(t, path)
+}
+
+// holdWriteLock takes SQLite's write lock on the file at path from a
+// connection of its own, until the returned transaction ends (at the
+// latest when the test does).
+func holdWriteLock(t *testing.T, path string) *sql.Tx {
+	t.Helper()
 	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { other.Close() })
-	if lock, err = other.BeginTx(ctx, nil); err != nil {
+	lock, err := other.BeginTx(t.Context(), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lock.Rollback() })
-	return s, ids, txs, lock
+	return lock
+}
+
+// settleLater settles id as completed at at in a goroutine of wg, and
+// returns where it reports whether the settlement applied.
+func settleLater(t *testing.T, wg *sync.WaitGroup, ctx context.Context, s *sqlitestore.Store, id intake.Identity, at time.Time) *bool {
+	var applied bool
+	wg.Go(func() {
+		var err error
+		if applied, err = s.Settle(ctx, id, intake.Settlement{State: intake.StateCompleted, At: at}); err != nil {
+			t.Error(err)
+		}
+	})
+	return &applied
 }
 
 // waitQueued waits until n writes wait for s's next transaction.
 func waitQueued(t *testing.T, s *sqlitestore.Store, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); sqlitestore.WaitingWrites(s) < n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d writes queued, want %d", sqlitestore.WaitingWrites(s), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, fmt.Sprintf("%d queued writes", n), func() bool { return sqlitestore.WaitingWrites(s) >= n })
 }
 
 // A settlement that finds the writer busy rides on the next write's
@@ -240,25 +251,13 @@ func TestParkedSettlementRidesOnTheNextWrite(t *testing.T) {
 	started := waitStarted(t, s)
 	first.Go(func() { _, _ = s.Renew(ctx, ids[0], base.Add(2*time.Minute), at) }) // leads, waits for the lock
 	started(1)
-	var settled bool
-	wg.Go(func() {
-		var err error
-		settled, err = s.Settle(ctx, ids[1], intake.Settlement{State: intake.StateCompleted, At: at})
-		if err != nil {
-			t.Error(err)
-		}
-	})
+	settled := settleLater(t, &wg, ctx, s, ids[1], at)
 	waitQueued(t, s, 1)
 	if err := lock.Rollback(); err != nil {
 		t.Fatal(err)
 	}
 	first.Wait() // the first renewal committed
-	for deadline := time.Now().Add(10 * time.Second); sqlitestore.WriterBusy(s); {
-		if time.Now().After(deadline) {
-			t.Fatal("the writer stayed busy")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, "an idle writer", func() bool { return !sqlitestore.WriterBusy(s) })
 	if got := txs(); len(got) != 1 {
 		t.Fatalf("committed transactions (settlements in each) %v, want only the first renewal's: the settlement waits for the next write", got)
 	}
@@ -266,7 +265,7 @@ func TestParkedSettlementRidesOnTheNextWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if !settled {
+	if !*settled {
 		t.Error("the parked settlement did not apply")
 	}
 	if got := txs(); len(got) != 2 || got[0] != 0 || got[1] != 1 {
@@ -290,14 +289,7 @@ func TestParkedSettlementFlushesOrLeaves(t *testing.T) {
 	wg.Go(func() {
 		_, cancelled = s.Settle(cctx, ids[2], intake.Settlement{State: intake.StateCompleted, At: at})
 	})
-	var settled bool
-	wg.Go(func() {
-		var err error
-		settled, err = s.Settle(ctx, ids[1], intake.Settlement{State: intake.StateCompleted, At: at})
-		if err != nil {
-			t.Error(err)
-		}
-	})
+	settled := settleLater(t, &wg, ctx, s, ids[1], at)
 	waitQueued(t, s, 2)
 	cancel()
 	waitQueued(t, s, 1) // cancelled one left
@@ -305,7 +297,7 @@ func TestParkedSettlementFlushesOrLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if !settled {
+	if !*settled {
 		t.Error("the parked settlement did not apply")
 	}
 	if !errors.Is(cancelled, context.Canceled) {
@@ -320,19 +312,14 @@ func TestParkedSettlementFlushesOrLeaves(t *testing.T) {
 }
 
 // waitStarted makes s count the groups of writes it starts and returns a
-// function that waits until n started: a leader that started has taken
-// the settlements parked so far, and later ones wait for the next group.
+// function that waits until n started: a leader that started has formed
+// its batch, and later writes wait for the next one.
 func waitStarted(t *testing.T, s *sqlitestore.Store) func(n int64) {
 	t.Helper()
 	var started atomic.Int64
 	sqlitestore.OnTxStart(s, func() { started.Add(1) })
 	return func(n int64) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); started.Load() < n; {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d groups of writes started, want %d", started.Load(), n)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testkit.WaitFor(t, fmt.Sprintf("%d started groups of writes", n), func() bool { return started.Load() >= n })
 	}
 }

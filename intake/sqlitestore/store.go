@@ -153,11 +153,11 @@ type Store struct {
 	writes groupcommit.Group[writeReq, error]
 	// settles holds the batched settlements' statements (settles.go).
 	settles settleStmts
-	// parking holds the settlements waiting for the next transaction
-	// (settles.go).
-	parking parked
+	// parkFor bounds how long a settlement under load waits for another
+	// write's transaction (settles.go); tests lengthen it.
+	parkFor time.Duration
 	// txStart and txDone, when set (by tests), are called as each group of
-	// writes starts, once it took the parked settlements, and after each
+	// writes starts, once its batch is formed, and after each
 	// write transaction, with how many settlements ran batched in it and
 	// how it ended.
 	txStart func()
@@ -376,7 +376,7 @@ func build(ctx context.Context, w, r *sql.DB, owned bool, cfg Config) (*Store, e
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{table: table, w: w, r: r, owned: owned, file: fw, procs: newProcLocker(file), parking: parked{wait: defaultParkFor}}
+	s := &Store{table: table, w: w, r: r, owned: owned, file: fw, procs: newProcLocker(file), parkFor: defaultParkFor}
 	s.writes = groupcommit.Group[writeReq, error]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
 	if err := errors.Join(s.q.prepare(ctx, w, r, table), s.settles.prepare(ctx, w, table)); err != nil {
 		s.q.close()
@@ -410,7 +410,9 @@ func (s *Store) DB() *sql.DB { return s.w }
 // return the first result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.flushParked()   // settlements waiting for a transaction
+		if s.writes.Waiting() > 0 {
+			_ = s.do(context.Background(), writeReq{}) // deferred settlements ride on this flush
+		}
 		s.flushDeferred() // outcomes waiting for an intent to carry them
 		s.procs.close()
 		s.file.close()
@@ -430,6 +432,23 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 
 // fromMS converts stored milliseconds back to a UTC time.
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// eachID calls f with each id rows returns (a RETURNING update_id), then
+// closes rows. It stops at the first error, f's included.
+func eachID(rows *sql.Rows, f func(id int64) error) error {
+	for rows.Next() {
+		var id int64
+		err := rows.Scan(&id)
+		if err == nil {
+			err = f(id)
+		}
+		if err != nil {
+			rows.Close()
+			return err
+		}
+	}
+	return errors.Join(rows.Err(), rows.Close())
+}
 
 // newClaimID returns a fresh, random claim id.
 func newClaimID() string { return uuid.NewString() }
@@ -525,15 +544,7 @@ func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddReques
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				added[id] = true
-			}
-			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			if err := eachID(rows, func(id int64) error { added[id] = true; return nil }); err != nil {
 				return err
 			}
 		}
@@ -641,7 +652,11 @@ func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settle
 		return false, err
 	}
 	var n int64
-	if err := s.settle(ctx, &settleWrite{id: id, st: st, n: &n}); err != nil {
+	opErr, err := s.writes.Defer(ctx, writeReq{settle: &settleWrite{id: id, st: st, n: &n}}, s.parkFor)
+	if err == nil {
+		err = opErr
+	}
+	if err != nil {
 		return false, fmt.Errorf("sqlitestore: settle %d: %w", id.UpdateID, err)
 	}
 	return n > 0, nil

@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"slices"
 	"time"
 )
 
@@ -23,7 +22,8 @@ import (
 //
 // Settlements are the exception to "each its own statement": a shared
 // transaction runs its settlements batched, and under load a settlement
-// waits for the next transaction rather than starting one (settles.go).
+// is deferred to the next transaction rather than starting one
+// (settles.go).
 
 const (
 	// maxWriteBatch bounds the writes that share one transaction.
@@ -62,31 +62,18 @@ func (s *Store) do(ctx context.Context, r writeReq) error {
 
 // commitWrites is the group's CommitFunc: reqs in one transaction, or each
 // alone when one of them fails.
-// The parked settlements (settles.go) join the transaction and learn their
-// outcome through their own channels.
 func (s *Store) commitWrites(ctx context.Context, reqs []writeReq) ([]error, error) {
-	n := len(reqs)
-	parked := s.parking.take()
 	if s.txStart != nil {
 		s.txStart()
 	}
-	if len(parked) > 0 {
-		reqs = slices.Clip(reqs)
-		for _, p := range parked {
-			reqs = append(reqs, writeReq{settle: p.w})
-		}
-	}
 	errs := make([]error, len(reqs))
-	if len(reqs) == 1 || s.runTx(ctx, reqs) != nil {
-		for i, r := range reqs {
-			errs[i] = s.runTx(ctx, []writeReq{r})
-		}
+	if len(reqs) > 1 && s.runTx(ctx, reqs) == nil {
+		return errs, nil
 	}
-	s.parking.lastTx.Store(time.Now().UnixNano())
-	for i, p := range parked {
-		p.done <- errs[n+i]
+	for i, r := range reqs {
+		errs[i] = s.runTx(ctx, []writeReq{r})
 	}
-	return errs[:n], nil
+	return errs, nil
 }
 
 // runTx runs reqs in one transaction on the writer and commits it, unless
@@ -102,7 +89,7 @@ func (s *Store) runTx(ctx context.Context, reqs []writeReq) error {
 	)
 	for _, r := range reqs {
 		switch {
-		case r.settle == nil && r.op == nil: // a flush of the parked settlements
+		case r.settle == nil && r.op == nil: // Close's flush of the deferred settlements
 		case r.settle == nil:
 			ops = append(ops, r.op)
 		case seen[r.settle.id.UpdateID]:

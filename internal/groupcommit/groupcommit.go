@@ -11,6 +11,7 @@ package groupcommit
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -29,9 +30,13 @@ type Group[Req, Res any] struct {
 	// Bound limits one CommitFunc call.
 	Bound time.Duration
 
-	mu      sync.Mutex
-	busy    bool // a leader is committing
-	pending []*request[Req, Res]
+	mu       sync.Mutex
+	busy     bool // a leader is committing
+	pending  []*request[Req, Res]
+	deferred []*request[Req, Res] // Defer's, waiting for a batch someone else starts
+	idleFrom time.Time            // when the last batch ended and none followed
+	timer    *time.Timer          // starts a batch for the deferred; armed while any wait
+	due      bool                 // the timer fired during a batch: the deferred go next
 }
 
 type request[Req, Res any] struct {
@@ -58,29 +63,98 @@ func (g *Group[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 		g.busy = true
 		g.mu.Unlock()
 		g.lead(ctx, r)
-	} else {
-		g.pending = append(g.pending, r)
+		return g.answer(r)
+	}
+	g.pending = append(g.pending, r)
+	g.mu.Unlock()
+	return g.wait(ctx, r)
+}
+
+// Defer is Do for a request in no hurry. While the group is busy, or was
+// less than d ago, req does not start a batch of its own: it waits, at
+// most about d, to ride in the next batch another request starts. When
+// none starts, it starts one itself. A group idle for longer than d
+// commits req at once, as Do does. Cancellation is as for Do.
+//
+// Under steady load that saves a commit per deferred request: a store
+// defers what nobody waits on (a completion's record), and the commits
+// the waiting requests make anyway carry it.
+func (g *Group[Req, Res]) Defer(ctx context.Context, req Req, d time.Duration) (Res, error) {
+	r := &request[Req, Res]{req: req, wake: make(chan struct{}, 1)}
+	g.mu.Lock()
+	if !g.busy && time.Since(g.idleFrom) > d {
+		g.busy = true
 		g.mu.Unlock()
-		select {
-		case <-r.wake:
-		case <-ctx.Done():
-			g.mu.Lock()
-			if !r.done && !r.promoted {
-				r.abandoned = true
-				g.mu.Unlock()
-				var zero Res
-				return zero, ctx.Err()
-			}
-			g.mu.Unlock()
-			<-r.wake // already committed or promoted: the signal is on its way
-		}
-		g.mu.Lock()
-		promoted := r.promoted && !r.done
-		g.mu.Unlock()
-		if promoted {
-			g.lead(ctx, r)
+		g.lead(ctx, r)
+		return g.answer(r)
+	}
+	g.deferred = append(g.deferred, r)
+	if len(g.deferred) == 1 {
+		if g.timer == nil {
+			g.timer = time.AfterFunc(d, g.startDeferred)
+		} else {
+			g.timer.Reset(d)
 		}
 	}
+	g.mu.Unlock()
+	return g.wait(ctx, r)
+}
+
+// startDeferred is the timer's: with no batch running, the first deferred
+// request leads one; with one running, the deferred are due: the next
+// batch takes them, or the first of them leads one when the running batch
+// ends with nobody else queued.
+func (g *Group[Req, Res]) startDeferred() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.busy {
+		g.due = true
+		return
+	}
+	g.promoteDeferredLocked()
+}
+
+// promoteDeferredLocked makes the first deferred request still wanted the
+// leader of a new batch, and reports whether there was one.
+func (g *Group[Req, Res]) promoteDeferredLocked() bool {
+	g.deferred = slices.DeleteFunc(g.deferred, func(p *request[Req, Res]) bool { return p.abandoned })
+	if len(g.deferred) == 0 {
+		return false
+	}
+	next := g.deferred[0]
+	g.deferred = g.deferred[1:]
+	g.busy, g.due = true, false
+	next.promoted = true
+	next.wake <- struct{}{}
+	return true
+}
+
+// wait waits for r, queued, to be committed or promoted to leader, and
+// returns its answer.
+func (g *Group[Req, Res]) wait(ctx context.Context, r *request[Req, Res]) (Res, error) {
+	select {
+	case <-r.wake:
+	case <-ctx.Done():
+		g.mu.Lock()
+		if !r.done && !r.promoted {
+			r.abandoned = true
+			g.mu.Unlock()
+			var zero Res
+			return zero, ctx.Err()
+		}
+		g.mu.Unlock()
+		<-r.wake // already committed or promoted: the signal is on its way
+	}
+	g.mu.Lock()
+	promoted := r.promoted && !r.done
+	g.mu.Unlock()
+	if promoted {
+		g.lead(ctx, r)
+	}
+	return g.answer(r)
+}
+
+func (g *Group[Req, Res]) answer(r *request[Req, Res]) (Res, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return r.res, r.err
@@ -95,13 +169,13 @@ func (g *Group[Req, Res]) Busy() bool {
 }
 
 // Waiting reports how many requests wait for a batch: queued behind the
-// commit in progress, not yet in one. Tests use it to know that callers
-// have joined the queue.
+// commit in progress or deferred, not yet in one. Tests use it to know that
+// callers have joined the queue.
 func (g *Group[Req, Res]) Waiting() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := 0
-	for _, p := range g.pending {
+	for _, p := range slices.Concat(g.pending, g.deferred) {
 		if !p.abandoned {
 			n++
 		}
@@ -109,23 +183,18 @@ func (g *Group[Req, Res]) Waiting() int {
 	return n
 }
 
-// lead commits r with up to Max-1 queued requests, then hands the
-// leadership to the next queued request, or ends it.
+// lead commits r with up to Max-1 queued requests, the deferred ones
+// after the others, then hands the leadership to the next queued request,
+// or ends it.
 func (g *Group[Req, Res]) lead(ctx context.Context, r *request[Req, Res]) {
 	g.mu.Lock()
 	batch := []*request[Req, Res]{r}
-	var rest []*request[Req, Res]
-	for i, p := range g.pending {
-		if p.abandoned {
-			continue
-		}
-		if len(batch) == g.Max {
-			rest = append(rest, g.pending[i:]...)
-			break
-		}
-		batch = append(batch, p)
+	g.pending = g.fill(&batch, g.pending)
+	g.deferred = g.fill(&batch, g.deferred)
+	if len(g.deferred) == 0 && g.timer != nil {
+		g.timer.Stop()
+		g.due = false
 	}
-	g.pending = rest
 	g.mu.Unlock()
 
 	reqs := make([]Req, len(batch))
@@ -155,8 +224,24 @@ func (g *Group[Req, Res]) lead(ctx context.Context, r *request[Req, Res]) {
 	g.mu.Unlock()
 }
 
-// handOffLocked promotes the first waiting request to leader, or ends the
-// commit in progress when none waits.
+// fill moves the requests of queue that are still wanted into *batch, up
+// to Max, and returns those left over.
+func (g *Group[Req, Res]) fill(batch *[]*request[Req, Res], queue []*request[Req, Res]) []*request[Req, Res] {
+	for i, p := range queue {
+		if p.abandoned {
+			continue
+		}
+		if len(*batch) == g.Max {
+			return slices.Clone(queue[i:])
+		}
+		*batch = append(*batch, p)
+	}
+	return nil
+}
+
+// handOffLocked promotes the first queued request to leader, else the
+// first deferred one whose wait ran out, or ends the commit in progress
+// (deferred requests wait for their timer or another request's batch).
 func (g *Group[Req, Res]) handOffLocked() {
 	for len(g.pending) > 0 {
 		next := g.pending[0]
@@ -170,5 +255,9 @@ func (g *Group[Req, Res]) handOffLocked() {
 		return
 	}
 	g.pending = nil
+	if g.due && g.promoteDeferredLocked() {
+		return
+	}
 	g.busy = false
+	g.idleFrom = time.Now()
 }

@@ -167,3 +167,89 @@ func TestWrongAnswerCountIsAnError(t *testing.T) {
 		t.Fatal("a commit that answered nothing was taken as success")
 	}
 }
+
+// A deferred request does not start a batch while one runs or one ended
+// a moment ago: it rides in the next batch another request starts.
+func TestDeferRidesOnTheNextBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{gate: make(chan struct{})}
+		g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Second}
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = g.Do(t.Context(), 1) }) // leads, blocks in its commit
+		synctest.Wait()
+		var deferred int
+		wg.Go(func() { deferred, _ = g.Defer(t.Context(), 2, time.Hour) })
+		synctest.Wait()
+		if n := g.Waiting(); n != 1 {
+			t.Fatalf("Waiting() = %d with one deferred request, want 1", n)
+		}
+		close(rec.gate)
+		synctest.Wait()
+		if s := rec.sizes(); !slices.Equal(s, []int{1}) || g.Busy() {
+			t.Fatalf("batch sizes %v (busy %v) once the first batch ended, want [1] and idle: the deferred request waits", s, g.Busy())
+		}
+		if v, err := g.Do(t.Context(), 3); v != 6 || err != nil {
+			t.Fatalf("Do(3) = %d, %v", v, err)
+		}
+		wg.Wait()
+		if s := rec.sizes(); !slices.Equal(s, []int{1, 2}) || deferred != 4 {
+			t.Fatalf("batch sizes %v, deferred answer %d; want [1 2] and 4: the deferred request rode in the next batch", s, deferred)
+		}
+	})
+}
+
+// With no other request coming, a deferred request starts a batch itself
+// after d; on a group idle for longer than d it commits at once; one
+// cancelled while deferred is never committed.
+func TestDeferStartsItsOwnBatchWhenNoneComes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Second}
+		if v, err := g.Defer(t.Context(), 1, 10*time.Millisecond); v != 2 || err != nil {
+			t.Fatalf("Defer on an idle group = %d, %v", v, err)
+		}
+		start := time.Now()
+		if v, err := g.Defer(t.Context(), 2, 10*time.Millisecond); v != 4 || err != nil {
+			t.Fatalf("Defer right after a batch = %d, %v", v, err)
+		}
+		if waited := time.Since(start); waited != 10*time.Millisecond {
+			t.Fatalf("Defer right after a batch committed after %v, want the 10ms bound", waited)
+		}
+		time.Sleep(20 * time.Millisecond)
+		ctx, cancel := context.WithCancel(t.Context())
+		var err error
+		var wg sync.WaitGroup
+		_, _ = g.Do(t.Context(), 3) // the group was busy just now
+		wg.Go(func() { _, err = g.Defer(ctx, 4, 10*time.Millisecond) })
+		synctest.Wait()
+		cancel()
+		wg.Wait()
+		time.Sleep(20 * time.Millisecond)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Defer cancelled while deferred = %v", err)
+		}
+		if s := rec.sizes(); !slices.Equal(s, []int{1, 1, 1}) || g.Waiting() != 0 {
+			t.Fatalf("batch sizes %v, waiting %d; want [1 1 1] and none: the cancelled request never committed", s, g.Waiting())
+		}
+	})
+}
+
+// A deferred request whose wait ran out while a batch ran leads the next
+// batch as soon as that one ends, when nobody else is queued.
+func TestDeferDueDuringABatchGoesNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{gate: make(chan struct{})}
+		g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Minute}
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = g.Do(t.Context(), 1) })
+		synctest.Wait()
+		wg.Go(func() { _, _ = g.Defer(t.Context(), 2, 10*time.Millisecond) })
+		time.Sleep(20 * time.Millisecond) // its wait runs out during the first batch
+		start := time.Now()
+		close(rec.gate)
+		wg.Wait()
+		if s := rec.sizes(); !slices.Equal(s, []int{1, 1}) || time.Since(start) != 0 {
+			t.Fatalf("batch sizes %v after %v; want [1 1] at once: the due request goes next", s, time.Since(start))
+		}
+	})
+}
