@@ -37,6 +37,7 @@ var scenarios = map[string]scenario{
 	"gateway":         {"32 concurrent sendMessage, limits off: directly vs a bare reverse proxy vs through the gateway, without and with an attempt identity (journal on SQLite FULL)", runGateway},
 	"gateway-flood":   {"32 workers flood 40 private chats and 10 groups through serve's gateway at Telegram's real limits: app 429s, calls without an answer, order, wall time vs the limits' minimum, a quiet chat's wait", runGatewayFlood},
 	"relay":           {"updates/s through tgrelay serve vs a non-durable forwarder and the durable floor (that forwarder plus a group-committed row and its settlement)", runRelay},
+	"relay-forwarder": {"(started by relay) its non-durable forwarder as a process of its own", runRelayForwarder},
 	"relay-scale":     {"1, 2 and 3 serve on one PostgreSQL behind a round-robin proxy: updates/s, relay vs PostgreSQL CPU, takeover after a SIGKILL", runRelayScale},
 	"chat-order":      {"three serve on one PostgreSQL, 20 chats: overtaken and overlapping forwards with --chat-order process vs strict, and strict under SIGKILLs (strict must be 0)", runChatOrder},
 	"relay-latency":   {"receive→forward latency at 100/s and 1,000/s (open loop): tgrelay serve vs a non-durable forwarder, beside this disk's fsync", runRelayLatency},

@@ -79,8 +79,9 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	concurrency := fs.Int("concurrency", 0, "serve --concurrency (0: serve's default)")
 	bin := fs.String("bin", "", "tgrelay binary (default: go build github.com/tgrelay/tgrelay/cmd/tgrelay)")
 	binB := fs.String("bin-b", "", "a second tgrelay binary, run as variants serve-sqlite-b and serve-postgres-b, to compare two builds in one run")
+	forwarderProc := fs.Bool("forwarder-proc", true, "also run the non-durable forwarder and the floors as processes of their own (the -proc variants), as serve is, to measure what the process boundary costs")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each serve child's whole run to `prefix`-<variant>.pprof")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each serve child's whole run to `prefix`-<variant>.pprof, and its allocations to prefix-<variant>.allocs.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return a
 	}
-	served, pgDB, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, serveArgs, tg.Token, *cpuprofile)
+	served, pgDB, postmaster, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, serveArgs, tg.Token, *cpuprofile)
 	defer stopServes()
 	if err != nil {
 		return err
@@ -133,9 +134,29 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		served = append(served, floors...)
+		if *forwarderProc {
+			procs := []struct{ name, about, flag, db string }{
+				{"floor-sqlite-proc", "floor-sqlite as a process of its own, as serve is", "-floor-sqlite", filepath.Join(dir, "floor-proc.db")},
+			}
+			if pgDB != nil {
+				db, err := pgDB(ctx)
+				if err != nil {
+					return fmt.Errorf("floor postgres: %w", err)
+				}
+				procs = append(procs, struct{ name, about, flag, db string }{"floor-postgres-proc", "floor-postgres as a process of its own, as serve is", "-floor-postgres", db})
+			}
+			for _, p := range procs {
+				proc, err := startForwarderProc(ctx, sink.url, *conns, p.flag, p.db)
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				defer proc.stop()
+				served = append(served, servedRelay{name: p.name, about: p.about, url: proc.url, pid: proc.cmd.Process.Pid})
+			}
+		}
 	}
 	for _, v := range served {
-		variants = append(variants, &relayVariant{name: v.name, about: v.about, url: v.url})
+		variants = append(variants, &relayVariant{name: v.name, about: v.about, url: v.url, pid: v.pid})
 	}
 
 	base, err := startNaiveForwarder(sink.url, *conns)
@@ -143,6 +164,14 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer base.close()
+	if *forwarderProc {
+		proc, err := startForwarderProc(ctx, sink.url, *conns)
+		if err != nil {
+			return err
+		}
+		defer proc.stop()
+		variants = append(variants, &relayVariant{name: "non-durable-proc", about: "the baseline's forwarder as a process of its own, as serve is (not the baseline: for the CPU a process boundary costs)", url: proc.url, pid: proc.cmd.Process.Pid})
+	}
 	variants = append(variants, &relayVariant{name: "non-durable", about: "baseline: forward each webhook request straight away, store nothing", url: base.url})
 
 	fmt.Fprintf(out, "relay: %d updates per run over %d chats, %d webhook connections, %d rounds\n", *n, *chats, *conns, *rounds)
@@ -160,10 +189,19 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	}
 	for r := 1; r <= *rounds; r++ {
 		for _, v := range variants {
+			before, err := relayCPUSnapshot(v.pid, postmaster)
+			if err != nil {
+				return err
+			}
 			res, err := gen.run(ctx, sink, v.url, *n)
 			if err != nil {
 				return fmt.Errorf("%s round %d: %w", v.name, r, err)
 			}
+			after, err := relayCPUSnapshot(v.pid, postmaster)
+			if err != nil {
+				return err
+			}
+			res.cpu = after.minus(before)
 			v.results = append(v.results, res)
 			fmt.Fprintf(out, "round %d  %-15s %8.0f updates/s  (accepted in %v, forwarded in %v, p50 %v, p99 %v, re-posts %d, duplicates %d)\n",
 				r, v.name, res.rate(), res.accepted.Round(time.Millisecond), res.forwarded.Round(time.Millisecond),
@@ -182,6 +220,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	printRelayCPU(out, variants)
 	kv := []string{"updates=" + strconv.Itoa(*n), "rounds=" + strconv.Itoa(*rounds), "conns=" + strconv.Itoa(*conns), "chats=" + strconv.Itoa(*chats)}
 	for _, v := range variants {
 		key := strings.ReplaceAll(strings.TrimPrefix(v.name, "serve-"), "-", "_")
@@ -190,7 +229,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	for _, v := range variants[:len(variants)-1] {
 		key := strings.ReplaceAll(strings.TrimPrefix(v.name, "serve-"), "-", "_")
 		ratio := v.median().rate() / baseRate
-		if strings.HasPrefix(v.name, "floor-") {
+		if strings.HasPrefix(v.name, "floor-") || strings.HasSuffix(v.name, "-proc") {
 			kv = append(kv, fmt.Sprintf("%s_ratio=%.2f", key, ratio)) // a ceiling, not a goal
 			continue
 		}
@@ -215,6 +254,11 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(out, "%s vs floor-%s: %.2fx\n", v.name, eng, ratio)
 			kv = append(kv, fmt.Sprintf("%s_vs_floor=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
 		}
+		if f := floors[eng+"-proc"]; f > 0 {
+			ratio := v.median().rate() / f
+			fmt.Fprintf(out, "%s vs floor-%s-proc: %.2fx\n", v.name, eng, ratio)
+			kv = append(kv, fmt.Sprintf("%s_vs_floor_proc=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
+		}
 	}
 	fmt.Fprintf(out, "RESULT relay %s\n", strings.Join(kv, " "))
 	return nil
@@ -224,6 +268,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 type relayVariant struct {
 	name, about string
 	url         string
+	pid         int // the serve child's; 0 for a relay in this process
 	results     []relayResult
 }
 
@@ -277,7 +322,7 @@ func startRelayServe(ctx context.Context, name, bin string, args []string, token
 		if err != nil {
 			return nil, err
 		}
-		cmd.Env = append(cmd.Env, "TGRELAY_TEST_CPUPROFILE="+p)
+		cmd.Env = append(cmd.Env, "TGRELAY_TEST_CPUPROFILE="+p, "TGRELAY_TEST_MEMPROFILE="+strings.TrimSuffix(p, ".pprof")+".allocs.pprof")
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

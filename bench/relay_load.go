@@ -195,6 +195,7 @@ type relayResult struct {
 	accepted, forwarded time.Duration // until every POST got 200; until the endpoint had every update
 	p50, p99            time.Duration // first POST → first arrival at the endpoint
 	reposts, duplicates int
+	cpu                 relayCPU // CPU spent during the run (set by the scenario)
 }
 
 func (r relayResult) rate() float64 { return float64(r.n) / r.forwarded.Seconds() }

@@ -12,6 +12,9 @@ import (
 // servedRelay is one serve process that a relay scenario measures.
 type servedRelay struct {
 	name, about, url string
+	// pid is the serve child's process id; 0 for a relay running inside
+	// this process (the floors).
+	pid int
 }
 
 // startRelayServes starts the serve variants the relay scenarios compare:
@@ -21,10 +24,11 @@ type servedRelay struct {
 // builds in one run. args gives serve's flags for a database. With
 // profile set, each serve writes a CPU profile to profile-<variant>.pprof.
 // pgDB, nil without a cluster, creates another database on the cluster the
-// serves use. stop ends every process and the cluster; it is set even on an
+// serves use; postmaster is the cluster's server process (0 without one),
+// whose CPU the scenario reads. stop ends every process and the cluster; it is set even on an
 // error.
 func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string, withPG bool,
-	args func(db string) []string, token, profile string) (variants []servedRelay, pgDB func(context.Context) (string, error), stop func(), err error) {
+	args func(db string) []string, token, profile string) (variants []servedRelay, pgDB func(context.Context) (string, error), postmaster int, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -37,30 +41,33 @@ func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string,
 			return err
 		}
 		stops = append(stops, s.stop)
-		variants = append(variants, servedRelay{name: name, about: about, url: s.webhookURL})
+		variants = append(variants, servedRelay{name: name, about: about, url: s.webhookURL, pid: s.cmd.Process.Pid})
 		return nil
 	}
 	if err := start("serve-sqlite", "tgrelay serve, SQLite WAL synchronous=FULL (default store)", bin, filepath.Join(dir, "relay.db")); err != nil {
-		return nil, nil, stop, err
+		return nil, nil, 0, stop, err
 	}
 	if binB != "" {
 		if err := start("serve-sqlite-b", "tgrelay serve from -bin-b, SQLite as above", binB, filepath.Join(dir, "relay-b.db")); err != nil {
-			return nil, nil, stop, err
+			return nil, nil, 0, stop, err
 		}
 	}
 	if !withPG {
-		return variants, pgDB, stop, nil
+		return variants, pgDB, postmaster, stop, nil
 	}
 	cluster, err := pgtest.Start(ctx, pgtest.Options{}) // durable: fsync on
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, stop, err
+			return nil, nil, 0, stop, err
 		}
 		fmt.Fprintf(out, "postgres: UNAVAILABLE: %v; reporting SQLite only\n", err)
-		return variants, pgDB, stop, nil
+		return variants, pgDB, postmaster, stop, nil
 	}
 	stops = append(stops, func() { cluster.Stop() })
 	pgDB = cluster.CreateDatabase
+	if postmaster, err = postmasterPID(cluster); err != nil {
+		return nil, nil, 0, stop, err
+	}
 	builds := []struct{ name, about, bin string }{
 		{"serve-postgres", "tgrelay serve, PostgreSQL (throwaway cluster, fsync on)", bin},
 		{"serve-postgres-b", "tgrelay serve from -bin-b, PostgreSQL as above (its own database)", binB},
@@ -71,11 +78,11 @@ func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string,
 		}
 		db, err := cluster.CreateDatabase(ctx)
 		if err != nil {
-			return nil, nil, stop, fmt.Errorf("postgres: %w", err)
+			return nil, nil, 0, stop, fmt.Errorf("postgres: %w", err)
 		}
 		if err := start(b.name, b.about, b.bin, db); err != nil {
-			return nil, nil, stop, err
+			return nil, nil, 0, stop, err
 		}
 	}
-	return variants, pgDB, stop, nil
+	return variants, pgDB, postmaster, stop, nil
 }

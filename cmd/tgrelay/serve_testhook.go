@@ -25,10 +25,33 @@ func stopAfterIntent(log *slog.Logger) func(string) {
 // -cpuprofile` sets it on its serve children).
 const envCPUProfile = "TGRELAY_TEST_CPUPROFILE"
 
-// startCPUProfileFromEnv starts the profile envCPUProfile asks for and
-// returns the func that stops it; without the variable it does nothing.
+// envMemProfile is envCPUProfile's sibling: when set, serve writes its
+// allocation profile (every allocation sampled since start) to that path when
+// it returns (`bench relay -memprofile`).
+const envMemProfile = "TGRELAY_TEST_MEMPROFILE"
+
+// startCPUProfileFromEnv starts the profiles envCPUProfile and envMemProfile
+// ask for and returns the func that stops and writes them; without the
+// variables it does nothing.
 func startCPUProfileFromEnv() (stop func(), err error) {
-	path := os.Getenv(envCPUProfile)
+	stopCPU, err := startCPUProfile(os.Getenv(envCPUProfile))
+	if err != nil {
+		return nil, err
+	}
+	memPath := os.Getenv(envMemProfile)
+	if memPath == "" {
+		return stopCPU, nil
+	}
+	return func() {
+		stopCPU()
+		if f, err := os.Create(memPath); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}, nil
+}
+
+func startCPUProfile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// runRelayForwarder runs the relay scenario's non-durable forwarder, or
+// with -floor-sqlite or -floor-postgres its floor, as a process of its own
+// (the -proc variants, which relay starts): it prints its webhook URL as
+// the first line of stdout and serves until its stdin closes or it is
+// interrupted.
+func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("relay-forwarder", flag.ContinueOnError)
+	target := fs.String("target", "", "the forward endpoint's URL")
+	conns := fs.Int("conns", 40, "idle connections kept to the endpoint")
+	floorSQLite := fs.String("floor-sqlite", "", "run the floor on this SQLite file instead")
+	floorPostgres := fs.String("floor-postgres", "", "run the floor on this PostgreSQL database instead")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *target == "" {
+		return errors.New("-target is required")
+	}
+	var (
+		url  string
+		stop func()
+		st   floorStore
+		err  error
+	)
+	switch {
+	case *floorSQLite != "":
+		st, err = openFloorSQLite(ctx, *floorSQLite)
+	case *floorPostgres != "":
+		st, err = openFloorPostgres(ctx, *floorPostgres)
+	}
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		f, err := startRelayFloor(st, *target)
+		if err != nil {
+			return err
+		}
+		url, stop = f.url, f.close
+	} else {
+		f, err := startNaiveForwarder(*target, *conns)
+		if err != nil {
+			return err
+		}
+		url, stop = f.url, f.close
+	}
+	defer stop()
+	fmt.Fprintln(out, url)
+	stdinClosed := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(stdinClosed)
+	}()
+	select {
+	case <-ctx.Done():
+	case <-stdinClosed:
+	}
+	return nil
+}
+
+// forwarderProc is the non-durable forwarder running as a child process.
+type forwarderProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	url   string
+}
+
+// startForwarderProc starts this binary's relay-forwarder towards target,
+// with extra flags, and waits for its URL.
+func startForwarderProc(ctx context.Context, target string, conns int, extra ...string) (*forwarderProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, append([]string{"relay-forwarder", "-target", target, "-conns", fmt.Sprint(conns)}, extra...)...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the forwarder process: %w", err)
+	}
+	p := &forwarderProc{cmd: cmd, stdin: stdin}
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- strings.TrimSpace(s)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case p.url = <-line:
+	case <-time.After(30 * time.Second):
+	case <-ctx.Done():
+	}
+	if !strings.HasPrefix(p.url, "http://") {
+		p.stop()
+		return nil, errors.New("the forwarder process printed no URL")
+	}
+	return p, nil
+}
+
+// stop ends the process (closing its stdin) and waits for it.
+func (p *forwarderProc) stop() {
+	p.stdin.Close()
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
