@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -226,6 +227,10 @@ cookies are Secure and each client is limited on its own.
 Logs are slog text or JSON on stderr; the token, the secret and the admin
 token are masked in every line. SIGINT or SIGTERM
 stops receiving, drains handlers for --drain-timeout, then cancels them.
+Memory: serve runs Go's garbage collector at GOGC=400 unless GOGC is set in
+its environment: its live heap is a few MiB, so collecting less often costs
+tens of MiB and saves about a sixth of its CPU per update. GOGC=100 is Go's
+default; GOMEMLIMIT caps the heap either way.
 
 Gateway answer time (--gateway-listen): every call of the app is answered
 within MaxWait (60s: the longest a call waits for its turn under Telegram's
@@ -425,6 +430,24 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	o.net.register(fs)
 	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [env " + envName(f.Name) + "]" })
 	return o
+}
+
+// serveGCPercent is the garbage collector's target serve runs with unless
+// GOGC is set (see tuneGC).
+const serveGCPercent = 400
+
+// tuneGC sets the garbage collector's target to serveGCPercent unless GOGC
+// is in the environment. serve's live heap is small (a few MiB at rest,
+// tens under load), so at Go's default of 100 it collects every few MiB
+// allocated, many times a second under load, and each cycle scans every
+// goroutine's stack; at 400 it collects a quarter as often, for a heap up to
+// five times the live one. `bench relay` measured 13–16% more updates/s
+// and 38 µs less CPU per update.
+func tuneGC(lookup func(string) (string, bool)) {
+	if _, set := lookup("GOGC"); set {
+		return
+	}
+	debug.SetGCPercent(serveGCPercent)
 }
 
 // envName is the environment variable of a serve flag.
@@ -823,6 +846,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := applyEnv(fs, os.LookupEnv); err != nil {
 		return err
 	}
+	tuneGC(os.LookupEnv)
 	stopProfile, err := startCPUProfileFromEnv()
 	if err != nil {
 		return err
