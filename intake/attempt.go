@@ -50,6 +50,10 @@ type lease struct {
 	lost   bool
 	timer  *time.Timer
 	cancel context.CancelCauseFunc
+	// renew starts the renewals when the first one is due (see
+	// renewLoop); stopRenew, set once they run, ends them.
+	renew     *time.Timer
+	stopRenew context.CancelFunc
 	// trace is the attempt's record in the making (attempts.go).
 	trace *attemptTrace
 }
@@ -147,9 +151,12 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 	r.mu.Unlock()
 	hb.track(l, owner)
 	defer hb.untrack(l)
-	rctx, rcancel := context.WithCancel(rn.ctx)
+	// Most handlers return long before the first renewal is due, so the
+	// renewals get a goroutine only when it is (a timer until then).
 	rn.wg.Add(1)
-	go r.renewLoop(rn, rctx, l)
+	l.mu.Lock()
+	l.renew = time.AfterFunc(r.renewEvery(), func() { r.renewLoop(rn, l) })
+	l.mu.Unlock()
 
 	sem, claims := rn.lane(!j.deadline.IsZero())
 	// An update with a deadline waits for a slot only until its deadline.
@@ -164,8 +171,14 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 		l.mu.Lock()
 		l.active = false
 		l.timer.Stop()
+		stopRenew := l.stopRenew
+		if l.renew.Stop() {
+			rn.wg.Done() // the renewals never started
+		}
 		l.mu.Unlock()
-		rcancel()
+		if stopRenew != nil {
+			stopRenew()
+		}
 	}
 	if serr != nil {
 		stopLease()
@@ -274,18 +287,33 @@ func (r *Runner) leaseDeadline(l *lease) {
 	}
 }
 
+// renewEvery is how often a lease is renewed: every quarter of it.
+func (r *Runner) renewEvery() time.Duration { return max(r.cfg.LeaseDuration/4, time.Millisecond) }
+
 // renewLoop renews the lease every quarter of it, one renewal at a time,
-// until ctx ends (the handler returned).
-func (r *Runner) renewLoop(rn *run, ctx context.Context, l *lease) {
+// from when the first renewal is due until the handler returns (stopLease
+// cancels it) or the lease is lost.
+func (r *Runner) renewLoop(rn *run, l *lease) {
 	defer rn.wg.Done()
+	l.mu.Lock()
+	if !l.active {
+		l.mu.Unlock() // the handler returned as the first renewal fell due
+		return
+	}
+	ctx, cancel := context.WithCancel(rn.ctx)
+	l.stopRenew = cancel
+	l.mu.Unlock()
+	defer cancel()
 	leaseFor := r.cfg.LeaseDuration
-	t := time.NewTicker(max(leaseFor/4, time.Millisecond))
+	t := time.NewTicker(r.renewEvery())
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
 		at := now()
 		until := at.Add(leaseFor)

@@ -859,6 +859,13 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		r.mu.Lock()
 		ln.jobs[0] = job{}
 		ln.jobs = ln.jobs[1:]
+		// An emptied line goes in the same critical section as its last
+		// job, so that whoever sees the runner idle (doneLocked) also
+		// finds the chat's line free.
+		last := len(ln.jobs) == 0
+		if last {
+			delete(rn.lines, key)
+		}
 		if res.exhaustion != nil {
 			r.scheduleExhaustionLocked(rn, *res.exhaustion, true)
 		}
@@ -872,6 +879,9 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		r.mu.Unlock()
 		if r.strict && res.released && j.key != "" {
 			r.handOff(rn, j.key)
+		}
+		if last {
+			return
 		}
 	}
 }
