@@ -79,6 +79,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	concurrency := fs.Int("concurrency", 0, "serve --concurrency (0: serve's default)")
 	bin := fs.String("bin", "", "tgrelay binary (default: go build github.com/tgrelay/tgrelay/cmd/tgrelay)")
 	binB := fs.String("bin-b", "", "a second tgrelay binary, run as variants serve-sqlite-b and serve-postgres-b, to compare two builds in one run")
+	memory := fs.Bool("memory", false, "also run serve with its updates kept in memory (serve-memory: not durable, a crash loses them), to measure what serve costs without a store")
 	forwarderProc := fs.Bool("forwarder-proc", true, "also run the non-durable forwarder and the floors as processes of their own (the -proc variants), as serve is, to measure what the process boundary costs")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each serve child's whole run to `prefix`-<variant>.pprof, and its allocations to prefix-<variant>.allocs.pprof")
@@ -116,7 +117,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return a
 	}
-	served, pgDB, postmaster, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, serveArgs, tg.Token, *cpuprofile)
+	served, pgDB, postmaster, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, *memory, serveArgs, tg.Token, *cpuprofile)
 	defer stopServes()
 	if err != nil {
 		return err
@@ -229,7 +230,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	for _, v := range variants[:len(variants)-1] {
 		key := strings.ReplaceAll(strings.TrimPrefix(v.name, "serve-"), "-", "_")
 		ratio := v.median().rate() / baseRate
-		if strings.HasPrefix(v.name, "floor-") || strings.HasSuffix(v.name, "-proc") {
+		if strings.HasPrefix(v.name, "floor-") || strings.HasSuffix(v.name, "-proc") || v.name == "serve-memory" {
 			kv = append(kv, fmt.Sprintf("%s_ratio=%.2f", key, ratio)) // a ceiling, not a goal
 			continue
 		}
@@ -294,7 +295,7 @@ type relayServe struct {
 	webhookURL string
 }
 
-func startRelayServe(ctx context.Context, name, bin string, args []string, token, dir, profile string) (*relayServe, error) {
+func startRelayServe(ctx context.Context, name, bin string, args []string, token, dir, profile string, extraEnv ...string) (*relayServe, error) {
 	listen, err := relayFreeAddr()
 	if err != nil {
 		return nil, err
@@ -317,6 +318,7 @@ func startRelayServe(ctx context.Context, name, bin string, args []string, token
 		}
 	}
 	cmd.Env = append(env, "TGRELAY_TOKEN="+token, "TGRELAY_WEBHOOK_SECRET="+relaySecret)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	if profile != "" {
 		p, err := filepath.Abs(profile + "-" + name + ".pprof")
 		if err != nil {

@@ -21,13 +21,14 @@ type servedRelay struct {
 // serve on SQLite in dir and, with withPG, on a throwaway durable
 // PostgreSQL cluster (reported and skipped when none can be started); with
 // binB each again from a second build (its own database), to compare two
-// builds in one run. args gives serve's flags for a database. With
+// builds in one run; with memory serve again with its updates in memory
+// (serve-memory). args gives serve's flags for a database. With
 // profile set, each serve writes a CPU profile to profile-<variant>.pprof.
 // pgDB, nil without a cluster, creates another database on the cluster the
 // serves use; postmaster is the cluster's server process (0 without one),
 // whose CPU the scenario reads. stop ends every process and the cluster; it is set even on an
 // error.
-func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string, withPG bool,
+func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string, withPG, memory bool,
 	args func(db string) []string, token, profile string) (variants []servedRelay, pgDB func(context.Context) (string, error), postmaster int, stop func(), err error) {
 	var stops []func()
 	stop = func() {
@@ -35,8 +36,8 @@ func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string,
 			stops[i]()
 		}
 	}
-	start := func(name, about, bin, db string) error {
-		s, err := startRelayServe(ctx, name, bin, args(db), token, dir, profile)
+	start := func(name, about, bin, db string, env ...string) error {
+		s, err := startRelayServe(ctx, name, bin, args(db), token, dir, profile, env...)
 		if err != nil {
 			return err
 		}
@@ -46,6 +47,11 @@ func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string,
 	}
 	if err := start("serve-sqlite", "tgrelay serve, SQLite WAL synchronous=FULL (default store)", bin, filepath.Join(dir, "relay.db")); err != nil {
 		return nil, nil, 0, stop, err
+	}
+	if memory {
+		if err := start("serve-memory", "tgrelay serve with its updates in memory (not durable; TGRELAY_TEST_MEMORY_STORE): serve's cost without a store", bin, filepath.Join(dir, "relay-memory.db"), "TGRELAY_TEST_MEMORY_STORE=1"); err != nil {
+			return nil, nil, 0, stop, err
+		}
 	}
 	if binB != "" {
 		if err := start("serve-sqlite-b", "tgrelay serve from -bin-b, SQLite as above", binB, filepath.Join(dir, "relay-b.db")); err != nil {

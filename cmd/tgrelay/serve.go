@@ -903,6 +903,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fileOK := newFileWatch(log)
 	st, err := openWatchedStore(octx, o.db, o.table, o.noCreate, o.maxClockSkew, fileOK.changed)
 	cancel()
+	if err == nil {
+		st = memoryStoreFromEnv(st, log)
+	}
 	if err != nil {
 		return inOneLine(err, log)
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+
+	"github.com/tgrelay/tgrelay/intake/memstore"
 )
 
 // envGatewayStopAfterIntent is a crash-test seam: when set, serve's gateway
@@ -67,4 +69,22 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// envMemoryStore is a benchmark seam: when it is "1", serve keeps its
+// updates in memory (intake/memstore) instead of the --db it opened, so
+// `bench relay -memory` can measure what serve costs without a durable
+// store. Nothing survives the process: never set it outside a benchmark.
+const envMemoryStore = "TGRELAY_TEST_MEMORY_STORE"
+
+// memoryStoreFromEnv returns st, or, when envMemoryStore asks for it, an
+// in-memory store in its place (st closed), with a warning in the log.
+func memoryStoreFromEnv(st *openedStore, log *slog.Logger) *openedStore {
+	if os.Getenv(envMemoryStore) != "1" {
+		return st
+	}
+	st.Close()
+	log.Warn("serve: keeping updates in memory, not in --db (test hook): a crash loses them", "env", envMemoryStore)
+	mem := memstore.New()
+	return &openedStore{store: mem, AdminStore: mem, kind: "memory", close: func() {}}
 }
