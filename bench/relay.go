@@ -66,8 +66,13 @@ const (
 // update's row, group committed before the 200 with serve's settings, and
 // its settlement, group committed after the forward (see relayFloor). Their
 // ratio to the non-durable forwarder is the ceiling of any durable design on
-// this machine, and serve is reported against them too. -cpuprofile writes
-// each serve child's CPU profile.
+// this machine, and serve is reported against them too. With
+// -forwarder-proc the forwarder and the floors run once more each as a
+// process of its own (relay-forwarder), as serve is: what the process
+// boundary costs, and the floor of a durable sidecar. -memory adds serve
+// with its updates in memory: serve's cost without a store. Every variant's
+// CPU per update follows the rates (printRelayCPU). -cpuprofile writes each
+// serve child's CPU and allocation profiles.
 func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
 	fs.SetOutput(out)
