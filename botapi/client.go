@@ -235,6 +235,13 @@ func (c *Client) Call(ctx context.Context, method string, params any) (json.RawM
 		mw := multipart.NewWriter(pw)
 		body, contentType = pr, mw.FormDataContentType()
 		streamDone = make(chan struct{})
+		// A cancelled call must not wait for the file's reader. Go's
+		// transport returns only once its read of the request body ends, and
+		// that read waits here, on a Read of the reader that may block for
+		// as long as the reader likes. Closing the pipe's writing end on
+		// cancellation ends that read at once, with the context's error.
+		stopClose := context.AfterFunc(ctx, func() { pw.CloseWithError(context.Cause(ctx)) })
+		defer stopClose()
 		go func() {
 			defer close(streamDone)
 			err := writeMultipart(ctx, mw, m)
