@@ -218,6 +218,8 @@ func (r *Relay) startGateway() error {
 	if err != nil {
 		return err
 	}
+	// Announced to the app at every forward: built once, not per update.
+	l.base = "http://" + l.ln.Addr().String()
 	r.mu.Lock()
 	r.gwListener = l
 	r.mu.Unlock()
@@ -263,8 +265,8 @@ func (r *Relay) GatewayURL() string {
 	if r.gwPublic != "" {
 		return r.gwPublic
 	}
-	if a := r.GatewayAddr(); a != nil {
-		return "http://" + a.String()
+	if l := r.gatewayListener(); l != nil {
+		return l.base
 	}
 	return ""
 }

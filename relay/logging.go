@@ -86,7 +86,7 @@ func FailureReason(err error) string {
 // update is given up) and every exhaustion recorded. Store errors and
 // failed exhaustion deliveries are logged by the intake runner as
 // warnings. The logger is rate limited (see logBurst).
-func (r *Relay) logEvent(e Event) {
+func (r *Relay) logEvent(e *Event) {
 	switch e.Kind {
 	case KindFailed:
 		attrs := []any{"update_id", e.ID.UpdateID, "attempt", e.ID.Attempt, "reason", e.Reason, "err", e.Err}

@@ -159,25 +159,34 @@ type Observer struct {
 // turn (those without an EventFunc skipped), like io.MultiWriter. A panic
 // in one is recovered and keeps the event from none of the others.
 func Observers(obs ...Observer) Observer {
+	fs := observerFuncs(obs...)
+	if len(fs) == 0 {
+		return Observer{}
+	}
+	return Observer{EventFunc: func(e Event) {
+		for _, f := range fs {
+			safeObserve(f, &e)
+		}
+	}}
+}
+
+// observerFuncs returns the EventFuncs of obs that are set.
+func observerFuncs(obs ...Observer) []func(Event) {
 	var fs []func(Event)
 	for _, o := range obs {
 		if o.EventFunc != nil {
 			fs = append(fs, o.EventFunc)
 		}
 	}
-	if len(fs) == 0 {
-		return Observer{}
-	}
-	return Observer{EventFunc: func(e Event) {
-		for _, f := range fs {
-			safeObserve(f, e)
-		}
-	}}
+	return fs
 }
 
-func safeObserve(f func(Event), e Event) {
+// safeObserve passes *e to f, recovering a panic in f. The event travels
+// by pointer up to f: it is several hundred bytes, and there are a few per
+// update.
+func safeObserve(f func(Event), e *Event) {
 	defer func() { _ = recover() }()
-	f(e)
+	f(*e)
 }
 
 // emit passes e, stamped with the time and its error's text masked (see
@@ -186,9 +195,9 @@ func safeObserve(f func(Event), e Event) {
 func (r *Relay) emit(e Event) {
 	e.Time = r.now()
 	e.Err = r.mask(e.Err)
-	r.logEvent(e)
-	if r.obs.EventFunc != nil {
-		safeObserve(r.obs.EventFunc, e)
+	r.logEvent(&e)
+	for _, f := range r.observers {
+		safeObserve(f, &e) // each on its own: a panic in one keeps the event from none of the others
 	}
 }
 

@@ -19,7 +19,7 @@ func TestEmitMasksSecretsInEventErrors(t *testing.T) {
 	const token = "123456:AAH-observer-secret-token-value"
 	var got []Event
 	r := &Relay{red: &botapi.Redactor{}, now: time.Now, log: slog.New(slog.DiscardHandler),
-		obs: Observer{EventFunc: func(e Event) { got = append(got, e) }}}
+		observers: []func(Event){func(e Event) { got = append(got, e) }}}
 	r.red.Add(token)
 	cause := fmt.Errorf("post https://api.telegram.org/bot%s/sendMessage: %w", token, fs.ErrClosed)
 	plain := errors.New("app answered 500")

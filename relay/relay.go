@@ -55,20 +55,20 @@ var ErrStarted = errors.New("relay: already started")
 // [Relay.Run], or [Relay.Start] and [Relay.Close]. Its methods are safe for
 // concurrent use.
 type Relay struct {
-	cfg      Config
-	caps     storeCaps // cfg.Store's optional capabilities, detected once by New
-	log      *slog.Logger
-	red      *botapi.Redactor // masks cfg.secrets()
-	obs      Observer
-	now      func() time.Time
-	bot      *botapi.Client
-	ownBC    *http.Client // the Bot API client New made, closed on stop
-	fwd      *forward.Forwarder
-	gw       *gateway.Gateway     // nil without Config.Gateway
-	gwBase   *transport.Transport // the gateway's transport, closed on stop
-	gwPublic string               // the gateway's base URL for the app
-	decl     *decliner            // nil without the gateway (decline.go)
-	tr       *tracing             // Config.TracerProvider's tracer (trace.go)
+	cfg       Config
+	caps      storeCaps // cfg.Store's optional capabilities, detected once by New
+	log       *slog.Logger
+	red       *botapi.Redactor // masks cfg.secrets()
+	observers []func(Event)    // the configured observers and the dashboard's, each called under safeObserve
+	now       func() time.Time
+	bot       *botapi.Client
+	ownBC     *http.Client // the Bot API client New made, closed on stop
+	fwd       *forward.Forwarder
+	gw        *gateway.Gateway     // nil without Config.Gateway
+	gwBase    *transport.Transport // the gateway's transport, closed on stop
+	gwPublic  string               // the gateway's base URL for the app
+	decl      *decliner            // nil without the gateway (decline.go)
+	tr        *tracing             // Config.TracerProvider's tracer (trace.go)
 
 	runner   *intake.Runner
 	adminMux *http.ServeMux
@@ -100,6 +100,7 @@ type listener struct {
 	name string // for errors and logs: "webhook", "admin"
 	ln   net.Listener
 	srv  *http.Server
+	base string // "http://" and ln's address, for the gateway's base URL (set when bound)
 }
 
 // New validates cfg and assembles a relay; it does no I/O and starts
@@ -109,7 +110,7 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Relay{cfg: cfg, obs: cfg.Observer, now: time.Now, fatal: make(chan error, 1), stopping: make(chan struct{})}
+	r := &Relay{cfg: cfg, now: time.Now, fatal: make(chan error, 1), stopping: make(chan struct{})}
 	r.tr = newTracing(cfg.TracerProvider, cfg.Token, cfg.StoreName)
 	r.caps = detectCaps(cfg.Store)
 	var h slog.Handler = slog.DiscardHandler
@@ -125,7 +126,7 @@ func New(cfg Config) (*Relay, error) {
 	// The runner's per-attempt Info lines go to Debug: logEvent says the
 	// same at Warn and Error.
 	runnerLog := slog.New(demoteInfo{h})
-	r.obs = Observers(cfg.Observer) // recovers panics
+	r.observers = observerFuncs(cfg.Observer)
 	own := cfg.BotTransport
 	own.MaxResponseBytes = max(own.MaxResponseBytes, BotAPIMaxResponseBytes)
 	hc, err := transport.NewClient(own)
@@ -185,7 +186,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	if r.rec != nil {
-		r.obs = Observers(cfg.Observer, Observer{EventFunc: dashboardObserver{r.rec}.Observe})
+		r.observers = observerFuncs(cfg.Observer, Observer{EventFunc: dashboardObserver{r.rec}.Observe})
 	}
 	return r, nil
 }
