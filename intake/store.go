@@ -550,8 +550,12 @@ type Row struct {
 	// SettledAt is the zero time while the row is live or an unacknowledged
 	// exhaustion.
 	SettledAt time.Time
-	Error     string
-	Body      []byte
+	// Error is the failure text of a failed or abandoned row (an
+	// exhaustion's included), and empty otherwise: a claim clears it, as
+	// does a completion. Earlier attempts' texts are in the history
+	// ([AdminStore.Attempts]).
+	Error string
+	Body  []byte
 }
 
 // Unacknowledged reports whether the row is an exhaustion still waiting for

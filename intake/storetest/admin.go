@@ -98,6 +98,7 @@ func adminGet(c *checker) {
 	}
 	c.expectRow("failed", 1, wantRow{state: intake.StateFailed, attempts: 1, claimID: claim, receivedMS: 5, dueMS: 30, settledMS: -1, errText: "boom"})
 	claim = c.claimFor(1, claimOpts(30, 40, defaultMax), 2)
+	c.expectRow("claimed again after its failure", 1, wantRow{state: intake.StateProcessing, attempts: 2, claimID: claim, receivedMS: 5, dueMS: 40, settledMS: -1})
 	if !c.settle(1, 2, completed(31)) {
 		c.fatalf("Settle(1, attempt 2, completed at 31ms) reported false for the holder")
 	}
