@@ -218,10 +218,10 @@ func (r *Relay) startGateway() error {
 	if err != nil {
 		return err
 	}
-	// Announced to the app at every forward: built once, not per update.
-	l.base = "http://" + l.ln.Addr().String()
 	r.mu.Lock()
 	r.gwListener = l
+	// Announced to the app at every forward: built once, not per update.
+	r.gwBound = "http://" + l.ln.Addr().String()
 	r.mu.Unlock()
 	r.log.Info("relay: serving the Bot API gateway for the app", "gateway", r.GatewayURL(),
 		"max_wait", b.MaxWait, "response_timeout", b.ResponseTimeout, "answer_within", b.Answer)
@@ -265,10 +265,9 @@ func (r *Relay) GatewayURL() string {
 	if r.gwPublic != "" {
 		return r.gwPublic
 	}
-	if l := r.gatewayListener(); l != nil {
-		return l.base
-	}
-	return ""
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gwBound // "" before Start
 }
 
 // Journal lists the calls the gateway journaled for an update (nil when

@@ -84,6 +84,7 @@ type Relay struct {
 	servers     []*listener // stopped in reverse order of start
 	hook, admin *listener
 	gwListener  *listener
+	gwBound     string // "http://" and gwListener's address: the gateway's base URL without a public one
 	runnerUp    bool
 	stopPoll    func() // cancels the poller and waits for it
 	bgCancel    context.CancelFunc
@@ -100,7 +101,6 @@ type listener struct {
 	name string // for errors and logs: "webhook", "admin"
 	ln   net.Listener
 	srv  *http.Server
-	base string // "http://" and ln's address, for the gateway's base URL (set when bound)
 }
 
 // New validates cfg and assembles a relay; it does no I/O and starts

@@ -7,9 +7,9 @@ import (
 )
 
 // Concurrent settlement parameters: settleRounds rounds of settleRows
-// rows, every row settled twice at once, so that a store that merges
-// concurrent settlements into one statement (as the SQL stores do under
-// load) is judged on its merged path, where a fence dropped from the
+// rows, three of each kind, all settled at once, so that a store that
+// merges concurrent settlements into one statement (as the SQL stores do
+// under load) is judged on its merged path, where a fence dropped from the
 // statement would otherwise go unseen: one settlement at a time takes the
 // single-row path.
 const (
@@ -106,18 +106,16 @@ func concurrentSettles(c *checker) {
 				rows[i] = []*settleCall{{id: h, st: with(failedAt(101, 300, "late"), rec(intake.AttemptFailed, 101))}}
 			}
 		}
-		var calls []*settleCall
-		for _, r := range rows {
-			calls = append(calls, r...)
-		}
-		fns := make([]func(), len(calls))
-		for i, call := range calls {
-			fns[i] = func() {
-				ok, err := c.store.Settle(c.ctx, call.id, call.st)
-				if err != nil {
-					c.errorf("round %d: a concurrent Settle(%s, %s at %s) returned an error: %v", round, fmtID(call.id), call.st.State, offset(call.st.At), err)
-				}
-				call.got = ok
+		var fns []func()
+		for _, calls := range rows {
+			for _, call := range calls {
+				fns = append(fns, func() {
+					ok, err := c.store.Settle(c.ctx, call.id, call.st)
+					if err != nil {
+						c.errorf("round %d: a concurrent Settle(%s, %s at %s) returned an error: %v", round, fmtID(call.id), call.st.State, offset(call.st.At), err)
+					}
+					call.got = ok
+				})
 			}
 		}
 		together(c, fns...)
