@@ -15,6 +15,7 @@ func adminCases() []testCase {
 		{name: "Requeue", rule: "Requeue restarts only failed and abandoned rows, under a new claim id", needs: capAdmin, run: adminRequeue},
 		{name: "Stats", rule: "Stats counts rows by state and finds the oldest pending", needs: capAdmin, run: adminStats},
 		{name: "OldestPendingSinceRequeue", rule: "Stats' oldest pending is when the row became pending, its requeue included", needs: capAdmin, run: oldestPendingSinceRequeue},
+		{name: "Inspect", rule: "Search, Replies, Processes and HeldBehind select, order and page as the contract says", needs: capAdmin | capJournal | capProcess, run: adminInspect},
 	}
 }
 

@@ -42,7 +42,9 @@
 // rows never pruned, prune then re-add), Exhaust (crash on the last
 // attempt, Exhaust, exact acknowledgement once and only of an
 // unacknowledged exhaustion, cursor paging), Batch, Admin (oldest pending
-// measured from when a row became pending), History (every attempt record kept whole and in order through
+// measured from when a row became pending; and, for a store that is also a
+// journal and process store, the inspection reads [RunInspect] checks),
+// History (every attempt record kept whole and in order through
 // a completion and a requeue, which leaves its mark, and pruned with its
 // update), Journal (fenced intents,
 // replays across attempts, outcomes on their own occurrence, bodies copied
