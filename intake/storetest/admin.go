@@ -116,6 +116,13 @@ func adminGet(c *checker) {
 		c.fatalf("Exhaust(%s, at 9ms) reported false for the holder", fmtID(ident))
 	}
 	c.expectRow("exhausted", 3, wantRow{state: intake.StateAbandoned, attempts: 1, claimID: ident.ClaimID, receivedMS: 5, dueMS: 9, settledMS: -1, errText: "terminal", unacknowledged: true})
+	// Missing ids between, below and above stored ones.
+	c.mustAdd(5, 5)
+	for _, id := range []int64{0, 4, 6} {
+		if row, ok := c.get(id); ok {
+			c.errorf("Get(%d), missing beside rows 1, 2, 3 and 5, found %+v", id, row)
+		}
+	}
 }
 
 func rowIDs(rows []intake.Row) []int64 {

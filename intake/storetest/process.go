@@ -177,6 +177,11 @@ func beatKeepsOwnerLive(c *checker) {
 	if c.beat("never", 1000, 0) {
 		c.errorf("Beat of a process id never registered reported true")
 	}
+	// A heartbeat is live through its end inclusive.
+	c.mustRegister("c", 300)
+	if !c.beat("c", 400, 300) {
+		c.errorf("Beat(c, until 400ms, now 300ms) of a heartbeat live to 300ms reported false; it is live through its end")
+	}
 }
 
 // registerOnce: ids are never reused, live or lapsed.

@@ -46,6 +46,13 @@ func (c *checker) notAdmitted(id intake.Identity, atMS int64, what string) {
 func tailAdmitted(c *checker) {
 	c.mustAdd(1, 0)
 	id := c.mustClaimOwned(1, claimOpts(0, 100, 3), 1)
+	// Before the completion, as Owns: through the lease's end inclusive.
+	if !c.admits(id, 100) {
+		c.errorf("Admits(%s, at 100ms) = false under a lease live through 100ms; want true", fmtID(id))
+	}
+	if c.admits(id, 101) {
+		c.errorf("Admits(%s, at 101ms) = true after the lease ended at 100ms, the update not completed; want false", fmtID(id))
+	}
 	c.mustIntent(id, call("answerCallbackQuery", 1), 10, intake.IntentRecorded)
 	if !c.settleOwned(id, completed(20)) {
 		c.fatalf("Settle(%s, completed at 20ms) reported false", fmtID(id))
