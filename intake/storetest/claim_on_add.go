@@ -263,15 +263,21 @@ func claimedAddMixed(c *checker) {
 }
 
 // claimedAddInvalid: a claim with MaxAttempts 0 is refused and the batch,
-// its valid requests included, records nothing.
+// its valid requests included, records nothing, wherever the invalid claim
+// stands in the batch.
 func claimedAddInvalid(c *checker) {
-	reqs := []intake.AddRequest{addReq(1, 0, nil), addReq(2, 0, claimPtr(0, 20, 0))}
-	_, err := c.store.AddBatch(c.ctx, reqs)
-	if !errors.Is(err, intake.ErrInvalidArgument) {
-		c.errorf("AddBatch with a claim of MaxAttempts 0 returned %v; want an error wrapping intake.ErrInvalidArgument", err)
-	}
-	if ids := c.dueIDs(10, 10, 10); len(ids) != 0 {
-		c.errorf("Due after a refused AddBatch listed %v; want nothing recorded", ids)
+	for _, reqs := range [][]intake.AddRequest{
+		{addReq(1, 0, nil), addReq(2, 0, claimPtr(0, 20, 0))},
+		{addReq(1, 0, claimPtr(0, 20, defaultMax)), addReq(2, 0, claimPtr(0, 20, 0))},
+	} {
+		_, err := c.store.AddBatch(c.ctx, reqs)
+		if !errors.Is(err, intake.ErrInvalidArgument) {
+			c.errorf("AddBatch with a claim of MaxAttempts 0 (request 2, request 1 claimed: %v) returned %v; want an error wrapping intake.ErrInvalidArgument", reqs[0].Claim != nil, err)
+		}
+		// At 100ms a row recorded claimed, its lease ended at 20ms, is due too.
+		if ids := c.dueIDs(100, 100, 10); len(ids) != 0 {
+			c.errorf("Due after a refused AddBatch listed %v; want nothing recorded", ids)
+		}
 	}
 	c.mustAdd(1, 0)
 	c.mustAdd(2, 0)
