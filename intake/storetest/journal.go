@@ -192,6 +192,15 @@ func journalNotDispatched(c *checker) {
 	if e.Attempt != 2 || e.ClaimID != second.ClaimID || e.Outcome != intake.CallPending || !e.IntendedAt.Equal(at(6)) {
 		c.errorf("the intent replacing a not-dispatched entry is %+v; want pending under attempt 2 at 6ms", e)
 	}
+	// What is stored, not only what was answered: a fresh pending entry,
+	// nothing of the not-dispatched one left.
+	if es := c.entries(1); len(es) != 1 {
+		c.errorf("Journal(1) after the replacing intent has %d entries; want 1", len(es))
+	} else if g := es[0]; g.Attempt != 2 || g.ClaimID != second.ClaimID || g.Outcome != intake.CallPending ||
+		!g.IntendedAt.Equal(at(6)) || g.Status != 0 || len(g.Body) != 0 || !g.DecidedAt.IsZero() {
+		c.errorf("Journal(1) after the replacing intent holds attempt %d, claim %q, %s, intended at %v, status %d, body %q, decided at %v; want attempt 2 under its claim id, pending, intended at 6ms, no status, body or decision",
+			g.Attempt, g.ClaimID, g.Outcome, g.IntendedAt, g.Status, g.Body, g.DecidedAt)
+	}
 	if c.outcome(first, cl, answered("{}"), 7) {
 		c.errorf("attempt 1 recorded an outcome on the entry attempt 2 took over")
 	}

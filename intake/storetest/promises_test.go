@@ -509,7 +509,9 @@ func TestJournalOutcomeBugsFail(t *testing.T) {
 	res = check(t.Context(), factory(func(m *memstore.Store) intake.Store {
 		return journalAliasesBodies{Store: m, mu: new(sync.Mutex), bodies: map[journalKey][]byte{}}
 	}), "Journal")
-	requireCases(t, res, "Journal/BodiesCopied", "Journal/ReplayAcrossAttempts")
+	// It also shows the aliased body of the not-dispatched outcome in the
+	// entry that replaced it.
+	requireCases(t, res, "Journal/BodiesCopied", "Journal/NotDispatchedFreesCall", "Journal/ReplayAcrossAttempts")
 	requireMessage(t, res, "Journal/BodiesCopied", "Journal(1) after the caller reused the slice it passed to RecordOutcome reads body")
 }
 
