@@ -32,6 +32,8 @@ func chatOrderCases() []testCase {
 			needs: capChatOrder, run: chatOrderNotStrict},
 		{name: "DueListsOnlyClaimable", rule: "a strict listing skips rows held back by their chat, so they cannot fill a page, and Chat lists one chat",
 			needs: capChatOrder, run: chatOrderDue},
+		{name: "DueListsLapsedOwners", rule: "a strict listing lists a processing row whose owner lapsed, as a strict claim takes it",
+			needs: capChatOrder | capProcess, run: chatOrderDueLapsed},
 		{name: "ConcurrentClaimsOfOneChat", rule: "of a claim of a chat's later row and an earlier row added and claimed at the same time, exactly one wins",
 			needs: capChatOrder, run: chatOrderRaceWide},
 	}
@@ -227,7 +229,41 @@ func chatOrderDue(c *checker) {
 	if ids := c.strictDue(50, 50, 1, "a"); !slices.Equal(ids, []int64{2}) {
 		c.errorf("DueInOrder(now 50ms, chat a, limit 1) after row 1 completed listed %v; want [2]", ids)
 	}
+	// PendingBefore is inclusive: row 44, received at 50ms, is listed at
+	// 50ms and not at 49ms.
+	if ids := c.strictDue(50, 50, 10, ""); !slices.Equal(ids, []int64{2, 41, 42, 44}) {
+		c.errorf("DueInOrder(now 50ms, pending before 50ms) listed %v; want [2 41 42 44]: row 44 was received at 50ms", ids)
+	}
+	if ids := c.strictDue(50, 50, 10, "c"); !slices.Equal(ids, []int64{44}) {
+		c.errorf("DueInOrder(now 50ms, pending before 50ms, chat c) listed %v; want [44], received at 50ms", ids)
+	}
+	if ids := c.strictDue(50, 49, 10, "c"); len(ids) != 0 {
+		c.errorf("DueInOrder(now 50ms, pending before 49ms, chat c) listed %v; want none: row 44 was received at 50ms", ids)
+	}
 	if ids := c.strictDue(60, 60, 10, ""); !slices.Equal(ids, []int64{2, 41, 42, 44}) {
 		c.errorf("DueInOrder(now 60ms) listed %v; want [2 41 42 44]", ids)
+	}
+}
+
+// chatOrderDueLapsed: a row claimed in order by a process whose heartbeat
+// then lapsed is listed by DueInOrder, with and without its chat, before
+// its lease ends, and a strict claim takes it over.
+func chatOrderDueLapsed(c *checker) {
+	c.mustRegister("p", 50)
+	c.addChat(1, "a", 0)
+	c.addChat(2, "a", 0)
+	if _, ok, err := c.order.ClaimInOrder(c.ctx, 1, claimOpts(0, 10_000, defaultMax), intake.ProcessClaim{Process: "p", MaxCrashes: 3}); err != nil || !ok {
+		c.fatalf("ClaimInOrder(1, now 0ms, as p) = %v, %v; want it taken", ok, err)
+	}
+	if ids := c.strictDue(40, 40, 10, ""); len(ids) != 0 {
+		c.errorf("DueInOrder(now 40ms) listed %v while row 1's owner and lease are live; want none", ids)
+	}
+	for _, chat := range []string{"", "a"} {
+		if ids := c.strictDue(100, 100, 10, chat); !slices.Equal(ids, []int64{1}) {
+			c.errorf("DueInOrder(now 100ms, chat %q) listed %v after row 1's owner lapsed at 50ms; want [1]", chat, ids)
+		}
+	}
+	if _, ok, err := c.order.ClaimInOrder(c.ctx, 1, claimOpts(100, 20_000, defaultMax), intake.ProcessClaim{Process: "q", MaxCrashes: 3}); err != nil || !ok {
+		c.errorf("ClaimInOrder(1, now 100ms) of the row it listed = %v, %v; want it taken over", ok, err)
 	}
 }

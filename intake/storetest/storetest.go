@@ -56,7 +56,8 @@
 // when the lease lapsed too, a requeue that resets the crashes), ChatOrder
 // (strict chat order: only a chat's lowest unsettled row is claimable and
 // listed, never beside a live lease of its chat, settled rows and
-// exhaustions release the chat, rows recorded through the batch adds keep
+// exhaustions release the chat, a row whose owner lapsed is listed and
+// taken over, rows recorded through the batch adds keep
 // their chat, a strict listing agrees with strict claims, a refusal for
 // order spends nothing even at the attempt limit, and claims racing the
 // late add and claim of an earlier row of their chat lose or win alone),
