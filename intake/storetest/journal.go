@@ -2,8 +2,8 @@ package storetest
 
 import (
 	"bytes"
-
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/tgrelay/tgrelay/intake"
@@ -17,6 +17,7 @@ func journalCases() []testCase {
 		{name: "ReplayAcrossAttempts", rule: "a later attempt finds the recorded call and its answer byte for byte", needs: capJournal, run: journalReplay},
 		{name: "PendingAndUnknownStay", rule: "an intent without outcome and an unknown outcome are never recorded again", needs: capJournal, run: journalPendingStays},
 		{name: "NotDispatchedFreesCall", rule: "a not-dispatched call may be recorded again by a later attempt", needs: capJournal, run: journalNotDispatched},
+		{name: "ListedInKeyOrder", rule: "Journal lists an update's entries by intent time, then method, parameters hash and occurrence", needs: capJournal, run: journalOrder},
 		{name: "OutcomeFencedByEntry", rule: "only the identity that recorded an intent records its outcome, once", needs: capJournal, run: journalOutcomeFence},
 		{name: "OccurrencesAndMethods", rule: "method, hash and occurrence each distinguish calls", needs: capJournal, run: journalKeys},
 		{name: "PrunedWithUpdate", rule: "pruning an update forgets its journal", needs: capJournal, run: journalPruned},
@@ -411,5 +412,34 @@ func journalDeferred(c *checker) {
 		if e := got[fmt.Sprintf("sendVideo#%d", i+1)]; e.Outcome != intake.CallPending {
 			c.errorf("an intent recorded beside deferred outcomes reads %s; want pending", e.Outcome)
 		}
+	}
+}
+
+// journalOrder: intents recorded out of order, several in one millisecond,
+// are listed by intent time, then method, hash and occurrence.
+func journalOrder(c *checker) {
+	c.mustAdd(1, 0)
+	id := c.mustClaimOwned(1, claimOpts(0, 100, 3), 1)
+	recorded := []struct {
+		call intake.Call
+		ms   int64
+	}{
+		{intake.Call{Method: "sendMessage", ParamsHash: "b", Occurrence: 2}, 10},
+		{intake.Call{Method: "sendMessage", ParamsHash: "b", Occurrence: 1}, 10},
+		{intake.Call{Method: "sendMessage", ParamsHash: "a", Occurrence: 1}, 10},
+		{intake.Call{Method: "editMessageText", ParamsHash: "z", Occurrence: 1}, 10},
+		{intake.Call{Method: "answerCallbackQuery", ParamsHash: "a", Occurrence: 1}, 11},
+		{intake.Call{Method: "sendPhoto", ParamsHash: "a", Occurrence: 1}, 9},
+	}
+	for _, r := range recorded {
+		c.mustIntent(id, r.call, r.ms, intake.IntentRecorded)
+	}
+	var got []string
+	for _, e := range c.entries(1) {
+		got = append(got, fmt.Sprintf("%d:%s/%s/%d", e.IntendedAt.Sub(at(0)).Milliseconds(), e.Method, e.ParamsHash, e.Occurrence))
+	}
+	want := "9:sendPhoto/a/1 10:editMessageText/z/1 10:sendMessage/a/1 10:sendMessage/b/1 10:sendMessage/b/2 11:answerCallbackQuery/a/1"
+	if s := strings.Join(got, " "); s != want {
+		c.errorf("Journal(1) lists %s; want %s", s, want)
 	}
 }

@@ -46,7 +46,7 @@
 // journal and process store, the inspection reads [RunInspect] checks),
 // History (every attempt record kept whole and in order through
 // a completion and a requeue, which leaves its mark, and pruned with its
-// update), Journal (fenced intents,
+// update), Journal (fenced intents, entries listed in key order,
 // replays across attempts, outcomes on their own occurrence, bodies copied
 // both ways, concurrent identical intents, deferred outcomes that report
 // their own write's result, and the calls of the attempt that completed
