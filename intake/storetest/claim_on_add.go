@@ -19,6 +19,7 @@ func claimOnAddCases() []testCase {
 		{name: "DuplicateNeitherAddedNorClaimed", rule: "a claimed add of a stored or repeated update id neither records nor claims it", run: claimedAddDuplicate},
 		{name: "LapsedLeaseReclaimed", rule: "a claimed-on-add row whose lease lapsed is reclaimed with attempt 2 and a new claim id", run: claimedAddLapses},
 		{name: "MixedBatch", rule: "claimed and unclaimed adds in one batch each get their own state", run: claimedAddMixed},
+		{name: "FreshClaimIDAfterPrune", rule: "a claimed add of an update id pruned and recorded again gets a claim id never used before, and the old identity is fenced", run: claimedAddFreshAfterPrune},
 		{name: "InvalidClaimRefused", rule: "a claimed add with an invalid claim is refused with intake.ErrInvalidArgument and records nothing", run: claimedAddInvalid},
 		{name: "OwnerLapseTakesOver", rule: "a claimed AddBatchAs records its process: when the owner's heartbeat lapses the row is taken over before its lease ends, as a crash", needs: capProcess, run: claimedAddOwnerLapses},
 	}
@@ -313,5 +314,42 @@ func claimedAddOwnerLapses(c *checker) {
 	}
 	if !c.settleOwned(second, completed(103)) {
 		c.errorf("Settle(%s) = false; the takeover holds the row", fmtID(second))
+	}
+}
+
+// claimedAddFreshAfterPrune: update 1 is recorded claimed, completed and
+// pruned, then recorded claimed again: the new claim id is fresh, and the
+// first identity, attempt 1 like the new one, neither owns, renews nor
+// settles the new row.
+func claimedAddFreshAfterPrune(c *checker) {
+	res := c.addClaimed(addReq(1, 0, claimPtr(0, 20, defaultMax)))
+	if !c.checkClaimedResult(res[0], 1) {
+		return
+	}
+	old := res[0].Identity
+	if !c.settleOwned(old, completed(5)) {
+		c.fatalf("Settle(%s, completed at 5ms) of a claimed add reported false", fmtID(old))
+	}
+	if n := c.prune(10); n != 1 {
+		c.fatalf("Prune(before 10ms) removed %d rows; want the completed row 1", n)
+	}
+	res = c.addClaimed(addReq(1, 30, claimPtr(30, 100, defaultMax)))
+	if !c.checkClaimedResult(res[0], 1) {
+		return
+	}
+	if res[0].Identity.ClaimID == old.ClaimID {
+		c.errorf("the claimed add of update 1 after its prune reused claim id %q", old.ClaimID)
+	}
+	if c.owns(old, 40) {
+		c.errorf("Owns(%s, at 40ms): the identity of the pruned row owns the row recorded again", fmtID(old))
+	}
+	if c.renewOwned(old, 200, 40) {
+		c.errorf("Renew(%s, at 40ms) renewed the row recorded again after the prune", fmtID(old))
+	}
+	if c.settleOwned(old, completed(41)) {
+		c.errorf("Settle(%s, completed at 41ms) settled the row recorded again after the prune", fmtID(old))
+	}
+	if !c.settleOwned(res[0].Identity, completed(42)) {
+		c.errorf("Settle(%s, completed at 42ms) of the new claimed add reported false", fmtID(res[0].Identity))
 	}
 }

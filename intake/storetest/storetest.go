@@ -62,7 +62,8 @@
 // order spends nothing even at the attempt limit, and claims racing the
 // late add and claim of an earlier row of their chat lose or win alone),
 // ClaimOnAdd (a row recorded claimed is exactly a claimed row under the
-// answered identity, a duplicate is neither recorded nor claimed, an update
+// answered identity, whose claim id is fresh even after a prune and re-add,
+// a duplicate is neither recorded nor claimed, an update
 // id repeated in one batch is recorded once as its first request asks,
 // concurrent claimed adds of one update record it once, a lapsed one is
 // reclaimed with attempt 2, mixed batches) and Arguments (arguments outside

@@ -259,7 +259,7 @@ func TestCoreOnlySkips(t *testing.T) {
 	if len(res.violations) != 0 {
 		t.Errorf("a core-only memstore has violations:\n%s", dump(res))
 	}
-	want := "detected core; running 52 cases; skipped: Race/ReclaimLapsedOwner (needs intake.ProcessStore), Admin (needs intake.AdminStore), " +
+	want := "detected core; running 53 cases; skipped: Race/ReclaimLapsedOwner (needs intake.ProcessStore), Admin (needs intake.AdminStore), " +
 		"History (needs intake.AdminStore), Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), ChatOrder (needs intake.ChatOrderStore), " +
 		"ClaimOnAdd/OwnerLapseTakesOver (needs intake.ProcessStore), Arguments/BadListQueryRefused (needs intake.AdminStore)"
 	if got := res.plan.describe(res.caps); got != want {
@@ -305,7 +305,7 @@ func TestIgnoresClaimID(t *testing.T) {
 	}{
 		{
 			method: "Owns",
-			cases:  []string{"Admin/Requeue", "ClaimOnAdd/ClaimedAddIsAClaim", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
+			cases:  []string{"Admin/Requeue", "ClaimOnAdd/ClaimedAddIsAClaim", "ClaimOnAdd/FreshClaimIDAfterPrune", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
 			expect: []expect{
 				{"Fence/ExpiresAndNeverAdopts", "Owns with a wrong claim id (right update and attempt) = true"},
 				{"Fence/ExpiresAndNeverAdopts", "owns the recycled row"},
@@ -316,7 +316,7 @@ func TestIgnoresClaimID(t *testing.T) {
 		},
 		{
 			method: "Renew",
-			cases:  []string{"ClaimOnAdd/ClaimedAddIsAClaim", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
+			cases:  []string{"ClaimOnAdd/ClaimedAddIsAClaim", "ClaimOnAdd/FreshClaimIDAfterPrune", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "Prune/RecycledRowRefusesOldIdentity"},
 			expect: []expect{
 				{"Fence/ExpiresAndNeverAdopts", "Renew with a wrong claim id (right update and attempt) reported true"},
 				{"Prune/RecycledRowRefusesOldIdentity", "renewed the recycled row"},
@@ -325,7 +325,7 @@ func TestIgnoresClaimID(t *testing.T) {
 		},
 		{
 			method: "Settle",
-			cases:  []string{"Admin/Requeue", "Batch/ConcurrentSettles", "ClaimOnAdd/ClaimedAddIsAClaim", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "History/RecordedWithSettlement", "Prune/RecycledRowRefusesOldIdentity"},
+			cases:  []string{"Admin/Requeue", "Batch/ConcurrentSettles", "ClaimOnAdd/ClaimedAddIsAClaim", "ClaimOnAdd/FreshClaimIDAfterPrune", "Fence/AllThreeFieldsCompared", "Fence/ExpiresAndNeverAdopts", "History/RecordedWithSettlement", "Prune/RecycledRowRefusesOldIdentity"},
 			expect: []expect{
 				{"History/RecordedWithSettlement", "Settle with a stale claim id and a record = true"},
 				{"Batch/ConcurrentSettles", "Settle({update 3003, attempt 1, claim \"storetest-wrong-"},
@@ -378,6 +378,7 @@ func TestSettleAlwaysTrue(t *testing.T) {
 		"Claim/MissingAndTerminalRows",
 		"Claim/OnlyHolderRenewsOrSettles",
 		"Claim/SettleRacingReclaim",
+		"ClaimOnAdd/FreshClaimIDAfterPrune",
 		"ClaimOnAdd/ClaimedAddIsAClaim",
 		"ClaimOnAdd/LapsedLeaseReclaimed",
 		"Exhaust/TerminalRefusal",
@@ -399,6 +400,7 @@ func TestFailingPrune(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return failingPrune{m} }))
 	want := []string{
+		"ClaimOnAdd/FreshClaimIDAfterPrune",
 		"Exhaust/AckOnlyUnacknowledged", "Exhaust/CrashOnLastAttempt",
 		"Fence/ExpiresAndNeverAdopts",
 		"History/PrunedWithUpdate",
