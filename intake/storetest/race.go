@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/tgrelay/tgrelay/intake"
@@ -22,6 +23,7 @@ const (
 func raceCases() []testCase {
 	return []testCase{
 		{name: "Claim", rule: "of concurrent claims exactly one takes the update", run: raceClaim},
+		{name: "ClaimsBesideListings", rule: "a claim takes a claimable row while Due lists the rows at the same time", run: raceClaimsBesideDue},
 	}
 }
 
@@ -75,4 +77,62 @@ func raceClaim(c *checker) {
 			c.errorf("Owns(%s, at 50ms) = false for the winner of the race", fmtID(w))
 		}
 	}
+}
+
+// besideDueRows is how many rows ClaimsBesideListings claims, one after
+// another, while Due lists them over and over.
+const besideDueRows = 300
+
+// raceClaimsBesideDue: a sweep's listing is no reason for a claim to fail.
+// A store whose listing locks the rows it reads, however briefly, and
+// whose claim then reports a locked row as not claimable, loses claims
+// here that nobody else took.
+func raceClaimsBesideDue(c *checker) {
+	for id := int64(1); id <= besideDueRows; id++ {
+		c.mustAdd(id, 0)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	// Deferred, so that the listers stop when a claim's error ends the case.
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	for range 2 {
+		// Bounded, not until the claims end: a lister that never blocks
+		// would stop a fake clock (testing/synctest) from advancing.
+		wg.Go(func() {
+			for range besideDueRows {
+				select {
+				case <-stop:
+					return
+				case <-c.ctx.Done():
+					return
+				default:
+				}
+				_, err := c.store.Due(c.ctx, intake.DueQuery{Now: at(10), PendingBefore: at(10), Limit: besideDueRows})
+				if err != nil {
+					c.errorf("Due(now 10ms) beside the claims returned an error: %v", err)
+					return
+				}
+			}
+		})
+	}
+	var lost []int64
+	for id := int64(1); id <= besideDueRows; id++ {
+		if attempt, ok := c.claim(id, claimOpts(10, 10_000, defaultMax)); !ok || attempt != 1 {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) > 0 {
+		c.errorf("%d of %d claims of pending rows nobody else claimed failed while Due listed beside them: %s", len(lost), besideDueRows, fmtIDs(lost))
+	}
+}
+
+// fmtIDs shows at most ten ids of ids.
+func fmtIDs(ids []int64) string {
+	if len(ids) > 10 {
+		return fmt.Sprintf("%v and %d more", ids[:10], len(ids)-10)
+	}
+	return fmt.Sprint(ids)
 }
