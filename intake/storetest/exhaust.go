@@ -164,10 +164,11 @@ func expiredCannotExhaust(c *checker) {
 
 // cursorAfter: rule 10, fourth part, plus order and limit.
 func cursorAfter(c *checker) {
-	for _, id := range []int64{14, 11, 13, 12} {
+	for _, id := range []int64{14, 11, 13, 0, 12} {
 		c.mustAdd(id, 0)
 	}
-	for _, id := range []int64{14, 11, 12} {
+	// Update id 0 is an id like any other: After 0 is set, and excludes it.
+	for _, id := range []int64{14, 11, 0, 12} {
 		ident := c.mustClaimOwned(id, claimOpts(0, 10, defaultMax), 1)
 		if !c.exhaust(ident, 1, "terminal") {
 			c.fatalf("Exhaust(%s) of a live claim reported false", fmtID(ident))
@@ -179,9 +180,9 @@ func cursorAfter(c *checker) {
 		after *int64
 		want  []int64
 	}{
-		{10, nil, []int64{11, 12, 14}},
+		{10, nil, []int64{0, 11, 12, 14}},
 		{10, ptr(12), []int64{14}},
-		{2, nil, []int64{11, 12}},
+		{2, nil, []int64{0, 11}},
 		{1, ptr(11), []int64{12}},
 		{10, ptr(14), nil},
 		{10, ptr(0), []int64{11, 12, 14}},

@@ -324,6 +324,10 @@ func journalInvalid(c *checker) {
 		if _, err := c.journal.RecordOutcome(c.ctx, id, call("m", 1), intake.CallResult{Outcome: o}, at(2)); err == nil {
 			c.errorf("RecordOutcome with outcome %q returned no error", o)
 		}
+		// The deferred form records exactly as RecordOutcome does.
+		if _, err := c.journal.RecordOutcomeDeferred(c.ctx, id, call("m", 1), intake.CallResult{Outcome: o}, at(2)); err == nil {
+			c.errorf("RecordOutcomeDeferred with outcome %q returned no error", o)
+		}
 	}
 	if es := c.entries(1); len(es) != 1 || es[0].Outcome != intake.CallPending {
 		c.errorf("Journal(1) = %v after invalid outcomes; want the entry still pending", methods(es))
