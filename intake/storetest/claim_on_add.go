@@ -20,6 +20,7 @@ func claimOnAddCases() []testCase {
 		{name: "LapsedLeaseReclaimed", rule: "a claimed-on-add row whose lease lapsed is reclaimed with attempt 2 and a new claim id", run: claimedAddLapses},
 		{name: "MixedBatch", rule: "claimed and unclaimed adds in one batch each get their own state", run: claimedAddMixed},
 		{name: "FreshClaimIDAfterPrune", rule: "a claimed add of an update id pruned and recorded again gets a claim id never used before, and the old identity is fenced", run: claimedAddFreshAfterPrune},
+		{name: "LargeBatches", rule: "every request of a large claimed batch is recorded and claimed under the identity answered for it", run: claimedAddLarge},
 		{name: "InvalidClaimRefused", rule: "a claimed add with an invalid claim is refused with intake.ErrInvalidArgument and records nothing", run: claimedAddInvalid},
 		{name: "OwnerLapseTakesOver", rule: "a claimed AddBatchAs records its process: when the owner's heartbeat lapses the row is taken over before its lease ends, as a crash", needs: capProcess, run: claimedAddOwnerLapses},
 	}
@@ -351,5 +352,34 @@ func claimedAddFreshAfterPrune(c *checker) {
 	}
 	if !c.settleOwned(res[0].Identity, completed(42)) {
 		c.errorf("Settle(%s, completed at 42ms) of the new claimed add reported false", fmtID(res[0].Identity))
+	}
+}
+
+// claimedAddLarge: batches of 100, 150 and 250 claimed requests, sizes
+// around the chunks a store may split a batch into; each answered identity
+// owns its own row.
+func claimedAddLarge(c *checker) {
+	next := int64(1000)
+	for _, n := range []int{100, 150, 250} {
+		reqs := make([]intake.AddRequest, n)
+		for i := range reqs {
+			reqs[i] = addReq(next+int64(i), 0, claimPtr(0, 100, defaultMax))
+		}
+		res := c.addClaimed(reqs...)
+		seen := map[string]bool{}
+		for i, r := range res {
+			if !c.checkClaimedResult(r, reqs[i].UpdateID) {
+				return
+			}
+			if seen[r.Identity.ClaimID] {
+				c.errorf("the claimed adds of a batch of %d share claim id %q", n, r.Identity.ClaimID)
+			}
+			seen[r.Identity.ClaimID] = true
+			if !c.owns(r.Identity, 50) {
+				c.errorf("request %d of a claimed batch of %d answered %s, which does not own its row at 50ms", i+1, n, fmtID(r.Identity))
+				return
+			}
+		}
+		next += int64(n)
 	}
 }
