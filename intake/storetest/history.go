@@ -219,11 +219,26 @@ func historyPruned(c *checker) {
 	r2 := record(2, 1, "c2", intake.AttemptCompleted, 0, 30)
 	c.recordAttempt(r1)
 	c.recordAttempt(r2)
-	if n := c.prune(20); n != 1 {
-		c.fatalf("Prune(before 20ms) deleted %d rows, want 1 (update 1, settled at 10ms)", n)
+	// Update 3 was requeued, which leaves its mark in the history, and
+	// completed after: the mark goes with the rest.
+	c.mustAdd(3, 0)
+	c.mustClaim(3, claimOpts(0, 100, defaultMax), 1)
+	c.settle(3, 1, abandoned(5, "gave up"))
+	if ok, err := c.admin.Requeue(c.ctx, 3, at(6)); err != nil || !ok {
+		c.fatalf("Requeue(3) of an abandoned row = %v, %v; want true", ok, err)
 	}
-	if recs := c.attempts(1); len(recs) != 0 {
-		c.errorf("Attempts(1) listed %d records after update 1 was pruned, want none", len(recs))
+	c.mustClaim(3, claimOpts(7, 100, defaultMax), 1)
+	c.settle(3, 1, completed(12))
+	if recs := c.attempts(3); len(recs) == 0 {
+		c.errorf("Attempts(3) after a requeue listed no record; want the requeue's mark")
+	}
+	if n := c.prune(20); n != 2 {
+		c.fatalf("Prune(before 20ms) deleted %d rows, want 2 (updates 1 and 3, settled at 10 and 12ms)", n)
+	}
+	for _, id := range []int64{1, 3} {
+		if recs := c.attempts(id); len(recs) != 0 {
+			c.errorf("Attempts(%d) listed %d records after update %d was pruned, want none", id, len(recs), id)
+		}
 	}
 	c.expectHistory("after update 1 was pruned", 2, []intake.AttemptRecord{r2})
 	c.mustAdd(1, 40)

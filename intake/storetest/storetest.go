@@ -66,7 +66,7 @@
 // a duplicate is neither recorded nor claimed, an update
 // id repeated in one batch is recorded once as its first request asks,
 // concurrent claimed adds of one update record it once, a lapsed one is
-// reclaimed with attempt 2, mixed batches) and Arguments (arguments outside
+// reclaimed with attempt 2, mixed and large batches) and Arguments (arguments outside
 // the contract are refused with [intake.ErrInvalidArgument] and change
 // nothing).
 //
