@@ -145,7 +145,7 @@ func TestBrokenHistoriesFail(t *testing.T) {
 			[]string{"History/RecordsKept", "History/RecordedWithSettlement", "History/SurvivesSuccessAndRequeue"},
 			[]string{"Attempts(1) listed 1 records"}},
 		{"forgetsOnRequeue", func(s *historyShim) { s.forgetsOnRequeue = true },
-			[]string{"History/PrunedWithUpdate", "History/SurvivesSuccessAndRequeue"},
+			[]string{"History/SurvivesSuccessAndRequeue", "History/PrunedWithUpdate"},
 			[]string{"after two failed attempts and a requeue: Attempts(1) listed 0 records"}},
 		{"keepsAfterPrune", func(s *historyShim) { s.keepsAfterPrune = true },
 			[]string{"History/PrunedWithUpdate"},
