@@ -148,6 +148,20 @@ func journalReplay(c *checker) {
 	if es := c.entries(1); len(es) == 1 && es[0].Body[0] == 'Z' {
 		c.errorf("writing to a returned body changed the stored one")
 	}
+	// Two occurrences of one call: each is found as its own entry.
+	two := call("sendPhoto", 2)
+	c.mustIntent(second, call("sendPhoto", 1), 13, intake.IntentRecorded)
+	c.mustIntent(second, two, 14, intake.IntentRecorded)
+	if !c.outcome(second, call("sendPhoto", 1), answered(`{"occurrence":1}`), 15) || !c.outcome(second, two, answered(`{"occurrence":2}`), 16) {
+		c.fatalf("RecordOutcome of attempt 2's own intents reported false")
+	}
+	if !c.settleOwned(second, failedAt(17, 18, "handler failed")) {
+		c.fatalf("Settle(%s, failed) reported false", fmtID(second))
+	}
+	third := c.mustClaimOwned(1, claimOpts(20, 100, 3), 3)
+	if e := c.mustIntent(third, two, 21, intake.IntentJournaled); e.Occurrence != 2 || string(e.Body) != `{"occurrence":2}` {
+		c.errorf("attempt 3's intent of occurrence 2 found occurrence %d with body %q; want occurrence 2's own entry", e.Occurrence, e.Body)
+	}
 }
 
 // journalPendingStays: a pending intent (crash before the outcome) and an
