@@ -341,15 +341,7 @@ func claimedAddFreshAfterPrune(c *checker) {
 	if res[0].Identity.ClaimID == old.ClaimID {
 		c.errorf("the claimed add of update 1 after its prune reused claim id %q", old.ClaimID)
 	}
-	if c.owns(old, 40) {
-		c.errorf("Owns(%s, at 40ms): the identity of the pruned row owns the row recorded again", fmtID(old))
-	}
-	if c.renewOwned(old, 200, 40) {
-		c.errorf("Renew(%s, at 40ms) renewed the row recorded again after the prune", fmtID(old))
-	}
-	if c.settleOwned(old, completed(41)) {
-		c.errorf("Settle(%s, completed at 41ms) settled the row recorded again after the prune", fmtID(old))
-	}
+	c.expectPrunedFenced(old, 40)
 	if !c.settleOwned(res[0].Identity, completed(42)) {
 		c.errorf("Settle(%s, completed at 42ms) of the new claimed add reported false", fmtID(res[0].Identity))
 	}

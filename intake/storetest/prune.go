@@ -1,5 +1,7 @@
 package storetest
 
+import "github.com/tgrelay/tgrelay/intake"
+
 func pruneCases() []testCase {
 	return []testCase{
 		{name: "ForgetsSettled", rule: "settled updates are forgotten after pruning", run: pruneForgetsSettled},
@@ -112,15 +114,7 @@ func recycledRow(c *checker) {
 	if recycled.ClaimID == old.ClaimID {
 		c.errorf("the re-added row's claim reused the pruned row's claim id %q", old.ClaimID)
 	}
-	if c.owns(old, 8) {
-		c.errorf("the pruned identity %s owns the recycled row", fmtID(old))
-	}
-	if c.renewOwned(old, 200, 8) {
-		c.errorf("the pruned identity %s renewed the recycled row", fmtID(old))
-	}
-	if c.settleOwned(old, completed(8)) {
-		c.errorf("the pruned identity %s settled the recycled row", fmtID(old))
-	}
+	c.expectPrunedFenced(old, 8)
 	if c.exhaust(old, 9, "stale") {
 		c.errorf("the pruned identity %s exhausted the recycled row", fmtID(old))
 	}
@@ -132,5 +126,20 @@ func recycledRow(c *checker) {
 	}
 	if !c.ack(recycled, 12) {
 		c.errorf("AcknowledgeExhaustion(%s) of its own exhaustion reported false", fmtID(recycled))
+	}
+}
+
+// expectPrunedFenced reports each of Owns, Renew and Settle at atMS that
+// old, the identity of a row since pruned and recorded again, still
+// passes on the recycled row.
+func (c *checker) expectPrunedFenced(old intake.Identity, atMS int64) {
+	if c.owns(old, atMS) {
+		c.errorf("the pruned identity %s owns the recycled row at %dms", fmtID(old), atMS)
+	}
+	if c.renewOwned(old, atMS+200, atMS) {
+		c.errorf("the pruned identity %s renewed the recycled row at %dms", fmtID(old), atMS)
+	}
+	if c.settleOwned(old, completed(atMS)) {
+		c.errorf("the pruned identity %s settled the recycled row at %dms", fmtID(old), atMS)
 	}
 }
