@@ -13,6 +13,7 @@ func addCases() []testCase {
 	return []testCase{
 		{name: "OneRecordPerUpdateID", rule: "one record per update id", run: addOnce},
 		{name: "BodiesRoundTrip", rule: "bodies are stored byte for byte", run: bodiesRoundTrip},
+		{name: "EmptyBodies", rule: "an empty or nil body is stored like any other, alone or in a batch", run: emptyBodies},
 		{name: "UpdateIDRange", rule: "update ids 0 and 2^40 round-trip", run: updateIDRange},
 		{name: "PendingGrace", rule: "a pending row is due once received at or before PendingBefore", run: pendingGrace},
 		{name: "ConcurrentAddsOneNew", rule: "of concurrent adds of one update id exactly one is new, and the row is never overwritten", run: concurrentAdds},
@@ -192,5 +193,33 @@ func pendingGrace(c *checker) {
 	}
 	if attempt, ok := c.claim(1, claimOpts(0, 10, defaultMax)); !ok || attempt != 1 {
 		c.errorf("Claim(1, now 0ms) of a pending row received at 7ms = attempt %d, %v; want attempt 1 (a pending row is always claimable)", attempt, ok)
+	}
+}
+
+// emptyBodies: Add and AddBatch record a nil and an empty body as the
+// empty body, and a batch with one records the rest of it too.
+func emptyBodies(c *checker) {
+	if !c.addBody(1, nil, 0) {
+		c.fatalf("Add(1) with a nil body reported false")
+	}
+	if !c.addBody(2, []byte{}, 0) {
+		c.fatalf("Add(2) with an empty body reported false")
+	}
+	res, err := c.store.AddBatch(c.ctx, []intake.AddRequest{
+		{Incoming: intake.Incoming{UpdateID: 3, Body: nil, ReceivedAt: at(0)}},
+		{Incoming: intake.Incoming{UpdateID: 4, Body: body(4), ReceivedAt: at(0)}},
+	})
+	c.failed("AddBatch([3 with a nil body, 4])", err)
+	if len(res) != 2 || !res[0].Added || !res[1].Added {
+		c.errorf("AddBatch([3 with a nil body, 4]) answered %+v; want both added", res)
+	}
+	rows := c.due(0, 0, 10)
+	if got := storedIDs(rows); !slices.Equal(got, []int64{1, 2, 3, 4}) {
+		c.fatalf("Due listed %v; want [1 2 3 4]", got)
+	}
+	for _, r := range rows {
+		if want := map[int64][]byte{4: body(4)}[r.UpdateID]; !bytes.Equal(r.Body, want) {
+			c.errorf("Due returned update %d with body %q; want %q", r.UpdateID, r.Body, want)
+		}
 	}
 }

@@ -30,7 +30,8 @@
 // # Cases
 //
 // The subtests are grouped by area: Add (one record per update id, also
-// under concurrent adds, bodies byte for byte up to 1 MiB, bodies every read
+// under concurrent adds, bodies byte for byte up to 1 MiB, empty and nil
+// bodies alone or in a batch, bodies every read
 // returns are the caller's to modify, update ids 0 and 2^40, the pending
 // grace), Claim (live and lapsed leases, a live lease untouched even on its
 // last attempt, stale and failed attempts that can no longer settle, the
