@@ -346,6 +346,13 @@ func journalInvalid(c *checker) {
 	if es := c.entries(1); len(es) != 1 || es[0].Outcome != intake.CallPending {
 		c.errorf("Journal(1) = %v after invalid outcomes; want the entry still pending", methods(es))
 	}
+	// A result without a body is valid: it is recorded with an empty one.
+	if !c.outcome(id, call("m", 1), intake.CallResult{Outcome: intake.CallUnknown}, 3) {
+		c.errorf("RecordOutcome(unknown, no body) of the entry's own intent reported false")
+	}
+	if es := c.entries(1); len(es) != 1 || es[0].Outcome != intake.CallUnknown || len(es[0].Body) != 0 {
+		c.errorf("Journal(1) = %v after an outcome without a body; want the entry unknown, with an empty body", methods(es))
+	}
 }
 
 // journalRequeue: requeueing keeps the journal, so the requeued update's
