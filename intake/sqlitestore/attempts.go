@@ -85,11 +85,3 @@ func (s *Store) Attempts(ctx context.Context, updateID int64) ([]intake.AttemptR
 	}
 	return out, nil
 }
-
-// nonNil returns b, or an empty slice for the NOT NULL body column.
-func nonNil(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}

@@ -223,9 +223,7 @@ func scanEntry(r rowScanner) (intake.JournalEntry, error) {
 		&outcome, &e.Status, &e.Body, &intended, &decided); err != nil {
 		return intake.JournalEntry{}, err
 	}
-	if e.Body == nil {
-		e.Body = []byte{}
-	}
+	e.Body = nonNil(e.Body)
 	e.Outcome = intake.CallOutcome(outcome)
 	e.IntendedAt = fromMS(intended)
 	if decided.Valid {
@@ -318,10 +316,7 @@ func (s *Store) RecordOutcome(ctx context.Context, id intake.Identity, call inta
 	if err := intake.CheckCallResult(call, res); err != nil {
 		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)
 	}
-	body := res.Body
-	if body == nil {
-		body = []byte{}
-	}
+	body := nonNil(res.Body)
 	q, err := s.journalStmts(ctx)
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, err)

@@ -433,9 +433,9 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 // fromMS converts stored milliseconds back to a UTC time.
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
-// storedBody returns b, or an empty non-nil slice for a nil b: the body
+// nonNil returns b, or an empty non-nil slice for a nil b: every body
 // column is NOT NULL, and the driver binds a nil slice as NULL.
-func storedBody(b []byte) []byte {
+func nonNil(b []byte) []byte {
 	if b == nil {
 		return []byte{}
 	}
@@ -467,7 +467,7 @@ func newClaimID() string { return uuid.NewString() }
 // [Store.AddBatch], which shares commits.
 func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	var n int64
-	err := s.runTx(ctx, []writeReq{{op: execOp(s.q.add, &n, u.UpdateID, storedBody(u.Body), ms(u.ReceivedAt), u.Chat)}})
+	err := s.runTx(ctx, []writeReq{{op: execOp(s.q.add, &n, u.UpdateID, nonNil(u.Body), ms(u.ReceivedAt), u.Chat)}})
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: add %d: %w", u.UpdateID, err)
 	}
@@ -536,13 +536,13 @@ func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddReques
 			for i, rq := range chunk {
 				received := ms(rq.ReceivedAt)
 				if rq.Claim == nil {
-					args = append(args, rq.UpdateID, storedBody(rq.Body), "pending", 0, received, received, nil, nil, rq.Chat)
+					args = append(args, rq.UpdateID, nonNil(rq.Body), "pending", 0, received, received, nil, nil, rq.Chat)
 				} else {
 					var owner any
 					if p.Process != "" {
 						owner = p.Process
 					}
-					args = append(args, rq.UpdateID, storedBody(rq.Body), "processing", 1, ms(rq.Claim.LeaseUntil), received, claimIDs[start+i], owner, rq.Chat)
+					args = append(args, rq.UpdateID, nonNil(rq.Body), "processing", 1, ms(rq.Claim.LeaseUntil), received, claimIDs[start+i], owner, rq.Chat)
 				}
 			}
 			st := full

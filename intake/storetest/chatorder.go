@@ -252,7 +252,8 @@ func chatOrderDueLapsed(c *checker) {
 	c.mustRegister("p", 50)
 	c.addChat(1, "a", 0)
 	c.addChat(2, "a", 0)
-	if _, ok, err := c.order.ClaimInOrder(c.ctx, 1, claimOpts(0, 10_000, defaultMax), intake.ProcessClaim{Process: "p", MaxCrashes: 3}); err != nil || !ok {
+	o := owned(0, 10_000, defaultMax, "p")
+	if _, ok, err := c.order.ClaimInOrder(c.ctx, 1, o.opts, o.p); err != nil || !ok {
 		c.fatalf("ClaimInOrder(1, now 0ms, as p) = %v, %v; want it taken", ok, err)
 	}
 	if ids := c.strictDue(40, 40, 10, ""); len(ids) != 0 {
@@ -263,7 +264,8 @@ func chatOrderDueLapsed(c *checker) {
 			c.errorf("DueInOrder(now 100ms, chat %q) listed %v after row 1's owner lapsed at 50ms; want [1]", chat, ids)
 		}
 	}
-	if _, ok, err := c.order.ClaimInOrder(c.ctx, 1, claimOpts(100, 20_000, defaultMax), intake.ProcessClaim{Process: "q", MaxCrashes: 3}); err != nil || !ok {
-		c.errorf("ClaimInOrder(1, now 100ms) of the row it listed = %v, %v; want it taken over", ok, err)
+	o = owned(100, 20_000, defaultMax, "q")
+	if _, ok, err := c.order.ClaimInOrder(c.ctx, 1, o.opts, o.p); err != nil || !ok {
+		c.errorf("ClaimInOrder(1, now 100ms, as q) of the row it listed = %v, %v; want it taken over", ok, err)
 	}
 }

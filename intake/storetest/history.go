@@ -247,6 +247,12 @@ func historyPruned(c *checker) {
 	}
 }
 
+// withRecord returns s carrying rec, the attempt's record.
+func withRecord(s intake.Settlement, rec intake.AttemptRecord) intake.Settlement {
+	s.Attempt = &rec
+	return s
+}
+
 // historyWithSettlement: a record that rides on a settlement is kept like
 // one RecordAttempt keeps, with the identity's update, attempt and claim
 // id whatever the record says; a refused settlement (a stale identity, a
@@ -254,10 +260,6 @@ func historyPruned(c *checker) {
 // record refuses the settlement itself.
 func historyWithSettlement(c *checker) {
 	c.mustAdd(1, 0)
-	with := func(s intake.Settlement, rec intake.AttemptRecord) intake.Settlement {
-		s.Attempt = &rec
-		return s
-	}
 	// The record names another update, attempt and claim: the identity's
 	// are what a store keeps.
 	wrong := func(rec intake.AttemptRecord) intake.AttemptRecord {
@@ -267,33 +269,33 @@ func historyWithSettlement(c *checker) {
 	id1 := c.mustClaimOwned(1, claimOpts(0, 100, 5), 1)
 	stale := id1
 	stale.ClaimID += "-stale"
-	if ok, err := c.store.Settle(c.ctx, stale, with(failedAt(10, 20, "one"), record(1, 1, stale.ClaimID, intake.AttemptFailed, 0, 10))); err != nil || ok {
+	if ok, err := c.store.Settle(c.ctx, stale, withRecord(failedAt(10, 20, "one"), record(1, 1, stale.ClaimID, intake.AttemptFailed, 0, 10))); err != nil || ok {
 		c.errorf("Settle with a stale claim id and a record = %v, %v; want false, nil", ok, err)
 	}
 	bad := record(1, 1, id1.ClaimID, intake.AttemptFailed, 0, 10)
 	bad.Outcome = "lost"
-	if ok, err := c.store.Settle(c.ctx, id1, with(failedAt(10, 20, "one"), bad)); !errors.Is(err, intake.ErrInvalidArgument) || ok {
+	if ok, err := c.store.Settle(c.ctx, id1, withRecord(failedAt(10, 20, "one"), bad)); !errors.Is(err, intake.ErrInvalidArgument) || ok {
 		c.errorf("Settle with an invalid record = %v, %v; want false and an error wrapping intake.ErrInvalidArgument", ok, err)
 	}
 	c.expectHistory("after a stale settlement and one with an invalid record", 1, nil)
 	first := record(1, 1, id1.ClaimID, intake.AttemptFailed, 0, 10)
-	if !c.settleOwned(id1, with(failedAt(10, 20, "one"), wrong(first))) {
+	if !c.settleOwned(id1, withRecord(failedAt(10, 20, "one"), wrong(first))) {
 		c.fatalf("the settlement of attempt 1 as failed, with its record, was refused")
 	}
 	// The same attempt settled again: refused, and not recorded twice.
-	if ok, err := c.store.Settle(c.ctx, id1, with(failedAt(11, 20, "again"), first)); err != nil || ok {
+	if ok, err := c.store.Settle(c.ctx, id1, withRecord(failedAt(11, 20, "again"), first)); err != nil || ok {
 		c.errorf("a second Settle of attempt 1 = %v, %v; want false, nil", ok, err)
 	}
 	c.expectHistory("after attempt 1 failed with its record", 1, []intake.AttemptRecord{first})
 	id2 := c.mustClaimOwned(1, claimOpts(20, 30, 5), 2)
 	// Its lease ended at 30ms: a settlement at 31ms is refused.
-	if ok, err := c.store.Settle(c.ctx, id2, with(completed(31), record(1, 2, id2.ClaimID, intake.AttemptCompleted, 20, 31))); err != nil || ok {
+	if ok, err := c.store.Settle(c.ctx, id2, withRecord(completed(31), record(1, 2, id2.ClaimID, intake.AttemptCompleted, 20, 31))); err != nil || ok {
 		c.errorf("Settle after the lease ended, with a record = %v, %v; want false, nil", ok, err)
 	}
 	c.expectHistory("after a settlement past its lease", 1, []intake.AttemptRecord{first})
 	id3 := c.mustClaimOwned(1, claimOpts(40, 140, 5), 3)
 	third := record(1, 3, id3.ClaimID, intake.AttemptCompleted, 40, 50)
-	if !c.settleOwned(id3, with(completed(50), wrong(third))) {
+	if !c.settleOwned(id3, withRecord(completed(50), wrong(third))) {
 		c.fatalf("the settlement of attempt 3 as completed, with its record, was refused")
 	}
 	c.expectHistory("after attempt 3 completed with its record", 1, []intake.AttemptRecord{first, third})

@@ -39,10 +39,6 @@ type settleCall struct {
 // kind of state is settled, with the attempt's record riding on it: a
 // refused settlement changes nothing and records nothing.
 func concurrentSettles(c *checker) {
-	with := func(s intake.Settlement, rec intake.AttemptRecord) intake.Settlement {
-		s.Attempt = &rec
-		return s
-	}
 	for round := range settleRounds {
 		first := int64(settleFirstID + round*settleRows)
 		holders := make([]intake.Identity, settleRows)
@@ -68,42 +64,42 @@ func concurrentSettles(c *checker) {
 				done := completed(50)
 				done.Error = "not kept: completed"
 				rows[i] = []*settleCall{
-					{id: h, st: with(done, rec(intake.AttemptCompleted, 50)), want: true},
-					{id: stale, st: with(completed(50), rec(intake.AttemptCompleted, 50))}}
+					{id: h, st: withRecord(done, rec(intake.AttemptCompleted, 50)), want: true},
+					{id: stale, st: withRecord(completed(50), rec(intake.AttemptCompleted, 50))}}
 			case 1: // failed by its holder; a later attempt abandons it
 				rows[i] = []*settleCall{
-					{id: h, st: with(failedAt(50, 200, "boom"), rec(intake.AttemptFailed, 50)), want: true},
-					{id: nextAttempt, st: with(abandoned(50, "not mine"), rec(intake.AttemptFailed, 50))}}
+					{id: h, st: withRecord(failedAt(50, 200, "boom"), rec(intake.AttemptFailed, 50)), want: true},
+					{id: nextAttempt, st: withRecord(abandoned(50, "not mine"), rec(intake.AttemptFailed, 50))}}
 			case 2: // abandoned by its holder; the holder again, past its lease
 				rows[i] = []*settleCall{
-					{id: h, st: with(abandoned(50, "gave up"), rec(intake.AttemptFailed, 50)), want: true},
-					{id: h, st: with(completed(101), rec(intake.AttemptCompleted, 101))}}
+					{id: h, st: withRecord(abandoned(50, "gave up"), rec(intake.AttemptFailed, 50)), want: true},
+					{id: h, st: withRecord(completed(101), rec(intake.AttemptCompleted, 101))}}
 			case 3: // only refusals: past the lease, and a stale claim id
 				rows[i] = []*settleCall{
-					{id: h, st: with(completed(101), rec(intake.AttemptCompleted, 101))},
-					{id: stale, st: with(failedAt(50, 200, "stale"), rec(intake.AttemptFailed, 50))}}
+					{id: h, st: withRecord(completed(101), rec(intake.AttemptCompleted, 101))},
+					{id: stale, st: withRecord(failedAt(50, 200, "stale"), rec(intake.AttemptFailed, 50))}}
 			case 4: // the holder twice: exactly one applies
 				rows[i] = []*settleCall{
-					{id: h, st: with(completed(50), rec(intake.AttemptCompleted, 50)), either: true},
-					{id: h, st: with(failedAt(60, 200, "twice"), rec(intake.AttemptFailed, 60)), either: true}}
+					{id: h, st: withRecord(completed(50), rec(intake.AttemptCompleted, 50)), either: true},
+					{id: h, st: withRecord(failedAt(60, 200, "twice"), rec(intake.AttemptFailed, 60)), either: true}}
 			case 5: // at the lease's last instant; a wrong attempt fails it
 				rows[i] = []*settleCall{
-					{id: h, st: with(completed(100), rec(intake.AttemptCompleted, 100)), want: true},
-					{id: nextAttempt, st: with(failedAt(50, 200, "not mine"), rec(intake.AttemptFailed, 50))}}
+					{id: h, st: withRecord(completed(100), rec(intake.AttemptCompleted, 100)), want: true},
+					{id: nextAttempt, st: withRecord(failedAt(50, 200, "not mine"), rec(intake.AttemptFailed, 50))}}
 			case 6: // alone: failed by its holder, without a record
 				rows[i] = []*settleCall{{id: h, st: failedAt(50, 300, "alone"), want: true}}
 			case 7: // alone: a stale claim id
-				rows[i] = []*settleCall{{id: stale, st: with(completed(50), rec(intake.AttemptCompleted, 50))}}
+				rows[i] = []*settleCall{{id: stale, st: withRecord(completed(50), rec(intake.AttemptCompleted, 50))}}
 			case 8: // alone: abandoned by its holder
-				rows[i] = []*settleCall{{id: h, st: with(abandoned(50, "alone, gave up"), rec(intake.AttemptFailed, 50)), want: true}}
+				rows[i] = []*settleCall{{id: h, st: withRecord(abandoned(50, "alone, gave up"), rec(intake.AttemptFailed, 50)), want: true}}
 			case 9: // alone: a later attempt
-				rows[i] = []*settleCall{{id: nextAttempt, st: with(completed(50), rec(intake.AttemptCompleted, 50))}}
+				rows[i] = []*settleCall{{id: nextAttempt, st: withRecord(completed(50), rec(intake.AttemptCompleted, 50))}}
 			case 10: // alone: completed by its holder at the lease's last instant, without a record, with an error text a completion clears
 				done := completed(100)
 				done.Error = "not kept: completed"
 				rows[i] = []*settleCall{{id: h, st: done, want: true}}
 			case 11: // alone: the holder, past its lease
-				rows[i] = []*settleCall{{id: h, st: with(failedAt(101, 300, "late"), rec(intake.AttemptFailed, 101))}}
+				rows[i] = []*settleCall{{id: h, st: withRecord(failedAt(101, 300, "late"), rec(intake.AttemptFailed, 101))}}
 			}
 		}
 		var fns []func()
