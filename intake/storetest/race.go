@@ -98,10 +98,14 @@ func raceClaimsBesideDue(c *checker) {
 		close(stop)
 		wg.Wait()
 	}()
+	// The claims start once both listers run, so that they overlap even
+	// when a store answers claims faster than a goroutine starts.
+	running := make(chan struct{}, 2)
 	for range 2 {
 		// Bounded, not until the claims end: a lister that never blocks
 		// would stop a fake clock (testing/synctest) from advancing.
 		wg.Go(func() {
+			running <- struct{}{}
 			for range besideDueRows {
 				select {
 				case <-stop:
@@ -118,6 +122,8 @@ func raceClaimsBesideDue(c *checker) {
 			}
 		})
 	}
+	<-running
+	<-running
 	var lost []int64
 	for id := int64(1); id <= besideDueRows; id++ {
 		if attempt, ok := c.claim(id, claimOpts(10, 10_000, defaultMax)); !ok || attempt != 1 {
