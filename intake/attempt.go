@@ -232,14 +232,14 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 		// The update stays scheduled until it is settled, so Idle, Close,
 		// MaxQueued and the sweep all still count it.
 		rn.wg.Add(1)
-		go func() {
+		rn.workers.Go(func() {
 			defer rn.wg.Done()
 			r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
 			r.mu.Lock()
 			r.unqueueLocked(rn, j.id, false)
 			r.doneLocked(rn)
 			r.mu.Unlock()
-		}()
+		})
 		return outcome{settling: true}
 	}
 	if errors.Is(context.Cause(hctx), ErrClosed) && !decide(r.policy, herr, id.Attempt, r.cfg.MaxAttempts).retry {

@@ -68,6 +68,7 @@ type run struct {
 	stop         chan struct{}  // closed to stop the background sweeper
 	kick         chan struct{}  // a catch-up sweep is wanted (capacity 1)
 	hb           *heartbeat     // this lifecycle's process, set by Start (guarded by Runner.mu); nil without one
+	workers      *workers       // runs the chat lines and the settlements off them
 
 	// Guarded by Runner.mu.
 	held       int                 // queued updates on lines waiting for a retry
@@ -262,14 +263,23 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 	res, err := r.batch.Do(ctx, req)
 	accepted := err == nil && res.Added
 
+	// A batch's accepts all return at once, each to take r.mu: what needs
+	// no lock (the job, a copy of the body) is done before it, and the
+	// line's goroutine starts after it.
+	var j job
+	if accepted {
+		j = r.acceptedJob(p, in.Body, in.ReceivedAt)
+	}
+	start := false
 	r.mu.Lock()
 	switch {
 	case ln != nil && accepted && res.Claimed():
-		r.startClaimedLocked(rn, ln, p.line, r.acceptedJob(p, in.Body, in.ReceivedAt), &heldClaim{id: res.Identity, leaseUntil: req.Claim.LeaseUntil, owner: req.process})
+		r.startClaimedLocked(rn, ln, j, &heldClaim{id: res.Identity, leaseUntil: req.Claim.LeaseUntil, owner: req.process})
+		start = true
 	case ln != nil:
 		r.releaseLocked(rn, ln, p.line)
 		if accepted { // recorded, but not claimed: schedule it as any other
-			r.scheduleLocked(rn, r.acceptedJob(p, in.Body, in.ReceivedAt), p.line)
+			r.scheduleLocked(rn, j, p.line)
 		}
 	default:
 		if rn != nil {
@@ -278,10 +288,13 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 			}
 		}
 		if accepted && r.started && r.run != nil {
-			r.scheduleLocked(r.run, r.acceptedJob(p, in.Body, in.ReceivedAt), p.line)
+			r.scheduleLocked(r.run, j, p.line)
 		}
 	}
 	r.mu.Unlock()
+	if start {
+		rn.workers.Go(func() { r.runLine(rn, p.line, ln) })
+	}
 
 	if err != nil {
 		return 0, fmt.Errorf("intake: record update %d: %w", p.id, err)
@@ -331,16 +344,16 @@ func (r *Runner) reserveLocked(rn *run, id int64, key string, urgent bool) *line
 }
 
 // startClaimedLocked resolves the reservation of ln with the claimed job j,
-// first on its line, and starts the line. The job runs even when Close
+// first on its line; the caller then starts the line (runLine), which the
+// reservation counted in rn.wg already. The job runs even when Close
 // began meanwhile: it holds a claim, as an attempt in flight does.
-func (r *Runner) startClaimedLocked(rn *run, ln *line, key string, j job, c *heldClaim) {
+func (r *Runner) startClaimedLocked(rn *run, ln *line, j job, c *heldClaim) {
 	rn.reserved--
 	ln.reserved = false
 	j.claim = c
 	r.queueLocked(rn, j)
 	ln.jobs = append([]job{j}, ln.jobs...)
 	r.idleLocked(rn)
-	go r.runLine(rn, key, ln)
 }
 
 // releaseLocked resolves the reservation of ln without a claim: it frees
@@ -352,7 +365,7 @@ func (r *Runner) releaseLocked(rn *run, ln *line, key string) {
 	_, claims := rn.lane(ln.urgent)
 	claims.Release(1)
 	if len(ln.jobs) > 0 {
-		go r.runLine(rn, key, ln)
+		rn.workers.Go(func() { r.runLine(rn, key, ln) })
 		return
 	}
 	if rn.lines[key] == ln {
@@ -596,6 +609,9 @@ func (r *Runner) ensureRunLocked(ctx context.Context) *run {
 		delivering:   make(map[int64]struct{}),
 		idle:         idle,
 		quiet:        true,
+		// As many idle workers as lines and settlements in flight at
+		// full load: one per handler slot, and one for its settlement.
+		workers: newWorkers(rctx, 2*(r.cfg.MaxConcurrent+r.cfg.Deadlines.MaxConcurrent)),
 	}
 	return r.run
 }
@@ -774,7 +790,7 @@ func (r *Runner) scheduleLocked(rn *run, j job, key string) bool {
 		ln = &line{}
 		rn.lines[key] = ln
 		rn.wg.Add(1)
-		go r.runLine(rn, key, ln)
+		rn.workers.Go(func() { r.runLine(rn, key, ln) })
 	}
 	ln.jobs = append(ln.jobs, j)
 	if ln.waiting {

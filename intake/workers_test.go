@@ -1,0 +1,71 @@
+package intake
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+)
+
+func TestWorkersReuseWaitingGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		w := newWorkers(ctx, 2)
+
+		ran := 0
+		w.Go(func() { ran++ })
+		synctest.Wait() // the task ran; its goroutine waits for the next
+		w.Go(func() { ran++ })
+		synctest.Wait()
+		if ran != 2 {
+			t.Fatalf("%d tasks ran, want 2", ran)
+		}
+		if got := w.started.Load(); got != 1 {
+			t.Fatalf("%d goroutines started for two tasks one after the other, want 1 (the second reuses the first)", got)
+		}
+
+		// Three tasks at once need three goroutines; only maxIdle (2) of
+		// them stay once the tasks end.
+		release := make(chan struct{})
+		for range 3 {
+			w.Go(func() { <-release })
+		}
+		synctest.Wait()
+		if got := w.started.Load(); got != 3 {
+			t.Fatalf("%d goroutines started in all, want 3 (one reused, two new)", got)
+		}
+		close(release)
+		synctest.Wait()
+		if got := w.idle.Load(); got != 2 {
+			t.Fatalf("%d idle workers, want maxIdle = 2", got)
+		}
+
+		// When the lifecycle's context ends the idle workers return:
+		// synctest.Test fails if any goroutine of the bubble is left.
+		cancel()
+		synctest.Wait()
+		if got := w.idle.Load(); got != 0 {
+			t.Fatalf("%d idle workers after the context ended, want 0", got)
+		}
+	})
+}
+
+func TestWorkersNeverBlockTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w := newWorkers(ctx, 0) // nobody ever waits for a task
+		release := make(chan struct{})
+		for range 100 {
+			w.Go(func() { <-release })
+		}
+		synctest.Wait()
+		if got := w.started.Load(); got != 100 {
+			t.Fatalf("%d goroutines for 100 blocked tasks, want 100", got)
+		}
+		close(release)
+		synctest.Wait()
+		if got := w.idle.Load(); got != 0 {
+			t.Fatalf("%d idle workers with maxIdle 0, want 0", got)
+		}
+	})
+}
