@@ -267,7 +267,7 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 	// no lock (the job, a copy of the body) is done before it, and the
 	// line's goroutine starts after it.
 	var j job
-	if accepted {
+	if accepted && rn != nil {
 		j = r.acceptedJob(p, in.Body, in.ReceivedAt)
 	}
 	start := false
@@ -288,6 +288,9 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 			}
 		}
 		if accepted && r.started && r.run != nil {
+			if rn == nil { // the runner started while the add committed
+				j = r.acceptedJob(p, in.Body, in.ReceivedAt)
+			}
 			r.scheduleLocked(r.run, j, p.line)
 		}
 	}
