@@ -631,6 +631,7 @@ func (r *Runner) sweepLoop(rn *run) {
 			return
 		case <-t.C:
 			pendingBefore = now().Add(-r.cfg.PendingGrace)
+			rn.workers.trim()
 		case <-rn.kick:
 			// Room freed after an accepted update found none, or the last
 			// page was full and has mostly run: take over the rest at once,

@@ -7,8 +7,8 @@ import (
 
 // workers runs a lifecycle's short tasks, chat lines and settlements, on
 // goroutines that outlive them. A goroutine that finishes a task waits for
-// the next one, up to maxIdle goroutines at once, until ctx ends; a task
-// that finds none waiting gets a goroutine of its own.
+// the next one, up to maxIdle goroutines at once, until ctx ends or trim
+// lets it go; a task that finds none waiting gets a goroutine of its own.
 //
 // A fresh goroutine starts with a small stack and grows it, by copying,
 // into the forward's deep call chain: in bench relay that copying was 5%
@@ -52,9 +52,26 @@ func (w *workers) work(f func()) {
 		select {
 		case f = <-w.tasks:
 			w.idle.Add(-1)
+			if f == nil { // trim
+				return
+			}
 		case <-w.ctx.Done():
 			w.idle.Add(-1)
 			return
+		}
+	}
+}
+
+// trim lets half of the waiting workers go (the last one too), so that a
+// burst's goroutines do not outlive it: the sweep calls it at every tick,
+// and after a quiet minute or two none is left. Under load the few it lets
+// go are started again as needed.
+func (w *workers) trim() {
+	for n := (w.idle.Load() + 1) / 2; n > 0; n-- {
+		select {
+		case w.tasks <- nil:
+		default:
+			return // none waits any more
 		}
 	}
 }

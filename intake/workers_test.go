@@ -69,3 +69,31 @@ func TestWorkersNeverBlockTheCaller(t *testing.T) {
 		}
 	})
 }
+
+func TestWorkersTrimLetsIdleOnesGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w := newWorkers(ctx, 10)
+		release := make(chan struct{})
+		for range 5 {
+			w.Go(func() { <-release })
+		}
+		close(release)
+		synctest.Wait()
+		for _, want := range []int32{2, 1, 0, 0} { // 5 idle: 3 go, then 1, then the last
+			w.trim()
+			synctest.Wait()
+			if got := w.idle.Load(); got != want {
+				t.Fatalf("%d idle workers after a trim, want %d", got, want)
+			}
+		}
+		// A trimmed pool still runs tasks, on a goroutine of their own.
+		ran := make(chan struct{})
+		w.Go(func() { close(ran) })
+		<-ran
+		if got := w.started.Load(); got != 6 {
+			t.Fatalf("%d goroutines started, want 6", got)
+		}
+	})
+}
