@@ -80,9 +80,12 @@ type outcome struct {
 	// (completed, abandoned or exhausted), which releases its chat under
 	// strict chat order.
 	released bool
-	// settling reports that the completion is being settled in the
-	// background, which unschedules the update when done.
-	settling bool
+	// settle, when set, settles the completion and then unschedules the
+	// update. The line runs it in the background once it is done with the
+	// job (rn.wg counts it already), so that the update cannot be
+	// unscheduled, and the runner seen idle, while its line is still
+	// there.
+	settle func()
 }
 
 // claim claims update id through the capability the runner detected: a
@@ -232,15 +235,14 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 		// The update stays scheduled until it is settled, so Idle, Close,
 		// MaxQueued and the sweep all still count it.
 		rn.wg.Add(1)
-		rn.workers.Go(func() {
+		return outcome{settle: func() {
 			defer rn.wg.Done()
 			r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
 			r.mu.Lock()
 			r.unqueueLocked(rn, j.id, false)
 			r.doneLocked(rn)
 			r.mu.Unlock()
-		})
-		return outcome{settling: true}
+		}}
 	}
 	if errors.Is(context.Cause(hctx), ErrClosed) && !decide(r.policy, herr, id.Attempt, r.cfg.MaxAttempts).retry {
 		// Close gave up on the handler (its drain deadline passed), and

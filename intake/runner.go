@@ -889,7 +889,7 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		if res.exhaustion != nil {
 			r.scheduleExhaustionLocked(rn, *res.exhaustion, true)
 		}
-		if !res.settling {
+		if res.settle == nil {
 			r.unqueueLocked(rn, j.id, res.released)
 		}
 		if !res.retryAt.IsZero() {
@@ -897,6 +897,9 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		}
 		r.doneLocked(rn)
 		r.mu.Unlock()
+		if res.settle != nil {
+			rn.workers.Go(res.settle)
+		}
 		if r.strict && res.released && j.key != "" {
 			r.handOff(rn, j.key)
 		}
