@@ -262,6 +262,11 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 
 	res, err := r.batch.Do(ctx, req)
 	accepted := err == nil && res.Added
+	if accepted {
+		// Told before the update can run, so an observer hears its
+		// accept before its claim.
+		r.observeAccept(p.id, Accepted)
+	}
 
 	// A batch's accepts all return at once, each to take r.mu: what needs
 	// no lock (the job, a copy of the body) is done before it, and the
@@ -306,7 +311,6 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 		r.observeAccept(p.id, Duplicate)
 		return Duplicate, nil
 	}
-	r.observeAccept(p.id, Accepted)
 	return Accepted, nil
 }
 
