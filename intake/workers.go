@@ -63,9 +63,9 @@ func (w *workers) work(f func()) {
 }
 
 // trim lets half of the waiting workers go (the last one too), so that a
-// burst's goroutines do not outlive it: the sweep calls it at every tick,
-// and after a quiet minute or two none is left. Under load the few it lets
-// go are started again as needed.
+// burst's goroutines do not outlive it: the sweep calls it at every tick
+// (30 s by default), and a few quiet minutes leave none. Under load the
+// few it lets go are started again as needed.
 func (w *workers) trim() {
 	for n := (w.idle.Load() + 1) / 2; n > 0; n-- {
 		select {
