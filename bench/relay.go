@@ -266,8 +266,47 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			kv = append(kv, fmt.Sprintf("%s_vs_floor_proc=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
 		}
 	}
+	// A second build against the first, round by round: on a machine
+	// whose speed drifts during a run, the rounds each build won and the
+	// median of the per-round ratios say more than two medians do.
+	byName := map[string]*relayVariant{}
+	for _, v := range variants {
+		byName[v.name] = v
+	}
+	for _, v := range variants {
+		a := byName[strings.TrimSuffix(v.name, "-b")]
+		if !strings.HasSuffix(v.name, "-b") || a == nil {
+			continue
+		}
+		wins, ratio := pairedRounds(a.results, v.results)
+		fmt.Fprintf(out, "%s against %s: faster in %d of %d rounds, median of per-round ratios %.3fx\n", v.name, a.name, wins, len(v.results), ratio)
+		key := strings.ReplaceAll(strings.TrimPrefix(v.name, "serve-"), "-", "_")
+		kv = append(kv, fmt.Sprintf("%s_round_wins=%d %s_paired_ratio=%.3f", key, wins, key, ratio))
+	}
 	fmt.Fprintf(out, "RESULT relay %s\n", strings.Join(kv, " "))
 	return nil
+}
+
+// pairedRounds compares b's runs with a's, round by round (the runs of one
+// round are neighbours in time): how many rounds b was faster in, and the
+// median of b's rate over a's.
+func pairedRounds(a, b []relayResult) (wins int, medianRatio float64) {
+	n := min(len(a), len(b))
+	if n == 0 {
+		return 0, 0
+	}
+	ratios := make([]float64, n)
+	for i := range n {
+		ratios[i] = b[i].rate() / a[i].rate()
+		if ratios[i] > 1 {
+			wins++
+		}
+	}
+	slices.Sort(ratios)
+	if n%2 == 1 {
+		return wins, ratios[n/2]
+	}
+	return wins, (ratios[n/2-1] + ratios[n/2]) / 2
 }
 
 // relayVariant is one side of the comparison and its measured runs.
