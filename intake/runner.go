@@ -552,6 +552,7 @@ func (r *Runner) Close(ctx context.Context) error {
 	case <-drained:
 		r.endHeartbeat(ctx, rn, true)
 		rn.cancel(ErrClosed)
+		rn.workers.wait() // the idle ones, which leave with rn.ctx
 		return nil
 	case <-ctx.Done():
 		rn.cancel(ErrClosed) // first: it also ends a renewal in flight

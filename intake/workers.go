@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 )
 
@@ -20,7 +21,8 @@ type workers struct {
 	tasks   chan func() // unbuffered: a send succeeds only into a waiting worker
 	idle    atomic.Int32
 	maxIdle int32
-	started atomic.Int64 // goroutines started, for tests
+	started atomic.Int64   // goroutines started, for tests
+	wg      sync.WaitGroup // every goroutine started, until it returns
 }
 
 func newWorkers(ctx context.Context, maxIdle int) *workers {
@@ -35,6 +37,7 @@ func (w *workers) Go(f func()) {
 	case w.tasks <- f:
 	default:
 		w.started.Add(1)
+		w.wg.Add(1)
 		go w.work(f)
 	}
 }
@@ -42,6 +45,7 @@ func (w *workers) Go(f func()) {
 // work runs f, then waits for more tasks while fewer than maxIdle workers
 // wait, and until ctx ends.
 func (w *workers) work(f func()) {
+	defer w.wg.Done()
 	for {
 		f()
 		f = nil // hold nothing of the finished task while waiting
@@ -75,3 +79,8 @@ func (w *workers) trim() {
 		}
 	}
 }
+
+// wait waits until every worker has returned. Called once ctx has ended
+// and no task runs any more (Close, after a complete drain), it returns as
+// soon as the idle workers have seen ctx end.
+func (w *workers) wait() { w.wg.Wait() }

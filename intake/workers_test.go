@@ -97,3 +97,38 @@ func TestWorkersTrimLetsIdleOnesGo(t *testing.T) {
 		}
 	})
 }
+
+func TestWorkersWaitReturnsOnceEveryWorkerLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		w := newWorkers(ctx, 10)
+		for range 3 {
+			w.Go(func() {})
+		}
+		release := make(chan struct{})
+		w.Go(func() { <-release }) // still busy when ctx ends
+		synctest.Wait()
+		cancel()
+		waited := make(chan struct{})
+		go func() {
+			w.wait()
+			close(waited)
+		}()
+		synctest.Wait()
+		select {
+		case <-waited:
+			t.Fatal("wait returned while a worker still ran its task")
+		default:
+		}
+		close(release)
+		synctest.Wait()
+		select {
+		case <-waited:
+		default:
+			t.Fatal("wait still blocked after the context ended and the last task returned")
+		}
+		if got := w.idle.Load(); got != 0 {
+			t.Fatalf("%d idle workers after wait, want 0", got)
+		}
+	})
+}
