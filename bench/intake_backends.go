@@ -169,14 +169,7 @@ func intakeMedianRatio(a, b []float64) float64 {
 			r = append(r, a[i]/b[i])
 		}
 	}
-	if len(r) == 0 {
-		return 0
-	}
-	slices.Sort(r)
-	if len(r)%2 == 1 {
-		return r[len(r)/2]
-	}
-	return (r[len(r)/2-1] + r[len(r)/2]) / 2
+	return median(r)
 }
 
 // intakeMS formats a duration in milliseconds.

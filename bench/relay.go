@@ -292,9 +292,6 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 // median of b's rate over a's.
 func pairedRounds(a, b []relayResult) (wins int, medianRatio float64) {
 	n := min(len(a), len(b))
-	if n == 0 {
-		return 0, 0
-	}
 	ratios := make([]float64, n)
 	for i := range n {
 		ratios[i] = b[i].rate() / a[i].rate()
@@ -302,11 +299,7 @@ func pairedRounds(a, b []relayResult) (wins int, medianRatio float64) {
 			wins++
 		}
 	}
-	slices.Sort(ratios)
-	if n%2 == 1 {
-		return wins, ratios[n/2]
-	}
-	return wins, (ratios[n/2-1] + ratios[n/2]) / 2
+	return wins, median(ratios)
 }
 
 // relayVariant is one side of the comparison and its measured runs.
