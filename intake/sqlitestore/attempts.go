@@ -27,9 +27,38 @@ WHERE EXISTS (SELECT 1 FROM "{{table}}" WHERE update_id = ?1)`
 	recordSettledSQL = `INSERT INTO "{{table}}_att"
     (update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	// ?1 update id.
-	attemptsSQL = `SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body
-FROM "{{table}}_att" WHERE update_id = ?1 ORDER BY seq`
+	// settleDoneSQL is settleSQL for a settlement to completed that
+	// carries its attempt's record, which it keeps in the row itself
+	// (migration 007): ?1 update id, ?2 attempt, ?3 at, ?4 claim id, then
+	// the record's ?5 process, ?6 started, ?7 ended, ?8 outcome, ?9 error,
+	// ?10 status, ?11 header, ?12 body. settleDoneManySQL is its form for
+	// many settlements at once: keep the two equivalent.
+	settleDoneSQL = `UPDATE "{{table}}" SET
+    state          = 'completed',
+    settled_at     = ?3,
+    error          = NULL,
+    rec_after      = (SELECT count(*) FROM "{{table}}_att" WHERE update_id = ?1),
+    rec_process    = ?5,
+    rec_started_at = ?6,
+    rec_ended_at   = ?7,
+    rec_outcome    = ?8,
+    rec_error      = ?9,
+    rec_status     = ?10,
+    rec_header     = ?11,
+    rec_body       = ?12
+WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND due_at >= ?3 AND claim_id = ?4`
+	// ?1 update id. The history rows in the order recorded, with the
+	// record a completed row holds (migration 007) placed after the
+	// rec_after of them that came before it: k orders the two kinds.
+	attemptsSQL = `SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body,
+    2 * row_number() OVER (ORDER BY seq) AS k
+FROM "{{table}}_att" WHERE update_id = ?1
+UNION ALL
+SELECT update_id, attempts, coalesce(claim_id, ''), coalesce(rec_process, ''), rec_started_at, rec_ended_at,
+    rec_outcome, coalesce(rec_error, ''), coalesce(rec_status, 0), coalesce(rec_header, ''), coalesce(rec_body, x''),
+    2 * rec_after + 1
+FROM "{{table}}" WHERE update_id = ?1 AND rec_outcome IS NOT NULL
+ORDER BY k`
 )
 
 // RecordAttempt implements [intake.AdminStore.RecordAttempt]. It is one
@@ -53,6 +82,15 @@ func attemptArgs(rec intake.AttemptRecord) []any {
 		sqlschema.EncodeHeader(rec.Header), nonNil(rec.Body)}
 }
 
+// doneArgs are the arguments of settleDoneSQL, and a row of
+// settleDoneManySQL, for the settlement st of id.
+func doneArgs(id intake.Identity, st intake.Settlement) []any {
+	rec := st.Attempt
+	return []any{id.UpdateID, id.Attempt, ms(st.At), id.ClaimID,
+		rec.Process, ms(rec.StartedAt), ms(rec.EndedAt), string(rec.Outcome), rec.Error, rec.Status,
+		sqlschema.EncodeHeader(rec.Header), nonNil(rec.Body)}
+}
+
 // Attempts implements [intake.AdminStore.Attempts].
 func (s *Store) Attempts(ctx context.Context, updateID int64) ([]intake.AttemptRecord, error) {
 	rows, err := s.r.QueryContext(ctx, fillSQL(attemptsSQL, s.table), updateID)
@@ -68,7 +106,7 @@ func (s *Store) Attempts(ctx context.Context, updateID int64) ([]intake.AttemptR
 			outcome, header string
 		)
 		if err := rows.Scan(&rec.UpdateID, &rec.Attempt, &rec.ClaimID, &rec.Process, &started, &ended,
-			&outcome, &rec.Error, &rec.Status, &header, &rec.Body); err != nil {
+			&outcome, &rec.Error, &rec.Status, &header, &rec.Body, new(int64)); err != nil {
 			return nil, fmt.Errorf("sqlitestore: attempts of %d: %w", updateID, err)
 		}
 		rec.StartedAt, rec.EndedAt, rec.Outcome = fromMS(started), fromMS(ended), intake.AttemptOutcome(outcome)

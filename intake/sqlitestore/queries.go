@@ -263,7 +263,7 @@ func fillSQL(text, table string) string {
 type queries struct {
 	ownsTxSQL, listSQL string
 
-	add, claim, claimStrict, renew, settle, prune, exhaust, acknowledge, requeue                      *sql.Stmt
+	add, claim, claimStrict, renew, settle, settleDone, prune, exhaust, acknowledge, requeue          *sql.Stmt
 	register, beat, leave, reap                                                                       *sql.Stmt
 	owns, due, dueStrict, dueChat, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra, procs *sql.Stmt
 	recordAttempt, recordSettled                                                                      *sql.Stmt
@@ -283,6 +283,7 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		{w, &q.claimStrict, claimStrictSQL},
 		{w, &q.renew, renewSQL},
 		{w, &q.settle, settleSQL},
+		{w, &q.settleDone, settleDoneSQL},
 		{w, &q.prune, pruneSQL},
 		{w, &q.exhaust, exhaustSQL},
 		{w, &q.acknowledge, acknowledgeSQL},
@@ -316,7 +317,7 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 func (q *queries) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
-		q.add, q.claim, q.claimStrict, q.renew, q.settle, q.prune, q.exhaust, q.acknowledge, q.requeue,
+		q.add, q.claim, q.claimStrict, q.renew, q.settle, q.settleDone, q.prune, q.exhaust, q.acknowledge, q.requeue,
 		q.register, q.beat, q.leave, q.reap, q.recordAttempt, q.recordSettled,
 		q.owns, q.due, q.dueStrict, q.dueChat, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra, q.procs,
 	} {

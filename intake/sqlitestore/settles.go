@@ -64,6 +64,12 @@ type settleWrite struct {
 	n  *int64
 }
 
+// done reports whether w completes its update with the attempt's record,
+// which the row then keeps itself (settleDoneSQL).
+func (w *settleWrite) done() bool {
+	return w.st.State == intake.StateCompleted && w.st.Attempt != nil
+}
+
 // settleManySQL is settleSQL for rows settlements, each a row of VALUES:
 // update id, attempt, state, at, retry at, error, claim id. It returns the
 // ids it settled.
@@ -80,6 +86,35 @@ FROM (VALUES `)
 	b.WriteString(`) AS v
 WHERE ` + q + `.update_id = v.column1 AND ` + q + `.state = 'processing' AND ` + q + `.attempts = v.column2
   AND ` + q + `.due_at >= v.column4 AND ` + q + `.claim_id = v.column7
+RETURNING update_id`)
+	return b.String()
+}
+
+// settleDoneManySQL is settleDoneSQL for rows settlements to completed
+// that carry their records, each a row of VALUES: update id, attempt, at,
+// claim id, then the record's process, started, ended, outcome, error,
+// status, header and body. It returns the ids it settled.
+func settleDoneManySQL(table string, rows int) string {
+	var b strings.Builder
+	q := `"` + table + `"`
+	b.WriteString(`UPDATE ` + q + ` SET
+    state          = 'completed',
+    settled_at     = v.column3,
+    error          = NULL,
+    rec_after      = (SELECT count(*) FROM "` + table + `_att" AS a WHERE a.update_id = ` + q + `.update_id),
+    rec_process    = v.column5,
+    rec_started_at = v.column6,
+    rec_ended_at   = v.column7,
+    rec_outcome    = v.column8,
+    rec_error      = v.column9,
+    rec_status     = v.column10,
+    rec_header     = v.column11,
+    rec_body       = v.column12
+FROM (VALUES `)
+	writeParamRows(&b, rows, 12)
+	b.WriteString(`) AS v
+WHERE ` + q + `.update_id = v.column1 AND ` + q + `.state = 'processing' AND ` + q + `.attempts = v.column2
+  AND ` + q + `.due_at >= v.column3 AND ` + q + `.claim_id = v.column4
 RETURNING update_id`)
 	return b.String()
 }
@@ -110,7 +145,7 @@ func writeParamRows(b *strings.Builder, rows, cols int) {
 // settleStmts holds the batched statements, by size: [k] carries 2<<k
 // settlements (or records).
 type settleStmts struct {
-	settle, record [settleChunkSizes]*sql.Stmt
+	settle, done, record [settleChunkSizes]*sql.Stmt
 }
 
 func (p *settleStmts) prepare(ctx context.Context, w *sql.DB, table string) error {
@@ -123,6 +158,9 @@ func (p *settleStmts) prepare(ctx context.Context, w *sql.DB, table string) erro
 		if p.record[k], err = w.PrepareContext(ctx, recordManySQL(table, rows)); err != nil {
 			return fmt.Errorf("sqlitestore: prepare: %w", err)
 		}
+		if p.done[k], err = w.PrepareContext(ctx, settleDoneManySQL(table, rows)); err != nil {
+			return fmt.Errorf("sqlitestore: prepare: %w", err)
+		}
 	}
 	return nil
 }
@@ -130,7 +168,7 @@ func (p *settleStmts) prepare(ctx context.Context, w *sql.DB, table string) erro
 func (p *settleStmts) close() error {
 	var errs []error
 	for k := range settleChunkSizes {
-		for _, st := range []*sql.Stmt{p.settle[k], p.record[k]} {
+		for _, st := range []*sql.Stmt{p.settle[k], p.done[k], p.record[k]} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
@@ -156,26 +194,60 @@ func chunks(n int) []int {
 func sizeIndex(rows int) int { return bits.Len(uint(rows)) - 2 }
 
 // runSettles runs settlements of distinct updates in tx: batched by chunk,
-// or, for a chunk of one, through the single-row statements.
+// or, for a chunk of one, through the single-row statements. Settlements
+// to completed that carry their records (done) keep them in the row, and
+// run as statements of their own kind; the records of the others that
+// applied are inserted after them.
 func (s *Store) runSettles(ctx context.Context, tx *sql.Tx, ws []*settleWrite) error {
+	var done, other []*settleWrite
+	for _, w := range ws {
+		if w.done() {
+			done = append(done, w)
+		} else {
+			other = append(other, w)
+		}
+	}
+	if err := s.settleChunks(ctx, tx, done, &s.settles.done, 12, func(w *settleWrite) []any {
+		return doneArgs(w.id, w.st)
+	}); err != nil {
+		return err
+	}
+	if err := s.settleChunks(ctx, tx, other, &s.settles.settle, 7, func(w *settleWrite) []any {
+		return []any{w.id.UpdateID, w.id.Attempt, string(w.st.State), ms(w.st.At), ms(w.st.RetryAt), w.st.Error, w.id.ClaimID}
+	}); err != nil {
+		return err
+	}
 	var recorded []*settleWrite // applied, with a record to write
+	for _, w := range other {
+		if *w.n == 1 && w.st.Attempt != nil {
+			recorded = append(recorded, w)
+		}
+	}
+	return s.recordSettles(ctx, tx, recorded)
+}
+
+// settleChunks runs the settlements ws of one kind in chunks: a chunk of
+// one through settleOp, a larger one through stmts, with cols arguments
+// of each settlement from args. Each settlement's n tells whether it
+// applied.
+func (s *Store) settleChunks(ctx context.Context, tx *sql.Tx, ws []*settleWrite, stmts *[settleChunkSizes]*sql.Stmt, cols int, args func(*settleWrite) []any) error {
 	for _, size := range chunks(len(ws)) {
 		chunk := ws[:size]
 		ws = ws[size:]
 		if size == 1 {
-			if err := s.settleOp(chunk[0])(ctx, tx); err != nil {
+			if err := s.settle(ctx, tx, chunk[0]); err != nil {
 				return err
 			}
 			continue
 		}
-		args := make([]any, 0, 7*size)
+		vals := make([]any, 0, cols*size)
 		byID := make(map[int64]*settleWrite, size)
 		for _, w := range chunk {
 			*w.n = 0
 			byID[w.id.UpdateID] = w
-			args = append(args, w.id.UpdateID, w.id.Attempt, string(w.st.State), ms(w.st.At), ms(w.st.RetryAt), w.st.Error, w.id.ClaimID)
+			vals = append(vals, args(w)...)
 		}
-		rows, err := tx.StmtContext(ctx, s.settles.settle[sizeIndex(size)]).QueryContext(ctx, args...)
+		rows, err := tx.StmtContext(ctx, stmts[sizeIndex(size)]).QueryContext(ctx, vals...)
 		if err != nil {
 			return err
 		}
@@ -185,16 +257,13 @@ func (s *Store) runSettles(ctx context.Context, tx *sql.Tx, ws []*settleWrite) e
 				return fmt.Errorf("settled update %d, which the batch did not hold", id)
 			}
 			*w.n = 1
-			if w.st.Attempt != nil {
-				recorded = append(recorded, w)
-			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 	}
-	return s.recordSettles(ctx, tx, recorded)
+	return nil
 }
 
 // recordSettles writes the attempt records of applied settlements ws.
@@ -221,16 +290,25 @@ func (s *Store) recordSettles(ctx context.Context, tx *sql.Tx, ws []*settleWrite
 
 // settleOp is w as a write of its own: the single-row settlement followed,
 // in its transaction and only when it applied, by the attempt's record
-// ([intake.Settlement.Attempt]).
+// ([intake.Settlement.Attempt]), unless the row keeps that record itself.
 func (s *Store) settleOp(w *settleWrite) writeOp {
-	id, st := w.id, w.st
 	return func(ctx context.Context, tx *sql.Tx) error {
-		if err := execOp(s.q.settle, w.n, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)(ctx, tx); err != nil {
+		if err := s.settle(ctx, tx, w); err != nil {
 			return err
 		}
-		if *w.n == 0 || st.Attempt == nil {
+		if *w.n == 0 || w.st.Attempt == nil || w.done() {
 			return nil
 		}
 		return s.recordSettles(ctx, tx, []*settleWrite{w})
 	}
+}
+
+// settle runs w's single-row settlement in tx, without the record a
+// settlement that is not done inserts apart.
+func (s *Store) settle(ctx context.Context, tx *sql.Tx, w *settleWrite) error {
+	id, st := w.id, w.st
+	if w.done() {
+		return execOp(s.q.settleDone, w.n, doneArgs(id, st)...)(ctx, tx)
+	}
+	return execOp(s.q.settle, w.n, id.UpdateID, id.Attempt, string(st.State), ms(st.At), ms(st.RetryAt), st.Error, id.ClaimID)(ctx, tx)
 }

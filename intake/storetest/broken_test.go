@@ -688,3 +688,26 @@ func TestSettleDropsRecordFails(t *testing.T) {
 	requireMessage(t, res, "Batch/ConcurrentSettles", "after the concurrent settlements: Attempts(3000) listed 0 records")
 	requireMessage(t, res, "History/RecordedWithSettlement", "after attempt 1 failed with its record: Attempts(1) listed 0 records")
 }
+
+// completionLast keeps the record of an update's completing attempt apart
+// from the others and lists it last, as a store that keeps it in the
+// update's row could: a record that came in after the completion is then
+// listed before it.
+type completionLast struct{ *memstore.Store }
+
+func (s completionLast) Attempts(ctx context.Context, updateID int64) ([]intake.AttemptRecord, error) {
+	recs, err := s.Store.Attempts(ctx, updateID)
+	for i, r := range recs {
+		if r.Outcome == intake.AttemptCompleted {
+			recs = append(slices.Delete(recs, i, i+1), r)
+			break
+		}
+	}
+	return recs, err
+}
+
+func TestCompletionLastFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return completionLast{m} }), "History")
+	requireMessage(t, res, "History/RecordedWithSettlement", "after attempt 2's record came in after the completion")
+}

@@ -255,9 +255,10 @@ func withRecord(s intake.Settlement, rec intake.AttemptRecord) intake.Settlement
 
 // historyWithSettlement: a record that rides on a settlement is kept like
 // one RecordAttempt keeps, with the identity's update, attempt and claim
-// id whatever the record says; a refused settlement (a stale identity, a
-// lapsed lease, an attempt settled already) records nothing; an invalid
-// record refuses the settlement itself.
+// id whatever the record says, in the order recorded with the others; a
+// refused settlement (a stale identity, a lapsed lease, an attempt settled
+// already) records nothing; an invalid record refuses the settlement
+// itself.
 func historyWithSettlement(c *checker) {
 	c.mustAdd(1, 0)
 	// The record names another update, attempt and claim: the identity's
@@ -299,6 +300,14 @@ func historyWithSettlement(c *checker) {
 		c.fatalf("the settlement of attempt 3 as completed, with its record, was refused")
 	}
 	c.expectHistory("after attempt 3 completed with its record", 1, []intake.AttemptRecord{first, third})
+	// Attempt 2's handler returns only now, and its record comes after
+	// the completion's: the order recorded, even where a store keeps a
+	// completing record apart from the others.
+	late := record(1, 2, id2.ClaimID, intake.AttemptLeaseLost, 20, 60)
+	if !c.recordAttempt(late) {
+		c.fatalf("RecordAttempt(1, attempt 2) after the update completed reported false")
+	}
+	c.expectHistory("after attempt 2's record came in after the completion", 1, []intake.AttemptRecord{first, third, late})
 }
 
 // historyBadRecord: invalid records are refused and record nothing.
