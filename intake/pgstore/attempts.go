@@ -15,8 +15,8 @@ import (
 
 // attemptSQL is the history's statements for one table.
 type attemptSQL struct {
-	record, settleRecorded writeSQL
-	list                   string
+	record, settleRecorded, settleDone writeSQL
+	list                               string
 }
 
 // attemptSQLCache maps a table name to its *attemptSQL.
@@ -46,8 +46,39 @@ func (s *Store) attemptSQL() *attemptSQL {
 			SELECT update_id, $2::integer, $7::text, $8::text, $9::bigint, $10::bigint, $11::text, $12::text,
 			       $13::integer, $14::text, $15::bytea
 			FROM settled`)),
-		list: f(`SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body
-			FROM {{table}}_att WHERE update_id = $1::bigint ORDER BY seq`),
+		// settleSQL for a settlement to completed that carries its
+		// attempt's record, which the row keeps itself (migration 007):
+		// $1 update id, $2 attempt, $3 at, $4 claim id, then the record's
+		// $5 process, $6 started, $7 ended, $8 outcome, $9 error, $10
+		// status, $11 header, $12 body. settleManySQL (queries.go) keeps
+		// a completion's record the same way: keep the two equivalent.
+		settleDone: newWriteSQL(f(`UPDATE {{table}} SET
+				state          = 'completed',
+				settled_at     = $3::bigint,
+				error          = NULL,
+				rec_after      = (SELECT count(*) FROM {{table}}_att AS a WHERE a.update_id = $1::bigint),
+				rec_process    = $5::text,
+				rec_started_at = $6::bigint,
+				rec_ended_at   = $7::bigint,
+				rec_outcome    = $8::text,
+				rec_error      = $9::text,
+				rec_status     = $10::integer,
+				rec_header     = $11::text,
+				rec_body       = $12::bytea
+			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
+			  AND due_at >= $3::bigint AND claim_id = $4::text`)),
+		// The history rows in the order recorded, with the record a
+		// completed row holds (migration 007) placed after the rec_after
+		// of them recorded before it: k orders the two kinds.
+		list: f(`SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body,
+				2 * row_number() OVER (ORDER BY seq) AS k
+			FROM {{table}}_att WHERE update_id = $1::bigint
+			UNION ALL
+			SELECT update_id, attempts, coalesce(claim_id, ''), coalesce(rec_process, ''), rec_started_at, rec_ended_at,
+				rec_outcome, coalesce(rec_error, ''), coalesce(rec_status, 0), coalesce(rec_header, ''),
+				coalesce(rec_body, ''::bytea), 2 * rec_after + 1
+			FROM {{table}} WHERE update_id = $1::bigint AND rec_outcome IS NOT NULL
+			ORDER BY k`),
 	}
 	v, _ := attemptSQLCache.LoadOrStore(s.table, q)
 	return v.(*attemptSQL)
@@ -81,7 +112,7 @@ func (s *Store) Attempts(ctx context.Context, updateID int64) ([]intake.AttemptR
 			outcome, header string
 		)
 		if err := rows.Scan(&rec.UpdateID, &rec.Attempt, &rec.ClaimID, &rec.Process, &started, &ended,
-			&outcome, &rec.Error, &rec.Status, &header, &rec.Body); err != nil {
+			&outcome, &rec.Error, &rec.Status, &header, &rec.Body, new(int64)); err != nil {
 			return nil, s.fail("attempts", err)
 		}
 		rec.StartedAt, rec.EndedAt, rec.Outcome = fromMS(started), fromMS(ended), intake.AttemptOutcome(outcome)

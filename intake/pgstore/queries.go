@@ -40,7 +40,8 @@ const settleSQL = `UPDATE {{table}} SET
 	  AND due_at >= $4::bigint AND claim_id = $7::text`
 
 // settleManySQL is settleSQL (and, for a settlement that carries one,
-// settleRecorded's attempt record) for many updates in one statement, in
+// settleRecorded's attempt record, or settleDone's for a completion) for
+// many updates in one statement, in
 // a shared transaction after lockRows: one element of each array per
 // settlement, at most one settlement per update id. $1 update id, $2
 // attempt, $3 state, $4 at, $5 retry at, $6 error, $7 claim id, as in
@@ -54,10 +55,11 @@ const settleSQL = `UPDATE {{table}} SET
 // in a statement of 256 against under 1 µs); the others are
 // settleSQL's UPDATE with the same conditions and the same values, and the
 // records are inserted for exactly the settlements that applied and carry
-// one, with settleRecorded's columns. It answers the update ids it
+// one, with settleRecorded's columns, but for a completion, which keeps
+// its record in its row as settleDone does. It answers the update ids it
 // settled.
 const settleManySQL = `WITH v AS (
-	SELECT * FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[],
+	SELECT *, r_wanted AND s_state = 'completed' AS r_done FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[],
 			$8::boolean[], $9::text[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::integer[],
 			$15::text[], $16::bytea[])
 		AS v(s_id, s_attempt, s_state, s_at, s_retry, s_error, s_claim,
@@ -65,21 +67,30 @@ const settleManySQL = `WITH v AS (
 	WHERE v.s_id IN (SELECT unnest(current_setting('` + lockedSetting + `')::bigint[]))),
 settled AS (
 	UPDATE {{table}} AS t SET
-		state      = v.s_state,
-		due_at     = CASE WHEN v.s_state = 'failed' THEN v.s_retry ELSE t.due_at END,
-		settled_at = CASE WHEN v.s_state = 'failed' THEN NULL ELSE v.s_at END,
-		error      = CASE WHEN v.s_state = 'completed' THEN NULL ELSE v.s_error END
+		state          = v.s_state,
+		due_at         = CASE WHEN v.s_state = 'failed' THEN v.s_retry ELSE t.due_at END,
+		settled_at     = CASE WHEN v.s_state = 'failed' THEN NULL ELSE v.s_at END,
+		error          = CASE WHEN v.s_state = 'completed' THEN NULL ELSE v.s_error END,
+		rec_after      = CASE WHEN v.r_done THEN (SELECT count(*) FROM {{table}}_att AS a WHERE a.update_id = t.update_id) END,
+		rec_process    = CASE WHEN v.r_done THEN v.r_process END,
+		rec_started_at = CASE WHEN v.r_done THEN v.r_started END,
+		rec_ended_at   = CASE WHEN v.r_done THEN v.r_ended END,
+		rec_outcome    = CASE WHEN v.r_done THEN v.r_outcome END,
+		rec_error      = CASE WHEN v.r_done THEN v.r_error END,
+		rec_status     = CASE WHEN v.r_done THEN v.r_status END,
+		rec_header     = CASE WHEN v.r_done THEN v.r_header END,
+		rec_body       = CASE WHEN v.r_done THEN v.r_body END
 	FROM v
 	WHERE t.update_id = v.s_id AND t.state = 'processing' AND t.attempts = v.s_attempt
 	  AND t.due_at >= v.s_at AND t.claim_id = v.s_claim
-	RETURNING t.update_id, v.s_attempt, v.s_claim, v.r_wanted, v.r_process, v.r_started, v.r_ended,
-		v.r_outcome, v.r_error, v.r_status, v.r_header, v.r_body),
+	RETURNING t.update_id, v.s_attempt, v.s_claim, v.r_wanted AND NOT v.r_done AS r_insert, v.r_process,
+		v.r_started, v.r_ended, v.r_outcome, v.r_error, v.r_status, v.r_header, v.r_body),
 recorded AS (
 	INSERT INTO {{table}}_att
 		(update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body)
 	SELECT update_id, s_attempt, s_claim, r_process, r_started, r_ended, r_outcome, r_error,
 		r_status, r_header, r_body
-	FROM settled WHERE r_wanted
+	FROM settled WHERE r_insert
 	ORDER BY update_id)
 SELECT update_id FROM settled`
 

@@ -495,6 +495,12 @@ func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settle
 		v.header, v.body = sqlschema.EncodeHeader(rec.Header), body(rec.Body)
 		r.sql = s.attemptSQL().settleRecorded
 		r.args = append(r.args, v.process, v.started, v.ended, v.outcome, v.recErr, v.status, v.header, v.body)
+		if st.State == intake.StateCompleted {
+			// A completed row keeps its completing attempt's record.
+			r.sql = s.attemptSQL().settleDone
+			r.args = []any{id.UpdateID, v.attempt, v.at, v.claimID,
+				v.process, v.started, v.ended, v.outcome, v.recErr, v.status, v.header, v.body}
+		}
 	}
 	n, err := s.write(ctx, "settle", r)
 	return n == 1, err

@@ -718,7 +718,7 @@ func TestMergedSettlementOfHeldRowRunsAlone(t *testing.T) {
 	waitFor(t, bounded, "the held row's settlement to wait on its lock", func() (bool, error) {
 		var k int
 		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH settled%'`).Scan(&k)
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE%rec_after%'`).Scan(&k)
 		return k > 0, err
 	})
 	select {

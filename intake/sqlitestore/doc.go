@@ -45,9 +45,14 @@
 // # Attempt history
 //
 // Every ended attempt ([intake.AdminStore.RecordAttempt]) is a row of
-// <table>_att, with the app's masked answer. A settlement that carries
-// its attempt's record ([intake.Settlement.Attempt]) appends it in the settlement's transaction,
-// so the runner writes once per attempt. Triggers delete an update's
+// <table>_att, with the app's masked answer, but for the attempt that
+// completed its update. A settlement that carries its attempt's record
+// ([intake.Settlement.Attempt]) appends it in the settlement's transaction,
+// so the runner writes once per attempt; a completion keeps it in the
+// update's own row instead (rec_* columns, migration 007). A completed row
+// never changes again, so that record stays where it is, and the
+// completion costs no history row and no index entry of one. Attempts
+// lists both kinds in the order recorded. Triggers delete an update's
 // history when Prune deletes its row and mark a requeue in the statement
 // that requeues, so both stay one step. See attempts.go.
 //
