@@ -56,7 +56,7 @@ func (s *Store) attemptSQL() *attemptSQL {
 				state          = 'completed',
 				settled_at     = $3::bigint,
 				error          = NULL,
-				rec_after      = (SELECT count(*) FROM {{table}}_att AS a WHERE a.update_id = $1::bigint),
+				rec_after      = (SELECT coalesce(max(seq), 0) FROM {{table}}_att),
 				rec_process    = $5::text,
 				rec_started_at = $6::bigint,
 				rec_ended_at   = $7::bigint,
@@ -67,11 +67,11 @@ func (s *Store) attemptSQL() *attemptSQL {
 				rec_body       = $12::bytea
 			WHERE update_id = $1::bigint AND state = 'processing' AND attempts = $2::integer
 			  AND due_at >= $3::bigint AND claim_id = $4::text`)),
-		// The history rows in the order recorded, with the record a
-		// completed row holds (migration 007) placed after the rec_after
-		// of them recorded before it: k orders the two kinds.
+		// The history rows in the order recorded (seq), with the record a
+		// completed row holds (migration 007) right after the rows up to
+		// its rec_after: k orders the two kinds.
 		list: f(`SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body,
-				2 * row_number() OVER (ORDER BY seq) AS k
+				2 * seq AS k
 			FROM {{table}}_att WHERE update_id = $1::bigint
 			UNION ALL
 			SELECT update_id, attempts, coalesce(claim_id, ''), coalesce(rec_process, ''), rec_started_at, rec_ended_at,

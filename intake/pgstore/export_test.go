@@ -48,3 +48,13 @@ func MergeSettles(ids []int64, settles []bool) (merged, rest []int) {
 	}
 	return mergeSettles(reqs, orderWrites(ids))
 }
+
+// FirstAnalyze is firstAnalyze.
+const FirstAnalyze = firstAnalyze
+
+// OnAnalyzed makes s call f with the outcome of each ANALYZE it runs as
+// its table grows. Call it before s is used.
+func OnAnalyzed(s *Store, f func(error)) { s.growth.ran = f }
+
+// AnalyzesStarted is how many ANALYZEs s started as its table grew.
+func AnalyzesStarted(s *Store) int64 { return s.growth.started.Load() }

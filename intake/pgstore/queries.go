@@ -71,7 +71,7 @@ settled AS (
 		due_at         = CASE WHEN v.s_state = 'failed' THEN v.s_retry ELSE t.due_at END,
 		settled_at     = CASE WHEN v.s_state = 'failed' THEN NULL ELSE v.s_at END,
 		error          = CASE WHEN v.s_state = 'completed' THEN NULL ELSE v.s_error END,
-		rec_after      = CASE WHEN v.r_done THEN (SELECT count(*) FROM {{table}}_att AS a WHERE a.update_id = t.update_id) END,
+		rec_after      = CASE WHEN v.r_done THEN (SELECT coalesce(max(seq), 0) FROM {{table}}_att) END,
 		rec_process    = CASE WHEN v.r_done THEN v.r_process END,
 		rec_started_at = CASE WHEN v.r_done THEN v.r_started END,
 		rec_ended_at   = CASE WHEN v.r_done THEN v.r_ended END,

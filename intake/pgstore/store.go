@@ -88,6 +88,8 @@ type Store struct {
 	// host's clock, time.Now but in tests.
 	skew  int64
 	clock func() time.Time
+	// growth analyzes the table while it is young (see analyze.go).
+	growth growth
 }
 
 // Compile-time checks of the capability levels Store claims.
@@ -131,6 +133,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			cfg.MaxClockSkew, MaxMaxClockSkew, DefaultMaxClockSkew)
 	}
 	s := &Store{pool: pool, table: cfg.Table, q: buildQueries(cfg.Table), skew: cfg.MaxClockSkew.Milliseconds(), clock: time.Now}
+	s.growth.analyze = func(ctx context.Context) error {
+		_, err := pool.Exec(ctx, "ANALYZE "+cfg.Table)
+		return err
+	}
 	s.writes = groupcommit.Group[writeReq, writeRes]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
 	if !cfg.NoCreate {
 		if err := migrate(ctx, pool, cfg.Table); err != nil {
@@ -199,6 +205,7 @@ func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 	if err != nil {
 		return false, s.fail("add", err)
 	}
+	s.growth.grew(int(tag.RowsAffected()))
 	return tag.RowsAffected() == 1, nil
 }
 
@@ -236,6 +243,7 @@ func (s *Store) addPending(ctx context.Context, us []intake.AddRequest) ([]intak
 	for _, id := range inserted {
 		out[first[id]].Added = true
 	}
+	s.growth.grew(len(inserted))
 	return out, nil
 }
 
@@ -335,6 +343,7 @@ func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddReques
 			out[i].Identity = intake.Identity{UpdateID: id, Attempt: 1, ClaimID: claimIDs[i]}
 		}
 	}
+	s.growth.grew(len(inserted))
 	return out, nil
 }
 

@@ -37,7 +37,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
     state          = 'completed',
     settled_at     = ?3,
     error          = NULL,
-    rec_after      = (SELECT count(*) FROM "{{table}}_att" WHERE update_id = ?1),
+    rec_after      = (SELECT coalesce(max(seq), 0) FROM "{{table}}_att"),
     rec_process    = ?5,
     rec_started_at = ?6,
     rec_ended_at   = ?7,
@@ -47,11 +47,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
     rec_header     = ?11,
     rec_body       = ?12
 WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND due_at >= ?3 AND claim_id = ?4`
-	// ?1 update id. The history rows in the order recorded, with the
-	// record a completed row holds (migration 007) placed after the
-	// rec_after of them that came before it: k orders the two kinds.
+	// ?1 update id. The history rows in the order recorded (seq), with
+	// the record a completed row holds (migration 007) right after the
+	// rows up to its rec_after: k orders the two kinds.
 	attemptsSQL = `SELECT update_id, attempt, claim_id, process, started_at, ended_at, outcome, error, status, header, body,
-    2 * row_number() OVER (ORDER BY seq) AS k
+    2 * seq AS k
 FROM "{{table}}_att" WHERE update_id = ?1
 UNION ALL
 SELECT update_id, attempts, coalesce(claim_id, ''), coalesce(rec_process, ''), rec_started_at, rec_ended_at,

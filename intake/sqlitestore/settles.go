@@ -101,7 +101,7 @@ func settleDoneManySQL(table string, rows int) string {
     state          = 'completed',
     settled_at     = v.column3,
     error          = NULL,
-    rec_after      = (SELECT count(*) FROM "` + table + `_att" AS a WHERE a.update_id = ` + q + `.update_id),
+    rec_after      = (SELECT coalesce(max(seq), 0) FROM "` + table + `_att"),
     rec_process    = v.column5,
     rec_started_at = v.column6,
     rec_ended_at   = v.column7,

@@ -5,8 +5,11 @@
 -- the row version it writes anyway: no history row, no history index
 -- entry. rec_outcome is NULL when the row holds no record (not completed,
 -- completed before this migration, or settled without one). rec_after is
--- how many of the update's {{table}}_att rows were recorded before it,
--- which places it in the history. The record's update id, attempt and
+-- the highest seq of {{table}}_att when the record was kept (0 for none),
+-- which places it in the history: after every row recorded before it,
+-- whose seq is at most rec_after, and before every row recorded after it,
+-- whose seq comes later from the identity's sequence. It is read once per
+-- statement, not per row, and leaves the statement's plan as it was. The record's update id, attempt and
 -- claim id are the row's own; the other columns are {{table}}_att's.
 -- Columns without a default add no data to existing rows.
 ALTER TABLE {{table}}
