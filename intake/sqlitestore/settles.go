@@ -74,20 +74,12 @@ func (w *settleWrite) done() bool {
 // update id, attempt, state, at, retry at, error, claim id. It returns the
 // ids it settled.
 func settleManySQL(table string, rows int) string {
-	var b strings.Builder
 	q := `"` + table + `"`
-	b.WriteString(`UPDATE ` + q + ` SET
+	return settleFromValues(table, rows, 7, "column4", "column7", `
     state      = v.column3,
     settled_at = CASE WHEN v.column3 = 'failed' THEN NULL ELSE v.column4 END,
-    due_at     = CASE WHEN v.column3 = 'failed' THEN v.column5 ELSE ` + q + `.due_at END,
-    error      = CASE WHEN v.column3 = 'completed' THEN NULL ELSE v.column6 END
-FROM (VALUES `)
-	writeParamRows(&b, rows, 7)
-	b.WriteString(`) AS v
-WHERE ` + q + `.update_id = v.column1 AND ` + q + `.state = 'processing' AND ` + q + `.attempts = v.column2
-  AND ` + q + `.due_at >= v.column4 AND ` + q + `.claim_id = v.column7
-RETURNING update_id`)
-	return b.String()
+    due_at     = CASE WHEN v.column3 = 'failed' THEN v.column5 ELSE `+q+`.due_at END,
+    error      = CASE WHEN v.column3 = 'completed' THEN NULL ELSE v.column6 END`)
 }
 
 // settleDoneManySQL is settleDoneSQL for rows settlements to completed
@@ -95,13 +87,11 @@ RETURNING update_id`)
 // claim id, then the record's process, started, ended, outcome, error,
 // status, header and body. It returns the ids it settled.
 func settleDoneManySQL(table string, rows int) string {
-	var b strings.Builder
-	q := `"` + table + `"`
-	b.WriteString(`UPDATE ` + q + ` SET
+	return settleFromValues(table, rows, 12, "column3", "column4", `
     state          = 'completed',
     settled_at     = v.column3,
     error          = NULL,
-    rec_after      = (SELECT coalesce(max(seq), 0) FROM "` + table + `_att"),
+    rec_after      = (SELECT coalesce(max(seq), 0) FROM "`+table+`_att"),
     rec_process    = v.column5,
     rec_started_at = v.column6,
     rec_ended_at   = v.column7,
@@ -109,12 +99,23 @@ func settleDoneManySQL(table string, rows int) string {
     rec_error      = v.column9,
     rec_status     = v.column10,
     rec_header     = v.column11,
-    rec_body       = v.column12
+    rec_body       = v.column12`)
+}
+
+// settleFromValues is an UPDATE … SET set FROM (VALUES …) of rows
+// settlements of cols values each, whose first two are the update id and
+// the attempt, and the columns named at and claim their time and claim
+// id: each applies only to its row while that attempt holds a lease live
+// at its time. It returns the ids it settled.
+func settleFromValues(table string, rows, cols int, at, claim, set string) string {
+	var b strings.Builder
+	q := `"` + table + `"`
+	b.WriteString(`UPDATE ` + q + ` SET` + set + `
 FROM (VALUES `)
-	writeParamRows(&b, rows, 12)
+	writeParamRows(&b, rows, cols)
 	b.WriteString(`) AS v
 WHERE ` + q + `.update_id = v.column1 AND ` + q + `.state = 'processing' AND ` + q + `.attempts = v.column2
-  AND ` + q + `.due_at >= v.column3 AND ` + q + `.claim_id = v.column4
+  AND ` + q + `.due_at >= v.` + at + ` AND ` + q + `.claim_id = v.` + claim + `
 RETURNING update_id`)
 	return b.String()
 }
