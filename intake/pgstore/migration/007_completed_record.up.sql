@@ -9,9 +9,9 @@
 -- which places it in the history: after every row recorded before it,
 -- whose seq is at most rec_after, and before every row recorded after it,
 -- whose seq comes later from the identity's sequence. It is read once per
--- statement, not per row, and leaves the statement's plan as it was. The record's update id, attempt and
--- claim id are the row's own; the other columns are {{table}}_att's.
--- Columns without a default add no data to existing rows.
+-- statement, not per row. The record's update id, attempt and claim id are
+-- the row's own; the other columns are {{table}}_att's. Columns without a
+-- default add no data to existing rows.
 ALTER TABLE {{table}}
     ADD COLUMN rec_after      bigint,
     ADD COLUMN rec_process    text,
