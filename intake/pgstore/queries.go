@@ -49,10 +49,12 @@ const settleSQL = `UPDATE {{table}} SET
 // $10 started, $11 ended, $12 outcome, $13 error, $14 status, $15 header
 // and $16 body, as in settleRecorded (ignored without one). Every
 // settlement whose row lockRows did not lock is dropped before any row is
-// looked at, as newWriteSQL's shared condition does (a subquery, which
-// PostgreSQL runs once and hashes: "= ANY (current_setting(…)::bigint[])"
-// would parse the setting again for every settlement, 13 µs a settlement
-// in a statement of 256 against under 1 µs); the others are
+// looked at, as newWriteSQL's shared condition does (a subquery over a
+// function scan, which PostgreSQL runs once and then hashes or reads back:
+// "= ANY (current_setting(…)::bigint[])" would parse the setting again for
+// every settlement, 13 µs a settlement in a statement of 256 against under
+// 1 µs, and so would "IN (SELECT unnest(…))" where the plan joins it by
+// nested loop, as its generic plan does for a few dozen); the others are
 // settleSQL's UPDATE with the same conditions and the same values, and the
 // records are inserted for exactly the settlements that applied and carry
 // one, with settleRecorded's columns, but for a completion, which keeps
@@ -64,7 +66,7 @@ const settleManySQL = `WITH v AS (
 			$15::text[], $16::bytea[])
 		AS v(s_id, s_attempt, s_state, s_at, s_retry, s_error, s_claim,
 			r_wanted, r_process, r_started, r_ended, r_outcome, r_error, r_status, r_header, r_body)
-	WHERE v.s_id IN (SELECT unnest(current_setting('` + lockedSetting + `')::bigint[]))),
+	WHERE v.s_id IN (SELECT l.id FROM unnest(current_setting('` + lockedSetting + `')::bigint[]) AS l(id))),
 settled AS (
 	UPDATE {{table}} AS t SET
 		state          = v.s_state,
