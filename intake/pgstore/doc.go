@@ -78,4 +78,15 @@
 // changes the schema only when it is behind, in one transaction under an
 // advisory lock; a table is either at the store's schema or New fails, so a
 // store never runs at a lower capability level than it claims.
+//
+// # Statistics
+//
+// A store runs ANALYZE on its table, in the background, when the rows it
+// added pass 1,000, then 10,000, and each further power of ten. PostgreSQL
+// keeps a prepared statement's generic plan until the table's statistics
+// change, and plans made on a young table read it whole; autovacuum
+// replaces them only on its next visit, up to a minute later, by when a
+// busy table has outgrown them. A role that does not own the table gets
+// PostgreSQL's warning instead, and autovacuum does the work as before.
+// See analyze.go.
 package pgstore
