@@ -495,21 +495,27 @@ func (s *Store) Settle(ctx context.Context, id intake.Identity, st intake.Settle
 	}
 	v := &settleVals{attempt: id.Attempt, state: string(st.State), at: ms(st.At), retryAt: ms(st.RetryAt),
 		errText: st.Error, claimID: id.ClaimID}
-	r := writeReq{updateID: id.UpdateID, sql: s.q.settle, settle: v,
-		args: []any{id.UpdateID, v.attempt, v.state, v.at, v.retryAt, v.errText, v.claimID}}
-	if rec := st.Attempt; rec != nil {
+	r := writeReq{updateID: id.UpdateID, settle: v}
+	rec := st.Attempt
+	if rec != nil {
 		// The record rides on the settlement (intake.Settlement.Attempt).
 		v.rec, v.process, v.started, v.ended = true, rec.Process, ms(rec.StartedAt), ms(rec.EndedAt)
 		v.outcome, v.recErr, v.status = string(rec.Outcome), rec.Error, rec.Status
 		v.header, v.body = sqlschema.EncodeHeader(rec.Header), body(rec.Body)
+	}
+	switch {
+	case rec == nil:
+		r.sql = s.q.settle
+		r.args = []any{id.UpdateID, v.attempt, v.state, v.at, v.retryAt, v.errText, v.claimID}
+	case st.State == intake.StateCompleted:
+		// A completed row keeps its completing attempt's record.
+		r.sql = s.attemptSQL().settleDone
+		r.args = []any{id.UpdateID, v.attempt, v.at, v.claimID,
+			v.process, v.started, v.ended, v.outcome, v.recErr, v.status, v.header, v.body}
+	default:
 		r.sql = s.attemptSQL().settleRecorded
-		r.args = append(r.args, v.process, v.started, v.ended, v.outcome, v.recErr, v.status, v.header, v.body)
-		if st.State == intake.StateCompleted {
-			// A completed row keeps its completing attempt's record.
-			r.sql = s.attemptSQL().settleDone
-			r.args = []any{id.UpdateID, v.attempt, v.at, v.claimID,
-				v.process, v.started, v.ended, v.outcome, v.recErr, v.status, v.header, v.body}
-		}
+		r.args = []any{id.UpdateID, v.attempt, v.state, v.at, v.retryAt, v.errText, v.claimID,
+			v.process, v.started, v.ended, v.outcome, v.recErr, v.status, v.header, v.body}
 	}
 	n, err := s.write(ctx, "settle", r)
 	return n == 1, err
