@@ -185,12 +185,20 @@ func TestInspectWhileRunning(t *testing.T) {
 		close(release)
 		t.Fatal("the send to 2 did not start")
 	}
-	// The send to 1 may still be journaling its outcome when 2 starts
-	// (the window lets them overlap): wait for it, while 2 is held.
+	// The send to 1 may still be journaling its outcome (and then its
+	// mark) when 2 starts (the window lets them overlap): wait for it,
+	// while 2 is held. The runner writes meanwhile, so a look counts only
+	// when the directory is the same before and after it: an Inspect that
+	// changed the directory never gets there, and the wait fails.
 	var st *Status
-	testkit.WaitFor(t, "the send to 1 recorded", func() bool {
-		st = inspect(t, h.dir, "b")
-		return st.Delivered >= 1
+	testkit.WaitFor(t, "the send to 1 recorded, and Inspect leaving the directory as it was", func() bool {
+		before := listing(t, h.dir)
+		s, err := Inspect(h.dir, "b")
+		if err != nil {
+			t.Fatalf("Inspect: %v", err)
+		}
+		st = s
+		return st.Delivered >= 1 && reflect.DeepEqual(before, listing(t, h.dir))
 	})
 	close(release)
 	if !st.Running {
