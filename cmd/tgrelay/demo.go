@@ -55,6 +55,11 @@ const (
 	// killed meanwhile, with that call between its journaled intent and
 	// its outcome.
 	demoInFlightStall = 3 * time.Second
+	// demoHeldFor is how long a reply must have been applied at the
+	// sandbox without its answer reaching the bot for the demo to take it
+	// for the held one: well inside demoInFlightStall, and far longer than
+	// an answer the sandbox does not hold takes.
+	demoHeldFor = demoInFlightStall / 6
 	// demoBurstUser is the name of the user who asks for the burst.
 	demoBurstUser = "Zoe"
 	// demoSecret is the sandbox webhook's secret (the sandbox is offline).
@@ -488,11 +493,28 @@ func (d *demo) phaseTwo(ctx context.Context) error {
 			before = append(before, m.updateID)
 		}
 	}
+	// The held reply is the phase 2 reply that the sandbox has applied
+	// and whose answer the bot has not had for demoHeldFor. Replies the
+	// sandbox answers normally reach the bot within milliseconds, and the
+	// first one applied need not be the held one: the fault goes to the
+	// first call to arrive, and another can be applied before it.
 	var inFlight demoMessage
-	err := demoWaitFor(ctx, demoPhaseTimeout, "the first phase 2 reply at the sandbox", func() bool {
+	appliedAt := make(map[int64]time.Time)
+	err := demoWaitFor(ctx, demoPhaseTimeout, "the held phase 2 reply at the sandbox", func() bool {
+		now := time.Now()
 		for _, msg := range d.sandbox.Messages() {
 			for _, m := range d.sent {
-				if m.phase == 2 && msg.ChatID == m.chatID && msg.Text == demoEchoPrefix+m.text {
+				if m.phase != 2 || msg.ChatID != m.chatID || msg.Text != demoEchoPrefix+m.text {
+					continue
+				}
+				if d.bot.calls(m.updateID) > 0 {
+					delete(appliedAt, m.updateID)
+					continue
+				}
+				at, seen := appliedAt[m.updateID]
+				if !seen {
+					appliedAt[m.updateID] = now
+				} else if now.Sub(at) >= demoHeldFor {
 					inFlight = m
 					return true
 				}

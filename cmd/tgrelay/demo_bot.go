@@ -401,6 +401,17 @@ func (b *demoBot) answered(ids []int64) int {
 	return n
 }
 
+// calls reports how many of update id's calls to the gateway have
+// returned.
+func (b *demoBot) calls(id int64) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if u := b.updates[id]; u != nil {
+		return len(u.calls)
+	}
+	return 0
+}
+
 func (b *demoBot) exhaustionCount() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
