@@ -30,7 +30,7 @@ func (h *Handler) exhaustions(w http.ResponseWriter, r *http.Request) {
 	d := exhaustionsData{Durable: h.durable != nil, Paged: after != nil}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
-	st, err := h.cfg.Store.Stats(ctx)
+	st, _, err := h.stats.get(ctx, h.cfg.Store)
 	if err != nil {
 		h.storeFailed(w, r, err)
 		return

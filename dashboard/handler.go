@@ -54,6 +54,7 @@ type Handler struct {
 	limits   clientLimits // failed sign-ins, per client address
 	sessions sessionStore
 	rates    rateSampler // running broadcasts' progress
+	stats    statsCache  // the store's counts, shared and paced (stats.go)
 
 	sse       chan struct{} // one token per open refresh stream
 	done      chan struct{}

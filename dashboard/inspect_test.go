@@ -1,11 +1,13 @@
 package dashboard_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -423,5 +425,38 @@ func TestBulkScanBounded(t *testing.T) {
 	mustContain(t, "bounded scan", p, fmt.Sprintf("among the first %d rows read", dashboard.MaxChatScan))
 	if keys := matches(idField, p); len(keys) != 0 {
 		t.Errorf("a scan past its bound found %v", keys)
+	}
+}
+
+// slowStats is a store whose counts take long to take, as a big table's do.
+type slowStats struct {
+	store
+	took  time.Duration
+	calls atomic.Int32
+}
+
+func (s *slowStats) Stats(ctx context.Context) (intake.Stats, error) {
+	s.calls.Add(1)
+	time.Sleep(s.took) // the table's size, not a wait for anything
+	return s.store.Stats(ctx)
+}
+
+// A count that takes long is reused by the refreshes that follow it, and
+// the page says how old the counts it shows are.
+func TestOverviewReusesSlowCounts(t *testing.T) {
+	t.Parallel()
+	st := &slowStats{store: storeKinds[0].open(t), took: 300 * time.Millisecond}
+	exhaustOne(t, st.store, 1)
+	s := serve(t, dashboard.Config{Store: st, RefreshInterval: dashboard.MinRefreshInterval})
+	_, p := s.get(t, "/")
+	mustContain(t, "first overview", p, "unacknowledged")
+	if strings.Contains(p, "counted ") {
+		t.Fatalf("a fresh count is said to be old:\n%s", p)
+	}
+	time.Sleep(2 * dashboard.MinRefreshInterval) // a refresh or two later
+	_, p = s.get(t, "/")
+	mustContain(t, "refreshed overview", p, "counted ")
+	if n := st.calls.Load(); n != 1 {
+		t.Errorf("%d counts for two overviews within ten times a count's cost, want 1", n)
 	}
 }

@@ -30,6 +30,9 @@ type overviewData struct {
 	Rows           int
 	Unacknowledged int
 	OldestPending  time.Time
+	// CountedAt is when the counts were taken, set when that was longer
+	// ago than a refresh (see stats.go); zero otherwise.
+	CountedAt time.Time
 
 	HasRecorder bool
 	Snapshot    Snapshot
@@ -58,7 +61,14 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	now := time.Now()
 	hin := healthInput{Now: now, StatsOK: true}
-	st, err := h.cfg.Store.Stats(ctx)
+	if hc, ok := h.cfg.Store.(intake.HealthChecker); ok {
+		hin.HasHealth = true
+		if hin.HealthErr = hc.Health(ctx); hin.HealthErr != nil {
+			h.log.Error("dashboard: store health", "err", h.redact(hin.HealthErr.Error()))
+			h.stats.forget() // no counts from before beside a failing check
+		}
+	}
+	st, counted, err := h.stats.get(ctx, h.cfg.Store)
 	if err != nil {
 		// The verdict still renders: it says the store is down.
 		h.log.Error("dashboard: store", "path", r.URL.Path, "err", h.redact(err.Error()))
@@ -66,12 +76,6 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		st = intake.Stats{Count: map[intake.State]int{}}
 	}
 	hin.Stats = st
-	if hc, ok := h.cfg.Store.(intake.HealthChecker); ok {
-		hin.HasHealth = true
-		if hin.HealthErr = hc.Health(ctx); hin.HealthErr != nil {
-			h.log.Error("dashboard: store health", "err", h.redact(hin.HealthErr.Error()))
-		}
-	}
 	if _, ok := h.cfg.Store.(intake.ProcessStore); ok {
 		if is := h.cfg.Store; hin.StatsOK {
 			pl, err := is.Processes(ctx, maxProcessesShown)
@@ -84,6 +88,9 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	d := overviewData{StoreName: h.redact(h.cfg.StoreName), Unacknowledged: st.Unacknowledged,
 		OldestPending: st.OldestPending, Window: Window, Bucket: BucketWidth}
+	if now.Sub(counted) >= h.cfg.RefreshInterval {
+		d.CountedAt = counted
+	}
 	if d.StoreName == "" {
 		d.StoreName = "unnamed"
 	}
