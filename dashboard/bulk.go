@@ -189,7 +189,7 @@ func (h *Handler) bulkAct(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
 	d := bulkResultData{Action: action}
-	defer h.stats.forget()
+	defer h.stats.Forget()
 	for _, id := range ids {
 		var applied bool
 		var err error

@@ -50,8 +50,11 @@
 // store's rows by state reads the whole table, so the pages share one
 // count and reuse it for ten times what it took to take (at least a
 // second, at most five minutes): however many tabs are open and however
-// big the table, the dashboard counts a tenth of the time at most, and a
-// page showing counts older than its refresh says when they were taken.
+// big the table, the dashboard counts a tenth of the time at most. Past
+// the first count a page never waits for one: it shows the latest while
+// the next is taken, and says when the counts it shows were taken if that
+// was longer ago than its refresh. The handler's own writes, and a failing
+// health check, drop the count, so the next page counts anew.
 //
 // # Safety
 //

@@ -30,7 +30,7 @@ func (h *Handler) exhaustions(w http.ResponseWriter, r *http.Request) {
 	d := exhaustionsData{Durable: h.durable != nil, Paged: after != nil}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
-	st, _, err := h.stats.get(ctx, h.cfg.Store)
+	st, _, err := h.stats.Get(ctx)
 	if err != nil {
 		h.storeFailed(w, r, err)
 		return

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/pacedstats"
 )
 
 //go:embed templates/*.html
@@ -53,8 +54,8 @@ type Handler struct {
 	cop      *http.CrossOriginProtection
 	limits   clientLimits // failed sign-ins, per client address
 	sessions sessionStore
-	rates    rateSampler // running broadcasts' progress
-	stats    statsCache  // the store's counts, shared and paced (stats.go)
+	rates    rateSampler       // running broadcasts' progress
+	stats    *pacedstats.Cache // the store's counts, shared and paced
 
 	sse       chan struct{} // one token per open refresh stream
 	done      chan struct{}
@@ -75,6 +76,7 @@ func New(cfg Config) (*Handler, error) {
 		cop:  http.NewCrossOriginProtection(),
 	}
 	h.durable, _ = c.Store.(intake.Store)
+	h.stats = &pacedstats.Cache{Stats: c.Store.Stats}
 	h.red = &botapi.Redactor{}
 	h.red.Add(c.Secrets...)
 	h.red.Add(c.AdminToken)

@@ -31,7 +31,8 @@ type overviewData struct {
 	Unacknowledged int
 	OldestPending  time.Time
 	// CountedAt is when the counts were taken, set when that was longer
-	// ago than a refresh (see stats.go); zero otherwise.
+	// ago than a refresh (they are shared and paced: package pacedstats);
+	// zero otherwise.
 	CountedAt time.Time
 
 	HasRecorder bool
@@ -65,10 +66,10 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		hin.HasHealth = true
 		if hin.HealthErr = hc.Health(ctx); hin.HealthErr != nil {
 			h.log.Error("dashboard: store health", "err", h.redact(hin.HealthErr.Error()))
-			h.stats.forget() // no counts from before beside a failing check
+			h.stats.Forget() // no counts from before beside a failing check
 		}
 	}
-	st, counted, err := h.stats.get(ctx, h.cfg.Store)
+	st, counted, err := h.stats.Get(ctx)
 	if err != nil {
 		// The verdict still renders: it says the store is down.
 		h.log.Error("dashboard: store", "path", r.URL.Path, "err", h.redact(err.Error()))

@@ -424,7 +424,7 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
 	d := actionData{Action: action, Identity: id}
-	defer h.stats.forget()
+	defer h.stats.Forget()
 	var applied bool
 	switch action {
 	case actionAck:
