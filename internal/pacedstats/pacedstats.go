@@ -82,32 +82,38 @@ func (k *count) fresh(now time.Time) bool {
 
 // Get returns the store's counts and when they were taken, or the error of
 // the latest count. While the latest count is fresh it is returned as it
-// is. Once it is not, a new count starts in the background (one at a time)
-// and the latest is returned meanwhile. With no count yet (or none since
-// Forget), Get waits for one, or for ctx; a count goes on to its Timeout
-// when the caller that waits for it leaves.
+// is. Once it is not, a new count starts in the background and the latest
+// is returned meanwhile. With no count yet (or none since Forget), Get
+// waits for one, or for ctx. One count runs at a time, whatever Forget
+// does (a store that hangs holds one connection, not one per reader), and
+// a count goes on to its Timeout when the readers waiting for it leave.
 func (c *Cache) Get(ctx context.Context) (intake.Stats, time.Time, error) {
-	c.mu.Lock()
-	last := c.last
-	if last != nil && last.fresh(c.now()) {
+	for {
+		c.mu.Lock()
+		last, k := c.last, c.running
+		switch {
+		case last != nil && last.fresh(c.now()):
+			c.mu.Unlock()
+			return last.st, last.taken, nil
+		case k == nil:
+			k = &count{gen: c.gen, done: make(chan struct{})}
+			c.running = k
+			go c.take(k)
+		}
+		current := k.gen == c.gen
 		c.mu.Unlock()
-		return last.st, last.taken, nil
-	}
-	k := c.running
-	if k == nil || k.gen != c.gen {
-		k = &count{gen: c.gen, done: make(chan struct{})}
-		c.running = k
-		go c.take(k)
-	}
-	c.mu.Unlock()
-	if last != nil {
-		return last.st, last.taken, last.err
-	}
-	select {
-	case <-k.done:
-		return k.st, k.taken, k.err
-	case <-ctx.Done():
-		return intake.Stats{}, time.Time{}, context.Cause(ctx)
+		if last != nil {
+			return last.st, last.taken, last.err
+		}
+		select {
+		case <-k.done:
+		case <-ctx.Done():
+			return intake.Stats{}, time.Time{}, context.Cause(ctx)
+		}
+		if current {
+			return k.st, k.taken, k.err
+		}
+		// k began before Forget: now that it ended, count anew.
 	}
 }
 
@@ -124,9 +130,7 @@ func (c *Cache) take(k *count) {
 	cancel()
 
 	c.mu.Lock()
-	if c.running == k {
-		c.running = nil
-	}
+	c.running = nil
 	if k.gen == c.gen {
 		c.last = k
 	}
@@ -135,7 +139,8 @@ func (c *Cache) take(k *count) {
 }
 
 // Forget drops the latest count: the next Get waits for a new one. A
-// count running when Forget is called is neither kept nor handed out.
+// count running when Forget is called is neither kept nor handed out; the
+// new one starts when it ends.
 // Call it when the store changed in a way its readers must see at once
 // (an operator's action, a failing health check).
 func (c *Cache) Forget() {

@@ -284,3 +284,36 @@ func TestTimeout(t *testing.T) {
 		t.Fatalf("Get = %v, want the count's deadline", err)
 	}
 }
+
+// A store that hangs holds one count, not one per reader: after Forget,
+// readers wait for the running count to end before another starts.
+func TestForgetKeepsOneCountAtATime(t *testing.T) {
+	g, c := setup(t)
+	c.Get(t.Context())
+	settle(c)
+	gate := make(chan struct{})
+	g.set(gate, nil, 0)
+	g.started = make(chan struct{}, 8)
+	g.clk.advance(MinAge)
+	c.Get(t.Context()) // a background recount, which hangs
+	<-g.started
+	for range 5 {
+		c.Forget() // as a failing health check does at every refresh
+		left, cancel := context.WithTimeout(t.Context(), time.Millisecond)
+		_, _, err := c.Get(left)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Get while the store hangs = %v, want the reader's deadline", err)
+		}
+	}
+	if n := g.calls.Load(); n != 2 {
+		t.Fatalf("%d counts while one hung, want 2 (the first and the hung one)", n)
+	}
+	close(gate)
+	if _, _, err := c.Get(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.calls.Load(); n != 3 {
+		t.Fatalf("%d counts, want 3: one more once the hung count ended", n)
+	}
+}
