@@ -401,10 +401,9 @@ func (r *Runner) attemptRecord(tr *attemptTrace, o AttemptOutcome, errText strin
 	rec := &AttemptRecord{
 		UpdateID: tr.id.UpdateID, Attempt: tr.id.Attempt, ClaimID: tr.id.ClaimID, Process: tr.process,
 		StartedAt: tr.started, EndedAt: at, Outcome: o,
-		Error: cut(r.cfg.Redactor.Redact(errText), MaxAttemptError),
 	}
-	if o == AttemptCompleted {
-		rec.Error = ""
+	if o != AttemptCompleted && errText != "" {
+		rec.Error = cut(r.cfg.Redactor.Redact(errText), MaxAttemptError)
 	}
 	if a := tr.answer.close(); a != nil {
 		rec.Status, rec.Header, rec.Body = a.Status, a.Header, a.Body
