@@ -7,10 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -142,25 +142,8 @@ func noLimits() telegramtest.Config {
 	return telegramtest.Config{Limits: telegramtest.Limits{Disabled: true}}
 }
 
-// clock is a manual clock for Config.NowFunc.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock is a manual clock for Config.NowFunc.
+func newClock() *testkit.Clock { return testkit.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // recv receives from ch within waitLimit or fails.
 func recv[T any](t *testing.T, ch <-chan T, what string) T {

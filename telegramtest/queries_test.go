@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -14,7 +15,7 @@ const tooOld = "Bad Request: query is too old and response timeout expired or qu
 // chat, and a message of the bot's with a button.
 type deadlineFixture struct {
 	fixture
-	clk    *clock
+	clk    *testkit.Clock
 	button int64
 }
 

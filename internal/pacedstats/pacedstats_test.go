@@ -11,6 +11,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
 	"github.com/tgrelay/tgrelay/internal/leakcheck"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 // to take time on the test's clock.
 type gated struct {
 	*memstore.Store
-	clk     *clock
+	clk     *testkit.Clock
 	calls   atomic.Int32
 	started chan struct{} // gets a value as each count begins, when set
 
@@ -40,7 +41,7 @@ func (g *gated) Stats(ctx context.Context) (intake.Stats, error) {
 	if gate != nil {
 		<-gate
 	}
-	g.clk.advance(took)
+	g.clk.Advance(took)
 	st, err := g.Store.Stats(ctx)
 	if fail != nil {
 		st, err = intake.Stats{}, fail
@@ -54,34 +55,17 @@ func (g *gated) set(gate chan struct{}, fail error, took time.Duration) {
 	g.mu.Unlock()
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func setup(t *testing.T) (*gated, *Cache) {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC))
 	g := &gated{Store: memstore.New(), clk: clk}
 	add(t, g, 1)
-	return g, &Cache{Stats: g.Stats, Now: clk.now}
+	return g, &Cache{Stats: g.Stats, Now: clk.Now}
 }
 
 func add(t *testing.T, g *gated, id int64) {
 	t.Helper()
-	if _, err := g.Add(t.Context(), intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: g.clk.now()}); err != nil {
+	if _, err := g.Add(t.Context(), intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: g.clk.Now()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -101,7 +85,7 @@ func pending(st intake.Stats) int { return st.Count[intake.StatePending] }
 func TestFirstCountIsWaitedFor(t *testing.T) {
 	g, c := setup(t)
 	st, taken, err := c.Get(t.Context())
-	if err != nil || pending(st) != 1 || !taken.Equal(g.clk.now()) {
+	if err != nil || pending(st) != 1 || !taken.Equal(g.clk.Now()) {
 		t.Fatalf("Get = %v pending, taken %v, %v; want the store's 1, taken now", pending(st), taken, err)
 	}
 	settle(c)
@@ -116,14 +100,14 @@ func TestReusedThenRecountedInTheBackground(t *testing.T) {
 	_, first, _ := c.Get(t.Context())
 	settle(c)
 	add(t, g, 2)
-	g.clk.advance(Pace*3*time.Second - 3*time.Second - time.Millisecond) // just under 30 s after it began
+	g.clk.Advance(Pace*3*time.Second - 3*time.Second - time.Millisecond) // just under 30 s after it began
 	if st, taken, _ := c.Get(t.Context()); pending(st) != 1 || !taken.Equal(first) || g.calls.Load() != 1 {
 		t.Fatalf("%d counts, %d pending taken %v: want the first count reused", g.calls.Load(), pending(st), taken)
 	}
 
 	gate := make(chan struct{})
 	g.set(gate, nil, 3*time.Second)
-	g.clk.advance(time.Millisecond)
+	g.clk.Advance(time.Millisecond)
 	st, taken, err := c.Get(t.Context()) // the recount is held at the gate: Get must not wait for it
 	if err != nil || pending(st) != 1 || !taken.Equal(first) {
 		t.Fatalf("stale Get = %d pending, taken %v, %v; want the last count at once", pending(st), taken, err)
@@ -140,12 +124,12 @@ func TestAgeBounds(t *testing.T) {
 	g, c := setup(t)
 	c.Get(t.Context()) // took 0: reused for MinAge
 	settle(c)
-	g.clk.advance(MinAge - time.Millisecond)
+	g.clk.Advance(MinAge - time.Millisecond)
 	c.Get(t.Context())
 	if n := g.calls.Load(); n != 1 {
 		t.Fatalf("%d counts within MinAge, want 1", n)
 	}
-	g.clk.advance(time.Millisecond)
+	g.clk.Advance(time.Millisecond)
 	c.Get(t.Context())
 	settle(c)
 	if n := g.calls.Load(); n != 2 {
@@ -156,7 +140,7 @@ func TestAgeBounds(t *testing.T) {
 	g.set(nil, nil, time.Minute) // Pace times that is past MaxAge
 	c.Get(t.Context())
 	settle(c)
-	g.clk.advance(MaxAge - time.Minute)
+	g.clk.Advance(MaxAge - time.Minute)
 	c.Get(t.Context())
 	settle(c)
 	if n := g.calls.Load(); n != 4 {
@@ -210,7 +194,7 @@ func TestFailureShownNotKept(t *testing.T) {
 	settle(c)
 	down := errors.New("store down")
 	g.set(nil, down, 0)
-	g.clk.advance(MinAge)
+	g.clk.Advance(MinAge)
 	c.Get(t.Context()) // the last good count, and a recount that fails
 	settle(c)
 	if _, _, err := c.Get(t.Context()); !errors.Is(err, down) {
@@ -234,7 +218,7 @@ func TestForget(t *testing.T) {
 	gate := make(chan struct{}, 2)
 	g.set(gate, nil, 0)
 	g.started = make(chan struct{}, 2)
-	g.clk.advance(MinAge)
+	g.clk.Advance(MinAge)
 	c.Get(t.Context()) // a background recount, held
 	<-g.started
 	add(t, g, 2) // the operator's action
@@ -294,7 +278,7 @@ func TestForgetKeepsOneCountAtATime(t *testing.T) {
 	gate := make(chan struct{})
 	g.set(gate, nil, 0)
 	g.started = make(chan struct{}, 8)
-	g.clk.advance(MinAge)
+	g.clk.Advance(MinAge)
 	c.Get(t.Context()) // a background recount, which hangs
 	<-g.started
 	for range 5 {

@@ -1,6 +1,7 @@
 // Package testkit holds the few helpers tgrelay's own tests share, so that
 // no package keeps a copy: a bounded wait for a condition, a buffer safe
-// for concurrent writers, and a free loopback address. For an address
+// for concurrent writers, a free loopback address, and a clock the test
+// moves. For an address
 // that refuses connections use package closedport; for PostgreSQL,
 // pgtest; for goroutine leaks, leakcheck.
 //
@@ -73,4 +74,29 @@ func FreeAddr(tb testing.TB) string {
 		tb.Fatalf("testkit: %v", err)
 	}
 	return addr
+}
+
+// Clock is a clock that moves only when the test moves it, for code that
+// takes a func() time.Time. Its zero value reads the zero time; it is safe
+// for concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a Clock reading t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock d forward (back, for a negative d).
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tgrelay/tgrelay/internal/testkit"
 )
@@ -50,4 +51,17 @@ func TestFreeAddrCanBeListenedOn(t *testing.T) {
 		t.Fatalf("listening on %s: %v", addr, err)
 	}
 	l.Close()
+}
+
+func TestClockMovesOnlyWhenMoved(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	c := testkit.NewClock(start)
+	if !c.Now().Equal(start) {
+		t.Fatalf("Now = %v, want %v", c.Now(), start)
+	}
+	c.Advance(90 * time.Second)
+	if want := start.Add(90 * time.Second); !c.Now().Equal(want) {
+		t.Fatalf("after Advance: %v, want %v", c.Now(), want)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/internal/tlscert"
 )
 
@@ -103,19 +104,10 @@ func TestLoadFilesRefusesAMismatch(t *testing.T) {
 	}
 }
 
-// clock is a manual clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 func TestSelfSignedKeptAndRotated(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	clk := &clock{t: time.Now()}
+	clk := testkit.NewClock(time.Now())
 	cfg := tlscert.SelfSignedConfig{Dir: dir, Host: "203.0.113.9", NowFunc: clk.Now}
 	s, err := tlscert.OpenSelfSigned(cfg)
 	if err != nil {
@@ -159,7 +151,7 @@ func TestSelfSignedKeptAndRotated(t *testing.T) {
 	if want := leaf.NotAfter.Add(-tlscert.DefaultSelfSignedRenewBefore); !s.RenewAt().Equal(want) {
 		t.Fatalf("RenewAt %v, want %v", s.RenewAt(), want)
 	}
-	clk.Add(s.RenewAt().Sub(clk.Now()) + time.Second)
+	clk.Advance(s.RenewAt().Sub(clk.Now()) + time.Second)
 	rotated, err := s.RotateIfDue()
 	if !rotated || err != nil || s.Leaf().Equal(leaf) || !s.Leaf().NotAfter.After(leaf.NotAfter) {
 		t.Fatalf("RotateIfDue when due: %t %v", rotated, err)
