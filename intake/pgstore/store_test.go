@@ -333,3 +333,46 @@ func TestFenceOnStaleIdentityTakesNoLock(t *testing.T) {
 		t.Fatalf("Settle while a stale check's transaction is open = %v, %v", ok, err)
 	}
 }
+
+// TestFenceComparesEveryField: each way of fencing a domain write owns the
+// update only under the exact identity (update, attempt and claim id) and
+// only while the lease is live, through its end inclusive, though no other
+// claim took the row.
+func TestFenceComparesEveryField(t *testing.T) {
+	t.Parallel()
+	for _, f := range fences {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			st, pool := newStore(t)
+			ctx := t.Context()
+			if _, err := pool.Exec(ctx, "CREATE TABLE effects (update_id bigint, attempt int)"); err != nil {
+				t.Fatal(err)
+			}
+			mustAdd(t, st, 1, 0)
+			id := mustClaimOwned(t, st, 1, claimOpts(0, 1000))
+			otherAttempt, otherClaim := id, id
+			otherAttempt.Attempt++
+			otherClaim.ClaimID = "not-the-claim"
+			for _, c := range []struct {
+				what string
+				id   intake.Identity
+				atMS int64
+				want bool
+			}{
+				{"the live identity", id, 900, true},
+				{"the live identity at the lease end", id, 1000, true},
+				{"the live identity after the lease end, not reclaimed", id, 1001, false},
+				{"another attempt with the claim's id", otherAttempt, 900, false},
+				{"the attempt with another claim id", otherClaim, 900, false},
+			} {
+				owned, commit := f.begin(t, st, pool, c.id, at(c.atMS))
+				if err := commit(); err != nil { // ends the transaction, and any lock it took
+					t.Fatal(err)
+				}
+				if owned != c.want {
+					t.Errorf("%s at %dms: owned = %v, want %v", c.what, c.atMS, owned, c.want)
+				}
+			}
+		})
+	}
+}

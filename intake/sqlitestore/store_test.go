@@ -387,6 +387,24 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 	if wrote, err := write(first, late.Now, "stale"); err != nil || wrote {
 		t.Errorf("stale identity wrote = %v, %v; want refused", wrote, err)
 	}
+	// The fence compares every field of the identity, and the lease's end:
+	// none of these wrote, though no other claim took the row.
+	otherAttempt, otherClaim := second, second
+	otherAttempt.Attempt++
+	otherClaim.ClaimID = "not-the-claim"
+	for _, c := range []struct {
+		what string
+		id   intake.Identity
+		at   time.Time
+	}{
+		{"another attempt with the claim's id", otherAttempt, late.Now},
+		{"the attempt with another claim id", otherClaim, late.Now},
+		{"the live identity after its lease end", second, late.LeaseUntil.Add(time.Millisecond)},
+	} {
+		if wrote, err := write(c.id, c.at, "forged"); err != nil || wrote {
+			t.Errorf("%s wrote = %v, %v; want refused", c.what, wrote, err)
+		}
+	}
 	if wrote, err := write(second, late.Now, "fresh"); err != nil || !wrote {
 		t.Errorf("live identity wrote = %v, %v; want written", wrote, err)
 	}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"runtime"
 	"slices"
@@ -710,4 +711,89 @@ func TestCompletionLastFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return completionLast{m} }), "History")
 	requireMessage(t, res, "History/RecordedWithSettlement", "after attempt 2's record came in after the completion")
+}
+
+// exhaustByClaimID exhausts the row whose claim id matches, whatever
+// attempt the identity names: one of the identity's three fields left
+// unchecked.
+type exhaustByClaimID struct{ *memstore.Store }
+
+func (s exhaustByClaimID) Exhaust(ctx context.Context, id intake.Identity, at time.Time, text string) (bool, error) {
+	if row, ok, err := s.Get(ctx, id.UpdateID); err == nil && ok && row.ClaimID == id.ClaimID {
+		id.Attempt = row.Attempts
+	}
+	return s.Store.Exhaust(ctx, id, at, text)
+}
+
+func TestExhaustByClaimIDFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return exhaustByClaimID{m} }), "Exhaust")
+	requireCases(t, res, "Exhaust/TerminalRefusal")
+	requireMessage(t, res, "Exhaust/TerminalRefusal", "Exhaust naming attempt 2 with attempt 1's claim id reported true")
+}
+
+// exhaustEndsEarly takes a lease to end just before its end: an Exhaust
+// at exactly the lease end is refused.
+type exhaustEndsEarly struct{ *memstore.Store }
+
+func (s exhaustEndsEarly) Exhaust(ctx context.Context, id intake.Identity, at time.Time, text string) (bool, error) {
+	if row, ok, err := s.Get(ctx, id.UpdateID); err == nil && ok && row.State == intake.StateProcessing && row.DueAt.Equal(at) {
+		return false, nil
+	}
+	return s.Store.Exhaust(ctx, id, at, text)
+}
+
+func TestExhaustEndsEarlyFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return exhaustEndsEarly{m} }), "Exhaust")
+	requireCases(t, res, "Exhaust/ExpiredAttemptCannotExhaust")
+	requireMessage(t, res, "Exhaust/ExpiredAttemptCannotExhaust", "reported false at exactly the lease end")
+}
+
+// acknowledgedPastCursor lists acknowledged exhaustions too once the
+// listing has a cursor, as a paged query that lost its "not acknowledged"
+// condition would.
+type acknowledgedPastCursor struct{ *memstore.Store }
+
+func (s acknowledgedPastCursor) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
+	es, err := s.Store.DueExhaustions(ctx, q)
+	if err != nil || q.After == nil {
+		return es, err
+	}
+	rows, err := s.List(ctx, intake.ListQuery{State: intake.StateAbandoned, After: q.After, Limit: q.Limit})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if !r.SettledAt.IsZero() && r.ClaimID != "" {
+			es = append(es, intake.Exhaustion{Identity: intake.Identity{UpdateID: r.UpdateID, Attempt: r.Attempts, ClaimID: r.ClaimID},
+				Body: r.Body, ExhaustedAt: r.DueAt, Error: r.Error})
+		}
+	}
+	slices.SortFunc(es, func(a, b intake.Exhaustion) int { return cmp.Compare(a.UpdateID, b.UpdateID) })
+	return es[:min(len(es), q.Limit)], nil
+}
+
+func TestAcknowledgedPastCursorFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return acknowledgedPastCursor{m} }), "Exhaust")
+	requireCases(t, res, "Exhaust/CursorAfter")
+	requireMessage(t, res, "Exhaust/CursorAfter", "once 12 was acknowledged")
+}
+
+// strictLeaseEndsEarly lists, in strict chat order, a processing row at
+// exactly its lease end, as a strict listing that reads the lease's end as
+// already past would.
+type strictLeaseEndsEarly struct{ *memstore.Store }
+
+func (s strictLeaseEndsEarly) DueInOrder(ctx context.Context, q intake.DueQuery, chat string) ([]intake.StoredUpdate, error) {
+	q.Now = q.Now.Add(time.Millisecond)
+	return s.Store.DueInOrder(ctx, q, chat)
+}
+
+func TestStrictLeaseEndsEarlyFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return strictLeaseEndsEarly{m} }), "ChatOrder")
+	requireCasesOr(t, res, []string{"ChatOrder/DueAgreesWithClaims"}, "ChatOrder/DueBoundaries")
+	requireMessage(t, res, "ChatOrder/DueBoundaries", "at exactly row 1's lease end")
 }

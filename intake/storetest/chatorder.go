@@ -32,6 +32,8 @@ func chatOrderCases() []testCase {
 			needs: capChatOrder, run: chatOrderNotStrict},
 		{name: "DueListsOnlyClaimable", rule: "a strict listing skips rows held back by their chat, so they cannot fill a page, and Chat lists one chat",
 			needs: capChatOrder, run: chatOrderDue},
+		{name: "DueBoundaries", rule: "a strict listing, whole or of one chat, lists a processing row once its lease has ended (not at its end) and a failed row from its retry time on",
+			needs: capChatOrder, run: chatOrderDueBoundaries},
 		{name: "DueListsLapsedOwners", rule: "a strict listing lists a processing row whose owner lapsed, as a strict claim takes it",
 			needs: capChatOrder | capProcess, run: chatOrderDueLapsed},
 		{name: "ConcurrentClaimsOfOneChat", rule: "of a claim of a chat's later row and an earlier row added and claimed at the same time, exactly one wins",
@@ -242,6 +244,34 @@ func chatOrderDue(c *checker) {
 	}
 	if ids := c.strictDue(60, 60, 10, ""); !slices.Equal(ids, []int64{2, 41, 42, 44}) {
 		c.errorf("DueInOrder(now 60ms) listed %v; want [2 41 42 44]", ids)
+	}
+}
+
+// chatOrderDueBoundaries: the strict listing's time bounds, as Due's: a
+// lease is live through its end inclusive, a retry is due at its time.
+func chatOrderDueBoundaries(c *checker) {
+	c.addChat(1, "a", 0)
+	c.addChat(2, "b", 0)
+	c.expectStrict(1, 0, 10, true, "it is the lowest row of chat a")
+	c.expectStrict(2, 0, 10, true, "it is the lowest row of chat b")
+	if !c.settle(2, 1, failedAt(5, 30, "retry later")) {
+		c.fatalf("Settle(2, attempt 1, failed at 5ms, retry at 30ms) reported false")
+	}
+	for _, chat := range []string{"", "a"} {
+		if ids := c.strictDue(10, 10, 10, chat); slices.Contains(ids, 1) {
+			c.errorf("DueInOrder(now 10ms, chat %q) listed %v at exactly row 1's lease end; the lease is live through its end", chat, ids)
+		}
+		if ids := c.strictDue(11, 11, 10, chat); !slices.Contains(ids, 1) {
+			c.errorf("DueInOrder(now 11ms, chat %q) listed %v; want row 1, whose lease ended at 10ms", chat, ids)
+		}
+	}
+	for _, chat := range []string{"", "b"} {
+		if ids := c.strictDue(29, 29, 10, chat); slices.Contains(ids, 2) {
+			c.errorf("DueInOrder(now 29ms, chat %q) listed %v; row 2's retry is at 30ms", chat, ids)
+		}
+		if ids := c.strictDue(30, 30, 10, chat); !slices.Contains(ids, 2) {
+			c.errorf("DueInOrder(now 30ms, chat %q) listed %v at exactly row 2's retry time; want row 2", chat, ids)
+		}
 	}
 }
 

@@ -71,5 +71,5 @@ func TestForgetsChatFails(t *testing.T) {
 	requireCases(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "ChatOrder/SettledReleasesChat",
 		"ChatOrder/ExhaustionReleasesChat", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/DueListsOnlyClaimable",
 		"ChatOrder/ConcurrentClaimsOfOneChat", "ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims", "ChatOrder/OrderRefusalSpendsNothing",
-		"ChatOrder/DueListsLapsedOwners")
+		"ChatOrder/DueListsLapsedOwners", "ChatOrder/DueBoundaries")
 }

@@ -290,3 +290,11 @@ func wrongClaim(id intake.Identity) intake.Identity {
 	id.ClaimID = "storetest-wrong-" + id.ClaimID
 	return id
 }
+
+// wrongAttempt returns id naming another attempt of its update, with the
+// live claim's id: an identity no claim made, which every fenced call
+// must refuse, though its claim id alone would match.
+func wrongAttempt(id intake.Identity) intake.Identity {
+	id.Attempt++
+	return id
+}

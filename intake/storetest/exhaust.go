@@ -107,6 +107,9 @@ func terminalRefusal(c *checker) {
 	if c.exhaust(wrongClaim(ident), 1, "wrong") {
 		c.errorf("Exhaust with a wrong claim id reported true")
 	}
+	if c.exhaust(wrongAttempt(ident), 1, "wrong") {
+		c.errorf("Exhaust naming attempt %d with attempt %d's claim id reported true", ident.Attempt+1, ident.Attempt)
+	}
 	if !c.exhaust(ident, 1, "terminal refusal") {
 		c.fatalf("Exhaust(%s, at 1ms) of the live claim reported false", fmtID(ident))
 	}
@@ -147,6 +150,11 @@ func expiredCannotExhaust(c *checker) {
 	const id = 13
 	c.mustAdd(id, 0)
 	first := c.mustClaimOwned(id, claimOpts(0, 10, defaultMax), 1)
+	c.mustAdd(id+100, 0)
+	atEnd := c.mustClaimOwned(id+100, claimOpts(0, 10, defaultMax), 1)
+	if !c.exhaust(atEnd, 10, "at the lease end") {
+		c.errorf("Exhaust(%s, at 10ms) reported false at exactly the lease end; the lease is live through its end", fmtID(atEnd))
+	}
 	if c.exhaust(first, 11, "too late") {
 		c.errorf("Exhaust(%s, at 11ms) reported true after the lease lapsed at 10ms", fmtID(first))
 	}
@@ -154,8 +162,8 @@ func expiredCannotExhaust(c *checker) {
 	if c.exhaust(first, 12, "stale") {
 		c.errorf("the stale first attempt exhausted the row held by %s", fmtID(second))
 	}
-	if es := c.dueExhaustions(10, nil); len(es) != 0 {
-		c.errorf("DueExhaustions listed %v after refused exhaustions", exhaustionIDs(es))
+	if got := exhaustionIDs(c.dueExhaustions(10, nil)); !slices.Equal(got, []int64{id + 100}) {
+		c.errorf("DueExhaustions listed %v after refused exhaustions; want only [%d], exhausted at its lease end", got, id+100)
 	}
 	if !c.owns(second, 12) {
 		c.errorf("Owns(%s, at 12ms) = false after the refused exhaustions", fmtID(second))
@@ -168,11 +176,13 @@ func cursorAfter(c *checker) {
 		c.mustAdd(id, 0)
 	}
 	// Update id 0 is an id like any other: After 0 is set, and excludes it.
+	idents := map[int64]intake.Identity{}
 	for _, id := range []int64{14, 11, 0, 12} {
 		ident := c.mustClaimOwned(id, claimOpts(0, 10, defaultMax), 1)
 		if !c.exhaust(ident, 1, "terminal") {
 			c.fatalf("Exhaust(%s) of a live claim reported false", fmtID(ident))
 		}
+		idents[id] = ident
 	}
 	c.mustClaimOwned(13, claimOpts(0, 10, defaultMax), 1) // processing: not listed
 	checks := []struct {
@@ -190,6 +200,18 @@ func cursorAfter(c *checker) {
 	for _, ch := range checks {
 		if got := exhaustionIDs(c.dueExhaustions(ch.limit, ch.after)); !slices.Equal(got, ch.want) {
 			c.errorf("DueExhaustions(limit %d, after %s) listed %v; want %v", ch.limit, fmtAfter(ch.after), got, ch.want)
+		}
+	}
+	// An acknowledged exhaustion is not due, on any page.
+	if !c.ack(idents[12], 2) {
+		c.fatalf("AcknowledgeExhaustion(%s) reported false", fmtID(idents[12]))
+	}
+	for _, ch := range []struct {
+		after *int64
+		want  []int64
+	}{{nil, []int64{0, 11, 14}}, {ptr(0), []int64{11, 14}}, {ptr(11), []int64{14}}} {
+		if got := exhaustionIDs(c.dueExhaustions(10, ch.after)); !slices.Equal(got, ch.want) {
+			c.errorf("DueExhaustions(after %s) listed %v once 12 was acknowledged; want %v", fmtAfter(ch.after), got, ch.want)
 		}
 	}
 }
