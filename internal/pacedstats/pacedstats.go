@@ -15,9 +15,9 @@
 // table's size, its readers keep the database counting 1/Pace of the time
 // at most. Once a count has been taken, a reader never waits for the next:
 // it gets the last one, with the time it was taken, while the next runs in
-// the background (a failed count included, so a store that stops answering
-// shows at once). Only the first count, and the first after [Cache.Forget],
-// is waited for.
+// the background. A failed count is handed out too, so a store that stops
+// answering shows as soon as a count fails, and is never reused. Only the
+// first count, and the first after [Cache.Forget], is waited for.
 package pacedstats
 
 import (
@@ -28,7 +28,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 )
 
-// Defaults of a [Cache].
+// How a [Cache] paces its counts, and bounds one.
 const (
 	// Pace: a count is reused for Pace times what it took.
 	Pace = 10
@@ -140,9 +140,9 @@ func (c *Cache) take(k *count) {
 
 // Forget drops the latest count: the next Get waits for a new one. A
 // count running when Forget is called is neither kept nor handed out; the
-// new one starts when it ends.
-// Call it when the store changed in a way its readers must see at once
-// (an operator's action, a failing health check).
+// new one starts when it ends. Call Forget when the store changed in a way
+// its readers must see at once (an operator's action, a failing health
+// check).
 func (c *Cache) Forget() {
 	c.mu.Lock()
 	c.last = nil
