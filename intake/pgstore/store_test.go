@@ -227,6 +227,18 @@ func writeEffect(t *testing.T, tx pgx.Tx, id intake.Identity) {
 	}
 }
 
+// fenceFixture is a store with an effects table beside it and update 1
+// claimed at 0ms under a lease to 1000ms.
+func fenceFixture(t *testing.T) (*pgstore.Store, *pgxpool.Pool, intake.Identity) {
+	t.Helper()
+	st, pool := newStore(t)
+	if _, err := pool.Exec(t.Context(), "CREATE TABLE effects (update_id bigint, attempt int)"); err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, st, 1, 0)
+	return st, pool, mustClaimOwned(t, st, 1, claimOpts(0, 1000))
+}
+
 // TestFenceLocksOutReclaimUntilCommit: a domain transaction that checked
 // ownership holds the update row, so a reclaim after the lease lapsed waits
 // for its commit, then gets attempt 2; the effect committed under attempt 1.
@@ -235,13 +247,8 @@ func TestFenceLocksOutReclaimUntilCommit(t *testing.T) {
 	for _, f := range fences {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			st, pool := newStore(t)
+			st, pool, id := fenceFixture(t)
 			ctx := t.Context()
-			if _, err := pool.Exec(ctx, "CREATE TABLE effects (update_id bigint, attempt int)"); err != nil {
-				t.Fatal(err)
-			}
-			mustAdd(t, st, 1, 0)
-			id := mustClaimOwned(t, st, 1, claimOpts(0, 1000))
 
 			owned, commit := f.begin(t, st, pool, id, at(900))
 			if !owned {
@@ -343,13 +350,7 @@ func TestFenceComparesEveryField(t *testing.T) {
 	for _, f := range fences {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			st, pool := newStore(t)
-			ctx := t.Context()
-			if _, err := pool.Exec(ctx, "CREATE TABLE effects (update_id bigint, attempt int)"); err != nil {
-				t.Fatal(err)
-			}
-			mustAdd(t, st, 1, 0)
-			id := mustClaimOwned(t, st, 1, claimOpts(0, 1000))
+			st, pool, id := fenceFixture(t)
 			otherAttempt, otherClaim := id, id
 			otherAttempt.Attempt++
 			otherClaim.ClaimID = "not-the-claim"
