@@ -292,7 +292,9 @@ func TestParkedSettlementFlushesOrLeaves(t *testing.T) {
 	settled := settleLater(t, &wg, ctx, s, ids[1], at)
 	waitQueued(t, s, 2)
 	cancel()
-	waitQueued(t, s, 1) // cancelled one left
+	// The cancelled one leaves the queue: wait until it has, since the
+	// queue still holds two until its goroutine sees the cancellation.
+	testkit.WaitFor(t, "the cancelled settlement to leave the queue", func() bool { return sqlitestore.WaitingWrites(s) == 1 })
 	if err := lock.Rollback(); err != nil {
 		t.Fatal(err)
 	}
