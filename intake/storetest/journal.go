@@ -19,7 +19,7 @@ func journalCases() []testCase {
 		{name: "NotDispatchedFreesCall", rule: "a not-dispatched call may be recorded again by a later attempt", needs: capJournal, run: journalNotDispatched},
 		{name: "ListedInKeyOrder", rule: "Journal lists an update's entries by intent time, then method, parameters hash and occurrence", needs: capJournal, run: journalOrder},
 		{name: "OutcomeFencedByEntry", rule: "only the identity that recorded an intent records its outcome, once", needs: capJournal, run: journalOutcomeFence},
-		{name: "OccurrencesAndMethods", rule: "method, hash and occurrence each distinguish calls", needs: capJournal, run: journalKeys},
+		{name: "OccurrencesAndMethods", rule: "method, hash and occurrence each distinguish calls, their outcomes and the entries found again", needs: capJournal, run: journalKeys},
 		{name: "PrunedWithUpdate", rule: "pruning an update forgets its journal", needs: capJournal, run: journalPruned},
 		{name: "InvalidCalls", rule: "calls outside the contract are errors", needs: capJournal, run: journalInvalid},
 		{name: "ConcurrentIntents", rule: "of concurrent identical intents exactly one is recorded", needs: capJournal, run: journalRaceRounds},
@@ -285,6 +285,20 @@ func journalKeys(c *checker) {
 	}
 	if es := c.entries(3); len(es) != 0 {
 		c.errorf("Journal(3) of a missing update has %d entries", len(es))
+	}
+	// Each call's outcome is its own, and so is the entry an identical
+	// call finds: one with the same method and occurrence but another
+	// hash, or the same hash under another method, is another call.
+	for i, cl := range calls {
+		if !c.outcome(id, cl, answered(fmt.Sprintf(`{"call":%d}`, i)), 20+int64(i)) {
+			c.errorf("RecordOutcome(%+v) reported false; each distinct call has its own pending entry", cl)
+		}
+	}
+	for i, cl := range calls {
+		e := c.mustIntent(id, cl, 30+int64(i), intake.IntentJournaled)
+		if want := fmt.Sprintf(`{"call":%d}`, i); e.Call != cl || string(e.Body) != want {
+			c.errorf("RecordIntent(%+v) again found %+v answered %q; want its own entry, answered %s", cl, e.Call, e.Body, want)
+		}
 	}
 }
 
