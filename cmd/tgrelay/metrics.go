@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -213,7 +214,8 @@ func newStatsCollector(stats func(context.Context) (intake.Stats, error)) *stats
 		rows:       prometheus.NewDesc("tgrelay_updates", "Stored updates by state.", []string{"state"}, nil),
 		pendingExh: prometheus.NewDesc("tgrelay_exhaustions_pending", "Unacknowledged exhaustions in the store.", nil, nil),
 		oldest:     prometheus.NewDesc("tgrelay_oldest_pending_age_seconds", "Age of the oldest pending update; 0 when none is pending.", nil, nil),
-		up:         prometheus.NewDesc("tgrelay_store_up", "1 when the store's latest count of its rows succeeded, 0 otherwise (a count is reused for ten times what it took, 1 s to 5 min).", nil, nil),
+		up: prometheus.NewDesc("tgrelay_store_up", fmt.Sprintf("1 when the store's latest count of its rows succeeded, 0 otherwise (a count is reused for %d times what it took, %v to %v).",
+			pacedstats.Pace, pacedstats.MinAge, pacedstats.MaxAge), nil, nil),
 	}
 }
 
