@@ -184,8 +184,9 @@ type TestHooks struct {
 	// goroutine that records it (after the answer, unless the outcome is
 	// recorded before it).
 	BeforeOutcome func(method string)
-	// OutcomeWait, when set, runs when a call is about to wait for the
-	// outcome of an earlier attempt's identical call to be recorded.
+	// OutcomeWait, when set, runs when a call is about to wait for an
+	// earlier attempt's identical call in flight (at Telegram, or its
+	// outcome being recorded) to end.
 	OutcomeWait func(method string)
 }
 

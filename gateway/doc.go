@@ -100,7 +100,12 @@
 // identical call gets the recorded answer with Tgrelay-Replayed: true and
 // Telegram is not called. An intent without an outcome (the relay died
 // between them) and an unknown outcome are answered unknown and never sent
-// again; a not-dispatched outcome frees the call for a later attempt.
+// again; a not-dispatched outcome frees the call for a later attempt. A
+// later attempt's identical call made while this gateway's earlier call
+// is still in flight (at Telegram, or its outcome being recorded) waits
+// for it, outside the limiter and within its own context, and gets what
+// it ended as rather than unknown; an identical call in flight in another
+// process is not seen, and reads as unknown.
 //
 // The intent is recorded as late as possible: with a [throttle.Transport],
 // once the limiter grants the call its turn, just before it is written

@@ -54,6 +54,7 @@ type Gateway struct {
 	occ     *occurrences
 	// outcomes tracks the outcome writes that follow their answers.
 	outcomes *outcomeWrites
+	flight   *callsInFlight // the calls that may hold their entry pending (flight.go)
 	retry    backoff.Capped
 	red      botapi.Redactor // the token, in every form, and anything shaped like one
 	bounds   Bounds
@@ -69,7 +70,8 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: c, occ: newOccurrences(c.MaxAttempts), outcomes: newOutcomeWrites(max(c.MaxPendingOutcomes, 0)),
-		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}, bounds: boundsOf(c)}
+		flight: newCallsInFlight(),
+		retry:  backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}, bounds: boundsOf(c)}
 	g.journal, _ = c.Store.(intake.JournalStore)
 	g.red.Add(c.Token)
 	if c.TracerProvider != nil {
@@ -182,6 +184,9 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	gt.journaled, gt.call = true, cl
 	key := outcomeKey{id.UpdateID, cl}
 	a := g.sendGated(ctx, c, gt)
+	// The entry waits on this call until its outcome is recorded: an
+	// identical call meanwhile waits for it (flight.go).
+	defer gt.exitFlight()
 	switch gt.state {
 	case gateReplayed:
 		return a
@@ -216,10 +221,14 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	// occurrences). The others may follow the answer (see outcomes.go).
 	if res.Outcome != intake.CallNotDispatched && !c.durableOutcome {
 		if done, ok := g.outcomes.start(key); ok {
-			idv, method, outcome := *id, c.method, a.outcome
+			idv, method, outcome, leave := *id, c.method, a.outcome, gt.leave
+			gt.leave = nil // the write gives the flight back
 			go func() {
 				defer done()
 				g.recordOutcome(ctx, idv, method, cl, res, outcome, true)
+				if leave != nil {
+					leave()
+				}
 			}()
 			return a
 		}
@@ -257,6 +266,7 @@ const (
 	gateRecorded                  // the intent was recorded
 	gateRefused                   // stale, or the store failed: refusal holds the answer
 	gateReplayed                  // journaled already: refusal holds the replayed answer
+	gateBusy                      // an identical call of this gateway is in flight: wait for it, then run again
 )
 
 // gate checks the fence and records the intent of one call when the call
@@ -272,6 +282,9 @@ type gate struct {
 	call      intake.Call // when journaled
 	state     gateState
 	refusal   answer // when refused or replayed
+
+	leave func() // gives back the entry's flight (flight.go); nil when not held
+	waits int    // how often the call waited for an identical call in flight
 }
 
 // errGateRefused is what a gate's refusal returns to the transport.
@@ -300,15 +313,22 @@ func (gt *gate) run() error {
 		}
 		return errGateRefused
 	}
-	// An earlier attempt's identical call may have been answered a moment
-	// ago, its outcome still on its way to the store: wait for it, so the
-	// entry reads as what happened rather than pending.
-	var onWait func()
-	if h := g.cfg.Test.OutcomeWait; h != nil {
-		onWait = func() { h(gt.method) }
+	// An earlier attempt's identical call may be at Telegram, or its
+	// outcome on its way to the store: the entry would read pending. The
+	// call waits for it (outside the limiter: the turn is given back
+	// uncounted), so it finds what happened.
+	if gt.leave == nil {
+		leave, busy := g.flight.enter(outcomeKey{gt.id.UpdateID, gt.call})
+		if busy != nil && gt.waits < maxFlightWaits {
+			gt.state = gateBusy
+			return errGateRefused
+		}
+		gt.leave = leave
 	}
-	g.outcomes.wait(ctx, outcomeKey{gt.id.UpdateID, gt.call}, onWait)
 	entry, intent, err := g.journal.RecordIntent(ctx, gt.id, gt.call, now)
+	if err != nil || intent != intake.IntentRecorded {
+		gt.exitFlight() // the entry does not wait on this call
+	}
 	switch {
 	case err != nil:
 		gt.refuse(gateRefused, telegramError(StatusNotDispatched, wire.OutcomeNotDispatched,
@@ -328,6 +348,41 @@ func (gt *gate) run() error {
 }
 
 func (gt *gate) refuse(s gateState, a answer) { gt.state, gt.refusal = s, a }
+
+// exitFlight gives back the entry's flight, if gt holds it: the entry no
+// longer waits on this call.
+func (gt *gate) exitFlight() {
+	if gt.leave != nil {
+		gt.leave()
+		gt.leave = nil
+	}
+}
+
+// awaitFlight waits, before the call asks for its turn, while an identical
+// call of this gateway holds the entry (flight.go), at most maxFlightWaits
+// times in all; it returns ctx's cause if ctx ends first. It readies a
+// busy gt to run again.
+func (gt *gate) awaitFlight(ctx context.Context) error {
+	if gt.state == gateBusy {
+		gt.state = gateWaiting
+	}
+	if !gt.journaled || gt.leave != nil || gt.waits >= maxFlightWaits {
+		return nil
+	}
+	ch := gt.g.flight.busy(outcomeKey{gt.id.UpdateID, gt.call})
+	if ch == nil {
+		return nil
+	}
+	gt.waits++
+	var onWait func()
+	if h := gt.g.cfg.Test.OutcomeWait; h != nil {
+		onWait = func() { h(gt.method) }
+	}
+	if !waitFlight(ctx, ch, onWait) {
+		return fmt.Errorf("waiting for an identical call in flight: %w", context.Cause(ctx))
+	}
+	return nil
+}
 
 // admits reports whether id may make a call that is not journaled at now:
 // with a journal, under the same rule as its intents (a live lease, or
@@ -354,6 +409,7 @@ func (gt *gate) release(err error) {
 			jsonEscape(gt.g.redact(err.Error())) + `"}`)}
 		if gt.g.recordOutcome(gt.ctx, gt.id, gt.method, gt.call, res, wire.OutcomeNotDispatched, false) {
 			gt.state = gateWaiting
+			gt.exitFlight() // the entry is free: an identical call may send it
 		}
 	}
 }
@@ -482,6 +538,12 @@ func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
 				break
 			}
 		}
+		if gt != nil {
+			if err := gt.awaitFlight(ctx); err != nil {
+				lastErr = err
+				break
+			}
+		}
 		// The call leaves once it has its turn (through a throttle
 		// transport) or now (through another): unless its app has gone,
 		// and, for a fenced call, if its gate lets it.
@@ -500,6 +562,9 @@ func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
 		if runsBeforeSend(rt) {
 			tctx = throttle.WithBeforeSend(ctx, leave)
 		} else if err := leave(); err != nil {
+			if gt != nil && gt.state == gateBusy {
+				continue // nothing left: wait for the identical call
+			}
 			lastErr = err
 			break
 		}
@@ -511,6 +576,12 @@ func (g *Gateway) sendWith(ctx context.Context, c *call, gt *gate) answer {
 		span := g.startTry(ctx, c, tries)
 		resp, err := rt.RoundTrip(req)
 		g.endTry(span, resp, err)
+		if gt != nil && gt.state == gateBusy {
+			// Nothing left, and the turn did not count: not a try. Wait
+			// for the identical call outside the limiter.
+			tries--
+			continue
+		}
 		if gt != nil && (gt.state == gateRefused || gt.state == gateReplayed) {
 			if resp != nil {
 				resp.Body.Close()

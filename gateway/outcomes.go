@@ -25,8 +25,8 @@ import (
 // outcome is written before the answer, which slows the app down to the
 // store's pace), and [Gateway.Close] waits for them. A later attempt's
 // identical call that arrives while the outcome of the earlier one is being
-// written waits for that write, so it finds the recorded answer rather than
-// the pending intent.
+// written waits for that write (flight.go), so it finds the recorded answer
+// rather than the pending intent.
 
 // outcomeKey names one journal entry.
 type outcomeKey struct {
@@ -69,25 +69,6 @@ func (o *outcomeWrites) start(k outcomeKey) (done func(), ok bool) {
 		o.mu.Unlock()
 		close(ch)
 	}, true
-}
-
-// wait returns once no outcome of k is being written, or when ctx ends.
-// The writes are bounded (outcomeBound), so the wait is too. onWait, when
-// not nil, is called before waiting, if there is a write to wait for.
-func (o *outcomeWrites) wait(ctx context.Context, k outcomeKey, onWait func()) {
-	o.mu.Lock()
-	ch := o.writing[k]
-	o.mu.Unlock()
-	if ch == nil {
-		return
-	}
-	if onWait != nil {
-		onWait()
-	}
-	select {
-	case <-ch:
-	case <-ctx.Done():
-	}
 }
 
 // pending returns how many writes are in flight.

@@ -54,30 +54,49 @@ func TestOutcomeWritesBound(t *testing.T) {
 	}
 }
 
-// TestOutcomeWritesWait: wait returns at once without a write of its key
-// and once that write ended otherwise.
-func TestOutcomeWritesWait(t *testing.T) {
-	o := newOutcomeWrites(4)
-	o.wait(context.Background(), key(1), func() { t.Error("waited without a write in flight") })
-	done, _ := o.start(key(1))
-	o.wait(context.Background(), key(2), func() { t.Error("waited for another key's write") })
+// TestCallsInFlight: one call holds an entry at a time; another sees it
+// busy until the holder leaves, and waitFlight returns then, or when its
+// context ends.
+func TestCallsInFlight(t *testing.T) {
+	f := newCallsInFlight()
+	if ch := f.busy(key(1)); ch != nil {
+		t.Fatal("an entry nobody entered is busy")
+	}
+	leave, busy := f.enter(key(1))
+	if leave == nil || busy != nil {
+		t.Fatalf("entering a free entry: leave %v, busy %v", leave != nil, busy)
+	}
+	if l, b := f.enter(key(2)); l == nil || b != nil {
+		t.Fatal("another entry is busy")
+	} else {
+		l()
+	}
+	l2, ch := f.enter(key(1))
+	if l2 != nil || ch == nil || f.busy(key(1)) != ch {
+		t.Fatalf("entering a held entry: leave %v, busy %v", l2 != nil, ch)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if waitFlight(ended, ch, nil) {
+		t.Fatal("waitFlight reported the call ended when only the context had")
+	}
 	waiting := make(chan struct{})
-	returned := make(chan struct{})
-	go func() {
-		o.wait(context.Background(), key(1), func() { close(waiting) })
-		close(returned)
-	}()
+	returned := make(chan bool)
+	go func() { returned <- waitFlight(context.Background(), ch, func() { close(waiting) }) }()
 	<-waiting
 	select {
 	case <-returned:
-		t.Fatal("wait returned while the write was in flight")
+		t.Fatal("waitFlight returned while the call was in flight")
 	default:
 	}
-	done()
-	<-returned
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	done, _ = o.start(key(1))
-	o.wait(ended, key(1), nil) // returns: the context ended
-	done()
+	leave()
+	if !<-returned {
+		t.Fatal("waitFlight reported false after the call ended")
+	}
+	if f.busy(key(1)) != nil {
+		t.Fatal("the entry is busy after its call left")
+	}
+	if l, b := f.enter(key(1)); l == nil || b != nil {
+		t.Fatal("the entry cannot be entered after its call left")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
@@ -114,6 +115,90 @@ func TestLaterAttemptWaitsForOutcome(t *testing.T) {
 	if r.status != 200 || r.header.Get(gateway.HeaderReplayed) != "true" || !bytes.Equal(r.body, a1.body) {
 		t.Errorf("attempt 2's identical call = %d %s (replayed %q, outcome %q); want attempt 1's answer replayed",
 			r.status, r.body, r.header.Get(gateway.HeaderReplayed), r.header.Get(wire.HeaderOutcome))
+	}
+	if n := f.ledger("reply"); n != 1 {
+		t.Errorf("the chat got %d messages; want 1", n)
+	}
+}
+
+// TestLaterAttemptWaitsForCallAtTelegram: a later attempt's identical call
+// that arrives while the earlier attempt's call is still on its way to
+// Telegram (its intent recorded, no answer yet) waits for that call and is
+// replayed with its answer, not answered unknown from the pending intent;
+// Telegram gets the call once.
+func TestLaterAttemptWaitsForCallAtTelegram(t *testing.T) {
+	held := newGate(t, 1)
+	waiting := make(chan struct{}, 1)
+	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) {
+		c.Test.AfterIntent = held.hook
+		c.Test.OutcomeWait = func(string) { waiting <- struct{}{} }
+	}})
+	first := f.claim(t, 5)
+	got1 := make(chan reply, 1)
+	go func() { got1 <- f.send(t, &first, "reply") }()
+	<-held.entered // attempt 1's call is recorded and not yet sent
+	f.fail(t, first)
+	second := f.reclaim(t, 5)
+	got2 := make(chan reply, 1)
+	go func() { got2 <- f.send(t, &second, "reply") }()
+	select {
+	case <-waiting: // attempt 2's call waits for attempt 1's
+	case r := <-got2:
+		t.Fatalf("attempt 2's identical call was answered (%d %s) while attempt 1's was in flight", r.status, r.body)
+	}
+	held.open()
+	a1, a2 := <-got1, <-got2
+	if a1.status != 200 {
+		t.Fatalf("attempt 1 = %d %s", a1.status, a1.body)
+	}
+	if a2.status != 200 || a2.header.Get(gateway.HeaderReplayed) != "true" || !bytes.Equal(a2.body, a1.body) {
+		t.Errorf("attempt 2's identical call = %d %s (replayed %q, outcome %q); want attempt 1's answer replayed",
+			a2.status, a2.body, a2.header.Get(gateway.HeaderReplayed), a2.header.Get(wire.HeaderOutcome))
+	}
+	if n := f.ledger("reply"); n != 1 {
+		t.Errorf("the chat got %d messages; want 1", n)
+	}
+}
+
+// TestWaitForCallInFlightEndsWithItsContext: a later attempt's identical
+// call gives up waiting for the earlier one when its own context ends: it
+// is answered not dispatched, nothing of its own was sent, and the earlier
+// call still completes once.
+func TestWaitForCallInFlightEndsWithItsContext(t *testing.T) {
+	held := newGate(t, 1)
+	waiting := make(chan struct{}, 1)
+	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) {
+		c.Test.AfterIntent = held.hook
+		c.Test.OutcomeWait = func(string) { waiting <- struct{}{} }
+	}})
+	first := f.claim(t, 6)
+	got1 := make(chan reply, 1)
+	go func() { got1 <- f.send(t, &first, "reply") }()
+	<-held.entered
+	f.fail(t, first)
+	second := f.reclaim(t, 6)
+	params := fmt.Appendf(nil, `{"chat_id":%d,"text":"reply"}`, f.chat.ID)
+	ctx, cancel := context.WithCancel(t.Context())
+	type result struct {
+		status   int
+		outcome  string
+		replayed bool
+	}
+	got2 := make(chan result, 1)
+	go func() {
+		s, o, r := f.gw.Reply(ctx, second, "sendMessage", params)
+		got2 <- result{s, o, r}
+	}()
+	<-waiting
+	cancel()
+	r := <-got2
+	if r.status != gateway.StatusNotDispatched || r.outcome != string(wire.OutcomeNotDispatched) || r.replayed {
+		t.Fatalf("attempt 2, its context ended while it waited: %d %s replayed=%v; want %d %s",
+			r.status, r.outcome, r.replayed, gateway.StatusNotDispatched, wire.OutcomeNotDispatched)
+	}
+	held.open()
+	if a1 := <-got1; a1.status != 200 {
+		t.Fatalf("attempt 1 = %d %s", a1.status, a1.body)
 	}
 	if n := f.ledger("reply"); n != 1 {
 		t.Errorf("the chat got %d messages; want 1", n)
