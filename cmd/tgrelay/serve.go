@@ -903,7 +903,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	created := newSQLiteFile(o.db)
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
 	fileOK := newFileWatch(log)
-	st, err := openWatchedStore(octx, o.db, o.table, o.noCreate, o.maxClockSkew, fileOK.changed)
+	st, err := openWatchedStore(octx, o.db, o.table, o.noCreate, storeWatch{maxClockSkew: o.maxClockSkew, onFileChange: fileOK.changed, log: log})
 	cancel()
 	if err == nil {
 		st = memoryStoreFromEnv(st, log)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -42,16 +43,27 @@ func (s *openedStore) Close() { s.close() }
 // choice is an explicit switch on the scheme, never a registry. The table is
 // created or upgraded unless noCreate is set (when migrations own it).
 func openStore(ctx context.Context, db, table string, noCreate bool) (*openedStore, error) {
-	return openWatchedStore(ctx, db, table, noCreate, 0, nil)
+	return openWatchedStore(ctx, db, table, noCreate, storeWatch{})
 }
 
-// openWatchedStore is openStore whose SQLite store reports, through
-// onFileChange, when its path stops naming the open database file (and when
-// it names it again); see [sqlitestore.Config.OnFileChange]. PostgreSQL
-// stores ignore it: their failures surface as errors and in readiness.
-// maxClockSkew is PostgreSQL's [pgstore.Config.MaxClockSkew] (zero: its
-// default; negative: no check); SQLite ignores it (one host, one clock).
-func openWatchedStore(ctx context.Context, db, table string, noCreate bool, maxClockSkew time.Duration, onFileChange func(error)) (*openedStore, error) {
+// storeWatch is what serve adds to openStore's arguments.
+type storeWatch struct {
+	// maxClockSkew is PostgreSQL's [pgstore.Config.MaxClockSkew] (zero:
+	// its default; negative: no check); SQLite ignores it (one host, one
+	// clock).
+	maxClockSkew time.Duration
+	// onFileChange hears when a SQLite store's path stops naming the open
+	// database file (and when it names it again); see
+	// [sqlitestore.Config.OnFileChange]. PostgreSQL stores ignore it:
+	// their failures surface as errors and in readiness.
+	onFileChange func(error)
+	// log hears what a PostgreSQL store could not do in the background
+	// ([pgstore.Config.Logger]); nil discards it.
+	log *slog.Logger
+}
+
+// openWatchedStore is openStore with serve's watch on the store.
+func openWatchedStore(ctx context.Context, db, table string, noCreate bool, w storeWatch) (*openedStore, error) {
 	if db == "" {
 		return nil, &usageError{msg: "--db is empty", hint: "Give a SQLite file path or a postgres:// URL."}
 	}
@@ -62,10 +74,11 @@ func openWatchedStore(ctx context.Context, db, table string, noCreate bool, maxC
 			// pgx's parse errors may quote the URL, password included.
 			return nil, errors.New("open PostgreSQL: the --db URL does not parse as a PostgreSQL connection string")
 		}
+		maxClockSkew := w.maxClockSkew
 		if maxClockSkew < 0 {
 			maxClockSkew = -1
 		}
-		st, err := pgstore.New(ctx, pool, pgstore.Config{Table: table, NoCreate: noCreate, MaxClockSkew: maxClockSkew})
+		st, err := pgstore.New(ctx, pool, pgstore.Config{Table: table, NoCreate: noCreate, MaxClockSkew: maxClockSkew, Logger: w.log})
 		if err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
@@ -77,7 +90,7 @@ func openWatchedStore(ctx context.Context, db, table string, noCreate bool, maxC
 		if noCreate {
 			return nil, &usageError{msg: "--no-create applies to PostgreSQL only", hint: "The SQLite store always creates or upgrades its table."}
 		}
-		st, err := sqlitestore.Open(ctx, db, sqlitestore.Config{Table: table, OnFileChange: onFileChange})
+		st, err := sqlitestore.Open(ctx, db, sqlitestore.Config{Table: table, OnFileChange: w.onFileChange})
 		if err != nil {
 			return nil, fmt.Errorf("open SQLite store %s: %w", db, err)
 		}

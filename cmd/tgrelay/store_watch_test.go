@@ -25,7 +25,7 @@ func TestServeStoreNoticesVanishedFile(t *testing.T) {
 	}
 	var logs testkit.SyncBuffer
 	w := newFileWatch(slog.New(slog.NewTextHandler(&logs, nil)))
-	st, err := openWatchedStore(t.Context(), filepath.Join(dir, "relay.db"), "", false, 0, w.changed)
+	st, err := openWatchedStore(t.Context(), filepath.Join(dir, "relay.db"), "", false, storeWatch{onFileChange: w.changed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestServeStoreWriteTellsVanishedFile(t *testing.T) {
 	}
 	var logs testkit.SyncBuffer
 	w := newFileWatch(slog.New(slog.NewTextHandler(&logs, nil)))
-	st, err := openWatchedStore(t.Context(), filepath.Join(dir, "relay.db"), "", false, 0, w.changed)
+	st, err := openWatchedStore(t.Context(), filepath.Join(dir, "relay.db"), "", false, storeWatch{onFileChange: w.changed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,8 @@ type growth struct {
 	// for tests.
 	analyze func(context.Context) error
 	ran     func(error)
+	// failed, when set, is told of an ANALYZE that failed.
+	failed func(error)
 }
 
 // grew records n more added rows, and starts an ANALYZE when they pass
@@ -73,6 +75,9 @@ func (g *growth) grew(n int) {
 		ctx, cancel := context.WithTimeout(context.Background(), analyzeTimeout)
 		defer cancel()
 		err := g.analyze(ctx)
+		if err != nil && g.failed != nil {
+			g.failed(err)
+		}
 		if g.ran != nil {
 			g.ran(err)
 		}

@@ -1,11 +1,17 @@
 package pgstore_test
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
+	"github.com/tgrelay/tgrelay/internal/pgtest"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 // TestYoungTableIsAnalyzed: the store analyzes its table once the rows it
@@ -83,5 +89,54 @@ func TestYoungTableIsAnalyzed(t *testing.T) {
 	wait(2)
 	if got := reltuples(); got != 10*pgstore.FirstAnalyze {
 		t.Fatalf("reltuples = %v after the second ANALYZE, want %d", got, 10*pgstore.FirstAnalyze)
+	}
+}
+
+// TestFailedAnalyzeIsLogged: an ANALYZE that fails (here its lock times
+// out behind another session's) is logged through Config.Logger, and the
+// store goes on adding rows.
+func TestFailedAnalyzeIsLogged(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "100"
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var logged testkit.SyncBuffer
+	st, err := pgstore.New(t.Context(), pool, pgstore.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	analyzed := make(chan error, 1)
+	pgstore.OnAnalyzed(st, func(err error) { analyzed <- err })
+	holder, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(t.Context(), "LOCK TABLE telegram_updates IN SHARE UPDATE EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []intake.AddRequest
+	for id := int64(1); id <= pgstore.FirstAnalyze; id++ {
+		reqs = append(reqs, intake.AddRequest{Incoming: intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: at(id)}})
+	}
+	if _, err := st.AddBatch(t.Context(), reqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-analyzed; err == nil {
+		t.Fatal("ANALYZE succeeded behind a conflicting lock; want its lock to time out")
+	}
+	out := logged.String()
+	if !strings.Contains(out, "background ANALYZE failed") || !strings.Contains(out, "lock timeout") || !strings.Contains(out, "table=telegram_updates") {
+		t.Fatalf("log = %q; want the failed ANALYZE, its table and its cause", out)
+	}
+	if ok, err := st.Add(t.Context(), intake.Incoming{UpdateID: pgstore.FirstAnalyze + 1, Body: []byte(`{}`), ReceivedAt: at(0)}); err != nil || !ok {
+		t.Fatalf("Add after the failed ANALYZE = %v, %v", ok, err)
 	}
 }

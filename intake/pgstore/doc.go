@@ -88,5 +88,6 @@
 // replaces them only on its next visit, up to a minute later, by when a
 // busy table has outgrown them. A role that does not own the table gets
 // PostgreSQL's warning instead, and autovacuum does the work as before.
-// See analyze.go.
+// An ANALYZE that fails (its lock timed out, the connection broke) goes to
+// [Config.Logger]; serve passes its own. See analyze.go.
 package pgstore

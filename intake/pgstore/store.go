@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,6 +56,11 @@ type Config struct {
 	// [DefaultMaxClockSkew]; -1 checks nothing; other values are from 1 ms
 	// to [MaxMaxClockSkew].
 	MaxClockSkew time.Duration
+	// Logger, when set, hears what the store does in the background and
+	// could not: an ANALYZE of its young table that failed (see [Store]).
+	// Such a failure harms nothing but plans until autovacuum analyzes the
+	// table; nil discards it.
+	Logger *slog.Logger
 }
 
 // Store is an [intake.Store] with every optional capability on a
@@ -136,6 +142,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	s.growth.analyze = func(ctx context.Context) error {
 		_, err := pool.Exec(ctx, "ANALYZE "+cfg.Table)
 		return err
+	}
+	if log := cfg.Logger; log != nil {
+		table := cfg.Table
+		s.growth.failed = func(err error) {
+			log.Warn("pgstore: background ANALYZE failed; autovacuum will analyze the table later", "table", table, "error", err.Error())
+		}
 	}
 	s.writes = groupcommit.Group[writeReq, writeRes]{CommitFunc: s.commitWrites, Max: maxWriteBatch, Bound: writeBound}
 	if !cfg.NoCreate {
