@@ -121,33 +121,47 @@ func TestLaterAttemptWaitsForOutcome(t *testing.T) {
 	}
 }
 
+// callInFlight is an update whose first attempt's sendMessage "reply" is
+// held after its intent was recorded, before it is sent, and whose second
+// attempt holds the lease: the set-up of the tests of calls in flight.
+type callInFlight struct {
+	f       *fixture
+	held    *gate
+	waiting chan struct{} // receives when a call waits for the held one
+	first   chan reply    // the first attempt's answer, once held is opened
+	second  intake.Identity
+}
+
+func newCallInFlight(t *testing.T, updateID int64) *callInFlight {
+	c := &callInFlight{held: newGate(t, 1), waiting: make(chan struct{}, 1), first: make(chan reply, 1)}
+	c.f = newFixture(t, fixtureOpts{cfg: func(cfg *gateway.Config) {
+		cfg.Test.AfterIntent = c.held.hook
+		cfg.Test.OutcomeWait = func(string) { c.waiting <- struct{}{} }
+	}})
+	first := c.f.claim(t, updateID)
+	go func() { c.first <- c.f.send(t, &first, "reply") }()
+	<-c.held.entered // recorded, not yet sent
+	c.f.fail(t, first)
+	c.second = c.f.reclaim(t, updateID)
+	return c
+}
+
 // TestLaterAttemptWaitsForCallAtTelegram: a later attempt's identical call
 // that arrives while the earlier attempt's call is still on its way to
 // Telegram (its intent recorded, no answer yet) waits for that call and is
 // replayed with its answer, not answered unknown from the pending intent;
 // Telegram gets the call once.
 func TestLaterAttemptWaitsForCallAtTelegram(t *testing.T) {
-	held := newGate(t, 1)
-	waiting := make(chan struct{}, 1)
-	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) {
-		c.Test.AfterIntent = held.hook
-		c.Test.OutcomeWait = func(string) { waiting <- struct{}{} }
-	}})
-	first := f.claim(t, 5)
-	got1 := make(chan reply, 1)
-	go func() { got1 <- f.send(t, &first, "reply") }()
-	<-held.entered // attempt 1's call is recorded and not yet sent
-	f.fail(t, first)
-	second := f.reclaim(t, 5)
-	got2 := make(chan reply, 1)
-	go func() { got2 <- f.send(t, &second, "reply") }()
+	c := newCallInFlight(t, 5)
+	got := make(chan reply, 1)
+	go func() { got <- c.f.send(t, &c.second, "reply") }()
 	select {
-	case <-waiting: // attempt 2's call waits for attempt 1's
-	case r := <-got2:
+	case <-c.waiting: // attempt 2's call waits for attempt 1's
+	case r := <-got:
 		t.Fatalf("attempt 2's identical call was answered (%d %s) while attempt 1's was in flight", r.status, r.body)
 	}
-	held.open()
-	a1, a2 := <-got1, <-got2
+	c.held.open()
+	a1, a2 := <-c.first, <-got
 	if a1.status != 200 {
 		t.Fatalf("attempt 1 = %d %s", a1.status, a1.body)
 	}
@@ -155,7 +169,7 @@ func TestLaterAttemptWaitsForCallAtTelegram(t *testing.T) {
 		t.Errorf("attempt 2's identical call = %d %s (replayed %q, outcome %q); want attempt 1's answer replayed",
 			a2.status, a2.body, a2.header.Get(gateway.HeaderReplayed), a2.header.Get(wire.HeaderOutcome))
 	}
-	if n := f.ledger("reply"); n != 1 {
+	if n := c.f.ledger("reply"); n != 1 {
 		t.Errorf("the chat got %d messages; want 1", n)
 	}
 }
@@ -165,42 +179,31 @@ func TestLaterAttemptWaitsForCallAtTelegram(t *testing.T) {
 // is answered not dispatched, nothing of its own was sent, and the earlier
 // call still completes once.
 func TestWaitForCallInFlightEndsWithItsContext(t *testing.T) {
-	held := newGate(t, 1)
-	waiting := make(chan struct{}, 1)
-	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) {
-		c.Test.AfterIntent = held.hook
-		c.Test.OutcomeWait = func(string) { waiting <- struct{}{} }
-	}})
-	first := f.claim(t, 6)
-	got1 := make(chan reply, 1)
-	go func() { got1 <- f.send(t, &first, "reply") }()
-	<-held.entered
-	f.fail(t, first)
-	second := f.reclaim(t, 6)
-	params := fmt.Appendf(nil, `{"chat_id":%d,"text":"reply"}`, f.chat.ID)
+	c := newCallInFlight(t, 6)
+	params := fmt.Appendf(nil, `{"chat_id":%d,"text":"reply"}`, c.f.chat.ID)
 	ctx, cancel := context.WithCancel(t.Context())
 	type result struct {
 		status   int
 		outcome  string
 		replayed bool
 	}
-	got2 := make(chan result, 1)
+	got := make(chan result, 1)
 	go func() {
-		s, o, r := f.gw.Reply(ctx, second, "sendMessage", params)
-		got2 <- result{s, o, r}
+		s, o, r := c.f.gw.Reply(ctx, c.second, "sendMessage", params)
+		got <- result{s, o, r}
 	}()
-	<-waiting
+	<-c.waiting
 	cancel()
-	r := <-got2
+	r := <-got
 	if r.status != gateway.StatusNotDispatched || r.outcome != string(wire.OutcomeNotDispatched) || r.replayed {
 		t.Fatalf("attempt 2, its context ended while it waited: %d %s replayed=%v; want %d %s",
 			r.status, r.outcome, r.replayed, gateway.StatusNotDispatched, wire.OutcomeNotDispatched)
 	}
-	held.open()
-	if a1 := <-got1; a1.status != 200 {
+	c.held.open()
+	if a1 := <-c.first; a1.status != 200 {
 		t.Fatalf("attempt 1 = %d %s", a1.status, a1.body)
 	}
-	if n := f.ledger("reply"); n != 1 {
+	if n := c.f.ledger("reply"); n != 1 {
 		t.Errorf("the chat got %d messages; want 1", n)
 	}
 }
