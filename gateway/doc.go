@@ -98,7 +98,10 @@
 // order and JSON, form or multipart encoding do not matter) and its
 // occurrence among the attempt's identical calls. A later attempt's
 // identical call gets the recorded answer with Tgrelay-Replayed: true and
-// Telegram is not called. An intent without an outcome (the relay died
+// Telegram is not called; since a replay sends nothing, it does not wait
+// for its chat's turn when the journal held its final outcome as its
+// attempt made its first call (the earlier attempt's sends may have used
+// up the chat's window). An intent without an outcome (the relay died
 // between them) and an unknown outcome are answered unknown and never sent
 // again; a not-dispatched outcome frees the call for a later attempt. A
 // later attempt's identical call made while this gateway's earlier call

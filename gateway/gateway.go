@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"net/url"
@@ -55,6 +56,7 @@ type Gateway struct {
 	// outcomes tracks the outcome writes that follow their answers.
 	outcomes *outcomeWrites
 	flight   *callsInFlight // the calls that may hold their entry pending (flight.go)
+	seed     maphash.Seed   // of callHash (settled.go)
 	retry    backoff.Capped
 	red      botapi.Redactor // the token, in every form, and anything shaped like one
 	bounds   Bounds
@@ -70,8 +72,8 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: c, occ: newOccurrences(c.MaxAttempts), outcomes: newOutcomeWrites(max(c.MaxPendingOutcomes, 0)),
-		flight: newCallsInFlight(),
-		retry:  backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}, bounds: boundsOf(c)}
+		flight: newCallsInFlight(), seed: maphash.MakeSeed(),
+		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}, bounds: boundsOf(c)}
 	g.journal, _ = c.Store.(intake.JournalStore)
 	g.red.Add(c.Token)
 	if c.TracerProvider != nil {
@@ -183,7 +185,12 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	cl := intake.Call{Method: method, ParamsHash: hash, Occurrence: n}
 	gt.journaled, gt.call = true, cl
 	key := outcomeKey{id.UpdateID, cl}
-	a := g.sendGated(ctx, c, gt)
+	var a answer
+	if g.settledBefore(ctx, *id, cl) && gt.runAhead() {
+		a = gt.refusal // replayed without a turn (settled.go)
+	} else {
+		a = g.sendGated(ctx, c, gt)
+	}
 	// The entry waits on this call until its outcome is recorded: an
 	// identical call meanwhile waits for it (flight.go).
 	defer gt.exitFlight()

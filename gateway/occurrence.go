@@ -23,6 +23,10 @@ type occurrences struct {
 type attemptCalls struct {
 	id   intake.Identity
 	last map[callKey]int
+	// settled holds the sorted hashes of the update's calls with a final
+	// outcome, listed once for an attempt after the first (settled.go).
+	settled []uint64
+	listed  bool
 }
 
 type callKey struct{ method, hash string }
@@ -35,22 +39,49 @@ func newOccurrences(max int) *occurrences {
 func (o *occurrences) take(id intake.Identity, method, hash string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	el, ok := o.attempts[id]
-	if !ok {
-		el = o.lru.PushFront(&attemptCalls{id: id, last: make(map[callKey]int)})
-		o.attempts[id] = el
-		for o.lru.Len() > o.max {
-			oldest := o.lru.Back()
-			o.lru.Remove(oldest)
-			delete(o.attempts, oldest.Value.(*attemptCalls).id)
-		}
-	} else {
-		o.lru.MoveToFront(el)
-	}
-	a := el.Value.(*attemptCalls)
+	a := o.attemptLocked(id)
 	k := callKey{method, hash}
 	a.last[k]++
 	return a.last[k]
+}
+
+// attemptLocked returns the counters of attempt id, made the most recently
+// used, after forgetting the least recently used beyond max.
+func (o *occurrences) attemptLocked(id intake.Identity) *attemptCalls {
+	if el, ok := o.attempts[id]; ok {
+		o.lru.MoveToFront(el)
+		return el.Value.(*attemptCalls)
+	}
+	a := &attemptCalls{id: id, last: make(map[callKey]int)}
+	o.attempts[id] = o.lru.PushFront(a)
+	for o.lru.Len() > o.max {
+		oldest := o.lru.Back()
+		o.lru.Remove(oldest)
+		delete(o.attempts, oldest.Value.(*attemptCalls).id)
+	}
+	return a
+}
+
+// settled returns the hashes of the calls with a final outcome that the
+// journal listed when attempt id first asked (see settled.go), and whether
+// it was listed.
+func (o *occurrences) settled(id intake.Identity) (keys []uint64, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if el, found := o.attempts[id]; found {
+		a := el.Value.(*attemptCalls)
+		return a.settled, a.listed
+	}
+	return nil, false
+}
+
+// setSettled keeps keys as attempt id's listing of calls with a final
+// outcome, sorted.
+func (o *occurrences) setSettled(id intake.Identity, keys []uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	a := o.attemptLocked(id)
+	a.settled, a.listed = keys, true
 }
 
 // giveBack returns occurrence n of the call, if it is still the last one

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/transport"
 	"github.com/tgrelay/tgrelay/wire"
 )
@@ -382,5 +384,58 @@ func TestReplyJournalsBeforeReturning(t *testing.T) {
 	}
 	if o := f.outcomes(t, 6); len(o) != 1 || o[0] != intake.CallAnswered {
 		t.Errorf("journal right after Reply returned = %v; want the answered outcome", o)
+	}
+}
+
+// TestRetryReplaysWithoutATurn: a retried attempt's calls that an earlier
+// attempt made and got answers for are replayed at once, without waiting
+// for the chat's turn: the earlier attempt used up the chat's window, and
+// a replay sends nothing, so it must not be held back (or refused with
+// the limiter's 429) by it. The retry's first new call does wait its turn.
+func TestRetryReplaysWithoutATurn(t *testing.T) {
+	f := newFixture(t, fixtureOpts{maxWait: time.Second})
+	first := f.claim(t, 8)
+	var answers [throttle.DefaultChatCount]reply
+	for i := range answers { // the chat's window: Telegram's 5 per 5 s
+		if answers[i] = f.send(t, &first, fmt.Sprint("reply ", i)); answers[i].status != 200 {
+			t.Fatalf("attempt 1, reply %d = %d %s", i, answers[i].status, answers[i].body)
+		}
+	}
+	f.fail(t, first)
+	second := f.reclaim(t, 8)
+	for i := range answers {
+		r := f.send(t, &second, fmt.Sprint("reply ", i))
+		if r.status != 200 || r.header.Get(gateway.HeaderReplayed) != "true" || !bytes.Equal(r.body, answers[i].body) {
+			t.Fatalf("attempt 2, reply %d = %d %s (replayed %q); want attempt 1's answer replayed at once",
+				i, r.status, r.body, r.header.Get(gateway.HeaderReplayed))
+		}
+	}
+	if r := f.send(t, &second, "a new reply"); r.status != http.StatusTooManyRequests {
+		t.Fatalf("attempt 2's new call in a full window = %d %s; want the limiter's 429 (it waits its turn)", r.status, r.body)
+	}
+	for i := range answers {
+		if n := f.ledger(fmt.Sprint("reply ", i)); n != 1 {
+			t.Errorf("the chat got reply %d %d times; want 1", i, n)
+		}
+	}
+}
+
+// TestStaleRetryIsRefusedWithoutATurn: a retried attempt that no longer
+// holds its lease gets 409 for a call the journal would replay, at once
+// and without a turn: replaying ahead of the limiter is fenced as ever.
+func TestStaleRetryIsRefusedWithoutATurn(t *testing.T) {
+	f := newFixture(t, fixtureOpts{maxWait: time.Second})
+	first := f.claim(t, 11)
+	for i := range throttle.DefaultChatCount {
+		if r := f.send(t, &first, fmt.Sprint("reply ", i)); r.status != 200 {
+			t.Fatalf("attempt 1, reply %d = %d %s", i, r.status, r.body)
+		}
+	}
+	f.fail(t, first)
+	second := f.reclaim(t, 11)
+	f.fail(t, second)
+	f.reclaim(t, 11) // the third attempt holds the lease
+	if r := f.send(t, &second, "reply 0"); r.status != gateway.StatusStale || r.header.Get(gateway.HeaderReplayed) != "" {
+		t.Fatalf("the stale second attempt's call = %d %s (replayed %q); want %d", r.status, r.body, r.header.Get(gateway.HeaderReplayed), gateway.StatusStale)
 	}
 }
