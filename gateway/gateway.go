@@ -328,6 +328,7 @@ func (gt *gate) run() error {
 		leave, busy := g.flight.enter(outcomeKey{gt.id.UpdateID, gt.call})
 		if busy != nil && gt.waits < maxFlightWaits {
 			gt.state = gateBusy
+			gt.waits++
 			return errGateRefused
 		}
 		gt.leave = leave
@@ -366,21 +367,24 @@ func (gt *gate) exitFlight() {
 }
 
 // awaitFlight waits, before the call asks for its turn, while an identical
-// call of this gateway holds the entry (flight.go), at most maxFlightWaits
-// times in all; it returns ctx's cause if ctx ends first. It readies a
-// busy gt to run again.
+// call of this gateway holds the entry (flight.go); it returns ctx's cause
+// if ctx ends first. It readies a busy gt to run again. A call gives way
+// (a wait here, or a turn given back) at most maxFlightWaits times in all.
 func (gt *gate) awaitFlight(ctx context.Context) error {
-	if gt.state == gateBusy {
+	counted := gt.state == gateBusy // the turn given back counted it
+	if counted {
 		gt.state = gateWaiting
 	}
-	if !gt.journaled || gt.leave != nil || gt.waits >= maxFlightWaits {
+	if !gt.journaled || gt.leave != nil || !counted && gt.waits >= maxFlightWaits {
 		return nil
 	}
 	ch := gt.g.flight.busy(outcomeKey{gt.id.UpdateID, gt.call})
 	if ch == nil {
 		return nil
 	}
-	gt.waits++
+	if !counted {
+		gt.waits++
+	}
 	var onWait func()
 	if h := gt.g.cfg.Test.OutcomeWait; h != nil {
 		onWait = func() { h(gt.method) }
