@@ -52,7 +52,9 @@
 // stated on every answer in [HeaderCallTimeout] (seconds): the limiter's
 // MaxWait (a minute by default; then its 429), plus Config.ResponseTimeout
 // (30 s; then unknown), plus the time to journal an outcome (10 s): 100 s
-// by default. The gateway keeps that bound whatever its transports do. A
+// by default; a wait for an identical call in flight (see "Replay-safe
+// replies") counts against the same bound. The gateway keeps that bound
+// whatever its transports do. A
 // server serving it must not cut a call sooner: give it a write timeout of
 // [Bounds].WriteTimeout (as above; [Gateway.ServeHTTP] also sets its
 // connection's write deadline). An app's HTTP timeout should exceed Answer.
