@@ -56,7 +56,7 @@ type Gateway struct {
 	// outcomes tracks the outcome writes that follow their answers.
 	outcomes *outcomeWrites
 	flight   *callsInFlight // the calls that may hold their entry pending (flight.go)
-	seed     maphash.Seed   // of callHash (settled.go)
+	seed     maphash.Seed   // of callHash (ahead.go)
 	retry    backoff.Capped
 	red      botapi.Redactor // the token, in every form, and anything shaped like one
 	bounds   Bounds
@@ -186,8 +186,8 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	gt.journaled, gt.call = true, cl
 	key := outcomeKey{id.UpdateID, cl}
 	var a answer
-	if g.settledBefore(ctx, *id, cl) && gt.runAhead() {
-		a = gt.refusal // replayed without a turn (settled.go)
+	if g.finalInJournal(ctx, *id, cl) && gt.runAhead() {
+		a = gt.refusal // replayed without a turn (ahead.go)
 	} else {
 		a = g.sendGated(ctx, c, gt)
 	}

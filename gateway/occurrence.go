@@ -23,10 +23,10 @@ type occurrences struct {
 type attemptCalls struct {
 	id   intake.Identity
 	last map[callKey]int
-	// settled holds the sorted hashes of the update's calls with a final
-	// outcome, listed once for an attempt after the first (settled.go).
-	settled []uint64
-	listed  bool
+	// finals holds the sorted hashes of the update's calls with a final
+	// outcome, listed once for an attempt after the first (ahead.go).
+	finals []uint64
+	listed bool
 }
 
 type callKey struct{ method, hash string }
@@ -62,26 +62,26 @@ func (o *occurrences) attemptLocked(id intake.Identity) *attemptCalls {
 	return a
 }
 
-// settled returns the hashes of the calls with a final outcome that the
-// journal listed when attempt id first asked (see settled.go), and whether
+// finals returns the hashes of the calls with a final outcome that the
+// journal listed when attempt id first asked (see ahead.go), and whether
 // it was listed.
-func (o *occurrences) settled(id intake.Identity) (keys []uint64, ok bool) {
+func (o *occurrences) finals(id intake.Identity) (keys []uint64, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if el, found := o.attempts[id]; found {
 		a := el.Value.(*attemptCalls)
-		return a.settled, a.listed
+		return a.finals, a.listed
 	}
 	return nil, false
 }
 
-// setSettled keeps keys as attempt id's listing of calls with a final
+// setFinals keeps keys as attempt id's listing of calls with a final
 // outcome, sorted.
-func (o *occurrences) setSettled(id intake.Identity, keys []uint64) {
+func (o *occurrences) setFinals(id intake.Identity, keys []uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	a := o.attemptLocked(id)
-	a.settled, a.listed = keys, true
+	a.finals, a.listed = keys, true
 }
 
 // giveBack returns occurrence n of the call, if it is still the last one

@@ -57,9 +57,9 @@ type Config struct {
 	// to [MaxMaxClockSkew].
 	MaxClockSkew time.Duration
 	// Logger, when set, hears what the store does in the background and
-	// could not: an ANALYZE of its young table that failed (see [Store]).
-	// Such a failure harms nothing but plans until autovacuum analyzes the
-	// table; nil discards it.
+	// could not: an ANALYZE of its young table that failed (see the
+	// package doc, "Statistics"). Such a failure harms nothing but plans
+	// until autovacuum analyzes the table; nil discards it.
 	Logger *slog.Logger
 }
 

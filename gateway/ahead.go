@@ -21,7 +21,7 @@ import (
 //
 // So the first journaled call of an attempt after the first lists its
 // update's journal once, and keeps a hash of each call with a final
-// outcome (at most maxSettledCalls, in the occurrence counters' memory). A
+// outcome (at most maxFinalCalls, in the occurrence counters' memory). A
 // call found there runs its gate at once, before the limiter: the journal
 // replays it, fenced as ever. A call not found there (a new call, one
 // pending or not dispatched when listed, one past the bound) waits for its
@@ -31,26 +31,26 @@ import (
 // its intent is recorded before its turn rather than at it, and it is
 // sent at its turn as any other.
 
-// maxSettledCalls bounds the final outcomes kept per attempt.
-const maxSettledCalls = 256
+// maxFinalCalls bounds the final outcomes kept per attempt.
+const maxFinalCalls = 256
 
-// settledBefore reports whether the journal held call with a final
+// finalInJournal reports whether the journal held call with a final
 // outcome when attempt id, an attempt after its update's first, first
 // asked. A failed listing reports false and is not kept: the gate reads
 // the journal at the call's turn, as for every call.
-func (g *Gateway) settledBefore(ctx context.Context, id intake.Identity, call intake.Call) bool {
+func (g *Gateway) finalInJournal(ctx context.Context, id intake.Identity, call intake.Call) bool {
 	if id.Attempt <= 1 {
 		return false
 	}
-	keys, ok := g.occ.settled(id)
+	keys, ok := g.occ.finals(id)
 	if !ok {
 		es, err := g.journal.Journal(ctx, id.UpdateID)
 		if err != nil {
 			return false
 		}
-		keys = make([]uint64, 0, min(len(es), maxSettledCalls))
+		keys = make([]uint64, 0, min(len(es), maxFinalCalls))
 		for _, e := range es {
-			if len(keys) == maxSettledCalls {
+			if len(keys) == maxFinalCalls {
 				break
 			}
 			if e.Outcome == intake.CallAnswered || e.Outcome == intake.CallUnknown {
@@ -58,7 +58,7 @@ func (g *Gateway) settledBefore(ctx context.Context, id intake.Identity, call in
 			}
 		}
 		slices.Sort(keys)
-		g.occ.setSettled(id, keys)
+		g.occ.setFinals(id, keys)
 	}
 	_, found := slices.BinarySearch(keys, g.callHash(call))
 	return found
