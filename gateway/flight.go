@@ -1,9 +1,6 @@
 package gateway
 
-import (
-	"context"
-	"sync"
-)
+import "context"
 
 // Calls in flight.
 //
@@ -29,47 +26,12 @@ import (
 // flight before it takes the journal's word, pending or not.
 const maxFlightWaits = 4
 
-// callsInFlight maps a journal entry to the call of this gateway that may
-// hold it pending. Safe for concurrent use; it holds one entry per call
-// in flight, so the gateway's bounds on calls bound it.
-type callsInFlight struct {
-	mu    sync.Mutex
-	calls map[outcomeKey]chan struct{} // closed when the call ended
-}
+// callsInFlight holds, per journal entry, the call of this gateway that
+// may hold it pending: taken just before its intent is recorded, given
+// back once its outcome is (or the intent was not recorded).
+type callsInFlight = holds[outcomeKey]
 
-func newCallsInFlight() *callsInFlight {
-	return &callsInFlight{calls: make(map[outcomeKey]chan struct{})}
-}
-
-// enter takes k for the caller, who is about to record its intent. It
-// returns the function that gives k back (call it exactly once, when the
-// entry no longer waits on the caller), or, when another call holds k,
-// nil and a channel closed when that call gives it back.
-func (f *callsInFlight) enter(k outcomeKey) (leave func(), busy <-chan struct{}) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if ch, ok := f.calls[k]; ok {
-		return nil, ch
-	}
-	ch := make(chan struct{})
-	f.calls[k] = ch
-	return func() {
-		f.mu.Lock()
-		delete(f.calls, k)
-		f.mu.Unlock()
-		close(ch)
-	}, nil
-}
-
-// busy returns a channel closed when the call holding k gives it back, or
-// nil when no call holds it.
-func (f *callsInFlight) busy(k outcomeKey) <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[k]
-}
-
-// wait returns once ch is closed, reporting true, or false when ctx ends
+// waitFlight returns once ch is closed, reporting true, or false when ctx ends
 // first. onWait, when not nil, is called before waiting.
 func waitFlight(ctx context.Context, ch <-chan struct{}, onWait func()) bool {
 	if onWait != nil {

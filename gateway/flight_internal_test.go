@@ -37,7 +37,7 @@ func TestGateGivesBackItsTurnWhileAnIdenticalCallIsInFlight(t *testing.T) {
 	k := outcomeKey{id.UpdateID, call}
 	gt := &gate{g: g, ctx: ctx, id: id, method: call.Method, journaled: true, call: call}
 
-	leave, _ := g.flight.enter(k) // the identical call, in flight
+	leave, _ := g.flight.take(k) // the identical call, in flight
 	if err := gt.run(); !errors.Is(err, errGateRefused) || gt.state != gateBusy {
 		t.Fatalf("run while the entry is held = %v, state %v; want refused and busy", err, gt.state)
 	}
@@ -54,7 +54,7 @@ func TestGateGivesBackItsTurnWhileAnIdenticalCallIsInFlight(t *testing.T) {
 	if err := gt.run(); err != nil || gt.state != gateRecorded || gt.leave == nil {
 		t.Fatalf("run after the wait = %v, state %v, holds the entry %v; want recorded and held", err, gt.state, gt.leave != nil)
 	}
-	if l, busy := g.flight.enter(k); l != nil || busy == nil {
+	if l, busy := g.flight.take(k); l != nil || busy == nil {
 		t.Fatal("the entry is free while the recorded call holds it")
 	}
 
@@ -72,7 +72,7 @@ func TestGateGivesBackItsTurnWhileAnIdenticalCallIsInFlight(t *testing.T) {
 	}
 
 	// A wait ends with its context.
-	leave, _ = g.flight.enter(k)
+	leave, _ = g.flight.take(k)
 	defer leave()
 	ended, cancel := context.WithCancel(ctx)
 	cancel()

@@ -72,7 +72,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: c, occ: newOccurrences(c.MaxAttempts), outcomes: newOutcomeWrites(max(c.MaxPendingOutcomes, 0)),
-		flight: newCallsInFlight(), seed: maphash.MakeSeed(),
+		flight: &callsInFlight{}, seed: maphash.MakeSeed(),
 		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}, bounds: boundsOf(c)}
 	g.journal, _ = c.Store.(intake.JournalStore)
 	g.red.Add(c.Token)
@@ -172,7 +172,7 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	if isQuery {
 		// At most one answer per query (query.go): keyed by the query, one
 		// occurrence, one answer in flight.
-		release, err := g.queries.acquire(ctx, queryTurn{id.UpdateID, qh})
+		release, err := acquireTurn(ctx, &g.queries, queryTurn{id.UpdateID, qh})
 		if err != nil {
 			return telegramError(StatusNotDispatched, wire.OutcomeNotDispatched,
 				"Service Unavailable: tgrelay: the call ended while an earlier answer to the same query was in flight; nothing was sent", 0)
@@ -325,7 +325,7 @@ func (gt *gate) run() error {
 	// call waits for it (outside the limiter: the turn is given back
 	// uncounted), so it finds what happened.
 	if gt.leave == nil {
-		leave, busy := g.flight.enter(outcomeKey{gt.id.UpdateID, gt.call})
+		leave, busy := g.flight.take(outcomeKey{gt.id.UpdateID, gt.call})
 		if busy != nil && gt.waits < maxFlightWaits {
 			gt.state = gateBusy
 			gt.waits++

@@ -39,13 +39,13 @@ type outcomeKey struct {
 type outcomeWrites struct {
 	max int // writes in flight at most; 0 means none (every write is synchronous)
 
-	mu      sync.Mutex
+	mu      sync.Mutex // serializes start and shutdown, so the bound holds
 	closed  bool
-	writing map[outcomeKey]chan struct{} // closed when the write ended
+	writing holds[outcomeKey] // given back when the write ended
 }
 
 func newOutcomeWrites(max int) *outcomeWrites {
-	return &outcomeWrites{max: max, writing: make(map[outcomeKey]chan struct{})}
+	return &outcomeWrites{max: max}
 }
 
 // start registers a write of k's outcome to run after the answer. It
@@ -55,38 +55,22 @@ func newOutcomeWrites(max int) *outcomeWrites {
 func (o *outcomeWrites) start(k outcomeKey) (done func(), ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed || len(o.writing) >= o.max {
+	if o.closed || o.writing.len() >= o.max {
 		return nil, false
 	}
-	if _, busy := o.writing[k]; busy {
-		return nil, false
-	}
-	ch := make(chan struct{})
-	o.writing[k] = ch
-	return func() {
-		o.mu.Lock()
-		delete(o.writing, k)
-		o.mu.Unlock()
-		close(ch)
-	}, true
+	done, _ = o.writing.take(k)
+	return done, done != nil
 }
 
 // pending returns how many writes are in flight.
-func (o *outcomeWrites) pending() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.writing)
-}
+func (o *outcomeWrites) pending() int { return o.writing.len() }
 
 // shutdown makes every later write synchronous and waits for the writes in
 // flight, or until ctx ends.
 func (o *outcomeWrites) shutdown(ctx context.Context) error {
 	o.mu.Lock()
 	o.closed = true
-	chs := make([]chan struct{}, 0, len(o.writing))
-	for _, ch := range o.writing {
-		chs = append(chs, ch)
-	}
+	chs := o.writing.all()
 	o.mu.Unlock()
 	for _, ch := range chs {
 		select {

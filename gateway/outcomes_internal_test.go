@@ -54,31 +54,33 @@ func TestOutcomeWritesBound(t *testing.T) {
 	}
 }
 
-// TestCallsInFlight: one call holds an entry at a time; another sees it
-// busy until the holder leaves, and waitFlight returns then, or when its
-// context ends.
-func TestCallsInFlight(t *testing.T) {
-	f := newCallsInFlight()
-	if ch := f.busy(key(1)); ch != nil {
-		t.Fatal("an entry nobody entered is busy")
+// TestHolds: one holder per key at a time; another taker sees the key
+// busy until the holder gives it back, and waitFlight returns then, or
+// when its context ends; all lists what is held.
+func TestHolds(t *testing.T) {
+	var h holds[outcomeKey]
+	if ch := h.busy(key(1)); ch != nil || h.len() != 0 {
+		t.Fatal("a key nobody took is busy")
 	}
-	leave, busy := f.enter(key(1))
+	leave, busy := h.take(key(1))
 	if leave == nil || busy != nil {
-		t.Fatalf("entering a free entry: leave %v, busy %v", leave != nil, busy)
+		t.Fatalf("taking a free key: leave %v, busy %v", leave != nil, busy)
 	}
-	if l, b := f.enter(key(2)); l == nil || b != nil {
-		t.Fatal("another entry is busy")
+	if l, b := h.take(key(2)); l == nil || b != nil {
+		t.Fatal("another key is busy")
+	} else if h.len() != 2 || len(h.all()) != 2 {
+		t.Fatalf("len %d, all %d with two keys held", h.len(), len(h.all()))
 	} else {
 		l()
 	}
-	l2, ch := f.enter(key(1))
-	if l2 != nil || ch == nil || f.busy(key(1)) != ch {
-		t.Fatalf("entering a held entry: leave %v, busy %v", l2 != nil, ch)
+	l2, ch := h.take(key(1))
+	if l2 != nil || ch == nil || h.busy(key(1)) != ch {
+		t.Fatalf("taking a held key: leave %v, busy %v", l2 != nil, ch)
 	}
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	if waitFlight(ended, ch, nil) {
-		t.Fatal("waitFlight reported the call ended when only the context had")
+		t.Fatal("waitFlight reported the holder done when only the context had ended")
 	}
 	waiting := make(chan struct{})
 	returned := make(chan bool)
@@ -86,17 +88,17 @@ func TestCallsInFlight(t *testing.T) {
 	<-waiting
 	select {
 	case <-returned:
-		t.Fatal("waitFlight returned while the call was in flight")
+		t.Fatal("waitFlight returned while the key was held")
 	default:
 	}
 	leave()
 	if !<-returned {
-		t.Fatal("waitFlight reported false after the call ended")
+		t.Fatal("waitFlight reported false after the key was given back")
 	}
-	if f.busy(key(1)) != nil {
-		t.Fatal("the entry is busy after its call left")
+	if h.busy(key(1)) != nil || h.len() != 0 {
+		t.Fatal("a key is busy after it was given back")
 	}
-	if l, b := f.enter(key(1)); l == nil || b != nil {
-		t.Fatal("the entry cannot be entered after its call left")
+	if l, b := h.take(key(1)); l == nil || b != nil {
+		t.Fatal("the key cannot be taken after it was given back")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/tgrelay/tgrelay/wire"
 )
@@ -85,41 +84,23 @@ func answerRefusedQueryOpen(a answer) bool {
 }
 
 // queryTurns lets one answer per query and update be in flight at a time.
-// It holds one entry per answer in flight, so it is bounded by the calls
-// the gateway serves at once.
-type queryTurns struct {
-	mu   sync.Mutex
-	busy map[queryTurn]chan struct{}
-}
+type queryTurns = holds[queryTurn]
 
 type queryTurn struct {
 	updateID int64
 	hash     string
 }
 
-// acquire waits for k's turn, or until ctx ends (then its error), and
-// returns the function that ends the turn.
-func (q *queryTurns) acquire(ctx context.Context, k queryTurn) (release func(), err error) {
+// acquireTurn waits for k's turn in q, or until ctx ends (then its
+// error), and returns the function that ends the turn.
+func acquireTurn(ctx context.Context, q *queryTurns, k queryTurn) (release func(), err error) {
 	for {
-		q.mu.Lock()
-		if q.busy == nil {
-			q.busy = make(map[queryTurn]chan struct{})
+		release, busy := q.take(k)
+		if release != nil {
+			return release, nil
 		}
-		ch, busy := q.busy[k]
-		if !busy {
-			ch = make(chan struct{})
-			q.busy[k] = ch
-			q.mu.Unlock()
-			return func() {
-				q.mu.Lock()
-				delete(q.busy, k)
-				q.mu.Unlock()
-				close(ch)
-			}, nil
-		}
-		q.mu.Unlock()
 		select {
-		case <-ch:
+		case <-busy:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
