@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
@@ -97,16 +96,7 @@ func TestYoungTableIsAnalyzed(t *testing.T) {
 // store goes on adding rows.
 func TestFailedAnalyzeIsLogged(t *testing.T) {
 	t.Parallel()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "100"
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := poolWith(t, pgtest.URL(t), map[string]string{"lock_timeout": "100"})
 	var logged testkit.SyncBuffer
 	st, err := pgstore.New(t.Context(), pool, pgstore.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {

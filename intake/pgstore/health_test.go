@@ -137,17 +137,8 @@ func TestReadOnlyServerAnswers503(t *testing.T) {
 	if _, err := pgstore.New(t.Context(), poolFor(t, url), pgstore.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Every transaction of this pool is read-only, as on a standby.
-	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := poolWith(t, url, map[string]string{"default_transaction_read_only": "on"})
 	st, err := pgstore.New(t.Context(), pool, pgstore.Config{NoCreate: true})
 	if err != nil {
 		t.Fatal(err)

@@ -23,11 +23,20 @@ func newPool(t *testing.T) *pgxpool.Pool {
 
 func poolFor(t *testing.T, url string) *pgxpool.Pool {
 	t.Helper()
+	return poolWith(t, url, nil)
+}
+
+// poolWith is poolFor whose connections set the runtime parameters params.
+func poolWith(t *testing.T, url string, params map[string]string) *pgxpool.Pool {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.MaxConns = 8
+	for k, v := range params {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
 	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
