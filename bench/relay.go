@@ -87,7 +87,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	memory := fs.Bool("memory", false, "also run serve with its updates kept in memory (serve-memory: not durable, a crash loses them), to measure what serve costs without a store")
 	forwarderProc := fs.Bool("forwarder-proc", true, "also run the non-durable forwarder and the floors as processes of their own (the -proc variants), as serve is, to measure what the process boundary costs")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each serve child's whole run to `prefix`-<variant>.pprof, and its allocations to prefix-<variant>.allocs.pprof")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each child's whole run (serve's and the -proc variants') to `prefix`-<variant>.pprof, and serve's allocations to prefix-<variant>.allocs.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -152,7 +152,11 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 				procs = append(procs, struct{ name, about, flag, db string }{"floor-postgres-proc", "floor-postgres as a process of its own, as serve is", "-floor-postgres", db})
 			}
 			for _, p := range procs {
-				proc, err := startForwarderProc(ctx, sink.url, *conns, p.flag, p.db)
+				extra := []string{p.flag, p.db}
+				if *cpuprofile != "" {
+					extra = append(extra, "-cpuprofile", *cpuprofile+"-"+p.name+".pprof")
+				}
+				proc, err := startForwarderProc(ctx, sink.url, *conns, extra...)
 				if err != nil {
 					return fmt.Errorf("%s: %w", p.name, err)
 				}
@@ -171,7 +175,11 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer base.close()
 	if *forwarderProc {
-		proc, err := startForwarderProc(ctx, sink.url, *conns)
+		var extra []string
+		if *cpuprofile != "" {
+			extra = []string{"-cpuprofile", *cpuprofile + "-non-durable-proc.pprof"}
+		}
+		proc, err := startForwarderProc(ctx, sink.url, *conns, extra...)
 		if err != nil {
 			return err
 		}

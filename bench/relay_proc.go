@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -24,8 +25,21 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 	conns := fs.Int("conns", 40, "idle connections kept to the endpoint")
 	floorSQLite := fs.String("floor-sqlite", "", "run the floor on this SQLite file instead")
 	floorPostgres := fs.String("floor-postgres", "", "run the floor on this PostgreSQL database instead")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	if *target == "" {
 		return errors.New("-target is required")
