@@ -58,7 +58,9 @@ type mask struct{ form, with string }
 
 // Add registers secret values (a bot token, a webhook secret, a password).
 // Values shorter than [MinSecretLen] are ignored. A value shaped like a bot
-// token ("<digits>:<secret>") keeps its bot id readable: "123:[redacted]".
+// token ("<digits>:<secret>") keeps its bot id readable: "123:[redacted]";
+// its secret half is masked on its own too, wherever it appears without
+// the id.
 func (r *Redactor) Add(values ...string) {
 	for _, v := range values {
 		if len(v) >= MinSecretLen {
@@ -72,20 +74,38 @@ func (r *Redactor) add(v string) {
 	if v == "" {
 		return
 	}
-	with := Redacted
+	masks := escapedForms(v, Redacted)
 	if botID.MatchString(v) {
-		with = v[:strings.IndexByte(v, ':')+1] + Redacted
+		// A token keeps its bot id readable. Its secret half is the
+		// credential on its own (the bot id is public), so it is masked
+		// wherever it appears without the id too: an app's "invalid key
+		// AAH…", a status line echoing it.
+		id, half := v[:strings.IndexByte(v, ':')+1], v[strings.IndexByte(v, ':')+1:]
+		masks = escapedForms(v, id+Redacted)
+		if len(half) >= MinSecretLen {
+			masks = append(masks, escapedForms(half, Redacted)...)
+		}
 	}
-	q := url.QueryEscape(v)
-	forms := []string{v, q, url.PathEscape(v), lowerEscapes(q)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, f := range forms {
-		if !slices.ContainsFunc(r.masks, func(m mask) bool { return m.form == f }) {
-			r.masks = append(r.masks, mask{form: f, with: with})
+	for _, m := range masks {
+		if !slices.ContainsFunc(r.masks, func(have mask) bool { return have.form == m.form }) {
+			r.masks = append(r.masks, m)
 		}
 	}
 	slices.SortStableFunc(r.masks, func(a, b mask) int { return len(b.form) - len(a.form) })
+}
+
+// escapedForms returns the masks of v in its raw and URL-escaped forms,
+// each replaced by with.
+func escapedForms(v, with string) []mask {
+	q := url.QueryEscape(v)
+	forms := []string{v, q, url.PathEscape(v), lowerEscapes(q)}
+	out := make([]mask, len(forms))
+	for i, f := range forms {
+		out[i] = mask{form: f, with: with}
+	}
+	return out
 }
 
 // lowerEscapes returns s with the hex digits of its %XX escapes in lower

@@ -25,6 +25,8 @@ func TestRedactorValues(t *testing.T) {
 		{"query ?t=1%3As3cr3t and lower 1%3as3cr3t", "query ?t=1:[redacted] and lower 1:[redacted]"},
 		{"path we%20b%2Fhook query we+b%2Fhook", "path [redacted] query [redacted]"},
 		{"shape " + realToken, "shape 1234567890:[redacted]"},
+		{"the secret half alone: invalid key s3cr3t", "the secret half alone: invalid key [redacted]"},
+		{`a status line "s3cr3t 200"`, `a status line "[redacted] 200"`},
 	}
 	for _, tt := range tests {
 		if got := r.Redact(tt.in); got != tt.want {
