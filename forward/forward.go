@@ -137,7 +137,10 @@ type Config struct {
 	// Client sends the requests. Nil means a client of its own with the
 	// standard library's default transport settings (keep-alive, proxies
 	// from the environment) but [DefaultMaxIdleConnsPerHost] idle
-	// connections per host.
+	// connections per host, and no redirects followed: an endpoint's 3xx
+	// is a failed attempt, retried, with its Location kept in the
+	// attempt's record. A client of your own should not follow redirects
+	// either (CheckRedirect returning [http.ErrUseLastResponse]).
 	Client *http.Client
 	// Timeout bounds one forward, 1 ms to [MaxTimeout]. Zero means
 	// [DefaultTimeout]. Keep it below the intake lease.
@@ -294,7 +297,7 @@ func New(cfg Config) (*Forwarder, error) {
 	if cfg.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
-		cfg.Client = &http.Client{Transport: t}
+		cfg.Client = &http.Client{Transport: t, CheckRedirect: noRedirects}
 	}
 	return &Forwarder{
 		url:           cfg.URL,
@@ -335,7 +338,11 @@ type StatusError struct {
 
 // Error implements error.
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("forward: %s endpoint answered %d %s", e.Kind, e.Code, http.StatusText(e.Code))
+	msg := fmt.Sprintf("forward: %s endpoint answered %d %s", e.Kind, e.Code, http.StatusText(e.Code))
+	if e.Code >= 300 && e.Code < 400 {
+		msg += " (redirects are not followed: configure the endpoint's final URL)"
+	}
+	return msg
 }
 
 // AuthRetryDelay is how long [Forwarder.Handle] asks the intake to wait
@@ -573,8 +580,16 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 		}
 		return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, err)
 	}
-	answer := readAnswer(resp)
+	answer, readErr := readAnswer(resp)
 	resp.Body.Close()
+	if readErr != nil && kind == "update" && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		// The answer ended before its end (the connection closed or
+		// reset, or the timeout struck mid-body): a webhook reply in it
+		// would be lost without a word. Retry, as for any transport
+		// failure; the gateway's journal performs the app's identical
+		// reply once.
+		return nil, fmt.Errorf("forward: %s endpoint's %d answer was cut short after %d bytes: %w", kind, resp.StatusCode, len(answer), readErr)
+	}
 	if kind == "update" {
 		// The attempt's record keeps the app's own words; the runner masks
 		// them before they are stored.
@@ -611,19 +626,26 @@ func keptHeaders(h http.Header) http.Header {
 
 // readAnswer reads the start of an answer's body, at most
 // DefaultMaxResponseBytes: nothing for an empty one (most endpoints answer
-// 200 with no body), one exact allocation for one of declared length.
-func readAnswer(resp *http.Response) []byte {
+// 200 with no body), one exact allocation for one of declared length. It
+// returns what it read and, when the body ended early or failed, why.
+func readAnswer(resp *http.Response) ([]byte, error) {
 	switch n := resp.ContentLength; {
 	case n == 0:
-		return nil
+		return nil, nil
 	case n > 0 && n <= DefaultMaxResponseBytes:
 		b := make([]byte, n)
-		m, _ := io.ReadFull(resp.Body, b)
-		return b[:m]
+		m, err := io.ReadFull(resp.Body, b)
+		return b[:m], err
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, DefaultMaxResponseBytes))
-	return b
+	return io.ReadAll(io.LimitReader(resp.Body, DefaultMaxResponseBytes))
 }
+
+// noRedirects is the default client's CheckRedirect: an endpoint's 3xx is
+// its answer. Following it would turn a 301, 302 or 303 into a GET
+// without the update, whose 2xx would complete an update the app never
+// received, and would send a 307 or 308's update, with the app's secret
+// and the configured headers, to whatever host Location names.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.
 // It returns zero when absent or unparsable, and caps it at MaxRetryAfter.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -187,6 +188,101 @@ func TestHandleTimeout(t *testing.T) {
 	err := f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a deadline error", err)
+	}
+}
+
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			t.Parallel()
+			var moved atomic.Int32
+			mux := http.NewServeMux()
+			mux.HandleFunc("/hook", func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, "/moved", code)
+			})
+			mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+				moved.Add(1) // a followed 301 would arrive as a GET without the update, and complete it
+			})
+			srv := httptest.NewServer(mux)
+			t.Cleanup(srv.Close)
+			f := newForwarder(t, forward.Config{URL: srv.URL + "/hook", AppSecretToken: "app-secret"})
+			err := f.Handle(t.Context(), intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}, attempt)
+			var se *forward.StatusError
+			var ab *intake.AbandonError
+			if !errors.As(err, &se) || se.Code != code || errors.As(err, &ab) {
+				t.Fatalf("err = %v, want a retryable StatusError %d", err, code)
+			}
+			if !strings.Contains(err.Error(), "redirects are not followed") {
+				t.Errorf("err = %q, want it to say redirects are not followed", err)
+			}
+			if n := moved.Load(); n != 0 {
+				t.Fatalf("the redirect was followed %d times", n)
+			}
+		})
+	}
+}
+
+// cutShortEndpoint answers every request with status and a Content-Length
+// longer than the body it then writes, and closes the connection: an
+// answer cut short.
+func cutShortEndpoint(t *testing.T, status int) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n{\"method\":\"sendMessage\",\"chat_id\":1,", status, http.StatusText(status))
+		buf.Flush()
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestAnswerCutShortIsRetried(t *testing.T) {
+	t.Parallel()
+	f := newForwarder(t, forward.Config{URL: cutShortEndpoint(t, http.StatusOK).URL})
+	err := f.Handle(t.Context(), intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}, attempt)
+	var ab *intake.AbandonError
+	if err == nil || errors.As(err, &ab) {
+		t.Fatalf("err = %v, want a retryable error: the webhook reply in the answer was lost", err)
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "cut short") {
+		t.Fatalf("err = %v, want it to say the answer was cut short", err)
+	}
+
+	// A failure status cut short is that status: the body only adds words.
+	f = newForwarder(t, forward.Config{URL: cutShortEndpoint(t, http.StatusInternalServerError).URL})
+	err = f.Handle(t.Context(), intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}, attempt)
+	var se *forward.StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusInternalServerError {
+		t.Fatalf("err = %v, want the StatusError 500", err)
+	}
+}
+
+func TestAnswerBodyStalledPastTheTimeoutIsRetried(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "64")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"method":`))
+		http.NewResponseController(w).Flush()
+		select { // the rest never comes
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	f := newForwarder(t, forward.Config{URL: srv.URL, Timeout: 100 * time.Millisecond})
+	err := f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
+	if err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Fatalf("err = %v, want the stalled answer retried", err)
 	}
 }
 
