@@ -304,8 +304,9 @@ type Config struct {
 	// MaxQueued bounds the updates and exhaustions scheduled in this
 	// process (running, or waiting on their chat line or for a slot), 1 to
 	// [MaxMaxQueued]. An accepted update beyond it is recorded but left for
-	// a sweep, which runs as soon as room frees. Defaults to
-	// [DefaultMaxQueued].
+	// a sweep, which runs as soon as room frees; until that sweep has
+	// scheduled it, its chat's later updates are left for the sweep too, so
+	// the chat keeps its order. Defaults to [DefaultMaxQueued].
 	MaxQueued int
 	// AcceptTimeout bounds how long [Runner.Accept] waits for the store to
 	// record an update, and one group commit of adds (with LeaseDuration,

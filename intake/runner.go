@@ -85,6 +85,9 @@ type run struct {
 	idle       chan struct{}       // closed while nothing is queued (but held) or delivering
 	quiet      bool                // idle is closed
 	backlog    bool                // something was not scheduled for lack of room
+	behind     map[string]uint64   // lines with updates left in the store for lack of room, by their latest mark (behind.go)
+	allBehind  uint64              // nonzero: every line is behind, as of this mark
+	marks      uint64              // the latest mark
 	refill     bool                // the last sweep filled its page: more may be due
 	sweeping   bool                // the background sweeper runs
 }
@@ -211,7 +214,7 @@ func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	r.observeAccept(p.id, Accepted)
 	r.mu.Lock()
 	if r.started && r.run != nil {
-		r.scheduleLocked(r.run, r.acceptedJob(p, body, received), p.line)
+		r.scheduleAcceptedLocked(r.run, r.acceptedJob(p, body, received), p.line)
 	}
 	r.mu.Unlock()
 	return Accepted, nil
@@ -284,7 +287,7 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 	case ln != nil:
 		r.releaseLocked(rn, ln, p.line)
 		if accepted { // recorded, but not claimed: schedule it as any other
-			r.scheduleLocked(rn, j, p.line)
+			r.scheduleAcceptedLocked(rn, j, p.line)
 		}
 	default:
 		if rn != nil {
@@ -296,7 +299,7 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 			if rn == nil { // the runner started while the add committed
 				j = r.acceptedJob(p, in.Body, in.ReceivedAt)
 			}
-			r.scheduleLocked(r.run, j, p.line)
+			r.scheduleAcceptedLocked(r.run, j, p.line)
 		}
 	}
 	r.mu.Unlock()
@@ -322,7 +325,7 @@ func (r *Runner) acceptClaiming(ctx context.Context, p parsedUpdate, in Incoming
 // free. urgent reserves on the deadline lane. The reservation counts as a
 // goroutine of rn until it resolves, so Close waits for it.
 func (r *Runner) reserveLocked(rn *run, id int64, key string, urgent bool) *line {
-	if rn.draining || rn.backlog || rn.adding[key] > 0 {
+	if rn.draining || rn.backlog || rn.adding[key] > 0 || rn.isBehindLocked(key) {
 		return nil
 	}
 	if _, ok := rn.lines[key]; ok {
@@ -612,6 +615,7 @@ func (r *Runner) ensureRunLocked(ctx context.Context) *run {
 		stop:         make(chan struct{}),
 		kick:         make(chan struct{}, 1),
 		lines:        make(map[string]*line),
+		behind:       make(map[string]uint64),
 		queued:       make(map[int64]struct{}),
 		adding:       make(map[string]int),
 		delivering:   make(map[int64]struct{}),
@@ -655,13 +659,16 @@ func (r *Runner) sweepLoop(rn *run) {
 
 // sweep lists due rows and exhaustions, schedules them on rn, and prunes.
 func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (int, error) {
-	at := now()
 	// Rows already scheduled here are listed again while due; widen the
-	// page by their number so they cannot starve the rest.
+	// page by their number so they cannot starve the rest. The marks of
+	// lines behind are read before the clock: every update left behind
+	// by then was received at or before at.
 	r.mu.Lock()
 	limit := r.cfg.PageSize + len(rn.queued)
+	mark, catchingUp := rn.marks, rn.anyBehindLocked()
 	r.mu.Unlock()
-	if pendingBefore.After(at) {
+	at := now()
+	if catchingUp || pendingBefore.After(at) {
 		pendingBefore = at
 	}
 	q := DueQuery{Now: at, PendingBefore: pendingBefore, Limit: limit}
@@ -681,6 +688,11 @@ func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (i
 	rn.refill = len(rows) == limit
 	r.mu.Unlock()
 	n := r.scheduleRows(rn, rows)
+	if catchingUp && len(rows) < limit {
+		r.mu.Lock()
+		r.caughtUpLocked(rn, mark)
+		r.mu.Unlock()
+	}
 	if r.cfg.ExhaustionHandler != nil {
 		m, err := r.sweepExhaustions(ctx, rn)
 		n += m
@@ -775,9 +787,9 @@ func (r *Runner) sweepExhaustions(ctx context.Context, rn *run) (int, error) {
 }
 
 // scheduleLocked puts job j on the chat line key unless it is scheduled
-// already, the lifecycle is draining, or MaxQueued is reached (then a
-// catch-up sweep is requested for when room frees). It reports whether the
-// update was newly scheduled.
+// already, the lifecycle is draining, or MaxQueued is reached (then the
+// line is behind, and a catch-up sweep is requested for when room frees).
+// It reports whether the update was newly scheduled.
 func (r *Runner) scheduleLocked(rn *run, j job, key string) bool {
 	id := j.id
 	if rn.draining {
@@ -791,6 +803,7 @@ func (r *Runner) scheduleLocked(rn *run, j job, key string) bool {
 	}
 	if r.fullLocked(rn, !j.deadline.IsZero()) {
 		rn.backlog = true
+		r.markBehindLocked(rn, key)
 		return false
 	}
 	r.queueLocked(rn, j)

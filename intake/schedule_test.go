@@ -241,3 +241,137 @@ func TestBacklogLargerThanAPageDrainsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// gatedDue is a store whose listing of due rows waits while its gate is
+// shut: a test acts between a sweep's start and its listing.
+type gatedDue struct {
+	*memstore.Store
+	mu   sync.Mutex
+	gate chan struct{} // nil: open
+}
+
+func (s *gatedDue) shut() {
+	s.mu.Lock()
+	s.gate = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *gatedDue) open() {
+	s.mu.Lock()
+	close(s.gate)
+	s.gate = nil
+	s.mu.Unlock()
+}
+
+func (s *gatedDue) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	s.mu.Lock()
+	g := s.gate
+	s.mu.Unlock()
+	if g != nil {
+		<-g
+	}
+	return s.Store.Due(ctx, q)
+}
+
+// An update accepted after room freed cannot overtake an earlier update of
+// its chat that MaxQueued left in the store: until a sweep has scheduled
+// the earlier one, the later one is left to the sweep too.
+func TestUpdatesBeyondMaxQueuedKeepTheirChatsOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &gatedDue{Store: memstore.New()}
+		release := map[int64]chan struct{}{1: make(chan struct{}), 2: make(chan struct{})}
+		var mu sync.Mutex
+		var handled []int64
+		r := newRunner(t, intake.Config{
+			Store:         store,
+			MaxQueued:     2,
+			SweepInterval: time.Hour,
+			Handler: func(_ context.Context, u intake.Update) error {
+				mu.Lock()
+				handled = append(handled, u.ID)
+				mu.Unlock()
+				if ch := release[u.ID]; ch != nil {
+					<-ch
+				}
+				return nil
+			},
+		})
+		start(t, r)
+		synctest.Wait() // the start-up sweep has listed the empty store
+		// 1 runs, 2 waits on the chat's line, 3 finds no room and stays in
+		// the store.
+		for id := int64(1); id <= 3; id++ {
+			mustAccept(t, r, msg(id, 1), intake.Accepted)
+		}
+		synctest.Wait()
+		// 1 ends: room frees, and the catch-up sweep starts but lists
+		// nothing yet.
+		store.shut()
+		close(release[1])
+		synctest.Wait()
+		// 4 arrives with room to spare, before the sweep has listed 3.
+		mustAccept(t, r, msg(4, 1), intake.Accepted)
+		store.open()
+		close(release[2])
+		synctest.Wait()
+		idle(t, r)
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Equal(handled, []int64{1, 2, 3, 4}) {
+			t.Fatalf("handled %v, want the chat's order 1 2 3 4", handled)
+		}
+		for id := int64(1); id <= 4; id++ {
+			if got := row(t, store, id); got.State != intake.StateCompleted {
+				t.Errorf("update %d is %s, want completed", id, got.State)
+			}
+		}
+	})
+}
+
+// Once the sweep has scheduled what was left behind, accepted updates are
+// scheduled at once again: a chat that fell behind does not stay on the
+// sweep's pace.
+func TestAChatCaughtUpIsScheduledAtOnceAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		release := make(chan struct{})
+		var mu sync.Mutex
+		var handled []int64
+		r := newRunner(t, intake.Config{
+			Store:         store,
+			MaxQueued:     2,
+			SweepInterval: time.Hour,
+			PendingGrace:  time.Hour, // a sweep with the grace would list nothing recent
+			Handler: func(_ context.Context, u intake.Update) error {
+				mu.Lock()
+				handled = append(handled, u.ID)
+				mu.Unlock()
+				if u.ID == 1 {
+					<-release
+				}
+				return nil
+			},
+		})
+		start(t, r)
+		synctest.Wait()
+		for id := int64(1); id <= 3; id++ { // 3 is left behind
+			mustAccept(t, r, msg(id, 1), intake.Accepted)
+		}
+		synctest.Wait()
+		close(release)
+		synctest.Wait()
+		idle(t, r)
+		t0 := time.Now()
+		mustAccept(t, r, msg(4, 1), intake.Accepted)
+		synctest.Wait()
+		idle(t, r)
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Equal(handled, []int64{1, 2, 3, 4}) {
+			t.Fatalf("handled %v, want 1 2 3 4", handled)
+		}
+		if waited := time.Since(t0); waited != 0 {
+			t.Fatalf("update 4 waited %v for a sweep after its chat caught up", waited)
+		}
+	})
+}
