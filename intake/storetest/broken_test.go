@@ -405,7 +405,7 @@ func TestIgnoresHeartbeatsFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return ignoresHeartbeats{m} }), "Process")
 	requireCases(t, res, "Process/TakeoverWhenOwnerLapses", "Process/LeaveReleasesAtOnce", "Process/UnknownOwnerIsLapsed",
 		"Process/BeatKeepsOwnerLive", "Process/CrashBudget", "Process/CrashesAndAttemptsApart", "Process/NoCrashBudget",
-		"Process/LapsedLeaseTakeoverIsCrash", "Process/RequeueResetsCrashes")
+		"Process/LapsedLeaseTakeoverIsCrash", "Process/RequeueResetsCrashes", "Process/DueJudgesOwnersAtNow")
 	requireMessage(t, res, "Process/TakeoverWhenOwnerLapses", "Due(now 101ms) = [] after the owner's heartbeat lapsed at 100ms; want [1]")
 }
 
@@ -685,7 +685,7 @@ func (s settleDropsRecord) Settle(ctx context.Context, id intake.Identity, st in
 func TestSettleDropsRecordFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleDropsRecord{m} }))
-	requireCases(t, res, "Batch/ConcurrentSettles", "History/RecordedWithSettlement")
+	requireCases(t, res, "Batch/ConcurrentSettles", "Batch/ConcurrentSettlesKeepOrder", "History/RecordedWithSettlement")
 	requireMessage(t, res, "Batch/ConcurrentSettles", "after the concurrent settlements: Attempts(3000) listed 0 records")
 	requireMessage(t, res, "History/RecordedWithSettlement", "after attempt 1 failed with its record: Attempts(1) listed 0 records")
 }

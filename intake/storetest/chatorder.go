@@ -36,6 +36,8 @@ func chatOrderCases() []testCase {
 			needs: capChatOrder, run: chatOrderDueBoundaries},
 		{name: "DueListsLapsedOwners", rule: "a strict listing lists a processing row whose owner lapsed, as a strict claim takes it",
 			needs: capChatOrder | capProcess, run: chatOrderDueLapsed},
+		{name: "DueJudgesLeasesAtNow", rule: "a strict listing judges a later row's lease at its Now, whatever its PendingBefore, as a strict claim at that Now does",
+			needs: capChatOrder, run: chatOrderDueLeaseAtNow},
 		{name: "ConcurrentClaimsOfOneChat", rule: "of a claim of a chat's later row and an earlier row added and claimed at the same time, exactly one wins",
 			needs: capChatOrder, run: chatOrderRaceWide},
 	}
@@ -188,6 +190,28 @@ func chatOrderLateEarlier(c *checker) {
 	c.expectStrict(1, 100, 300, false, "row 2's lease is live through its end, 100ms")
 	c.expectStrict(1, 101, 300, true, "row 2's lease lapsed at 100ms")
 	c.expectStrict(2, 102, 300, false, "row 1 of its chat is processing")
+}
+
+// chatOrderDueLeaseAtNow: a strict listing judges the live lease of a
+// later row of the chat at q.Now, not at q.PendingBefore (which a sweep
+// sets earlier, by the pending grace). Row 2 of chat a is claimed to 50ms,
+// then the earlier row 1 is recorded: row 1 is held at 40ms, however late
+// PendingBefore, and listed at 60ms, however early PendingBefore (it was
+// received at 0ms), as strict claims at those times agree.
+func chatOrderDueLeaseAtNow(c *checker) {
+	c.addChat(2, "a", 0)
+	c.expectStrict(2, 0, 50, true, "it is the only row of chat a")
+	c.addChat(1, "a", 0)
+	for _, chat := range []string{"", "a"} {
+		if ids := c.strictDue(40, 55, 10, chat); len(ids) != 0 {
+			c.errorf("DueInOrder(now 40ms, pending before 55ms, chat %q) listed %v; want none: row 2 of chat a is processing under a lease live at 40ms (to 50ms)", chat, ids)
+		}
+		if ids := c.strictDue(60, 45, 10, chat); !slices.Equal(ids, []int64{1}) {
+			c.errorf("DueInOrder(now 60ms, pending before 45ms, chat %q) listed %v; want [1]: row 2's lease ended at 50ms, and row 1 (received at 0ms) holds row 2 back", chat, ids)
+		}
+	}
+	c.expectStrict(1, 40, 300, false, "row 2 of its chat is processing under a lease live at 40ms")
+	c.expectStrict(1, 60, 300, true, "row 2's lease ended at 50ms")
 }
 
 // chatOrderNotStrict: outside ClaimInOrder and DueInOrder the chat changes

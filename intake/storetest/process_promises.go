@@ -2,12 +2,14 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tgrelay/tgrelay/intake"
 )
 
 // More cases of [intake.ProcessStore]: a takeover whose lease lapsed too is
-// still a crash, and a requeue starts the crash count afresh. And the
+// still a crash, a requeue starts the crash count afresh, and Due judges
+// owners at its Now. And the
 // reclaim races: concurrent claims of a processing row whose lease or
 // owner lapsed.
 
@@ -24,6 +26,8 @@ func processPromiseCases() []testCase {
 			needs: capProcess, run: lapsedLeaseTakeoverIsCrash},
 		{name: "RequeueResetsCrashes", rule: "a requeue starts the row afresh: no attempts and no crashes, so a row spent by crashes gets its whole crash budget again",
 			needs: capProcess | capAdmin, run: requeueResetsCrashes},
+		{name: "DueJudgesOwnersAtNow", rule: "Due lists a row whose owner lapsed by the owner's heartbeat at q.Now, whatever q.PendingBefore",
+			needs: capProcess, run: dueJudgesOwnersAtNow},
 	}
 }
 
@@ -156,5 +160,46 @@ func (c *checker) checkReclaimRace(round int, id int64, what string, first intak
 	}
 	if c.owns(first, 150) {
 		c.errorf("round %d: Owns(%s, at 150ms) = true for the identity the row was reclaimed from", round, fmtID(first))
+	}
+}
+
+// dueJudgesOwnersAtNow: Due judges a row's owner at q.Now, not at
+// q.PendingBefore (which a sweep sets earlier, by the pending grace): a
+// row whose owner's heartbeat ends at 50ms is not listed at 40ms, however
+// late PendingBefore, and is listed at 60ms, however early PendingBefore.
+// Its lease runs to 1000ms, so only its owner decides. The strict listings
+// of a chat order store judge it the same way.
+func dueJudgesOwnersAtNow(c *checker) {
+	const owner = "due-owner"
+	c.mustRegister(owner, 50)
+	c.mustAdd(1, 0)
+	ids := []int64{1}
+	if c.order != nil {
+		c.addChat(2, "due-chat", 0)
+		ids = append(ids, 2)
+	}
+	for _, id := range ids {
+		c.mustClaimAs(id, owned(0, 1000, defaultMax, owner), 1)
+	}
+	if got := c.dueIDs(40, 60, 10); len(got) != 0 {
+		c.errorf("Due(now 40ms, pending before 60ms) listed %v; want none: the owner's heartbeat is live at 40ms (to 50ms) and the leases run to 1000ms", got)
+	}
+	if got := c.dueIDs(60, 40, 10); !slices.Equal(got, ids) {
+		c.errorf("Due(now 60ms, pending before 40ms) listed %v; want %v: the owner's heartbeat lapsed at 50ms, so its rows are claimable at 60ms", got, ids)
+	}
+	if c.order == nil {
+		return
+	}
+	if got := c.strictDue(40, 60, 10, ""); len(got) != 0 {
+		c.errorf("DueInOrder(now 40ms, pending before 60ms) listed %v; want none: the owner's heartbeat is live at 40ms", got)
+	}
+	if got := c.strictDue(60, 40, 10, ""); !slices.Equal(got, ids) {
+		c.errorf("DueInOrder(now 60ms, pending before 40ms) listed %v; want %v: the owner's heartbeat lapsed at 50ms", got, ids)
+	}
+	if got := c.strictDue(40, 60, 10, "due-chat"); len(got) != 0 {
+		c.errorf("DueInOrder(now 40ms, pending before 60ms, chat %q) listed %v; want none: the owner's heartbeat is live at 40ms", "due-chat", got)
+	}
+	if got := c.strictDue(60, 40, 10, "due-chat"); !slices.Equal(got, []int64{2}) {
+		c.errorf("DueInOrder(now 60ms, pending before 40ms, chat %q) listed %v; want [2]: the owner's heartbeat lapsed at 50ms", "due-chat", got)
 	}
 }

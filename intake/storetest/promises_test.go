@@ -256,7 +256,7 @@ func (s strictDueLeaseBlind) DueInOrder(ctx context.Context, q intake.DueQuery, 
 func TestStrictDueLeaseBlindFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return strictDueLeaseBlind{newChatBook(m)} }), "ChatOrder")
-	requireCases(t, res, "ChatOrder/DueAgreesWithClaims")
+	requireCases(t, res, "ChatOrder/DueAgreesWithClaims", "ChatOrder/DueJudgesLeasesAtNow")
 	requireMessage(t, res, "ChatOrder/DueAgreesWithClaims", "DueInOrder(now 150ms) listed [1 3 12 20 31 41 50 51]; want [3 12 20 31 41 50 51]")
 	requireMessage(t, res, "ChatOrder/DueAgreesWithClaims", "ClaimInOrder(1, now 150ms) was refused, but DueInOrder(now 150ms) listed it: listing and claim disagree")
 }

@@ -168,3 +168,69 @@ func checkSettleRound(c *checker, round int, holders []intake.Identity, rows [][
 		c.expectHistory(fmt.Sprintf("round %d, after the concurrent settlements", round), h.UpdateID, history)
 	}
 }
+
+// Parameters of concurrentSettlesKeepOrder: orderRounds rounds of
+// orderRows rows, each on its second attempt when settled.
+const (
+	orderRounds  = 4
+	orderRows    = 16
+	orderFirstID = 5000
+)
+
+// concurrentSettlesKeepOrder: a record that rides on a concurrent
+// settlement goes after the records the update already has, as it would
+// one settlement at a time. Every row's first attempt failed, one at a
+// time, with its record; its second attempt then completes (even rows) or
+// fails again (odd rows) with its record, all rows at once, so that a
+// store that merges concurrent settlements (as the SQL stores do under
+// load, where a completion keeps its record in its row) is judged on its
+// merged path: each history must read attempt 1, then attempt 2.
+func concurrentSettlesKeepOrder(c *checker) {
+	for round := range orderRounds {
+		first := int64(orderFirstID + round*orderRows)
+		want := make([][]intake.AttemptRecord, orderRows)
+		seconds := make([]intake.Identity, orderRows)
+		for i := range orderRows {
+			id := first + int64(i)
+			c.mustAdd(id, 0)
+			one := c.mustClaimOwned(id, claimOpts(1, 10, defaultMax), 1)
+			rec1 := record(id, 1, one.ClaimID, intake.AttemptFailed, 1, 5)
+			if !c.settleOwned(one, withRecord(failedAt(5, 20, "first"), rec1)) {
+				c.fatalf("round %d: Settle(%s, failed at 5ms) of a live lease reported false", round, fmtID(one))
+			}
+			seconds[i] = c.mustClaimOwned(id, claimOpts(20, 100, defaultMax), 2)
+			want[i] = []intake.AttemptRecord{rec1}
+		}
+		calls := make([]*settleCall, orderRows)
+		for i, h := range seconds {
+			var call settleCall
+			if i%2 == 0 {
+				rec := record(h.UpdateID, 2, h.ClaimID, intake.AttemptCompleted, 20, 50)
+				call = settleCall{id: h, st: withRecord(completed(50), rec), want: true}
+			} else {
+				rec := record(h.UpdateID, 2, h.ClaimID, intake.AttemptFailed, 20, 50)
+				call = settleCall{id: h, st: withRecord(failedAt(50, 300, "second"), rec), want: true}
+			}
+			want[i] = append(want[i], *call.st.Attempt)
+			calls[i] = &call
+		}
+		var fns []func()
+		for _, call := range calls {
+			fns = append(fns, func() {
+				ok, err := c.store.Settle(c.ctx, call.id, call.st)
+				if err != nil {
+					c.errorf("round %d: a concurrent Settle(%s, %s at %s) returned an error: %v", round, fmtID(call.id), call.st.State, offset(call.st.At), err)
+				}
+				call.got = ok
+			})
+		}
+		together(c, fns...)
+		for i, call := range calls {
+			if !call.got {
+				c.errorf("round %d: concurrent Settle(%s, %s at %s) of a live lease = false; want true", round, fmtID(call.id), call.st.State, offset(call.st.At))
+				continue
+			}
+			c.expectHistory(fmt.Sprintf("round %d, after the concurrent settlements of second attempts", round), seconds[i].UpdateID, want[i])
+		}
+	}
+}

@@ -43,7 +43,9 @@
 // identities, all three identity fields, fresh claim ids), Prune (strict bound,
 // rows never pruned, prune then re-add), Exhaust (crash on the last
 // attempt, Exhaust, exact acknowledgement once and only of an
-// unacknowledged exhaustion, cursor paging), Batch, Admin (oldest pending
+// unacknowledged exhaustion, cursor paging), Batch (concurrent settlements
+// each judged alone, their records kept after the update's earlier ones),
+// Admin (oldest pending
 // measured from when a row became pending; and, for a store that is also a
 // journal and process store, the inspection reads [RunInspect] checks),
 // History (every attempt record kept whole and in order through
@@ -55,11 +57,13 @@
 // its update, its tail), Process (a lapsed owner's rows taken over before
 // their lease ends and fenced, heartbeats that never revive, the crash
 // budget, a takeover from a lapsed or reaped owner counted as a crash even
-// when the lease lapsed too, a requeue that resets the crashes), ChatOrder
+// when the lease lapsed too, a requeue that resets the crashes, Due
+// judging owners at its Now), ChatOrder
 // (strict chat order: only a chat's lowest unsettled row is claimable and
 // listed, never beside a live lease of its chat, settled rows and
 // exhaustions release the chat, a row whose owner lapsed is listed and
-// taken over, rows recorded through the batch adds keep
+// taken over, a strict listing judges leases at its Now, rows recorded
+// through the batch adds keep
 // their chat, a strict listing agrees with strict claims, a refusal for
 // order spends nothing even at the attempt limit, and claims racing the
 // late add and claim of an earlier row of their chat lose or win alone),
