@@ -16,7 +16,9 @@
 //
 // The answer decides what happens next:
 //
-//   - 2xx: the update is completed.
+//   - 2xx: the update is completed. A 2xx whose body ends before its end
+//     (the connection closed, or the timeout struck mid-body) is retried as
+//     a connection error: a webhook reply in it would be lost.
 //   - 429 or 503 with a Retry-After header: tried again after that wait.
 //   - 401 or 403: the endpoint refused the forward's credentials, a
 //     configuration problem (most often its framework's secret check and
@@ -28,7 +30,8 @@
 //   - Any other 4xx: the endpoint refused it for good; no further attempts,
 //     the update becomes an exhaustion.
 //   - 5xx, 429 or 503 without Retry-After, a timeout or a connection error:
-//     tried again with backoff, up to the attempt ceiling.
+//     tried again with backoff, up to the attempt ceiling. So is a 3xx: a
+//     redirect is never followed (see [Config.Client]).
 //
 // A forward made in a context with an OpenTelemetry span (package relay's,
 // with a TracerProvider) carries that span's W3C traceparent (and

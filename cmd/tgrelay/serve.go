@@ -60,7 +60,7 @@ Receiving:
 
 Delivery: each update is POSTed with the headers Tgrelay-Update-Id,
 Tgrelay-Attempt and Tgrelay-Claim-Id.
-  2xx                              completed
+  2xx                              completed (a body cut short: tried again)
   429 or 503 with Retry-After      tried again after that wait
   401 or 403                       held: the app refuses serve's credentials,
                                    a configuration problem, not a bad update
@@ -68,6 +68,7 @@ Tgrelay-Attempt and Tgrelay-Claim-Id.
   other 4xx                        given up at once (an exhaustion)
   5xx, timeout, connection error   tried again after --backoff-base x 4^(n-1)
                                    (capped at 15m), up to --max-attempts
+  3xx                              the same: redirects are never followed
 An update given up becomes an exhaustion: POSTed to --exhaustion-forward as
 {"tgrelay_exhaustion": {update_id, attempt, claim_id, exhausted_at, error,
 update}} (no top-level update_id, Tgrelay-Kind: exhaustion) until it answers
