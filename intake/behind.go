@@ -51,6 +51,14 @@ func (rn *run) isBehindLocked(key string) bool {
 // anyBehindLocked reports whether some line is behind.
 func (rn *run) anyBehindLocked() bool { return rn.allBehind != 0 || len(rn.behind) > 0 }
 
+// scheduledLocked reports whether update id is scheduled here: queued on a
+// line, or its exhaustion being delivered.
+func (rn *run) scheduledLocked(id int64) bool {
+	_, queued := rn.queued[id]
+	_, delivering := rn.delivering[id]
+	return queued || delivering
+}
+
 // scheduleAcceptedLocked schedules the update an Accept just recorded,
 // unless its line is behind: then the update is left to the sweep too,
 // after the line's earlier ones.
@@ -59,7 +67,7 @@ func (r *Runner) scheduleAcceptedLocked(rn *run, j job, key string) {
 		r.scheduleLocked(rn, j, key)
 		return
 	}
-	if _, ok := rn.queued[j.id]; !ok { // a sweep may have scheduled it already
+	if !rn.scheduledLocked(j.id) { // a sweep may have scheduled it already
 		r.markBehindLocked(rn, key)
 	}
 }

@@ -707,9 +707,12 @@ func (r *Runner) sweep(ctx context.Context, rn *run, pendingBefore time.Time) (i
 }
 
 // scheduleRows schedules listed rows on their chat lines and returns how
-// many were newly scheduled.
+// many were newly scheduled. Once a row of a line is left in the store for
+// lack of room, the line's later rows are left with it, even when room
+// frees meanwhile: they run after it, from a later sweep.
 func (r *Runner) scheduleRows(rn *run, rows []StoredUpdate) int {
 	n := 0
+	var left map[string]bool // lines a row of which this pass left in the store
 	for _, row := range rows {
 		p, perr := parseUpdate(row.Body)
 		received := row.ReceivedAt
@@ -724,8 +727,16 @@ func (r *Runner) scheduleRows(rn *run, rows []StoredUpdate) int {
 		j := job{id: row.UpdateID, body: row.Body, chat: chatRef{p.chatID, p.chatType}, key: p.key, bad: perr != nil,
 			kind: p.kind, received: received, deadline: r.deadlineOf(p.kind, received)}
 		r.mu.Lock()
-		if r.scheduleLocked(rn, j, key) {
+		switch {
+		case left[key]:
+			r.markBehindLocked(rn, key)
+		case r.scheduleLocked(rn, j, key):
 			n++
+		case rn.isBehindLocked(key) && !rn.scheduledLocked(j.id):
+			if left == nil {
+				left = make(map[string]bool)
+			}
+			left[key] = true
 		}
 		r.mu.Unlock()
 	}

@@ -2,6 +2,7 @@ package intake_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -374,4 +375,64 @@ func TestAChatCaughtUpIsScheduledAtOnceAgain(t *testing.T) {
 			t.Fatalf("update 4 waited %v for a sweep after its chat caught up", waited)
 		}
 	})
+}
+
+// Under real concurrency, with a queue far smaller than the traffic, every
+// chat's updates still run in the order they were accepted: each chat's
+// sender waits for an accept before sending the next, while the runner
+// keeps overflowing MaxQueued and catching up.
+func TestChatOrderHoldsWhileTheQueueOverflows(t *testing.T) {
+	t.Parallel()
+	const chats, perChat = 8, 150
+	var mu sync.Mutex
+	last := map[int64]int64{} // chat → the update last handled
+	handled := 0
+	allHandled := make(chan struct{})
+	var inversions []string
+	r := newRunner(t, intake.Config{
+		Store:         memstore.New(),
+		MaxQueued:     4,
+		MaxConcurrent: 4,
+		SweepInterval: 50 * time.Millisecond,
+		Handler: func(_ context.Context, u intake.Update) error {
+			mu.Lock()
+			if prev := last[u.ChatID]; u.ID < prev {
+				inversions = append(inversions, fmt.Sprintf("chat %d: %d after %d", u.ChatID, u.ID, prev))
+			}
+			last[u.ChatID] = u.ID
+			if handled++; handled == chats*perChat {
+				close(allHandled)
+			}
+			mu.Unlock()
+			time.Sleep(time.Duration(u.ID%3) * 100 * time.Microsecond)
+			return nil
+		},
+	})
+	start(t, r)
+	var wg sync.WaitGroup
+	for c := range int64(chats) {
+		wg.Go(func() {
+			for i := range int64(perChat) {
+				id := 1 + c + i*chats // increasing within the chat
+				if got, err := r.Accept(t.Context(), msg(id, c+1)); err != nil || got != intake.Accepted {
+					t.Errorf("Accept(%d) = %v, %v", id, got, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case <-allHandled:
+	case <-time.After(time.Minute):
+		mu.Lock()
+		n := handled
+		mu.Unlock()
+		t.Fatalf("handled %d of %d within a minute", n, chats*perChat)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(inversions) > 0 {
+		t.Fatalf("%d inversions, first %v", len(inversions), inversions[:min(5, len(inversions))])
+	}
 }
