@@ -159,20 +159,11 @@ func TestObserverEvents(t *testing.T) {
 func TestWaitingLineHoldsNoSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		var mu sync.Mutex
-		var order []int64
+		h := &handledOrder{hold: map[int64]chan struct{}{1: release}}
 		r := newRunner(t, intake.Config{
 			Store:         memstore.New(),
 			MaxConcurrent: 2,
-			Handler: func(_ context.Context, u intake.Update) error {
-				mu.Lock()
-				order = append(order, u.ID)
-				mu.Unlock()
-				if u.ID == 1 {
-					<-release
-				}
-				return nil
-			},
+			Handler:       h.handle,
 		})
 		start(t, r)
 		for id := int64(1); id <= 4; id++ { // 1..3 on chat 1, 4 on chat 2
@@ -183,16 +174,14 @@ func TestWaitingLineHoldsNoSlot(t *testing.T) {
 			mustAccept(t, r, msg(id, chat), intake.Accepted)
 		}
 		synctest.Wait()
-		mu.Lock()
-		got := slices.Clone(order)
-		mu.Unlock()
+		got := h.got()
 		close(release)
 		slices.Sort(got)
 		if !slices.Equal(got, []int64{1, 4}) {
 			t.Fatalf("while update 1 runs: handled %v, want 1 and 4", got)
 		}
 		idle(t, r)
-		if !slices.Equal(order[2:], []int64{2, 3}) {
+		if order := h.got(); !slices.Equal(order[2:], []int64{2, 3}) {
 			t.Fatalf("handled %v, want 2 then 3 after 1 and 4", order)
 		}
 	})
@@ -281,21 +270,12 @@ func TestUpdatesBeyondMaxQueuedKeepTheirChatsOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &gatedDue{Store: memstore.New()}
 		release := map[int64]chan struct{}{1: make(chan struct{}), 2: make(chan struct{})}
-		var mu sync.Mutex
-		var handled []int64
+		h := &handledOrder{hold: release}
 		r := newRunner(t, intake.Config{
 			Store:         store,
 			MaxQueued:     2,
 			SweepInterval: time.Hour,
-			Handler: func(_ context.Context, u intake.Update) error {
-				mu.Lock()
-				handled = append(handled, u.ID)
-				mu.Unlock()
-				if ch := release[u.ID]; ch != nil {
-					<-ch
-				}
-				return nil
-			},
+			Handler:       h.handle,
 		})
 		start(t, r)
 		synctest.Wait() // the start-up sweep has listed the empty store
@@ -316,9 +296,7 @@ func TestUpdatesBeyondMaxQueuedKeepTheirChatsOrder(t *testing.T) {
 		close(release[2])
 		synctest.Wait()
 		idle(t, r)
-		mu.Lock()
-		defer mu.Unlock()
-		if !slices.Equal(handled, []int64{1, 2, 3, 4}) {
+		if handled := h.got(); !slices.Equal(handled, []int64{1, 2, 3, 4}) {
 			t.Fatalf("handled %v, want the chat's order 1 2 3 4", handled)
 		}
 		for id := int64(1); id <= 4; id++ {
@@ -336,22 +314,13 @@ func TestAChatCaughtUpIsScheduledAtOnceAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memstore.New()
 		release := make(chan struct{})
-		var mu sync.Mutex
-		var handled []int64
+		h := &handledOrder{hold: map[int64]chan struct{}{1: release}}
 		r := newRunner(t, intake.Config{
 			Store:         store,
 			MaxQueued:     2,
 			SweepInterval: time.Hour,
 			PendingGrace:  time.Hour, // a sweep with the grace would list nothing recent
-			Handler: func(_ context.Context, u intake.Update) error {
-				mu.Lock()
-				handled = append(handled, u.ID)
-				mu.Unlock()
-				if u.ID == 1 {
-					<-release
-				}
-				return nil
-			},
+			Handler:       h.handle,
 		})
 		start(t, r)
 		synctest.Wait()
@@ -366,9 +335,7 @@ func TestAChatCaughtUpIsScheduledAtOnceAgain(t *testing.T) {
 		mustAccept(t, r, msg(4, 1), intake.Accepted)
 		synctest.Wait()
 		idle(t, r)
-		mu.Lock()
-		defer mu.Unlock()
-		if !slices.Equal(handled, []int64{1, 2, 3, 4}) {
+		if handled := h.got(); !slices.Equal(handled, []int64{1, 2, 3, 4}) {
 			t.Fatalf("handled %v, want 1 2 3 4", handled)
 		}
 		if waited := time.Since(t0); waited != 0 {
@@ -435,4 +402,31 @@ func TestChatOrderHoldsWhileTheQueueOverflows(t *testing.T) {
 	if len(inversions) > 0 {
 		t.Fatalf("%d inversions, first %v", len(inversions), inversions[:min(5, len(inversions))])
 	}
+}
+
+// handledOrder is a handler that records the update ids it is called with,
+// in order, and holds an update whose id has a channel in hold until that
+// channel closes.
+type handledOrder struct {
+	mu   sync.Mutex
+	ids  []int64
+	hold map[int64]chan struct{}
+}
+
+func (h *handledOrder) handle(_ context.Context, u intake.Update) error {
+	h.mu.Lock()
+	h.ids = append(h.ids, u.ID)
+	ch := h.hold[u.ID]
+	h.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+	return nil
+}
+
+// got returns the ids handled so far.
+func (h *handledOrder) got() []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.ids)
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tgrelay/tgrelay/intake"
 )
@@ -102,19 +103,7 @@ func concurrentSettles(c *checker) {
 				rows[i] = []*settleCall{{id: h, st: withRecord(failedAt(101, 300, "late"), rec(intake.AttemptFailed, 101))}}
 			}
 		}
-		var fns []func()
-		for _, calls := range rows {
-			for _, call := range calls {
-				fns = append(fns, func() {
-					ok, err := c.store.Settle(c.ctx, call.id, call.st)
-					if err != nil {
-						c.errorf("round %d: a concurrent Settle(%s, %s at %s) returned an error: %v", round, fmtID(call.id), call.st.State, offset(call.st.At), err)
-					}
-					call.got = ok
-				})
-			}
-		}
-		together(c, fns...)
+		settleTogether(c, round, slices.Concat(rows...))
 		checkSettleRound(c, round, holders, rows)
 	}
 }
@@ -214,17 +203,7 @@ func concurrentSettlesKeepOrder(c *checker) {
 			want[i] = append(want[i], *call.st.Attempt)
 			calls[i] = &call
 		}
-		var fns []func()
-		for _, call := range calls {
-			fns = append(fns, func() {
-				ok, err := c.store.Settle(c.ctx, call.id, call.st)
-				if err != nil {
-					c.errorf("round %d: a concurrent Settle(%s, %s at %s) returned an error: %v", round, fmtID(call.id), call.st.State, offset(call.st.At), err)
-				}
-				call.got = ok
-			})
-		}
-		together(c, fns...)
+		settleTogether(c, round, calls)
 		for i, call := range calls {
 			if !call.got {
 				c.errorf("round %d: concurrent Settle(%s, %s at %s) of a live lease = false; want true", round, fmtID(call.id), call.st.State, offset(call.st.At))
@@ -233,4 +212,20 @@ func concurrentSettlesKeepOrder(c *checker) {
 			c.expectHistory(fmt.Sprintf("round %d, after the concurrent settlements of second attempts", round), seconds[i].UpdateID, want[i])
 		}
 	}
+}
+
+// settleTogether makes the settlements of calls at once, released
+// together, and records each one's answer in its got.
+func settleTogether(c *checker, round int, calls []*settleCall) {
+	var fns []func()
+	for _, call := range calls {
+		fns = append(fns, func() {
+			ok, err := c.store.Settle(c.ctx, call.id, call.st)
+			if err != nil {
+				c.errorf("round %d: a concurrent Settle(%s, %s at %s) returned an error: %v", round, fmtID(call.id), call.st.State, offset(call.st.At), err)
+			}
+			call.got = ok
+		})
+	}
+	together(c, fns...)
 }
