@@ -10,9 +10,9 @@ import (
 //
 // Code is Telegram's error_code, or the HTTP status when the answer carried
 // none. RetryAfter and MigrateToChatID are zero unless Telegram sent them in
-// "parameters". NotJSON reports that the body was not a JSON object, as with
-// a proxy's HTML error page; Description then says so, and Code is the HTTP
-// status. The message never contains the token.
+// "parameters". NotJSON reports that the body was not Telegram's JSON
+// envelope, as with a proxy's HTML error page; Description then says so,
+// and Code is the HTTP status. The message never contains the token.
 type APIError struct {
 	// Method is the Bot API method that was called, such as "sendMessage".
 	Method string
@@ -27,8 +27,10 @@ type APIError struct {
 	// MigrateToChatID is parameters.migrate_to_chat_id: the supergroup a
 	// group was upgraded to. Zero when Telegram sent none.
 	MigrateToChatID int64
-	// NotJSON is true when the body was not a JSON object (for example a
-	// proxy's error page), so the answer is not Telegram's own word.
+	// NotJSON is true when the body was not Telegram's JSON envelope: not a
+	// JSON object (for example a proxy's error page), or one without a
+	// boolean "ok" (a proxy's or load balancer's JSON error). The answer is
+	// then not Telegram's own word.
 	NotJSON bool
 }
 

@@ -59,7 +59,9 @@ type Config struct {
 	// HTTPClient sends the requests. Use transport's client to tell a
 	// request that was never dispatched from one whose outcome is unknown.
 	// Nil means a client of Go's default transport with Timeout
-	// DefaultTimeout.
+	// DefaultTimeout. The Client uses a copy whose CheckRedirect never
+	// follows a redirect: a Bot API call is written once, and a 3xx is an
+	// answer that is not Telegram's JSON ([APIError.NotJSON]).
 	HTTPClient *http.Client
 	// MaxResponseBytes bounds the answer body read. Zero means
 	// DefaultMaxResponseBytes; negative is an error.
@@ -95,7 +97,14 @@ func New(token string, cfg Config) (*Client, error) {
 	}
 	if c.http == nil {
 		c.http = &http.Client{Timeout: DefaultTimeout}
+	} else {
+		hc := *c.http
+		c.http = &hc
 	}
+	// Following a redirect would write the call again after it reached the
+	// server, and report the second request's outcome (even "not
+	// dispatched") as the call's.
+	c.http.CheckRedirect = noRedirects
 	switch {
 	case c.maxBytes < 0:
 		return nil, fmt.Errorf("botapi: Config.MaxResponseBytes must not be negative, got %d", c.maxBytes)
@@ -104,6 +113,9 @@ func New(token string, cfg Config) (*Client, error) {
 	}
 	return c, nil
 }
+
+// noRedirects stops http.Client at the first answer.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // parseRoot validates an API root and strips its trailing slashes.
 func parseRoot(raw string) (string, error) {
@@ -380,6 +392,10 @@ type envelope struct {
 // notJSON is the description of an answer that was not a JSON object.
 const notJSON = "response was not JSON"
 
+// notEnvelope is the description of a JSON object without Telegram's
+// boolean "ok": a proxy's or load balancer's JSON error, not Telegram's.
+const notEnvelope = "response was not JSON in Telegram's envelope (no boolean \"ok\")"
+
 // parseResponse turns an answer body into the result or an *APIError.
 // redact is applied to Telegram's description.
 func parseResponse(method string, status int, body []byte, redact func(string) string) (json.RawMessage, error) {
@@ -393,6 +409,12 @@ func parseResponse(method string, status int, body []byte, redact func(string) s
 			return json.RawMessage("null"), nil
 		}
 		return env.Result, nil
+	}
+	if string(env.OK) != "false" {
+		// Not Telegram's envelope (an ok-less JSON error of a proxy or a
+		// load balancer): not Telegram's word, so its 5xx is no evidence
+		// that the call was not acted on.
+		return nil, &APIError{Method: method, Code: status, Description: notEnvelope, NotJSON: true}
 	}
 	e := &APIError{Method: method, Code: status, Description: "no description"}
 	var code float64

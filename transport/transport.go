@@ -29,7 +29,10 @@ import (
 //     reached a socket; such a request may be sent again without risk of a
 //     duplicate. Every other error is an [*OutcomeUnknownError].
 //   - No hidden retries: a request is written at most once. Idempotency-Key
-//     headers and Request.GetBody are ignored.
+//     headers and Request.GetBody are ignored. An http.Client's request
+//     following a redirect (Request.Response set) repeats one that was
+//     sent: it is never written, and fails with an [*OutcomeUnknownError]
+//     (the client of [NewClient] does not follow redirects at all).
 //   - Every wait is bounded: the connect budget, the response timeout, the
 //     response size, and the request's context.
 //   - The body of a returned response is already in memory (at most
@@ -58,13 +61,28 @@ func New(cfg Config) (*Transport, error) {
 // http.Client wraps transport errors in a [*url.Error] whose message holds
 // the request URL, which for the Bot API contains the token: redact before
 // logging, or unwrap to the [*NotDispatchedError].
+//
+// The client never follows a redirect: a 3xx is returned as the answer it
+// is. Following one would send the request again after its first copy
+// reached the server (a POST is repeated as it is on 307 and 308), and the
+// outcome of that second request (not dispatched, say) would be reported
+// as the call's, though the first one was dispatched.
 func NewClient(cfg Config) (*http.Client, error) {
 	t, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &http.Client{Transport: t}, nil
+	return &http.Client{Transport: t, CheckRedirect: noRedirects}, nil
 }
+
+// noRedirects is an [http.Client] CheckRedirect func that stops at the
+// first answer: a redirect is returned to the caller, never followed, so a
+// request is written at most once.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// errRedirect is the cause of the unknown outcome of a redirect an
+// http.Client tried to follow through the Transport.
+var errRedirect = errors.New("transport: redirect not followed: the request it would repeat was sent and answered with a redirect")
 
 type responseTimeoutKey struct{}
 
@@ -112,6 +130,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
+	if req.Response != nil {
+		// An http.Client following a redirect (one not made by NewClient)
+		// repeats a request that reached the server: never write it again.
+		// The call's outcome is the first request's, and its answer was
+		// not Telegram's: unknown.
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &OutcomeUnknownError{Err: errRedirect}
+	}
 	ctx := req.Context()
 	body, err := t.readBody(ctx, req)
 	if err != nil {
