@@ -211,7 +211,9 @@ var phrases = [...]phrase{
 //     unknown, evidence transport (the gateway speaks for its transport).
 //  5. The description (the APIError's, or else err.Error()) matched against a
 //     table of Telegram's phrases, case-insensitively: evidence description.
-//  6. Status 429: rate-limited, evidence status.
+//  6. Status 429 in Telegram's JSON envelope: rate-limited, evidence
+//     status. A 429 whose body was not Telegram's JSON (a proxy's page,
+//     [APIError.NotJSON]) is not Telegram saying it did not act: unknown.
 //  7. Status 5xx in Telegram's JSON envelope: server-error, evidence status.
 //     A 5xx whose body was not JSON (a proxy's page, [APIError.NotJSON]) may
 //     hide a delivered message, so it stays unknown.
@@ -278,7 +280,7 @@ func Classify(err error) (f Failure) {
 	}
 
 	switch {
-	case status == 429:
+	case status == 429 && !apiErr.NotJSON:
 		return failureFor(ReasonRateLimited, EvidenceStatus, status)
 	case status >= 500 && !apiErr.NotJSON:
 		return failureFor(ReasonServerError, EvidenceStatus, status)

@@ -110,8 +110,8 @@ func TestClassify(t *testing.T) {
 		{"502 not JSON", &botapi.APIError{Method: "sendMessage", Code: 502, Description: "response was not JSON", NotJSON: true},
 			botapi.Failure{Reason: botapi.ReasonUnknown, Status: 502, Evidence: botapi.EvidenceNone}},
 		{"200 not JSON", &botapi.APIError{Method: "sendMessage", Code: 200, Description: "response was not JSON", NotJSON: true}, unknown},
-		{"429 not JSON is still rate limited", &botapi.APIError{Method: "sendMessage", Code: 429, Description: "response was not JSON", NotJSON: true},
-			botapi.Failure{Reason: botapi.ReasonRateLimited, Status: 429, Retryable: true, Evidence: botapi.EvidenceStatus}},
+		{"429 not JSON is not Telegram's", &botapi.APIError{Method: "sendMessage", Code: 429, Description: "response was not JSON", NotJSON: true},
+			botapi.Failure{Reason: botapi.ReasonUnknown, Status: 429, Evidence: botapi.EvidenceNone}},
 		// Case 6: a network failure without an answer.
 		{"socket hang up", errors.New("socket hang up"), unknown},
 		{"context canceled", fmt.Errorf("sendMessage: %w", context.Canceled), unknown},

@@ -126,12 +126,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			p.doneAt(answered())
 			return resp, nil
 		}
-		answered()
+		at := answered()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, max429Bytes))
 		resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(data))
 		resp.ContentLength = int64(len(data))
 		resp.Header.Del("Content-Length")
+		if !telegramRefusal(data) {
+			// A 429 that is not Telegram's JSON (a proxy's or a load
+			// balancer's page): nothing says Telegram did not act, so the
+			// call is not sent again, and it counts as sent.
+			p.doneAt(at)
+			return resp, nil
+		}
 		ra := retryAfterOf(data, resp.Header)
 		now := t.limiter.clock.Now()
 		if replay == nil || now.Add(ra).After(p.Deadline()) {
@@ -334,8 +341,21 @@ func closeReader(r io.ReadCloser) {
 	}
 }
 
+// telegramRefusal reports whether b is Telegram's JSON envelope of a
+// refusal: an object whose "ok" is false.
+func telegramRefusal(b []byte) bool {
+	var env struct {
+		OK *bool `json:"ok"`
+	}
+	return json.Unmarshal(b, &env) == nil && env.OK != nil && !*env.OK
+}
+
 // retryAfterOf reads parameters.retry_after of Telegram's 429 answer, then
-// a Retry-After header (seconds), then falls back to DefaultRetryAfter.
+// a Retry-After header (seconds), then falls back to DefaultRetryAfter. A
+// wait below DefaultRetryAfter (0, negative, a fraction: Telegram names whole
+// seconds) is read as none, so a 429 is never retried in a tight loop; one
+// above MaxLimitPer is clamped to it, never ignored (which would retry a call
+// Telegram told to wait for a day after DefaultRetryAfter).
 func retryAfterOf(body []byte, h http.Header) time.Duration {
 	var env struct {
 		Parameters struct {
@@ -343,14 +363,28 @@ func retryAfterOf(body []byte, h http.Header) time.Duration {
 		} `json:"parameters"`
 	}
 	if json.Unmarshal(body, &env) == nil && env.Parameters.RetryAfter != nil {
-		if s := *env.Parameters.RetryAfter; s >= 0 && s <= MaxLimitPer.Seconds() {
-			return time.Duration(s * float64(time.Second))
+		if d, ok := clampRetryAfter(*env.Parameters.RetryAfter); ok {
+			return d
 		}
 	}
-	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s >= 0 && time.Duration(s) <= MaxLimitPer/time.Second {
-		return time.Duration(s) * time.Second
+	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil {
+		if d, ok := clampRetryAfter(float64(s)); ok {
+			return d
+		}
 	}
 	return DefaultRetryAfter
+}
+
+// clampRetryAfter turns s seconds into a wait of DefaultRetryAfter to
+// MaxLimitPer, or reports false when s is below DefaultRetryAfter (or NaN).
+func clampRetryAfter(s float64) (time.Duration, bool) {
+	switch {
+	case !(s >= DefaultRetryAfter.Seconds()):
+		return 0, false
+	case s >= MaxLimitPer.Seconds():
+		return MaxLimitPer, true
+	}
+	return time.Duration(s * float64(time.Second)), true
 }
 
 // throttled is the Telegram-shaped 429 of a call the limiter refused.
