@@ -9,8 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
@@ -134,7 +136,8 @@ const DefaultStreamHeaderTimeout = 5 * time.Minute
 
 // NewStreamTransport returns a streaming [http.RoundTripper] for
 // Config.StreamTransport: the standard library's transport (proxies from
-// the environment, keep-alive), whose failures to connect are marked as not
+// the environment, keep-alive), whose failures before a connection was
+// ready (lookup, connect, proxy CONNECT, TLS handshake) are marked as not
 // dispatched (the request was never written), and every other failure
 // counts as unknown. Wrap it in the same limiter as Config.Transport. It is
 // NewStreamTransportConfig(StreamConfig{}).
@@ -174,15 +177,28 @@ func NewStreamTransportConfig(c StreamConfig) http.RoundTripper {
 type streamTransport struct{ t *http.Transport }
 
 func (s streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := s.t.RoundTrip(req)
+	// net/http reports GotConn (HTTP/1 and HTTP/2 alike) once a connection,
+	// TLS handshake and proxy CONNECT included, is ready and before any
+	// byte of the request is written to it: a failure before it (a TLS
+	// handshake refused, a connection closed mid-handshake, a budget run
+	// out) left nothing on any socket.
+	var gotConn atomic.Bool
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { gotConn.Store(true) },
+	})
+	resp, err := s.t.RoundTrip(req.WithContext(ctx))
+	if err == nil {
+		return resp, nil
+	}
 	var op *net.OpError
-	if err != nil && errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect") {
+	if !gotConn.Load() || errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect") {
 		return nil, &dialError{err}
 	}
-	return resp, err
+	return nil, err
 }
 
-// dialError is a failure to connect: no byte of the request was written.
+// dialError is a failure to connect (TLS handshake and proxy included): no
+// byte of the request was written.
 type dialError struct{ err error }
 
 func (e *dialError) Error() string       { return "gateway: connect failed: " + e.err.Error() }
