@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"sync/atomic"
 	"time"
 )
@@ -66,10 +67,22 @@ func (pc *persistConn) close() { pc.conn.Close() }
 // usable reports whether an idle connection can carry a request: the peer
 // has neither closed it nor sent anything unsolicited.
 func (pc *persistConn) usable() bool {
-	if pc.br.Buffered() > 0 {
+	if pc.br.Buffered() > 0 || peekClosed(pc.raw.Conn) {
 		return false
 	}
-	return !peekClosed(pc.raw.Conn)
+	if pc.conn == net.Conn(pc.raw) {
+		return true
+	}
+	// TLS keeps what it read from the socket beyond the last answer (the
+	// rest of a record, whole records) out of the socket peek's sight: an
+	// answer nobody asked for may wait there, and the next request would
+	// read it as its own. Look through TLS without waiting: only a read
+	// that would block (a timeout, which leaves TLS usable) proves nothing
+	// is there.
+	pc.conn.SetReadDeadline(aLongTimeAgo)
+	_, err := pc.br.Peek(1)
+	pc.conn.SetReadDeadline(time.Time{})
+	return errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // getIdle takes the most recently used idle connection for key that is
