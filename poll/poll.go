@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -219,13 +220,23 @@ func (p *Poller) Offset() int64 { return p.offset }
 // short getUpdates (bounded by [ConfirmTimeout]) and returns nil. It returns
 // early with an error wrapping [ErrUnauthorized], [ErrWebhookActive] or
 // [ErrConflict] (and the *botapi.APIError) when Telegram refuses in a way
-// waiting cannot heal. Every other failure is retried after a backoff.
+// waiting cannot heal. Every other failure is retried after a backoff, and
+// so is an answer that came before half the long poll's Timeout without
+// an update that moves the offset: that is not Telegram's long poll, and
+// calling again at once would spin.
 func (p *Poller) Run(ctx context.Context) error {
 	failures := 0
 	for ctx.Err() == nil {
+		began, before := time.Now(), p.offset
 		batch, err := p.get(ctx, p.cfg.Timeout, p.cfg.Limit)
 		if err == nil {
 			err = p.record(ctx, batch)
+		}
+		if err == nil && p.offset == before && time.Since(began) < p.cfg.Timeout/2 {
+			// An answer that moved nothing (empty, null, or only elements
+			// the offset cannot pass) long before the long poll's timeout
+			// is not Telegram's long poll: back off rather than spin.
+			err = errNoProgress
 		}
 		if err == nil {
 			failures = 0
@@ -248,6 +259,10 @@ func (p *Poller) Run(ctx context.Context) error {
 	p.confirm()
 	return nil
 }
+
+// errNoProgress: getUpdates answered early with nothing that moves the
+// offset.
+var errNoProgress = errors.New("poll: getUpdates answered early without an update that moves the offset")
 
 // backoff is MinBackoff doubled failures times, capped at MaxBackoff.
 func (p *Poller) backoff(failures int) time.Duration {
@@ -300,13 +315,17 @@ func (p *Poller) record(ctx context.Context, batch []json.RawMessage) error {
 	ids := make([]int64, len(batch))
 	chats := make(map[string][]int) // chat key → indexes into batch
 	for i, raw := range batch {
-		var head struct {
-			UpdateID *int64 `json:"update_id"`
-		}
+		// The update_id is the one the accept function records
+		// (intake.ParseUpdate: the exact key "update_id", a non-negative
+		// integer literal), not encoding/json's case-insensitive match:
+		// a folded key such as "Update_ID" must not move the offset past
+		// updates Telegram has not handed out yet.
 		ids[i] = -1
-		if json.Unmarshal(raw, &head) == nil && head.UpdateID != nil {
-			ids[i] = *head.UpdateID
-			next = max(next, *head.UpdateID+1)
+		if id, err := intake.ParseUpdate(raw); err == nil {
+			ids[i] = id
+			if id < math.MaxInt64 {
+				next = max(next, id+1)
+			}
 		}
 		// Updates without a chat key (no chat, or a key too long to
 		// keep) share the key "", so they too are accepted in order.
