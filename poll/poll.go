@@ -220,7 +220,8 @@ func (p *Poller) Offset() int64 { return p.offset }
 // short getUpdates (bounded by [ConfirmTimeout]) and returns nil. It returns
 // early with an error wrapping [ErrUnauthorized], [ErrWebhookActive] or
 // [ErrConflict] (and the *botapi.APIError) when Telegram refuses in a way
-// waiting cannot heal. Every other failure is retried after a backoff, and
+// waiting cannot heal. Every other failure is retried after a backoff (or
+// after the retry_after of Telegram's 429, when that is longer), and
 // so is an answer that came before half the long poll's Timeout without
 // an update that moves the offset: that is not Telegram's long poll, and
 // calling again at once would spin.
@@ -248,7 +249,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		if fatal := classify(err); fatal != nil {
 			return fatal
 		}
-		wait := p.backoff(failures)
+		wait := max(p.backoff(failures), telegramsWait(err))
 		failures++
 		p.log.Warn("poll: getUpdates failed; retrying", "err", err, "wait", wait)
 		if f := p.cfg.Observer.ErrorFunc; f != nil {
@@ -258,6 +259,17 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 	p.confirm()
 	return nil
+}
+
+// telegramsWait is the wait Telegram named in a 429 answer to
+// getUpdates (its retry_after), at most MaxBackoffLimit; zero for any
+// other error. Polling again sooner would only meet the same 429.
+func telegramsWait(err error) time.Duration {
+	var ae *botapi.APIError
+	if !errors.As(err, &ae) || ae.NotJSON || ae.Code != 429 {
+		return 0
+	}
+	return min(ae.RetryAfter, MaxBackoffLimit)
 }
 
 // errNoProgress: getUpdates answered early with nothing that moves the
