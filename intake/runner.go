@@ -729,7 +729,8 @@ func (r *Runner) scheduleRows(rn *run, rows []StoredUpdate) int {
 		r.mu.Lock()
 		switch {
 		case left[key]:
-			r.markBehindLocked(rn, key)
+			// Left with the line's earlier row, whose mark, made in this
+			// pass, keeps the line behind.
 		case r.scheduleLocked(rn, j, key):
 			n++
 		case rn.isBehindLocked(key) && !rn.scheduledLocked(j.id):

@@ -3,7 +3,6 @@ package throttle
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/wire"
 )
 
@@ -132,14 +132,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = io.NopCloser(bytes.NewReader(data))
 		resp.ContentLength = int64(len(data))
 		resp.Header.Del("Content-Length")
-		if !telegramRefusal(data) {
+		refusal := botapi.ParseAnswer(method, resp.StatusCode, data)
+		if refusal == nil || refusal.NotJSON {
 			// A 429 that is not Telegram's JSON (a proxy's or a load
 			// balancer's page): nothing says Telegram did not act, so the
 			// call is not sent again, and it counts as sent.
 			p.doneAt(at)
 			return resp, nil
 		}
-		ra := retryAfterOf(data, resp.Header)
+		ra := retryAfterOf(refusal, resp.Header)
 		now := t.limiter.clock.Now()
 		if replay == nil || now.Add(ra).After(p.Deadline()) {
 			p.Limited(ra) // Telegram's own answer goes back as it came
@@ -341,31 +342,16 @@ func closeReader(r io.ReadCloser) {
 	}
 }
 
-// telegramRefusal reports whether b is Telegram's JSON envelope of a
-// refusal: an object whose "ok" is false.
-func telegramRefusal(b []byte) bool {
-	var env struct {
-		OK *bool `json:"ok"`
-	}
-	return json.Unmarshal(b, &env) == nil && env.OK != nil && !*env.OK
-}
-
-// retryAfterOf reads parameters.retry_after of Telegram's 429 answer, then
-// a Retry-After header (seconds), then falls back to DefaultRetryAfter. A
-// wait below DefaultRetryAfter (0, negative, a fraction: Telegram names whole
-// seconds) is read as none, so a 429 is never retried in a tight loop; one
-// above MaxLimitPer is clamped to it, never ignored (which would retry a call
-// Telegram told to wait for a day after DefaultRetryAfter).
-func retryAfterOf(body []byte, h http.Header) time.Duration {
-	var env struct {
-		Parameters struct {
-			RetryAfter *float64 `json:"retry_after"`
-		} `json:"parameters"`
-	}
-	if json.Unmarshal(body, &env) == nil && env.Parameters.RetryAfter != nil {
-		if d, ok := clampRetryAfter(*env.Parameters.RetryAfter); ok {
-			return d
-		}
+// retryAfterOf is the wait of Telegram's 429 refusal: its
+// parameters.retry_after (botapi's reading of it), then a Retry-After
+// header (seconds), then DefaultRetryAfter. A wait below DefaultRetryAfter
+// (0, negative, a fraction: Telegram names whole seconds) is read as none,
+// so a 429 is never retried in a tight loop; one above MaxLimitPer is
+// clamped to it, never ignored (which would retry a call Telegram told to
+// wait for a day after DefaultRetryAfter).
+func retryAfterOf(refusal *botapi.APIError, h http.Header) time.Duration {
+	if d, ok := clampRetryAfter(refusal.RetryAfter.Seconds()); ok {
+		return d
 	}
 	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil {
 		if d, ok := clampRetryAfter(float64(s)); ok {
