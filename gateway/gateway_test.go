@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -277,5 +278,75 @@ func TestAnswersAreSized(t *testing.T) {
 			t.Errorf("%s: Content-Length %d, Transfer-Encoding %v for a %d-byte body; want its length, not chunked",
 				c.name, resp.ContentLength, resp.TransferEncoding, len(b))
 		}
+	}
+}
+
+// TestFilePathStaysAFile sends file downloads whose paths, once decoded,
+// hold dot segments or the characters "?" and "#": the gateway must
+// refuse the first (a server that resolves dot segments would read another
+// URL, such as a Bot API method, sent unjournaled) and keep the others
+// part of the path it sends on.
+func TestFilePathStaysAFile(t *testing.T) {
+	t.Parallel()
+	const token = "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	upstream := make(chan string, 10)
+	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		upstream <- r.RequestURI
+		io.WriteString(w, "file content")
+	}))
+	t.Cleanup(tg.Close)
+	base, err := transport.New(transport.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(gateway.Config{Token: token, APIRoot: tg.URL, Transport: base, StreamTransport: gateway.NewStreamTransport()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	t.Cleanup(srv.Close)
+	get := func(t *testing.T, path string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.URL.Opaque = path // sent as written: no dot segment resolved
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	file := "/file/bot" + token + "/"
+	for _, path := range []string{
+		file + "..%2F..%2Fbot" + token + "%2FsendMessage%3Fchat_id%3D1%26text%3Dhi",
+		file + "../../bot" + token + "/sendMessage",
+		file + "photos/%2E%2E/%2E%2E/bot" + token + "/getMe",
+		file + "./photos/a.jpg",
+	} {
+		if status := get(t, path); status != http.StatusNotFound {
+			t.Errorf("GET %s = %d; want 404", path, status)
+		}
+	}
+	for path, want := range map[string]string{
+		file + "photos/a%3Fb.jpg": file + "photos/a%3Fb.jpg",
+		file + "photos/a%23b.jpg": file + "photos/a%23b.jpg",
+		file + "photos/a.jpg?x=1": file + "photos/a.jpg?x=1",
+	} {
+		if status := get(t, path); status != http.StatusOK {
+			t.Errorf("GET %s = %d; want 200", path, status)
+			continue
+		}
+		if got := <-upstream; got != want {
+			t.Errorf("GET %s went to Telegram as %s; want %s", path, got, want)
+		}
+	}
+	select {
+	case got := <-upstream:
+		t.Errorf("a refused download reached Telegram as %s", got)
+	default:
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -204,8 +205,12 @@ func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answe
 		if tail == "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
 			return notFound(), "file", fenced
 		}
+		fp, ok := filePath(tail)
+		if !ok {
+			return notFound(), "file", fenced
+		}
 		c.method, c.streamAnswer, c.complete = "file", true, true
-		c.upstream = g.cfg.APIRoot + "/file/bot" + g.cfg.Token + "/" + tail
+		c.upstream = g.cfg.APIRoot + "/file/bot" + g.cfg.Token + "/" + fp
 		if r.URL.RawQuery != "" {
 			c.upstream += "?" + r.URL.RawQuery
 		}
@@ -231,6 +236,23 @@ func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answe
 		return *err, method, fenced
 	}
 	return g.handle(ctx, id, c), method, fenced
+}
+
+// filePath returns the file path p of a download (as decoded from the
+// request) escaped for the upstream URL, segment by segment, so that an
+// escaped "?" or "#" stays part of the path. ok is false when a
+// segment is "." or "..": a server that resolves them (as nginx does in
+// front of Telegram) would read such a path as another URL, even a Bot API
+// method that the gateway would then send unjournaled.
+func filePath(p string) (escaped string, ok bool) {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if s == "." || s == ".." {
+			return "", false
+		}
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/"), true
 }
 
 // readBody reads up to MaxBufferedBody+1 bytes of body into c.prefix; the
