@@ -24,6 +24,12 @@ const (
 	DefaultMaxBufferedBody = 1 << 20
 	// MaxMaxBufferedBody is the largest Config.MaxBufferedBody accepted.
 	MaxMaxBufferedBody = 50 << 20
+	// DefaultMaxBufferedTotal is how much of their request bodies all calls
+	// together hold in memory when Config.MaxBufferedTotal is zero (or
+	// MaxBufferedBody, when that is larger).
+	DefaultMaxBufferedTotal = 64 << 20
+	// MaxMaxBufferedTotal is the largest Config.MaxBufferedTotal accepted.
+	MaxMaxBufferedTotal = 1 << 30
 	// DefaultMaxSendTries is how often a call that was not dispatched is
 	// tried in all, when Config.MaxSendTries is zero.
 	DefaultMaxSendTries = 3
@@ -113,6 +119,15 @@ type Config struct {
 	// ones are answered 413); a multipart body that does not fit is
 	// streamed. Zero means [DefaultMaxBufferedBody].
 	MaxBufferedBody int64
+
+	// MaxBufferedTotal bounds the request bodies held in memory by all the
+	// calls in progress together, MaxBufferedBody to [MaxMaxBufferedTotal].
+	// A call takes its share as it reads its body and gives it back once
+	// answered; a call that finds none free waits for it, and when its app
+	// goes or its time bound ends first it is answered 503 not dispatched
+	// ([StatusNotDispatched]): nothing was sent. Zero means
+	// [DefaultMaxBufferedTotal], or MaxBufferedBody when that is larger.
+	MaxBufferedTotal int64
 
 	// MaxSendTries is how often a call that was not dispatched is tried in
 	// all, 1 to [MaxMaxSendTries], with a short capped backoff between
@@ -210,6 +225,12 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxBufferedBody = DefaultMaxBufferedBody
 	case c.MaxBufferedBody < 1 || c.MaxBufferedBody > MaxMaxBufferedBody:
 		return c, badField("MaxBufferedBody", "is %d: want 1 to %d (0: the default)", c.MaxBufferedBody, MaxMaxBufferedBody)
+	}
+	switch {
+	case c.MaxBufferedTotal == 0:
+		c.MaxBufferedTotal = max(DefaultMaxBufferedTotal, c.MaxBufferedBody)
+	case c.MaxBufferedTotal < c.MaxBufferedBody || c.MaxBufferedTotal > MaxMaxBufferedTotal:
+		return c, badField("MaxBufferedTotal", "is %d: want MaxBufferedBody (%d) to %d (0: the default)", c.MaxBufferedTotal, c.MaxBufferedBody, MaxMaxBufferedTotal)
 	}
 	switch {
 	case c.MaxSendTries == 0:

@@ -149,6 +149,9 @@
 // what lies within the buffered prefix (file contents by their SHA-256),
 // and a file reaching past it by its field and file name. A streamed upload
 // is sent again after a not-dispatched failure only if none of it was read.
+// All the calls in progress together hold at most Config.MaxBufferedTotal
+// of their bodies: a call waits for its share before it reads, and one
+// that gets none within its time bound is answered 503 not dispatched.
 //
 // # Traces
 //

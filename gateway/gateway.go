@@ -60,6 +60,7 @@ type Gateway struct {
 	retry    backoff.Capped
 	red      botapi.Redactor // the token, in every form, and anything shaped like one
 	bounds   Bounds
+	bodies   *bodyBudget  // Config.MaxBufferedTotal
 	queries  queryTurns   // one answer per query in flight (query.go)
 	tracer   trace.Tracer // nil without Config.TracerProvider (trace.go)
 }
@@ -73,7 +74,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: c, occ: newOccurrences(c.MaxAttempts), outcomes: newOutcomeWrites(max(c.MaxPendingOutcomes, 0)),
 		flight: &callsInFlight{}, seed: maphash.MakeSeed(),
-		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}, bounds: boundsOf(c)}
+		retry: backoff.Capped{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second}, bounds: boundsOf(c), bodies: newBodyBudget(c.MaxBufferedTotal)}
 	g.journal, _ = c.Store.(intake.JournalStore)
 	g.red.Add(c.Token)
 	if c.TracerProvider != nil {
@@ -91,9 +92,12 @@ type call struct {
 	query       url.Values
 	// prefix is the buffered start of the body; the whole body when
 	// complete, else rest follows it.
-	prefix        []byte
-	complete      bool
-	rest          *countingReader
+	prefix   []byte
+	complete bool
+	rest     *countingReader
+	// held is the share of Config.MaxBufferedTotal the call took to read
+	// its body (see readBody), given back by releaseBody.
+	held          int64
 	contentLength int64 // -1 when unknown
 	// streamAnswer passes a large answer (a file) through unbuffered.
 	streamAnswer bool

@@ -227,13 +227,14 @@ func TestNoStoreRefusesIdentity(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	ok := gateway.Config{Token: "1:x", Transport: http.DefaultTransport}
 	for field, mut := range map[string]func(*gateway.Config){
-		"Token":           func(c *gateway.Config) { c.Token = "" },
-		"APIRoot":         func(c *gateway.Config) { c.APIRoot = "ftp://x" },
-		"Transport":       func(c *gateway.Config) { c.Transport = nil },
-		"MaxBufferedBody": func(c *gateway.Config) { c.MaxBufferedBody = -1 },
-		"MaxSendTries":    func(c *gateway.Config) { c.MaxSendTries = 11 },
-		"MaxAttempts":     func(c *gateway.Config) { c.MaxAttempts = -1 },
-		"ResponseTimeout": func(c *gateway.Config) { c.ResponseTimeout = 11 * time.Minute },
+		"Token":            func(c *gateway.Config) { c.Token = "" },
+		"APIRoot":          func(c *gateway.Config) { c.APIRoot = "ftp://x" },
+		"Transport":        func(c *gateway.Config) { c.Transport = nil },
+		"MaxBufferedBody":  func(c *gateway.Config) { c.MaxBufferedBody = -1 },
+		"MaxBufferedTotal": func(c *gateway.Config) { c.MaxBufferedBody, c.MaxBufferedTotal = 2<<20, 1<<20 },
+		"MaxSendTries":     func(c *gateway.Config) { c.MaxSendTries = 11 },
+		"MaxAttempts":      func(c *gateway.Config) { c.MaxAttempts = -1 },
+		"ResponseTimeout":  func(c *gateway.Config) { c.ResponseTimeout = 11 * time.Minute },
 	} {
 		c := ok
 		mut(&c)

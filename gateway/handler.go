@@ -74,7 +74,8 @@ var intakeMethods = []string{"getUpdates", "setWebhook", "deleteWebhook"}
 //
 // The request body is read as it is sent on: at most
 // Config.MaxBufferedBody of it is held (a larger multipart upload streams
-// through; a larger JSON or form body is answered 413). The server's own
+// through; a larger JSON or form body is answered 413), within the
+// Config.MaxBufferedTotal that all calls share. The server's own
 // read timeout bounds a slow app.
 //
 // Every answer carries [HeaderCallTimeout]. The handler sets its
@@ -232,7 +233,8 @@ func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answe
 	if r.URL.RawQuery != "" {
 		c.upstream += "?" + r.URL.RawQuery
 	}
-	if err := g.readBody(r.Body, c); err != nil {
+	defer g.releaseBody(c)
+	if err := g.readBody(ctx, r.Body, c); err != nil {
 		return *err, method, fenced
 	}
 	return g.handle(ctx, id, c), method, fenced
@@ -256,23 +258,47 @@ func filePath(p string) (escaped string, ok bool) {
 }
 
 // readBody reads up to MaxBufferedBody+1 bytes of body into c.prefix; the
-// rest, if any, is left to stream (multipart only).
-func (g *Gateway) readBody(body io.Reader, c *call) *answer {
+// rest, if any, is left to stream (multipart only). Before each read it
+// takes what the read may hold from the gateway's MaxBufferedTotal (the
+// whole body at once when its length is known), waiting in ctx for it;
+// the caller gives it back with releaseBody once the call is answered.
+func (g *Gateway) readBody(ctx context.Context, body io.Reader, c *call) *answer {
 	if body == nil {
 		c.complete = true
 		return nil
 	}
 	max := g.cfg.MaxBufferedBody
-	buf, err := io.ReadAll(io.LimitReader(body, max+1))
-	if err != nil {
-		a := telegramError(http.StatusBadRequest, wire.OutcomeRefused, "Bad Request: tgrelay: the request body could not be read", 0)
-		return &a
+	var buf []byte
+	for int64(len(buf)) <= max {
+		// One byte past max tells a larger body; it is not counted.
+		step := max + 1 - int64(len(buf))
+		if c.contentLength >= int64(len(buf)) {
+			step = min(step, c.contentLength-int64(len(buf))+1)
+		} else {
+			step = min(step, bodyStep(len(buf)))
+		}
+		share := min(step, max-c.held)
+		if err := g.bodies.take(ctx, share); err != nil {
+			a := telegramError(StatusNotDispatched, wire.OutcomeNotDispatched, fmt.Sprintf(
+				"Service Unavailable: tgrelay: the gateway holds its limit of %d bytes of request bodies, and none was freed for this call in time; nothing was sent", g.cfg.MaxBufferedTotal), 1)
+			return &a
+		}
+		c.held += share
+		if cap(buf)-len(buf) < int(step) {
+			buf = append(make([]byte, 0, len(buf)+int(step)), buf...)
+		}
+		n, err := io.ReadFull(body, buf[len(buf):len(buf)+int(step)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			c.prefix, c.complete = buf, true
+			return nil
+		}
+		if err != nil {
+			a := telegramError(http.StatusBadRequest, wire.OutcomeRefused, "Bad Request: tgrelay: the request body could not be read", 0)
+			return &a
+		}
 	}
 	c.prefix = buf
-	if int64(len(buf)) <= max {
-		c.complete = true
-		return nil
-	}
 	mt, _, _ := mime.ParseMediaType(c.contentType)
 	if mt != "multipart/form-data" {
 		a := telegramError(http.StatusRequestEntityTooLarge, wire.OutcomeRefused, fmt.Sprintf(
@@ -281,6 +307,16 @@ func (g *Gateway) readBody(body io.Reader, c *call) *answer {
 	}
 	c.rest = &countingReader{r: body}
 	return nil
+}
+
+// bodyStep is the next read of a body of unknown length, of which n bytes
+// were read: at least 64 KiB, then doubling what was read.
+func bodyStep(n int) int64 { return int64(max(n, 64<<10)) }
+
+// releaseBody gives back the share of MaxBufferedTotal that c's body took.
+func (g *Gateway) releaseBody(c *call) {
+	g.bodies.give(c.held)
+	c.held = 0
 }
 
 // parseIdentity reads an attempt identity from its three textual parts.

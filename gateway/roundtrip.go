@@ -74,7 +74,8 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.method == "" {
 		closeBody(req)
 		a = telegramError(http.StatusNotFound, wire.OutcomeRefused, "Not Found: tgrelay: not a Bot API method URL", 0)
-	} else if errAns := g.readBody(req.Body, c); errAns != nil {
+	} else if errAns := g.readBody(ctx, req.Body, c); errAns != nil {
+		g.releaseBody(c)
 		closeBody(req)
 		a = *errAns
 	} else {
@@ -84,6 +85,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			defer closeBody(req)
 		}
 		a = g.handle(ctx, &id, c)
+		g.releaseBody(c)
 	}
 	g.observe(c.method, a, true, false, start, false)
 	var body io.ReadCloser = io.NopCloser(bytes.NewReader(a.body))
