@@ -80,14 +80,29 @@ func TaggedURL(rawURL, secret string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", errors.New("hookowner: the webhook address must be an absolute http or https URL")
+	u, q, err := parseAddress(rawURL)
+	if err != nil {
+		return "", fmt.Errorf("hookowner: the webhook address %w", err)
 	}
-	q := u.Query()
 	q.Set(OwnerParam, tag)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
+}
+
+// parseAddress parses a webhook address and its query. The query must
+// parse whole: [url.URL.Query] would drop a pair it cannot read (a ";", a
+// bad escape), and the tagged address registered would silently lose it.
+// The error completes "the webhook address …" and never quotes rawURL.
+func parseAddress(rawURL string) (*url.URL, url.Values, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, nil, errors.New("must be an absolute http or https URL")
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("has a query that does not parse (%w); tagging it would drop part of it", err)
+	}
+	return u, q, nil
 }
 
 // Reason says why a claim was refused.
@@ -164,6 +179,9 @@ type ConfigError = configerr.Error
 func (c ClaimConfig) Validate() error {
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return configerr.New("hookowner", "URL", "is not a URL: want an absolute http:// or https:// URL")
+	}
+	if _, _, err := parseAddress(c.URL); err != nil {
+		return configerr.New("hookowner", "URL", "%w", err)
 	}
 	if !botapi.ValidSecretToken(c.Secret) {
 		return &ConfigError{Pkg: "hookowner", Field: "Secret", Err: errors.New("is not a valid webhook secret: want 1-256 characters of A-Z, a-z, 0-9, _ and -"), Kind: ErrBadSecret}

@@ -87,6 +87,18 @@ func TestTaggedURL(t *testing.T) {
 	if _, err := hookowner.TaggedURL("ftp://h/p", secret); err == nil {
 		t.Fatal("ftp URL accepted")
 	}
+	// A query that does not parse whole would lose the pairs that do not
+	// parse: the address registered would not be the one given.
+	for _, raw := range []string{"https://h.example/p?a=1;b=2", "https://h.example/p?x=%zz&y=1"} {
+		if got, err := hookowner.TaggedURL(raw, secret); err == nil {
+			t.Errorf("TaggedURL(%q) = %q; want an error, not a query cut short", raw, got)
+		} else if strings.Contains(err.Error(), "h.example") {
+			t.Errorf("TaggedURL(%q) error %q quotes the address", raw, err)
+		}
+		if err := (hookowner.ClaimConfig{URL: raw, Secret: secret}).Validate(); err == nil {
+			t.Errorf("Validate(URL %q) = nil; want the URL refused", raw)
+		}
+	}
 }
 
 func TestClaimPollingBotNeedsTakeoverFromNone(t *testing.T) {
