@@ -105,7 +105,9 @@
 // attempt made its first call (the earlier attempt's sends may have used
 // up the chat's window). An intent without an outcome (the relay died
 // between them) and an unknown outcome are answered unknown and never sent
-// again; a not-dispatched outcome frees the call for a later attempt. A
+// again; a not-dispatched outcome frees the call for a later attempt, as
+// does Telegram's own 429 or 5xx (it did not act; botapi.Classify reads
+// both as retryable), which the app gets as it came. A
 // later attempt's identical call made while this gateway's earlier call
 // is still in flight (at Telegram, or its outcome being recorded) waits
 // for it, outside the limiter and within its own context, and gets what

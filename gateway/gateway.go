@@ -214,11 +214,14 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	res := intake.CallResult{Outcome: intake.CallUnknown}
 	switch {
 	case a.outcome == wire.OutcomeNotDispatched || a.status == http.StatusTooManyRequests,
+		a.outcome == wire.OutcomeAnswered && a.status >= 500,
 		isQuery && answerRefusedQueryOpen(a):
 		// Nothing was sent, or Telegram did not act (its 429, or the
-		// limiter's; or it refused an answer to a query that is still
-		// open, such as a text too long): a later identical call, or
-		// the query's next answer, may send it.
+		// limiter's; its own 5xx, which botapi.Classify reads as
+		// retryable: readAnswer made any other 5xx unknown; or it
+		// refused an answer to a query that is still open, such as a
+		// text too long): a later identical call, or the query's next
+		// answer, may send it.
 		res = intake.CallResult{Outcome: intake.CallNotDispatched, Body: a.body}
 	case a.outcome == wire.OutcomeUnknown:
 		res.Body = a.body

@@ -140,6 +140,30 @@ func TestReplayAcrossAttempts(t *testing.T) {
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
+// TestTelegram5xxIsNotReplayed: Telegram's own 5xx (in its JSON envelope)
+// says it did not act, as botapi.Classify reads it (retryable). The app
+// gets it as it came, and a later attempt's identical call is sent, not
+// answered the 5xx from the journal, so the message still goes out.
+func TestTelegram5xxIsNotReplayed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{})
+	if err := f.tg.Arm(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultServerError}); err != nil {
+		t.Fatal(err)
+	}
+	first := f.claim(t, 8)
+	if r := f.send(t, &first, "after 500"); r.status != http.StatusInternalServerError || r.env.ErrorCode != 500 || r.header.Get(wire.HeaderOutcome) != "" {
+		t.Fatalf("attempt 1 = %d %s (outcome %q); want Telegram's 500 as it came", r.status, r.body, r.header.Get(wire.HeaderOutcome))
+	}
+	f.fail(t, first)
+	second := f.reclaim(t, 8)
+	if r := f.send(t, &second, "after 500"); r.status != http.StatusOK || r.header.Get(gateway.HeaderReplayed) != "" {
+		t.Errorf("attempt 2 = %d %s (replayed %q); want it sent and Telegram's 200", r.status, r.body, r.header.Get(gateway.HeaderReplayed))
+	}
+	if n := f.ledger("after 500"); n != 1 {
+		t.Errorf("ledger holds %d messages; want 1", n)
+	}
+}
+
 // TestTransportFaults: each fault of the connection to Telegram surfaces as
 // the right outcome, and a later attempt never resends an unknown call.
 func TestTransportFaults(t *testing.T) {
@@ -149,9 +173,10 @@ func TestTransportFaults(t *testing.T) {
 		status     int
 		outcome    string
 		ledger     int
-		replayable bool // a later attempt's identical call is answered from the journal
+		replayable bool // a later attempt's identical call is answered from the journal, else sent
 	}{
-		{"answered_500", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultServerError}, 500, "", 0, true},
+		// Telegram's own 5xx: it did not act, so a later attempt sends.
+		{"answered_500", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultServerError}, 500, "", 0, false},
 		{"proxy_page", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultProxyError}, gateway.StatusUnknown, "unknown", 0, true},
 		{"reset", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultReset}, gateway.StatusUnknown, "unknown", 0, true},
 		{"drop_after_effect", telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.FaultDropAfterEffect}, gateway.StatusUnknown, "unknown", 1, true},
@@ -179,11 +204,18 @@ func TestTransportFaults(t *testing.T) {
 			f.fail(t, id)
 			again := f.reclaim(t, 1)
 			r2 := f.send(t, &again, "m")
-			if r2.header.Get(gateway.HeaderReplayed) != "true" || r2.status != r.status {
+			ledger := tc.ledger
+			switch {
+			case !tc.replayable:
+				ledger++
+				if r2.header.Get(gateway.HeaderReplayed) != "" || r2.status != http.StatusOK {
+					t.Errorf("attempt 2 = %d replayed %q %s; want it sent and Telegram's 200", r2.status, r2.header.Get(gateway.HeaderReplayed), r2.body)
+				}
+			case r2.header.Get(gateway.HeaderReplayed) != "true" || r2.status != r.status:
 				t.Errorf("attempt 2 = %d replayed %q %s; want the recorded %d replayed", r2.status, r2.header.Get(gateway.HeaderReplayed), r2.body, r.status)
 			}
-			if n := f.ledger("m"); n != tc.ledger {
-				t.Errorf("ledger holds %d; want %d", n, tc.ledger)
+			if n := f.ledger("m"); n != ledger {
+				t.Errorf("ledger holds %d; want %d", n, ledger)
 			}
 		})
 	}
