@@ -383,3 +383,33 @@ func TestFilePathStaysAFile(t *testing.T) {
 	default:
 	}
 }
+
+// TestQueryThatDoesNotParseKeepsCallsApart: two calls whose URL queries
+// differ only in pairs url.ParseQuery drops (a ";", a bad escape) are
+// different calls, so a later attempt's call is not answered from the
+// journal entry of the earlier attempt's other call.
+func TestQueryThatDoesNotParseKeepsCallsApart(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{})
+	get := func(t *testing.T, id intake.Identity, query string) reply {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.srv.URL+"/bot"+f.tg.Token+"/sendMessage?"+query, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire.SetIdentity(req.Header, id.UpdateID, id.Attempt, id.ClaimID)
+		return do(t, req)
+	}
+	for i, q := range [][2]string{
+		{"text=one;two", "text=three;four"},
+		{"text=%zz1", "text=%zz2"},
+	} {
+		first := f.claim(t, int64(9+i))
+		get(t, first, "chat_id="+itoa(f.chat.ID)+"&"+q[0])
+		f.fail(t, first)
+		second := f.reclaim(t, int64(9+i))
+		if r := get(t, second, "chat_id="+itoa(f.chat.ID)+"&"+q[1]); r.header.Get(gateway.HeaderReplayed) != "" {
+			t.Errorf("?%s after ?%s = %d %s, replayed; want it sent as the other call it is", q[1], q[0], r.status, r.body)
+		}
+	}
+}

@@ -201,7 +201,7 @@ func (g *Gateway) serve(ctx context.Context, l *leash, r *http.Request) (a answe
 	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(g.cfg.Token)) != 1 {
 		return telegramError(http.StatusUnauthorized, wire.OutcomeRefused, "Unauthorized", 0), "", fenced
 	}
-	c := &call{httpMethod: r.Method, query: r.URL.Query(), contentType: r.Header.Get("Content-Type"), contentLength: r.ContentLength, leash: l}
+	c := &call{httpMethod: r.Method, query: queryParams(r.URL.RawQuery), contentType: r.Header.Get("Content-Type"), contentLength: r.ContentLength, leash: l}
 	if file {
 		if tail == "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
 			return notFound(), "file", fenced

@@ -21,7 +21,8 @@ import (
 // encoding details. The canonical form is the set of (name, value) pairs of
 // the call, sorted, where:
 //
-//   - the URL's query parameters count, as Telegram reads them too;
+//   - the URL's query parameters count, as Telegram reads them too (and
+//     the raw query, when it does not parse whole);
 //   - a JSON body must be an object: a string value is its text, a number
 //     its literal, true and false their names, an object or array its JSON
 //     with object keys sorted; null values are left out (as if absent);
@@ -106,6 +107,19 @@ func canonicalParams(contentType string, query url.Values, prefix []byte, comple
 		}
 	}
 	return append(ps, body...)
+}
+
+// queryParams returns the parameters of a call's raw URL query for its
+// canonical form. url.ParseQuery drops each pair it cannot read (one with
+// a ";" or a bad escape), which Telegram may read all the same: a query
+// that does not parse whole also contributes its raw text, so that two
+// calls differing only in such pairs never hash alike.
+func queryParams(raw string) url.Values {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		q.Set(rawMark, raw)
+	}
+	return q
 }
 
 func jsonParams(b []byte) ([]param, bool) {

@@ -67,7 +67,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	g := rt.g
 	start := g.cfg.Test.Now()
 	ctx, l, release := g.callContext(req.Context(), time.Now())
-	c := &call{httpMethod: req.Method, upstream: req.URL.String(), query: req.URL.Query(),
+	c := &call{httpMethod: req.Method, upstream: req.URL.String(), query: queryParams(req.URL.RawQuery),
 		contentType: req.Header.Get("Content-Type"), contentLength: req.ContentLength, leash: l}
 	c.method = methodOf(req.URL.Path)
 	var a answer
