@@ -119,9 +119,13 @@ func equalFold(a, b string) bool { return strings.EqualFold(a, b) }
 
 // write writes a and reports whether the app got it, as far as the server
 // can tell: its connection was still open (app, the request's context, had
-// not ended) and every write and the final flush succeeded.
+// not ended) when the final flush began, and every write and that flush
+// succeeded. The app is looked at before the flush, not after: the end of
+// the answer leaves in that flush, so an app gone by then did not get it
+// all, while one that closes its connection after it has most likely read
+// it (an HTTP client closes a connection it will not keep as soon as it has
+// read the answer).
 func (g *Gateway) write(w http.ResponseWriter, rc *http.ResponseController, app context.Context, a answer) bool {
-	gone := app.Err() != nil
 	for k, vs := range a.header {
 		w.Header()[k] = vs
 	}
@@ -142,12 +146,13 @@ func (g *Gateway) write(w http.ResponseWriter, rc *http.ResponseController, app 
 		}
 		a.stream.Close()
 	}
+	gone := app.Err() != nil
 	if err == nil {
 		if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
 			err = ferr
 		}
 	}
-	return !gone && err == nil && app.Err() == nil
+	return !gone && err == nil
 }
 
 // bodyAllowed reports whether a response of status may carry a body (and
