@@ -135,6 +135,11 @@ func (d *doctor) checkSQLite(ctx context.Context) {
 		d.fail(check, "--db is neither a SQLite file path nor a postgres:// URL", "fix --db (TGRELAY_DB)")
 		return
 	}
+	if err := refuseKeywordDSN(d.o.db); err != nil {
+		ue, _ := errors.AsType[*usageError](err)
+		d.fail(check, ue.msg, "fix --db (TGRELAY_DB): "+ue.hint)
+		return
+	}
 	path, _ := filepath.Abs(d.o.db)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		d.fail(check, "no database at "+path,

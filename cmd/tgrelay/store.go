@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -87,6 +88,9 @@ func openWatchedStore(ctx context.Context, db, table string, noCreate bool, w st
 	case strings.Contains(db, "://"):
 		return nil, &usageError{msg: "--db scheme is not supported", hint: "Give a SQLite file path or a postgres:// URL."}
 	default:
+		if err := refuseKeywordDSN(db); err != nil {
+			return nil, err
+		}
 		if noCreate {
 			return nil, &usageError{msg: "--no-create applies to PostgreSQL only", hint: "The SQLite store always creates or upgrades its table."}
 		}
@@ -104,6 +108,23 @@ func isPostgresURL(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
+// keywordDSN matches the start of a PostgreSQL connection string in
+// libpq's keyword/value form ("host=db dbname=bot password=…").
+var keywordDSN = regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|service|connect_timeout|application_name|options|target_session_attrs)\s*=`)
+
+// refuseKeywordDSN refuses a --db that is not a postgres:// URL and yet
+// was not meant as a SQLite file path: a PostgreSQL connection string in
+// keyword/value form, which would otherwise become a new SQLite file named
+// after it, password included (and that name would then be logged). The
+// error never quotes db.
+func refuseKeywordDSN(db string) error {
+	if keywordDSN.MatchString(db) {
+		return &usageError{msg: "--db is a PostgreSQL connection string in key=value form, which tgrelay does not read (a --db that is not a postgres:// URL is a SQLite file path)",
+			hint: "Write it as a URL: postgres://USER:PASSWORD@HOST:PORT/DBNAME, with other settings as ?sslmode=... parameters."}
+	}
+	return nil
+}
+
 // openExistingStore opens the update store of an admin command: it refuses
 // a SQLite file that does not exist, and a PostgreSQL database without the
 // update table, instead of creating an empty one (which would only hide a
@@ -111,6 +132,9 @@ func isPostgresURL(db string) bool {
 func openExistingStore(ctx context.Context, db, table string) (*openedStore, error) {
 	hint := "Give the --db that serve uses (or TGRELAY_DB); admin commands never create a database."
 	if db == "" || !isPostgresURL(db) && !strings.Contains(db, "://") {
+		if err := refuseKeywordDSN(db); err != nil {
+			return nil, err
+		}
 		if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
 			return nil, &usageError{msg: fmt.Sprintf("--db %s does not exist", db), hint: hint}
 		}

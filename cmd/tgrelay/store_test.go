@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDBKeywordConnectionString: a PostgreSQL connection string in libpq's
+// key=value form is refused as a usage error by every command that takes
+// --db, instead of being taken for a SQLite file path (which serve would
+// create, named after the string, password included), and the password
+// appears nowhere.
+func TestDBKeywordConnectionString(t *testing.T) {
+	t.Parallel()
+	const password = "pg-pass-5ecr3t"
+	// The "host=" directory does not exist, so that the command's
+	// behaviour before this check (taking it for a SQLite path) fails
+	// without creating a file.
+	dsn := "host=" + filepath.Join(t.TempDir(), "nowhere") + " port=5432 dbname=bot password=" + password
+	for _, args := range [][]string{
+		{"serve", "--forward", "http://127.0.0.1:1/update", "--listen", "127.0.0.1:0", "--db", dsn},
+		{"updates", "ls", "--db", dsn},
+		{"doctor", "--forward", "http://127.0.0.1:1/update", "--db", dsn},
+	} {
+		code, stdout, stderr := runCapture(t, args...)
+		out := stdout + stderr
+		if code != exitUsage {
+			t.Errorf("%s: exit %d, want %d:\n%s", args[0], code, exitUsage, out)
+		}
+		if !strings.Contains(out, "key=value form") || !strings.Contains(out, "postgres://USER:PASSWORD@HOST") {
+			t.Errorf("%s: the output does not say to write --db as a postgres:// URL:\n%s", args[0], out)
+		}
+		if strings.Contains(out, password) {
+			t.Errorf("%s: the password reached the output:\n%s", args[0], out)
+		}
+	}
+	_, err := openStore(t.Context(), dsn, "", false)
+	if _, ok := errors.AsType[*usageError](err); !ok || strings.Contains(err.Error(), password) {
+		t.Errorf("openStore: %v; want a usage error without the password", err)
+	}
+}
