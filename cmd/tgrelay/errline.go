@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/transport"
 )
@@ -65,8 +67,12 @@ func (e *lineError) Error() string { return e.msg }
 
 func (e *lineError) Unwrap() error { return e.err }
 
-// rootCause is the text of the error at the bottom of err's chain (the
-// first branch of a joined error).
+// rootCause is the text of the error at the bottom of err's chain: of a
+// joined error, the first branch that holds the PostgreSQL server's own
+// word (a *pgconn.PgError), else the first branch. pgx joins one error per
+// connection attempt, and with the default sslmode=prefer the first is
+// only "server refused TLS connection" while a later one says what is
+// wrong (a password, a database that does not exist).
 func rootCause(err error) string {
 	for {
 		var next error
@@ -76,6 +82,12 @@ func rootCause(err error) string {
 		case interface{ Unwrap() []error }:
 			if errs := u.Unwrap(); len(errs) > 0 {
 				next = errs[0]
+				for _, e := range errs {
+					if _, ok := errors.AsType[*pgconn.PgError](e); ok {
+						next = e
+						break
+					}
+				}
 			}
 		}
 		if next == nil {

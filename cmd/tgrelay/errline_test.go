@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,4 +60,75 @@ func TestServeFailureInOneLine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServePostgresFailureSaysWhy: when PostgreSQL refuses serve's
+// connection, the one line says the server's reason, not the refused TLS
+// attempt that pgx's default sslmode=prefer makes (and joins) first.
+func TestServePostgresFailureSaysWhy(t *testing.T) {
+	t.Parallel()
+	addr := refusingPostgres(t, "28P01", `password authentication failed for user "bot"`)
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"serve",
+		"--db", "postgres://bot:wrong-password@" + addr + "/bot",
+		"--forward", "http://127.0.0.1:1/update",
+		"--listen", "127.0.0.1:0",
+	}, &stdout, &stderr)
+	if code != exitError {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitError, stderr.String())
+	}
+	want := `tgrelay serve: open PostgreSQL store: FATAL: password authentication failed for user "bot" (SQLSTATE 28P01)` + "\n"
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr does not have %q:\n%s", want, stderr.String())
+	}
+}
+
+// refusingPostgres serves PostgreSQL's wire protocol on a loopback port as
+// far as refusing every client: it declines TLS, as a server with ssl=off
+// does, and answers a startup message with a FATAL error of this code and
+// message. It returns the address.
+func refusingPostgres(t *testing.T, code, msg string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	const sslRequest = 80877103
+	fields := "SFATAL\x00VFATAL\x00C" + code + "\x00M" + msg + "\x00\x00"
+	refusal := binary.BigEndian.AppendUint32([]byte{'E'}, uint32(4+len(fields)))
+	refusal = append(refusal, fields...)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				for {
+					var head [8]byte
+					if _, err := io.ReadFull(c, head[:]); err != nil {
+						return
+					}
+					n := binary.BigEndian.Uint32(head[:4])
+					if n < 8 || n > 1<<16 {
+						return
+					}
+					if _, err := io.CopyN(io.Discard, c, int64(n-8)); err != nil {
+						return
+					}
+					if binary.BigEndian.Uint32(head[4:]) == sslRequest {
+						if _, err := c.Write([]byte{'N'}); err != nil {
+							return
+						}
+						continue
+					}
+					_, _ = c.Write(refusal)
+					return
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
