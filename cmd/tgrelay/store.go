@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -88,7 +89,7 @@ func openWatchedStore(ctx context.Context, db, table string, noCreate bool, w st
 	case strings.Contains(db, "://"):
 		return nil, &usageError{msg: "--db scheme is not supported", hint: "Give a SQLite file path or a postgres:// URL."}
 	default:
-		if err := refuseKeywordDSN(db); err != nil {
+		if err := checkSQLitePath(db); err != nil {
 			return nil, err
 		}
 		if noCreate {
@@ -125,6 +126,26 @@ func refuseKeywordDSN(db string) error {
 	return nil
 }
 
+// checkSQLitePath refuses a --db that cannot be a SQLite file path, in
+// words SQLite's "unable to open database file" does not give: a
+// connection string (refuseKeywordDSN), a directory, a path whose
+// directory does not exist.
+func checkSQLitePath(db string) error {
+	if err := refuseKeywordDSN(db); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(db); err == nil && fi.IsDir() {
+		return &usageError{msg: fmt.Sprintf("--db %s is a directory: want the path of a SQLite file", db),
+			hint: "Give a file path, such as " + filepath.Join(db, "tgrelay.db") + "."}
+	}
+	dir := filepath.Dir(db)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return &usageError{msg: fmt.Sprintf("--db %s: the directory %s does not exist", db, dir),
+			hint: "Create the directory first (serve creates the database file, not its directory), or fix the path."}
+	}
+	return nil
+}
+
 // openExistingStore opens the update store of an admin command: it refuses
 // a SQLite file that does not exist, and a PostgreSQL database without the
 // update table, instead of creating an empty one (which would only hide a
@@ -132,7 +153,7 @@ func refuseKeywordDSN(db string) error {
 func openExistingStore(ctx context.Context, db, table string) (*openedStore, error) {
 	hint := "Give the --db that serve uses (or TGRELAY_DB); admin commands never create a database."
 	if db == "" || !isPostgresURL(db) && !strings.Contains(db, "://") {
-		if err := refuseKeywordDSN(db); err != nil {
+		if err := checkSQLitePath(db); err != nil {
 			return nil, err
 		}
 		if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {

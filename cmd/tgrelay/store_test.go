@@ -41,3 +41,25 @@ func TestDBKeywordConnectionString(t *testing.T) {
 		t.Errorf("openStore: %v; want a usage error without the password", err)
 	}
 }
+
+// TestDBNotASQLiteFilePath: a --db that is a directory, or whose directory
+// does not exist, is a usage error that says so, from serve and from the
+// admin commands, instead of SQLite's "unable to open database file (14)".
+func TestDBNotASQLiteFilePath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct{ db, want string }{
+		{dir, "--db " + dir + " is a directory"},
+		{filepath.Join(dir, "missing", "bot.db"), "the directory " + filepath.Join(dir, "missing") + " does not exist"},
+	} {
+		for _, args := range [][]string{
+			{"serve", "--forward", "http://127.0.0.1:1/update", "--listen", "127.0.0.1:0", "--db", tc.db},
+			{"updates", "ls", "--db", tc.db},
+		} {
+			code, _, stderr := runCapture(t, args...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "unable to open") {
+				t.Errorf("%v: exit %d, stderr:\n%s\nwant %d with %q", args, code, stderr, exitUsage, tc.want)
+			}
+		}
+	}
+}
