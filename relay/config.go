@@ -60,7 +60,8 @@ type Config struct {
 	// Token is the bot token, "<bot id>:<secret>" as BotFather gives it.
 	// Required. It never appears in a log line, an error or a metric.
 	Token string
-	// APIRoot is the Bot API root URL, for a local Bot API server. Empty
+	// APIRoot is the Bot API root URL, for a local Bot API server: an
+	// absolute http or https URL without a user, query or fragment. Empty
 	// means https://api.telegram.org. Every Bot API call of the relay goes
 	// there: webhook ownership (claim and check), getUpdates, and the
 	// gateway's upstream.
@@ -353,8 +354,12 @@ func (c Config) fill() (Config, error) {
 		return c, badField("Token", "is not a bot token: want <bot id>:<secret> as BotFather gives it")
 	}
 	if c.APIRoot != "" {
-		if err := checkHTTPURL("APIRoot", c.APIRoot); err != nil {
-			return c, err
+		// What botapi and the gateway accept as a root: no user (a
+		// credential would go nowhere), no query or fragment (the method
+		// path is appended to it).
+		if u, err := url.Parse(c.APIRoot); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return c, badField("APIRoot", "is not a URL: want an absolute http:// or https:// URL without a user, query or fragment")
 		}
 	}
 	if c.StoreName == "" {

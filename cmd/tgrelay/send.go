@@ -91,7 +91,7 @@ func (b *botFlags) client(cmd string) (*botapi.Client, error) {
 	if err := checkToken("--token", token); err != nil {
 		return nil, withHint(err, hint)
 	}
-	if err := checkFlagURL("--api-root", b.apiRoot); err != nil {
+	if err := checkAPIRootFlag(b.apiRoot); err != nil {
 		return nil, withHint(err, hint)
 	}
 	bc, err := b.botAPI(b.apiRoot)
@@ -116,6 +116,20 @@ func checkFlagURL(flagName, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return &usageError{msg: flagName + " is not a URL: want an absolute http:// or https:// URL"}
+	}
+	return nil
+}
+
+// checkAPIRootFlag refuses an --api-root that the Bot API client would
+// refuse: not an absolute http or https URL, or one with a user, a query
+// or a fragment (a method's path is appended to the root). It never quotes
+// the value.
+func checkAPIRootFlag(raw string) error {
+	if err := checkFlagURL("--api-root", raw); err != nil {
+		return err
+	}
+	if u, _ := url.Parse(raw); u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return &usageError{msg: "--api-root has a user, a query or a fragment: want the Bot API root alone, such as https://api.telegram.org"}
 	}
 	return nil
 }
