@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/hookowner"
 )
 
@@ -92,6 +93,10 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	// The URL is the user's own, and may carry the token or the secret
+	// (Telegram's docs suggest a secret path): the output masks them.
+	red := &botapi.Redactor{}
+	red.Add(bf.token, os.Getenv(envToken), *secret)
 	switch sub {
 	case "set":
 		res, err := hookowner.Claim(ctx, c, hookowner.ClaimConfig{URL: *rawURL, Secret: *secret, TakeoverFrom: *takeover, Certificate: cert})
@@ -101,7 +106,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if res.TakenFrom != "" {
 			fmt.Fprintf(stdout, "webhook taken over from %s\n", res.TakenFrom)
 		}
-		fmt.Fprintf(stdout, "webhook set: %s (pending updates: %d)\n", res.URL, res.PendingUpdates)
+		fmt.Fprintf(stdout, "webhook set: %s (pending updates: %d)\n", red.Redact(res.URL), res.PendingUpdates)
 		return nil
 	case "check":
 		st, err := hookowner.Check(ctx, c, *rawURL, *secret)

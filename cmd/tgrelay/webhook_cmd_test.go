@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,5 +127,31 @@ func TestWebhookSetUploadsCertificate(t *testing.T) {
 		"--certificate", certPath, "--token", srv.Token, "--api-root", srv.URL}, &buf, &buf)
 	if ue, ok := errors.AsType[*usageError](err); !ok || !strings.Contains(ue.msg, "--certificate applies to set") {
 		t.Errorf("check --certificate: %v", err)
+	}
+}
+
+// TestWebhookSetMasksTheURL: a --url that carries the bot token or the
+// webhook secret (a secret path, a token in the query) is printed with
+// them masked, as the help promises ("Neither is ever printed").
+func TestWebhookSetMasksTheURL(t *testing.T) {
+	t.Parallel()
+	srv := telegramtest.NewServer(telegramtest.Config{Logf: t.Logf})
+	t.Cleanup(srv.Close)
+	const secret = "secret_in_the_path_1234"
+	var buf bytes.Buffer
+	err := runWebhook(t.Context(), []string{"set", "--url", "http://127.0.0.1:9/hook/" + secret + "?t=" + srv.Token, "--secret", secret,
+		"--takeover-from", "none", "--token", srv.Token, "--api-root", srv.URL}, &buf, &buf)
+	out := buf.String()
+	if err != nil {
+		t.Fatalf("set: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "webhook set: http://127.0.0.1:9/hook/") {
+		t.Errorf("set does not print the address:\n%s", out)
+	}
+	_, tokenSecret, _ := strings.Cut(srv.Token, ":")
+	for _, s := range []string{secret, tokenSecret, url.QueryEscape(srv.Token)} {
+		if strings.Contains(out, s) {
+			t.Errorf("the output shows %q:\n%s", s, out)
+		}
 	}
 }
