@@ -74,7 +74,8 @@ func openWatchedStore(ctx context.Context, db, table string, noCreate bool, w st
 		pool, err := pgxpool.New(ctx, db)
 		if err != nil {
 			// pgx's parse errors may quote the URL, password included.
-			return nil, errors.New("open PostgreSQL: the --db URL does not parse as a PostgreSQL connection string")
+			return nil, &usageError{msg: "--db does not parse as a PostgreSQL connection URL",
+				hint: "Write it as postgres://USER:PASSWORD@HOST:PORT/DBNAME?sslmode=...; percent-encode a password's reserved characters (/ ? # @ : %)."}
 		}
 		maxClockSkew := w.maxClockSkew
 		if maxClockSkew < 0 {

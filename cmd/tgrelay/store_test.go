@@ -63,3 +63,25 @@ func TestDBNotASQLiteFilePath(t *testing.T) {
 		}
 	}
 }
+
+// TestDBPostgresURLDoesNotParse: a postgres:// --db that pgx cannot parse
+// (here a password with an unescaped '/') is a usage error that says how
+// to write it, once, and never quotes the password.
+func TestDBPostgresURLDoesNotParse(t *testing.T) {
+	t.Parallel()
+	const password = "pg/pass-5ecr3t"
+	db := "postgres://bot:" + password + "@127.0.0.1:5432/bot"
+	for _, args := range [][]string{
+		{"serve", "--forward", "http://127.0.0.1:1/update", "--listen", "127.0.0.1:0", "--db", db},
+		{"updates", "ls", "--db", db},
+	} {
+		code, stdout, stderr := runCapture(t, args...)
+		out := stdout + stderr
+		if code != exitUsage || strings.Count(out, "does not parse") != 1 || !strings.Contains(out, "percent-encode") {
+			t.Errorf("%s: exit %d:\n%s\nwant %d, one line saying --db does not parse and how to write it", args[0], code, out, exitUsage)
+		}
+		if strings.Contains(out, "5ecr3t") {
+			t.Errorf("%s: the password reached the output:\n%s", args[0], out)
+		}
+	}
+}
