@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """A bot app behind `tgrelay serve --gateway-listen 127.0.0.1:8081`, standard library only.
 
-Run:  python3 app.py            (listens on 127.0.0.1:9000; point serve's --forward at it)
+Run:  TGRELAY_BOT_TOKEN=<the bot's token> python3 app.py   (listens on 127.0.0.1:9000)
       tgrelay serve --forward http://127.0.0.1:9000/ --gateway-listen 127.0.0.1:8081 ...
+
+The app calls the gateway with the bot's own token, as it would call Telegram: the token serve has
+(TGRELAY_TOKEN), or, when serve runs without one against its built-in sandbox, the sandbox's token
+that serve prints on start. The gateway refuses another token (401).
 
 Each update arrives as a POST with the attempt's API root in Tgrelay-Api-Root. The app replies by
 calling sendMessage under that root: the call keeps Telegram's limits, is refused (409) if this attempt
@@ -41,7 +45,9 @@ class App(BaseHTTPRequestHandler):
         if root and "text" in msg:
             status, headers, body = call(root, "sendMessage", {"chat_id": msg["chat"]["id"], "text": msg["text"]})
             outcome = headers.get("Tgrelay-Outcome", "answered")
-            if outcome in ("not-dispatched", "stale") or status == 429:
+            if outcome in ("not-dispatched", "stale") or status in (401, 429):
+                # 401: the gateway refused TGRELAY_BOT_TOKEN, a configuration problem,
+                # not this update's: do not complete the update without its reply.
                 self.send_response(503)  # the relay tries the update again later
                 self.end_headers()
                 return
@@ -54,4 +60,6 @@ class App(BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
+    if not TOKEN:
+        raise SystemExit("app.py: set TGRELAY_BOT_TOKEN to the bot's token (the sandbox's when serve runs without one)")
     ThreadingHTTPServer(("127.0.0.1", int(os.environ.get("PORT", "9000"))), App).serve_forever()
