@@ -128,6 +128,9 @@ func parseAudienceLine(s string) (broadcast.Recipient, error) {
 	}
 	r, err := broadcast.ParseRecipient(s)
 	if err != nil {
+		if s[0] == '@' {
+			return broadcast.Recipient{}, fmt.Errorf("%.40q is not a Telegram @username: want 5 to 32 letters, digits or _ after the @, starting with a letter", s)
+		}
 		return broadcast.Recipient{}, fmt.Errorf("%.40q: %w", s, err)
 	}
 	return r, nil

@@ -409,10 +409,13 @@ func TestBroadcastInvalidAudienceFile(t *testing.T) {
 	if r.code != exitUsage {
 		t.Fatalf("run = %d, want %d\n%s%s", r.code, exitUsage, r.stdout, r.stderr)
 	}
-	for _, s := range []string{"3 invalid line(s)", "line 2: \"not-a-chat\"", "line 5: chat id 0", "line 6: \"@ab\"", "Nothing was sent or written"} {
+	for _, s := range []string{"3 invalid line(s)", "line 2: \"not-a-chat\"", "line 5: chat id 0", "line 6: \"@ab\" is not a Telegram @username: want 5 to 32 letters", "Nothing was sent or written"} {
 		if !strings.Contains(r.stderr, s) {
 			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
 		}
+	}
+	if strings.Contains(r.stderr, "broadcast: invalid recipient") {
+		t.Errorf("stderr has the package's error text:\n%s", r.stderr)
 	}
 	for _, s := range []string{"line 1:", "line 3:", "line 7:", "line 8:"} {
 		if strings.Contains(r.stderr, s) {
