@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -817,9 +818,38 @@ func (o *serveOptions) validate() error {
 	// when every flag is valid; relay.New checks what needs the store.
 	err := cfg.Validate()
 	if ce, ok := errors.AsType[*relay.ConfigError](err); ok && ce.Field == "Store" {
+		err = nil
+	}
+	if err != nil {
+		return serveUsageError(err)
+	}
+	return o.checkPublicScheme()
+}
+
+// checkPublicScheme refuses an http:// --public-url for Telegram's own
+// webhook (see checkWebhookScheme); with --poll there is no webhook, and
+// the built-in sandbox (no token) delivers over http.
+func (o *serveOptions) checkPublicScheme() error {
+	if o.poll || o.token == "" {
 		return nil
 	}
-	return serveUsageError(err)
+	return checkWebhookScheme("--public-url", o.publicURL, o.apiRoot)
+}
+
+// checkWebhookScheme refuses an http:// webhook address (flagName's raw)
+// when the Bot API is Telegram's (apiRoot empty or Telegram's): its
+// setWebhook takes only https:// addresses, and the command would
+// otherwise find out only from Telegram's refusal, after its start-up. A
+// local Bot API server may deliver over http.
+func checkWebhookScheme(flagName, raw, apiRoot string) error {
+	if apiRoot != "" && strings.TrimRight(apiRoot, "/") != botapi.DefaultAPIRoot {
+		return nil
+	}
+	if u, err := url.Parse(raw); err == nil && u.Scheme == "http" {
+		return &usageError{msg: flagName + " is http://: Telegram delivers webhooks only over HTTPS",
+			hint: "Give an https:// address, and serve HTTPS there (serve --tls-cert and --tls-key, --acme or --self-signed) or put a TLS proxy in front."}
+	}
+	return nil
 }
 
 // sandboxToken returns a random token of the shape Telegram gives.

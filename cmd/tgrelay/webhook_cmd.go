@@ -65,6 +65,11 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	default:
 		return &usageError{msg: fmt.Sprintf("unknown subcommand %q", sub), hint: hint}
 	}
+	if sub == "set" {
+		if err := checkWebhookScheme("--url", *rawURL, bf.apiRoot); err != nil {
+			return err
+		}
+	}
 	if sub == "check" && *takeover != "" {
 		return &usageError{msg: "--takeover-from applies to set and delete", hint: hint}
 	}
