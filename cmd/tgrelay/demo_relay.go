@@ -70,6 +70,7 @@ func (r *demoRelay) start(ctx context.Context) (pid int, err error) {
 	r.done = make(chan error, 1)
 	go func() { r.done <- cmd.Wait() }()
 
+	run := ctx // the whole run's, bounded by --timeout
 	ctx, cancel := context.WithTimeout(ctx, demoReadyTimeout)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
@@ -83,6 +84,11 @@ func (r *demoRelay) start(ctx context.Context) (pid int, err error) {
 			return 0, fmt.Errorf("relay exited before it was ready (%v); see its log %s", err, r.log.Name())
 		case <-ctx.Done():
 			r.kill()
+			if run.Err() != nil {
+				// The run ended first (--timeout, or an interrupt), not the
+				// relay's own bound.
+				return 0, fmt.Errorf("relay not ready when the run ended (%v; see --timeout); see its log %s", run.Err(), r.log.Name())
+			}
 			return 0, fmt.Errorf("relay not ready within %s; see its log %s", demoReadyTimeout, r.log.Name())
 		case <-tick.C:
 		}

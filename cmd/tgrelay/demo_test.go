@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // buildDemoBinary builds this command into a temp dir: the demo runs serve
@@ -81,6 +83,27 @@ func TestDemoRelayThatNeverStarts(t *testing.T) {
 	err = runDemo(t.Context(), []string{"--relay-bin", bin, "--dir", t.TempDir()}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "relay exited before it was ready") {
 		t.Fatalf("demo with a relay that exits: %v\n%s", err, out.String())
+	}
+}
+
+// TestDemoTimeoutBeforeTheRelayIsReady: when --timeout ends while the
+// relay is still starting, the error says so, not that the relay took
+// longer than its own 30 s bound.
+func TestDemoTimeoutBeforeTheRelayIsReady(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "slow-relay")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	start := time.Now()
+	err := runDemo(t.Context(), []string{"--relay-bin", bin, "--dir", dir, "--timeout", "500ms"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "see --timeout") || strings.Contains(err.Error(), "within "+demoReadyTimeout.String()) {
+		t.Fatalf("demo --timeout 500ms with a relay that never gets ready: %v\n%s", err, out.String())
+	}
+	if took := time.Since(start); took > demoReadyTimeout/2 {
+		t.Errorf("the demo took %v to give up", took)
 	}
 }
 
