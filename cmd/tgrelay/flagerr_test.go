@@ -36,3 +36,27 @@ func TestFlagErrorsInOurWords(t *testing.T) {
 		}
 	}
 }
+
+// TestInterleavedFlagErrorsInOurWords: the commands whose flags may follow
+// their subcommand (updates, webhook) say a bad flag in the same words as
+// serve, not the flag package's.
+func TestInterleavedFlagErrorsInOurWords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"updates", "ack", "1", "--attempt", "abc"}, `--attempt: "abc" is not a whole number`},
+		{[]string{"updates", "ls", "--nope"}, `unknown flag --nope`},
+		{[]string{"updates", "ls", "--state"}, `--state needs a value`},
+		{[]string{"webhook", "check", "--timeout", "5"}, `--timeout: "5" is not a duration`},
+	} {
+		code, _, stderr := runCapture(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d with %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+		if strings.Contains(stderr, "invalid value") || strings.Contains(stderr, "parse error") || strings.Contains(stderr, "flag provided") {
+			t.Errorf("%v: %q speaks the flag package's words", tc.args, stderr)
+		}
+	}
+}

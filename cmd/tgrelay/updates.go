@@ -212,7 +212,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string, stdout io.Writer) ([]stri
 			return nil, flag.ErrHelp
 		}
 		if err != nil {
-			return nil, &usageError{msg: err.Error(), hint: hint}
+			return nil, &usageError{msg: flagError(fs, err), hint: hint}
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
