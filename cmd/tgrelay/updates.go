@@ -33,7 +33,10 @@ const updatesHelp = `
 Usage: tgrelay updates <ls|show|exhausted|ack|requeue> [flags] [ID]
 
 Updates inspects and repairs the update store that serve writes (--db: a
-SQLite file path, or a postgres:// URL).
+SQLite file path, or a postgres:// URL). Like serve, it reads --db and
+--table from TGRELAY_DB and TGRELAY_TABLE when they are not given, so it
+runs with serve's environment file and a database password stays out of
+the process list.
 
   ls [--state S] [--limit N] [--after ID]   rows in update id order
   show ID                                   one row in full, body included, and
@@ -95,8 +98,8 @@ type updatesFlags struct {
 func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("updates", flag.ContinueOnError)
 	var f updatesFlags
-	fs.StringVar(&f.db, "db", defaultDB, "update store: a SQLite file `path` or a postgres:// URL")
-	fs.StringVar(&f.table, "table", "", "update `table` name (default the store's)")
+	fs.StringVar(&f.db, "db", defaultDB, "update store: a SQLite file `path` or a postgres:// URL [env TGRELAY_DB]")
+	fs.StringVar(&f.table, "table", "", "update `table` name (default the store's) [env TGRELAY_TABLE]")
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
 	fs.StringVar(&f.state, "state", "", "ls: only rows in this `state`")
 	fs.IntVar(&f.limit, "limit", defaultListLimit, fmt.Sprintf("ls, exhausted: at most `N` rows (1..%d)", maxListLimit))
@@ -115,6 +118,13 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	pos, err := parseInterleaved(fs, args, stdout)
 	if err != nil {
 		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	for _, name := range []string{"db", "table"} { // serve's variables, and only these
+		if v := os.Getenv(envName(name)); v != "" && !given[name] {
+			_ = fs.Set(name, v)
+		}
 	}
 	hint := "Run 'tgrelay help updates' for usage."
 	if len(pos) == 0 {

@@ -319,3 +319,20 @@ func FuzzParseInterleaved(f *testing.F) {
 		}
 	})
 }
+
+// TestUpdatesReadsServesDatabaseVariable: with serve's environment
+// (TGRELAY_DB), updates opens serve's store without --db, as its refusal
+// of a missing --db tells the user; --db on the command line wins.
+func TestUpdatesReadsServesDatabaseVariable(t *testing.T) {
+	fx := newUpdatesFixture(t)
+	t.Setenv("TGRELAY_DB", fx.db)
+	code, stdout, stderr := runCapture(t, "updates", "exhausted")
+	if code != exitOK || !strings.Contains(stdout, strconv.FormatInt(fx.exhausted.UpdateID, 10)) {
+		t.Errorf("updates exhausted with TGRELAY_DB: exit %d, stdout %q, stderr %q; want the fixture's exhaustion", code, stdout, stderr)
+	}
+	missing := filepath.Join(t.TempDir(), "other.db")
+	code, _, stderr = runCapture(t, "updates", "ls", "--db", missing)
+	if code != exitUsage || !strings.Contains(stderr, missing+" does not exist") {
+		t.Errorf("updates ls --db %s with TGRELAY_DB set: exit %d, stderr %q; want --db to win", missing, code, stderr)
+	}
+}
