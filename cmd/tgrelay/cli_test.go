@@ -169,9 +169,10 @@ func TestCLIFlagErrorsNameTheFlag(t *testing.T) {
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--token", "123456:" + strings.Repeat("A", 35), "--secret", "s", "--proxy", "socks5://h:1"}, "--proxy: SOCKS", 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--token", "bad", "--secret", "s"}, "bot token", 0}, // the relay (botapi.ValidToken) or checkToken refuses it, whichever runs first
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--max-attempts", "-1"}, "--max-attempts is -1", 0},
-		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--db", "postgres://127.0.0.1:1/x", "--token", "123456:" + strings.Repeat("A", 35), "--secret", "s", "--public-url", "http://bot.example/hook"}, "--public-url is http://: Telegram delivers webhooks only over HTTPS", 0},
+		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--db", "postgres://127.0.0.1:1/x", "--token", "123456:" + strings.Repeat("A", 35), "--secret", "s", "--public-url", "http://bot.example/hook"}, "--public-url is not an address Telegram delivers to: a webhook address must be an https URL", 0},
 		{[]string{token}, []string{"webhook", "set", "--url", "http://bot.example/hook", "--secret", "s", "--api-root", "http://127.0.0.1:1"}, "", exitError}, // a local Bot API server may take http://
-		{[]string{token}, []string{"webhook", "set", "--url", "http://bot.example/hook", "--secret", "s", "--api-root", "https://api.telegram.org/"}, "--url is http://: Telegram delivers webhooks only over HTTPS", 0},
+		{[]string{token}, []string{"webhook", "set", "--url", "http://bot.example/hook", "--secret", "s", "--api-root", "https://api.telegram.org/"}, "--url is not an address Telegram delivers to: a webhook address must be an https URL", 0},
+		{[]string{token}, []string{"webhook", "set", "--url", "https://bot.example:8080/hook", "--secret", "s"}, "--url is not an address Telegram delivers to: Telegram delivers webhooks only to ports", 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--no-gateway", "--gateway-listen", "127.0.0.1:0"}, "--gateway-listen is set, but the gateway is disabled", 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--retry-order", "sideways"}, `--retry-order is "sideways": want in-line or out-of-line`, 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--retry-order", "out-of-line", "--chat-order", "strict", "--db", "postgres://127.0.0.1:1/x"}, "--retry-order contradicts", 0},

@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -823,31 +822,32 @@ func (o *serveOptions) validate() error {
 	if err != nil {
 		return serveUsageError(err)
 	}
-	return o.checkPublicScheme()
+	return o.checkPublicURLTarget()
 }
 
-// checkPublicScheme refuses an http:// --public-url for Telegram's own
-// webhook (see checkWebhookScheme); with --poll there is no webhook, and
+// checkPublicURLTarget refuses a --public-url Telegram does not deliver to
+// (see checkTelegramWebhookURL); with --poll there is no webhook, and
 // the built-in sandbox (no token) delivers over http.
-func (o *serveOptions) checkPublicScheme() error {
+func (o *serveOptions) checkPublicURLTarget() error {
 	if o.poll || o.token == "" {
 		return nil
 	}
-	return checkWebhookScheme("--public-url", o.publicURL, o.apiRoot)
+	return checkTelegramWebhookURL("--public-url", o.publicURL, o.apiRoot)
 }
 
-// checkWebhookScheme refuses an http:// webhook address (flagName's raw)
-// when the Bot API is Telegram's (apiRoot empty or Telegram's): its
-// setWebhook takes only https:// addresses, and the command would
-// otherwise find out only from Telegram's refusal, after its start-up. A
-// local Bot API server may deliver over http.
-func checkWebhookScheme(flagName, raw, apiRoot string) error {
+// checkTelegramWebhookURL refuses a webhook address (flagName's raw) that
+// Telegram does not deliver to (botapi.CheckWebhookURL: not https://, or
+// not on one of its ports) when the Bot API is Telegram's (apiRoot empty
+// or Telegram's): the command would otherwise find out only from
+// Telegram's refusal of setWebhook, after its start-up. A local Bot API
+// server may deliver elsewhere.
+func checkTelegramWebhookURL(flagName, raw, apiRoot string) error {
 	if apiRoot != "" && strings.TrimRight(apiRoot, "/") != botapi.DefaultAPIRoot {
 		return nil
 	}
-	if u, err := url.Parse(raw); err == nil && u.Scheme == "http" {
-		return &usageError{msg: flagName + " is http://: Telegram delivers webhooks only over HTTPS",
-			hint: "Give an https:// address, and serve HTTPS there (serve --tls-cert and --tls-key, --acme or --self-signed) or put a TLS proxy in front."}
+	if err := botapi.CheckWebhookURL(raw); errors.Is(err, botapi.ErrWebhookNotHTTPS) || errors.Is(err, botapi.ErrWebhookPort) {
+		return &usageError{msg: flagName + " is not an address Telegram delivers to: " + strings.TrimPrefix(err.Error(), "botapi: "),
+			hint: "Give an https:// address on port 443, 80, 88 or 8443, and serve HTTPS there (serve --tls-cert and --tls-key, --acme or --self-signed) or put a TLS proxy in front."}
 	}
 	return nil
 }

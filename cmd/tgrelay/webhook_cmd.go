@@ -66,7 +66,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &usageError{msg: fmt.Sprintf("unknown subcommand %q", sub), hint: hint}
 	}
 	if sub == "set" {
-		if err := checkWebhookScheme("--url", *rawURL, bf.apiRoot); err != nil {
+		if err := checkTelegramWebhookURL("--url", *rawURL, bf.apiRoot); err != nil {
 			return err
 		}
 	}
