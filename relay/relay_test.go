@@ -485,6 +485,8 @@ func TestRelayLogsFailuresRateLimitedWithoutSecrets(t *testing.T) {
 	const n = 25 // one per chat, so every update fails on its own
 	ups := sendChatter(t, srv, n, n)
 	testkit.WaitFor(t, "every update given up", func() bool { return rec.count(string(relay.KindExhausted)) == n })
+	// A last attempt's failure is reported just after its exhaustion.
+	testkit.WaitFor(t, "every attempt's failure reported", func() bool { return rec.count(string(relay.KindFailed)) >= 2*n })
 	elapsed := time.Since(began)
 
 	retry := logLines(logs, "relay: forward failed; a retry is scheduled")
