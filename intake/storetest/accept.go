@@ -19,6 +19,7 @@ func addCases() []testCase {
 		{name: "ConcurrentAddsOneNew", rule: "of concurrent adds of one update id exactly one is new, and the row is never overwritten", run: concurrentAdds},
 		{name: "ReadsReturnPrivateBodies", rule: "every read returns bodies the caller may modify without changing the store", run: readsReturnPrivateBodies},
 		{name: "DueReportsReceipt", rule: "Due reports each row's receipt time, whatever its state", run: dueReportsReceipt},
+		{name: "DuplicateChangesNothing", rule: "a duplicate Add or AddBatch changes nothing: body, receipt time and chat stay the first", run: duplicateChangesNothing},
 	}
 }
 
@@ -49,6 +50,72 @@ func addOnce(c *checker) {
 	if c.add(1, 21) {
 		c.errorf("Add(1) reported true while the row is completed and not yet pruned")
 	}
+}
+
+// duplicateChangesNothing: Add reports false and changes nothing for a
+// stored update id, and AddBatch does as Add; bodies are not compared. So a
+// duplicate neither fills a stored empty body, nor moves the receipt time
+// that the pending grace and Due's ReceivedAt read, nor gives a row without
+// a chat the duplicate's chat (which would make a [intake.ChatOrderStore]
+// hold the chat's later rows behind it).
+func duplicateChangesNothing(c *checker) {
+	if !c.addBody(1, []byte{}, 0) {
+		c.fatalf("Add(1) of a new update id, with an empty body, reported false")
+	}
+	c.mustAdd(2, 0)
+	dup := func(id, receivedMS int64) intake.Incoming {
+		return intake.Incoming{UpdateID: id, Body: fmt.Appendf(nil, `{"update_id":%d,"duplicate":true}`, id), ReceivedAt: at(receivedMS), Chat: "dup"}
+	}
+	for _, id := range []int64{1, 2} {
+		ok, err := c.store.Add(c.ctx, dup(id, 5))
+		c.failed(fmt.Sprintf("Add(%d), a duplicate", id), err)
+		if ok {
+			c.errorf("a duplicate Add(%d), received at 5ms with chat %q, reported true", id, "dup")
+		}
+	}
+	res, err := c.store.AddBatch(c.ctx, []intake.AddRequest{{Incoming: dup(1, 6)}, {Incoming: dup(2, 6)}})
+	c.failed("AddBatch(duplicates of 1 and 2)", err)
+	for i, r := range res {
+		if r.Added {
+			c.errorf("AddBatch of the duplicates of 1 and 2, received at 6ms, reported request %d added", i)
+		}
+	}
+	want := map[int64][]byte{1: {}, 2: body(2)}
+	rows := c.due(10, 0, 10)
+	if got := storedIDs(rows); !slices.Equal(got, []int64{1, 2}) {
+		c.errorf("Due(now 10ms, pending before 0ms) listed %v; want [1 2], both received at 0ms whatever their duplicates said", got)
+	}
+	for _, r := range rows {
+		if !bytes.Equal(r.Body, want[r.UpdateID]) {
+			c.errorf("after duplicates, Due returned update %d's body %q; want the first body %q", r.UpdateID, r.Body, want[r.UpdateID])
+		}
+		if !r.ReceivedAt.Equal(at(0)) {
+			c.errorf("after duplicates received at 5ms and 6ms, Due reported update %d received at %s; want the first receipt, 0ms", r.UpdateID, offset(r.ReceivedAt))
+		}
+	}
+	if c.admin != nil {
+		for id, b := range want {
+			row, ok := c.get(id)
+			switch {
+			case !ok:
+				c.errorf("Get(%d) found no row", id)
+			case !bytes.Equal(row.Body, b) || !row.ReceivedAt.Equal(at(0)) || !row.DueAt.Equal(at(0)):
+				c.errorf("after duplicates, Get(%d) = body %q, received at %s, due at %s; want body %q, both times 0ms",
+					id, row.Body, offset(row.ReceivedAt), offset(row.DueAt), b)
+			}
+		}
+	}
+	if c.order == nil {
+		return
+	}
+	// Rows 1 and 2 were recorded without a chat, so they hold no chat
+	// back: a later row of chat "dup" is the lowest unsettled row of its
+	// chat.
+	c.addChat(3, "dup", 0)
+	if got := c.strictDue(10, 10, 10, "dup"); !slices.Equal(got, []int64{3}) {
+		c.errorf("DueInOrder(chat %q) listed %v; want [3]: updates 1 and 2 have no chat, whatever their duplicates said", "dup", got)
+	}
+	c.expectStrict(3, 10, 100, true, `updates 1 and 2 were recorded without a chat; their duplicates with chat "dup" must not have given them one`)
 }
 
 // bigBody is a JSON body of exactly 1 MiB.

@@ -33,7 +33,8 @@
 // under concurrent adds, bodies byte for byte up to 1 MiB, empty and nil
 // bodies alone or in a batch, bodies every read
 // returns are the caller's to modify, update ids 0 and 2^40, the pending
-// grace), Claim (live and lapsed leases, a live lease untouched even on its
+// grace, a duplicate that changes neither body, receipt time nor chat),
+// Claim (live and lapsed leases, a live lease untouched even on its
 // last attempt, stale and failed attempts that can no longer settle, the
 // base settle refusing a lapsed lease, a settle racing a reclaim, retries
 // and spent attempts, renewal that never shortens nor revives, millisecond

@@ -1,0 +1,60 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
+)
+
+// Broken stores for cases that a rule-by-rule mutation sweep of the three
+// stores showed were missing: each breaks one stated rule only at its
+// edge, and passed Run before its case.
+
+// duplicateMovesReceipt takes the receipt time of a duplicate Add of a
+// pending row as the row's own, as an upsert that refreshes the row would:
+// Due judges and reports the row by the duplicate's time.
+type duplicateMovesReceipt struct {
+	*memstore.Store
+	mu    sync.Mutex
+	moved map[int64]time.Time
+}
+
+func (s *duplicateMovesReceipt) Add(ctx context.Context, u intake.Incoming) (bool, error) {
+	ok, err := s.Store.Add(ctx, u)
+	if err == nil && !ok {
+		s.mu.Lock()
+		s.moved[u.UpdateID] = u.ReceivedAt
+		s.mu.Unlock()
+	}
+	return ok, err
+}
+
+func (s *duplicateMovesReceipt) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	rows, err := s.Store.Due(ctx, q)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := rows[:0]
+	for _, r := range rows {
+		if t, ok := s.moved[r.UpdateID]; ok {
+			if t.After(q.PendingBefore) {
+				continue
+			}
+			r.ReceivedAt = t
+		}
+		kept = append(kept, r)
+	}
+	return kept, err
+}
+
+func TestDuplicateMovesReceiptFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store {
+		return &duplicateMovesReceipt{Store: m, moved: map[int64]time.Time{}}
+	}), "Add")
+	requireCases(t, res, "Add/DuplicateChangesNothing")
+	requireMessage(t, res, "Add/DuplicateChangesNothing", "Due(now 10ms, pending before 0ms) listed []; want [1 2]")
+}
