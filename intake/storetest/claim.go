@@ -19,6 +19,7 @@ func claimCases() []testCase {
 		{name: "FailedAttemptIsOver", rule: "an attempt that failed can no longer renew or settle", run: failedAttemptIsOver},
 		{name: "BaseSettleRefusesLapsedLease", rule: "a base settlement after the lease lapsed is refused", run: baseSettleAfterLease},
 		{name: "SettleRacingReclaim", rule: "a settlement racing a reclaim of its lapsed lease: never both succeed", run: settleRacingReclaim},
+		{name: "SpendWaitsForRetry", rule: "a failed row on its last attempt is not claimable before its retry time, so a claim then spends nothing", run: spendWaitsForRetry},
 	}
 }
 
@@ -118,6 +119,43 @@ func failedRetryAndSpend(c *checker) {
 		case !row.SettledAt.IsZero() || !row.DueAt.Equal(at(36)):
 			c.errorf("after a spend at 36ms, SettledAt is %s and DueAt %s; want the zero time (an unacknowledged exhaustion) and 36ms", offset(row.SettledAt), offset(row.DueAt))
 		}
+	}
+}
+
+// spendWaitsForRetry: a claim changes nothing on a row that is not
+// claimable, and a failed row is claimable only from its retry time on; only
+// a claimable row whose attempts reached the ceiling is spent. So a claim
+// before the retry of a row on its last attempt reports false and leaves it
+// failed, not exhausted; the claim at its retry time spends it.
+func spendWaitsForRetry(c *checker) {
+	c.mustAdd(1, 0)
+	c.mustClaim(1, claimOpts(0, 10, 1), 1)
+	if !c.settle(1, 1, failedAt(1, 30, "boom")) {
+		c.fatalf("Settle(1, attempt 1, failed at 1ms, retry at 30ms) of a live lease reported false")
+	}
+	if attempt, ok := c.claim(1, claimOpts(29, 60, 1)); ok {
+		c.errorf("a claim at 29ms took the failed row before its retry at 30ms (attempt %d)", attempt)
+	}
+	if e, ok := c.findExhaustion(1); ok {
+		c.errorf("a claim at 29ms, before the retry at 30ms, spent update 1 (exhausted at %s, error %q); a row that is not claimable is left untouched, even on its last attempt",
+			offset(e.ExhaustedAt), e.Error)
+	}
+	if c.admin != nil {
+		if row, ok := c.get(1); !ok || row.State != intake.StateFailed || row.Error != "boom" || !row.DueAt.Equal(at(30)) || row.Attempts != 1 {
+			c.errorf("after a claim at 29ms, before the retry, Get(1) = state %s, attempts %d, error %q, due %s, found %v; want failed, 1, %q, 30ms",
+				row.State, row.Attempts, row.Error, offset(row.DueAt), ok, "boom")
+		}
+	}
+	if got := c.dueIDs(30, 0, 10); !slices.Equal(got, []int64{1}) {
+		c.errorf("Due(now 30ms) listed %v; want [1], its retry being due", got)
+	}
+	if attempt, ok := c.claim(1, claimOpts(30, 60, 1)); ok {
+		c.errorf("a claim at 30ms of a row whose one attempt is spent took attempt %d", attempt)
+	}
+	if e, ok := c.findExhaustion(1); !ok {
+		c.errorf("the claim at 30ms, the retry time, did not spend update 1 on its spent attempt")
+	} else if !e.ExhaustedAt.Equal(at(30)) || e.Error != intake.AttemptsSpentText {
+		c.errorf("the spend at 30ms listed exhausted at %s, error %q; want 30ms, %q", offset(e.ExhaustedAt), e.Error, intake.AttemptsSpentText)
 	}
 }
 

@@ -37,7 +37,7 @@
 // Claim (live and lapsed leases, a live lease untouched even on its
 // last attempt, stale and failed attempts that can no longer settle, the
 // base settle refusing a lapsed lease, a settle racing a reclaim, retries
-// and spent attempts, renewal that never shortens nor revives, millisecond
+// and spent attempts, a spend that waits for the retry, renewal that never shortens nor revives, millisecond
 // boundaries), Race (concurrent claims of a pending row, claims beside
 // concurrent listings, and concurrent reclaims of a processing row whose
 // lease or owner lapsed: exactly one winner), Fence (the same properties through

@@ -58,3 +58,22 @@ func TestDuplicateMovesReceiptFails(t *testing.T) {
 	requireCases(t, res, "Add/DuplicateChangesNothing")
 	requireMessage(t, res, "Add/DuplicateChangesNothing", "Due(now 10ms, pending before 0ms) listed []; want [1 2]")
 }
+
+// spendsBeforeRetry spends a failed row on its last attempt at any claim,
+// its retry due or not, as a claim that checks the attempt ceiling before
+// claimability would.
+type spendsBeforeRetry struct{ *memstore.Store }
+
+func (s spendsBeforeRetry) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	if row, ok, err := s.Get(ctx, id); err == nil && ok && row.State == intake.StateFailed && row.Attempts >= o.MaxAttempts && row.DueAt.After(o.Now) {
+		o.Now = row.DueAt
+	}
+	return s.Store.Claim(ctx, id, o)
+}
+
+func TestSpendsBeforeRetryFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return spendsBeforeRetry{m} }), "Claim")
+	requireCases(t, res, "Claim/SpendWaitsForRetry")
+	requireMessage(t, res, "Claim/SpendWaitsForRetry", "a claim at 29ms, before the retry at 30ms, spent update 1")
+}
