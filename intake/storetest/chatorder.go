@@ -34,6 +34,8 @@ func chatOrderCases() []testCase {
 			needs: capChatOrder, run: chatOrderDue},
 		{name: "DueBoundaries", rule: "a strict listing, whole or of one chat, lists a processing row once its lease has ended (not at its end) and a failed row from its retry time on",
 			needs: capChatOrder, run: chatOrderDueBoundaries},
+		{name: "DuePendingGrace", rule: "a strict listing, whole or of one chat, lists a pending row once it was received at or before PendingBefore, and failed and lapsed rows by Now",
+			needs: capChatOrder, run: chatOrderDuePendingGrace},
 		{name: "DueListsLapsedOwners", rule: "a strict listing lists a processing row whose owner lapsed, as a strict claim takes it",
 			needs: capChatOrder | capProcess, run: chatOrderDueLapsed},
 		{name: "DueJudgesLeasesAtNow", rule: "a strict listing judges a later row's lease at its Now, whatever its PendingBefore, as a strict claim at that Now does",
@@ -296,6 +298,36 @@ func chatOrderDueBoundaries(c *checker) {
 		if ids := c.strictDue(30, 30, 10, chat); !slices.Contains(ids, 2) {
 			c.errorf("DueInOrder(now 30ms, chat %q) listed %v at exactly row 2's retry time; want row 2", chat, ids)
 		}
+	}
+}
+
+// chatOrderDuePendingGrace: DueInOrder is Due listing only rows a strict
+// claim at Now could take, and Due lists a pending row only once it was
+// received at or before PendingBefore (the pending grace gives the process
+// that recorded a row the first chance at it), and the other rows as
+// claimable at Now. A strict listing, whole or of one chat, keeps the
+// grace for pending rows, with a chat and without, and judges a failed
+// row's retry and a lapsed lease at Now, not at PendingBefore.
+func chatOrderDuePendingGrace(c *checker) {
+	c.addChat(3, "b", 0)
+	c.addChat(4, "c", 0)
+	c.expectStrict(3, 0, 5, true, "it is the lowest row of chat b")
+	c.expectStrict(4, 0, 12, true, "it is the lowest row of chat c")
+	if !c.settle(3, 1, failedAt(1, 15, "retry at 15ms")) {
+		c.fatalf("Settle(3, attempt 1, failed at 1ms, retry at 15ms) of a live lease reported false")
+	}
+	c.addChat(1, "a", 10)
+	c.addChat(2, "", 10)
+	for chat, want := range map[string][]int64{"": {3, 4}, "a": nil, "b": {3}, "c": {4}} {
+		if ids := c.strictDue(20, 9, 10, chat); !slices.Equal(ids, want) {
+			c.errorf("DueInOrder(now 20ms, pending before 9ms, chat %q) listed %v; want %v: rows 1 and 2 were received at 10ms, within the pending grace, row 3's retry at 15ms and row 4's lease end at 12ms are before now", chat, ids, want)
+		}
+	}
+	if ids := c.strictDue(20, 10, 10, ""); !slices.Equal(ids, []int64{1, 2, 3, 4}) {
+		c.errorf("DueInOrder(now 20ms, pending before 10ms) listed %v; want [1 2 3 4], rows 1 and 2 received at exactly 10ms", ids)
+	}
+	if ids := c.strictDue(20, 10, 10, "a"); !slices.Equal(ids, []int64{1}) {
+		c.errorf("DueInOrder(now 20ms, pending before 10ms, chat %q) listed %v; want [1], received at exactly 10ms", "a", ids)
 	}
 }
 

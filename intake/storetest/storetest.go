@@ -63,7 +63,8 @@
 // (strict chat order: only a chat's lowest unsettled row is claimable and
 // listed, never beside a live lease of its chat, settled rows and
 // exhaustions release the chat, a row whose owner lapsed is listed and
-// taken over, a strict listing judges leases at its Now, rows recorded
+// taken over, a strict listing judges leases at its Now and keeps the
+// pending grace, rows recorded
 // through the batch adds keep
 // their chat, a strict listing agrees with strict claims, a refusal for
 // order spends nothing even at the attempt limit, and claims racing the

@@ -77,3 +77,22 @@ func TestSpendsBeforeRetryFails(t *testing.T) {
 	requireCases(t, res, "Claim/SpendWaitsForRetry")
 	requireMessage(t, res, "Claim/SpendWaitsForRetry", "a claim at 29ms, before the retry at 30ms, spent update 1")
 }
+
+// strictIgnoresGrace lists pending rows in strict order, across chats,
+// without their pending grace, as a whole strict listing that reads Now
+// where it means PendingBefore would (its one-chat form keeps the grace).
+type strictIgnoresGrace struct{ *memstore.Store }
+
+func (s strictIgnoresGrace) DueInOrder(ctx context.Context, q intake.DueQuery, chat string) ([]intake.StoredUpdate, error) {
+	if chat == "" {
+		q.PendingBefore = q.Now
+	}
+	return s.Store.DueInOrder(ctx, q, chat)
+}
+
+func TestStrictIgnoresGraceFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return strictIgnoresGrace{m} }), "ChatOrder")
+	requireCasesOr(t, res, []string{"ChatOrder/DueAgreesWithClaims"}, "ChatOrder/DuePendingGrace")
+	requireMessage(t, res, "ChatOrder/DuePendingGrace", "within the pending grace")
+}
