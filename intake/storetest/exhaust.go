@@ -22,6 +22,7 @@ func exhaustCases() []testCase {
 		{name: "ExpiredAttemptCannotExhaust", rule: "an expired or stale attempt cannot exhaust", run: expiredCannotExhaust},
 		{name: "CursorAfter", rule: "DueExhaustions pages in update id order strictly after its cursor", run: cursorAfter},
 		{name: "CursorPastFirstPage", rule: "every exhaustion is reachable through the cursor", run: cursorPastFirstPage},
+		{name: "CursorPagesKeepFields", rule: "DueExhaustions reports each exhaustion's identity, body, time and error on every page, after a cursor too", run: cursorPagesKeepFields},
 		{name: "ClaimSpendIsAnExhaustion", rule: "a claim that spends a row leaves a visible exhaustion with a claim id", run: claimSpendIsAnExhaustion},
 		{name: "AckOnlyUnacknowledged", rule: "only an unacknowledged exhaustion can be acknowledged", run: ackOnlyUnacknowledged},
 	}
@@ -250,6 +251,41 @@ func cursorPastFirstPage(c *checker) {
 	}
 	if !slices.Equal(got, want) {
 		c.errorf("paging DueExhaustions by %d reached %d exhaustions (%s); want all %d in update id order", pageLimit, len(got), summarize(got), len(want))
+	}
+}
+
+// cursorPagesKeepFields: an [intake.Exhaustion] is the row's identity,
+// raw body, exhaustion time and final error, whichever page lists it. The
+// rows are received, exhausted and failed at distinct times and with
+// distinct texts, so a page that reads another column for a field shows.
+func cursorPagesKeepFields(c *checker) {
+	want := map[int64]intake.Exhaustion{}
+	for i, id := range []int64{0, 5, 9} {
+		ms := int64(i)
+		b := fmt.Appendf(nil, `{"update_id":%d,"page":%d}`, id, i)
+		if !c.addBody(id, b, ms) {
+			c.fatalf("Add(%d) of a new update id reported false", id)
+		}
+		ident := c.mustClaimOwned(id, claimOpts(10+ms, 100, defaultMax), 1)
+		text := fmt.Sprintf("terminal %d", id)
+		if !c.exhaust(ident, 20+ms, text) {
+			c.fatalf("Exhaust(%s, at %dms) of a live claim reported false", fmtID(ident), 20+ms)
+		}
+		want[id] = intake.Exhaustion{Identity: ident, Body: b, ExhaustedAt: at(20 + ms), Error: text}
+	}
+	var after *int64
+	for _, id := range []int64{0, 5, 9} {
+		es := c.dueExhaustions(1, after)
+		if len(es) != 1 || es[0].UpdateID != id {
+			c.fatalf("DueExhaustions(limit 1, after %s) listed %v; want [%d]", fmtAfter(after), exhaustionIDs(es), id)
+		}
+		got, w := es[0], want[id]
+		if got.Identity != w.Identity || !bytes.Equal(got.Body, w.Body) || !got.ExhaustedAt.Equal(w.ExhaustedAt) || got.Error != w.Error {
+			c.errorf("DueExhaustions(limit 1, after %s) = %s, body %q, exhausted at %s, error %q; want %s, body %q, exhausted at %s, error %q",
+				fmtAfter(after), fmtID(got.Identity), got.Body, offset(got.ExhaustedAt), got.Error,
+				fmtID(w.Identity), w.Body, offset(w.ExhaustedAt), w.Error)
+		}
+		after = ptr(id)
 	}
 }
 

@@ -44,7 +44,7 @@
 // identities, all three identity fields, fresh claim ids), Prune (strict bound,
 // rows never pruned, prune then re-add), Exhaust (crash on the last
 // attempt, Exhaust, exact acknowledgement once and only of an
-// unacknowledged exhaustion, cursor paging), Batch (concurrent settlements
+// unacknowledged exhaustion, cursor paging that keeps every field), Batch (concurrent settlements
 // each judged alone, their records kept after the update's earlier ones),
 // Admin (oldest pending
 // measured from when a row became pending; and, for a store that is also a

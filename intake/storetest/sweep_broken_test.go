@@ -96,3 +96,32 @@ func TestStrictIgnoresGraceFails(t *testing.T) {
 	requireCasesOr(t, res, []string{"ChatOrder/DueAgreesWithClaims"}, "ChatOrder/DuePendingGrace")
 	requireMessage(t, res, "ChatOrder/DuePendingGrace", "within the pending grace")
 }
+
+// pagesReadReceipt reports, on every page after a cursor, an exhaustion's
+// receipt time as its exhaustion time, as a paged query that selects the
+// wrong column would.
+type pagesReadReceipt struct{ *memstore.Store }
+
+func (s pagesReadReceipt) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
+	es, err := s.Store.DueExhaustions(ctx, q)
+	if err != nil || q.After == nil {
+		return es, err
+	}
+	for i, e := range es {
+		row, ok, err := s.Get(ctx, e.UpdateID)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			es[i].ExhaustedAt = row.ReceivedAt
+		}
+	}
+	return es, nil
+}
+
+func TestPagesReadReceiptFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return pagesReadReceipt{m} }), "Exhaust")
+	requireCases(t, res, "Exhaust/CursorPagesKeepFields")
+	requireMessage(t, res, "Exhaust/CursorPagesKeepFields", "DueExhaustions(limit 1, after 0) =", "exhausted at 1ms", "want", "exhausted at 21ms")
+}
