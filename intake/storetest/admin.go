@@ -14,6 +14,7 @@ func adminCases() []testCase {
 		{name: "ListFiltersAndCursor", rule: "List filters by state and pages in update id order after its cursor", needs: capAdmin, run: adminList},
 		{name: "Requeue", rule: "Requeue restarts only failed and abandoned rows, under a new claim id", needs: capAdmin, run: adminRequeue},
 		{name: "Stats", rule: "Stats counts rows by state and finds the oldest pending", needs: capAdmin, run: adminStats},
+		{name: "RequeuedDueByReceipt", rule: "a requeued row is a pending row: Due lists it by its receipt time, whatever the requeue time", needs: capAdmin, run: requeuedDueByReceipt},
 		{name: "OldestPendingSinceRequeue", rule: "Stats' oldest pending is when the row became pending, its requeue included", needs: capAdmin, run: oldestPendingSinceRequeue},
 		{name: "Inspect", rule: "Search, Replies, Processes and HeldBehind select, order and page as the contract says", needs: capAdmin | capJournal | capProcess, run: adminInspect},
 	}
@@ -187,6 +188,32 @@ func adminList(c *checker) {
 	for _, ch := range checks {
 		if got := list(ch.q); !slices.Equal(got, ch.want) {
 			c.errorf("List(%s) listed %v; want %v", ch.what, got, ch.want)
+		}
+	}
+}
+
+// requeuedDueByReceipt: Due lists the pending rows received at or before
+// PendingBefore, and Requeue makes a row pending, due at once. So a row
+// received at 0ms and requeued at 100ms is listed by a sweep at 100ms whose
+// pending grace ends at 50ms, as it is by a strict listing; its requeue
+// time is not a second receipt.
+func requeuedDueByReceipt(c *checker) {
+	c.mustAdd(1, 0)
+	c.mustClaim(1, claimOpts(0, 10, defaultMax), 1)
+	if !c.settle(1, 1, failedAt(1, 1000, "boom")) {
+		c.fatalf("Settle(1, attempt 1, failed at 1ms) of a live lease reported false")
+	}
+	ok, err := c.admin.Requeue(c.ctx, 1, at(100))
+	c.failed("Requeue(1, now 100ms)", err)
+	if !ok {
+		c.fatalf("Requeue(1, now 100ms) of a failed row reported false")
+	}
+	if got := c.dueIDs(100, 50, 10); !slices.Equal(got, []int64{1}) {
+		c.errorf("Due(now 100ms, pending before 50ms) listed %v after update 1, received at 0ms, was requeued at 100ms; want [1]", got)
+	}
+	if c.order != nil {
+		if got := c.strictDue(100, 50, 10, ""); !slices.Equal(got, []int64{1}) {
+			c.errorf("DueInOrder(now 100ms, pending before 50ms) listed %v after update 1, received at 0ms, was requeued at 100ms; want [1]", got)
 		}
 	}
 }

@@ -125,3 +125,34 @@ func TestPagesReadReceiptFails(t *testing.T) {
 	requireCases(t, res, "Exhaust/CursorPagesKeepFields")
 	requireMessage(t, res, "Exhaust/CursorPagesKeepFields", "DueExhaustions(limit 1, after 0) =", "exhausted at 1ms", "want", "exhausted at 21ms")
 }
+
+// dueByRequeue lists a requeued row only once its requeue time is at or
+// before PendingBefore, as a listing that reads a pending row's due time
+// where it means its receipt would.
+type dueByRequeue struct{ *memstore.Store }
+
+func (s dueByRequeue) Due(ctx context.Context, q intake.DueQuery) ([]intake.StoredUpdate, error) {
+	rows, err := s.Store.Due(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	kept := rows[:0]
+	for _, r := range rows {
+		row, ok, err := s.Get(ctx, r.UpdateID)
+		if err != nil {
+			return nil, err
+		}
+		if ok && row.State == intake.StatePending && row.DueAt.After(q.PendingBefore) {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept, nil
+}
+
+func TestDueByRequeueFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return dueByRequeue{m} }), "Add", "Admin")
+	requireCases(t, res, "Admin/RequeuedDueByReceipt")
+	requireMessage(t, res, "Admin/RequeuedDueByReceipt", "Due(now 100ms, pending before 50ms) listed [] after update 1, received at 0ms, was requeued at 100ms")
+}
