@@ -12,6 +12,7 @@ func adminCases() []testCase {
 	return []testCase{
 		{name: "GetFields", rule: "Get shows the row as the contract defines its fields", needs: capAdmin, run: adminGet},
 		{name: "ListFiltersAndCursor", rule: "List filters by state and pages in update id order after its cursor", needs: capAdmin, run: adminList},
+		{name: "StateAndUnacknowledged", rule: "List and Search asked for abandoned rows that are unacknowledged select only unacknowledged exhaustions", needs: capAdmin, run: stateAndUnacknowledged},
 		{name: "Requeue", rule: "Requeue restarts only failed and abandoned rows, under a new claim id", needs: capAdmin, run: adminRequeue},
 		{name: "Stats", rule: "Stats counts rows by state and finds the oldest pending", needs: capAdmin, run: adminStats},
 		{name: "RequeuedDueByReceipt", rule: "a requeued row is a pending row: Due lists it by its receipt time, whatever the requeue time", needs: capAdmin, run: requeuedDueByReceipt},
@@ -189,6 +190,45 @@ func adminList(c *checker) {
 		if got := list(ch.q); !slices.Equal(got, ch.want) {
 			c.errorf("List(%s) listed %v; want %v", ch.what, got, ch.want)
 		}
+	}
+}
+
+// stateAndUnacknowledged: Unacknowledged selects only unacknowledged
+// exhaustions, and [intake.ListQuery.Validate] allows it beside State
+// abandoned, so the two filters together select what Unacknowledged alone
+// does: neither an abandoned row settled by its attempt nor an
+// acknowledged exhaustion, both abandoned too.
+func stateAndUnacknowledged(c *checker) {
+	for id := int64(1); id <= 3; id++ {
+		c.mustAdd(id, 0)
+	}
+	c.mustClaim(1, claimOpts(0, 100, defaultMax), 1)
+	if !c.settle(1, 1, abandoned(1, "given up")) {
+		c.fatalf("Settle(1, attempt 1, abandoned at 1ms) of a live lease reported false")
+	}
+	for _, id := range []int64{2, 3} {
+		ident := c.mustClaimOwned(id, claimOpts(0, 100, defaultMax), 1)
+		if !c.exhaust(ident, 1, "exhausted") {
+			c.fatalf("Exhaust(%s, at 1ms) of a live claim reported false", fmtID(ident))
+		}
+		if id == 3 && !c.ack(ident, 2) {
+			c.fatalf("AcknowledgeExhaustion(%s, at 2ms) of an unacknowledged exhaustion reported false", fmtID(ident))
+		}
+	}
+	rows, err := c.admin.List(c.ctx, intake.ListQuery{State: intake.StateAbandoned, Limit: 10})
+	c.failed("List(state abandoned)", err)
+	if got := rowIDs(rows); !slices.Equal(got, []int64{1, 2, 3}) {
+		c.errorf("List(state abandoned) listed %v; want [1 2 3]", got)
+	}
+	rows, err = c.admin.List(c.ctx, intake.ListQuery{State: intake.StateAbandoned, Unacknowledged: true, Limit: 10})
+	c.failed("List(state abandoned, unacknowledged)", err)
+	if got := rowIDs(rows); !slices.Equal(got, []int64{2}) {
+		c.errorf("List(state abandoned, unacknowledged) listed %v; want [2]: 1 was settled abandoned, 3's exhaustion acknowledged", got)
+	}
+	rows, err = c.admin.Search(c.ctx, intake.SearchQuery{State: intake.StateAbandoned, Unacknowledged: true, Limit: 10})
+	c.failed("Search(state abandoned, unacknowledged)", err)
+	if got := rowIDs(rows); !slices.Equal(got, []int64{2}) {
+		c.errorf("Search(state abandoned, unacknowledged) listed %v; want [2]: 1 was settled abandoned, 3's exhaustion acknowledged", got)
 	}
 }
 

@@ -31,7 +31,7 @@ func (s searchIgnoresUnacknowledged) Search(ctx context.Context, q intake.Search
 func TestSearchIgnoringUnacknowledgedFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return searchIgnoresUnacknowledged{m} }), "Admin")
-	requireCases(t, res, "Admin/Inspect")
+	requireCases(t, res, "Admin/Inspect", "Admin/StateAndUnacknowledged")
 	requireMessage(t, res, "Admin/Inspect", "Search unacknowledged: 8,7, want 7")
 }
 

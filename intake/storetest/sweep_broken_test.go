@@ -156,3 +156,22 @@ func TestDueByRequeueFails(t *testing.T) {
 	requireCases(t, res, "Admin/RequeuedDueByReceipt")
 	requireMessage(t, res, "Admin/RequeuedDueByReceipt", "Due(now 100ms, pending before 50ms) listed [] after update 1, received at 0ms, was requeued at 100ms")
 }
+
+// listDropsUnacknowledgedBesideState lists every row of a state when a
+// query asks for a state and unacknowledged exhaustions together, as a
+// listing that builds one filter or the other would.
+type listDropsUnacknowledgedBesideState struct{ *memstore.Store }
+
+func (s listDropsUnacknowledgedBesideState) List(ctx context.Context, q intake.ListQuery) ([]intake.Row, error) {
+	if q.State != "" {
+		q.Unacknowledged = false
+	}
+	return s.Store.List(ctx, q)
+}
+
+func TestListDropsUnacknowledgedBesideStateFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return listDropsUnacknowledgedBesideState{m} }), "Admin")
+	requireCases(t, res, "Admin/StateAndUnacknowledged")
+	requireMessage(t, res, "Admin/StateAndUnacknowledged", "List(state abandoned, unacknowledged) listed [1 2 3]; want [2]")
+}
