@@ -14,6 +14,7 @@ func processCases() []testCase {
 		{name: "LeaveReleasesAtOnce", rule: "the rows of a process that left are claimable at once", needs: capProcess, run: leaveReleasesAtOnce},
 		{name: "UnknownOwnerIsLapsed", rule: "a row owned by a process that was never registered is claimable", needs: capProcess, run: unknownOwnerLapsed},
 		{name: "OnlyTheOwnerCounts", rule: "only the row's own owner's heartbeat decides a takeover; a row without owner waits for its lease", needs: capProcess, run: onlyTheOwnerCounts},
+		{name: "TakeoverByNoProcess", rule: "a claim by no process replaces the row's owner: the row it took over waits for its lease", needs: capProcess, run: takeoverByNoProcess},
 		{name: "Reap", rule: "Reap removes exactly the heartbeats that lapsed strictly before now", needs: capProcess, run: reap},
 		{name: "CrashBudget", rule: "with MaxCrashes, takeovers from lapsed owners count against MaxCrashes, not MaxAttempts", needs: capProcess, run: crashBudget},
 		{name: "CrashesAndAttemptsApart", rule: "a lease that ended under a live owner is an attempt, not a crash", needs: capProcess, run: crashesAndAttemptsApart},
@@ -244,6 +245,35 @@ func onlyTheOwnerCounts(c *checker) {
 		c.errorf("Due(now 500ms) = %v; want none: no row's owner lapsed", ids)
 	}
 	c.mustClaimAs(2, owned(1001, 2000, defaultMax, "live"), 2)
+}
+
+// takeoverByNoProcess: the store records a claim's process with the
+// claim, and a claim with no process is reclaimed only when its lease ends.
+// So a claim by no process that takes a row over from a lapsed owner
+// leaves the row without an owner: the lapsed owner no longer makes it
+// claimable, and neither a claim nor Due takes it before its lease ends.
+func takeoverByNoProcess(c *checker) {
+	c.mustRegister("gone", 10)
+	c.mustAdd(1, 0)
+	c.mustAdd(2, 0)
+	c.mustClaimAs(1, owned(0, 1000, 5, "gone"), 1)
+	c.mustClaimAs(2, owned(0, 1000, 5, "gone"), 1)
+	// At 20ms "gone" has lapsed: claims by no process take both rows over,
+	// one through Claim, one through ClaimAs with the zero ProcessClaim.
+	c.mustClaim(1, claimOpts(20, 1000, 5), 2)
+	c.mustClaimAs(2, owned(20, 1000, 5, ""), 2)
+	for _, id := range []int64{1, 2} {
+		if got, ok := c.claimAs(id, owned(30, 2000, 5, "")); ok {
+			c.errorf("ClaimAs(%d) at 30ms by no process took %s; attempt 2 was claimed by no process, under a lease live to 1000ms", id, fmtID(got))
+		}
+		if attempt, ok := c.claim(id, claimOpts(30, 2000, 5)); ok {
+			c.errorf("Claim(%d) at 30ms took attempt %d; attempt 2 was claimed by no process, under a lease live to 1000ms", id, attempt)
+		}
+	}
+	if ids := c.dueIDs(30, 30, 10); len(ids) != 0 {
+		c.errorf("Due(now 30ms) = %v; want none: both rows were taken over by claims of no process, their leases live to 1000ms", ids)
+	}
+	c.mustClaim(1, claimOpts(1001, 2000, 5), 3)
 }
 
 // reap: strictly before now, and a reaped process is gone for good.

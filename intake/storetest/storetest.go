@@ -57,7 +57,8 @@
 // both ways, concurrent identical intents, deferred outcomes that report
 // their own write's result, and the calls of the attempt that completed
 // its update, its tail), Process (a lapsed owner's rows taken over before
-// their lease ends and fenced, heartbeats that never revive, the crash
+// their lease ends and fenced, a takeover by no process that leaves no
+// owner, heartbeats that never revive, the crash
 // budget, a takeover from a lapsed or reaped owner counted as a crash even
 // when the lease lapsed too, a requeue that resets the crashes, Due
 // judging owners at its Now), ChatOrder

@@ -175,3 +175,38 @@ func TestListDropsUnacknowledgedBesideStateFails(t *testing.T) {
 	requireCases(t, res, "Admin/StateAndUnacknowledged")
 	requireMessage(t, res, "Admin/StateAndUnacknowledged", "List(state abandoned, unacknowledged) listed [1 2 3]; want [2]")
 }
+
+// noProcessKeepsOwner keeps a row's owner when a claim by no process takes
+// it over, as a claim that writes the owner only when it names one would:
+// the row stays claimable for as long as that owner is lapsed.
+type noProcessKeepsOwner struct {
+	*memstore.Store
+	mu    sync.Mutex
+	owner map[int64]string // the owner each row was last claimed by, if any
+}
+
+func (s *noProcessKeepsOwner) Claim(ctx context.Context, id int64, o intake.ClaimOpts) (intake.Identity, bool, error) {
+	return s.ClaimAs(ctx, id, o, intake.ProcessClaim{})
+}
+
+func (s *noProcessKeepsOwner) ClaimAs(ctx context.Context, id int64, o intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.Process == "" {
+		p.Process = s.owner[id]
+	}
+	ident, ok, err := s.Store.ClaimAs(ctx, id, o, p)
+	if ok && p.Process != "" {
+		s.owner[id] = p.Process
+	}
+	return ident, ok, err
+}
+
+func TestNoProcessKeepsOwnerFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store {
+		return &noProcessKeepsOwner{Store: m, owner: map[int64]string{}}
+	}), "Process/TakeoverByNoProcess", "Process/OnlyTheOwnerCounts")
+	requireCases(t, res, "Process/TakeoverByNoProcess")
+	requireMessage(t, res, "Process/TakeoverByNoProcess", "ClaimAs(1) at 30ms by no process took")
+}
