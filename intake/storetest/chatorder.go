@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tgrelay/tgrelay/intake"
 )
@@ -40,6 +41,8 @@ func chatOrderCases() []testCase {
 			needs: capChatOrder | capProcess, run: chatOrderDueLapsed},
 		{name: "DueJudgesLeasesAtNow", rule: "a strict listing judges a later row's lease at its Now, whatever its PendingBefore, as a strict claim at that Now does",
 			needs: capChatOrder, run: chatOrderDueLeaseAtNow},
+		{name: "LongChatKeys", rule: "chat keys of up to intake.MaxChatKey bytes are kept whole: chats that differ only in their last byte are two chats",
+			needs: capChatOrder, run: chatOrderLongKeys},
 		{name: "ConcurrentClaimsOfOneChat", rule: "of a claim of a chat's later row and an earlier row added and claimed at the same time, exactly one wins",
 			needs: capChatOrder, run: chatOrderRaceWide},
 	}
@@ -328,6 +331,35 @@ func chatOrderDuePendingGrace(c *checker) {
 	}
 	if ids := c.strictDue(20, 10, 10, "a"); !slices.Equal(ids, []int64{1}) {
 		c.errorf("DueInOrder(now 20ms, pending before 10ms, chat %q) listed %v; want [1], received at exactly 10ms", "a", ids)
+	}
+}
+
+// chatOrderLongKeys: a ChatOrderStore must keep an [intake.Incoming.Chat]
+// of up to [intake.MaxChatKey] bytes, so two keys of that length that
+// differ only in their last byte name two chats: neither holds the other's
+// rows, in claims, in listings or, for an [intake.AdminStore], in a search
+// by chat.
+func chatOrderLongKeys(c *checker) {
+	prefix := strings.Repeat("7", intake.MaxChatKey-1)
+	a, b := prefix+"a", prefix+"b"
+	c.addChat(1, a, 0)
+	c.addChat(2, b, 0)
+	c.addChat(3, a, 0)
+	if ids := c.strictDue(10, 10, 10, ""); !slices.Equal(ids, []int64{1, 2}) {
+		c.errorf("DueInOrder(now 10ms) listed %v; want [1 2]: updates 1 and 2 are the lowest rows of two chats of %d bytes", ids, intake.MaxChatKey)
+	}
+	if ids := c.strictDue(10, 10, 10, b); !slices.Equal(ids, []int64{2}) {
+		c.errorf("DueInOrder(now 10ms, chat %q) listed %v; want [2]", b, ids)
+	}
+	c.expectStrict(2, 10, 100, true, fmt.Sprintf("its chat of %d bytes differs from update 1's in its last byte", intake.MaxChatKey))
+	c.expectStrict(3, 10, 100, false, "update 1 of its chat is pending")
+	if c.admin == nil {
+		return
+	}
+	rows, err := c.admin.Search(c.ctx, intake.SearchQuery{Chat: a, Limit: 10})
+	c.failed("Search(chat of update 1)", err)
+	if got := rowIDs(rows); !slices.Equal(got, []int64{3, 1}) {
+		c.errorf("Search(chat %q) listed %v; want [3 1]", a, got)
 	}
 }
 

@@ -68,7 +68,8 @@
 // taken over, a strict listing judges leases at its Now and keeps the
 // pending grace, rows recorded
 // through the batch adds keep
-// their chat, a strict listing agrees with strict claims, a refusal for
+// their chat, chat keys of intake.MaxChatKey bytes kept whole, a strict
+// listing agrees with strict claims, a refusal for
 // order spends nothing even at the attempt limit, and claims racing the
 // late add and claim of an earlier row of their chat lose or win alone),
 // ClaimOnAdd (a row recorded claimed is exactly a claimed row under the

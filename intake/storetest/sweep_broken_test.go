@@ -210,3 +210,34 @@ func TestNoProcessKeepsOwnerFails(t *testing.T) {
 	requireCases(t, res, "Process/TakeoverByNoProcess")
 	requireMessage(t, res, "Process/TakeoverByNoProcess", "ClaimAs(1) at 30ms by no process took")
 }
+
+// truncatesChat keeps only the first 32 bytes of a chat key, as a column
+// too narrow for intake.MaxChatKey would: two chats that share those bytes
+// become one.
+type truncatesChat struct{ *memstore.Store }
+
+func truncateChat(chat string) string { return chat[:min(len(chat), 32)] }
+
+func (s truncatesChat) Add(ctx context.Context, u intake.Incoming) (bool, error) {
+	u.Chat = truncateChat(u.Chat)
+	return s.Store.Add(ctx, u)
+}
+
+func (s truncatesChat) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+	return s.AddBatchAs(ctx, reqs, intake.ProcessClaim{})
+}
+
+func (s truncatesChat) AddBatchAs(ctx context.Context, reqs []intake.AddRequest, p intake.ProcessClaim) ([]intake.AddResult, error) {
+	cp := append([]intake.AddRequest(nil), reqs...)
+	for i := range cp {
+		cp[i].Chat = truncateChat(cp[i].Chat)
+	}
+	return s.Store.AddBatchAs(ctx, cp, p)
+}
+
+func TestTruncatesChatFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return truncatesChat{m} }), "ChatOrder", "Admin")
+	requireCases(t, res, "ChatOrder/LongChatKeys")
+	requireMessage(t, res, "ChatOrder/LongChatKeys", "DueInOrder(now 10ms) listed [1]; want [1 2]")
+}
