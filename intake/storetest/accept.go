@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -15,6 +16,7 @@ func addCases() []testCase {
 		{name: "BodiesRoundTrip", rule: "bodies are stored byte for byte", run: bodiesRoundTrip},
 		{name: "EmptyBodies", rule: "an empty or nil body is stored like any other, alone or in a batch", run: emptyBodies},
 		{name: "UpdateIDRange", rule: "update ids 0 and 2^40 round-trip", run: updateIDRange},
+		{name: "LargestUpdateID", rule: "update id 2^63-1 is stored like any other, and a cursor at it ends a listing", run: largestUpdateID},
 		{name: "PendingGrace", rule: "a pending row is due once received at or before PendingBefore", run: pendingGrace},
 		{name: "ConcurrentAddsOneNew", rule: "of concurrent adds of one update id exactly one is new, and the row is never overwritten", run: concurrentAdds},
 		{name: "ReadsReturnPrivateBodies", rule: "every read returns bodies the caller may modify without changing the store", run: readsReturnPrivateBodies},
@@ -244,6 +246,49 @@ func updateIDRange(c *checker) {
 				c.errorf("Get(%d) = row of update %d, %v; want update %d", id, row.UpdateID, ok, id)
 			}
 		}
+	}
+}
+
+// largestUpdateID: an update id is any non-negative int64, the largest
+// included, and a cursor continues strictly after its id. So with update
+// 2^63-1 stored and exhausted, DueExhaustions and, for an
+// [intake.AdminStore], List after it list nothing (a cursor must not wrap
+// around to the lowest ids), and Search before it lists the rest.
+func largestUpdateID(c *checker) {
+	const largest = int64(math.MaxInt64)
+	for _, id := range []int64{largest, 0, 5} {
+		c.mustAdd(id, 0)
+	}
+	if got := c.dueIDs(0, 0, 10); !slices.Equal(got, []int64{0, 5, largest}) {
+		c.errorf("Due listed %v; want [0 5 %d] in update id order", got, largest)
+	}
+	for _, id := range []int64{largest, 0} {
+		ident := c.mustClaimOwned(id, claimOpts(0, 10, defaultMax), 1)
+		if !c.exhaust(ident, 1, "terminal") {
+			c.fatalf("Exhaust(%s) of a live claim reported false", fmtID(ident))
+		}
+	}
+	if got := exhaustionIDs(c.dueExhaustions(10, ptr(5))); !slices.Equal(got, []int64{largest}) {
+		c.errorf("DueExhaustions(after 5) listed %v; want [%d]", got, largest)
+	}
+	if got := exhaustionIDs(c.dueExhaustions(10, ptr(largest))); len(got) != 0 {
+		c.errorf("DueExhaustions(after %d) listed %v; want none: nothing comes after the largest update id", largest, got)
+	}
+	if c.admin == nil {
+		return
+	}
+	rows, err := c.admin.List(c.ctx, intake.ListQuery{After: ptr(largest), Limit: 10})
+	c.failed(fmt.Sprintf("List(after %d)", largest), err)
+	if got := rowIDs(rows); len(got) != 0 {
+		c.errorf("List(after %d) listed %v; want none: nothing comes after the largest update id", largest, got)
+	}
+	rows, err = c.admin.Search(c.ctx, intake.SearchQuery{Before: ptr(largest), Limit: 10})
+	c.failed(fmt.Sprintf("Search(before %d)", largest), err)
+	if got := rowIDs(rows); !slices.Equal(got, []int64{5, 0}) {
+		c.errorf("Search(before %d) listed %v; want [5 0]", largest, got)
+	}
+	if row, ok := c.get(largest); !ok || row.UpdateID != largest || row.State != intake.StateAbandoned {
+		c.errorf("Get(%d) = update %d, state %s, found %v; want the abandoned row", largest, row.UpdateID, row.State, ok)
 	}
 }
 

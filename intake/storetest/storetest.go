@@ -32,7 +32,8 @@
 // The subtests are grouped by area: Add (one record per update id, also
 // under concurrent adds, bodies byte for byte up to 1 MiB, empty and nil
 // bodies alone or in a batch, bodies every read
-// returns are the caller's to modify, update ids 0 and 2^40, the pending
+// returns are the caller's to modify, update ids 0, 2^40 and 2^63-1 (a
+// cursor at the largest ends a listing), the pending
 // grace, a duplicate that changes neither body, receipt time nor chat),
 // Claim (live and lapsed leases, a live lease untouched even on its
 // last attempt, stale and failed attempts that can no longer settle, the

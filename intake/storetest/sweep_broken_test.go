@@ -241,3 +241,22 @@ func TestTruncatesChatFails(t *testing.T) {
 	requireCases(t, res, "ChatOrder/LongChatKeys")
 	requireMessage(t, res, "ChatOrder/LongChatKeys", "DueInOrder(now 10ms) listed [1]; want [1 2]")
 }
+
+// cursorFromNext continues a listing from the id after its cursor,
+// inclusive, in wrapping int64 arithmetic: after the largest update id it
+// starts again from the lowest.
+type cursorFromNext struct{ *memstore.Store }
+
+func (s cursorFromNext) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([]intake.Exhaustion, error) {
+	if q.After != nil && *q.After+1 < *q.After {
+		q.After = nil
+	}
+	return s.Store.DueExhaustions(ctx, q)
+}
+
+func TestCursorFromNextFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return cursorFromNext{m} }), "Add", "Exhaust")
+	requireCases(t, res, "Add/LargestUpdateID")
+	requireMessage(t, res, "Add/LargestUpdateID", "DueExhaustions(after 9223372036854775807) listed [0 9223372036854775807]; want none")
+}
