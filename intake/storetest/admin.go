@@ -17,6 +17,7 @@ func adminCases() []testCase {
 		{name: "Stats", rule: "Stats counts rows by state and finds the oldest pending", needs: capAdmin, run: adminStats},
 		{name: "RequeuedDueByReceipt", rule: "a requeued row is a pending row: Due lists it by its receipt time, whatever the requeue time", needs: capAdmin, run: requeuedDueByReceipt},
 		{name: "OldestPendingSinceRequeue", rule: "Stats' oldest pending is when the row became pending, its requeue included", needs: capAdmin, run: oldestPendingSinceRequeue},
+		{name: "SearchChatExact", rule: "Search by chat selects rows whose stored chat is exactly the chat: not a prefix, not a pattern", needs: capAdmin | capChatOrder, run: searchChatExact},
 		{name: "Inspect", rule: "Search, Replies, Processes and HeldBehind select, order and page as the contract says", needs: capAdmin | capJournal | capProcess, run: adminInspect},
 	}
 }
@@ -229,6 +230,24 @@ func stateAndUnacknowledged(c *checker) {
 	c.failed("Search(state abandoned, unacknowledged)", err)
 	if got := rowIDs(rows); !slices.Equal(got, []int64{2}) {
 		c.errorf("Search(state abandoned, unacknowledged) listed %v; want [2]: 1 was settled abandoned, 3's exhaustion acknowledged", got)
+	}
+}
+
+// searchChatExact: [intake.SearchQuery.Chat] selects rows whose stored
+// chat is exactly Chat. Chat keys are ids as JSON text and channel
+// usernames, so one key can be another's prefix ("-100" of "-1001"), and a
+// username can hold a character that a pattern reads as a wildcard
+// ("_"); neither selects the other's rows.
+func searchChatExact(c *checker) {
+	for id, chat := range map[int64]string{1: "-100", 2: "-1001", 3: "@a_b", 4: "@axb", 5: ""} {
+		c.addChat(id, chat, 0)
+	}
+	for chat, want := range map[string][]int64{"-100": {1}, "-1001": {2}, "@a_b": {3}, "@axb": {4}} {
+		rows, err := c.admin.Search(c.ctx, intake.SearchQuery{Chat: chat, Limit: 10})
+		c.failed(fmt.Sprintf("Search(chat %q)", chat), err)
+		if got := rowIDs(rows); !slices.Equal(got, want) {
+			c.errorf("Search(chat %q) listed %v; want %v, the one row of exactly that chat", chat, got, want)
+		}
 	}
 }
 

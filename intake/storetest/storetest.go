@@ -49,7 +49,8 @@
 // each judged alone, their records kept after the update's earlier ones),
 // Admin (oldest pending
 // measured from when a row became pending; a requeued row due by its
-// receipt; state and unacknowledged filters that select together; and, for a store that is also a
+// receipt; state and unacknowledged filters that select together; a
+// search by exactly one chat; and, for a store that is also a
 // journal and process store, the inspection reads [RunInspect] checks),
 // History (every attempt record kept whole and in order through
 // a completion and a requeue, which leaves its mark, and pruned with its

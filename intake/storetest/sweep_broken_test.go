@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -259,4 +262,34 @@ func TestCursorFromNextFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return cursorFromNext{m} }), "Add", "Exhaust")
 	requireCases(t, res, "Add/LargestUpdateID")
 	requireMessage(t, res, "Add/LargestUpdateID", "DueExhaustions(after 9223372036854775807) listed [0 9223372036854775807]; want none")
+}
+
+// searchChatPrefix selects, for a Search by chat, every row whose chat
+// starts with the one asked for, as a pattern match would.
+type searchChatPrefix struct{ *memstore.Store }
+
+func (s searchChatPrefix) Search(ctx context.Context, q intake.SearchQuery) ([]intake.Row, error) {
+	if q.Chat == "" {
+		return s.Store.Search(ctx, q)
+	}
+	var out []intake.Row
+	for _, chat := range []string{"-100", "-1001", "@a_b", "@axb"} { // the chats the case records
+		if !strings.HasPrefix(chat, q.Chat) {
+			continue
+		}
+		rows, err := s.Store.Search(ctx, intake.SearchQuery{Chat: chat, Limit: q.Limit})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	slices.SortFunc(out, func(a, b intake.Row) int { return cmp.Compare(b.UpdateID, a.UpdateID) })
+	return out, nil
+}
+
+func TestSearchChatPrefixFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return searchChatPrefix{m} }), "Admin/SearchChatExact")
+	requireCases(t, res, "Admin/SearchChatExact")
+	requireMessage(t, res, "Admin/SearchChatExact", `Search(chat "-100") listed [2 1]; want [1]`)
 }
