@@ -18,6 +18,7 @@ func adminCases() []testCase {
 		{name: "RequeuedDueByReceipt", rule: "a requeued row is a pending row: Due lists it by its receipt time, whatever the requeue time", needs: capAdmin, run: requeuedDueByReceipt},
 		{name: "OldestPendingSinceRequeue", rule: "Stats' oldest pending is when the row became pending, its requeue included", needs: capAdmin, run: oldestPendingSinceRequeue},
 		{name: "SearchChatExact", rule: "Search by chat selects rows whose stored chat is exactly the chat: not a prefix, not a pattern", needs: capAdmin | capChatOrder, run: searchChatExact},
+		{name: "ProcessesByIDEachLimited", rule: "Processes lists registered processes by id and processing rows newest first, at most limit of each", needs: capAdmin | capProcess, run: processesByIDEachLimited},
 		{name: "Inspect", rule: "Search, Replies, Processes and HeldBehind select, order and page as the contract says", needs: capAdmin | capJournal | capProcess, run: adminInspect},
 	}
 }
@@ -247,6 +248,41 @@ func searchChatExact(c *checker) {
 		c.failed(fmt.Sprintf("Search(chat %q)", chat), err)
 		if got := rowIDs(rows); !slices.Equal(got, want) {
 			c.errorf("Search(chat %q) listed %v; want %v, the one row of exactly that chat", chat, got, want)
+		}
+	}
+}
+
+// processesByIDEachLimited: [intake.AdminStore.Processes] lists the
+// registered processes by id and the processing rows, newest update first,
+// each with the process that holds it, at most limit of each: the two
+// lists are limited apart. The processes' heartbeats end in the reverse of
+// their id order, so an order by heartbeat shows.
+func processesByIDEachLimited(c *checker) {
+	c.mustRegister("p-a", 300)
+	c.mustRegister("p-b", 200)
+	c.mustRegister("p-c", 100)
+	for id := int64(1); id <= 3; id++ {
+		c.mustAdd(id, 0)
+		c.mustClaimAs(id, owned(0, 1000, defaultMax, "p-a"), 1)
+	}
+	c.mustAdd(4, 0)
+	for _, limit := range []int{3, 2} {
+		pl, err := c.admin.Processes(c.ctx, limit)
+		c.failed(fmt.Sprintf("Processes(limit %d)", limit), err)
+		var procs []string
+		for _, p := range pl.Processes {
+			procs = append(procs, p.ID)
+		}
+		var held []int64
+		for _, h := range pl.Held {
+			held = append(held, h.Row.UpdateID)
+			if h.Owner != "p-a" {
+				c.errorf("Processes(limit %d) shows update %d held by %q; want p-a", limit, h.Row.UpdateID, h.Owner)
+			}
+		}
+		wantProcs, wantHeld := []string{"p-a", "p-b", "p-c"}[:limit], []int64{3, 2, 1}[:limit]
+		if !slices.Equal(procs, wantProcs) || !slices.Equal(held, wantHeld) {
+			c.errorf("Processes(limit %d) = processes %v, held %v; want %v by id and %v newest first, at most %d of each", limit, procs, held, wantProcs, wantHeld, limit)
 		}
 	}
 }

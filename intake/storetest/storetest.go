@@ -50,7 +50,8 @@
 // Admin (oldest pending
 // measured from when a row became pending; a requeued row due by its
 // receipt; state and unacknowledged filters that select together; a
-// search by exactly one chat; and, for a store that is also a
+// search by exactly one chat; processes by id and held rows, each list
+// limited apart; and, for a store that is also a
 // journal and process store, the inspection reads [RunInspect] checks),
 // History (every attempt record kept whole and in order through
 // a completion and a requeue, which leaves its mark, and pruned with its

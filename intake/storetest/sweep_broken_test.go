@@ -293,3 +293,23 @@ func TestSearchChatPrefixFails(t *testing.T) {
 	requireCases(t, res, "Admin/SearchChatExact")
 	requireMessage(t, res, "Admin/SearchChatExact", `Search(chat "-100") listed [2 1]; want [1]`)
 }
+
+// processesShareLimit fills the page of held rows only up to what the
+// processes left of limit, as a listing that limits the two lists together
+// would.
+type processesShareLimit struct{ *memstore.Store }
+
+func (s processesShareLimit) Processes(ctx context.Context, limit int) (intake.ProcessList, error) {
+	pl, err := s.Store.Processes(ctx, limit)
+	if err == nil && len(pl.Held) > limit-len(pl.Processes) {
+		pl.Held = pl.Held[:max(limit-len(pl.Processes), 0)]
+	}
+	return pl, err
+}
+
+func TestProcessesShareLimitFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return processesShareLimit{m} }), "Admin/ProcessesByIDEachLimited")
+	requireCases(t, res, "Admin/ProcessesByIDEachLimited")
+	requireMessage(t, res, "Admin/ProcessesByIDEachLimited", "Processes(limit 3) = processes [p-a p-b p-c], held []; want [p-a p-b p-c] by id and [3 2 1] newest first")
+}
