@@ -19,6 +19,7 @@ func adminCases() []testCase {
 		{name: "OldestPendingSinceRequeue", rule: "Stats' oldest pending is when the row became pending, its requeue included", needs: capAdmin, run: oldestPendingSinceRequeue},
 		{name: "SearchChatExact", rule: "Search by chat selects rows whose stored chat is exactly the chat: not a prefix, not a pattern", needs: capAdmin | capChatOrder, run: searchChatExact},
 		{name: "ProcessesByIDEachLimited", rule: "Processes lists registered processes by id and processing rows newest first, at most limit of each", needs: capAdmin | capProcess, run: processesByIDEachLimited},
+		{name: "OldestPendingOnlyPending", rule: "Stats' oldest pending reads pending rows only, and is the zero time when none is pending", needs: capAdmin, run: oldestPendingOnlyPending},
 		{name: "Inspect", rule: "Search, Replies, Processes and HeldBehind select, order and page as the contract says", needs: capAdmin | capJournal | capProcess, run: adminInspect},
 	}
 }
@@ -284,6 +285,31 @@ func processesByIDEachLimited(c *checker) {
 		if !slices.Equal(procs, wantProcs) || !slices.Equal(held, wantHeld) {
 			c.errorf("Processes(limit %d) = processes %v, held %v; want %v by id and %v newest first, at most %d of each", limit, procs, held, wantProcs, wantHeld, limit)
 		}
+	}
+}
+
+// oldestPendingOnlyPending: [intake.Stats.OldestPending] is when the
+// longest-waiting pending row became pending, or the zero time when none
+// is pending. A failed row waiting for its retry is not pending, however
+// early its retry time, nor is a processing row.
+func oldestPendingOnlyPending(c *checker) {
+	c.mustAdd(1, 0)
+	c.mustClaim(1, claimOpts(0, 100, defaultMax), 1)
+	if !c.settle(1, 1, failedAt(1, 5, "retry at 5ms")) {
+		c.fatalf("Settle(1, attempt 1, failed at 1ms, retry at 5ms) of a live lease reported false")
+	}
+	c.mustAdd(2, 10)
+	stats := func() intake.Stats {
+		st, err := c.admin.Stats(c.ctx)
+		c.failed("Stats", err)
+		return st
+	}
+	if st := stats(); !st.OldestPending.Equal(at(10)) {
+		c.errorf("Stats().OldestPending = %s; want 10ms, the receipt of update 2, the one pending row (update 1 failed, its retry at 5ms)", offset(st.OldestPending))
+	}
+	c.mustClaim(2, claimOpts(20, 100, defaultMax), 1)
+	if st := stats(); !st.OldestPending.IsZero() {
+		c.errorf("Stats().OldestPending = %s with no row pending (1 failed, 2 processing); want the zero time", offset(st.OldestPending))
 	}
 }
 

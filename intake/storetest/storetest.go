@@ -48,7 +48,7 @@
 // unacknowledged exhaustion, cursor paging that keeps every field), Batch (concurrent settlements
 // each judged alone, their records kept after the update's earlier ones),
 // Admin (oldest pending
-// measured from when a row became pending; a requeued row due by its
+// measured from when a row became pending, of pending rows only; a requeued row due by its
 // receipt; state and unacknowledged filters that select together; a
 // search by exactly one chat; processes by id and held rows, each list
 // limited apart; and, for a store that is also a

@@ -313,3 +313,28 @@ func TestProcessesShareLimitFails(t *testing.T) {
 	requireCases(t, res, "Admin/ProcessesByIDEachLimited")
 	requireMessage(t, res, "Admin/ProcessesByIDEachLimited", "Processes(limit 3) = processes [p-a p-b p-c], held []; want [p-a p-b p-c] by id and [3 2 1] newest first")
 }
+
+// oldestPendingCountsFailed takes a failed row's retry time for the
+// oldest pending, as a query over every waiting row would.
+type oldestPendingCountsFailed struct{ *memstore.Store }
+
+func (s oldestPendingCountsFailed) Stats(ctx context.Context) (intake.Stats, error) {
+	st, err := s.Store.Stats(ctx)
+	if err != nil {
+		return st, err
+	}
+	rows, err := s.List(ctx, intake.ListQuery{State: intake.StateFailed, Limit: 1000})
+	for _, r := range rows {
+		if st.OldestPending.IsZero() || r.DueAt.Before(st.OldestPending) {
+			st.OldestPending = r.DueAt
+		}
+	}
+	return st, err
+}
+
+func TestOldestPendingCountsFailedFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return oldestPendingCountsFailed{m} }), "Admin/OldestPendingOnlyPending")
+	requireCases(t, res, "Admin/OldestPendingOnlyPending")
+	requireMessage(t, res, "Admin/OldestPendingOnlyPending", "Stats().OldestPending = 5ms; want 10ms")
+}
