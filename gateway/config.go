@@ -136,7 +136,10 @@ type Config struct {
 
 	// MaxAttempts bounds the attempts whose per-attempt call counters are
 	// kept in memory (least recently used ones are forgotten; see the
-	// package doc on occurrences). Zero means [DefaultMaxAttempts].
+	// package doc on occurrences). An attempt reported over
+	// ([Gateway.AttemptEnded]) gives its counters back at once, so with
+	// such reports the bound is only reached by that many attempts running
+	// at once. Zero means [DefaultMaxAttempts].
 	MaxAttempts int
 
 	// MaxPendingOutcomes bounds the journaled calls whose outcome is still

@@ -126,8 +126,9 @@
 // [Gateway.Close] waits for them. Not-dispatched outcomes and webhook
 // replies ([Gateway.Reply]) are journaled before the answer.
 //
-// Occurrences are counted in memory per attempt (Config.MaxAttempts
-// attempts, least recently used forgotten), in the order the calls arrive:
+// Occurrences are counted in memory per attempt, until the attempt is
+// reported over ([Gateway.AttemptEnded]) and at most Config.MaxAttempts
+// attempts (least recently used forgotten), in the order the calls arrive:
 // a handler that sends the same text twice makes two messages, and its
 // retry replays both. A call that ends not dispatched gives its number
 // back. If the

@@ -12,7 +12,8 @@ import (
 // ends not dispatched gives its number back when no later identical call
 // took one meanwhile, so an app that repeats a call that never left does
 // not shift the numbers of a later attempt. The counters live in memory,
-// at most max attempts, least recently used forgotten first.
+// until the attempt is reported over (forget), and at most max attempts,
+// least recently used forgotten first.
 type occurrences struct {
 	mu       sync.Mutex
 	max      int
@@ -62,6 +63,17 @@ func (o *occurrences) attemptLocked(id intake.Identity) *attemptCalls {
 	return a
 }
 
+// forget drops the counters of attempt id, which is over: no call of it
+// needs a number any more.
+func (o *occurrences) forget(id intake.Identity) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if el, ok := o.attempts[id]; ok {
+		o.lru.Remove(el)
+		delete(o.attempts, id)
+	}
+}
+
 // finals returns the hashes of the calls with a final outcome that the
 // journal listed when attempt id first asked (see ahead.go), and whether
 // it was listed.
@@ -98,3 +110,16 @@ func (o *occurrences) giveBack(id intake.Identity, method, hash string, n int) {
 		a.last[k] = n - 1
 	}
 }
+
+// AttemptEnded tells g that attempt id is over: settled, failed, expired,
+// exhausted, or its lease lost. Its occurrence counters are dropped now,
+// rather than once Config.MaxAttempts later attempts have pushed them out,
+// so the counters held follow the attempts still running instead of
+// filling up to the bound (about 700 bytes each: 7 MiB of heap at the
+// default bound). A call of id that arrives later counts from 1 again, as
+// after a restart (see the package doc): at worst a deliberate repeat is
+// replayed rather than sent, never sent twice; and the store refuses new
+// intents of an attempt that no longer holds its claim. Without these
+// reports the bound alone applies. An unknown id is ignored. Safe for
+// concurrent use.
+func (g *Gateway) AttemptEnded(id intake.Identity) { g.occ.forget(id) }

@@ -201,6 +201,18 @@ func (r *Relay) emit(e Event) {
 	}
 }
 
+// attemptEnded tells the gateway, if any, that attempt id no longer holds
+// its claim (settled, expired, exhausted or its lease lost), so it drops
+// the attempt's occurrence counters now rather than hold the last
+// gateway.DefaultMaxAttempts attempts' (see [gateway.Gateway.AttemptEnded]).
+// A failure is not enough: the attempt holds its claim until its
+// settlement, and a handler that outlived its forward may still call.
+func (r *Relay) attemptEnded(id intake.Identity) {
+	if r.gw != nil {
+		r.gw.AttemptEnded(id)
+	}
+}
+
 // intakeObserver turns the runner's events into the relay's.
 func (r *Relay) intakeObserver() intake.Observer {
 	return intake.Observer{
@@ -217,16 +229,24 @@ func (r *Relay) intakeObserver() intake.Observer {
 				r.emit(Event{Kind: KindRejected, ID: intake.Identity{UpdateID: id}, Reason: RejectInvalid})
 			}
 		},
-		ClaimFunc:  func(id intake.Identity) { r.emit(Event{Kind: KindClaimed, ID: id}) },
-		SettleFunc: func(id intake.Identity, s intake.State) { r.emit(Event{Kind: KindSettled, ID: id, State: s}) },
+		ClaimFunc: func(id intake.Identity) { r.emit(Event{Kind: KindClaimed, ID: id}) },
+		SettleFunc: func(id intake.Identity, s intake.State) {
+			r.attemptEnded(id)
+			r.emit(Event{Kind: KindSettled, ID: id, State: s})
+		},
 		FailureFunc: func(f intake.Failure) {
 			r.emit(Event{Kind: KindFailed, ID: f.Identity, Err: f.Err, Retrying: f.Retrying, Expiring: f.Expiring, Reason: FailureReason(f.Err)})
 		},
 		ExpireFunc: func(e intake.Expiry) {
+			r.attemptEnded(e.Identity)
 			r.emit(Event{Kind: KindExpired, ID: e.Identity, Reason: e.Kind, Err: textError(e.Error)})
 		},
-		LeaseLostFunc: func(id intake.Identity) { r.emit(Event{Kind: KindLeaseLost, ID: id}) },
+		LeaseLostFunc: func(id intake.Identity) {
+			r.attemptEnded(id)
+			r.emit(Event{Kind: KindLeaseLost, ID: id})
+		},
 		ExhaustFunc: func(e intake.Exhaustion) {
+			r.attemptEnded(e.Identity)
 			r.emit(Event{Kind: KindExhausted, ID: e.Identity, Err: textError(e.Error)})
 		},
 		ExhaustionFailureFunc: func(e intake.Exhaustion, err error) {
