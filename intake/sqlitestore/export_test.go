@@ -35,3 +35,22 @@ func OnTxStart(s *Store, f func()) { s.txStart = f }
 
 // ParkFor sets how long s's settlements under load wait for another write.
 func ParkFor(s *Store, d time.Duration) { s.parkFor = d }
+
+// AddChunks exposes addChunks; ExactRows and BatchRows its sizes.
+var AddChunks = addChunks
+
+const ExactRows, BatchRows = exactRows, batchRows
+
+// PreparedAdds reports how many INSERT statements s keeps prepared for
+// AddBatch.
+func PreparedAdds(s *Store) int {
+	s.adds.mu.Lock()
+	defer s.adds.mu.Unlock()
+	n := 0
+	for _, st := range s.adds.bySize {
+		if st != nil {
+			n++
+		}
+	}
+	return n
+}

@@ -207,19 +207,47 @@ const addColumns = 9
 // errClosed is returned by AddBatch after [Store.Close].
 var errClosed = errors.New("sqlitestore: store closed")
 
+// exactRows is the largest row count AddBatch inserts with a statement of
+// that many rows: a batch of up to exactRows rows is one INSERT, and a
+// larger one is cut into chunks of batchRows, then of exactRows, then the
+// rest (see addChunks). Batches are mostly that small; a larger one pays a
+// few more statements in its transaction, against its one commit.
+const exactRows = 16
+
+// addChunks returns the row counts of the INSERTs that carry n rows, in
+// order: batchRows while more remain, then exactRows while more than
+// exactRows remain, then the rest. So AddBatch uses statements of at most
+// exactRows+1 sizes.
+func addChunks(n int) []int {
+	var c []int
+	for ; n >= batchRows; n -= batchRows {
+		c = append(c, batchRows)
+	}
+	for ; n > exactRows; n -= exactRows {
+		c = append(c, exactRows)
+	}
+	if n > 0 {
+		c = append(c, n)
+	}
+	return c
+}
+
 // addStmts caches AddBatch's multi-row INSERT statements by row count, each
 // prepared on first use: preparing a statement of a few dozen rows costs
-// more CPU than inserting them, and group commit forms batches of every
-// size. The cache holds at most batchRows statements. Safe for concurrent
-// use.
+// more CPU than inserting them. The row counts are those of addChunks, so
+// the cache holds at most exactRows+1 statements. It once held one per row
+// count up to batchRows: SQLite keeps each prepared statement in memory
+// outside Go's heap, growing with its rows (about 17 MiB mapped for the
+// hundred), and the cache filled as slower commits let group commit form
+// larger batches, for as long as a process ran. Safe for concurrent use.
 type addStmts struct {
 	mu     sync.Mutex
 	closed bool
 	bySize [batchRows + 1]*sql.Stmt
 }
 
-// get returns the statement for rows rows (1 to batchRows), preparing it on
-// db if needed. It must not be called inside a transaction of db's only
+// get returns the statement for rows rows (1 to exactRows, or batchRows),
+// preparing it on db if needed. It must not be called inside a transaction of db's only
 // connection, since preparing waits for a connection.
 func (a *addStmts) get(ctx context.Context, db *sql.DB, table string, rows int) (*sql.Stmt, error) {
 	a.mu.Lock()

@@ -477,7 +477,7 @@ func (s *Store) Add(ctx context.Context, u intake.Incoming) (bool, error) {
 // AddBatch implements [intake.Store.AddBatch]: the whole batch is one
 // transaction and one durable commit; on error nothing is recorded. Rows
 // are inserted up to [batchRows] to a statement, through statements
-// prepared once per row count (see addStmts); a claimed row is inserted
+// prepared once per row count (see addChunks and addStmts); a claimed row is inserted
 // already claimed (processing, attempt 1, the lease end as due time, a
 // fresh claim id) in the same statement.
 func (s *Store) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
@@ -498,6 +498,12 @@ func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddReques
 	if len(reqs) == 0 {
 		return out, nil
 	}
+	// A context already done records nothing. Preparing a statement of a
+	// new size used to fail on it; with a few sizes, all soon prepared,
+	// nothing else would stop it before the write.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %s: %w", op, err)
+	}
 	claimIDs := make([]string, len(reqs))
 	for i, rq := range reqs {
 		if rq.Claim == nil {
@@ -509,20 +515,20 @@ func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddReques
 		claimIDs[i] = newClaimID()
 	}
 	// Prepared before the transaction takes the writer connection: at most
-	// two sizes, full chunks and the remainder.
-	var full, rest *sql.Stmt
+	// three sizes (addChunks).
+	chunks := addChunks(len(reqs))
+	stmts := make([]*sql.Stmt, len(chunks))
 	var err error
-	if len(reqs) >= batchRows {
-		if full, err = s.adds.get(ctx, s.w, s.table, batchRows); err != nil {
+	for i, n := range chunks {
+		if i > 0 && n == chunks[i-1] {
+			stmts[i] = stmts[i-1]
+			continue
+		}
+		if stmts[i], err = s.adds.get(ctx, s.w, s.table, n); err != nil {
 			return nil, fmt.Errorf("sqlitestore: %s: %w", op, err)
 		}
 	}
-	if r := len(reqs) % batchRows; r > 0 {
-		if rest, err = s.adds.get(ctx, s.w, s.table, r); err != nil {
-			return nil, fmt.Errorf("sqlitestore: %s: %w", op, err)
-		}
-	}
-	args := make([]any, 0, addColumns*min(len(reqs), batchRows))
+	args := make([]any, 0, addColumns*chunks[0])
 	// The inserts are one write of the shared write transaction (see
 	// writes.go), so a batch of adds and concurrent claims and settlements
 	// commit together; alone, or when another write of it fails, the batch
@@ -530,8 +536,9 @@ func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddReques
 	added := make(map[int64]bool, len(reqs))
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		clear(added)
-		for start := 0; start < len(reqs); start += batchRows {
-			chunk := reqs[start:min(start+batchRows, len(reqs))]
+		start := 0
+		for k, n := range chunks {
+			chunk := reqs[start : start+n]
 			args = args[:0]
 			for i, rq := range chunk {
 				received := ms(rq.ReceivedAt)
@@ -545,17 +552,14 @@ func (s *Store) addBatch(ctx context.Context, op string, reqs []intake.AddReques
 					args = append(args, rq.UpdateID, nonNil(rq.Body), "processing", 1, ms(rq.Claim.LeaseUntil), received, claimIDs[start+i], owner, rq.Chat)
 				}
 			}
-			st := full
-			if len(chunk) < batchRows {
-				st = rest
-			}
-			rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+			rows, err := tx.StmtContext(ctx, stmts[k]).QueryContext(ctx, args...)
 			if err != nil {
 				return err
 			}
 			if err := eachID(rows, func(id int64) error { added[id] = true; return nil }); err != nil {
 				return err
 			}
+			start += n
 		}
 		return nil
 	})

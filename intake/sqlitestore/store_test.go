@@ -582,3 +582,75 @@ func TestReadersKeepASmallPageCache(t *testing.T) {
 		t.Errorf("writer: cache_size %d, %v; want SQLite's default -2000", kib, err)
 	}
 }
+
+// AddBatch cuts a batch into INSERTs of a few sizes only: batches of every
+// length up to past two full statements leave at most ExactRows+1
+// statements prepared (one per length would keep a statement of up to
+// BatchRows rows for every length group commit ever formed, in SQLite's
+// memory), and record every row, claimed ones with their identity.
+func TestAddBatchKeepsFewStatementsPrepared(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, sqlitestore.Config{})
+	ctx := t.Context()
+	lease := base.Add(time.Minute)
+	id := int64(1)
+	for n := 1; n <= 2*sqlitestore.BatchRows+sqlitestore.ExactRows+3; n++ {
+		reqs := make([]intake.AddRequest, n)
+		for i := range reqs {
+			reqs[i] = intake.AddRequest{Incoming: intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: base}}
+			if i%3 == 0 {
+				reqs[i].Claim = &intake.ClaimOpts{Now: base, LeaseUntil: lease, MaxAttempts: 3}
+			}
+			id++
+		}
+		reqs[n-1].UpdateID = reqs[0].UpdateID // a repeat in the last statement
+		res, err := s.AddBatch(ctx, reqs)
+		if err != nil {
+			t.Fatalf("AddBatch(%d rows): %v", n, err)
+		}
+		for i, r := range res {
+			if want := i == 0 || i < n-1; r.Added != want {
+				t.Fatalf("AddBatch(%d rows)[%d].Added = %v; want %v", n, i, r.Added, want)
+			}
+			if claimed := r.Added && reqs[i].Claim != nil; claimed != (r.Identity.ClaimID != "") {
+				t.Fatalf("AddBatch(%d rows)[%d] = %+v; claimed %v", n, i, r, claimed)
+			}
+		}
+	}
+	if got, limit := sqlitestore.PreparedAdds(s), sqlitestore.ExactRows+1; got > limit {
+		t.Errorf("%d INSERT statements prepared; want at most %d", got, limit)
+	}
+	var rows int64
+	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM telegram_updates`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if want := id - 1 - int64(2*sqlitestore.BatchRows+sqlitestore.ExactRows+3) + 1; rows != want {
+		t.Errorf("%d rows recorded; want %d", rows, want)
+	}
+}
+
+// addChunks covers every row exactly once, in statements of BatchRows,
+// then ExactRows, then one of the rest: at most three sizes a batch.
+func TestAddChunks(t *testing.T) {
+	t.Parallel()
+	for n := 1; n <= 3*sqlitestore.BatchRows; n++ {
+		c := sqlitestore.AddChunks(n)
+		sum, sizes := 0, map[int]bool{}
+		for i, k := range c {
+			sum += k
+			sizes[k] = true
+			if k != sqlitestore.BatchRows && (k < 1 || k > sqlitestore.ExactRows) {
+				t.Fatalf("AddChunks(%d) = %v: a chunk of %d rows", n, c, k)
+			}
+			if i > 0 && k > c[i-1] {
+				t.Fatalf("AddChunks(%d) = %v: not in decreasing order", n, c)
+			}
+		}
+		if sum != n || len(sizes) > 3 {
+			t.Fatalf("AddChunks(%d) = %v", n, c)
+		}
+		if n <= sqlitestore.ExactRows && len(c) != 1 {
+			t.Fatalf("AddChunks(%d) = %v; want one statement", n, c)
+		}
+	}
+}
