@@ -36,10 +36,10 @@ func OnTxStart(s *Store, f func()) { s.txStart = f }
 // ParkFor sets how long s's settlements under load wait for another write.
 func ParkFor(s *Store, d time.Duration) { s.parkFor = d }
 
-// AddChunks exposes addChunks; ExactRows and BatchRows its sizes.
+// AddChunks exposes addChunks; ChunkStep, MaxAddSizes and BatchRows its sizes.
 var AddChunks = addChunks
 
-const ExactRows, BatchRows = exactRows, batchRows
+const ChunkStep, MaxAddSizes, BatchRows = chunkStep, maxAddSizes, batchRows
 
 // PreparedAdds reports how many INSERT statements s keeps prepared for
 // AddBatch.

@@ -207,24 +207,31 @@ const addColumns = 9
 // errClosed is returned by AddBatch after [Store.Close].
 var errClosed = errors.New("sqlitestore: store closed")
 
-// exactRows is the largest row count AddBatch inserts with a statement of
-// that many rows: a batch of up to exactRows rows is one INSERT, and a
-// larger one is cut into chunks of batchRows, then of exactRows, then the
-// rest (see addChunks). Batches are mostly that small; a larger one pays a
-// few more statements in its transaction, against its one commit.
-const exactRows = 16
+// chunkStep shapes AddBatch's INSERTs (see addChunks): a batch of up to
+// chunkStep rows is one INSERT of its own length; a longer one, below
+// batchRows, is one INSERT of the largest multiple of chunkStep it holds
+// and, if rows remain, one of the rest. Batches are mostly that short; a
+// longer one pays one more statement in its transaction, against its one
+// commit.
+const chunkStep = 16
+
+// maxAddSizes is how many row counts addChunks uses: 1 to chunkStep, the
+// multiples of chunkStep below batchRows, and batchRows.
+const maxAddSizes = chunkStep + (batchRows-1)/chunkStep
 
 // addChunks returns the row counts of the INSERTs that carry n rows, in
-// order: batchRows while more remain, then exactRows while more than
-// exactRows remain, then the rest. So AddBatch uses statements of at most
-// exactRows+1 sizes.
+// decreasing order: batchRows while that many remain, then the largest
+// multiple of chunkStep that remains, then the rest. So AddBatch uses
+// statements of at most maxAddSizes sizes, and a batch below batchRows
+// rows at most two statements.
 func addChunks(n int) []int {
 	var c []int
 	for ; n >= batchRows; n -= batchRows {
 		c = append(c, batchRows)
 	}
-	for ; n > exactRows; n -= exactRows {
-		c = append(c, exactRows)
+	if k := n / chunkStep * chunkStep; k > 0 && k < n {
+		c = append(c, k)
+		n -= k
 	}
 	if n > 0 {
 		c = append(c, n)
@@ -235,7 +242,7 @@ func addChunks(n int) []int {
 // addStmts caches AddBatch's multi-row INSERT statements by row count, each
 // prepared on first use: preparing a statement of a few dozen rows costs
 // more CPU than inserting them. The row counts are those of addChunks, so
-// the cache holds at most exactRows+1 statements. It once held one per row
+// the cache holds at most maxAddSizes statements. It once held one per row
 // count up to batchRows: SQLite keeps each prepared statement in memory
 // outside Go's heap, growing with its rows (about 17 MiB mapped for the
 // hundred), and the cache filled as slower commits let group commit form
@@ -246,7 +253,7 @@ type addStmts struct {
 	bySize [batchRows + 1]*sql.Stmt
 }
 
-// get returns the statement for rows rows (1 to exactRows, or batchRows),
+// get returns the statement for rows rows (a count addChunks uses),
 // preparing it on db if needed. It must not be called inside a transaction of db's only
 // connection, since preparing waits for a connection.
 func (a *addStmts) get(ctx context.Context, db *sql.DB, table string, rows int) (*sql.Stmt, error) {

@@ -584,7 +584,7 @@ func TestReadersKeepASmallPageCache(t *testing.T) {
 }
 
 // AddBatch cuts a batch into INSERTs of a few sizes only: batches of every
-// length up to past two full statements leave at most ExactRows+1
+// length up to past two full statements leave at most MaxAddSizes
 // statements prepared (one per length would keep a statement of up to
 // BatchRows rows for every length group commit ever formed, in SQLite's
 // memory), and record every row, claimed ones with their identity.
@@ -594,7 +594,7 @@ func TestAddBatchKeepsFewStatementsPrepared(t *testing.T) {
 	ctx := t.Context()
 	lease := base.Add(time.Minute)
 	id := int64(1)
-	for n := 1; n <= 2*sqlitestore.BatchRows+sqlitestore.ExactRows+3; n++ {
+	for n := 1; n <= 2*sqlitestore.BatchRows+sqlitestore.ChunkStep+3; n++ {
 		reqs := make([]intake.AddRequest, n)
 		for i := range reqs {
 			reqs[i] = intake.AddRequest{Incoming: intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: base}}
@@ -617,29 +617,32 @@ func TestAddBatchKeepsFewStatementsPrepared(t *testing.T) {
 			}
 		}
 	}
-	if got, limit := sqlitestore.PreparedAdds(s), sqlitestore.ExactRows+1; got > limit {
+	if got, limit := sqlitestore.PreparedAdds(s), sqlitestore.MaxAddSizes; got > limit {
 		t.Errorf("%d INSERT statements prepared; want at most %d", got, limit)
 	}
 	var rows int64
 	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM telegram_updates`).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
-	if want := id - 1 - int64(2*sqlitestore.BatchRows+sqlitestore.ExactRows+3) + 1; rows != want {
+	if want := id - 1 - int64(2*sqlitestore.BatchRows+sqlitestore.ChunkStep+3) + 1; rows != want {
 		t.Errorf("%d rows recorded; want %d", rows, want)
 	}
 }
 
 // addChunks covers every row exactly once, in statements of BatchRows,
-// then ExactRows, then one of the rest: at most three sizes a batch.
+// then one of a multiple of ChunkStep, then one of the rest: at most three
+// sizes a batch, at most two statements below BatchRows rows, and
+// MaxAddSizes sizes in all.
 func TestAddChunks(t *testing.T) {
 	t.Parallel()
+	all := map[int]bool{}
 	for n := 1; n <= 3*sqlitestore.BatchRows; n++ {
 		c := sqlitestore.AddChunks(n)
 		sum, sizes := 0, map[int]bool{}
 		for i, k := range c {
 			sum += k
-			sizes[k] = true
-			if k != sqlitestore.BatchRows && (k < 1 || k > sqlitestore.ExactRows) {
+			sizes[k], all[k] = true, true
+			if k < 1 || k > sqlitestore.BatchRows || k > sqlitestore.ChunkStep && k < sqlitestore.BatchRows && k%sqlitestore.ChunkStep != 0 {
 				t.Fatalf("AddChunks(%d) = %v: a chunk of %d rows", n, c, k)
 			}
 			if i > 0 && k > c[i-1] {
@@ -649,8 +652,14 @@ func TestAddChunks(t *testing.T) {
 		if sum != n || len(sizes) > 3 {
 			t.Fatalf("AddChunks(%d) = %v", n, c)
 		}
-		if n <= sqlitestore.ExactRows && len(c) != 1 {
+		if n < sqlitestore.BatchRows && len(c) > 2 {
+			t.Fatalf("AddChunks(%d) = %v; want at most two statements", n, c)
+		}
+		if n <= sqlitestore.ChunkStep && len(c) != 1 {
 			t.Fatalf("AddChunks(%d) = %v; want one statement", n, c)
 		}
+	}
+	if len(all) != sqlitestore.MaxAddSizes {
+		t.Errorf("AddChunks uses %d sizes; want MaxAddSizes = %d", len(all), sqlitestore.MaxAddSizes)
 	}
 }
