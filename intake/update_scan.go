@@ -81,6 +81,15 @@ var kinds = func() map[string]string {
 	return m
 }()
 
+// KnownKind reports whether kind is an update type Telegram sends, a field
+// of its Update object such as "message" or "callback_query", as far as
+// this version of tgrelay knows them: a type Telegram adds later is unknown
+// here until tgrelay learns it.
+func KnownKind(kind string) bool {
+	_, ok := kinds[kind]
+	return ok
+}
+
 // knownKind returns key as a string, shared when it is a known kind.
 func knownKind(key []byte) string {
 	if k, ok := kinds[string(key)]; ok {

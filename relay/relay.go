@@ -289,6 +289,14 @@ func (r *Relay) Start(ctx context.Context) error {
 }
 
 func (r *Relay) start(ctx context.Context) error {
+	for _, kind := range r.cfg.AllowedUpdates {
+		if !intake.KnownKind(kind) {
+			// Telegram ignores a name it does not know, so a misspelt
+			// type would silently stop its updates from arriving.
+			r.log.Warn("relay: an allowed update type is not one tgrelay knows; Telegram ignores names it does not know, so check its spelling",
+				"type", kind)
+		}
+	}
 	bgCtx, cancel := context.WithCancel(context.Background())
 	r.mu.Lock()
 	r.bgCancel = cancel

@@ -548,3 +548,22 @@ func TestRelayCloseContextBoundsTheDrain(t *testing.T) {
 		t.Errorf("Close with an ended context = %v, want its error", err)
 	}
 }
+
+// TestRelayWarnsOfAnUnknownAllowedUpdateType: Telegram ignores an
+// allowed_updates name it does not know, so a misspelt type would quietly
+// stop its updates; the relay says so when it starts, and only for that
+// name.
+func TestRelayWarnsOfAnUnknownAllowedUpdateType(t *testing.T) {
+	t.Parallel()
+	srv := fakeTelegram(t)
+	ep := newBotEndpoint(t, func(int64, int) (int, string) { return http.StatusOK, "" })
+	logs, rec := &testkit.SyncBuffer{}, newRecorder()
+	cfg := baseConfig(t, srv, ep, logs, rec)
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	cfg.AllowedUpdates = []string{"message", "callback_querys", "pre_checkout_query"}
+	start(t, cfg)
+	warned := logLines(logs, "relay: an allowed update type is not one tgrelay knows; Telegram ignores names it does not know, so check its spelling")
+	if len(warned) != 1 || warned[0]["type"] != "callback_querys" || warned[0]["level"] != "WARN" {
+		t.Errorf("warnings for AllowedUpdates %v = %v; want one, for callback_querys", cfg.AllowedUpdates, warned)
+	}
+}
