@@ -78,6 +78,7 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 		{"Gateway.Limits.Chat.Count", func(c *Config) { c.Gateway.Limits.Chat = throttle.Limit{Per: time.Second} }},
 		{"Gateway.MaxSendTries", func(c *Config) { c.Gateway.MaxSendTries = -1 }},
 		{"Gateway.MaxBufferedBody", func(c *Config) { c.Gateway.MaxBufferedBody = -1 }},
+		{"Gateway.MaxBufferedTotal", func(c *Config) { c.Gateway.MaxBufferedTotal = -1 }},
 		{"Gateway.ResponseTimeout", func(c *Config) { c.Gateway.ResponseTimeout = time.Nanosecond }},
 		{"BotTransport.AttemptDelay", func(c *Config) { c.BotTransport.AttemptDelay = time.Hour }},
 		{"Deadlines.Margin", func(c *Config) { c.Deadlines.Margin = -time.Second }},

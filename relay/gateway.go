@@ -54,10 +54,11 @@ type GatewayConfig struct {
 	// Limits are Telegram's limits the gateway keeps (throttle.Config);
 	// zero fields take throttle's defaults.
 	Limits throttle.Config
-	// MaxBufferedBody and MaxSendTries are the gateway's (see
-	// gateway.Config); zero means its defaults.
-	MaxBufferedBody int64
-	MaxSendTries    int
+	// MaxBufferedBody, MaxBufferedTotal and MaxSendTries are the
+	// gateway's (see gateway.Config); zero means its defaults.
+	MaxBufferedBody  int64
+	MaxBufferedTotal int64
+	MaxSendTries     int
 	// ResponseTimeout is the longest Telegram may take to answer a call of
 	// the app once it has its turn: the response timeout of the gateway's
 	// transport and gateway.Config.ResponseTimeout. Zero means
@@ -109,7 +110,7 @@ func (c *Config) fillGateway() error {
 	// The gateway's own bounds are the gateway's to check; Token and
 	// APIRoot were checked as the relay's, and New supplies the transport.
 	check := gateway.Config{Token: c.Token, APIRoot: c.APIRoot, Transport: http.DefaultTransport,
-		MaxBufferedBody: g.MaxBufferedBody, MaxSendTries: g.MaxSendTries, ResponseTimeout: g.ResponseTimeout}
+		MaxBufferedBody: g.MaxBufferedBody, MaxBufferedTotal: g.MaxBufferedTotal, MaxSendTries: g.MaxSendTries, ResponseTimeout: g.ResponseTimeout}
 	return nested("Gateway", check.Validate(), nil)
 }
 
@@ -158,20 +159,21 @@ func (r *Relay) newGateway() error {
 		apiRoot = gateway.DefaultAPIRoot
 	}
 	r.gw, err = gateway.New(gateway.Config{
-		Token:           r.cfg.Token,
-		APIRoot:         apiRoot,
-		Transport:       throttle.NewTransport(lim, base),
-		StreamTransport: throttle.NewTransport(lim, stream),
-		Store:           r.cfg.Store,
-		OwnsIntake:      true,
-		MaxBufferedBody: gc.MaxBufferedBody,
-		MaxSendTries:    gc.MaxSendTries,
-		ResponseTimeout: respTimeout,
-		Observer:        gateway.Observer{CallFunc: r.gatewayCall},
-		Test:            gateway.TestHooks{AfterIntent: gc.AfterIntent},
-		Logger:          r.log,
-		TracerProvider:  r.cfg.TracerProvider,
-		TraceParentFunc: r.tr.callParent,
+		Token:            r.cfg.Token,
+		APIRoot:          apiRoot,
+		Transport:        throttle.NewTransport(lim, base),
+		StreamTransport:  throttle.NewTransport(lim, stream),
+		Store:            r.cfg.Store,
+		OwnsIntake:       true,
+		MaxBufferedBody:  gc.MaxBufferedBody,
+		MaxBufferedTotal: gc.MaxBufferedTotal,
+		MaxSendTries:     gc.MaxSendTries,
+		ResponseTimeout:  respTimeout,
+		Observer:         gateway.Observer{CallFunc: r.gatewayCall},
+		Test:             gateway.TestHooks{AfterIntent: gc.AfterIntent},
+		Logger:           r.log,
+		TracerProvider:   r.cfg.TracerProvider,
+		TraceParentFunc:  r.tr.callParent,
 	})
 	if err != nil {
 		return nested("Gateway", err, nil)

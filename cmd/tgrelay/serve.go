@@ -575,6 +575,7 @@ var notServeFlags = map[string]string{
 	"Dashboard.RefreshInterval":        "the dashboard's default",
 	"Gateway.Limits":                   "Telegram's limits, the throttle's defaults",
 	"Gateway.MaxBufferedBody":          "the gateway's default",
+	"Gateway.MaxBufferedTotal":         "the gateway's default",
 	"Gateway.MaxSendTries":             "the gateway's default",
 	"Gateway.ResponseTimeout":          "--timeout, through BotTransport",
 	"Gateway.AfterIntent":              "tests only (an environment seam)",
