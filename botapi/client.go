@@ -104,7 +104,7 @@ func New(token string, cfg Config) (*Client, error) {
 	// Following a redirect would write the call again after it reached the
 	// server, and report the second request's outcome (even "not
 	// dispatched") as the call's.
-	c.http.CheckRedirect = noRedirects
+	c.http.CheckRedirect = NoRedirects
 	switch {
 	case c.maxBytes < 0:
 		return nil, fmt.Errorf("botapi: Config.MaxResponseBytes must not be negative, got %d", c.maxBytes)
@@ -114,8 +114,11 @@ func New(token string, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// noRedirects stops http.Client at the first answer.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+// NoRedirects is an [http.Client] CheckRedirect func that stops at the
+// first answer: a 3xx is the answer. Following it would send a request
+// again after the first one reached its server, and report the second's
+// outcome as the first's.
+func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // parseRoot validates an API root and strips its trailing slashes.
 func parseRoot(raw string) (string, error) {

@@ -143,7 +143,7 @@ type Config struct {
 	// connections per host, and no redirects followed: an endpoint's 3xx
 	// is a failed attempt, retried, with its Location kept in the
 	// attempt's record. A client of your own should not follow redirects
-	// either (CheckRedirect returning [http.ErrUseLastResponse]).
+	// either (CheckRedirect set to [botapi.NoRedirects]).
 	Client *http.Client
 	// Timeout bounds one forward, 1 ms to [MaxTimeout]. Zero means
 	// [DefaultTimeout]. Keep it below the intake lease.
@@ -300,7 +300,12 @@ func New(cfg Config) (*Forwarder, error) {
 	if cfg.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
-		cfg.Client = &http.Client{Transport: t, CheckRedirect: noRedirects}
+		// An endpoint's 3xx is its answer. Following it would turn a 301,
+		// 302 or 303 into a GET without the update, whose 2xx would
+		// complete an update the app never received, and would send a
+		// 307 or 308's update, with the app's secret and the configured
+		// headers, to whatever host Location names.
+		cfg.Client = &http.Client{Transport: t, CheckRedirect: botapi.NoRedirects}
 	}
 	return &Forwarder{
 		url:           cfg.URL,
@@ -642,13 +647,6 @@ func readAnswer(resp *http.Response) ([]byte, error) {
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, DefaultMaxResponseBytes))
 }
-
-// noRedirects is the default client's CheckRedirect: an endpoint's 3xx is
-// its answer. Following it would turn a 301, 302 or 303 into a GET
-// without the update, whose 2xx would complete an update the app never
-// received, and would send a 307 or 308's update, with the app's secret
-// and the configured headers, to whatever host Location names.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.
 // It returns zero when absent or unparsable, and caps it at MaxRetryAfter.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 )
@@ -88,7 +89,7 @@ func (d *doctor) checkGateway(ctx context.Context) {
 		d.fail(check, "--gateway-public-url is not a URL", "fix --gateway-public-url")
 		return
 	}
-	hc := &http.Client{Transport: &http.Transport{Proxy: nil}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	hc := &http.Client{Transport: &http.Transport{Proxy: nil}, CheckRedirect: botapi.NoRedirects}
 	defer hc.CloseIdleConnections()
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 )
 
@@ -332,7 +333,7 @@ func (d *doctor) probeClient() *http.Client {
 				return dialer.DialContext(ctx, network, net.JoinHostPort(addrs[0], port))
 			},
 		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		CheckRedirect: botapi.NoRedirects,
 	}
 }
 
