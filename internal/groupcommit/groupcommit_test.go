@@ -253,3 +253,34 @@ func TestDeferDueDuringABatchGoesNext(t *testing.T) {
 		}
 	})
 }
+
+func TestCancelledDuringItsCommitWaitsForTheOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{gate: make(chan struct{})}
+		g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Minute}
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = g.Do(t.Context(), 1) })
+		synctest.Wait() // 1 leads and blocks in its commit
+		ctx, cancel := context.WithCancel(t.Context())
+		var (
+			got int
+			err error
+		)
+		wg.Go(func() { _, _ = g.Do(t.Context(), 2) })
+		synctest.Wait()
+		wg.Go(func() { got, err = g.Do(ctx, 3) })
+		synctest.Wait() // 2 and 3 queue behind 1's commit
+		rec.gate <- struct{}{}
+		synctest.Wait() // 1's commit ends; the batch of 2 and 3 begins and blocks
+		if s := rec.sizes(); !slices.Equal(s, []int{1, 2}) {
+			t.Fatalf("batches %v, want the second batch begun", s)
+		}
+		cancel()
+		synctest.Wait()
+		close(rec.gate)
+		wg.Wait()
+		if err != nil || got != 6 {
+			t.Fatalf("Do cancelled while its batch committed = %d, %v; want its committed answer 6", got, err)
+		}
+	})
+}
