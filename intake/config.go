@@ -312,9 +312,9 @@ type Config struct {
 	// record an update, and one group commit of adds (with LeaseDuration,
 	// whichever is less): a store that stops answering without closing its
 	// connections fails the accept (the webhook answers 503) instead of
-	// holding the request for a lease. A call that becomes the leader of the
-	// next group commit after its own wait ended still commits that batch,
-	// so an accept returns within twice AcceptTimeout at worst.
+	// holding the request for a lease. A call whose group commit began just
+	// before its own wait ended waits for that commit's outcome, so an
+	// accept returns within twice AcceptTimeout at worst.
 	// [MinAcceptTimeout] to [MaxAcceptTimeout]; defaults to
 	// [DefaultAcceptTimeout].
 	AcceptTimeout time.Duration
