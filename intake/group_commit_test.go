@@ -122,3 +122,46 @@ func TestGroupCommitDuplicatesErrorsAndCancellation(t *testing.T) {
 		}
 	})
 }
+
+// A caller that stops waiting once its update's commit has begun is
+// answered by that commit: the update is recorded, so Accept says so
+// rather than fail a write that happened (the webhook would answer 503 for
+// an update it stored).
+func TestGroupCommitCancelledDuringItsCommitIsAccepted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultStore()
+		release := make(chan struct{})
+		store.AddBatchFunc = func(ctx context.Context, us []intake.AddRequest) ([]intake.AddResult, error) {
+			<-release
+			return store.Store.AddBatch(ctx, us)
+		}
+		r := newRunner(t, intake.Config{Store: store, Handler: nop})
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = r.Accept(context.Background(), msg(1, 1)) })
+		synctest.Wait() // 1's commit runs
+		wg.Go(func() { _, _ = r.Accept(context.Background(), msg(2, 2)) })
+		synctest.Wait() // 2 queues first
+		cctx, cancel := context.WithCancel(context.Background())
+		var (
+			got intake.Acceptance
+			err error
+		)
+		wg.Go(func() { got, err = r.Accept(cctx, msg(3, 3)) })
+		synctest.Wait() // then 3
+		release <- struct{}{}
+		synctest.Wait() // the commit of 2 and 3 begins
+		if sizes := store.BatchSizes(); !slices.Equal(sizes, []int{1, 2}) {
+			t.Fatalf("AddBatch sizes %v, want [1 2] begun", sizes)
+		}
+		cancel()
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		if err != nil || got != intake.Accepted {
+			t.Fatalf("Accept cancelled while its commit ran = %v, %v; want Accepted: the update was recorded", got, err)
+		}
+		if _, ok, _ := store.Get(context.Background(), 3); !ok {
+			t.Fatal("update 3 was not recorded")
+		}
+	})
+}
