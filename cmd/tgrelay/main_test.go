@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"strings"
 	"testing"
 
@@ -42,7 +43,7 @@ func TestRunCommandLine(t *testing.T) {
 		{name: "bad token", args: []string{"sandbox", "-token", "secret-value"}, code: exitUsage, stderr: []string{"-token does not look like a bot token"}},
 		{name: "cert without tls", args: []string{"sandbox", "-cert", "x.pem"}, code: exitUsage, stderr: []string{"-cert needs -tls"}},
 		{name: "bad webhook flag", args: []string{"sandbox", "-webhook-attempts", "0"}, code: exitUsage, stderr: []string{"-webhook-attempts must be positive"}},
-		{name: "cannot listen", args: []string{"sandbox", "-addr", "256.0.0.1:1"}, code: exitError, stderr: []string{"tgrelay sandbox: listen:"}},
+		{name: "cannot listen", args: []string{"sandbox", "-addr", "256.0.0.1:1"}, code: exitUsage, stderr: []string{"tgrelay sandbox: -addr 256.0.0.1:1 is not available", "Pass a free address to -addr"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -64,6 +65,26 @@ func TestRunCommandLine(t *testing.T) {
 				t.Errorf("stderr repeats the token: %q", stderr)
 			}
 		})
+	}
+}
+
+// TestSandboxBusyAddrIsAUsageError: a port already in use is the command
+// line's mistake, exit 2 with a hint naming -addr, as serve's --listen is.
+func TestSandboxBusyAddrIsAUsageError(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	code, _, stderr := runCapture(t, "sandbox", "-addr", l.Addr().String())
+	if code != exitUsage {
+		t.Errorf("exit code = %d, want %d (stderr %q)", code, exitUsage, stderr)
+	}
+	for _, s := range []string{"-addr " + l.Addr().String() + " is not available", "Pass a free address to -addr"} {
+		if !strings.Contains(stderr, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, stderr)
+		}
 	}
 }
 

@@ -198,7 +198,10 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	l, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		// A busy or malformed address is the command line's to fix, as
+		// serve's --listen is: a usage error naming the flag.
+		return &usageError{msg: fmt.Sprintf("-addr %s is not available: %v", *addr, err),
+			hint: "Pass a free address to -addr (port 0 picks one)."}
 	}
 	srv := telegramtest.NewUnstartedServerOn(cfg, l)
 	if *useTLS {
