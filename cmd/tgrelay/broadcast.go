@@ -240,6 +240,7 @@ func broadcastRun(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
+	warnUnknownEnv(stderr, "broadcast", os.Environ())
 	usage := func(format string, a ...any) error {
 		return &usageError{msg: fmt.Sprintf(format, a...), hint: broadcastHint}
 	}

@@ -187,6 +187,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
+	warnUnknownEnv(stderr, "doctor", os.Environ())
 	lookup := func(name string) (string, bool) {
 		if name == envName("json") {
 			return "", false // --json is doctor's own, not serve's

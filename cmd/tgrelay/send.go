@@ -157,6 +157,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
+	warnUnknownEnv(stderr, "send", os.Environ())
 	hint := "Run 'tgrelay help send' for usage."
 	if *chat == "" || *text == "" {
 		return &usageError{msg: "--chat and --text are required", hint: hint}

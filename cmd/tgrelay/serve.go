@@ -296,6 +296,8 @@ Traces (off by default; Prometheus at /metrics stays for metrics):
 Every flag can also be set by an environment variable, TGRELAY_ and the flag
 name in upper case with _ for - (TGRELAY_TOKEN, TGRELAY_DB, TGRELAY_FORWARD,
 ...; the secret is TGRELAY_WEBHOOK_SECRET). A flag on the command line wins.
+A TGRELAY_ variable that is none of these (a misspelling of one) is logged
+as a warning at start, with the closest name.
 `
 
 // serveOptions are the parsed flags of serve.
@@ -451,14 +453,6 @@ func tuneGC(lookup func(string) (string, bool)) {
 		return
 	}
 	debug.SetGCPercent(serveGCPercent)
-}
-
-// envName is the environment variable of a serve flag.
-func envName(flagName string) string {
-	if flagName == "secret" {
-		return "TGRELAY_WEBHOOK_SECRET"
-	}
-	return "TGRELAY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
 // applyEnv sets every flag not given on the command line from its
@@ -892,6 +886,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	logUnknownEnv(log, os.Environ())
 	if o.broadcastDir == "" {
 		if d, err := resolveStateDir(""); err == nil {
 			o.broadcastDir = d // where 'tgrelay broadcast' keeps them by default

@@ -119,6 +119,7 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	warnUnknownEnv(stderr, "updates", os.Environ())
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	for _, name := range []string{"db", "table"} { // serve's variables, and only these

@@ -51,6 +51,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	warnUnknownEnv(stderr, "webhook", os.Environ())
 	hint := "Run 'tgrelay help webhook' for usage."
 	if len(pos) != 1 {
 		return &usageError{msg: "give exactly one subcommand: set, check or delete", hint: hint}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// envPrefix starts the name of every environment variable tgrelay reads.
+const envPrefix = "TGRELAY_"
+
+// envName is the environment variable of a serve flag.
+func envName(flagName string) string {
+	if flagName == "secret" {
+		return envWebhookSecret
+	}
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// testSeamEnv are the variables serve reads for tgrelay's own tests and
+// benchmarks (serve_testhook.go, serve_tls.go); they are not documented,
+// but they are not mistakes either.
+var testSeamEnv = []string{
+	envGatewayStopAfterIntent, envCPUProfile, envMemProfile, envMemoryStore,
+	envSelfSignedValidity, envACMERenewBefore,
+}
+
+// knownEnv is the one list of the TGRELAY_ variables tgrelay reads: one per
+// serve flag (envName), which are also every variable the other commands
+// read (send, webhook and broadcast read TGRELAY_TOKEN and
+// TGRELAY_WEBHOOK_SECRET, updates TGRELAY_DB and TGRELAY_TABLE, doctor all
+// of serve's), and the test seams. TestKnownEnvCoversEveryReader keeps
+// every TGRELAY_ name in this package's code and docs in it.
+func knownEnv() map[string]bool {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	defineServeFlags(fs)
+	known := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { known[envName(f.Name)] = true })
+	for _, name := range testSeamEnv {
+		known[name] = true
+	}
+	return known
+}
+
+// unknownEnvVar is a TGRELAY_ variable in the environment that tgrelay does
+// not read, with the known name it was most likely meant to be ("" when none
+// is close).
+type unknownEnvVar struct {
+	name, suggest string
+}
+
+// String says what is wrong in one line, naming the variable and never its
+// value.
+func (u unknownEnvVar) String() string {
+	s := u.name + " is not a tgrelay variable and is ignored"
+	if u.suggest != "" {
+		s += "; did you mean " + u.suggest + "?"
+	}
+	return s
+}
+
+// unknownEnv returns the TGRELAY_ variables of environ (as os.Environ gives
+// it: NAME=value) that are not in knownEnv, sorted by name.
+func unknownEnv(environ []string) []unknownEnvVar {
+	known := knownEnv()
+	var out []unknownEnvVar
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) || known[name] {
+			continue
+		}
+		out = append(out, unknownEnvVar{name: name, suggest: closestEnv(name, known)})
+	}
+	slices.SortFunc(out, func(a, b unknownEnvVar) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// closestEnv returns the known variable name was most likely meant to be:
+// the variable of the serve flag it spells (TGRELAY_SECRET is
+// --secret's, TGRELAY_WEBHOOK_SECRET), else the one within a few edits
+// (the first by name of the nearest), else "".
+func closestEnv(name string, known map[string]bool) string {
+	flagName := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, envPrefix), "_", "-"))
+	if env := envName(flagName); known[env] && env != name {
+		return env
+	}
+	rest := strings.TrimPrefix(name, envPrefix)
+	// A typo is a letter or two (a swap is two edits): one edit in a name
+	// of up to 4 letters, two up to 9, three beyond.
+	limit := min(3, 1+len(rest)/5)
+	best, bestDist := "", limit+1
+	for _, k := range slices.Sorted(maps.Keys(known)) {
+		if d := editDistance(strings.ToUpper(rest), strings.TrimPrefix(k, envPrefix)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes
+// (variable names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// warnUnknownEnv writes one line to stderr for each TGRELAY_ variable of
+// environ tgrelay does not read, for the commands that read the
+// environment and have no logger.
+func warnUnknownEnv(stderr io.Writer, cmd string, environ []string) {
+	for _, u := range unknownEnv(environ) {
+		fmt.Fprintf(stderr, "tgrelay %s: warning: %s\n", cmd, u)
+	}
+}
+
+// logUnknownEnv logs a warning for each TGRELAY_ variable of environ
+// tgrelay does not read, for serve, whose stderr is its log.
+func logUnknownEnv(log *slog.Logger, environ []string) {
+	for _, u := range unknownEnv(environ) {
+		attrs := []any{"name", u.name}
+		if u.suggest != "" {
+			attrs = append(attrs, "did_you_mean", u.suggest)
+		}
+		log.Warn("serve: unknown environment variable, ignored", attrs...)
+	}
+}
