@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -21,6 +22,63 @@ func envName(flagName string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// maxEnvRepeat bounds the numbered variables of a repeatable flag:
+// NAME_1 to NAME_99.
+const maxEnvRepeat = 99
+
+// envRepeatable is a flag value that, like its repeatable flag, takes
+// several values from the environment: besides its variable (envName),
+// the numbered ones NAME_1 to NAME_<maxEnvRepeat>, one value each, so that
+// each fits on a line of a systemd EnvironmentFile.
+type envRepeatable interface {
+	flag.Value
+	repeatsInEnv()
+}
+
+// envNames returns the variables of flag f in the order applyEnv applies
+// them: its envName, then, for an envRepeatable flag, NAME_1 to
+// NAME_<maxEnvRepeat>.
+func envNames(f *flag.Flag) []string {
+	name := envName(f.Name)
+	if _, ok := f.Value.(envRepeatable); !ok {
+		return []string{name}
+	}
+	names := []string{name}
+	for i := 1; i <= maxEnvRepeat; i++ {
+		names = append(names, name+"_"+strconv.Itoa(i))
+	}
+	return names
+}
+
+// applyEnv sets every flag not given on the command line from its
+// environment variables (envNames), those that are set and not empty, in
+// order; a flag given on the command line ignores them all.
+func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || given[f.Name] {
+			return
+		}
+		for _, name := range envNames(f) {
+			v, ok := lookup(name)
+			if !ok || v == "" {
+				continue
+			}
+			if serr := fs.Set(f.Name, v); serr != nil {
+				msg := fmt.Sprintf("%s: invalid value for --%s", name, f.Name)
+				if f.Name != "token" && f.Name != "secret" && f.Name != "admin-token" && f.Name != "app-secret-token" {
+					msg += ": " + valueProblem(f, v, serr.Error())
+				}
+				err = &usageError{msg: msg, hint: "Run 'tgrelay help serve' for usage."}
+				return
+			}
+		}
+	})
+	return err
+}
+
 // testSeamEnv are the variables serve reads for tgrelay's own tests and
 // benchmarks (serve_testhook.go, serve_tls.go); they are not documented,
 // but they are not mistakes either.
@@ -29,9 +87,9 @@ var testSeamEnv = []string{
 	envSelfSignedValidity, envACMERenewBefore,
 }
 
-// knownEnv is the one list of the TGRELAY_ variables tgrelay reads: one per
-// serve flag (envName), which are also every variable the other commands
-// read (send, webhook and broadcast read TGRELAY_TOKEN and
+// knownEnv is the one list of the TGRELAY_ variables tgrelay reads: those
+// of each serve flag (envNames), which are also every variable the other
+// commands read (send, webhook and broadcast read TGRELAY_TOKEN and
 // TGRELAY_WEBHOOK_SECRET, updates TGRELAY_DB and TGRELAY_TABLE, doctor all
 // of serve's), and the test seams. TestKnownEnvCoversEveryReader keeps
 // every TGRELAY_ name in this package's code and docs in it.
@@ -40,7 +98,11 @@ func knownEnv() map[string]bool {
 	fs.SetOutput(io.Discard)
 	defineServeFlags(fs)
 	known := map[string]bool{}
-	fs.VisitAll(func(f *flag.Flag) { known[envName(f.Name)] = true })
+	fs.VisitAll(func(f *flag.Flag) {
+		for _, name := range envNames(f) {
+			known[name] = true
+		}
+	})
 	for _, name := range testSeamEnv {
 		known[name] = true
 	}

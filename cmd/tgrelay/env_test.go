@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
+	"net/http"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -121,4 +126,87 @@ func TestCLIWarnsOfAMisspeltVariable(t *testing.T) {
 	if strings.Contains(stderr, "127.0.0.1:1") {
 		t.Errorf("serve's warning prints the variable's value:\n%s", stderr)
 	}
+}
+
+// TestForwardHeaderFromNumberedVariables: --forward-header repeats in the
+// environment as TGRELAY_FORWARD_HEADER_1 to _99, one header a line of an
+// EnvironmentFile, after TGRELAY_FORWARD_HEADER, in numeric order, gaps
+// allowed; a bad one is named without its value; the flag on the command
+// line replaces them all.
+func TestForwardHeaderFromNumberedVariables(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T, args ...string) (*flag.FlagSet, *serveOptions) {
+		t.Helper()
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o := defineServeFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return fs, o
+	}
+	lookupIn := func(env map[string]string) func(string) (string, bool) {
+		return func(name string) (string, bool) { v, ok := env[name]; return v, ok }
+	}
+
+	t.Run("numbered", func(t *testing.T) {
+		t.Parallel()
+		fs, o := setup(t)
+		env := map[string]string{
+			"TGRELAY_FORWARD_HEADER":    "X-Base: 0",
+			"TGRELAY_FORWARD_HEADER_10": "X-Many: ten",
+			"TGRELAY_FORWARD_HEADER_2":  "X-Many: two",
+			"TGRELAY_FORWARD_HEADER_1":  "Authorization: Bearer abc def",
+			"TGRELAY_FORWARD_HEADER_99": "X-Last:99",
+			"TGRELAY_FORWARD_HEADER_3":  "", // empty: not set, as for every variable
+		}
+		if err := applyEnv(fs, lookupIn(env)); err != nil {
+			t.Fatal(err)
+		}
+		want := http.Header{
+			"X-Base":        {"0"},
+			"Authorization": {"Bearer abc def"},
+			"X-Many":        {"two", "ten"},
+			"X-Last":        {"99"},
+		}
+		if got := o.relayConfig().Forward.Header; !reflect.DeepEqual(got, want) {
+			t.Errorf("Forward.Header = %v, want %v", got, want)
+		}
+	})
+	t.Run("newlines still work", func(t *testing.T) {
+		t.Parallel()
+		fs, o := setup(t)
+		if err := applyEnv(fs, lookupIn(map[string]string{"TGRELAY_FORWARD_HEADER": "X-A: 1\nX-B: 2\n"})); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.forwardHeader.h; got.Get("X-A") != "1" || got.Get("X-B") != "2" || len(got) != 2 {
+			t.Errorf("headers = %v, want X-A and X-B", got)
+		}
+	})
+	t.Run("a bad one is named, not quoted", func(t *testing.T) {
+		t.Parallel()
+		fs, _ := setup(t)
+		err := applyEnv(fs, lookupIn(map[string]string{"TGRELAY_FORWARD_HEADER_7": "Authorization Bearer value-never-printed"}))
+		ue, ok := errors.AsType[*usageError](err)
+		if !ok || !strings.HasPrefix(ue.msg, "TGRELAY_FORWARD_HEADER_7: invalid value for --forward-header") || strings.Contains(ue.msg, "value-never-printed") {
+			t.Errorf("applyEnv = %v, want a usage error naming TGRELAY_FORWARD_HEADER_7 and not its value", err)
+		}
+	})
+	t.Run("the flag wins", func(t *testing.T) {
+		t.Parallel()
+		fs, o := setup(t, "--forward-header", "X-Flag: 1")
+		if err := applyEnv(fs, lookupIn(map[string]string{"TGRELAY_FORWARD_HEADER_1": "X-Env: 1"})); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.forwardHeader.h; len(got) != 1 || got.Get("X-Flag") != "1" {
+			t.Errorf("headers = %v, want only the flag's", got)
+		}
+	})
+	t.Run("known, and only up to 99", func(t *testing.T) {
+		t.Parallel()
+		got := unknownEnv([]string{"TGRELAY_FORWARD_HEADER_1=a: b", "TGRELAY_FORWARD_HEADER_99=a: b", "TGRELAY_FORWARD_HEADER_100=a: b", "TGRELAY_FORWARD_HEADER_01=a: b"})
+		if len(got) != 2 || got[0].name != "TGRELAY_FORWARD_HEADER_01" || got[1].name != "TGRELAY_FORWARD_HEADER_100" {
+			t.Errorf("unknown = %v, want _01 and _100", got)
+		}
+	})
 }

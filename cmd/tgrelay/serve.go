@@ -296,6 +296,10 @@ Traces (off by default; Prometheus at /metrics stays for metrics):
 Every flag can also be set by an environment variable, TGRELAY_ and the flag
 name in upper case with _ for - (TGRELAY_TOKEN, TGRELAY_DB, TGRELAY_FORWARD,
 ...; the secret is TGRELAY_WEBHOOK_SECRET). A flag on the command line wins.
+The repeatable --forward-header takes one header a variable, so each fits on
+a line of a systemd EnvironmentFile: TGRELAY_FORWARD_HEADER and
+TGRELAY_FORWARD_HEADER_1 to TGRELAY_FORWARD_HEADER_99, applied in that order
+(the flag on the command line replaces them all).
 A TGRELAY_ variable that is none of these (a misspelling of one) is logged
 as a warning at start, with the closest name.
 `
@@ -337,9 +341,13 @@ type serveOptions struct {
 	deadlines                                       deadlineFlags
 }
 
-// headerList is a repeatable "Name: value" flag. One Set may carry several
-// headers separated by newlines (as the environment variable does).
+// headerList is a repeatable "Name: value" flag. In the environment it
+// repeats as TGRELAY_FORWARD_HEADER_1, _2, ... (envRepeatable); one Set
+// may also carry several headers separated by newlines, which
+// TGRELAY_FORWARD_HEADER has always accepted.
 type headerList struct{ h http.Header }
+
+func (l *headerList) repeatsInEnv() {}
 
 func (l *headerList) String() string {
 	if l == nil || len(l.h) == 0 {
@@ -431,7 +439,13 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.broadcastDir, "broadcast-state-dir", "", "`directory` of the broadcasts the dashboard shows, as 'tgrelay broadcast --state-dir' (default the same default)")
 	o.tls.register(fs)
 	o.net.register(fs)
-	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [env " + envName(f.Name) + "]" })
+	fs.VisitAll(func(f *flag.Flag) {
+		if names := envNames(f); len(names) > 1 {
+			f.Usage += " [env " + names[0] + ", " + names[1] + " ... " + names[len(names)-1] + "]"
+		} else {
+			f.Usage += " [env " + names[0] + "]"
+		}
+	})
 	return o
 }
 
@@ -453,31 +467,6 @@ func tuneGC(lookup func(string) (string, bool)) {
 		return
 	}
 	debug.SetGCPercent(serveGCPercent)
-}
-
-// applyEnv sets every flag not given on the command line from its
-// environment variable, when that is set and not empty.
-func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || given[f.Name] {
-			return
-		}
-		v, ok := lookup(envName(f.Name))
-		if !ok || v == "" {
-			return
-		}
-		if serr := fs.Set(f.Name, v); serr != nil {
-			msg := fmt.Sprintf("%s: invalid value for --%s", envName(f.Name), f.Name)
-			if f.Name != "token" && f.Name != "secret" && f.Name != "admin-token" && f.Name != "app-secret-token" {
-				msg += ": " + valueProblem(f, v, serr.Error())
-			}
-			err = &usageError{msg: msg, hint: "Run 'tgrelay help serve' for usage."}
-		}
-	})
-	return err
 }
 
 // serveFlagOf names the flag of each relay.Config field path, so that an
