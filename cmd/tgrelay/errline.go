@@ -24,12 +24,16 @@ var ourPackages = []string{
 // doing, the cause at the bottom of the chain, and a hint naming the flags
 // that decide it. The full chain goes to log at debug level (--log-level
 // debug). A usage error, which already speaks in flags, passes unchanged,
-// and so does nil.
+// and so do nil and an error that wraps nothing (it is one line already,
+// and its whole text is the detail there is).
 func inOneLine(err error, log *slog.Logger) error {
 	if err == nil {
 		return nil
 	}
 	if _, ok := errors.AsType[*usageError](err); ok {
+		return err
+	}
+	if !wraps(err) {
 		return err
 	}
 	if log != nil {
@@ -54,6 +58,18 @@ func inOneLine(err error, log *slog.Logger) error {
 		hint = "Check --api-root, --proxy, --ca-file and --timeout. " + hint
 	}
 	return &lineError{msg: line, hint: hint, err: err}
+}
+
+// wraps reports whether err wraps another error (Unwrap() error or
+// Unwrap() []error).
+func wraps(err error) bool {
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return u.Unwrap() != nil
+	case interface{ Unwrap() []error }:
+		return len(u.Unwrap()) > 0
+	}
+	return false
 }
 
 // lineError is a failure told in one line with a hint; the chain it

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,4 +133,77 @@ func refusingPostgres(t *testing.T, code, msg string) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// TestAdminCommandFailuresInOneLine: webhook and updates tell a failure as
+// serve does, in one line with a hint, without the package chain, which
+// --log-level debug adds.
+func TestAdminCommandFailuresInOneLine(t *testing.T) {
+	t.Parallel()
+	const token = "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	corrupt := filepath.Join(t.TempDir(), "corrupt.db")
+	if err := os.WriteFile(corrupt, []byte("not a database, but long enough to be read as a header"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		line  string
+		hint  string
+		chain string
+	}{
+		{
+			name: "webhook",
+			args: []string{"webhook", "check", "--url", "https://bot.example/hook", "--secret", "s3cr3t",
+				"--token", token, "--api-root", "http://" + closedport.Addr(t)},
+			line:  "tgrelay webhook: check the webhook: the Bot API was not reached: connection refused\n",
+			hint:  "Check --api-root, --proxy and --ca-file. Run with --log-level debug for the full error.",
+			chain: "hookowner: ",
+		},
+		{
+			name:  "updates",
+			args:  []string{"updates", "ls", "--db", corrupt},
+			line:  "tgrelay updates: open SQLite store " + corrupt + ": file is not a database (26)\n",
+			hint:  "Run with --log-level debug for the full error.",
+			chain: "sqlitestore: ",
+		},
+	} {
+		for _, level := range []string{"info", "debug"} {
+			t.Run(tc.name+"/"+level, func(t *testing.T) {
+				t.Parallel()
+				code, _, out := runCapture(t, append(tc.args, "--log-level", level)...)
+				if code != exitError {
+					t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitError, out)
+				}
+				var lines []string
+				for line := range strings.Lines(out) {
+					if strings.HasPrefix(line, "tgrelay "+tc.name+": ") {
+						lines = append(lines, line)
+					}
+				}
+				if len(lines) != 1 || lines[0] != tc.line {
+					t.Errorf("error lines %q, want [%q]", lines, tc.line)
+				}
+				if !strings.Contains(out, tc.hint) {
+					t.Errorf("no hint %q in:\n%s", tc.hint, out)
+				}
+				if chain := strings.Contains(out, tc.chain); chain != (level == "debug") {
+					t.Errorf("at --log-level %s the package chain shows: %v; want it only at debug:\n%s", level, chain, out)
+				}
+				if strings.Contains(out, token) || strings.Contains(out, "s3cr3t") {
+					t.Errorf("a secret reached stderr:\n%s", out)
+				}
+			})
+		}
+	}
+}
+
+// TestInOneLineKeepsAnErrorThatWrapsNothing: a message that is one line
+// already is not cut at its first colon and repeated.
+func TestInOneLineKeepsAnErrorThatWrapsNothing(t *testing.T) {
+	t.Parallel()
+	err := fmt.Errorf("update %d: no unacknowledged exhaustion with attempt %d", 5, 2)
+	if got := inOneLine(err, nil); got != err {
+		t.Errorf("inOneLine(%q) = %q, want it unchanged", err, got)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -70,7 +71,9 @@ refuses it (it would expire again at once: its deadline counts from its
 arrival). Stores keep it as abandoned, so --state expired reads the abandoned
 rows in order (at most 10000 per page) and --state abandoned lists expired
 ones too. --json prints JSON
-instead of a table. Exit status: 0 done, 1 refused or failed, 2 usage.
+instead of a table. Exit status: 0 done, 1 refused or failed, 2 usage. A
+failure is told in one line; --log-level debug prints its full error too, as
+serve does.
 `
 
 // stateExhausted is the name ls, --state, show and the dashboard give an
@@ -93,6 +96,7 @@ type updatesFlags struct {
 	attempt  int
 	claimID  string
 	yes      bool
+	logLevel string
 }
 
 func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -101,6 +105,7 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&f.db, "db", defaultDB, "update store: a SQLite file `path` or a postgres:// URL [env TGRELAY_DB]")
 	fs.StringVar(&f.table, "table", "", "update `table` name (default the store's) [env TGRELAY_TABLE]")
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error; debug prints a failure's full error")
 	fs.StringVar(&f.state, "state", "", "ls: only rows in this `state`")
 	fs.IntVar(&f.limit, "limit", defaultListLimit, fmt.Sprintf("ls, exhausted: at most `N` rows (1..%d)", maxListLimit))
 	fs.Func("after", "ls, exhausted: rows strictly after this update `ID`", func(s string) error {
@@ -174,12 +179,26 @@ func runUpdates(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
+	red := envRedactor(os.LookupEnv)
+	if u, err := url.Parse(f.db); err == nil && u.User != nil {
+		pw, _ := u.User.Password()
+		red.Add(pw) // nor the database's password
+	}
+	log, err := newLogger(stderr, "text", f.logLevel, red)
+	if err != nil {
+		return withHint(err, hint)
+	}
+	return inOneLine(runUpdatesSub(ctx, sub, id, state, f, red, stdout), log)
+}
+
+// runUpdatesSub runs the updates subcommand sub, its arguments checked.
+func runUpdatesSub(ctx context.Context, sub string, id int64, state intake.State, f updatesFlags, red *botapi.Redactor, stdout io.Writer) error {
 	st, err := openExistingStore(ctx, f.db, f.table)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	u := &updatesCmd{store: st, out: stdout, json: f.asJSON, red: envRedactor(os.LookupEnv)}
+	u := &updatesCmd{store: st, out: stdout, json: f.asJSON, red: red}
 	switch sub {
 	case "ls":
 		q := intake.ListQuery{State: state, Limit: f.limit}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/tgrelay/tgrelay/botapi"
@@ -16,6 +17,7 @@ import (
 const webhookHelp = `
 Usage: tgrelay webhook <set|check|delete> [--url URL] [--secret S] [--takeover-from HOST]
                        [--certificate FILE] [--token T] [--api-root URL]
+                       [--log-level debug]
 
 Webhook manages the bot's single Telegram webhook under tgrelay's ownership
 rules. The address tgrelay registers carries an owner tag derived from the
@@ -36,6 +38,8 @@ Refusals name the current owner's host only (another deployment's path may
 itself be a secret) and exit 1. The secret comes from --secret or
 TGRELAY_WEBHOOK_SECRET, the token from --token or TGRELAY_TOKEN; the
 environment keeps them out of the process list. Neither is ever printed.
+A failed call is told in one line, with the flags to check; --log-level
+debug prints its full error too, as serve does.
 `
 
 func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -46,6 +50,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	secret := fs.String("secret", "", "webhook `secret`, 1-256 of A-Z a-z 0-9 _ - (default $"+envWebhookSecret+")")
 	takeover := fs.String("takeover-from", "", "set, delete: `host` of the current owner to take over from (\"none\" for no webhook)")
 	certFile := fs.String("certificate", "", "set: PEM `file` of a self-signed certificate to upload with setWebhook")
+	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error; debug prints a failure's full error")
 	fs.Usage = commandUsage(fs, webhookHelp)
 	pos, err := parseInterleaved(fs, args, stdout)
 	if err != nil {
@@ -53,6 +58,14 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	warnUnknownEnv(stderr, "webhook", os.Environ())
 	hint := "Run 'tgrelay help webhook' for usage."
+	// The URL is the user's own, and may carry the token or the secret
+	// (Telegram's docs suggest a secret path): the output and the log
+	// mask them.
+	red := &botapi.Redactor{}
+	log, err := newLogger(stderr, "text", *logLevel, red)
+	if err != nil {
+		return withHint(err, hint)
+	}
 	if len(pos) != 1 {
 		return &usageError{msg: "give exactly one subcommand: set, check or delete", hint: hint}
 	}
@@ -80,7 +93,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var cert []byte
 	if *certFile != "" {
 		if cert, err = readBounded(*certFile, maxCAFileBytes); err != nil {
-			return fmt.Errorf("--certificate: %w", err)
+			return inOneLine(fmt.Errorf("--certificate: %w", err), log)
 		}
 		if b, _ := pem.Decode(cert); b == nil || b.Type != "CERTIFICATE" {
 			return &usageError{msg: "--certificate holds no PEM certificate", hint: hint}
@@ -99,15 +112,12 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	// The URL is the user's own, and may carry the token or the secret
-	// (Telegram's docs suggest a secret path): the output masks them.
-	red := &botapi.Redactor{}
 	red.Add(bf.token, os.Getenv(envToken), *secret)
 	switch sub {
 	case "set":
 		res, err := hookowner.Claim(ctx, c, hookowner.ClaimConfig{URL: *rawURL, Secret: *secret, TakeoverFrom: *takeover, Certificate: cert})
 		if err != nil {
-			return webhookError("set", err)
+			return webhookError("set", err, log)
 		}
 		if res.TakenFrom != "" {
 			fmt.Fprintf(stdout, "webhook taken over from %s\n", res.TakenFrom)
@@ -117,7 +127,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "check":
 		st, err := hookowner.Check(ctx, c, *rawURL, *secret)
 		if err != nil {
-			return webhookError("check", err)
+			return webhookError("check", err, log)
 		}
 		if st.Owned {
 			fmt.Fprintf(stdout, "webhook is ours (pending updates: %d)\n", st.PendingUpdates)
@@ -133,15 +143,17 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	default: // delete
 		if err := hookowner.Delete(ctx, c, *secret, *takeover); err != nil {
-			return webhookError("delete", err)
+			return webhookError("delete", err, log)
 		}
 		fmt.Fprintln(stdout, "webhook deleted (pending updates kept)")
 		return nil
 	}
 }
 
-// webhookError explains a refusal (host only) or wraps a call failure.
-func webhookError(sub string, err error) error {
+// webhookError explains a refusal (host only), or tells a call failure in
+// one line ("check the webhook: the Bot API was not reached: ...") with the
+// flags to check, logging the whole chain at debug level (inOneLine).
+func webhookError(sub string, err error, log *slog.Logger) error {
 	var ce *hookowner.ClaimError
 	if errors.As(err, &ce) {
 		switch ce.Reason {
@@ -149,9 +161,7 @@ func webhookError(sub string, err error) error {
 			return fmt.Errorf("refused: the webhook belongs to %s; to take it over, pass --takeover-from %s", ce.OwnerHost, ce.OwnerHost)
 		case hookowner.ReasonOtherSecret:
 			return fmt.Errorf("refused: the webhook at %s was set with another secret; to take it over, pass --takeover-from %s", ce.OwnerHost, ce.OwnerHost)
-		default:
-			return fmt.Errorf("%s: %w", sub, err)
 		}
 	}
-	return fmt.Errorf("webhook %s: %w", sub, err)
+	return inOneLine(fmt.Errorf("%s the webhook: %w", sub, err), log)
 }
