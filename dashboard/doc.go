@@ -17,7 +17,9 @@
 //     gateway reports any.
 //   - Updates: the store's rows, newest first, by state and by chat, page
 //     by page, and a search by update id, chat or body text (with an
-//     [intake.AdminStore]; oldest first on request). A
+//     [intake.AdminStore]; oldest first on request). The text search
+//     refuses a text containing a secret, and matches a body as it is
+//     shown, secrets masked, so it never finds a piece of one. A
 //     pending update held by an earlier unsettled update of its chat says
 //     "held behind update N". An update's page shows its formatted body
 //     with secrets masked, its attempts, identity, last error and

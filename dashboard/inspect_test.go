@@ -245,6 +245,54 @@ func TestUpdatesSearch(t *testing.T) {
 	}
 }
 
+// TestUpdatesSearchNeverMatchesInsideASecret: a body search for a piece of
+// the bot token's secret half or of the webhook secret, of any length (one
+// that starts in the token's public bot id included), finds nothing, as if
+// the secret were not in the body, so no piece can be probed; and it is
+// not refused either, since a refusal would say the piece is part of a
+// secret. The visible text of the same body, the bot id with it, is found.
+func TestUpdatesSearchNeverMatchesInsideASecret(t *testing.T) {
+	t.Parallel()
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			st := kind.open(t)
+			fill(t, st, 3, false)
+			b := fmt.Appendf(nil, `{"update_id":9,"message":{"chat":{"id":42},"text":"my token is %s and the secret %s."}}`, botToken, webhookSecret)
+			if _, err := st.Add(t.Context(), intake.Incoming{UpdateID: 9, Body: b, Chat: intake.ChatKey(b), ReceivedAt: base}); err != nil {
+				t.Fatal(err)
+			}
+			s := serve(t, dashboard.Config{Store: st, Secrets: []string{botToken, webhookSecret}})
+			half := botToken[strings.IndexByte(botToken, ':')+1:]
+			for q, want := range map[string]string{
+				"my token is":      "9",
+				"123456789:":       "9", // the bot id is public
+				"and the secret":   "9",
+				half[:3]:           "",
+				half[:6]:           "",
+				half[:len(half)-1]: "",
+				half[10:20]:        "",
+				"6789:" + half[:4]: "",
+				webhookSecret[:6]:  "",
+				webhookSecret[len(webhookSecret)-8:] + ".": "",
+				"is " + botToken[:12]:                      "",
+			} {
+				code, p := s.get(t, "/updates?q="+url.QueryEscape(q))
+				if code != http.StatusOK {
+					t.Errorf("search %q: %d, want 200", q, code)
+					continue
+				}
+				if got := strings.Join(matches(updateRow, p), ","); got != want {
+					t.Errorf("search %q: rows %q, want %q", q, got, want)
+				}
+				if strings.Contains(p, half) || strings.Contains(p, webhookSecret) {
+					t.Errorf("search %q: the page shows a secret", q)
+				}
+			}
+		})
+	}
+}
+
 // A bulk action names its count and acts on exactly the confirmed set:
 // rows added after the confirmation are untouched, rows changed since are
 // refused and reported, and the POST needs the CSRF token.
