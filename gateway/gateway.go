@@ -213,11 +213,14 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	}
 	res := intake.CallResult{Outcome: intake.CallUnknown}
 	switch {
-	case a.outcome == wire.OutcomeNotDispatched || a.status == http.StatusTooManyRequests,
+	case a.outcome == wire.OutcomeNotDispatched || a.outcome == wire.OutcomeThrottled,
+		a.status == http.StatusTooManyRequests && telegramShaped(a.body),
 		a.outcome == wire.OutcomeAnswered && a.status >= 500,
 		isQuery && answerRefusedQueryOpen(a):
-		// Nothing was sent, or Telegram did not act (its 429, or the
-		// limiter's; its own 5xx, which botapi.Classify reads as
+		// Nothing was sent, or Telegram did not act (the limiter's 429,
+		// or Telegram's own, in its JSON: a proxy's 429 page may stand
+		// in front of a call that arrived, and is journaled as the
+		// answer it is; its own 5xx, which botapi.Classify reads as
 		// retryable: readAnswer made any other 5xx unknown; or it
 		// refused an answer to a query that is still open, such as a
 		// text too long): a later identical call, or the query's next

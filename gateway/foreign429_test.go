@@ -1,0 +1,116 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/telegramtest"
+	"github.com/tgrelay/tgrelay/throttle"
+	"github.com/tgrelay/tgrelay/transport"
+)
+
+// TestForeign429IsNotJournaledNotDispatched: a proxy in front of Telegram
+// passes a fenced call on (the message arrives) and answers the gateway
+// with a 429 page of its own, not Telegram's JSON. Nothing in that answer
+// says Telegram did not act, so the call must not be journaled as not
+// dispatched: the update's next attempt makes the identical call, and it
+// must not reach the chat a second time.
+func TestForeign429IsNotJournaledNotDispatched(t *testing.T) {
+	tg := telegramtest.NewServer(telegramtest.Config{})
+	t.Cleanup(tg.Close)
+	chat, err := tg.NewPrivateChat(tg.NewUser("Ann"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, tg.URL+r.URL.RequestURI(), r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out.Header.Set("Content-Type", r.Header.Get("Content-Type"))
+		resp, err := http.DefaultClient.Do(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		// The call arrived; the proxy answers with its own page.
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, "<html><body>429 Too Many Requests</body></html>")
+	}))
+	t.Cleanup(proxy.Close)
+
+	st, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "gw.db"), sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	base, err := transport.New(transport.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := throttle.New(throttle.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(gateway.Config{Token: tg.Token, APIRoot: proxy.URL, Transport: throttle.NewTransport(lim, base), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { _ = gw.Close(context.Background()) })
+
+	now := time.Now()
+	if _, err := st.Add(t.Context(), intake.Incoming{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	first, ok, err := st.Claim(t.Context(), 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
+	if err != nil || !ok {
+		t.Fatalf("Claim = %v, %v", ok, err)
+	}
+	r := receive(t, goSend(t.Context(), attemptRoot(srv.URL, first)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply"))
+	if r.status != http.StatusTooManyRequests {
+		t.Fatalf("first attempt's call = %d %s; want the proxy's 429", r.status, r.body)
+	}
+	if n := countText(tg, chat.ID, "the reply"); n != 1 {
+		t.Fatalf("the chat got the reply %d times after the first call; want once", n)
+	}
+	if err := gw.Close(t.Context()); err != nil { // the outcome is on disk
+		t.Fatal(err)
+	}
+	es, err := st.Journal(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Outcome == intake.CallNotDispatched || es[0].Outcome == intake.CallPending {
+		t.Errorf("journal after a foreign 429 = %+v; want one entry that is neither pending nor not dispatched", es)
+	}
+
+	// The handler failed; the update's next attempt makes the same call.
+	at := time.Now()
+	if ok, err := st.Settle(t.Context(), first, intake.Settlement{State: intake.StateFailed, At: at, RetryAt: at.Add(-time.Millisecond), Error: "handler failed"}); err != nil || !ok {
+		t.Fatalf("Settle = %v, %v", ok, err)
+	}
+	at = time.Now()
+	next, ok, err := st.Claim(t.Context(), 1, intake.ClaimOpts{Now: at, LeaseUntil: at.Add(time.Minute), MaxAttempts: 5})
+	if err != nil || !ok {
+		t.Fatalf("Claim again = %v, %v", ok, err)
+	}
+	r = receive(t, goSend(t.Context(), attemptRoot(srv.URL, next)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply"))
+	if n := countText(tg, chat.ID, "the reply"); n != 1 {
+		t.Fatalf("the chat got the reply %d times (the next attempt's call answered %d %s); want exactly once: the first may have arrived", n, r.status, r.body)
+	}
+}
