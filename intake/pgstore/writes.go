@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Group commit of the single-statement writes.
@@ -195,13 +196,58 @@ func (s *Store) write(ctx context.Context, op string, r writeReq) (int64, error)
 	return res.n, nil
 }
 
-// writeAlone runs r as one autocommit statement on the pool.
+// writeAlone runs r as one autocommit statement on the pool. The end of
+// ctx cancels it at the server (see cancelAtServer): it may wait for a row
+// lock (a domain transaction's, see "Row locks"), and its answer must say
+// whether it applied.
 func (s *Store) writeAlone(ctx context.Context, r writeReq) (int64, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Release()
+	var n int64
+	err = cancelAtServer(ctx, conn, func(ctx context.Context) error {
+		var err error
+		n, err = s.runAlone(ctx, conn, r)
+		return err
+	})
+	return n, err
+}
+
+// cancelAtServer runs op, a statement on conn that commits (an autocommit
+// write, a COMMIT), in a context of its own, bounded by writeBound, so
+// that its answer says whether it applied. When ctx ends first, pgx would
+// close the connection and return at once, its cancel request following
+// on its own: the statement could still commit (a lock it waited for
+// freed meanwhile) after its caller was told it failed. Here the end of
+// ctx sends the cancel request and op waits for the statement's own
+// answer: an error, wrapping ctx's cause, when the server cancelled it;
+// its result when it had run. A connection a cancel request went to is
+// closed, so the pool drops it and the request cannot reach a later
+// statement.
+func cancelAtServer(ctx context.Context, conn *pgxpool.Conn, op func(ctx context.Context) error) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeBound)
+	defer cancel()
+	sent := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(sent)
+		_ = conn.Conn().PgConn().CancelRequest(wctx)
+	})
+	err := op(wctx)
+	if !stop() {
+		<-sent
+		_ = conn.Conn().Close(wctx)
+		if err != nil {
+			err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
+		}
+	}
+	return err
+}
+
+// runAlone runs r's statement alone on conn and returns the rows it
+// changed.
+func (s *Store) runAlone(ctx context.Context, conn *pgxpool.Conn, r writeReq) (int64, error) {
 	s.stampClock(r)
 	if r.dest == nil {
 		tag, err := conn.Exec(ctx, r.sql.alone, r.args...)
@@ -210,7 +256,7 @@ func (s *Store) writeAlone(ctx context.Context, r writeReq) (int64, error) {
 		}
 		return tag.RowsAffected(), nil
 	}
-	err = conn.QueryRow(ctx, r.sql.alone, r.args...).Scan(r.dest...)
+	err := conn.QueryRow(ctx, r.sql.alone, r.args...).Scan(r.dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}

@@ -751,3 +751,68 @@ func TestMergedSettlementOfHeldRowRunsAlone(t *testing.T) {
 		t.Fatalf("a shared transaction was rolled back (its writes then ran alone): %v", l.uncommits)
 	}
 }
+
+// TestCancelledLoneWriteReportsWhatHappened: a settlement of a row that a
+// domain transaction holds (OwnsTx) runs alone and waits for the row lock.
+// When its caller's context ends meanwhile, what it reports must agree
+// with the row: an error only if the settlement did not apply, however
+// the domain transaction ends afterwards.
+func TestCancelledLoneWriteReportsWhatHappened(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := t.Context()
+	ids := claimRows(t, st, 1)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if owned, err := st.OwnsTx(ctx, tx, ids[0], at(50)); err != nil || !owned {
+		t.Fatalf("OwnsTx = %v, %v", owned, err)
+	}
+
+	type result struct {
+		ok  bool
+		err error
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	settled := make(chan result, 1)
+	go func() {
+		ok, err := st.Settle(sctx, ids[0], completed(100))
+		settled <- result{ok, err}
+	}()
+	waitFor(t, bounded, "the settlement to wait on the row lock", func() (bool, error) {
+		var k int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE%'`).Scan(&k)
+		return k > 0, err
+	})
+	cancel()
+	var r result
+	select {
+	case r = <-settled:
+	case <-time.After(bounded):
+		t.Fatal("the cancelled settlement did not return")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Whatever the settlement's statement still does at the server is done
+	// once no statement waits on a lock.
+	waitFor(t, bounded, "no statement waiting on a lock", func() (bool, error) {
+		var k int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&k)
+		return k == 0, err
+	})
+	time.Sleep(200 * time.Millisecond)
+	row, _, err := st.Get(ctx, ids[0].UpdateID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := row.State == intake.StateCompleted
+	t.Logf("settlement reported ok=%v err=%v; row %s", r.ok, r.err, row.State)
+	if applied != (r.err == nil && r.ok) {
+		t.Fatalf("settlement reported ok=%v err=%v, but the row is %s afterwards", r.ok, r.err, row.State)
+	}
+}
