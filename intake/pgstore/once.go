@@ -39,7 +39,12 @@ VALUES ($1::bigint, $2::text, $3::integer, $4::text, $5::bigint) ON CONFLICT DO 
 // [Schema]). [Store.OnceSQL] is the same for a database/sql handle.
 func (s *Store) Once(ctx context.Context, id intake.Identity, effect string, fn func(tx pgx.Tx) error) (applied bool, err error) {
 	at := time.Now().Truncate(time.Millisecond)
-	tx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, s.fail("once: begin", err)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return false, s.fail("once: begin", err)
 	}
@@ -65,7 +70,13 @@ func (s *Store) Once(ctx context.Context, id intake.Identity, effect string, fn 
 	if err := fn(tx); err != nil {
 		return false, fmt.Errorf("pgstore: once %d: %w", id.UpdateID, err)
 	}
-	if err := tx.Commit(ctx); err != nil {
+	// The end of ctx during the COMMIT cancels it at the server, and the
+	// COMMIT's own answer says whether it applied (cancelAtServer); its
+	// end before the COMMIT rolls the transaction back.
+	if err := ctx.Err(); err != nil {
+		return false, s.fail("once: commit", context.Cause(ctx))
+	}
+	if err := cancelAtServer(ctx, conn, func(ctx context.Context) error { return tx.Commit(ctx) }); err != nil {
 		return false, s.fail("once: commit", err)
 	}
 	return true, nil
@@ -77,7 +88,13 @@ func (s *Store) Once(ctx context.Context, id intake.Identity, effect string, fn 
 // db and fn gets it.
 func (s *Store) OnceSQL(ctx context.Context, db *sql.DB, id intake.Identity, effect string, fn func(tx *sql.Tx) error) (applied bool, err error) {
 	at := time.Now().Truncate(time.Millisecond)
-	tx, err := db.BeginTx(ctx, nil)
+	// The transaction's own context, which its COMMIT runs in, is not
+	// ctx: a driver whose COMMIT's context ends returns at once, as failed,
+	// while the server may still commit it (pgx's stdlib does). The end of
+	// ctx before the COMMIT rolls the transaction back instead.
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeBound)
+	defer cancel()
+	tx, err := db.BeginTx(tctx, nil)
 	if err != nil {
 		return false, s.fail("once: begin", err)
 	}
@@ -106,6 +123,9 @@ func (s *Store) OnceSQL(ctx context.Context, db *sql.DB, id intake.Identity, eff
 	}
 	if err := fn(tx); err != nil {
 		return false, fmt.Errorf("pgstore: once %d: %w", id.UpdateID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return false, s.fail("once: commit", context.Cause(ctx))
 	}
 	if err := tx.Commit(); err != nil {
 		if errors.Is(err, sql.ErrTxDone) {

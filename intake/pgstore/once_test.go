@@ -218,3 +218,113 @@ func TestOnceConcurrentCallsApplyOnce(t *testing.T) {
 		t.Fatalf("%d calls applied, votes = %d; want exactly 1", applied, n)
 	}
 }
+
+// TestOnceCancelledDuringCommitReportsWhatHappened: Once's context ends
+// while its COMMIT runs (a deferred trigger makes the commit wait for a
+// lock the test holds, and the test lets it go as soon as Once returns,
+// or half a second after the cancellation).
+// Once says "nothing committed" with every error: so after an error the
+// effect must not be committed, and after success it must be.
+func TestOnceCancelledDuringCommitReportsWhatHappened(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	onceCancelledDuringCommit(t, s, pool, func(ctx context.Context, id intake.Identity) (bool, error) {
+		return s.Once(ctx, id, "slow", func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO slow_commit (n) VALUES (1)`)
+			return err
+		})
+	})
+}
+
+// TestOnceSQLCancelledDuringCommitReportsWhatHappened is
+// TestOnceCancelledDuringCommitReportsWhatHappened for OnceSQL.
+func TestOnceSQLCancelledDuringCommitReportsWhatHappened(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { db.Close() })
+	onceCancelledDuringCommit(t, s, pool, func(ctx context.Context, id intake.Identity) (bool, error) {
+		return s.OnceSQL(ctx, db, id, "slow", func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO slow_commit (n) VALUES (1)`)
+			return err
+		})
+	})
+}
+
+// onceCancelledDuringCommit runs once (an Once or OnceSQL that inserts a
+// row into slow_commit) with a context that ends while its COMMIT waits,
+// and checks that its answer agrees with what committed.
+func onceCancelledDuringCommit(t *testing.T, s *pgstore.Store, pool *pgxpool.Pool, once func(context.Context, intake.Identity) (bool, error)) {
+	t.Helper()
+	ctx := t.Context()
+	for _, q := range []string{
+		`CREATE TABLE slow_commit (n integer NOT NULL)`,
+		`CREATE FUNCTION slow_commit_check() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NULL; END $$`,
+		`CREATE CONSTRAINT TRIGGER slow_commit_check AFTER INSERT ON slow_commit
+		DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit_check()`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	add(t, s, 1, now)
+	id := claim(t, s, 1, now, now.Add(time.Hour))
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(4242)`); err != nil {
+		t.Fatal(err)
+	}
+
+	octx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	returned := make(chan struct{})
+	released := make(chan error, 1)
+	go func() {
+		// Cancel once the commit waits in its deferred trigger, then free
+		// the lock as soon as Once returns, or half a second later.
+		for deadline := time.Now().Add(bounded); time.Now().Before(deadline); {
+			var k int
+			err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&k)
+			if err != nil || k > 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		select {
+		case <-returned:
+		case <-time.After(500 * time.Millisecond):
+		}
+		released <- holder.Commit(ctx)
+	}()
+	applied, err := once(octx, id)
+	close(returned)
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	if octx.Err() == nil {
+		t.Fatalf("Once returned %v, %v before its context was cancelled during the commit", applied, err)
+	}
+	// Let whatever still runs at the server finish.
+	waitFor(t, bounded, "no commit still waiting", func() (bool, error) {
+		var k int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&k)
+		return k == 0, err
+	})
+	time.Sleep(200 * time.Millisecond)
+	var rows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM slow_commit`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Once = %v, %v; rows committed: %d", applied, err, rows)
+	if committed := rows > 0; committed != (err == nil && applied) {
+		t.Fatalf("Once = %v, %v, but its writes are committed: %v", applied, err, committed)
+	}
+}
