@@ -74,9 +74,10 @@ func queryAnswerKey(c *call) (method, hash string, ok bool) {
 // result), so that its next answer is sent rather than given this
 // refusal: every 400 but the one saying the query is gone ("query is too
 // old and response timeout expired or query ID is invalid",
-// QUERY_ID_INVALID), which is final.
+// QUERY_ID_INVALID), which is final. A 400 that is not Telegram's JSON (a
+// proxy's page) is not Telegram's refusal: the answer may have arrived.
 func answerRefusedQueryOpen(a answer) bool {
-	if a.outcome != wire.OutcomeAnswered || a.status != http.StatusBadRequest {
+	if a.outcome != wire.OutcomeAnswered || a.status != http.StatusBadRequest || !telegramShaped(a.body) {
 		return false
 	}
 	d := strings.ToLower(string(a.body))
