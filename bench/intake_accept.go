@@ -48,7 +48,11 @@ type acceptVariant struct {
 	updates int
 	elapsed time.Duration
 	cpu     time.Duration // process CPU time (user+system) of the measured rounds
-	lat     []time.Duration
+	// dbCPU reads the database processes' CPU time so far (nil: none of
+	// their own); db is theirs over the measured rounds.
+	dbCPU func() dbCPUTimes
+	db    dbCPUTimes
+	lat   []time.Duration
 	// Per measured round: updates/s and p99 latency.
 	roundRate []float64
 	roundP99  []time.Duration
@@ -119,7 +123,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 				return err
 			}
 			closers = append(closers, stop)
-			v.key, v.label, v.store, v.trace = b.name+"_"+mode, label, store, bt
+			v.key, v.label, v.store, v.trace, v.dbCPU = b.name+"_"+mode, label, store, bt, b.dbCPU
 			variants = append(variants, v)
 		}
 		fl, err := b.floor(ctx)
@@ -132,7 +136,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		closers = append(closers, stop)
-		v.key, v.label = b.name+"_floor", b.name+" floor (bare insert)"
+		v.key, v.label, v.dbCPU = b.name+"_floor", b.name+" floor (bare insert)", b.dbCPU
 		variants = append(variants, v)
 	}
 	ceiling, stop, err := acceptServeCeiling(*cpuProfile != "")
@@ -151,6 +155,8 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintln(out, "  floor: the ceiling's handler, plus the update's row group-committed before the 200 in a bare table (primary key only; relay's floor store)")
 	fmt.Fprintln(out, "  ceiling: a handler that reads the body and pushes it to a channel (nothing durable)")
 	fmt.Fprintln(out, "  CPU µs/update: this process's CPU time (clients, server, SQLite) per update; PostgreSQL's own processes are not counted")
+	fmt.Fprintln(out, "  PG CPU µs/update: PostgreSQL's processes' CPU time (postmaster, backends, background workers) per update, while the variant ran;")
+	fmt.Fprintln(out, "    PG backends: its client backends' alone (the statements' work, without autovacuum and the WAL writer)")
 
 	var nextID atomic.Int64
 	// Warm-up: open the keep-alive connections and the databases' caches.
@@ -207,7 +213,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(out)
-	fmt.Fprintln(tw, "variant\tupdates/s\tp50 ms\tp99 ms\tCPU µs/update\trecorded\t")
+	fmt.Fprintln(tw, "variant\tupdates/s\tp50 ms\tp99 ms\tCPU µs/update\tPG CPU µs/update\tPG backends\trecorded\t")
 	res := map[string]*acceptVariant{}
 	for _, v := range variants {
 		slices.Sort(v.lat)
@@ -216,9 +222,16 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		if v.store != nil || v.count != nil {
 			recorded = fmt.Sprint(v.posted)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%.0f\t%s\t\n", v.label, v.rate(),
+		db, backends := "-", "-"
+		if v.dbCPU != nil {
+			per := func(d time.Duration) string {
+				return fmt.Sprintf("%.1f", float64(d.Nanoseconds())/1e3/float64(max(v.updates, 1)))
+			}
+			db, backends = per(v.db.all), per(v.db.backends)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n", v.label, v.rate(),
 			intakeMS(intakeQuantile(v.lat, 0.50)), intakeMS(intakeQuantile(v.lat, 0.99)),
-			float64(v.cpu.Microseconds())/float64(max(v.updates, 1)), recorded)
+			float64(v.cpu.Microseconds())/float64(max(v.updates, 1)), db, backends, recorded)
 	}
 	tw.Flush()
 
@@ -428,6 +441,10 @@ func acceptFire(ctx context.Context, v *acceptVariant, clients, n int, nextID *a
 		firstMu.Unlock()
 	}
 	var wg sync.WaitGroup
+	var db0 dbCPUTimes
+	if v.dbCPU != nil {
+		db0 = v.dbCPU()
+	}
 	cpu0 := intakeCPUTime()
 	start := time.Now()
 	for range clients {
@@ -467,6 +484,11 @@ func acceptFire(ctx context.Context, v *acceptVariant, clients, n int, nextID *a
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu := intakeCPUTime() - cpu0
+	var db dbCPUTimes
+	if v.dbCPU != nil {
+		db1 := v.dbCPU()
+		db = dbCPUTimes{all: db1.all - db0.all, backends: db1.backends - db0.backends}
+	}
 	if first != nil {
 		return first
 	}
@@ -478,6 +500,8 @@ func acceptFire(ctx context.Context, v *acceptVariant, clients, n int, nextID *a
 		v.updates += n
 		v.elapsed += elapsed
 		v.cpu += cpu
+		v.db.all += db.all
+		v.db.backends += db.backends
 		v.lat = append(v.lat, lat...)
 		v.roundRate = append(v.roundRate, float64(n)/elapsed.Seconds())
 		slices.Sort(lat)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +33,64 @@ type intakeBackend struct {
 	// floorStore): one table with a primary key, a multi-row insert per
 	// group commit.
 	floor func(ctx context.Context) (floorStore, error)
+	// dbCPU, when set, reads the CPU time the database's own processes
+	// have used so far (PostgreSQL's postmaster and its children); nil
+	// for SQLite, which runs in this process.
+	dbCPU func() dbCPUTimes
+}
+
+// dbCPUTimes is the CPU time a database server's processes have used.
+type dbCPUTimes struct {
+	// all is every process's: the postmaster, its children and the
+	// children it reaped (in 10 ms ticks).
+	all time.Duration
+	// backends is the live client backends' alone (nanoseconds, from
+	// /proc/<pid>/schedstat): the statements' work, without autovacuum,
+	// the WAL writer and the checkpointer, whose runs land in whichever
+	// variant happens to be measured.
+	backends time.Duration
+}
+
+// pgServerCPU reads the CPU time of the PostgreSQL server whose postmaster
+// is pid postmaster; client backends are those connected over the Unix
+// socket ("[local]" in their title), the only way pgtest's clusters listen.
+func pgServerCPU(postmaster int) (dbCPUTimes, error) {
+	var t dbCPUTimes
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return t, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil || (pid != postmaster && st.ppid != postmaster) {
+			continue // gone meanwhile, or not this server's
+		}
+		t.all += st.cpu
+		if pid == postmaster {
+			t.all += st.children
+			continue
+		}
+		title, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(title, []byte("[local]")) {
+			continue
+		}
+		sched, err := os.ReadFile("/proc/" + e.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(sched))
+		if len(f) == 0 {
+			continue
+		}
+		if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			t.backends += time.Duration(ns)
+		}
+	}
+	return t, nil
 }
 
 // intakeBackends prepares SQLite (synchronous=FULL, files in a temporary
@@ -105,7 +165,15 @@ func intakeBackends(ctx context.Context, out io.Writer, withPG bool, pgConns int
 		cleanup()
 		return nil, nil, fmt.Errorf("postgres: %w", err)
 	}
+	var dbCPU func() dbCPUTimes
+	if postmaster, err := postmasterPID(cluster); err == nil {
+		dbCPU = func() dbCPUTimes {
+			t, _ := pgServerCPU(postmaster)
+			return t
+		}
+	}
 	backends = append(backends, intakeBackend{
+		dbCPU: dbCPU,
 		name:  "postgres",
 		about: fmt.Sprintf("PostgreSQL %s local (Unix socket), fsync and synchronous_commit on, pgx pool of %d", version, pgConns),
 		open: func(ctx context.Context, label string) (intake.Store, func() error, error) {
