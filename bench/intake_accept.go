@@ -70,6 +70,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	rounds := fs.Int("rounds", 5, "rounds; every round runs every variant once, in rotating order")
 	clients := fs.Int("clients", 100, "concurrent HTTP clients")
 	withPG := fs.Bool("pg", true, "also run on a throwaway PostgreSQL cluster")
+	withSQLite := fs.Bool("sqlite", true, "run the SQLite variants (-sqlite=false: PostgreSQL's and the ceiling only)")
 	pgConns := fs.Int("pg-conns", 32, "PostgreSQL pool size (the same for both PostgreSQL variants)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	trace := fs.Bool("trace-batches", false, "report the size and commit time of every group commit batch")
@@ -86,8 +87,11 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	if *n < 1 || *rounds < 1 || *clients < 1 || *pgConns < 1 {
 		return errors.New("-n, -rounds, -clients and -pg-conns must be at least 1")
 	}
+	if !*withSQLite && !*withPG {
+		return errors.New("-sqlite=false and -pg=false leave nothing to measure")
+	}
 
-	backends, cleanup, err := intakeBackends(ctx, out, *withPG, *pgConns)
+	backends, cleanup, err := intakeBackends(ctx, out, *withSQLite, *withPG, *pgConns)
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func pgServerCPU(postmaster int) (dbCPUTimes, error) {
 // with one pool of pgConns connections. When PostgreSQL cannot be started it
 // says so on out and returns SQLite alone. The returned function removes
 // everything.
-func intakeBackends(ctx context.Context, out io.Writer, withPG bool, pgConns int) ([]intakeBackend, func(), error) {
+func intakeBackends(ctx context.Context, out io.Writer, withSQLite, withPG bool, pgConns int) ([]intakeBackend, func(), error) {
 	dir, err := os.MkdirTemp("", "tgrelay-bench-intake-")
 	if err != nil {
 		return nil, nil, err
@@ -123,6 +123,9 @@ func intakeBackends(ctx context.Context, out io.Writer, withPG bool, pgConns int
 			return openFloorSQLite(ctx, filepath.Join(dir, "floor.db"))
 		},
 	}}
+	if !withSQLite {
+		backends = nil
+	}
 	if !withPG {
 		fmt.Fprintln(out, "postgres: skipped (-pg=false); reporting SQLite only")
 		return backends, cleanup, nil

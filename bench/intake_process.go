@@ -70,7 +70,7 @@ func runIntakeProcess(ctx context.Context, args []string, out io.Writer) error {
 	if *pageSize == 0 {
 		*pageSize = *n
 	}
-	backends, cleanup, err := intakeBackends(ctx, out, *withPG, *pgConns)
+	backends, cleanup, err := intakeBackends(ctx, out, true, *withPG, *pgConns)
 	if err != nil {
 		return err
 	}
