@@ -312,9 +312,10 @@ type Config struct {
 	// record an update, and one group commit of adds (with LeaseDuration,
 	// whichever is less): a store that stops answering without closing its
 	// connections fails the accept (the webhook answers 503) instead of
-	// holding the request for a lease. A call whose group commit began just
-	// before its own wait ended waits for that commit's outcome, so an
-	// accept returns within twice AcceptTimeout at worst.
+	// holding the request for a lease. A call whose group commit began, or
+	// that was made the leader of the next one, before its own wait ended
+	// still waits for that commit, so an accept returns within twice
+	// AcceptTimeout at worst.
 	// [MinAcceptTimeout] to [MaxAcceptTimeout]; defaults to
 	// [DefaultAcceptTimeout].
 	AcceptTimeout time.Duration

@@ -8,7 +8,8 @@ import (
 )
 
 // committer groups concurrent adds into one [Store.AddBatch] (or
-// [ProcessStore.AddBatchAs]; see package internal/groupcommit). A caller that finds no commit in progress commits
+// [ProcessStore.AddBatchAs]; leader/follower group commit, see package
+// internal/groupcommit). A caller that finds no commit in progress commits
 // at once, with no timer and no added latency; callers that arrive while a
 // commit runs share the next one, of up to max adds. One caller's
 // cancellation does not fail the others in its batch.

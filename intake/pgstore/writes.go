@@ -164,7 +164,7 @@ type writeRes struct {
 type testHooks struct {
 	// enter is called by every write before it joins the group.
 	enter func()
-	// batch is called by the group commit with the update ids of a shared
+	// batch is called by a leader with the update ids of a shared
 	// transaction's writes, in the order they run, before it runs them.
 	batch func(ids []int64)
 	// merged is called after batch, when the transaction runs settlements

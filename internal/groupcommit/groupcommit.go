@@ -3,11 +3,9 @@
 //
 // A caller that finds no commit in progress becomes the leader and commits
 // at once, with no timer and so no added latency when idle. Callers that
-// arrive while a commit runs queue up. When it ends, one goroutine commits
-// the queued requests, up to Max a batch, batch after batch until the queue
-// is empty, so under load the next batch starts the moment the last one is
-// answered rather than once a woken caller is scheduled. The queue is
-// bounded by the number of concurrent callers.
+// arrive while a commit runs queue up; when it ends, the first of them leads
+// the next commit, of up to Max queued requests. The queue is bounded by the
+// number of concurrent callers.
 package groupcommit
 
 import (
@@ -33,28 +31,25 @@ type Group[Req, Res any] struct {
 	Bound time.Duration
 
 	mu       sync.Mutex
-	busy     bool // a batch is being committed (by a leader or run)
+	busy     bool // a leader is committing
 	pending  []*request[Req, Res]
 	deferred []*request[Req, Res] // Defer's, waiting for a batch someone else starts
 	idleFrom time.Time            // when the last batch ended and none followed
 	timer    *time.Timer          // starts a batch for the deferred; armed while any wait
-	due      bool                 // the timer fired: the deferred make a batch of their own
+	due      bool                 // the timer fired during a batch: the deferred go next
 }
 
 type request[Req, Res any] struct {
-	ctx  context.Context // the first request's values ride in its batch's context
 	req  Req
-	wake chan struct{} // receives once: answered
+	wake chan struct{} // receives once: committed, or promoted to leader
 
 	// Guarded by Group.mu.
-	taken     bool // in a batch: its caller waits for the outcome
+	promoted  bool
+	taken     bool // in a batch another caller leads: its caller waits for the outcome
+	done      bool
 	abandoned bool // the caller stopped waiting before its batch began
 	res       Res
 	err       error
-}
-
-func newRequest[Req, Res any](ctx context.Context, req Req) *request[Req, Res] {
-	return &request[Req, Res]{ctx: ctx, req: req, wake: make(chan struct{}, 1)}
 }
 
 // Do commits req, alone or in a batch with concurrent callers, and returns
@@ -63,10 +58,12 @@ func newRequest[Req, Res any](ctx context.Context, req Req) *request[Req, Res] {
 // the batch's outcome (bounded by Bound), so a caller never mistakes a
 // committed request for a failed one.
 func (g *Group[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
-	r := newRequest[Req, Res](ctx, req)
+	r := &request[Req, Res]{req: req, wake: make(chan struct{}, 1)}
 	g.mu.Lock()
 	if !g.busy {
-		g.lead(r)
+		g.busy = true
+		g.mu.Unlock()
+		g.lead(ctx, r)
 		return g.answer(r)
 	}
 	g.pending = append(g.pending, r)
@@ -77,17 +74,19 @@ func (g *Group[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 // Defer is Do for a request in no hurry. While the group is busy, or was
 // less than d ago, req does not start a batch of its own: it waits, at
 // most about d, to ride in the next batch another request starts. When
-// none starts, a batch starts for it. A group idle for longer than d
+// none starts, it starts one itself. A group idle for longer than d
 // commits req at once, as Do does. Cancellation is as for Do.
 //
 // Under steady load that saves a commit per deferred request: a store
 // defers what nobody waits on (a completion's record), and the commits
 // the waiting requests make anyway carry it.
 func (g *Group[Req, Res]) Defer(ctx context.Context, req Req, d time.Duration) (Res, error) {
-	r := newRequest[Req, Res](ctx, req)
+	r := &request[Req, Res]{req: req, wake: make(chan struct{}, 1)}
 	g.mu.Lock()
 	if !g.busy && time.Since(g.idleFrom) > d {
-		g.lead(r)
+		g.busy = true
+		g.mu.Unlock()
+		g.lead(ctx, r)
 		return g.answer(r)
 	}
 	g.deferred = append(g.deferred, r)
@@ -102,36 +101,56 @@ func (g *Group[Req, Res]) Defer(ctx context.Context, req Req, d time.Duration) (
 	return g.wait(ctx, r)
 }
 
-// startDeferred is the timer's: the deferred requests are due. With a batch
-// running, the next batch takes them even when nobody else is queued; with
-// none running, a batch starts for them now.
+// startDeferred is the timer's: with no batch running, the first deferred
+// request leads one; with one running, the deferred are due: the next
+// batch takes them, or the first of them leads one when the running batch
+// ends with nobody else queued.
 func (g *Group[Req, Res]) startDeferred() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.due = true
 	if g.busy {
+		g.due = true
 		return
 	}
-	if batch := g.nextLocked(); batch != nil {
-		g.busy = true
-		go g.run(batch)
-	}
+	g.promoteDeferredLocked()
 }
 
-// wait waits for r, queued, to be answered, and returns its answer.
+// promoteDeferredLocked makes the first deferred request still wanted the
+// leader of a new batch, and reports whether there was one.
+func (g *Group[Req, Res]) promoteDeferredLocked() bool {
+	g.deferred = slices.DeleteFunc(g.deferred, func(p *request[Req, Res]) bool { return p.abandoned })
+	if len(g.deferred) == 0 {
+		return false
+	}
+	next := g.deferred[0]
+	g.deferred = g.deferred[1:]
+	g.busy, g.due = true, false
+	next.promoted = true
+	next.wake <- struct{}{}
+	return true
+}
+
+// wait waits for r, queued, to be committed or promoted to leader, and
+// returns its answer.
 func (g *Group[Req, Res]) wait(ctx context.Context, r *request[Req, Res]) (Res, error) {
 	select {
 	case <-r.wake:
 	case <-ctx.Done():
 		g.mu.Lock()
-		if !r.taken {
+		if !r.taken && !r.promoted {
 			r.abandoned = true
 			g.mu.Unlock()
 			var zero Res
 			return zero, ctx.Err()
 		}
 		g.mu.Unlock()
-		<-r.wake // its batch began: its outcome is at most Bound away
+		<-r.wake // already committed or promoted: the signal is on its way
+	}
+	g.mu.Lock()
+	promoted := r.promoted && !r.done
+	g.mu.Unlock()
+	if promoted {
+		g.lead(ctx, r)
 	}
 	return g.answer(r)
 }
@@ -165,39 +184,25 @@ func (g *Group[Req, Res]) Waiting() int {
 	return n
 }
 
-// lead, called with g.mu held on an idle group, commits r at once in the
-// caller's goroutine, with the deferred requests that fit. When requests
-// queued meanwhile, a goroutine of its own commits them (run), so the
-// caller is answered now. It returns with g.mu released.
-func (g *Group[Req, Res]) lead(r *request[Req, Res]) {
-	g.busy = true
-	r.taken = true
+// lead commits r with up to Max-1 queued requests, the deferred ones
+// after the others, then hands the leadership to the next queued request,
+// or ends it.
+func (g *Group[Req, Res]) lead(ctx context.Context, r *request[Req, Res]) {
+	g.mu.Lock()
 	batch := []*request[Req, Res]{r}
+	g.pending = g.fill(&batch, g.pending)
 	g.deferred = g.fill(&batch, g.deferred)
-	g.settleDeferredLocked()
+	if len(g.deferred) == 0 && g.timer != nil {
+		g.timer.Stop()
+		g.due = false
+	}
 	g.mu.Unlock()
-	if next := g.commit(batch); next != nil {
-		go g.run(next)
-	}
-}
 
-// run commits batch and then every batch queued behind it, until the queue
-// is empty.
-func (g *Group[Req, Res]) run(batch []*request[Req, Res]) {
-	for batch != nil {
-		batch = g.commit(batch)
-	}
-}
-
-// commit commits batch, answers its requests and returns the next batch,
-// already taken from the queue, or nil when there is none and the group is
-// idle again.
-func (g *Group[Req, Res]) commit(batch []*request[Req, Res]) []*request[Req, Res] {
 	reqs := make([]Req, len(batch))
 	for i, p := range batch {
 		reqs[i] = p.req
 	}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), g.Bound)
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.Bound)
 	res, err := g.CommitFunc(bctx, reqs)
 	cancel()
 	if err == nil && len(res) != len(batch) {
@@ -205,48 +210,19 @@ func (g *Group[Req, Res]) commit(batch []*request[Req, Res]) []*request[Req, Res
 	}
 
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	for i, p := range batch {
+		p.done = true
 		if err != nil {
 			p.err = err
 		} else {
 			p.res = res[i]
 		}
-		p.wake <- struct{}{} // buffered: a leader answered in its own goroutine never reads it
-	}
-	next := g.nextLocked()
-	if next == nil {
-		g.busy = false
-		g.idleFrom = time.Now()
-	}
-	return next
-}
-
-// nextLocked takes the next batch from the queue: the queued requests, up to
-// Max, then the deferred ones that fit. Deferred requests alone make a batch
-// only once due. It returns nil when there is nothing to commit.
-func (g *Group[Req, Res]) nextLocked() []*request[Req, Res] {
-	var batch []*request[Req, Res]
-	g.pending = g.fill(&batch, g.pending)
-	if len(batch) == 0 && !g.due {
-		return nil
-	}
-	g.deferred = g.fill(&batch, g.deferred)
-	g.settleDeferredLocked()
-	if len(batch) == 0 {
-		return nil
-	}
-	return batch
-}
-
-// settleDeferredLocked stops the deferred requests' timer once none is left.
-func (g *Group[Req, Res]) settleDeferredLocked() {
-	if len(g.deferred) == 0 {
-		g.due = false
-		if g.timer != nil {
-			g.timer.Stop()
+		if p != r {
+			p.wake <- struct{}{}
 		}
 	}
+	g.handOffLocked()
+	g.mu.Unlock()
 }
 
 // fill moves the requests of queue that are still wanted into *batch, up
@@ -263,4 +239,27 @@ func (g *Group[Req, Res]) fill(batch *[]*request[Req, Res], queue []*request[Req
 		*batch = append(*batch, p)
 	}
 	return nil
+}
+
+// handOffLocked promotes the first queued request to leader, else the
+// first deferred one whose wait ran out, or ends the commit in progress
+// (deferred requests wait for their timer or another request's batch).
+func (g *Group[Req, Res]) handOffLocked() {
+	for len(g.pending) > 0 {
+		next := g.pending[0]
+		g.pending[0] = nil
+		g.pending = g.pending[1:]
+		if next.abandoned {
+			continue
+		}
+		next.promoted = true
+		next.wake <- struct{}{}
+		return
+	}
+	g.pending = nil
+	if g.due && g.promoteDeferredLocked() {
+		return
+	}
+	g.busy = false
+	g.idleFrom = time.Now()
 }
