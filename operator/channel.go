@@ -58,7 +58,9 @@ const (
 	// DropAttempts: the send kept failing in a retryable way MaxAttempts
 	// times.
 	DropAttempts DropReason = "attempts"
-	// DropClosed: the channel was closed before the message was sent.
+	// DropClosed: the channel was closed before the message was sent, or
+	// while it was being sent; then Drop.Failure says whether it may have
+	// arrived.
 	DropClosed DropReason = "closed"
 	// DropRepeated: the dedupe window held it as a repeat.
 	DropRepeated DropReason = "repeated"
@@ -75,7 +77,9 @@ type Drop struct {
 	// Reason says why it was dropped.
 	Reason DropReason
 	// Failure is the classified last failure, for DropRefused and
-	// DropAttempts; nil otherwise.
+	// DropAttempts, and for DropClosed when Close cut off a send that may
+	// have reached Telegram (reason unknown): repeating that message could
+	// post it twice. Nil otherwise.
 	Failure *botapi.Failure
 }
 
@@ -436,10 +440,13 @@ func (c *Channel) deliver(m queued) *Drop {
 		if err == nil {
 			return nil
 		}
+		f := botapi.Classify(err)
 		if c.ctx.Err() != nil {
+			if f.Reason == botapi.ReasonUnknown {
+				return drop(DropClosed, &f)
+			}
 			return drop(DropClosed, nil)
 		}
-		f := botapi.Classify(err)
 		switch {
 		case f.Reason == botapi.ReasonChatMigrated && f.MigrateToChatID != 0:
 			c.mu.Lock()

@@ -218,6 +218,15 @@ func TestCloseDropsEverything(t *testing.T) {
 	if got := d.Summary(); !slices.Equal(got, want) {
 		t.Errorf("drops %v, want %v", got, want)
 	}
+	// Beyond the reference: the send cut off in flight had reached the
+	// server, so its drop says its outcome is unknown (repeating it could
+	// post it twice); the others never left.
+	for _, x := range d.All() {
+		inFlight := x.Text == "in flight"
+		if got := x.Failure != nil && x.Failure.Reason == botapi.ReasonUnknown; got != inFlight {
+			t.Errorf("drop %q: Failure %+v, want unknown only for the send in flight", x.Text, x.Failure)
+		}
+	}
 	ch.Close() // idempotent
 	if err := ch.Drain(t.Context()); err != nil {
 		t.Errorf("Drain after Close: %v", err)
