@@ -52,10 +52,13 @@ type dbCPUTimes struct {
 }
 
 // pgServerCPU reads the CPU time of the PostgreSQL server whose postmaster
-// is pid postmaster; client backends are those connected over the Unix
+// is pid postmaster (none when 0); client backends are those connected over the Unix
 // socket ("[local]" in their title), the only way pgtest's clusters listen.
 func pgServerCPU(postmaster int) (dbCPUTimes, error) {
 	var t dbCPUTimes
+	if postmaster == 0 {
+		return t, nil // no server (pid 1 and others have parent 0)
+	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return t, err

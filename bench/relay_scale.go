@@ -406,24 +406,11 @@ func cpuSnapshot(serves []int, postmaster int) (cpuTimes, error) {
 	if t.machine, t.iowait, err = machineCPU(); err != nil {
 		return t, err
 	}
-	entries, err := os.ReadDir("/proc")
+	pg, err := pgServerCPU(postmaster)
 	if err != nil {
 		return t, err
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := readProcStat(pid)
-		if err != nil || (pid != postmaster && st.ppid != postmaster) {
-			continue // gone meanwhile, or not this server's
-		}
-		t.postgres += st.cpu
-		if pid == postmaster {
-			t.postgres += st.children
-		}
-	}
+	t.postgres = pg.all
 	return t, nil
 }
 

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,12 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
-	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 	"github.com/tgrelay/tgrelay/telegramtest"
-	"github.com/tgrelay/tgrelay/throttle"
-	"github.com/tgrelay/tgrelay/transport"
 )
 
 // TestForeign429IsNotJournaledNotDispatched: a proxy in front of Telegram
@@ -52,35 +47,14 @@ func TestForeign429IsNotJournaledNotDispatched(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 
-	st, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "gw.db"), sqlitestore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	base, err := transport.New(transport.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim, err := throttle.New(throttle.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(gateway.Config{Token: tg.Token, APIRoot: proxy.URL, Transport: throttle.NewTransport(lim, base), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gw)
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { _ = gw.Close(context.Background()) })
+	g := newSQLiteGatewayAt(t, tg.Token, proxy.URL, filepath.Join(t.TempDir(), "gw.db"))
+	st, gw, srv := g.st, g.gw, g.srv
 
 	now := time.Now()
 	if _, err := st.Add(t.Context(), intake.Incoming{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	first, ok, err := st.Claim(t.Context(), 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
-	if err != nil || !ok {
-		t.Fatalf("Claim = %v, %v", ok, err)
-	}
+	first := g.claim(t, 1, now, time.Minute)
 	r := receive(t, goSend(t.Context(), attemptRoot(srv.URL, first)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply"))
 	if r.status != http.StatusTooManyRequests {
 		t.Fatalf("first attempt's call = %d %s; want the proxy's 429", r.status, r.body)

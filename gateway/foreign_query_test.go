@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,12 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
-	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 	"github.com/tgrelay/tgrelay/telegramtest"
-	"github.com/tgrelay/tgrelay/throttle"
-	"github.com/tgrelay/tgrelay/transport"
 )
 
 // TestForeign400DoesNotReopenQuery: an answer to a callback query passes a
@@ -48,35 +43,14 @@ func TestForeign400DoesNotReopenQuery(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 
-	st, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "gw.db"), sqlitestore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	base, err := transport.New(transport.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim, err := throttle.New(throttle.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(gateway.Config{Token: tg.Token, APIRoot: proxy.URL, Transport: throttle.NewTransport(lim, base), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gw)
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { _ = gw.Close(context.Background()) })
+	g := newSQLiteGatewayAt(t, tg.Token, proxy.URL, filepath.Join(t.TempDir(), "gw.db"))
+	st, srv := g.st, g.srv
 
 	now := time.Now()
 	if _, err := st.Add(t.Context(), intake.Incoming{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	id, ok, err := st.Claim(t.Context(), 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
-	if err != nil || !ok {
-		t.Fatalf("Claim = %v, %v", ok, err)
-	}
+	id := g.claim(t, 1, now, time.Minute)
 	answer := func(text string) int {
 		b, _ := json.Marshal(map[string]any{"callback_query_id": "q-1", "text": text})
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, attemptRoot(srv.URL, id)+"/bot"+tg.Token+"/answerCallbackQuery", bytes.NewReader(b))

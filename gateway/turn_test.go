@@ -37,6 +37,13 @@ type sqliteGateway struct {
 
 func newSQLiteGateway(t *testing.T, tg *telegramtest.Server, path string) *sqliteGateway {
 	t.Helper()
+	return newSQLiteGatewayAt(t, tg.Token, tg.URL, path)
+}
+
+// newSQLiteGatewayAt is newSQLiteGateway in front of the API root apiRoot
+// (Telegram behind something else, say) for the bot token.
+func newSQLiteGatewayAt(t *testing.T, token, apiRoot, path string) *sqliteGateway {
+	t.Helper()
 	st, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +57,7 @@ func newSQLiteGateway(t *testing.T, tg *telegramtest.Server, path string) *sqlit
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{Token: tg.Token, APIRoot: tg.URL, Transport: throttle.NewTransport(lim, base), Store: st})
+	gw, err := gateway.New(gateway.Config{Token: token, APIRoot: apiRoot, Transport: throttle.NewTransport(lim, base), Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

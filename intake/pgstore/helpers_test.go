@@ -111,3 +111,16 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, 
 
 // addBatch records us unclaimed; see [storetest.Add].
 var addBatch = storetest.Add
+
+// waitServerIdle waits until no statement but its own runs in the test's
+// database: whatever a cancelled caller left running at the server has
+// ended, committed or not.
+func waitServerIdle(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	waitFor(t, bounded, "no other statement running", func() (bool, error) {
+		var k int
+		err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND state <> 'idle' AND pid <> pg_backend_pid()`).Scan(&k)
+		return k == 0, err
+	})
+}

@@ -318,12 +318,7 @@ func onceCancelledDuringCommit(t *testing.T, s *pgstore.Store, pool *pgxpool.Poo
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&k)
 		return k == 0, err
 	})
-	waitFor(t, bounded, "no other statement running", func() (bool, error) {
-		var k int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND state <> 'idle' AND pid <> pg_backend_pid()`).Scan(&k)
-		return k == 0, err
-	})
+	waitServerIdle(t, pool)
 	var rows int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM slow_commit`).Scan(&rows); err != nil {
 		t.Fatal(err)

@@ -805,12 +805,7 @@ func TestCancelledLoneWriteReportsWhatHappened(t *testing.T) {
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&k)
 		return k == 0, err
 	})
-	waitFor(t, bounded, "no other statement running", func() (bool, error) {
-		var k int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND state <> 'idle' AND pid <> pg_backend_pid()`).Scan(&k)
-		return k == 0, err
-	})
+	waitServerIdle(t, pool)
 	row, _, err := st.Get(ctx, ids[0].UpdateID)
 	if err != nil {
 		t.Fatal(err)
