@@ -87,11 +87,19 @@ var testSeamEnv = []string{
 	envSelfSignedValidity, envACMERenewBefore,
 }
 
+// projectEnv are the variables tgrelay's own test suite and CI read
+// (internal/pgtest, the browser, Node and ACME tests; .ci/run exports
+// them); set while tgrelay runs under its own tests, they are not mistakes.
+var projectEnv = []string{
+	"TGRELAY_PG_URL", "TGRELAY_REQUIRE_PG", "TGRELAY_REQUIRE_BROWSER", "TGRELAY_REQUIRE_NODE",
+	"TGRELAY_REQUIRE_PEBBLE", "TGRELAY_NODE_MODULES", "TGRELAY_CHROMIUM", "TGRELAY_SCREENSHOTS",
+}
+
 // knownEnv is the one list of the TGRELAY_ variables tgrelay reads: those
 // of each serve flag (envNames), which are also every variable the other
 // commands read (send, webhook and broadcast read TGRELAY_TOKEN and
 // TGRELAY_WEBHOOK_SECRET, updates TGRELAY_DB and TGRELAY_TABLE, doctor all
-// of serve's), and the test seams. TestKnownEnvCoversEveryReader keeps
+// of serve's), the test seams and the project's own test variables. TestKnownEnvCoversEveryReader keeps
 // every TGRELAY_ name in this package's code and docs in it.
 func knownEnv() map[string]bool {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -103,7 +111,7 @@ func knownEnv() map[string]bool {
 			known[name] = true
 		}
 	})
-	for _, name := range testSeamEnv {
+	for _, name := range slices.Concat(testSeamEnv, projectEnv) {
 		known[name] = true
 	}
 	return known

@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -209,4 +210,38 @@ func TestForwardHeaderFromNumberedVariables(t *testing.T) {
 			t.Errorf("unknown = %v, want _01 and _100", got)
 		}
 	})
+}
+
+// The variables the repository's CI, docs and examples set are all known,
+// so that neither CI's runs nor a user following the docs draw a warning.
+func TestKnownEnvCoversTheRepository(t *testing.T) {
+	t.Parallel()
+	known := knownEnv()
+	word := regexp.MustCompile(envPrefix + `[A-Z0-9_]*[A-Z0-9]`)
+	var files []string
+	for _, pattern := range []string{"../../.ci/run", "../../README.md", "../../docs/*.md", "../../docs/*/*", "../../examples/*/*"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	// Misspellings the docs show on purpose, as the warning's example.
+	shown := map[string]bool{"TGRELAY_TOKN": true}
+	seen := 0
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // a directory
+		}
+		for _, name := range word.FindAllString(string(b), -1) {
+			seen++
+			if !known[name] && !shown[name] {
+				t.Errorf("%s names %s, which tgrelay does not know: it would warn that it is unknown", path, name)
+			}
+		}
+	}
+	if seen < 10 {
+		t.Errorf("found only %d TGRELAY_ names in the repository: is the scan broken?", seen)
+	}
 }

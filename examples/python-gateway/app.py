@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A bot app behind `tgrelay serve --gateway-listen 127.0.0.1:8081`, standard library only.
 
-Run:  TGRELAY_BOT_TOKEN=<the bot's token> python3 app.py   (listens on 127.0.0.1:9000)
+Run:  TGRELAY_TOKEN=<the bot's token> python3 app.py   (listens on 127.0.0.1:9000)
       tgrelay serve --forward http://127.0.0.1:9000/ --gateway-listen 127.0.0.1:8081 ...
 
 The app calls the gateway with the bot's own token, as it would call Telegram: the token serve has
@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-TOKEN = os.environ.get("TGRELAY_BOT_TOKEN", "")
+TOKEN = os.environ.get("TGRELAY_TOKEN", "")
 
 
 def call(root, method, params):
@@ -46,7 +46,7 @@ class App(BaseHTTPRequestHandler):
             status, headers, body = call(root, "sendMessage", {"chat_id": msg["chat"]["id"], "text": msg["text"]})
             outcome = headers.get("Tgrelay-Outcome", "answered")
             if outcome in ("not-dispatched", "stale") or status in (401, 429):
-                # 401: the gateway refused TGRELAY_BOT_TOKEN, a configuration problem,
+                # 401: the gateway refused TGRELAY_TOKEN, a configuration problem,
                 # not this update's: do not complete the update without its reply.
                 self.send_response(503)  # the relay tries the update again later
                 self.end_headers()
@@ -61,5 +61,5 @@ class App(BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     if not TOKEN:
-        raise SystemExit("app.py: set TGRELAY_BOT_TOKEN to the bot's token (the sandbox's when serve runs without one)")
+        raise SystemExit("app.py: set TGRELAY_TOKEN to the bot's token (the sandbox's when serve runs without one)")
     ThreadingHTTPServer(("127.0.0.1", int(os.environ.get("PORT", "9000"))), App).serve_forever()
