@@ -62,6 +62,9 @@ func TestForeign429IsNotJournaledNotDispatched(t *testing.T) {
 	if n := countText(tg, chat.ID, "the reply"); n != 1 {
 		t.Fatalf("the chat got the reply %d times after the first call; want once", n)
 	}
+	if e := <-g.events; e.Telegram429 {
+		t.Errorf("the proxy's 429 page was reported as Telegram's own 429: %+v", e)
+	}
 	if err := gw.Close(t.Context()); err != nil { // the outcome is on disk
 		t.Fatal(err)
 	}

@@ -680,8 +680,6 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 	a := answer{status: resp.StatusCode, header: h, outcome: wire.OutcomeAnswered}
 	if wire.OutcomeOf(resp.Header) == wire.OutcomeThrottled {
 		a.outcome = wire.OutcomeThrottled
-	} else if resp.StatusCode == http.StatusTooManyRequests {
-		a.tg429 = true
 	}
 	if c.streamAnswer {
 		a.stream = resp.Body
@@ -700,6 +698,9 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 		return u
 	}
 	a.body = b
+	// Telegram's own 429, not a proxy's page: only it says Telegram's
+	// limits were hit.
+	a.tg429 = resp.StatusCode == http.StatusTooManyRequests && a.outcome != wire.OutcomeThrottled && telegramShaped(b)
 	if resp.StatusCode >= 500 && !telegramShaped(b) {
 		resp.Body.Close()
 		return telegramError(StatusUnknown, wire.OutcomeUnknown, fmt.Sprintf(

@@ -29,10 +29,11 @@ import (
 // sqliteGateway is a gateway over a SQLite journal at path, in front of tg
 // with Telegram's limits on in both.
 type sqliteGateway struct {
-	st  *sqlitestore.Store
-	lim *throttle.Limiter
-	gw  *gateway.Gateway
-	srv *httptest.Server
+	st     *sqlitestore.Store
+	lim    *throttle.Limiter
+	gw     *gateway.Gateway
+	srv    *httptest.Server
+	events chan gateway.CallEvent // the first 64 calls' events
 }
 
 func newSQLiteGateway(t *testing.T, tg *telegramtest.Server, path string) *sqliteGateway {
@@ -57,14 +58,22 @@ func newSQLiteGatewayAt(t *testing.T, token, apiRoot, path string) *sqliteGatewa
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{Token: token, APIRoot: apiRoot, Transport: throttle.NewTransport(lim, base), Store: st})
+	events := make(chan gateway.CallEvent, 64)
+	observe := func(e gateway.CallEvent) {
+		select {
+		case events <- e:
+		default:
+		}
+	}
+	gw, err := gateway.New(gateway.Config{Token: token, APIRoot: apiRoot, Transport: throttle.NewTransport(lim, base), Store: st,
+		Observer: gateway.Observer{CallFunc: observe}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { _ = gw.Close(context.Background()) })
-	return &sqliteGateway{st: st, lim: lim, gw: gw, srv: srv}
+	return &sqliteGateway{st: st, lim: lim, gw: gw, srv: srv, events: events}
 }
 
 // claim claims update id at now with a lease of d.
