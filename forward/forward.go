@@ -212,8 +212,9 @@ type UnactedReply struct {
 	// UpdateID and Attempt identify the forward it answered.
 	UpdateID int64
 	Attempt  int
-	// Method is the reply's "method", or "" when the body was too large to
-	// read whole.
+	// Method is the reply's "method" (its first call's), or "" when the
+	// reply cannot be read (too large to read whole, not valid JSON, or
+	// without a string method).
 	Method string
 	// Bytes is the size of the body read (at most DefaultMaxResponseBytes).
 	Bytes int
@@ -508,31 +509,26 @@ func (f *Forwarder) noteReply(id intake.Identity, body []byte) {
 		return
 	}
 	r.UpdateID, r.Attempt = id.UpdateID, id.Attempt
-	r.Reason = "the relay does not perform webhook replies; send the call to the Bot API (or the relay's gateway) instead"
 	f.unacted.Add(1)
 	if f.unactedFunc != nil {
 		f.unactedFunc(r)
 	}
 }
 
-// replyIn reports whether body is a webhook reply: a JSON object with a
-// string "method". A body cut at the read limit counts when its start
-// looks like one.
+// replyIn reports whether body is a webhook reply, as parseReplies reads
+// one (a reply that cannot be performed included), with the method of its
+// first call, if it has one, and why nothing performs it.
 func replyIn(body []byte) (UnactedReply, bool) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
+	calls, ok, err := parseReplies(body)
+	if !ok {
 		return UnactedReply{}, false
 	}
-	r := UnactedReply{Bytes: len(body)}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &obj); err != nil {
-		if len(body) >= DefaultMaxResponseBytes && bytes.Contains(trimmed, []byte(`"method"`)) {
-			return r, true // too large to read whole
-		}
-		return UnactedReply{}, false
+	r := UnactedReply{Bytes: len(body), Reason: "the relay does not perform webhook replies; send the call to the Bot API (or the relay's gateway) instead"}
+	if err != nil {
+		r.Reason = err.Error() + ", and " + r.Reason
 	}
-	if json.Unmarshal(obj["method"], &r.Method) != nil || r.Method == "" {
-		return UnactedReply{}, false
+	if len(calls) > 0 {
+		r.Method = calls[0].method
 	}
 	return r, true
 }

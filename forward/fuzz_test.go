@@ -33,26 +33,38 @@ func FuzzDecodeExhaustion(f *testing.F) {
 	})
 }
 
-// FuzzReplyIn: the webhook-reply detector never panics, and what it calls
-// a reply is a JSON object with a "method" (or a body cut at the read
-// limit that starts like one).
+// FuzzReplyIn: the webhook-reply detector never panics; a method it names
+// is the first call's of a body that parses, and what it calls no reply
+// neither parses as an object with a "method" nor names one unparsed.
 func FuzzReplyIn(f *testing.F) {
-	for _, seed := range []string{`{"method":"sendMessage","chat_id":1}`, `OK`, `{}`, `{"method":""}`, `{"method":5}`, ` {"method":"x"} `, `{method`} {
+	for _, seed := range []string{`{"method":"sendMessage","chat_id":1}`, `OK`, `{}`, `{"method":""}`, `{"method":5}`, ` {"method":"x"} `, `{method`,
+		`{"method":"x",}`, "\ufeff{\"method\":\"x\"}", `[{"method":"x"}]`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, ok := forward.ReplyIn(body)
+		trimmed := bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(body), []byte("\ufeff")))
+		var obj map[string]json.RawMessage
+		parsed := json.Unmarshal(trimmed, &obj) == nil
 		if !ok {
+			if _, has := obj["method"]; parsed && has {
+				t.Fatalf("ReplyIn(%q) missed an object with a method", body)
+			}
+			var v any
+			if json.Unmarshal(trimmed, &v) != nil && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') &&
+				bytes.Contains(trimmed, []byte(`"method"`)) {
+				t.Fatalf("ReplyIn(%q) missed an unparsable body that names a method", body)
+			}
 			return
 		}
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(bytes.TrimSpace(body), &obj) == nil {
+		if parsed && r.Method != "" {
 			var m string
-			if json.Unmarshal(obj["method"], &m) != nil || m == "" || m != r.Method {
+			if json.Unmarshal(obj["method"], &m) != nil || m != r.Method {
 				t.Fatalf("ReplyIn(%q) = %+v, but its method is %q", body, r, obj["method"])
 			}
-		} else if len(body) < forward.DefaultMaxResponseBytes {
-			t.Fatalf("ReplyIn(%q) called an unparsable short body a reply", body)
+		}
+		if r.Reason == "" {
+			t.Fatalf("ReplyIn(%q) = %+v: no reason", body, r)
 		}
 	})
 }

@@ -16,13 +16,18 @@ type replyCall struct {
 	params []byte
 }
 
+// byteOrderMark is UTF-8's byte order mark, which some app frameworks
+// write before a JSON body.
+var byteOrderMark = []byte("\ufeff")
+
 // parseReplies reads a webhook reply: a JSON object with a string "method"
 // (Telegram's webhook reply) or a JSON array of such objects (our
-// extension, performed in order). ok is false for a body that is neither
-// (no reply); err reports a body that looks like a reply but cannot be
-// performed.
+// extension, performed in order), after any byte order mark. ok is false
+// for a body that is neither (no reply); err reports a body that looks
+// like a reply but cannot be performed, such as one that names a "method"
+// but is not valid JSON.
 func parseReplies(body []byte) (calls []replyCall, ok bool, err error) {
-	trimmed := bytes.TrimSpace(body)
+	trimmed := bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(body), byteOrderMark))
 	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
 		return nil, false, nil
 	}
@@ -30,10 +35,7 @@ func parseReplies(body []byte) (calls []replyCall, ok bool, err error) {
 	if trimmed[0] == '{' {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(trimmed, &obj) != nil {
-			if len(body) >= DefaultMaxResponseBytes && bytes.Contains(trimmed, []byte(`"method"`)) {
-				return nil, true, fmt.Errorf("the reply is larger than %d bytes", DefaultMaxResponseBytes)
-			}
-			return nil, false, nil
+			return unparsable(body, trimmed)
 		}
 		if _, has := obj["method"]; !has {
 			return nil, false, nil
@@ -41,10 +43,7 @@ func parseReplies(body []byte) (calls []replyCall, ok bool, err error) {
 		objs = []map[string]json.RawMessage{obj}
 	} else {
 		if json.Unmarshal(trimmed, &objs) != nil {
-			if len(body) >= DefaultMaxResponseBytes && bytes.Contains(trimmed, []byte(`"method"`)) {
-				return nil, true, fmt.Errorf("the reply is larger than %d bytes", DefaultMaxResponseBytes)
-			}
-			return nil, false, nil
+			return unparsable(body, trimmed)
 		}
 		if len(objs) == 0 {
 			return nil, false, nil
@@ -69,6 +68,20 @@ func parseReplies(body []byte) (calls []replyCall, ok bool, err error) {
 		calls = append(calls, replyCall{method: method, params: params})
 	}
 	return calls, true, nil
+}
+
+// unparsable is parseReplies' answer for a body that starts like JSON but
+// does not parse. One that names a "method" is a reply that cannot be
+// performed (cut at the read limit, or broken by the app's serializer),
+// never taken for no reply at all; anything else is no reply.
+func unparsable(body, trimmed []byte) ([]replyCall, bool, error) {
+	if !bytes.Contains(trimmed, []byte(`"method"`)) {
+		return nil, false, nil
+	}
+	if len(body) >= DefaultMaxResponseBytes {
+		return nil, true, fmt.Errorf("the reply is larger than %d bytes", DefaultMaxResponseBytes)
+	}
+	return nil, true, errors.New("the reply names a method but is not valid JSON")
 }
 
 // ReplyError is a webhook reply that could not be performed now; the
