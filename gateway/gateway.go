@@ -461,7 +461,7 @@ func (g *Gateway) recordOutcome(ctx context.Context, id intake.Identity, method 
 		// The entry stays pending, which a later attempt reads as unknown:
 		// safe, never a second send.
 		g.cfg.Logger.Warn("gateway: outcome not journaled; the call counts as unknown for later attempts",
-			"update_id", id.UpdateID, "attempt", id.Attempt, "method", method, "outcome", string(outcome),
+			"update_id", id.UpdateID, "attempt", id.Attempt, "method", g.shownMethod(method), "outcome", string(outcome),
 			"applied", ok, "error", errString(err, g.redact))
 	}
 	return ok

@@ -99,7 +99,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderCallTimeout, g.bounds.callTimeoutValue())
 	delivered := g.write(w, rc, r.Context(), a)
 	g.observe(method, a, fenced, false, start, !delivered)
-	endCall(span, "gateway", method, a, fenced)
+	endCall(span, "gateway", g.shownMethod(method), a, fenced)
+}
+
+// shownMethod is method as the Observer and the traces show it: "invalid"
+// for what is no method name, and for one that holds the token (its
+// secret half is a valid method name by its characters).
+func (g *Gateway) shownMethod(method string) string {
+	if !botapi.ValidMethod(method) || g.redact(method) != method {
+		return "invalid"
+	}
+	return method
 }
 
 // observe reports a to the Observer.
@@ -108,10 +118,7 @@ func (g *Gateway) observe(method string, a answer, fenced, webhookReply bool, st
 	if f == nil {
 		return
 	}
-	if !botapi.ValidMethod(method) {
-		method = "invalid"
-	}
-	f(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
+	f(CallEvent{Method: g.shownMethod(method), Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
 		Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start), Undelivered: undelivered})
 }
 

@@ -37,7 +37,7 @@ func (g *Gateway) Reply(ctx context.Context, id intake.Identity, method string, 
 		a.stream.Close()
 	}
 	g.observe(method, a, true, true, start, false)
-	endCall(span, "reply", method, a, true)
+	endCall(span, "reply", g.shownMethod(method), a, true)
 	return a.status, string(a.outcome), a.replayed
 }
 

@@ -104,8 +104,9 @@ func (g *Gateway) startTry(ctx context.Context, c *call, try int) trace.Span {
 	if g.tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return nil // a call outside any trace starts none
 	}
-	_, s := g.tracer.Start(ctx, "telegram "+c.method, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrMethod.String(c.method), attrTry.Int(try)))
+	method := g.shownMethod(c.method)
+	_, s := g.tracer.Start(ctx, "telegram "+method, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attrMethod.String(method), attrTry.Int(try)))
 	return s
 }
 
