@@ -194,6 +194,7 @@ func (r *Relay) gatewayCall(e gateway.CallEvent) {
 // reply reports a webhook reply the gateway performed, then passes it on.
 func (r *Relay) reply(next func(forward.Reply)) func(forward.Reply) {
 	return func(rp forward.Reply) {
+		rp.Method = r.replyMethod(rp.Method)
 		if rp.Outcome == string(wire.OutcomeUnknown) && !rp.Replayed {
 			r.log.Warn("relay: a webhook reply's outcome is unknown; it is journaled and never sent again",
 				"update_id", rp.UpdateID, "attempt", rp.Attempt, "method", rp.Method)

@@ -192,9 +192,12 @@ func New(cfg Config) (*Relay, error) {
 }
 
 // unactedReply logs and reports a webhook reply nothing performed, then
-// passes it to next (the caller's own func, if any): never silent.
+// passes it to next (the caller's own func, if any): never silent. Its
+// method is the app's own text, so it is masked first, as the gateway
+// does (replyMethod).
 func (r *Relay) unactedReply(next func(forward.UnactedReply)) func(forward.UnactedReply) {
 	return func(u forward.UnactedReply) {
+		u.Method = r.replyMethod(u.Method)
 		r.emit(Event{Kind: KindUnactedReply, ID: intake.Identity{UpdateID: u.UpdateID, Attempt: u.Attempt},
 			Reason: u.Method, Err: textError(u.Reason)})
 		r.log.Warn("relay: the app answered with a Bot API call in the response body that was not performed",
@@ -203,6 +206,17 @@ func (r *Relay) unactedReply(next func(forward.UnactedReply)) func(forward.Unact
 			next(u)
 		}
 	}
+}
+
+// replyMethod is the method of an app's webhook reply as the relay shows
+// it, as the gateway shows a call's: "invalid" when it is no Bot API
+// method name (it may carry anything, the bot token included) or holds a
+// secret the relay masks.
+func (r *Relay) replyMethod(m string) string {
+	if m != "" && (!botapi.ValidMethod(m) || r.red.Redact(m) != m) {
+		return "invalid"
+	}
+	return m
 }
 
 // timedForward forwards one attempt and reports its duration.
