@@ -191,13 +191,20 @@ func (r *Relay) gatewayCall(e gateway.CallEvent) {
 	r.emit(Event{Kind: KindGatewayCall, Call: e, Duration: e.Duration})
 }
 
-// reply reports a webhook reply the gateway performed, then passes it on.
+// reply reports a webhook reply the gateway performed (a warning when its
+// outcome is unknown, or when the gateway refused it), then passes it on.
 func (r *Relay) reply(next func(forward.Reply)) func(forward.Reply) {
 	return func(rp forward.Reply) {
 		rp.Method = r.replyMethod(rp.Method)
-		if rp.Outcome == string(wire.OutcomeUnknown) && !rp.Replayed {
+		switch {
+		case rp.Outcome == string(wire.OutcomeUnknown) && !rp.Replayed:
 			r.log.Warn("relay: a webhook reply's outcome is unknown; it is journaled and never sent again",
 				"update_id", rp.UpdateID, "attempt", rp.Attempt, "method", rp.Method)
+		case rp.Outcome == string(wire.OutcomeRefused):
+			// The forward skips it and the update completes: this line
+			// is all that says the app's reply was never sent.
+			r.log.Warn("relay: the gateway refused a webhook reply in the app's answer; it is not sent",
+				"update_id", rp.UpdateID, "attempt", rp.Attempt, "method", rp.Method, "status", rp.Status)
 		}
 		if next != nil {
 			next(rp)
