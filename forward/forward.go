@@ -272,6 +272,9 @@ func (c Config) fill() (Config, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return c, badField(f.name, "is not a URL: want an absolute http:// or https:// URL")
 		}
+		if !reachable(u) {
+			return c, badField(f.name, "names no address a forward can reach: want a host name and a port from 1 to 65535")
+		}
 	}
 	switch {
 	case c.Timeout == 0:
@@ -289,6 +292,22 @@ func (c Config) fill() (Config, error) {
 		return c, badField("AppSecretToken", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as Telegram's secret token")
 	}
 	return c, nil
+}
+
+// reachable reports whether u names a host and, when it has one, a port
+// a connection can be made to. Neither is true of an empty host name (Go
+// would dial this machine) or a port outside 1-65535: every forward would
+// fail, and every update end as an exhaustion.
+func reachable(u *url.URL) bool {
+	if u.Hostname() == "" {
+		return false
+	}
+	p := u.Port()
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // New returns a Forwarder for cfg, or a *[ConfigError] naming the invalid

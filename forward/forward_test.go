@@ -298,6 +298,13 @@ func TestNewValidates(t *testing.T) {
 		{forward.Config{URL: "http://x", Timeout: -time.Second}, "Timeout"},
 		{forward.Config{URL: "http://x", Timeout: 2 * forward.MaxTimeout}, "Timeout"},
 		{forward.Config{ExhaustionURL: "/relative"}, "ExhaustionURL"},
+		// Addresses no forward can ever reach: every update would be
+		// retried to its last attempt and exhausted.
+		{forward.Config{URL: "http://127.0.0.1:99999/hook"}, "URL"},
+		{forward.Config{URL: "http://127.0.0.1:65536/hook"}, "URL"},
+		{forward.Config{URL: "http://127.0.0.1:0/hook"}, "URL"},
+		{forward.Config{URL: "http://:8080/hook"}, "URL"},
+		{forward.Config{URL: "http://x", ExhaustionURL: "http://x:70000/e"}, "ExhaustionURL"},
 		{forward.Config{URL: "http://x", APIRoot: "http://g/?q=1"}, "APIRoot"},
 		{forward.Config{URL: "http://x", AppSecretToken: "has space"}, "AppSecretToken"},
 	} {
@@ -310,8 +317,10 @@ func TestNewValidates(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want New's %v", tc.cfg, verr, err)
 		}
 	}
-	if err := (forward.Config{URL: "http://x"}).Validate(); err != nil {
-		t.Errorf("Validate of a valid config: %v", err)
+	for _, u := range []string{"http://x", "http://x:/y", "http://127.0.0.1:1/", "https://[::1]:65535/"} {
+		if err := (forward.Config{URL: u}).Validate(); err != nil {
+			t.Errorf("Validate of a valid URL %q: %v", u, err)
+		}
 	}
 }
 
