@@ -306,10 +306,19 @@ func ReportAnswer(ctx context.Context, a AttemptAnswer) bool {
 func maskAnswer(redact func(string) string, a AttemptAnswer) AttemptAnswer {
 	out := AttemptAnswer{Status: a.Status}
 	// Mask before cutting, so a secret cannot be cut in two with its
-	// first half kept unmasked.
+	// first half kept unmasked. The window masked is cut too, and a
+	// secret its end cuts in two stays unmasked at the end of the masked
+	// text: the window grows until that end lies at least MaxAttemptBody
+	// past what is kept (masking shrinks a text by up to the ratio of a
+	// secret's length to its mask's), or holds the whole body.
 	if len(a.Body) > 0 {
-		b := redact(string(a.Body[:min(len(a.Body), 4*MaxAttemptBody)]))
-		out.Body = []byte(cut(b, MaxAttemptBody))
+		for w := 4 * MaxAttemptBody; ; w *= 2 {
+			b := redact(string(a.Body[:min(len(a.Body), w)]))
+			if w >= len(a.Body) || len(b) >= 2*MaxAttemptBody {
+				out.Body = []byte(cut(b, MaxAttemptBody))
+				break
+			}
+		}
 	}
 	names := make([]string, 0, len(a.Header))
 	for k, vs := range a.Header {

@@ -17,3 +17,6 @@ func ChatOf(body []byte) (int64, string) {
 	}
 	return p.chatID, p.chatType
 }
+
+// MaskAnswer exposes the masking of an app's answer for its record.
+var MaskAnswer = maskAnswer
