@@ -26,6 +26,7 @@ import (
 )
 
 func main() {
+	ownStdLog.Store(true)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -875,6 +875,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if ownStdLog.Load() {
+		defer redirectStdLog(log)()
+	}
 	logUnknownEnv(log, os.Environ())
 	if o.broadcastDir == "" {
 		if d, err := resolveStateDir(""); err == nil {
