@@ -224,20 +224,32 @@ func settleRacingReclaim(c *checker) {
 // settleOwnedRacingReclaim is settleRacingReclaim through identities, and
 // Exhaust racing a reclaim too.
 func settleOwnedRacingReclaim(c *checker) {
-	type end struct {
-		name string
-		call func(intake.Identity) (bool, error)
-	}
-	ends := []end{{"Settle(completed at the lease end)", func(id intake.Identity) (bool, error) {
-		return c.store.Settle(c.ctx, id, completed(100))
-	}}}
-	ends = append(ends, end{"Exhaust(at the lease end)", func(id intake.Identity) (bool, error) {
-		return c.store.Exhaust(c.ctx, id, at(100), "exhausted")
-	}})
+	c.endsRacingReclaim(concurrentFirstID, []raceEnd{
+		{"Settle(completed at the lease end)", func(id intake.Identity) (bool, error) {
+			return c.store.Settle(c.ctx, id, completed(100))
+		}},
+		{"Exhaust(at the lease end)", func(id intake.Identity) (bool, error) {
+			return c.store.Exhaust(c.ctx, id, at(100), "exhausted")
+		}},
+	})
+}
+
+// raceEnd is a fenced call of a lease's holder, made at the lease's last
+// millisecond (100ms) while another worker reclaims the row a millisecond
+// later.
+type raceEnd struct {
+	name string
+	call func(intake.Identity) (bool, error)
+}
+
+// endsRacingReclaim races each of ends against a reclaim, barrierRounds
+// rounds each on fresh rows from firstID: never both may succeed, and
+// whichever runs first must.
+func (c *checker) endsRacingReclaim(firstID int64, ends []raceEnd) {
 	for e, end := range ends {
 		both, neither := 0, 0
 		for round := range barrierRounds {
-			id := int64(concurrentFirstID + e*barrierRounds + round)
+			id := firstID + int64(e*barrierRounds+round)
 			c.mustAdd(id, 0)
 			holder := c.mustClaimOwned(id, claimOpts(0, 100, defaultMax), 1)
 			var settled, reclaimed bool

@@ -15,6 +15,7 @@ func fenceCases() []testCase {
 		{name: "LiveLeaseUntouchedOnLastAttempt", rule: "a fenced claim leaves a row under a live lease untouched, even on its last attempt", run: liveLeaseOnLastAttemptOwned},
 		{name: "FailedAttemptIsOver", rule: "an attempt that failed can no longer renew, settle, own or exhaust", run: failedAttemptIsOverOwned},
 		{name: "SettleRacingReclaim", rule: "a fenced settlement or exhaustion racing a reclaim of its lapsed lease: never both succeed", run: settleOwnedRacingReclaim},
+		{name: "RenewRacingReclaim", rule: "a fenced renewal racing a reclaim of its lapsed lease: never both succeed", run: renewRacingReclaim},
 	}
 }
 

@@ -259,7 +259,7 @@ func TestCoreOnlySkips(t *testing.T) {
 	if len(res.violations) != 0 {
 		t.Errorf("a core-only memstore has violations:\n%s", dump(res))
 	}
-	want := "detected core; running 60 cases; skipped: Race/ReclaimLapsedOwner (needs intake.ProcessStore), Batch/ConcurrentSettlesKeepOrder (needs intake.AdminStore), Admin (needs intake.AdminStore), " +
+	want := "detected core; running 61 cases; skipped: Race/ReclaimLapsedOwner (needs intake.ProcessStore), Batch/ConcurrentSettlesKeepOrder (needs intake.AdminStore), Admin (needs intake.AdminStore), " +
 		"History (needs intake.AdminStore), Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), ChatOrder (needs intake.ChatOrderStore), " +
 		"ClaimOnAdd/OwnerLapseTakesOver (needs intake.ProcessStore), Arguments/BadListQueryRefused (needs intake.AdminStore)"
 	if got := res.plan.describe(res.caps); got != want {
@@ -276,7 +276,7 @@ func TestReadThenWriteClaim(t *testing.T) {
 		// Its write at a far future time also takes the live lease that
 		// holds a late earlier update of the chat, so its strict claims
 		// disagree with strict listings.
-		requireCases(t, res, "Race/Claim", "Race/ReclaimLapsedLease", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/DueAgreesWithClaims", "ChatOrder/DueJudgesLeasesAtNow")
+		requireCases(t, res, "Race/Claim", "Race/ReclaimLapsedLease", "Fence/RenewRacingReclaim", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/DueAgreesWithClaims", "ChatOrder/DueJudgesLeasesAtNow")
 		for id := raceFirstID; id < raceFirstID+raceRounds; id++ {
 			requireMessage(t, res, "Race/Claim", "of concurrent claims exactly one takes the update: 8 of 8 concurrent fenced claims took update "+strconv.Itoa(id))
 		}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"cmp"
 	"context"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -337,4 +338,25 @@ func TestOldestPendingCountsFailedFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return oldestPendingCountsFailed{m} }), "Admin/OldestPendingOnlyPending")
 	requireCases(t, res, "Admin/OldestPendingOnlyPending")
 	requireMessage(t, res, "Admin/OldestPendingOnlyPending", "Stats().OldestPending = 5ms; want 10ms")
+}
+
+// renewCheckThenWrite checks the holder's live lease on a read, yields,
+// and then reports the renewal done, whatever its write found, as a
+// renewal that reads the row and then updates it by update id would.
+type renewCheckThenWrite struct{ *memstore.Store }
+
+func (s renewCheckThenWrite) Renew(ctx context.Context, id intake.Identity, until, now time.Time) (bool, error) {
+	if held, err := s.Owns(ctx, id, now); err != nil || !held {
+		return false, err
+	}
+	runtime.Gosched()
+	_, err := s.Store.Renew(ctx, id, until, now)
+	return err == nil, err
+}
+
+func TestRenewCheckThenWriteFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return renewCheckThenWrite{m} }))
+	requireCases(t, res, "Fence/RenewRacingReclaim")
+	requireMessage(t, res, "Fence/RenewRacingReclaim", "Renew(to 300ms, now at the lease end) and Claim one millisecond later both succeeded in ")
 }
