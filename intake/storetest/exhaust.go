@@ -25,6 +25,7 @@ func exhaustCases() []testCase {
 		{name: "CursorPagesKeepFields", rule: "DueExhaustions reports each exhaustion's identity, body, time and error on every page, after a cursor too", run: cursorPagesKeepFields},
 		{name: "ClaimSpendIsAnExhaustion", rule: "a claim that spends a row leaves a visible exhaustion with a claim id", run: claimSpendIsAnExhaustion},
 		{name: "AckOnlyUnacknowledged", rule: "only an unacknowledged exhaustion can be acknowledged", run: ackOnlyUnacknowledged},
+		{name: "ConcurrentAcks", rule: "of concurrent acknowledgements of one exhaustion exactly one applies", run: concurrentAcks},
 	}
 }
 

@@ -1,6 +1,10 @@
 package storetest
 
 import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
 	"github.com/tgrelay/tgrelay/intake"
 )
 
@@ -22,4 +26,56 @@ func renewRacingReclaim(c *checker) {
 	c.endsRacingReclaim(concurrentFirstID, []raceEnd{{"Renew(to 300ms, now at the lease end)", func(id intake.Identity) (bool, error) {
 		return c.store.Renew(c.ctx, id, at(300), at(100))
 	}}})
+}
+
+// endRounds is how many rounds each race of identical calls runs.
+const endRounds = barrierRounds / 4
+
+// winners runs call from racers goroutines released together and returns
+// how many reported true. The first error is reported and ends the
+// case; panics are reported.
+func (c *checker) winners(what string, call func(racer int) (bool, error)) int {
+	var n, errs atomic.Int32
+	fns := make([]func(), racers)
+	for i := range fns {
+		fns[i] = func() {
+			ok, err := call(i)
+			if err != nil {
+				if errs.Add(1) == 1 { // one report for the case
+					c.errorf("a concurrent %s returned an error: %v", what, err)
+				}
+				return
+			}
+			if ok {
+				n.Add(1)
+			}
+		}
+	}
+	together(c, fns...)
+	if errs.Load() > 0 {
+		runtime.Goexit() // reported
+	}
+	return int(n.Load())
+}
+
+// concurrentAcks: an exhaustion is acknowledged only once, so of
+// identical acknowledgements released together exactly one reports true,
+// and the exhaustion is no longer listed.
+func concurrentAcks(c *checker) {
+	for round := range endRounds {
+		id := int64(concurrentFirstID + round)
+		c.mustAdd(id, 0)
+		holder := c.mustClaimOwned(id, claimOpts(0, 100, defaultMax), 1)
+		if !c.exhaust(holder, 50, "exhausted") {
+			c.fatalf("Exhaust(%s, at 50ms) of a live claim reported false", fmtID(holder))
+		}
+		if n := c.winners(fmt.Sprintf("AcknowledgeExhaustion(%s, at 60ms)", fmtID(holder)), func(int) (bool, error) {
+			return c.store.AcknowledgeExhaustion(c.ctx, holder, at(60))
+		}); n != 1 {
+			c.errorf("round %d: %d of %d concurrent AcknowledgeExhaustion(%s) calls reported true; exactly one must", round, n, racers, fmtID(holder))
+		}
+		if _, ok := c.findExhaustion(id); ok {
+			c.errorf("round %d: update %d is still listed as unacknowledged after concurrent acknowledgements", round, id)
+		}
+	}
 }

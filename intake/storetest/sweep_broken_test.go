@@ -360,3 +360,24 @@ func TestRenewCheckThenWriteFails(t *testing.T) {
 	requireCases(t, res, "Fence/RenewRacingReclaim")
 	requireMessage(t, res, "Fence/RenewRacingReclaim", "Renew(to 300ms, now at the lease end) and Claim one millisecond later both succeeded in ")
 }
+
+// ackCheckThenWrite finds the exhaustion on a read, yields, and then
+// reports the acknowledgement done, whatever its write found.
+type ackCheckThenWrite struct{ *memstore.Store }
+
+func (s ackCheckThenWrite) AcknowledgeExhaustion(ctx context.Context, id intake.Identity, at time.Time) (bool, error) {
+	row, ok, err := s.Get(ctx, id.UpdateID)
+	if err != nil || !ok || !row.Unacknowledged() || row.Attempts != id.Attempt || row.ClaimID != id.ClaimID {
+		return false, err
+	}
+	runtime.Gosched()
+	_, err = s.Store.AcknowledgeExhaustion(ctx, id, at)
+	return err == nil, err
+}
+
+func TestAckCheckThenWriteFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return ackCheckThenWrite{m} }))
+	requireCases(t, res, "Exhaust/ConcurrentAcks")
+	requireMessage(t, res, "Exhaust/ConcurrentAcks", "concurrent AcknowledgeExhaustion(", "calls reported true; exactly one must")
+}
