@@ -14,6 +14,7 @@ func adminCases() []testCase {
 		{name: "ListFiltersAndCursor", rule: "List filters by state and pages in update id order after its cursor", needs: capAdmin, run: adminList},
 		{name: "StateAndUnacknowledged", rule: "List and Search asked for abandoned rows that are unacknowledged select only unacknowledged exhaustions", needs: capAdmin, run: stateAndUnacknowledged},
 		{name: "Requeue", rule: "Requeue restarts only failed and abandoned rows, under a new claim id", needs: capAdmin, run: adminRequeue},
+		{name: "ConcurrentRequeues", rule: "of concurrent requeues of one failed row exactly one applies, and the history marks it once", needs: capAdmin, run: concurrentRequeues},
 		{name: "Stats", rule: "Stats counts rows by state and finds the oldest pending", needs: capAdmin, run: adminStats},
 		{name: "RequeuedDueByReceipt", rule: "a requeued row is a pending row: Due lists it by its receipt time, whatever the requeue time", needs: capAdmin, run: requeuedDueByReceipt},
 		{name: "OldestPendingSinceRequeue", rule: "Stats' oldest pending is when the row became pending, its requeue included", needs: capAdmin, run: oldestPendingSinceRequeue},

@@ -79,3 +79,32 @@ func concurrentAcks(c *checker) {
 		}
 	}
 }
+
+// concurrentRequeues: a requeue takes only a failed or abandoned row, and
+// the row it leaves is pending, so of identical requeues released together
+// exactly one reports true, and the history holds exactly one requeue
+// mark for it.
+func concurrentRequeues(c *checker) {
+	for round := range endRounds {
+		id := int64(concurrentFirstID + round)
+		c.mustAdd(id, 0)
+		holder := c.mustClaimOwned(id, claimOpts(0, 100, defaultMax), 1)
+		if !c.settleOwned(holder, failedAt(50, 10_000, "boom")) {
+			c.fatalf("Settle(%s, failed at 50ms) of a live claim reported false", fmtID(holder))
+		}
+		if n := c.winners(fmt.Sprintf("Requeue(%d, now 60ms)", id), func(int) (bool, error) {
+			return c.admin.Requeue(c.ctx, id, at(60))
+		}); n != 1 {
+			c.errorf("round %d: %d of %d concurrent Requeue(%d) calls of a failed row reported true; exactly one must", round, n, racers, id)
+		}
+		marks := 0
+		for _, rec := range c.attempts(id) {
+			if rec.Outcome == intake.AttemptRequeued {
+				marks++
+			}
+		}
+		if marks != 1 {
+			c.errorf("round %d: after concurrent requeues the history of update %d holds %d requeue marks; want 1", round, id, marks)
+		}
+	}
+}

@@ -381,3 +381,24 @@ func TestAckCheckThenWriteFails(t *testing.T) {
 	requireCases(t, res, "Exhaust/ConcurrentAcks")
 	requireMessage(t, res, "Exhaust/ConcurrentAcks", "concurrent AcknowledgeExhaustion(", "calls reported true; exactly one must")
 }
+
+// requeueCheckThenWrite finds a failed or abandoned row on a read, yields,
+// and then reports the requeue done, whatever its write found.
+type requeueCheckThenWrite struct{ *memstore.Store }
+
+func (s requeueCheckThenWrite) Requeue(ctx context.Context, id int64, now time.Time) (bool, error) {
+	row, ok, err := s.Get(ctx, id)
+	if err != nil || !ok || (row.State != intake.StateFailed && row.State != intake.StateAbandoned) {
+		return false, err
+	}
+	runtime.Gosched()
+	_, err = s.Store.Requeue(ctx, id, now)
+	return err == nil, err
+}
+
+func TestRequeueCheckThenWriteFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return requeueCheckThenWrite{m} }))
+	requireCases(t, res, "Admin/ConcurrentRequeues")
+	requireMessage(t, res, "Admin/ConcurrentRequeues", "concurrent Requeue(", "calls of a failed row reported true; exactly one must")
+}
