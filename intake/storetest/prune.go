@@ -8,6 +8,7 @@ func pruneCases() []testCase {
 		{name: "KeepsUnsettledRows", rule: "rows without a settlement time are never pruned", run: pruneKeepsUnsettled},
 		{name: "SpentRowKeptUntilAcknowledged", rule: "a row a claim spends is never pruned before its exhaustion is acknowledged", run: spentRowKept},
 		{name: "RecycledRowRefusesOldIdentity", rule: "after prune and re-add, attempt numbers repeat but claim ids never do", run: recycledRow},
+		{name: "ConcurrentPrunesCountOnce", rule: "concurrent prunes delete each row once: their counts sum to the rows there were to prune", run: concurrentPrunes},
 	}
 }
 

@@ -108,3 +108,51 @@ func concurrentRequeues(c *checker) {
 		}
 	}
 }
+
+// sumOf runs call from racers goroutines released together and returns
+// the sum of the counts they reported. The first error is reported and ends
+// the case; panics are reported.
+func (c *checker) sumOf(what string, call func() (int, error)) int {
+	var sum, errs atomic.Int64
+	fns := make([]func(), racers)
+	for i := range fns {
+		fns[i] = func() {
+			n, err := call()
+			if err != nil {
+				if errs.Add(1) == 1 { // one report for the case
+					c.errorf("a concurrent %s returned an error: %v", what, err)
+				}
+				return
+			}
+			sum.Add(int64(n))
+		}
+	}
+	together(c, fns...)
+	if errs.Load() > 0 {
+		runtime.Goexit() // reported
+	}
+	return int(sum.Load())
+}
+
+// prunedPerRound is how many settled rows each round of concurrent prunes
+// finds.
+const prunedPerRound = 2
+
+// concurrentPrunes: Prune reports how many rows it deleted, and a row is
+// deleted once, so the counts of concurrent prunes sum to the rows there
+// were to prune.
+func concurrentPrunes(c *checker) {
+	for round := range endRounds {
+		for k := range prunedPerRound {
+			id := int64(concurrentFirstID + round*prunedPerRound + k)
+			c.mustAdd(id, 0)
+			c.mustClaim(id, claimOpts(0, 100, defaultMax), 1)
+			if !c.settle(id, 1, completed(10)) {
+				c.fatalf("Settle(%d, attempt 1, completed at 10ms) of a live claim reported false", id)
+			}
+		}
+		if n := c.sumOf("Prune(before 20ms)", func() (int, error) { return c.store.Prune(c.ctx, at(20)) }); n != prunedPerRound {
+			c.errorf("round %d: concurrent Prune(before 20ms) calls reported %d rows deleted in all; %d rows were settled", round, n, prunedPerRound)
+		}
+	}
+}

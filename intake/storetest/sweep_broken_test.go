@@ -402,3 +402,30 @@ func TestRequeueCheckThenWriteFails(t *testing.T) {
 	requireCases(t, res, "Admin/ConcurrentRequeues")
 	requireMessage(t, res, "Admin/ConcurrentRequeues", "concurrent Requeue(", "calls of a failed row reported true; exactly one must")
 }
+
+// pruneCountsSelected selects the prunable rows on a read, yields, deletes
+// them, and reports how many it selected, whatever its delete found.
+type pruneCountsSelected struct{ *memstore.Store }
+
+func (s pruneCountsSelected) Prune(ctx context.Context, before time.Time) (int, error) {
+	rows, err := s.List(ctx, intake.ListQuery{Limit: 1 << 20})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range rows {
+		if (r.State == intake.StateCompleted || r.State == intake.StateAbandoned) && !r.SettledAt.IsZero() && r.SettledAt.Before(before) {
+			n++
+		}
+	}
+	runtime.Gosched()
+	_, err = s.Store.Prune(ctx, before)
+	return n, err
+}
+
+func TestPruneCountsSelectedFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return pruneCountsSelected{m} }))
+	requireCases(t, res, "Prune/ConcurrentPrunesCountOnce")
+	requireMessage(t, res, "Prune/ConcurrentPrunesCountOnce", "concurrent Prune(before 20ms) calls reported", "rows deleted in all; 2 rows were settled")
+}
