@@ -19,6 +19,7 @@ func journalCases() []testCase {
 		{name: "NotDispatchedFreesCall", rule: "a not-dispatched call may be recorded again by a later attempt", needs: capJournal, run: journalNotDispatched},
 		{name: "ListedInKeyOrder", rule: "Journal lists an update's entries by intent time, then method, parameters hash and occurrence", needs: capJournal, run: journalOrder},
 		{name: "OutcomeFencedByEntry", rule: "only the identity that recorded an intent records its outcome, once", needs: capJournal, run: journalOutcomeFence},
+		{name: "ConcurrentOutcomes", rule: "of concurrent outcomes of one pending intent exactly one is recorded", needs: capJournal, run: concurrentOutcomes},
 		{name: "OccurrencesAndMethods", rule: "method, hash and occurrence each distinguish calls, their outcomes and the entries found again", needs: capJournal, run: journalKeys},
 		{name: "PrunedWithUpdate", rule: "pruning an update forgets its journal", needs: capJournal, run: journalPruned},
 		{name: "InvalidCalls", rule: "calls outside the contract are errors", needs: capJournal, run: journalInvalid},

@@ -156,3 +156,34 @@ func concurrentPrunes(c *checker) {
 		}
 	}
 }
+
+// concurrentOutcomes: an outcome applies only while its entry is pending,
+// so of outcomes of one intent released together exactly one reports
+// true, and the entry holds that one's answer.
+func concurrentOutcomes(c *checker) {
+	cl := call("sendMessage", 1)
+	for round := range endRounds {
+		id := int64(concurrentFirstID + round)
+		c.mustAdd(id, 0)
+		holder := c.mustClaimOwned(id, claimOpts(0, 100, defaultMax), 1)
+		c.mustIntent(holder, cl, 10, intake.IntentRecorded)
+		var winner atomic.Int32
+		winner.Store(-1)
+		if n := c.winners(fmt.Sprintf("RecordOutcome(%s, sendMessage #1)", fmtID(holder)), func(i int) (bool, error) {
+			ok, err := c.journal.RecordOutcome(c.ctx, holder, cl, answered(fmt.Sprintf(`{"racer":%d}`, i)), at(20))
+			if ok {
+				winner.Store(int32(i))
+			}
+			return ok, err
+		}); n != 1 {
+			c.errorf("round %d: %d of %d concurrent RecordOutcome calls of one pending intent of update %d reported true; exactly one must", round, n, racers, id)
+			continue
+		}
+		want := fmt.Sprintf(`{"racer":%d}`, winner.Load())
+		for _, e := range c.entries(id) {
+			if e.Call == cl && string(e.Body) != want {
+				c.errorf("round %d: the entry of update %d holds answer %s; want %s, the answer of the one outcome that reported true", round, id, e.Body, want)
+			}
+		}
+	}
+}

@@ -429,3 +429,33 @@ func TestPruneCountsSelectedFails(t *testing.T) {
 	requireCases(t, res, "Prune/ConcurrentPrunesCountOnce")
 	requireMessage(t, res, "Prune/ConcurrentPrunesCountOnce", "concurrent Prune(before 20ms) calls reported", "rows deleted in all; 2 rows were settled")
 }
+
+// outcomeCheckThenWrite finds the pending entry on a read, yields, and
+// then reports the outcome recorded, whatever its write found.
+type outcomeCheckThenWrite struct{ *memstore.Store }
+
+func (s outcomeCheckThenWrite) RecordOutcome(ctx context.Context, id intake.Identity, call intake.Call, res intake.CallResult, at time.Time) (bool, error) {
+	if intake.CheckCallResult(call, res) != nil {
+		return s.Store.RecordOutcome(ctx, id, call, res, at)
+	}
+	es, err := s.Journal(ctx, id.UpdateID)
+	if err != nil {
+		return false, err
+	}
+	i := slices.IndexFunc(es, func(e intake.JournalEntry) bool {
+		return e.Call == call && e.Outcome == intake.CallPending && e.Attempt == id.Attempt && e.ClaimID == id.ClaimID
+	})
+	if i < 0 {
+		return false, nil
+	}
+	runtime.Gosched()
+	_, err = s.Store.RecordOutcome(ctx, id, call, res, at)
+	return err == nil, err
+}
+
+func TestOutcomeCheckThenWriteFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return outcomeCheckThenWrite{m} }))
+	requireCases(t, res, "Journal/ConcurrentOutcomes")
+	requireMessage(t, res, "Journal/ConcurrentOutcomes", "concurrent RecordOutcome calls of one pending intent of update", "reported true; exactly one must")
+}
