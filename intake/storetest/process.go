@@ -11,6 +11,7 @@ func processCases() []testCase {
 		{name: "TakeoverWhenOwnerLapses", rule: "a row whose owner's heartbeat lapsed is taken over before its lease ends, and the old identity is fenced", needs: capProcess, run: takeoverWhenOwnerLapses},
 		{name: "BeatKeepsOwnerLive", rule: "a renewed heartbeat keeps its rows; a heartbeat is never shortened nor revived", needs: capProcess, run: beatKeepsOwnerLive},
 		{name: "RegisterOnce", rule: "a process id is registered once; a lapsed one is not registered again", needs: capProcess, run: registerOnce},
+		{name: "ConcurrentRegisters", rule: "of concurrent registrations of one process id exactly one applies", needs: capProcess, run: concurrentRegisters},
 		{name: "LeaveReleasesAtOnce", rule: "the rows of a process that left are claimable at once", needs: capProcess, run: leaveReleasesAtOnce},
 		{name: "UnknownOwnerIsLapsed", rule: "a row owned by a process that was never registered is claimable", needs: capProcess, run: unknownOwnerLapsed},
 		{name: "OnlyTheOwnerCounts", rule: "only the row's own owner's heartbeat decides a takeover; a row without owner waits for its lease", needs: capProcess, run: onlyTheOwnerCounts},

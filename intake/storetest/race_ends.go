@@ -187,3 +187,16 @@ func concurrentOutcomes(c *checker) {
 		}
 	}
 }
+
+// concurrentRegisters: a process id is registered once, so of identical
+// registrations released together exactly one reports true.
+func concurrentRegisters(c *checker) {
+	for round := range endRounds {
+		p := fmt.Sprintf("racer-%d", round)
+		if n := c.winners(fmt.Sprintf("Register(%q, until 1000ms)", p), func(int) (bool, error) {
+			return c.process.Register(c.ctx, p, at(1000))
+		}); n != 1 {
+			c.errorf("round %d: %d of %d concurrent Register(%q) calls reported true; exactly one must", round, n, racers, p)
+		}
+	}
+}

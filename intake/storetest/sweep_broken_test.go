@@ -459,3 +459,38 @@ func TestOutcomeCheckThenWriteFails(t *testing.T) {
 	requireCases(t, res, "Journal/ConcurrentOutcomes")
 	requireMessage(t, res, "Journal/ConcurrentOutcomes", "concurrent RecordOutcome calls of one pending intent of update", "reported true; exactly one must")
 }
+
+// registered reports whether the store lists process p, and its
+// heartbeat's end.
+func registered(ctx context.Context, s *memstore.Store, p string) (time.Time, bool, error) {
+	list, err := s.Processes(ctx, 1<<20)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	for _, proc := range list.Processes {
+		if proc.ID == p {
+			return proc.Until, true, nil
+		}
+	}
+	return time.Time{}, false, nil
+}
+
+// registerCheckThenWrite finds the process id unused on a read, yields,
+// and then reports the registration done, whatever its write found.
+type registerCheckThenWrite struct{ *memstore.Store }
+
+func (s registerCheckThenWrite) Register(ctx context.Context, p string, until time.Time) (bool, error) {
+	if _, found, err := registered(ctx, s.Store, p); err != nil || found {
+		return false, err
+	}
+	runtime.Gosched()
+	_, err := s.Store.Register(ctx, p, until)
+	return err == nil, err
+}
+
+func TestRegisterCheckThenWriteFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return registerCheckThenWrite{m} }))
+	requireCases(t, res, "Process/ConcurrentRegisters")
+	requireMessage(t, res, "Process/ConcurrentRegisters", "concurrent Register(", "calls reported true; exactly one must")
+}
