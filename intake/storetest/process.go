@@ -13,6 +13,7 @@ func processCases() []testCase {
 		{name: "RegisterOnce", rule: "a process id is registered once; a lapsed one is not registered again", needs: capProcess, run: registerOnce},
 		{name: "ConcurrentRegisters", rule: "of concurrent registrations of one process id exactly one applies", needs: capProcess, run: concurrentRegisters},
 		{name: "LeaveReleasesAtOnce", rule: "the rows of a process that left are claimable at once", needs: capProcess, run: leaveReleasesAtOnce},
+		{name: "ConcurrentLeaves", rule: "of concurrent leaves of one process exactly one removes its heartbeat", needs: capProcess, run: concurrentLeaves},
 		{name: "UnknownOwnerIsLapsed", rule: "a row owned by a process that was never registered is claimable", needs: capProcess, run: unknownOwnerLapsed},
 		{name: "OnlyTheOwnerCounts", rule: "only the row's own owner's heartbeat decides a takeover; a row without owner waits for its lease", needs: capProcess, run: onlyTheOwnerCounts},
 		{name: "TakeoverByNoProcess", rule: "a claim by no process replaces the row's owner: the row it took over waits for its lease", needs: capProcess, run: takeoverByNoProcess},

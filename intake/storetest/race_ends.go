@@ -200,3 +200,18 @@ func concurrentRegisters(c *checker) {
 		}
 	}
 }
+
+// concurrentLeaves: Leave reports whether it removed a heartbeat, and a
+// heartbeat is removed once, so of identical leaves released together
+// exactly one reports true.
+func concurrentLeaves(c *checker) {
+	for round := range endRounds {
+		p := fmt.Sprintf("leaver-%d", round)
+		c.mustRegister(p, 1000)
+		if n := c.winners(fmt.Sprintf("Leave(%q)", p), func(int) (bool, error) {
+			return c.process.Leave(c.ctx, p)
+		}); n != 1 {
+			c.errorf("round %d: %d of %d concurrent Leave(%q) calls reported true; exactly one must", round, n, racers, p)
+		}
+	}
+}

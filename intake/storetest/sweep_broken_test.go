@@ -494,3 +494,23 @@ func TestRegisterCheckThenWriteFails(t *testing.T) {
 	requireCases(t, res, "Process/ConcurrentRegisters")
 	requireMessage(t, res, "Process/ConcurrentRegisters", "concurrent Register(", "calls reported true; exactly one must")
 }
+
+// leaveCheckThenWrite finds the process on a read, yields, and then
+// reports its heartbeat removed, whatever its delete found.
+type leaveCheckThenWrite struct{ *memstore.Store }
+
+func (s leaveCheckThenWrite) Leave(ctx context.Context, p string) (bool, error) {
+	if _, found, err := registered(ctx, s.Store, p); err != nil || !found {
+		return false, err
+	}
+	runtime.Gosched()
+	_, err := s.Store.Leave(ctx, p)
+	return err == nil, err
+}
+
+func TestLeaveCheckThenWriteFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return leaveCheckThenWrite{m} }))
+	requireCases(t, res, "Process/ConcurrentLeaves")
+	requireMessage(t, res, "Process/ConcurrentLeaves", "concurrent Leave(", "calls reported true; exactly one must")
+}
