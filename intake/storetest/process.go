@@ -18,6 +18,7 @@ func processCases() []testCase {
 		{name: "OnlyTheOwnerCounts", rule: "only the row's own owner's heartbeat decides a takeover; a row without owner waits for its lease", needs: capProcess, run: onlyTheOwnerCounts},
 		{name: "TakeoverByNoProcess", rule: "a claim by no process replaces the row's owner: the row it took over waits for its lease", needs: capProcess, run: takeoverByNoProcess},
 		{name: "Reap", rule: "Reap removes exactly the heartbeats that lapsed strictly before now", needs: capProcess, run: reap},
+		{name: "ConcurrentReaps", rule: "concurrent reaps remove each lapsed heartbeat once: their counts sum to the heartbeats that lapsed", needs: capProcess, run: concurrentReaps},
 		{name: "CrashBudget", rule: "with MaxCrashes, takeovers from lapsed owners count against MaxCrashes, not MaxAttempts", needs: capProcess, run: crashBudget},
 		{name: "CrashesAndAttemptsApart", rule: "a lease that ended under a live owner is an attempt, not a crash", needs: capProcess, run: crashesAndAttemptsApart},
 		{name: "NoCrashBudget", rule: "with MaxCrashes zero, a crashed attempt counts against MaxAttempts", needs: capProcess, run: noCrashBudget},

@@ -215,3 +215,21 @@ func concurrentLeaves(c *checker) {
 		}
 	}
 }
+
+// reapedPerRound is how many lapsed heartbeats each round of concurrent
+// reaps finds.
+const reapedPerRound = 3
+
+// concurrentReaps: Reap reports how many heartbeats it removed, and a
+// heartbeat is removed once, so the counts of concurrent reaps sum to the
+// heartbeats that had lapsed.
+func concurrentReaps(c *checker) {
+	for round := range endRounds {
+		for k := range reapedPerRound {
+			c.mustRegister(fmt.Sprintf("lapsed-%d-%d", round, k), 10)
+		}
+		if n := c.sumOf("Reap(now 20ms)", func() (int, error) { return c.process.Reap(c.ctx, at(20)) }); n != reapedPerRound {
+			c.errorf("round %d: concurrent Reap(now 20ms) calls reported %d heartbeats removed in all; %d had lapsed", round, n, reapedPerRound)
+		}
+	}
+}

@@ -514,3 +514,31 @@ func TestLeaveCheckThenWriteFails(t *testing.T) {
 	requireCases(t, res, "Process/ConcurrentLeaves")
 	requireMessage(t, res, "Process/ConcurrentLeaves", "concurrent Leave(", "calls reported true; exactly one must")
 }
+
+// reapCountsSelected selects the lapsed heartbeats on a read, yields,
+// removes them, and reports how many it selected, whatever its delete
+// found.
+type reapCountsSelected struct{ *memstore.Store }
+
+func (s reapCountsSelected) Reap(ctx context.Context, now time.Time) (int, error) {
+	list, err := s.Processes(ctx, 1<<20)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range list.Processes {
+		if p.Until.Before(now) {
+			n++
+		}
+	}
+	runtime.Gosched()
+	_, err = s.Store.Reap(ctx, now)
+	return n, err
+}
+
+func TestReapCountsSelectedFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return reapCountsSelected{m} }))
+	requireCases(t, res, "Process/ConcurrentReaps")
+	requireMessage(t, res, "Process/ConcurrentReaps", "concurrent Reap(now 20ms) calls reported", "heartbeats removed in all; 3 had lapsed")
+}
