@@ -404,7 +404,7 @@ func TestIgnoresHeartbeatsFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return ignoresHeartbeats{m} }), "Process")
 	requireCases(t, res, "Process/TakeoverWhenOwnerLapses", "Process/LeaveReleasesAtOnce", "Process/UnknownOwnerIsLapsed",
-		"Process/BeatKeepsOwnerLive", "Process/CrashBudget", "Process/CrashesAndAttemptsApart", "Process/NoCrashBudget",
+		"Process/BeatKeepsOwnerLive", "Process/BeatRacingLeave", "Process/CrashBudget", "Process/CrashesAndAttemptsApart", "Process/NoCrashBudget",
 		"Process/LapsedLeaseTakeoverIsCrash", "Process/RequeueResetsCrashes", "Process/DueJudgesOwnersAtNow", "Process/TakeoverByNoProcess")
 	requireMessage(t, res, "Process/TakeoverWhenOwnerLapses", "Due(now 101ms) = [] after the owner's heartbeat lapsed at 100ms; want [1]")
 }

@@ -10,6 +10,7 @@ func processCases() []testCase {
 	return []testCase{
 		{name: "TakeoverWhenOwnerLapses", rule: "a row whose owner's heartbeat lapsed is taken over before its lease ends, and the old identity is fenced", needs: capProcess, run: takeoverWhenOwnerLapses},
 		{name: "BeatKeepsOwnerLive", rule: "a renewed heartbeat keeps its rows; a heartbeat is never shortened nor revived", needs: capProcess, run: beatKeepsOwnerLive},
+		{name: "BeatRacingLeave", rule: "a heartbeat renewed while its process leaves is gone afterwards: nothing revives it", needs: capProcess, run: beatRacingLeave},
 		{name: "RegisterOnce", rule: "a process id is registered once; a lapsed one is not registered again", needs: capProcess, run: registerOnce},
 		{name: "ConcurrentRegisters", rule: "of concurrent registrations of one process id exactly one applies", needs: capProcess, run: concurrentRegisters},
 		{name: "LeaveReleasesAtOnce", rule: "the rows of a process that left are claimable at once", needs: capProcess, run: leaveReleasesAtOnce},

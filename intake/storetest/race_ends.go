@@ -233,3 +233,45 @@ func concurrentReaps(c *checker) {
 		}
 	}
 }
+
+// beatLeaveRounds is how many rounds BeatRacingLeave runs: half of the
+// barrier races', as each round makes several writes besides the race.
+const beatLeaveRounds = barrierRounds / 2
+
+// beatRacingLeave: the owner renews its heartbeat while it leaves. In
+// either order the leave removes the heartbeat (a beat first only extends
+// it), and nothing revives it: afterwards the process is not live, so a
+// further beat is refused and the row it held is claimable at once. A
+// beat that checks the heartbeat in one statement and writes it in another
+// writes it back after the leave.
+func beatRacingLeave(c *checker) {
+	revived := 0
+	for round := range beatLeaveRounds {
+		id := int64(concurrentFirstID + round)
+		p := fmt.Sprintf("leaving-%d", round)
+		c.mustRegister(p, 1000)
+		c.mustAdd(id, 0)
+		c.mustClaimAs(id, owned(0, 100_000, defaultMax, p), 1)
+		var left bool
+		together(c, staggered(round,
+			func() {
+				c.raceCall("Beat", id, func() (bool, error) { return c.process.Beat(c.ctx, p, at(2000), at(500)) })
+			},
+			func() {
+				left = c.raceCall("Leave", id, func() (bool, error) { return c.process.Leave(c.ctx, p) })
+			},
+		)...)
+		if !left {
+			c.errorf("round %d: Leave(%q) of a live process racing its Beat reported false; it removes the heartbeat in either order", round, p)
+			continue
+		}
+		beat := c.beat(p, 3000, 600)
+		_, took := c.claimAs(id, owned(600, 700, defaultMax, ""))
+		if beat || !took {
+			revived++
+		}
+	}
+	if revived > 0 {
+		c.errorf("in %d of %d rounds a process that left while it beat was live afterwards (a later Beat applied, or its row was not claimable): its heartbeat was written back after the leave", revived, beatLeaveRounds)
+	}
+}

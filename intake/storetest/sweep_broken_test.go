@@ -542,3 +542,28 @@ func TestReapCountsSelectedFails(t *testing.T) {
 	requireCases(t, res, "Process/ConcurrentReaps")
 	requireMessage(t, res, "Process/ConcurrentReaps", "concurrent Reap(now 20ms) calls reported", "heartbeats removed in all; 3 had lapsed")
 }
+
+// beatWritesBack finds the heartbeat live on a read, yields, and then
+// writes it, as an upsert of the heartbeat's row would: after a leave
+// that ran in between, the write puts the heartbeat back.
+type beatWritesBack struct{ *memstore.Store }
+
+func (s beatWritesBack) Beat(ctx context.Context, p string, until, now time.Time) (bool, error) {
+	end, found, err := registered(ctx, s.Store, p)
+	if err != nil || !found || end.Before(now) {
+		return false, err
+	}
+	runtime.Gosched()
+	if ok, err := s.Store.Beat(ctx, p, until, now); err != nil || ok {
+		return ok, err
+	}
+	_, err = s.Store.Register(ctx, p, until)
+	return err == nil, err
+}
+
+func TestBeatWritesBackFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return beatWritesBack{m} }))
+	requireCases(t, res, "Process/BeatRacingLeave")
+	requireMessage(t, res, "Process/BeatRacingLeave", "a process that left while it beat was live afterwards")
+}
