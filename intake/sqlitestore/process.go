@@ -46,21 +46,24 @@ func newProcLocker(dbFile string) *procLocker {
 
 func (l *procLocker) path(process string) string { return filepath.Join(l.dir, process+".lock") }
 
-// lock takes process's lock, or does nothing when locks are unavailable.
-func (l *procLocker) lock(process string) {
+// lock takes process's lock, or does nothing when locks are unavailable
+// or the lock is held already (by this store or another). It reports
+// whether it took the lock, which only then is this call's to release.
+func (l *procLocker) lock(process string) bool {
 	if l.dir == "" || !validProcessFile(process) {
-		return
+		return false
 	}
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
-		return
+		return false
 	}
 	f, err := lockFile(l.path(process))
 	if err != nil {
-		return
+		return false
 	}
 	l.mu.Lock()
 	l.files[process] = f
 	l.mu.Unlock()
+	return true
 }
 
 // unlock releases and removes process's lock, if this store holds it.
@@ -113,14 +116,16 @@ func validProcessFile(process string) bool {
 // Register implements [intake.ProcessStore.Register]. The process's lock
 // is taken before its row is written (see above).
 func (s *Store) Register(ctx context.Context, process string, until time.Time) (bool, error) {
-	s.procs.lock(process)
+	// A refused registration releases only a lock it took itself: the lock
+	// of the registration already live stays with it.
+	took := s.procs.lock(process)
 	var n int64
-	if err := s.write(ctx, execOp(s.q.register, &n, process, ms(until))); err != nil {
+	err := s.write(ctx, execOp(s.q.register, &n, process, ms(until)))
+	if took && (err != nil || n == 0) {
 		s.procs.unlock(process)
-		return false, fmt.Errorf("sqlitestore: register process: %w", err)
 	}
-	if n == 0 {
-		s.procs.unlock(process)
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: register process: %w", err)
 	}
 	return n > 0, nil
 }

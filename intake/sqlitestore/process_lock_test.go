@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -61,5 +62,28 @@ func TestDeadProcessReapedByItsLock(t *testing.T) {
 	}
 	if ok, err := alive.Beat(ctx, "alive", now.Add(2*time.Hour), now); err != nil || !ok {
 		t.Errorf("the live process's Beat = %v, %v; Reap removed it", ok, err)
+	}
+}
+
+// TestRefusedRegisterKeepsTheLiveLock: a second Register of a live process
+// id is refused and leaves that process's lock file in place, so its death
+// is still seen at once by the lock rather than after its heartbeat lapses.
+func TestRefusedRegisterKeepsTheLiveLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, path := openStore(t, sqlitestore.Config{})
+	now := time.Now().Truncate(time.Millisecond)
+	if ok, err := s.Register(ctx, "a", now.Add(time.Hour)); err != nil || !ok {
+		t.Fatalf("Register = %v, %v", ok, err)
+	}
+	lock := path + "-procs/a.lock"
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("after Register: %v", err)
+	}
+	if ok, err := s.Register(ctx, "a", now.Add(time.Hour)); err != nil || ok {
+		t.Fatalf("second Register = %v, %v; want refused", ok, err)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("a refused Register removed the live process's lock file: %v", err)
 	}
 }
