@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tgrelay/tgrelay/intake"
@@ -123,4 +124,20 @@ func waitServerIdle(t *testing.T, pool *pgxpool.Pool) {
 			WHERE datname = current_database() AND state <> 'idle' AND pid <> pg_backend_pid()`).Scan(&k)
 		return k == 0, err
 	})
+}
+
+// holdRow begins a domain transaction on pool that holds id's row, as an
+// app's would through OwnsTx at 50 ms; it is rolled back at the end of the
+// test unless committed before.
+func holdRow(t *testing.T, st *pgstore.Store, pool *pgxpool.Pool, id intake.Identity) pgx.Tx {
+	t.Helper()
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if owned, err := st.OwnsTx(t.Context(), tx, id, at(50)); err != nil || !owned {
+		t.Fatalf("OwnsTx = %v, %v", owned, err)
+	}
+	return tx
 }

@@ -265,14 +265,7 @@ func TestLockedRowDoesNotStallOtherWrites(t *testing.T) {
 	ctx := t.Context()
 	const n = 6
 	ids := claimRows(t, st, n)
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if owned, err := st.OwnsTx(ctx, tx, ids[0], at(50)); err != nil || !owned {
-		t.Fatalf("OwnsTx = %v, %v", owned, err)
-	}
+	tx := holdRow(t, st, pool, ids[0])
 
 	type result struct {
 		ok  bool
@@ -670,14 +663,7 @@ func TestMergedSettlementOfHeldRowRunsAlone(t *testing.T) {
 	ctx := t.Context()
 	const n, held = 8, 3
 	ids := claimRows(t, st, n)
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if owned, err := st.OwnsTx(ctx, tx, ids[held], at(50)); err != nil || !owned {
-		t.Fatalf("OwnsTx = %v, %v", owned, err)
-	}
+	tx := holdRow(t, st, pool, ids[held])
 	l := logBatches(st, n)
 
 	sctx, cancel := context.WithTimeout(ctx, 2*bounded)
@@ -762,14 +748,7 @@ func TestCancelledLoneWriteReportsWhatHappened(t *testing.T) {
 	st, pool := newStore(t)
 	ctx := t.Context()
 	ids := claimRows(t, st, 1)
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if owned, err := st.OwnsTx(ctx, tx, ids[0], at(50)); err != nil || !owned {
-		t.Fatalf("OwnsTx = %v, %v", owned, err)
-	}
+	tx := holdRow(t, st, pool, ids[0])
 
 	type result struct {
 		ok  bool
