@@ -22,6 +22,7 @@ func journalCases() []testCase {
 		{name: "ConcurrentOutcomes", rule: "of concurrent outcomes of one pending intent exactly one is recorded", needs: capJournal, run: concurrentOutcomes},
 		{name: "OccurrencesAndMethods", rule: "method, hash and occurrence each distinguish calls, their outcomes and the entries found again", needs: capJournal, run: journalKeys},
 		{name: "PrunedWithUpdate", rule: "pruning an update forgets its journal", needs: capJournal, run: journalPruned},
+		{name: "TailIntentRacingPrune", rule: "an intent racing the prune of its update never outlives the row: the id recorded again starts with an empty journal", needs: capJournal, run: tailIntentRacingPrune},
 		{name: "InvalidCalls", rule: "calls outside the contract are errors", needs: capJournal, run: journalInvalid},
 		{name: "ConcurrentIntents", rule: "of concurrent identical intents exactly one is recorded", needs: capJournal, run: journalRaceRounds},
 		{name: "DeferredOutcomes", rule: "a deferred outcome is recorded as RecordOutcome records it, with or without an intent to share its commit", needs: capJournal, run: journalDeferred},

@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 
 	"github.com/tgrelay/tgrelay/intake"
@@ -273,5 +274,61 @@ func beatRacingLeave(c *checker) {
 	}
 	if revived > 0 {
 		c.errorf("in %d of %d rounds a process that left while it beat was live afterwards (a later Beat applied, or its row was not claimable): its heartbeat was written back after the leave", revived, beatLeaveRounds)
+	}
+}
+
+// intentPruneRounds is how many rounds TailIntentRacingPrune runs.
+const intentPruneRounds = barrierRounds / 2
+
+// tailIntentRacingPrune: the tail of a completed update records intents
+// while the update is pruned. In either order the prune takes the journal
+// with the row (an intent after it is stale), so the update id recorded
+// again starts with an empty journal. An intent whose admission is
+// checked in one statement and whose entry is written in another leaves
+// an entry that outlives its row.
+func tailIntentRacingPrune(c *checker) {
+	var outlived []string
+	for round := range intentPruneRounds {
+		id := int64(concurrentFirstID + round)
+		c.mustAdd(id, 0)
+		tail := c.mustClaimOwned(id, claimOpts(0, 100, defaultMax), 1)
+		if !c.settleOwned(tail, completed(10)) {
+			c.fatalf("Settle(%s, completed at 10ms) of a live claim reported false", fmtID(tail))
+		}
+		// Several intents of the tail (one call each) and one prune, all
+		// released together: the prune lands inside some intent's window.
+		var pruned, errs atomic.Int64
+		fns := []func(){func() {
+			n, err := c.store.Prune(c.ctx, at(20))
+			if err != nil {
+				errs.Add(1)
+				c.errorf("a racing Prune(before 20ms) returned an error: %v", err)
+			}
+			pruned.Add(int64(n))
+		}}
+		for k := range racers - 1 {
+			cl := call("sendMessage", k+1)
+			fns = append(fns, func() {
+				if _, _, err := c.journal.RecordIntent(c.ctx, tail, cl, at(20)); err != nil {
+					errs.Add(1)
+					c.errorf("a racing RecordIntent(%s) returned an error: %v", fmtID(tail), err)
+				}
+			})
+		}
+		together(c, fns...)
+		if errs.Load() > 0 {
+			runtime.Goexit() // reported
+		}
+		if n := pruned.Load(); n != 1 {
+			c.fatalf("round %d: Prune(before 20ms) racing intents deleted %d rows; want 1, the completed update %d", round, n, id)
+		}
+		c.mustAdd(id, 30)
+		if es := c.entries(id); len(es) > 0 {
+			e := es[0]
+			outlived = append(outlived, fmt.Sprintf("update %d: %d entries, the first %s #%d pending by attempt %d, claim %q", id, len(es), e.Method, e.Occurrence, e.Attempt, e.ClaimID))
+		}
+	}
+	if len(outlived) > 0 {
+		c.errorf("in %d of %d rounds the update id recorded again after a prune that raced intents of its tail started with a journal entry; the prune takes the journal with the row: %s", len(outlived), intentPruneRounds, strings.Join(outlived, "; "))
 	}
 }

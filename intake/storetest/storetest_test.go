@@ -404,7 +404,7 @@ func TestFailingPrune(t *testing.T) {
 		"Exhaust/AckOnlyUnacknowledged", "Exhaust/CrashOnLastAttempt",
 		"Fence/ExpiresAndNeverAdopts",
 		"History/PrunedWithUpdate",
-		"Journal/PrunedWithUpdate", "Journal/TailAdmitted", "Journal/TailEndsWithRow",
+		"Journal/PrunedWithUpdate", "Journal/TailAdmitted", "Journal/TailEndsWithRow", "Journal/TailIntentRacingPrune",
 		"Prune/ConcurrentPrunesCountOnce",
 		"Prune/ForgetsSettled",
 		"Prune/KeepsUnsettledRows",

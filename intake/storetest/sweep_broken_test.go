@@ -567,3 +567,50 @@ func TestBeatWritesBackFails(t *testing.T) {
 	requireCases(t, res, "Process/BeatRacingLeave")
 	requireMessage(t, res, "Process/BeatRacingLeave", "a process that left while it beat was live afterwards")
 }
+
+// intentOutlivesPrune checks that the identity is admitted on a read,
+// yields, and then writes the entry whatever its write found, as an insert
+// into a journal table without the admission in its statement would: an
+// entry written after its row was pruned outlives the row.
+type intentOutlivesPrune struct {
+	*memstore.Store
+	mu      *sync.Mutex
+	orphans map[int64][]intake.JournalEntry
+}
+
+func (s intentOutlivesPrune) RecordIntent(ctx context.Context, id intake.Identity, call intake.Call, at time.Time) (intake.JournalEntry, intake.Intent, error) {
+	if intake.CheckCall(call) != nil {
+		return s.Store.RecordIntent(ctx, id, call, at)
+	}
+	if ok, err := s.Admits(ctx, id, at); err != nil || !ok {
+		return intake.JournalEntry{}, intake.IntentStale, err
+	}
+	runtime.Gosched()
+	e, in, err := s.Store.RecordIntent(ctx, id, call, at)
+	if err == nil && in == intake.IntentStale {
+		e = intake.JournalEntry{UpdateID: id.UpdateID, Call: call, Attempt: id.Attempt, ClaimID: id.ClaimID,
+			Outcome: intake.CallPending, Body: []byte{}, IntendedAt: at}
+		s.mu.Lock()
+		s.orphans[id.UpdateID] = append(s.orphans[id.UpdateID], e)
+		s.mu.Unlock()
+		in = intake.IntentRecorded
+	}
+	return e, in, err
+}
+
+func (s intentOutlivesPrune) Journal(ctx context.Context, id int64) ([]intake.JournalEntry, error) {
+	es, err := s.Store.Journal(ctx, id)
+	s.mu.Lock()
+	es = append(es, s.orphans[id]...)
+	s.mu.Unlock()
+	return es, err
+}
+
+func TestIntentOutlivesPruneFails(t *testing.T) {
+	t.Parallel()
+	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store {
+		return intentOutlivesPrune{Store: m, mu: new(sync.Mutex), orphans: map[int64][]intake.JournalEntry{}}
+	}))
+	requireCases(t, res, "Journal/TailIntentRacingPrune")
+	requireMessage(t, res, "Journal/TailIntentRacingPrune", "started with a journal entry; the prune takes the journal with the row: update 2")
+}
