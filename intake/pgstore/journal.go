@@ -39,11 +39,17 @@ func (s *Store) journalSQL() *journalSQL {
 		// $7 occurrence. Inserts only for an admitted identity (a live
 		// lease, or the tail of the row it completed; see
 		// intake.JournalStore), and replaces only a not-dispatched entry.
+		// FOR KEY SHARE makes the admission and the insert one step against
+		// a Prune: alone on the pool (its row held elsewhere, so outside a
+		// shared transaction) the statement waits for a DELETE of the row
+		// and then finds it gone, instead of inserting an entry the DELETE's
+		// trigger cannot see, which would outlive the row.
 		intent: newWriteSQL(f(`INSERT INTO {{table}}_journal AS j ({{columns}})
 			SELECT $1::bigint, $5::text, $6::text, $7::integer, $2::integer, $3::text, 'pending', 0, ''::bytea, $4::bigint, NULL
 			FROM {{table}}
 			WHERE update_id = $1::bigint AND attempts = $2::integer AND claim_id = $3::text
 			  AND (state = 'processing' AND due_at >= $4::bigint OR state = 'completed')
+			FOR KEY SHARE
 			ON CONFLICT (update_id, method, params_hash, occurrence) DO UPDATE SET
 				attempt = EXCLUDED.attempt, claim_id = EXCLUDED.claim_id, outcome = 'pending',
 				status = 0, body = ''::bytea, intended_at = EXCLUDED.intended_at, decided_at = NULL
