@@ -135,6 +135,17 @@ func parseRoot(raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
+// ShownMethod is method as a log line, metric or trace may show it:
+// "invalid" when it is no method name ([ValidMethod]) or redact would
+// change it (a token's secret half is a valid name by its characters),
+// else method itself. It is the one rule for showing a caller's method.
+func ShownMethod(method string, redact func(string) string) string {
+	if !ValidMethod(method) || redact(method) != method {
+		return "invalid"
+	}
+	return method
+}
+
 // ValidMethod reports whether method is a Bot API method name as the
 // client sends it: 1 to [MaxMethodBytes] letters, digits and underscores.
 // It is the one method-name rule; the gateway checks the calls it

@@ -98,27 +98,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a, method, fenced := g.serve(ctx, l, r)
 	w.Header().Set(HeaderCallTimeout, g.bounds.callTimeoutValue())
 	delivered := g.write(w, rc, r.Context(), a)
-	g.observe(method, a, fenced, false, start, !delivered)
-	endCall(span, "gateway", g.shownMethod(method), a, fenced)
+	shown := g.shownMethod(method)
+	g.observe(shown, a, fenced, false, start, !delivered)
+	endCall(span, "gateway", shown, a, fenced)
 }
 
 // shownMethod is method as the Observer and the traces show it: "invalid"
 // for what is no method name, and for one that holds the token (its
 // secret half is a valid method name by its characters).
-func (g *Gateway) shownMethod(method string) string {
-	if !botapi.ValidMethod(method) || g.redact(method) != method {
-		return "invalid"
-	}
-	return method
-}
+func (g *Gateway) shownMethod(method string) string { return botapi.ShownMethod(method, g.redact) }
 
-// observe reports a to the Observer.
+// observe reports a to the Observer; method is as shownMethod shows it.
 func (g *Gateway) observe(method string, a answer, fenced, webhookReply bool, start time.Time, undelivered bool) {
 	f := g.cfg.Observer.CallFunc
 	if f == nil {
 		return
 	}
-	f(CallEvent{Method: g.shownMethod(method), Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
+	f(CallEvent{Method: method, Outcome: a.outcome, Status: a.status, Fenced: fenced, WebhookReply: webhookReply,
 		Replayed: a.replayed, Telegram429: a.tg429, Tries: a.tries, Duration: g.cfg.Test.Now().Sub(start), Undelivered: undelivered})
 }
 

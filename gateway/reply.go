@@ -36,8 +36,9 @@ func (g *Gateway) Reply(ctx context.Context, id intake.Identity, method string, 
 	if a.stream != nil {
 		a.stream.Close()
 	}
-	g.observe(method, a, true, true, start, false)
-	endCall(span, "reply", g.shownMethod(method), a, true)
+	shown := g.shownMethod(method)
+	g.observe(shown, a, true, true, start, false)
+	endCall(span, "reply", shown, a, true)
 	return a.status, string(a.outcome), a.replayed
 }
 

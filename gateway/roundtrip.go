@@ -87,7 +87,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		a = g.handle(ctx, &id, c)
 		g.releaseBody(c)
 	}
-	g.observe(c.method, a, true, false, start, false)
+	g.observe(g.shownMethod(c.method), a, true, false, start, false)
 	var body io.ReadCloser = io.NopCloser(bytes.NewReader(a.body))
 	if a.stream != nil {
 		// The call's context lives until the caller closes the stream.

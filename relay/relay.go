@@ -213,10 +213,10 @@ func (r *Relay) unactedReply(next func(forward.UnactedReply)) func(forward.Unact
 // method name (it may carry anything, the bot token included) or holds a
 // secret the relay masks.
 func (r *Relay) replyMethod(m string) string {
-	if m != "" && (!botapi.ValidMethod(m) || r.red.Redact(m) != m) {
-		return "invalid"
+	if m == "" {
+		return m
 	}
-	return m
+	return botapi.ShownMethod(m, r.red.Redact)
 }
 
 // timedForward forwards one attempt and reports its duration.
