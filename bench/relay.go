@@ -86,6 +86,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	binB := fs.String("bin-b", "", "a second tgrelay binary, run as variants serve-sqlite-b and serve-postgres-b, to compare two builds in one run")
 	memory := fs.Bool("memory", false, "also run serve with its updates kept in memory (serve-memory: not durable, a crash loses them), to measure what serve costs without a store")
 	forwarderProc := fs.Bool("forwarder-proc", true, "also run the non-durable forwarder and the floors as processes of their own (the -proc variants), as serve is, to measure what the process boundary costs")
+	floorStore := fs.Bool("floor-store", true, "with -floor and -forwarder-proc, also run the contract floors as processes (floor-store-sqlite-proc, floor-store-postgres-proc): the floor's machinery with serve's own store doing every write DESIGN's guarantees ask (claimed adds, fenced settlements with the attempt's record)")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each child's whole run (serve's and the -proc variants') to `prefix`-<variant>.pprof, and serve's allocations to prefix-<variant>.allocs.pprof")
 	if err := fs.Parse(args); err != nil {
@@ -150,6 +151,16 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 					return fmt.Errorf("floor postgres: %w", err)
 				}
 				procs = append(procs, struct{ name, about, flag, db string }{"floor-postgres-proc", "floor-postgres as a process of its own, as serve is", "-floor-postgres", db})
+			}
+			if *floorStore {
+				procs = append(procs, struct{ name, about, flag, db string }{"floor-store-sqlite-proc", "floor-sqlite-proc with serve's store (sqlitestore) doing the guarantees' writes: claimed adds, fenced settlements with records", "-floor-store-sqlite", filepath.Join(dir, "floor-store-proc.db")})
+				if pgDB != nil {
+					db, err := pgDB(ctx)
+					if err != nil {
+						return fmt.Errorf("floor postgres: %w", err)
+					}
+					procs = append(procs, struct{ name, about, flag, db string }{"floor-store-postgres-proc", "floor-postgres-proc with serve's store (pgstore) doing the guarantees' writes", "-floor-store-postgres", db})
+				}
 			}
 			for _, p := range procs {
 				extra := []string{p.flag, p.db}
@@ -272,6 +283,11 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			ratio := v.median().rate() / f
 			fmt.Fprintf(out, "%s vs floor-%s-proc: %.2fx\n", v.name, eng, ratio)
 			kv = append(kv, fmt.Sprintf("%s_vs_floor_proc=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
+		}
+		if f := floors["store-"+eng+"-proc"]; f > 0 {
+			ratio := v.median().rate() / f
+			fmt.Fprintf(out, "%s vs floor-store-%s-proc: %.2fx\n", v.name, eng, ratio)
+			kv = append(kv, fmt.Sprintf("%s_vs_floor_store_proc=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
 		}
 	}
 	// A second build against the first, round by round: on a machine

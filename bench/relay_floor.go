@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite" // the driver sqlitestore uses
 
+	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/groupcommit"
 )
 
@@ -52,6 +53,18 @@ type floorStore interface {
 type floorRow struct {
 	id   int64
 	body []byte
+	// chat is the update's chat key, for a store that keeps chat order.
+	chat string
+	// claim receives the identity a claimed add recorded the row under,
+	// for a store that records rows claimed (floorContract).
+	claim *intake.Identity
+}
+
+// floorRowSettler is a floorStore that settles each forwarded row by
+// itself, with the attempt's start, rather than through the floor's own
+// group commit of ids.
+type floorRowSettler interface {
+	settleRow(ctx context.Context, row floorRow, started time.Time) error
 }
 
 // relayFloor is the measured floor of a durable relay: the non-durable
@@ -115,12 +128,23 @@ func (f *relayFloor) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var u struct {
 		UpdateID int64 `json:"update_id"`
+		Message  *struct {
+			Chat struct {
+				ID int64 `json:"id"`
+			} `json:"chat"`
+		} `json:"message"`
 	}
 	if json.Unmarshal(body, &u) != nil {
 		http.Error(w, "bad update", http.StatusBadRequest)
 		return
 	}
 	row := floorRow{id: u.UpdateID, body: body}
+	if _, ok := f.st.(floorRowSettler); ok {
+		row.claim = new(intake.Identity)
+		if u.Message != nil {
+			row.chat = floorChat(u.Message.Chat.ID)
+		}
+	}
 	added, err := f.adds.Do(r.Context(), row)
 	if err != nil {
 		http.Error(w, "not recorded", http.StatusServiceUnavailable)
@@ -141,8 +165,15 @@ func (f *relayFloor) serve(w http.ResponseWriter, r *http.Request) {
 // work forwards queued updates and settles each forwarded one.
 func (f *relayFloor) work() {
 	defer f.workers.Done()
+	rs, byRow := f.st.(floorRowSettler)
 	for row := range f.queue {
-		if f.forward(row.body) {
+		started := time.Now()
+		if !f.forward(row.body) {
+			continue
+		}
+		if byRow {
+			_ = rs.settleRow(context.Background(), row, started)
+		} else {
 			_, _ = f.settles.Do(context.Background(), row.id)
 		}
 	}

@@ -25,6 +25,8 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 	conns := fs.Int("conns", 40, "idle connections kept to the endpoint")
 	floorSQLite := fs.String("floor-sqlite", "", "run the floor on this SQLite file instead")
 	floorPostgres := fs.String("floor-postgres", "", "run the floor on this PostgreSQL database instead")
+	floorStoreSQLite := fs.String("floor-store-sqlite", "", "run the contract floor (serve's store doing the guarantees' writes) on this SQLite file instead")
+	floorStorePostgres := fs.String("floor-store-postgres", "", "run the contract floor on this PostgreSQL database instead")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,6 +57,10 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 		st, err = openFloorSQLite(ctx, *floorSQLite)
 	case *floorPostgres != "":
 		st, err = openFloorPostgres(ctx, *floorPostgres)
+	case *floorStoreSQLite != "":
+		st, err = openFloorContractSQLite(ctx, *floorStoreSQLite)
+	case *floorStorePostgres != "":
+		st, err = openFloorContractPostgres(ctx, *floorStorePostgres)
 	}
 	if err != nil {
 		return err
