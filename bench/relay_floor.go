@@ -83,14 +83,19 @@ type relayFloor struct {
 	client  *http.Client
 	target  string
 	workers sync.WaitGroup
+	// settling counts the settlements a floorRowSettler runs off the
+	// workers.
+	settling    sync.WaitGroup
+	settleSlots chan struct{}
 }
 
 func startRelayFloor(st floorStore, target string) (*relayFloor, error) {
 	f := &relayFloor{
-		st:     st,
-		queue:  make(chan floorRow, floorQueue),
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: floorWorkers, DisableCompression: true}},
-		target: target,
+		st:          st,
+		queue:       make(chan floorRow, floorQueue),
+		settleSlots: make(chan struct{}, floorQueue),
+		client:      &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: floorWorkers, DisableCompression: true}},
+		target:      target,
 	}
 	f.adds = &groupcommit.Group[floorRow, bool]{CommitFunc: st.add, Max: floorMaxBatch, Bound: floorCommitBound}
 	f.settles = &groupcommit.Group[int64, struct{}]{
@@ -172,7 +177,15 @@ func (f *relayFloor) work() {
 			continue
 		}
 		if byRow {
-			_ = rs.settleRow(context.Background(), row, started)
+			// Off the worker, as serve settles off its handler slot: a
+			// settlement waits for its commit, and the next forward need
+			// not. At most floorQueue settlements wait at once.
+			f.settleSlots <- struct{}{}
+			f.settling.Add(1)
+			go func() {
+				defer func() { <-f.settleSlots; f.settling.Done() }()
+				_ = rs.settleRow(context.Background(), row, started)
+			}()
 		} else {
 			_, _ = f.settles.Do(context.Background(), row.id)
 		}
@@ -205,6 +218,7 @@ func (f *relayFloor) close() {
 	f.relayServer.close()
 	close(f.queue)
 	f.workers.Wait()
+	f.settling.Wait()
 	f.client.CloseIdleConnections()
 	f.st.close()
 }

@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+
+	"github.com/tgrelay/tgrelay/intake"
 )
 
 // TestRelayFloorSQLite drives the floor on SQLite with the relay's load
@@ -48,5 +50,61 @@ func TestRelayFloorSQLite(t *testing.T) {
 	}
 	if rows != n || settled != n {
 		t.Fatalf("floor table has %d rows, %d settled; want %d and %d", rows, settled, n, n)
+	}
+}
+
+// TestRelayFloorContractSQLite drives the contract floor with the relay's
+// load generator and checks that every update reached the endpoint once,
+// and that sqlitestore holds each one completed under the claim its add
+// recorded, with the attempt's record.
+func TestRelayFloorContractSQLite(t *testing.T) {
+	t.Parallel()
+	sink, err := startRelaySink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.close()
+	st, err := openFloorContractSQLite(t.Context(), filepath.Join(t.TempDir(), "floor-store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := startRelayFloor(st, sink.url)
+	if err != nil {
+		st.close()
+		t.Fatal(err)
+	}
+	gen := newRelayLoad(8, 5)
+	defer gen.close()
+	const n = 200
+	res, err := gen.run(t.Context(), sink, f.url, n)
+	f.relayServer.close()
+	close(f.queue)
+	f.workers.Wait()
+	f.settling.Wait() // every forwarded row's settlement has returned
+	defer st.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.duplicates != 0 || res.reposts != 0 {
+		t.Errorf("duplicates %d, re-posts %d; want none on loopback", res.duplicates, res.reposts)
+	}
+	admin := st.st.(intake.AdminStore)
+	stats, err := admin.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stats.Count[intake.StateCompleted]; got != n {
+		t.Fatalf("%d rows completed (%v), want %d", got, stats.Count, n)
+	}
+	rows, err := admin.List(t.Context(), intake.ListQuery{Limit: 1})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("List: %v, %d rows", err, len(rows))
+	}
+	recs, err := admin.Attempts(t.Context(), rows[0].UpdateID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Outcome != intake.AttemptCompleted || recs[0].Process != st.process || recs[0].ClaimID == "" {
+		t.Fatalf("attempts of update %d: %+v, want one completed record by process %s under its claim", rows[0].UpdateID, recs, st.process)
 	}
 }
