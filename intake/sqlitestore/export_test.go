@@ -2,8 +2,12 @@ package sqlitestore
 
 import "time"
 
-// DueSQL is the due listing's statement, with the table placeholder.
-const DueSQL = dueSQL
+// DueSQL is the due listing's statement, with the table placeholder;
+// PruneSQL the prune's.
+const (
+	DueSQL   = dueSQL
+	PruneSQL = pruneSQL
+)
 
 var FillSQL = fillSQL
 
