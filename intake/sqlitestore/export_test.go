@@ -3,10 +3,13 @@ package sqlitestore
 import "time"
 
 // DueSQL is the due listing's statement, with the table placeholder;
-// PruneSQL the prune's.
+// PruneSQL, DueExhaustionsSQL (the form with a cursor) and StatsExtraSQL
+// are those statements'.
 const (
-	DueSQL   = dueSQL
-	PruneSQL = pruneSQL
+	DueSQL            = dueSQL
+	PruneSQL          = pruneSQL
+	DueExhaustionsSQL = dueExhaustionsAfterSQL
+	StatsExtraSQL     = statsExtraSQL
 )
 
 var FillSQL = fillSQL

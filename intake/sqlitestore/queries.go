@@ -146,11 +146,13 @@ WHERE settled_at < ?1 AND state IN ('completed', 'abandoned')`
 	exhaustSQL = `UPDATE "{{table}}" SET state = 'abandoned', due_at = ?4, settled_at = NULL, error = ?5
 WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?3 AND due_at >= ?4`
 
-	// ?1 limit [, ?2 after].
-	dueExhaustionsSQL = `SELECT update_id, body, attempts, claim_id, due_at, error FROM "{{table}}"
+	// ?1 limit [, ?2 after]. Through the partial index
+	// {{table}}_unacknowledged, in update id order, rather than every
+	// abandoned row the retention keeps, sorted.
+	dueExhaustionsSQL = `SELECT update_id, body, attempts, claim_id, due_at, error FROM "{{table}}" INDEXED BY "{{table}}_unacknowledged"
 WHERE state = 'abandoned' AND settled_at IS NULL AND claim_id IS NOT NULL
 ORDER BY update_id LIMIT ?1`
-	dueExhaustionsAfterSQL = `SELECT update_id, body, attempts, claim_id, due_at, error FROM "{{table}}"
+	dueExhaustionsAfterSQL = `SELECT update_id, body, attempts, claim_id, due_at, error FROM "{{table}}" INDEXED BY "{{table}}_unacknowledged"
 WHERE state = 'abandoned' AND settled_at IS NULL AND claim_id IS NOT NULL AND update_id > ?2
 ORDER BY update_id LIMIT ?1`
 
@@ -182,7 +184,7 @@ WHERE process_id = ?1 AND until_ms >= ?3`
 	statsSQL = `SELECT state, count(*) FROM "{{table}}" GROUP BY state`
 
 	statsExtraSQL = `SELECT
-    (SELECT count(*) FROM "{{table}}" WHERE state = 'abandoned' AND settled_at IS NULL),
+    (SELECT count(*) FROM "{{table}}" INDEXED BY "{{table}}_unacknowledged" WHERE state = 'abandoned' AND settled_at IS NULL),
     (SELECT min(due_at) FROM "{{table}}" WHERE state = 'pending')`
 )
 

@@ -456,8 +456,9 @@ func TestOwnsTxFencesADomainWrite(t *testing.T) {
 
 // TestPlansReadOnlyTheRowsTheyNeed pins the query plans that keep the
 // sweep from walking finished rows: the due listing reads the live rows'
-// partial index, and the prune the settled rows' in time order, so that it
-// reads the expired rows alone. Without its hint SQLite, which has no
+// partial index, the prune the settled rows' in time order, so that it
+// reads the expired rows alone, and the exhaustions' listing and count the
+// unacknowledged exhaustions' alone. Without its hint SQLite, which has no
 // statistics, pruned through the (state, due_at) index instead, reading
 // every completed row a retention keeps on each sweep, on the writer
 // connection, while accepts waited for it.
@@ -471,6 +472,8 @@ func TestPlansReadOnlyTheRowsTheyNeed(t *testing.T) {
 	}{
 		{"due", sqlitestore.DueSQL, []any{1, 1, 1}, "USING INDEX telegram_updates_live"},
 		{"prune", sqlitestore.PruneSQL, []any{1}, "USING INDEX telegram_updates_settled (settled_at<?)"},
+		{"exhaustions", sqlitestore.DueExhaustionsSQL, []any{1, 1}, "USING INDEX telegram_updates_unacknowledged (update_id>?)"},
+		{"stats", sqlitestore.StatsExtraSQL, nil, "USING INDEX telegram_updates_unacknowledged"},
 	} {
 		rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+sqlitestore.FillSQL(tc.sql, "telegram_updates"), tc.args...)
 		if err != nil {
