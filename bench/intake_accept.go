@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -73,6 +72,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	withSQLite := fs.Bool("sqlite", true, "run the SQLite variants (-sqlite=false: PostgreSQL's and the ceiling only)")
 	pgConns := fs.Int("pg-conns", 32, "PostgreSQL pool size (the same for both PostgreSQL variants)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	contract := fs.Bool("floor-store", true, "also run each store's contract floor: the floor's handler with the row recorded by intake's own store (AddBatch), without the webhook's checks and Accept")
 	trace := fs.Bool("trace-batches", false, "report the size and commit time of every group commit batch")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -142,6 +142,24 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		closers = append(closers, stop)
 		v.key, v.label, v.dbCPU = b.name+"_floor", b.name+" floor (bare insert)", b.dbCPU
 		variants = append(variants, v)
+		if *contract {
+			store, release, err := b.open(ctx, "accept_floor_store")
+			if err != nil {
+				return fmt.Errorf("%s contract floor: %w", b.name, err)
+			}
+			fc, err := newFloorContractPending(store, func() { release() })
+			if err != nil {
+				return err
+			}
+			closers = append(closers, fc.close)
+			v, stop, err := acceptServeFloor(fc, *cpuProfile != "")
+			if err != nil {
+				return err
+			}
+			closers = append(closers, stop)
+			v.key, v.label, v.dbCPU = b.name+"_floor_store", b.name+" floor, intake's store", b.dbCPU
+			variants = append(variants, v)
+		}
 	}
 	ceiling, stop, err := acceptServeCeiling(*cpuProfile != "")
 	if err != nil {
@@ -157,6 +175,9 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "  %s: %s\n", b.name, b.about)
 	}
 	fmt.Fprintln(out, "  floor: the ceiling's handler, plus the update's row group-committed before the 200 in a bare table (primary key only; relay's floor store)")
+	if *contract {
+		fmt.Fprintln(out, "  floor, intake's store: the floor's handler and group commit, with the row recorded by intake's own store (AddBatch: its columns, indexes and chat key), without the webhook's checks and Accept")
+	}
 	fmt.Fprintln(out, "  ceiling: a handler that reads the body and pushes it to a channel (nothing durable)")
 	fmt.Fprintln(out, "  CPU µs/update: this process's CPU time (clients, server, SQLite) per update; PostgreSQL's own processes are not counted")
 	fmt.Fprintln(out, "  PG CPU µs/update: PostgreSQL's processes' CPU time (postmaster, backends, background workers) per update, while the variant ran;")
@@ -267,6 +288,15 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		floorVsCeiling := intakeMedianRatio(fl.roundRate, ceiling.roundRate)
 		fmt.Fprintf(tw, "%s floor / ceiling\t%.2fx (pooled %.2fx)\tany durable design's ceiling here\t\n", b.name, floorVsCeiling, fl.rate()/ceiling.rate())
 		fmt.Fprintf(tw, "%s group / floor\t%.2fx (pooled %.2fx)\t\t\n", b.name, vsFloor, g.rate()/fl.rate())
+		if fs := res[b.name+"_floor_store"]; fs != nil {
+			storeVsCeiling := intakeMedianRatio(fs.roundRate, ceiling.roundRate)
+			vsStore := intakeMedianRatio(g.roundRate, fs.roundRate)
+			fmt.Fprintf(tw, "%s floor with intake's store / ceiling\t%.2fx (pooled %.2fx)\twhat the store's row costs: %.2fx of the bare floor\t\n", b.name, storeVsCeiling, fs.rate()/ceiling.rate(), intakeMedianRatio(fs.roundRate, fl.roundRate))
+			fmt.Fprintf(tw, "%s group / floor with intake's store\t%.2fx (pooled %.2fx)\twhat the webhook and Accept cost\t\n", b.name, vsStore, g.rate()/fs.rate())
+			kv(b.name+"_floor_store_ups", "%.0f", fs.rate())
+			kv(b.name+"_floor_store_vs_ceiling", "%.2f", storeVsCeiling)
+			kv(b.name+"_group_vs_floor_store", "%.2f", vsStore)
+		}
 		fmt.Fprintf(tw, "%s group p99 (all rounds pooled)\t%s ms\t<= %s ms %s\t\n", b.name, intakeMS(p99), intakeMS(acceptGoalP99), intakeGoal(p99 <= acceptGoalP99))
 		rp := make([]string, len(g.roundP99))
 		for i, d := range g.roundP99 {
@@ -321,20 +351,19 @@ func acceptServeWebhook(store intake.Store, profile bool) (*acceptVariant, func(
 // the ceiling's handler, plus the update's row in st (a bare table), group
 // committed before the 200 like intake's adds.
 func acceptServeFloor(st floorStore, profile bool) (*acceptVariant, func(), error) {
+	_, withChat := st.(*floorContract) // intake's store keeps the chat key
 	adds := &groupcommit.Group[floorRow, bool]{CommitFunc: st.add, Max: floorMaxBatch, Bound: floorCommitBound}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := acceptRead(w, r)
 		if !ok {
 			return
 		}
-		var u struct {
-			UpdateID int64 `json:"update_id"`
-		}
-		if json.Unmarshal(body, &u) != nil {
+		row, ok := floorParse(body, withChat)
+		if !ok {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		if _, err := adds.Do(r.Context(), floorRow{id: u.UpdateID, body: body}); err != nil {
+		if _, err := adds.Do(r.Context(), row); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}

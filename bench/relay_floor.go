@@ -131,24 +131,14 @@ func (f *relayFloor) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
 	}
-	var u struct {
-		UpdateID int64 `json:"update_id"`
-		Message  *struct {
-			Chat struct {
-				ID int64 `json:"id"`
-			} `json:"chat"`
-		} `json:"message"`
-	}
-	if json.Unmarshal(body, &u) != nil {
+	_, withChat := f.st.(floorRowSettler)
+	row, ok := floorParse(body, withChat)
+	if !ok {
 		http.Error(w, "bad update", http.StatusBadRequest)
 		return
 	}
-	row := floorRow{id: u.UpdateID, body: body}
-	if _, ok := f.st.(floorRowSettler); ok {
+	if withChat {
 		row.claim = new(intake.Identity)
-		if u.Message != nil {
-			row.chat = floorChat(u.Message.Chat.ID)
-		}
 	}
 	added, err := f.adds.Do(r.Context(), row)
 	if err != nil {
@@ -190,6 +180,37 @@ func (f *relayFloor) work() {
 			_, _ = f.settles.Do(context.Background(), row.id)
 		}
 	}
+}
+
+// floorParse reads an update's id from body, and with withChat its chat
+// key too (message.chat.id, the shape the load generators send), for a
+// store that keeps it. The bare floors read the id alone.
+func floorParse(body []byte, withChat bool) (floorRow, bool) {
+	if !withChat {
+		var u struct {
+			UpdateID int64 `json:"update_id"`
+		}
+		if json.Unmarshal(body, &u) != nil {
+			return floorRow{}, false
+		}
+		return floorRow{id: u.UpdateID, body: body}, true
+	}
+	var u struct {
+		UpdateID int64 `json:"update_id"`
+		Message  *struct {
+			Chat struct {
+				ID int64 `json:"id"`
+			} `json:"chat"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(body, &u) != nil {
+		return floorRow{}, false
+	}
+	row := floorRow{id: u.UpdateID, body: body}
+	if u.Message != nil {
+		row.chat = floorChat(u.Message.Chat.ID)
+	}
+	return row, true
 }
 
 // forward posts body to the target, up to floorForwardTries times, and

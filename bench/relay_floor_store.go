@@ -30,7 +30,22 @@ import (
 type floorContract struct {
 	st      intake.ProcessStore
 	process string
+	// pending records rows unclaimed (AddBatch), as an intake that has
+	// not started handling does: intake-accept's contract floor.
+	pending bool
 	release func()
+}
+
+// newFloorContractPending is the contract floor of intake-accept over st:
+// each update recorded pending with its chat key (AddBatch), as Accept
+// records it before any handling starts.
+func newFloorContractPending(st intake.Store, release func()) (*floorContract, error) {
+	ps, ok := st.(intake.ProcessStore)
+	if !ok {
+		release()
+		return nil, fmt.Errorf("floor store: %T has no process capability", st)
+	}
+	return &floorContract{st: ps, pending: true, release: release}, nil
 }
 
 // newFloorContract registers a process on st, as a runner does when it
@@ -80,18 +95,29 @@ func openFloorContractPostgres(ctx context.Context, url string) (*floorContract,
 func (f *floorContract) add(ctx context.Context, rows []floorRow) ([]bool, error) {
 	now := time.Now()
 	claim := &intake.ClaimOpts{Now: now, LeaseUntil: now.Add(intake.DefaultLeaseDuration), MaxAttempts: intake.DefaultMaxAttempts}
+	if f.pending {
+		claim = nil
+	}
 	reqs := make([]intake.AddRequest, len(rows))
 	for i, r := range rows {
 		reqs[i] = intake.AddRequest{Incoming: intake.Incoming{UpdateID: r.id, Body: r.body, ReceivedAt: now, Chat: r.chat}, Claim: claim}
 	}
-	res, err := f.st.AddBatchAs(ctx, reqs, intake.ProcessClaim{Process: f.process, MaxCrashes: intake.DefaultMaxCrashes})
+	var (
+		res []intake.AddResult
+		err error
+	)
+	if f.pending {
+		res, err = f.st.AddBatch(ctx, reqs)
+	} else {
+		res, err = f.st.AddBatchAs(ctx, reqs, intake.ProcessClaim{Process: f.process, MaxCrashes: intake.DefaultMaxCrashes})
+	}
 	if err != nil {
 		return nil, err
 	}
 	added := make([]bool, len(rows))
 	for i, r := range res {
 		added[i] = r.Added
-		if r.Added {
+		if r.Added && rows[i].claim != nil {
 			*rows[i].claim = r.Identity
 		}
 	}
@@ -133,7 +159,9 @@ func (f *floorContract) count(ctx context.Context) (int64, error) {
 }
 
 func (f *floorContract) close() {
-	_, _ = f.st.Leave(context.Background(), f.process)
+	if !f.pending {
+		_, _ = f.st.Leave(context.Background(), f.process)
+	}
 	f.release()
 }
 
