@@ -73,7 +73,8 @@ type Incoming struct {
 	// without quotes, of the first chat, message.chat, from, user or
 	// voter_chat object of the update's payload (a private chat and its user
 	// share one key). It is empty when the update has none, or when the key
-	// would be longer than [MaxChatKey] bytes. A [ChatOrderStore] keeps it
+	// would be longer than [MaxChatKey] bytes or hold a NUL byte (which a
+	// PostgreSQL text cannot). A [ChatOrderStore] keeps it
 	// for its strict claims; other stores may ignore it. A row with an
 	// empty Chat is never held back by strict order, nor holds others.
 	Chat string

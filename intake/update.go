@@ -104,7 +104,7 @@ func ParseUpdate(body []byte) (int64, error) {
 
 // ChatKey returns the chat key of an update's body, as the runner records
 // it in [Incoming.Chat]: empty when body is not an update, has no chat, or
-// its key is longer than [MaxChatKey]. Callers that add rows to a store
+// its key is longer than [MaxChatKey] or holds a NUL byte. Callers that add rows to a store
 // themselves use it to keep them in strict chat order.
 func ChatKey(body []byte) string {
 	p, err := parseUpdate(body)
@@ -183,13 +183,24 @@ func decodeUpdate(body []byte) (parsedUpdate, error) {
 	if id < 0 {
 		return parsedUpdate{}, errNotUpdate
 	}
-	var key string
 	if line == "" {
 		line = "update:" + strconv.FormatInt(id, 10)
-	} else if k := strings.TrimPrefix(line, "chat:"); len(k) <= MaxChatKey {
-		key = k
 	}
-	return parsedUpdate{id: id, kind: kind, line: line, key: key, chatID: chat.id, chatType: chat.typ}, nil
+	return parsedUpdate{id: id, kind: kind, line: line, key: storedChatKey(line), chatID: chat.id, chatType: chat.typ}, nil
+}
+
+// storedChatKey returns the chat key a store keeps for an update on line
+// ([Incoming.Chat]): the id of a "chat:" line, or empty for any other line
+// and for a key no store need keep: one longer than [MaxChatKey] bytes, or
+// one holding a NUL, which a PostgreSQL text cannot (a string id's
+// \u0000 decodes to one; Telegram's ids never hold it). Without its key
+// the update still runs in order on its line within the process.
+func storedChatKey(line string) string {
+	k, ok := strings.CutPrefix(line, "chat:")
+	if !ok || len(k) > MaxChatKey || strings.IndexByte(k, 0) >= 0 {
+		return ""
+	}
+	return k
 }
 
 // parseID returns the value of a non-negative JSON integer literal, or -1.

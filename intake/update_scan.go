@@ -57,13 +57,10 @@ func scanUpdate(body []byte) (p parsedUpdate, ok bool) {
 	if s.bad || id < 0 {
 		return parsedUpdate{}, false
 	}
-	var key string
 	if line == "" {
 		line = "update:" + strconv.FormatInt(id, 10)
-	} else if k := strings.TrimPrefix(line, "chat:"); len(k) <= MaxChatKey {
-		key = k
 	}
-	return parsedUpdate{id: id, kind: kind, line: line, key: key, chatID: chat.id, chatType: chat.typ}, true
+	return parsedUpdate{id: id, kind: kind, line: line, key: storedChatKey(line), chatID: chat.id, chatType: chat.typ}, true
 }
 
 // kinds are the update types Telegram sends, so that a kind is one shared

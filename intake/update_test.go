@@ -88,6 +88,8 @@ func TestChatKey(t *testing.T) {
 		{`{"update_id":8,"message":{"chat":{"id":"` + long + `"}}}`, long},
 		{`{"update_id":8,"message":{"chat":{"id":"` + long + `y"}}}`, ""},
 		{`{"update_id":"8","message":{"chat":{"id":1}}}`, ""},
+		{`{"update_id":8,"message":{"chat":{"id":"a\u0000b"}}}`, ""}, // PostgreSQL's text holds no NUL
+		{`{"update_id":8,"message":{"chat":{"id":"a\u0001b"}}}`, "a\x01b"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			if got := intake.ChatKey([]byte(tc.body)); got != tc.want {
@@ -121,7 +123,7 @@ func FuzzParseUpdate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		id, err := intake.ParseUpdate(body)
 		line, key := intake.LineKey(body), intake.ChatKey(body)
-		if len(key) > intake.MaxChatKey || (key != "" && line != "chat:"+key) {
+		if len(key) > intake.MaxChatKey || strings.IndexByte(key, 0) >= 0 || (key != "" && line != "chat:"+key) {
 			t.Fatalf("chat key %q of %q does not match its line %q", key, body, line)
 		}
 		if chat, typ := intake.ChatOf(body); (err != nil && (chat != 0 || typ != "")) || len(typ) > 32 {
