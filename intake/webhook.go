@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/tgrelay/tgrelay/botapi"
@@ -169,11 +170,9 @@ func (w *Webhook) readBody(rw http.ResponseWriter, req *http.Request) (body []by
 		return nil, nil, &http.MaxBytesError{Limit: w.maxBytes}
 	}
 	buf = bodyBuffers.Get().(*[]byte)
-	if int64(cap(*buf)) < n {
-		*buf = make([]byte, 0, n)
-	}
-	body = (*buf)[:n]
-	if _, err := io.ReadFull(req.Body, body); err != nil {
+	body, err = readDeclared(req.Body, (*buf)[:0], n)
+	*buf = body[:0] // grown or not, the buffer goes back to the pool
+	if err != nil {
 		return nil, buf, err
 	}
 	// net/http's body reader ends at the declared length, so nothing
@@ -187,6 +186,32 @@ func (w *Webhook) readBody(rw http.ResponseWriter, req *http.Request) (body []by
 	}
 	return body, buf, nil
 }
+
+// readDeclared appends exactly n bytes of r to b, or fails with
+// io.ErrUnexpectedEOF when r ends sooner. It grows b as the bytes arrive,
+// at most doubling it, never by the declared length alone: a request that
+// declares a body of the limit and sends none (or trickles it) holds no
+// more memory than it sent, where allocating n at once let each such
+// connection pin the whole limit for the server's read timeout.
+func readDeclared(r io.Reader, b []byte, n int64) ([]byte, error) {
+	for int64(len(b)) < n {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(n-int64(len(b)), int64(max(cap(b), minBodyGrowth)))))
+		}
+		m, err := r.Read(b[len(b):int(min(int64(cap(b)), n))])
+		b = b[:len(b)+m]
+		switch {
+		case err == io.EOF && int64(len(b)) < n:
+			return b, io.ErrUnexpectedEOF
+		case err != nil && err != io.EOF:
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// minBodyGrowth is the least readDeclared grows a buffer by.
+const minBodyGrowth = 512
 
 // secretHeaderKey is SecretHeader's canonical form, the key of
 // http.Header.
