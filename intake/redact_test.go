@@ -92,3 +92,23 @@ func TestHandlerErrorRedacted(t *testing.T) {
 		}
 	})
 }
+
+// A handler's error may quote bytes no SQL text column takes (a NUL,
+// invalid UTF-8; pgstore's test shows the settlement failing on them): the
+// runner stores the text with them replaced, the rest intact.
+func TestHandlerErrorStoredAsValidText(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		r := newRunner(t, intake.Config{
+			Store:       store,
+			MaxAttempts: 1,
+			Handler:     func(context.Context, intake.Update) error { return errors.New("app said \x00 and \xff\xfe.") },
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		idle(t, r)
+		if got, want := row(t, store, 1).Error, "app said \uFFFD and \uFFFD."; got != want {
+			t.Errorf("stored error %q, want %q", got, want)
+		}
+	})
+}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -1028,7 +1030,11 @@ func guard(f func()) {
 }
 
 // errorText returns err's message, guarding against an Error method that
-// panics.
+// panics, as text every store can keep: invalid UTF-8 and NUL bytes are
+// replaced by U+FFFD, since a PostgreSQL text holds neither. A handler's
+// error may quote any bytes (an update's, an app's answer), and a text the
+// store refuses would fail the settlement of every attempt, leaving the
+// update to run again forever.
 func errorText(err error) (s string) {
 	defer func() {
 		if recover() != nil {
@@ -1038,5 +1044,14 @@ func errorText(err error) (s string) {
 	if err == nil {
 		return "<nil>"
 	}
-	return err.Error()
+	return storableText(err.Error())
+}
+
+// storableText returns s with invalid UTF-8 and NUL bytes replaced by
+// U+FFFD.
+func storableText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
