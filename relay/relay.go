@@ -61,6 +61,7 @@ type Relay struct {
 	red       *botapi.Redactor // masks cfg.secrets()
 	observers []func(Event)    // the configured observers and the dashboard's, each called under safeObserve
 	now       func() time.Time
+	bounds    serverBounds // of every HTTP server the relay runs
 	bot       *botapi.Client
 	ownBC     *http.Client // the Bot API client New made, closed on stop
 	fwd       *forward.Forwarder
@@ -103,6 +104,13 @@ type listener struct {
 	srv  *http.Server
 }
 
+// serverBounds are the time bounds of the relay's HTTP servers besides
+// their write timeout: the constants above, unless a test shortens them to
+// see each one end a connection.
+type serverBounds struct {
+	readHeader, read, idle time.Duration
+}
+
 // New validates cfg and assembles a relay; it does no I/O and starts
 // nothing. An invalid field is a *[ConfigError] naming it.
 func New(cfg Config) (*Relay, error) {
@@ -110,7 +118,8 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Relay{cfg: cfg, now: time.Now, fatal: make(chan error, 1), stopping: make(chan struct{})}
+	r := &Relay{cfg: cfg, now: time.Now, fatal: make(chan error, 1), stopping: make(chan struct{}),
+		bounds: serverBounds{readHeader: readHeaderTimeout, read: readTimeout, idle: idleTimeout}}
 	r.tr = newTracing(cfg.TracerProvider, cfg.Token, cfg.StoreName)
 	r.caps = detectCaps(cfg.Store)
 	var h slog.Handler = slog.DiscardHandler
@@ -357,10 +366,10 @@ func (r *Relay) serveTimeouts(name, field, addr string, l net.Listener, h http.H
 	}
 	s := &listener{name: name, ln: l, srv: &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
+		ReadHeaderTimeout: r.bounds.readHeader,
+		ReadTimeout:       r.bounds.read,
 		WriteTimeout:      write,
-		IdleTimeout:       idleTimeout,
+		IdleTimeout:       r.bounds.idle,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
 	}}
