@@ -50,7 +50,7 @@ type WebhookConfig struct {
 //   - 405 with Allow: POST for any other method;
 //   - 403 when the secret header is missing or wrong (checked before the
 //     body is read, in constant time that also hides the secret's length);
-//   - 413 when the body exceeds the limit;
+//   - 413 when the body exceeds the limit, closing the connection;
 //   - 400 when the body is not a Telegram update;
 //   - 200 once the update is recorded durably, or was already recorded;
 //   - 503 when the store failed, or did not answer within the runner's
@@ -121,6 +121,10 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
+			// The rest of the body is unread: close rather than let the
+			// server drain it, which net/http decides for itself only when
+			// rw is its own (a wrapping handler hides that).
+			rw.Header().Set("Connection", "close")
 			rw.WriteHeader(http.StatusRequestEntityTooLarge)
 			return
 		}

@@ -232,3 +232,29 @@ func TestWebhookTricklingBody(t *testing.T) {
 		t.Fatalf("update 31 = %v, %v: want the body as sent", ok, err)
 	}
 }
+
+// TestWebhookTooLargeEndsTheConnection: a chunked body over the limit is
+// answered 413 with Connection: close, even behind a handler that wraps
+// the ResponseWriter (as the relay's does, hiding net/http's own signal
+// to close). Without it the server read on, draining up to 256 KiB more of
+// the refused body to keep the connection, and served what followed.
+func TestWebhookTooLargeEndsTheConnection(t *testing.T) {
+	t.Parallel()
+	b := setupRawWebhook(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(struct{ http.ResponseWriter }{w}, r)
+		})
+	})
+	var chunks strings.Builder
+	chunk := strings.Repeat("x", 64<<10)
+	for range (intake.DefaultMaxBodyBytes >> 16) + 2 {
+		fmt.Fprintf(&chunks, "%x\r\n%s\r\n", len(chunk), chunk)
+	}
+	chunks.WriteString("0\r\n\r\n")
+	good := `{"update_id":7}`
+	raw := post(secretLine(testSecret)+"Transfer-Encoding: chunked\r\n", chunks.String()) +
+		post(secretLine(testSecret)+lengthLine(good), good)
+	if got := b.exchange(t, raw); len(got) != 1 || got[0] != http.StatusRequestEntityTooLarge {
+		t.Fatalf("statuses %v; want one 413 and the connection closed", got)
+	}
+}
