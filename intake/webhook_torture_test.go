@@ -14,6 +14,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 // rawWebhook serves a webhook over memstore on a loopback http.Server,
@@ -52,33 +53,11 @@ func (b *rawWebhook) dial(t *testing.T) net.Conn {
 	return c
 }
 
-// exchange writes raw on a new connection, then closes its writing half,
-// and returns the status of every final response it reads.
+// exchange writes raw on a new connection and returns the status of every
+// final response (see testkit.RawExchange).
 func (b *rawWebhook) exchange(t *testing.T, raw string) []int {
 	t.Helper()
-	c := b.dial(t)
-	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
-	var codes []int
-	for {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			return codes
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode >= 200 { // not 100 Continue
-			codes = append(codes, resp.StatusCode)
-		}
-	}
+	return testkit.RawExchange(t, b.srv.Listener.Addr().String(), raw)
 }
 
 // post is a hand-written POST of body with the given header lines.

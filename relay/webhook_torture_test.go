@@ -1,52 +1,16 @@
 package relay_test
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
 )
-
-// rawExchange writes raw on a new connection to addr, closes its writing
-// half, and returns the status of every final response it reads.
-func rawExchange(t *testing.T, addr, raw string) []int {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
-	var codes []int
-	for {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			return codes
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode >= 200 {
-			codes = append(codes, resp.StatusCode)
-		}
-	}
-}
 
 // The relay's webhook listener, attacked on the wire: many connections
 // that send half a request or nothing hold nothing up, requests a client
@@ -112,7 +76,7 @@ func TestRelayWebhookUnderAttack(t *testing.T) {
 		{"a chunked body over the bound", "POST " + relay.DefaultPath + " HTTP/1.1\r\nHost: tgrelay\r\n" + secret + "Transfer-Encoding: chunked\r\n\r\n" +
 			fmt.Sprintf("%x\r\n", intake.DefaultMaxBodyBytes+1) + strings.Repeat("x", intake.DefaultMaxBodyBytes+1) + "\r\n0\r\n\r\n", []int{413}},
 	} {
-		if got := rawExchange(t, addr, tc.raw); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+		if got := testkit.RawExchange(t, addr, tc.raw); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: answered %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -1,7 +1,8 @@
 // Package testkit holds the few helpers tgrelay's own tests share, so that
 // no package keeps a copy: a bounded wait for a condition, a buffer safe
-// for concurrent writers, a free loopback address, and a clock the test
-// moves. For an address
+// for concurrent writers, a free loopback address, a clock the test moves,
+// and a raw HTTP/1.1 exchange for requests no client library would write.
+// For an address
 // that refuses connections use package closedport; for PostgreSQL,
 // pgtest; for goroutine leaks, leakcheck.
 //
@@ -9,7 +10,11 @@
 package testkit
 
 import (
+	"bufio"
 	"bytes"
+	"io"
+	"net"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -74,6 +79,41 @@ func FreeAddr(tb testing.TB) string {
 		tb.Fatalf("testkit: %v", err)
 	}
 	return addr
+}
+
+// RawExchange writes raw, hand-written HTTP/1.1, on a new connection to
+// addr, closes the connection's writing half, and returns the status of
+// every final response read back (not 100 Continue), until the server
+// closes the connection or 5 seconds pass.
+func RawExchange(tb testing.TB, addr, raw string) []int {
+	tb.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := io.WriteString(c, raw); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		tb.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	var codes []int
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return codes
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 200 {
+			codes = append(codes, resp.StatusCode)
+		}
+	}
 }
 
 // Clock is a clock that moves only when the test moves it, for code that
