@@ -214,8 +214,8 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	res := intake.CallResult{Outcome: intake.CallUnknown}
 	switch {
 	case a.outcome == wire.OutcomeNotDispatched || a.outcome == wire.OutcomeThrottled,
-		a.status == http.StatusTooManyRequests && telegramShaped(a.body),
-		a.outcome == wire.OutcomeAnswered && a.status >= 500,
+		a.status == http.StatusTooManyRequests && telegramRefusal(a.body),
+		a.outcome == wire.OutcomeAnswered && a.status >= 500 && telegramRefusal(a.body),
 		isQuery && answerRefusedQueryOpen(a):
 		// Nothing was sent, or Telegram did not act (the limiter's 429,
 		// or Telegram's own, in its JSON: a proxy's 429 page may stand
@@ -224,7 +224,8 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 		// retryable: readAnswer made any other 5xx unknown; or it
 		// refused an answer to a query that is still open, such as a
 		// text too long): a later identical call, or the query's next
-		// answer, may send it.
+		// answer, may send it. Only a refusal ("ok":false) says so: a
+		// success body under a 429 or 5xx status says Telegram acted.
 		res = intake.CallResult{Outcome: intake.CallNotDispatched, Body: a.body}
 	case a.outcome == wire.OutcomeUnknown:
 		res.Body = a.body
@@ -700,7 +701,7 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 	a.body = b
 	// Telegram's own 429, not a proxy's page: only it says Telegram's
 	// limits were hit.
-	a.tg429 = resp.StatusCode == http.StatusTooManyRequests && a.outcome != wire.OutcomeThrottled && telegramShaped(b)
+	a.tg429 = resp.StatusCode == http.StatusTooManyRequests && a.outcome != wire.OutcomeThrottled && telegramRefusal(b)
 	if resp.StatusCode >= 500 && !telegramShaped(b) {
 		resp.Body.Close()
 		return telegramError(StatusUnknown, wire.OutcomeUnknown, fmt.Sprintf(
@@ -717,8 +718,27 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 
 // telegramShaped reports whether b is a JSON object with Telegram's "ok".
 func telegramShaped(b []byte) bool {
+	_, ok := telegramOK(b)
+	return ok
+}
+
+// telegramRefusal reports whether b is Telegram's refusal: a JSON object
+// whose "ok" is false. Only a refusal says Telegram did not act on a call;
+// a body with "ok":true is Telegram's success whatever the status it came
+// under (something between us and Telegram may have changed the status).
+func telegramRefusal(b []byte) bool {
+	v, ok := telegramOK(b)
+	return ok && !v
+}
+
+// telegramOK returns the boolean "ok" of a JSON object b, and whether b
+// has one.
+func telegramOK(b []byte) (v, ok bool) {
 	var env struct {
 		OK *bool `json:"ok"`
 	}
-	return json.Unmarshal(b, &env) == nil && env.OK != nil
+	if json.Unmarshal(b, &env) != nil || env.OK == nil {
+		return false, false
+	}
+	return *env.OK, true
 }

@@ -1,0 +1,93 @@
+package gateway_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/telegramtest"
+)
+
+// TestSuccessUnderErrorStatusIsNotJournaledNotDispatched: something in
+// front of Telegram passes a fenced call on (the message arrives) and
+// hands Telegram's success body back under a 5xx or 429 status. The body
+// says ok:true: Telegram acted. The call must not be journaled as not
+// dispatched, so the update's next attempt must not send it again.
+func TestSuccessUnderErrorStatusIsNotJournaledNotDispatched(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusTooManyRequests} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			tg := telegramtest.NewServer(telegramtest.Config{})
+			t.Cleanup(tg.Close)
+			chat, err := tg.NewPrivateChat(tg.NewUser("Ann"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				out, err := http.NewRequestWithContext(r.Context(), r.Method, tg.URL+r.URL.RequestURI(), r.Body)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				out.Header.Set("Content-Type", r.Header.Get("Content-Type"))
+				resp, err := http.DefaultClient.Do(out)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadGateway)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if !bytes.Contains(body, []byte(`"ok":true`)) {
+					t.Errorf("telegramtest answered %s; want a success", body)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				w.Write(body)
+			}))
+			t.Cleanup(proxy.Close)
+
+			g := newSQLiteGatewayAt(t, tg.Token, proxy.URL, filepath.Join(t.TempDir(), "gw.db"))
+			st, gw, srv := g.st, g.gw, g.srv
+			now := time.Now()
+			if _, err := st.Add(t.Context(), intake.Incoming{UpdateID: 1, Body: []byte(`{}`), ReceivedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+			first := g.claim(t, 1, now, time.Minute)
+			receive(t, goSend(t.Context(), attemptRoot(srv.URL, first)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply"))
+			if n := countText(tg, chat.ID, "the reply"); n != 1 {
+				t.Fatalf("the chat got the reply %d times after the first call; want once", n)
+			}
+			if err := gw.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			es, err := st.Journal(t.Context(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(es) != 1 || es[0].Outcome == intake.CallNotDispatched || es[0].Outcome == intake.CallPending {
+				t.Errorf("journal after Telegram's success under HTTP %d = %+v; want one entry that is neither pending nor not dispatched", status, es)
+			}
+
+			at := time.Now()
+			if ok, err := st.Settle(t.Context(), first, intake.Settlement{State: intake.StateFailed, At: at, RetryAt: at.Add(-time.Millisecond), Error: "handler failed"}); err != nil || !ok {
+				t.Fatalf("Settle = %v, %v", ok, err)
+			}
+			at = time.Now()
+			next, ok, err := st.Claim(t.Context(), 1, intake.ClaimOpts{Now: at, LeaseUntil: at.Add(time.Minute), MaxAttempts: 5})
+			if err != nil || !ok {
+				t.Fatalf("Claim again = %v, %v", ok, err)
+			}
+			r := receive(t, goSend(t.Context(), attemptRoot(srv.URL, next)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply"))
+			if n := countText(tg, chat.ID, "the reply"); n != 1 {
+				t.Fatalf("the chat got the reply %d times (the next attempt's call answered %d %s); want exactly once", n, r.status, r.body)
+			}
+		})
+	}
+}
