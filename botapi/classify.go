@@ -1,6 +1,7 @@
 package botapi
 
 import (
+	"net/url"
 	"strings"
 	"time"
 )
@@ -211,6 +212,11 @@ var phrases = [...]phrase{
 //     unknown, evidence transport (the gateway speaks for its transport).
 //  5. The description (the APIError's, or else err.Error()) matched against a
 //     table of Telegram's phrases, case-insensitively: evidence description.
+//     Without an APIError, err.Error() is not read when the chain holds a
+//     [*RequestError] or a [*url.Error]: a call that failed without an
+//     answer has no description of Telegram's, and its message may quote
+//     whatever a server sent (net/http quotes a malformed status line or
+//     header), so it never reads as rate-limited or a recipient gone.
 //  6. Status 429 in Telegram's JSON envelope: rate-limited, evidence
 //     status. A 429 whose body was not Telegram's JSON (a proxy's page,
 //     [APIError.NotJSON]) is not Telegram saying it did not act: unknown.
@@ -259,9 +265,10 @@ func Classify(err error) (f Failure) {
 	}
 
 	var description string
-	if apiErr != nil {
+	switch {
+	case apiErr != nil:
 		description = apiErr.Description
-	} else {
+	case !sc.noAnswer:
 		description = err.Error()
 	}
 	if len(description) > MaxDescriptionBytes {
@@ -310,6 +317,7 @@ type scanned struct {
 	unknown       int       // unknown-outcome marks
 	replaySafe    int       // of those, the ones on or under a replay-safe mark
 	apiErr        *APIError // the outermost *APIError
+	noAnswer      bool      // a *RequestError or *url.Error: a failure without an answer
 }
 
 // scan walks err's cause tree, depth-first in the order errors.Is would,
@@ -341,6 +349,10 @@ func scan(err error) scanned {
 		}
 		if sc.apiErr == nil {
 			sc.apiErr = asAPIError(n.err)
+		}
+		switch n.err.(type) {
+		case *RequestError, *url.Error:
+			sc.noAnswer = true
 		}
 		if n.depth >= MaxClassifyDepth {
 			continue
