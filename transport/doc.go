@@ -93,7 +93,8 @@
 // # Secrets
 //
 // The Bot API carries the token in the URL path. No error of this package
-// quotes a URL, a proxy URL or a proxy's credentials. Note that
+// quotes a URL, a proxy URL or a proxy's credentials, nor the bytes of a
+// malformed answer (a server may echo the request line, token included). Note that
 // [net/http.Client] wraps errors in a [*net/url.Error] that does quote the
 // URL.
 package transport

@@ -1,0 +1,71 @@
+package transport_test
+
+import (
+	"bufio"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/tgrelay/tgrelay/transport"
+)
+
+// TestEchoedRequestLineNeverReachesTheError: a hostile server answers with
+// the request line it read (which holds the token, as the Bot API carries
+// it in the path) where a status line or a header belongs. net/http's
+// parser quotes the malformed line in its error; the transport's error
+// must not carry the token on.
+func TestEchoedRequestLineNeverReachesTheError(t *testing.T) {
+	t.Parallel()
+	for name, frame := range map[string]func(line string) string{
+		"status code": func(line string) string { return "HTTP/1.1 " + strings.Fields(line)[1] + " x\r\n\r\n" },
+		"status line": func(line string) string { return line + "\r\n\r\n" },
+		"header line": func(line string) string { return "HTTP/1.1 200 OK\r\n" + line + "\r\n\r\n" },
+		"header name": func(line string) string { return "HTTP/1.1 200 OK\r\n" + strings.Fields(line)[1] + ": x\r\n\r\n" },
+		"chunk size": func(line string) string {
+			return "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Fields(line)[1] + "\r\n"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
+				br := bufio.NewReader(c)
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if _, _, err := readRequest(bufio.NewReader(strings.NewReader(line + readRest(br)))); err != nil {
+					return
+				}
+				c.Write([]byte(frame(strings.TrimRight(line, "\r\n"))))
+			})
+			tr := newTransport(t, transport.Config{})
+			_, err := send(t.Context(), tr, srv.url())
+			assertUnknown(t, err)
+		})
+	}
+}
+
+// readRest reads the rest of a request after its first line: its headers
+// and its Content-Length body.
+func readRest(br *bufio.Reader) string {
+	var b strings.Builder
+	n := 0
+	for {
+		l, err := br.ReadString('\n')
+		b.WriteString(l)
+		if err != nil || l == "\r\n" {
+			break
+		}
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.EqualFold(k, "Content-Length") {
+			for _, r := range strings.TrimSpace(v) {
+				n = n*10 + int(r-'0')
+			}
+		}
+	}
+	body := make([]byte, n)
+	for i := range body {
+		body[i], _ = br.ReadByte()
+	}
+	b.Write(body)
+	return b.String()
+}
