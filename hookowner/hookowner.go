@@ -213,6 +213,15 @@ type info struct {
 	HasCustomCertificate bool   `json:"has_custom_certificate"`
 }
 
+// errNoWebhookURL: getWebhookInfo's result has no string "url", which
+// Telegram always sends (empty when no webhook is set).
+var errNoWebhookURL = errors.New(`the result is not an object with a string "url"`)
+
+// getInfo calls getWebhookInfo. A result that is not Telegram's
+// WebhookInfo (none, null, an object without its string "url") is an
+// error: read as the zero info, it would say "no webhook" and let a
+// claim take over from HostNone, or a delete report success, on an
+// answer that said nothing about the webhook.
 func getInfo(ctx context.Context, c Caller) (info, error) {
 	raw, err := c.Call(ctx, "getWebhookInfo", struct{}{})
 	if err != nil {
@@ -221,6 +230,12 @@ func getInfo(ctx context.Context, c Caller) (info, error) {
 	var in info
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return info{}, fmt.Errorf("hookowner: getWebhookInfo answered an unexpected shape: %w", err)
+	}
+	var shape struct {
+		URL *string `json:"url"`
+	}
+	if json.Unmarshal(raw, &shape) != nil || shape.URL == nil {
+		return info{}, fmt.Errorf("hookowner: getWebhookInfo answered an unexpected shape: %w", errNoWebhookURL)
 	}
 	return in, nil
 }
