@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/tgrelay/tgrelay/botapi"
@@ -53,7 +54,31 @@ func (v *attemptValue) observe(r transport.Result) {
 		v.refusal = nil // not dispatched: the library's error says so
 	default:
 		v.refusal = botapi.ParseAnswer(r.Method, r.Status, r.Body)
+		if foreignAnswer(r, v.refusal) {
+			// A proxy's or a load balancer's page, not Telegram's word:
+			// the call may have arrived, and nothing says it did not act.
+			if v.unknown == nil {
+				v.unknown = &transport.OutcomeUnknownError{Err: errForeignAnswer}
+			}
+			v.refusal = nil
+		}
 	}
+}
+
+// errForeignAnswer is what an error status without Telegram's JSON, to a
+// call that may act, means.
+var errForeignAnswer = errors.New("a call that may act was answered with an error status without Telegram's JSON (a proxy's page): it may have arrived")
+
+// foreignAnswer reports whether r is an answer of someone other than
+// Telegram (refusal, its parsed body, is NotJSON) with a status of 300 or
+// more, to a Bot API method that may act: not a getX method, whose repeat
+// changes nothing, nor a file download, whose path's last element is no
+// method name. Its outcome is unknown (botapi.Classify rules 6 and 7).
+func foreignAnswer(r transport.Result, refusal *botapi.APIError) bool {
+	if refusal == nil || !refusal.NotJSON || r.Status < 300 || !botapi.ValidMethod(r.Method) {
+		return false
+	}
+	return len(r.Method) <= 3 || !strings.EqualFold(r.Method[:3], "get")
 }
 
 // seenError is the handler's error together with what the transport saw

@@ -1,0 +1,80 @@
+package intake_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/transport"
+)
+
+// TestForeignErrorPageIsAnUnknownOutcome: a proxy in front of Telegram
+// passes a handler's send on (it may have arrived) and answers with an
+// error page of its own, not Telegram's JSON. The library's error hides
+// it, but the runner sees the answer: it is nobody's word that the send did
+// not act, so the update is given up as outcome unknown after one attempt,
+// never run again to send the message a second time.
+func TestForeignErrorPageIsAnUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusBadGateway, http.StatusTooManyRequests, http.StatusForbidden, http.StatusFound} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				calls.Add(1)
+				w.Header().Set("Content-Type", "text/html")
+				w.Header().Set("Location", "https://example.com/")
+				w.WriteHeader(status)
+				io.WriteString(w, "<html><body>upstream trouble</body></html>")
+			}))
+			t.Cleanup(srv.Close)
+			client, err := transport.NewClient(transport.Config{Proxy: func(*http.Request) (*url.URL, error) { return nil, nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			exhausted := make(chan intake.Exhaustion, 1)
+			delays := make(chan time.Duration, 8)
+			r := newRunner(t, intake.Config{
+				Store: memstore.New(),
+				Handler: func(ctx context.Context, u intake.Update) error {
+					return lossyCall(ctx, client, srv.URL)
+				},
+				MaxConcurrent: 1,
+				RetryFunc: func(err error, attempt int) (time.Duration, bool) {
+					d, ok := intake.DefaultRetry(err, attempt)
+					delays <- d
+					return d, ok
+				},
+				ExhaustionHandler: func(_ context.Context, e intake.Exhaustion) error { exhausted <- e; return nil },
+			})
+			start(t, r)
+			mustAccept(t, r, msg(1, 1), intake.Accepted)
+			select {
+			case d := <-delays:
+				if d != 0 {
+					t.Fatalf("the send answered by a foreign page is retried after %v; want it given up", d)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no retry decision within 10s")
+			}
+			e := <-exhausted
+			if e.Attempt != 1 || !strings.HasPrefix(e.Error, "outcome unknown") {
+				t.Fatalf("exhaustion = attempt %d %q; want the update given up after 1 attempt as outcome unknown", e.Attempt, e.Error)
+			}
+			idle(t, r)
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("the send reached the server %d times; want once", n)
+			}
+		})
+	}
+}
