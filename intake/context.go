@@ -65,17 +65,17 @@ func (v *attemptValue) observe(r transport.Result) {
 	}
 }
 
-// errForeignAnswer is what an error status without Telegram's JSON, to a
-// call that may act, means.
-var errForeignAnswer = errors.New("a call that may act was answered with an error status without Telegram's JSON (a proxy's page): it may have arrived")
+// errForeignAnswer is what an answer without Telegram's JSON, to a call
+// that may act, means.
+var errForeignAnswer = errors.New("a call that may act was answered without Telegram's JSON (a proxy's page): it may have arrived")
 
 // foreignAnswer reports whether r is an answer of someone other than
-// Telegram (refusal, its parsed body, is NotJSON) with a status of 300 or
-// more, to a Bot API method that may act: not a getX method, whose repeat
-// changes nothing, nor a file download, whose path's last element is no
-// method name. Its outcome is unknown (botapi.Classify rules 6 and 7).
+// Telegram (refusal, its parsed body, is NotJSON), whatever its status, to
+// a Bot API method that may act: not a getX method, whose repeat changes
+// nothing, nor a file download, whose path's last element is no method
+// name. Its outcome is unknown (as botapi.Classify reads such an answer).
 func foreignAnswer(r transport.Result, refusal *botapi.APIError) bool {
-	if refusal == nil || !refusal.NotJSON || r.Status < 300 || !botapi.ValidMethod(r.Method) {
+	if refusal == nil || !refusal.NotJSON || !botapi.ValidMethod(r.Method) {
 		return false
 	}
 	return len(r.Method) <= 3 || !strings.EqualFold(r.Method[:3], "get")

@@ -2,6 +2,7 @@ package intake_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -25,7 +26,7 @@ import (
 // never run again to send the message a second time.
 func TestForeignErrorPageIsAnUnknownOutcome(t *testing.T) {
 	t.Parallel()
-	for _, status := range []int{http.StatusBadGateway, http.StatusTooManyRequests, http.StatusForbidden, http.StatusFound} {
+	for _, status := range []int{http.StatusOK, http.StatusBadGateway, http.StatusTooManyRequests, http.StatusForbidden, http.StatusFound} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			t.Parallel()
 			var calls atomic.Int32
@@ -47,7 +48,10 @@ func TestForeignErrorPageIsAnUnknownOutcome(t *testing.T) {
 			r := newRunner(t, intake.Config{
 				Store: memstore.New(),
 				Handler: func(ctx context.Context, u intake.Update) error {
-					return lossyCall(ctx, client, srv.URL)
+					if err := lossyCall(ctx, client, srv.URL); err != nil {
+						return err
+					}
+					return errors.New("lib: the answer is not JSON") // a 200 page
 				},
 				MaxConcurrent: 1,
 				RetryFunc: func(err error, attempt int) (time.Duration, bool) {

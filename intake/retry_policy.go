@@ -24,8 +24,8 @@ func Backoff(attempt int) time.Duration {
 //   - a send whose outcome is unknown (the transport's
 //     [transport.OutcomeUnknownError] anywhere in err, or seen by the
 //     runner during the attempt; the gateway's Tgrelay-Outcome: unknown;
-//     or, seen by the runner, a call answered with a status of 300 or more
-//     without Telegram's JSON, as a proxy's error page)
+//     or, seen by the runner, a call answered without Telegram's JSON, as
+//     with a proxy's error page)
 //     is never repeated blindly: the update is given up at once, and its
 //     exhaustion (dead letter) says "outcome unknown". Unless every such
 //     send went through a replay journal (tgrelay's gateway marks its
