@@ -234,6 +234,12 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	default: // answered or throttled: an answer the app saw, replayed as is
 		res = intake.CallResult{Outcome: intake.CallAnswered, Status: a.status, Body: a.body}
 	}
+	// A journal row never keeps the token: a page in front of Telegram may
+	// quote the request's path (Apache's 404 does), and a description may
+	// echo the token or its secret half.
+	if masked := g.redact(string(res.Body)); masked != string(res.Body) {
+		res.Body = []byte(masked)
+	}
 	// A not-dispatched outcome is written before the answer: it frees the
 	// occurrence number for the app's next identical call (see
 	// occurrences). The others may follow the answer (see outcomes.go).
