@@ -685,8 +685,17 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 		}
 	}
 	a := answer{status: resp.StatusCode, header: h, outcome: wire.OutcomeAnswered}
-	if wire.OutcomeOf(resp.Header) == wire.OutcomeThrottled {
-		a.outcome = wire.OutcomeThrottled
+	// The upstream's own outcome header is believed only where believing
+	// it cannot send a call twice: anyone upstream may set it (a proxy, a
+	// hostile server, a tgrelay gateway in front of Telegram). Its unknown
+	// is kept; its throttled only on a 429 refusal in Telegram's JSON,
+	// which says the same as the limiter's own 429 (see below); any other
+	// value is dropped, so a success cannot pass for a call never sent.
+	upstream := wire.OutcomeOf(resp.Header)
+	h.Del(wire.HeaderOutcome)
+	if upstream == wire.OutcomeUnknown {
+		a.outcome = wire.OutcomeUnknown
+		h.Set(wire.HeaderOutcome, string(upstream))
 	}
 	if c.streamAnswer {
 		a.stream = resp.Body
@@ -705,6 +714,10 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 		return u
 	}
 	a.body = b
+	if upstream == wire.OutcomeThrottled && resp.StatusCode == http.StatusTooManyRequests && telegramRefusal(b) {
+		a.outcome = wire.OutcomeThrottled
+		h.Set(wire.HeaderOutcome, string(upstream))
+	}
 	// Telegram's own 429, not a proxy's page: only it says Telegram's
 	// limits were hit.
 	a.tg429 = resp.StatusCode == http.StatusTooManyRequests && a.outcome != wire.OutcomeThrottled && telegramRefusal(b)

@@ -95,6 +95,16 @@ func TestHostileUpstreamNeverSendsTwice(t *testing.T) {
 		{name: "success under 500", answer: func(b []byte) []byte {
 			return fmt.Appendf(nil, "HTTP/1.1 500 X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
 		}},
+		{name: "success claiming throttled", answer: func(b []byte) []byte {
+			return fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nTgrelay-Outcome: throttled\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+		}},
+		{name: "success claiming not dispatched", answer: func(b []byte) []byte {
+			return fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nTgrelay-Outcome: not-dispatched\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+		}},
+		{name: "tgrelay unknown upstream", answer: func([]byte) []byte {
+			body := `{"ok":false,"error_code":502,"description":"Bad Gateway: tgrelay: the call may have reached Telegram, but no answer came back (reset); it is not sent again"}`
+			return fmt.Appendf(nil, "HTTP/1.1 502 Bad Gateway\r\nTgrelay-Outcome: unknown\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}},
 		{name: "redirect", answer: func([]byte) []byte {
 			return []byte("HTTP/1.1 307 Temporary Redirect\r\nLocation: /again\r\nContent-Length: 0\r\n\r\n")
 		}},
