@@ -3,6 +3,7 @@ package transport_test
 import (
 	"bufio"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -68,4 +69,30 @@ func readRest(br *bufio.Reader) string {
 	}
 	b.Write(body)
 	return b.String()
+}
+
+// TestResultMethodNeverHoldsTheToken: a call whose URL path ends in the
+// token segment itself ("/bot<token>" or "/bot<token>/", a library called
+// with an empty method) must not hand the token to a result func as the
+// method.
+func TestResultMethodNeverHoldsTheToken(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, "tcp", "127.0.0.1:0", serveOK)
+	tr := newTransport(t, transport.Config{})
+	for _, p := range []string{"/bot123456:" + secret, "/bot123456:" + secret + "/"} {
+		var got transport.Result
+		ctx := transport.WithResultFunc(t.Context(), func(r transport.Result) { got = r })
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.url()+p, strings.NewReader(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if strings.Contains(got.Method, secret) {
+			t.Errorf("path %q: Result.Method = %q holds the token", p, got.Method)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"strings"
 
 	"github.com/tgrelay/tgrelay/wire"
 )
@@ -15,7 +16,9 @@ import (
 type Result struct {
 	// Method is the last element of the request's URL path: the Bot API
 	// method, such as "sendMessage". The URL itself (which holds the bot
-	// token) is never passed.
+	// token) is never passed, nor is the token's own path element when
+	// the path ends in it (a call made with no method): Method is then
+	// empty.
 	Method string
 	// Status is the answer's HTTP status; zero when RoundTrip failed.
 	Status int
@@ -86,7 +89,7 @@ func resultFuncFrom(ctx context.Context) func(Result) {
 func report(f func(Result), req *http.Request, resp *http.Response, err error) *http.Response {
 	r := Result{Err: err}
 	if req.URL != nil {
-		r.Method = path.Base(req.URL.Path)
+		r.Method = methodOf(req.URL.Path)
 	}
 	if resp != nil {
 		body, _ := io.ReadAll(resp.Body) // in memory: cannot fail
@@ -95,4 +98,14 @@ func report(f func(Result), req *http.Request, resp *http.Response, err error) *
 	}
 	f(r)
 	return resp
+}
+
+// methodOf returns the last element of a URL path, or "" when that element
+// is the token's ("bot<id>:<secret>"), as in a call made with no method.
+func methodOf(p string) string {
+	m := path.Base(p)
+	if strings.HasPrefix(m, "bot") && strings.Contains(m, ":") {
+		return ""
+	}
+	return m
 }
