@@ -308,7 +308,7 @@ func Claim(ctx context.Context, c Caller, cfg ClaimConfig) (ClaimResult, error) 
 		params["certificate"] = botapi.InputFile{Name: "certificate.pem", Reader: bytes.NewReader(cfg.Certificate)}
 	}
 	if _, err := c.Call(ctx, "setWebhook", params); err != nil {
-		return ClaimResult{}, fmt.Errorf("hookowner: setWebhook: %w", err)
+		return ClaimResult{}, maskSecret(fmt.Errorf("hookowner: setWebhook: %w", err), cfg.Secret)
 	}
 	after, err := getInfo(ctx, c)
 	if err != nil {
@@ -467,4 +467,29 @@ func Watch(ctx context.Context, c Caller, cfg WatchConfig) error {
 		}
 		cfg.Func(st, err)
 	}
+}
+
+// secretMaskedError is the error of a call that carried the webhook
+// secret (setWebhook's secret_token) and whose message quoted it, as a
+// refusal's description may echo what it was sent: its message has the
+// secret masked. Unwrap returns the cause (for errors.As to
+// *botapi.APIError), whose own message is not masked.
+type secretMaskedError struct {
+	err error
+	msg string
+}
+
+func (e *secretMaskedError) Error() string { return e.msg }
+func (e *secretMaskedError) Unwrap() error { return e.err }
+
+// maskSecret returns err, or err with secret (in every form
+// [botapi.Redactor] masks) masked in its message when it quotes it.
+func maskSecret(err error, secret string) error {
+	var red botapi.Redactor
+	red.Add(secret)
+	msg := err.Error()
+	if masked := red.Redact(msg); masked != msg {
+		return &secretMaskedError{err: err, msg: masked}
+	}
+	return err
 }

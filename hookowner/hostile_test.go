@@ -1,6 +1,7 @@
 package hookowner_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -62,3 +63,35 @@ func TestMalformedWebhookInfoIsNoVerdict(t *testing.T) {
 }
 
 const realishToken = "1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"
+
+// TestSetWebhookRefusalNeverQuotesTheSecret: setWebhook is refused with a
+// description that echoes the secret_token it was sent. Claim's error,
+// which the relay returns from Start and a command prints, must not carry
+// the webhook secret.
+func TestSetWebhookRefusalNeverQuotesTheSecret(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/getWebhookInfo") {
+			fmt.Fprint(w, `{"ok":true,"result":{"url":"","pending_update_count":0}}`)
+			return
+		}
+		fmt.Fprintf(w, `{"ok":false,"error_code":400,"description":"Bad Request: secret token %s is not allowed"}`, secret)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := botapi.New(realishToken, botapi.Config{APIRoot: srv.URL, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = hookowner.Claim(t.Context(), c, hookowner.ClaimConfig{URL: addr, Secret: secret, TakeoverFrom: hookowner.HostNone})
+	if err == nil {
+		t.Fatal("Claim succeeded")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("Claim's error quotes the webhook secret: %v", err)
+	}
+	var ae *botapi.APIError
+	if !errors.As(err, &ae) || ae.Code != 400 {
+		t.Errorf("Claim's error = %v; want Telegram's 400 reachable with errors.As", err)
+	}
+}
