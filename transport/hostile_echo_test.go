@@ -96,3 +96,34 @@ func TestResultMethodNeverHoldsTheToken(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyEchoingCredentialsNeverReachesTheError: a proxy refuses the
+// CONNECT with a reason phrase (or a malformed line) quoting the
+// Proxy-Authorization it was sent. The not-dispatched error must carry
+// neither the credentials nor their base64 form.
+func TestProxyEchoingCredentialsNeverReachesTheError(t *testing.T) {
+	t.Parallel()
+	for name, frame := range map[string]func(auth string) string{
+		"reason phrase": func(auth string) string { return "HTTP/1.1 407 bad " + auth + "\r\nContent-Length: 0\r\n\r\n" },
+		"malformed":     func(auth string) string { return "HTTP/1.1 " + auth + "\r\n\r\n" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				c.Write([]byte(frame(req.Header.Get("Proxy-Authorization"))))
+			})
+			tr := newTransport(t, transport.Config{Proxy: proxyAt("http://user:proxypass@" + p.addr)})
+			_, err := send(t.Context(), tr, "http://api.example.invalid")
+			assertNotDispatched(t, err, transport.StageProxy)
+			for _, s := range []string{"proxypass", "dXNlcjpwcm94eXBhc3M"} {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("error leaks the proxy credentials: %v", err)
+				}
+			}
+		})
+	}
+}

@@ -430,11 +430,13 @@ func connectTunnel(ctx context.Context, conn net.Conn, addr string, proxy *url.U
 	br := newTunnelReader(lim)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {
-		return fmt.Errorf("transport: reading CONNECT answer: %w", ctxOr(ctx, err))
+		return fmt.Errorf("transport: reading CONNECT answer: %w", ctxOr(ctx, unquoted(err)))
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("transport: proxy refused CONNECT: %s", resp.Status)
+		// The status code and its standard text only: the proxy's own
+		// reason phrase may quote the credentials it was sent.
+		return fmt.Errorf("transport: proxy refused CONNECT: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	if br.Buffered() > 0 {
 		return errors.New("transport: proxy sent data before the tunnel was used")
