@@ -72,8 +72,8 @@ var errForeignAnswer = errors.New("a call that may act was answered without Tele
 // foreignAnswer reports whether r is an answer of someone other than
 // Telegram (refusal, its parsed body, is NotJSON), whatever its status, to
 // a Bot API method that may act: not a getX method, whose repeat changes
-// nothing, nor a file download, whose path's last element is no method
-// name. Its outcome is unknown (as botapi.Classify reads such an answer).
+// nothing, nor a file download, whose Result has no method. Its outcome
+// is unknown (as botapi.Classify reads such an answer).
 func foreignAnswer(r transport.Result, refusal *botapi.APIError) bool {
 	if refusal == nil || !refusal.NotJSON || !botapi.ValidMethod(r.Method) {
 		return false

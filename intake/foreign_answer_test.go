@@ -82,3 +82,54 @@ func TestForeignErrorPageIsAnUnknownOutcome(t *testing.T) {
 		})
 	}
 }
+
+// TestFileDownloadIsNoForeignAnswer: a handler downloads a file whose path
+// has no extension ("documents/file_5"), answered with its bytes, then
+// fails for its own reason. A file is not a call that acts: the update is
+// retried as usual, not given up as an unknown outcome.
+func TestFileDownloadIsNoForeignAnswer(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		io.WriteString(w, "\x00\x01binary")
+	}))
+	t.Cleanup(srv.Close)
+	client, err := transport.NewClient(transport.Config{Proxy: func(*http.Request) (*url.URL, error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delays := make(chan time.Duration, 8)
+	r := newRunner(t, intake.Config{
+		Store: memstore.New(),
+		Handler: func(ctx context.Context, u intake.Update) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/file/bot1:x/documents/file_5", nil)
+			if err != nil {
+				return err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return errors.New("handler: could not use the file")
+		},
+		MaxConcurrent: 1,
+		RetryFunc: func(err error, attempt int) (time.Duration, bool) {
+			d, _ := intake.DefaultRetry(err, attempt)
+			delays <- d
+			return d, false // one decision is enough
+		},
+	})
+	start(t, r)
+	mustAccept(t, r, msg(1, 1), intake.Accepted)
+	select {
+	case d := <-delays:
+		if d != intake.Backoff(1) {
+			t.Fatalf("a handler that failed after a file download gets delay %v; want the usual backoff %v", d, intake.Backoff(1))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no retry decision within 10s")
+	}
+	idle(t, r)
+}

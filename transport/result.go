@@ -18,7 +18,8 @@ type Result struct {
 	// method, such as "sendMessage". The URL itself (which holds the bot
 	// token) is never passed, nor is the token's own path element when
 	// the path ends in it (a call made with no method): Method is then
-	// empty.
+	// empty. It is empty for a file download ("/file/bot<token>/<path>")
+	// too, which calls no method.
 	Method string
 	// Status is the answer's HTTP status; zero when RoundTrip failed.
 	Status int
@@ -100,9 +101,13 @@ func report(f func(Result), req *http.Request, resp *http.Response, err error) *
 	return resp
 }
 
-// methodOf returns the last element of a URL path, or "" when that element
-// is the token's ("bot<id>:<secret>"), as in a call made with no method.
+// methodOf returns the last element of a URL path, or "" for a file
+// download and when that element is the token's ("bot<id>:<secret>"), as
+// in a call made with no method.
 func methodOf(p string) string {
+	if strings.Contains(p, "/file/bot") {
+		return ""
+	}
 	m := path.Base(p)
 	if strings.HasPrefix(m, "bot") && strings.Contains(m, ":") {
 		return ""
