@@ -84,12 +84,28 @@ func TestForeignErrorPageIsAnUnknownOutcome(t *testing.T) {
 }
 
 // TestFileDownloadIsNoForeignAnswer: a handler downloads a file whose path
-// has no extension ("documents/file_5"), answered with its bytes, then
-// fails for its own reason. A file is not a call that acts: the update is
-// retried as usual, not given up as an unknown outcome.
+// has no extension ("documents/file_5"), answered with its bytes, or posts
+// to an endpoint that is no Bot API call (an app's, answering HTML), then
+// fails for its own reason. Neither is a Bot API call that acts: the
+// update is retried as usual, not given up as an unknown outcome.
 func TestFileDownloadIsNoForeignAnswer(t *testing.T) {
 	t.Parallel()
+	for name, path := range map[string]string{"file": "/file/bot1:x/documents/file_5", "file at the root": "/file/bot1:x/file_5", "app endpoint": "/updates"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testNoForeignAnswer(t, path)
+		})
+	}
+}
+
+func testNoForeignAnswer(t *testing.T, path string) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/updates" {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, "<html>app error</html>")
+			return
+		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		io.WriteString(w, "\x00\x01binary")
 	}))
@@ -102,7 +118,7 @@ func TestFileDownloadIsNoForeignAnswer(t *testing.T) {
 	r := newRunner(t, intake.Config{
 		Store: memstore.New(),
 		Handler: func(ctx context.Context, u intake.Update) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/file/bot1:x/documents/file_5", nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
 			if err != nil {
 				return err
 			}
@@ -112,7 +128,7 @@ func TestFileDownloadIsNoForeignAnswer(t *testing.T) {
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			return errors.New("handler: could not use the file")
+			return errors.New("handler: could not use the answer")
 		},
 		MaxConcurrent: 1,
 		RetryFunc: func(err error, attempt int) (time.Duration, bool) {
@@ -126,7 +142,7 @@ func TestFileDownloadIsNoForeignAnswer(t *testing.T) {
 	select {
 	case d := <-delays:
 		if d != intake.Backoff(1) {
-			t.Fatalf("a handler that failed after a file download gets delay %v; want the usual backoff %v", d, intake.Backoff(1))
+			t.Fatalf("a handler that failed after %s gets delay %v; want the usual backoff %v", path, d, intake.Backoff(1))
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no retry decision within 10s")

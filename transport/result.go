@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"path"
 	"strings"
 
 	"github.com/tgrelay/tgrelay/wire"
@@ -14,12 +13,11 @@ import (
 // Result is the end of one [Transport.RoundTrip], as a func installed with
 // [WithResultFunc] sees it.
 type Result struct {
-	// Method is the last element of the request's URL path: the Bot API
-	// method, such as "sendMessage". The URL itself (which holds the bot
-	// token) is never passed, nor is the token's own path element when
-	// the path ends in it (a call made with no method): Method is then
-	// empty. It is empty for a file download ("/file/bot<token>/<path>")
-	// too, which calls no method.
+	// Method is the Bot API method of a "…/bot<token>/<method>" URL path,
+	// such as "sendMessage", and empty for any other path: a file
+	// download ("/file/bot<token>/<path>"), a path that ends in the token
+	// (a call made with no method), a request that is no Bot API call.
+	// The URL itself (which holds the bot token) is never passed.
 	Method string
 	// Status is the answer's HTTP status; zero when RoundTrip failed.
 	Status int
@@ -101,16 +99,18 @@ func report(f func(Result), req *http.Request, resp *http.Response, err error) *
 	return resp
 }
 
-// methodOf returns the last element of a URL path, or "" for a file
-// download and when that element is the token's ("bot<id>:<secret>"), as
-// in a call made with no method.
+// methodOf returns the method of a "…/bot<token>/<method>" URL path, or
+// "" for any other path (the rule of throttle.BotMethod).
 func methodOf(p string) string {
-	if strings.Contains(p, "/file/bot") {
+	p = strings.TrimRight(p, "/")
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
 		return ""
 	}
-	m := path.Base(p)
-	if strings.HasPrefix(m, "bot") && strings.Contains(m, ":") {
+	method, rest := p[i+1:], p[:i]
+	seg := rest[strings.LastIndexByte(rest, '/')+1:]
+	if !strings.HasPrefix(seg, "bot") || strings.HasSuffix(rest[:len(rest)-len(seg)], "/file/") {
 		return ""
 	}
-	return m
+	return method
 }
