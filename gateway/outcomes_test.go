@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/transport"
@@ -401,6 +403,13 @@ func TestRetryReplaysWithoutATurn(t *testing.T) {
 			t.Fatalf("attempt 1, reply %d = %d %s", i, answers[i].status, answers[i].body)
 		}
 	}
+	// The earlier attempt's outcomes are written after its answers; the
+	// retry's listing finds them final once they are (one still pending
+	// then waits its turn, by design: see ahead.go).
+	testkit.WaitFor(t, "attempt 1's outcomes journaled", func() bool {
+		o := f.outcomes(t, 8)
+		return len(o) == len(answers) && !slices.Contains(o, intake.CallPending)
+	})
 	f.fail(t, first)
 	second := f.reclaim(t, 8)
 	for i := range answers {
