@@ -1,7 +1,6 @@
 package botapi_test
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/transport"
 )
 
@@ -19,31 +19,10 @@ import (
 // request was read whole, to answer, which writes raw bytes.
 func rawServer(t *testing.T, answer func(c net.Conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { ln.Close(); <-done })
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			func() {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				req.Body.Close()
-				answer(c)
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	return testkit.RawServer(t, func(c net.Conn, req *http.Request) {
+		req.Body.Close()
+		answer(c)
+	})
 }
 
 // TestRequestErrorIsNeverReadAsTelegramsWord: over a plain http.Client

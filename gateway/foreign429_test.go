@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,27 +24,13 @@ func TestForeign429IsNotJournaledNotDispatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		out, err := http.NewRequestWithContext(r.Context(), r.Method, tg.URL+r.URL.RequestURI(), r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		out.Header.Set("Content-Type", r.Header.Get("Content-Type"))
-		resp, err := http.DefaultClient.Do(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+	proxy := deliverThen(t, tg, func(w http.ResponseWriter, _ []byte) {
 		// The call arrived; the proxy answers with its own page.
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusTooManyRequests)
 		io.WriteString(w, "<html><body>429 Too Many Requests</body></html>")
-	}))
-	t.Cleanup(proxy.Close)
+	})
 
 	g := newSQLiteGatewayAt(t, tg.Token, proxy.URL, filepath.Join(t.TempDir(), "gw.db"))
 	st, gw, srv := g.st, g.gw, g.srv

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -25,23 +24,12 @@ func TestForeign400DoesNotReopenQuery(t *testing.T) {
 	tg := telegramtest.NewServer(telegramtest.Config{})
 	t.Cleanup(tg.Close)
 	var calls atomic.Int32
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	proxy := deliverThen(t, tg, func(w http.ResponseWriter, _ []byte) {
 		calls.Add(1)
-		out, err := http.NewRequestWithContext(r.Context(), r.Method, tg.URL+r.URL.RequestURI(), r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		out.Header.Set("Content-Type", r.Header.Get("Content-Type"))
-		if resp, err := http.DefaultClient.Do(out); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, "<html><body>400 Bad Request</body></html>")
-	}))
-	t.Cleanup(proxy.Close)
+	})
 
 	g := newSQLiteGatewayAt(t, tg.Token, proxy.URL, filepath.Join(t.TempDir(), "gw.db"))
 	st, srv := g.st, g.srv

@@ -196,3 +196,28 @@ func httpPost(ctx context.Context, url string, chatID int64, text string) error 
 func attemptRoot(base string, id intake.Identity) string {
 	return wire.AttemptRoot(base, id.UpdateID, id.Attempt, id.ClaimID)
 }
+
+// deliverThen is a proxy in front of tg that passes each call on, so that
+// it arrives, and then answers the gateway through answer, given tg's own
+// answer body: a proxy whose answer is not what happened.
+func deliverThen(t *testing.T, tg *telegramtest.Server, answer func(w http.ResponseWriter, tgBody []byte)) *httptest.Server {
+	t.Helper()
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, tg.URL+r.URL.RequestURI(), r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out.Header.Set("Content-Type", r.Header.Get("Content-Type"))
+		resp, err := http.DefaultClient.Do(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answer(w, body)
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy
+}

@@ -2,9 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -30,28 +28,14 @@ func TestSuccessUnderErrorStatusIsNotJournaledNotDispatched(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				out, err := http.NewRequestWithContext(r.Context(), r.Method, tg.URL+r.URL.RequestURI(), r.Body)
-				if err != nil {
-					http.Error(w, err.Error(), http.StatusInternalServerError)
-					return
-				}
-				out.Header.Set("Content-Type", r.Header.Get("Content-Type"))
-				resp, err := http.DefaultClient.Do(out)
-				if err != nil {
-					http.Error(w, err.Error(), http.StatusBadGateway)
-					return
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+			proxy := deliverThen(t, tg, func(w http.ResponseWriter, body []byte) {
 				if !bytes.Contains(body, []byte(`"ok":true`)) {
 					t.Errorf("telegramtest answered %s; want a success", body)
 				}
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(status)
 				w.Write(body)
-			}))
-			t.Cleanup(proxy.Close)
+			})
 
 			g := newSQLiteGatewayAt(t, tg.Token, proxy.URL, filepath.Join(t.TempDir(), "gw.db"))
 			st, gw, srv := g.st, g.gw, g.srv

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -21,45 +21,24 @@ import (
 // rst).
 func deliveringProxy(t *testing.T, tg *telegramtest.Server, answer func(tgAnswer []byte) []byte, rst bool) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { ln.Close(); <-done })
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			func() {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				body, _ := io.ReadAll(req.Body)
-				out, err := http.NewRequest(req.Method, tg.URL+req.URL.RequestURI(), bytes.NewReader(body))
-				if err != nil {
-					return
-				}
-				out.Header.Set("Content-Type", req.Header.Get("Content-Type"))
-				resp, err := http.DefaultClient.Do(out)
-				if err != nil {
-					return
-				}
-				got, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				c.Write(answer(got))
-				if rst {
-					c.(*net.TCPConn).SetLinger(0)
-				}
-			}()
+	return testkit.RawServer(t, func(c net.Conn, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		out, err := http.NewRequest(req.Method, tg.URL+req.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			return
 		}
-	}()
-	return "http://" + ln.Addr().String()
+		out.Header.Set("Content-Type", req.Header.Get("Content-Type"))
+		resp, err := http.DefaultClient.Do(out)
+		if err != nil {
+			return
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		c.Write(answer(got))
+		if rst {
+			c.(*net.TCPConn).SetLinger(0)
+		}
+	})
 }
 
 // TestHostileUpstreamNeverSendsTwice: every way an answer can go wrong

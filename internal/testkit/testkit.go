@@ -116,6 +116,39 @@ func RawExchange(tb testing.TB, addr, raw string) []int {
 	}
 }
 
+// RawServer listens on loopback and, one connection at a time, reads a
+// request and hands the connection and the request (its body unread) to
+// serve, which writes whatever raw bytes it likes; the connection is closed
+// when serve returns. It returns the server's "http://host:port" and stops
+// when the test ends.
+func RawServer(tb testing.TB, serve func(c net.Conn, req *http.Request)) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	tb.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				serve(c, req)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
 // Clock is a clock that moves only when the test moves it, for code that
 // takes a func() time.Time. Its zero value reads the zero time; it is safe
 // for concurrent use.
