@@ -62,15 +62,7 @@ func TestForeign429IsNotJournaledNotDispatched(t *testing.T) {
 	}
 
 	// The handler failed; the update's next attempt makes the same call.
-	at := time.Now()
-	if ok, err := st.Settle(t.Context(), first, intake.Settlement{State: intake.StateFailed, At: at, RetryAt: at.Add(-time.Millisecond), Error: "handler failed"}); err != nil || !ok {
-		t.Fatalf("Settle = %v, %v", ok, err)
-	}
-	at = time.Now()
-	next, ok, err := st.Claim(t.Context(), 1, intake.ClaimOpts{Now: at, LeaseUntil: at.Add(time.Minute), MaxAttempts: 5})
-	if err != nil || !ok {
-		t.Fatalf("Claim again = %v, %v", ok, err)
-	}
+	next := retryAttempt(t, st, first)
 	r = receive(t, goSend(t.Context(), attemptRoot(srv.URL, next)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply"))
 	if n := countText(tg, chat.ID, "the reply"); n != 1 {
 		t.Fatalf("the chat got the reply %d times (the next attempt's call answered %d %s); want exactly once: the first may have arrived", n, r.status, r.body)

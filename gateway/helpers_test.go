@@ -221,3 +221,20 @@ func deliverThen(t *testing.T, tg *telegramtest.Server, answer func(w http.Respo
 	t.Cleanup(proxy.Close)
 	return proxy
 }
+
+// retryAttempt settles attempt id failed, due at once, and claims its
+// update again, as the runner does when a handler fails: the next
+// attempt's identity.
+func retryAttempt(t *testing.T, st intake.Store, id intake.Identity) intake.Identity {
+	t.Helper()
+	at := time.Now()
+	if ok, err := st.Settle(t.Context(), id, intake.Settlement{State: intake.StateFailed, At: at, RetryAt: at.Add(-time.Millisecond), Error: "handler failed"}); err != nil || !ok {
+		t.Fatalf("Settle = %v, %v", ok, err)
+	}
+	at = time.Now()
+	next, ok, err := st.Claim(t.Context(), id.UpdateID, intake.ClaimOpts{Now: at, LeaseUntil: at.Add(time.Minute), MaxAttempts: 5})
+	if err != nil || !ok {
+		t.Fatalf("Claim again = %v, %v", ok, err)
+	}
+	return next
+}

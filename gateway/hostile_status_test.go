@@ -59,15 +59,7 @@ func TestSuccessUnderErrorStatusIsNotJournaledNotDispatched(t *testing.T) {
 				t.Errorf("journal after Telegram's success under HTTP %d = %+v; want one entry that is neither pending nor not dispatched", status, es)
 			}
 
-			at := time.Now()
-			if ok, err := st.Settle(t.Context(), first, intake.Settlement{State: intake.StateFailed, At: at, RetryAt: at.Add(-time.Millisecond), Error: "handler failed"}); err != nil || !ok {
-				t.Fatalf("Settle = %v, %v", ok, err)
-			}
-			at = time.Now()
-			next, ok, err := st.Claim(t.Context(), 1, intake.ClaimOpts{Now: at, LeaseUntil: at.Add(time.Minute), MaxAttempts: 5})
-			if err != nil || !ok {
-				t.Fatalf("Claim again = %v, %v", ok, err)
-			}
+			next := retryAttempt(t, st, first)
 			r := receive(t, goSend(t.Context(), attemptRoot(srv.URL, next)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply"))
 			if n := countText(tg, chat.ID, "the reply"); n != 1 {
 				t.Fatalf("the chat got the reply %d times (the next attempt's call answered %d %s); want exactly once", n, r.status, r.body)

@@ -109,15 +109,7 @@ func TestHostileUpstreamNeverSendsTwice(t *testing.T) {
 			if n := countText(tg, chat.ID, "the reply"); n != 1 {
 				t.Fatalf("the chat got the reply %d times after the first call (answered %d %s); want once", n, r.status, r.body)
 			}
-			at := time.Now()
-			if ok, err := g.st.Settle(t.Context(), first, intake.Settlement{State: intake.StateFailed, At: at, RetryAt: at.Add(-time.Millisecond), Error: "handler failed"}); err != nil || !ok {
-				t.Fatalf("Settle = %v, %v", ok, err)
-			}
-			at = time.Now()
-			next, ok, err := g.st.Claim(t.Context(), 1, intake.ClaimOpts{Now: at, LeaseUntil: at.Add(time.Minute), MaxAttempts: 5})
-			if err != nil || !ok {
-				t.Fatalf("Claim again = %v, %v", ok, err)
-			}
+			next := retryAttempt(t, g.st, first)
 			r = receive(t, goSend(t.Context(), attemptRoot(g.srv.URL, next)+"/bot"+tg.Token+"/sendMessage", chat.ID, "the reply"))
 			if n := countText(tg, chat.ID, "the reply"); n != 1 {
 				t.Fatalf("the chat got the reply %d times (the next attempt's call answered %d %s); want exactly once", n, r.status, r.body)
