@@ -156,3 +156,21 @@ func TestRedactorHandler(t *testing.T) {
 		}
 	}
 }
+
+// Redact's scan for a token's shape agrees with masking by the shape
+// alone: text it leaves alone holds no token-shaped run, and text it masks
+// changes.
+func FuzzRedactShape(f *testing.F) {
+	f.Add("12345:" + strings.Repeat("a", 30))
+	f.Add("1234:" + strings.Repeat("a", 30))
+	f.Add("12345:" + strings.Repeat("a", 29))
+	f.Add(`{"ok":true,"result":{"date":1733400000,"text":"12:30, a:b::c"}}`)
+	f.Add("x 99999:" + strings.Repeat("-", 40) + " y 1:2")
+	f.Add(":::12345::" + strings.Repeat("Z", 31))
+	f.Fuzz(func(t *testing.T, s string) {
+		shaped := regexp.MustCompile(`[0-9]{5}:[A-Za-z0-9_-]{30}`).MatchString(s)
+		if changed := botapi.Redact(s) != s; changed != shaped {
+			t.Fatalf("Redact(%q) changed it: %v; the text holds a token's shape: %v", s, changed, shaped)
+		}
+	})
+}

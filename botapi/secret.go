@@ -16,8 +16,7 @@ func ValidSecretToken(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if !tokenChar(s[i]) {
 			return false
 		}
 	}

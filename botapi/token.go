@@ -30,9 +30,15 @@ func ValidToken(token string) bool {
 		return false
 	}
 	for j := 0; j < len(secret); j++ {
-		if c := secret[j]; !isWordChar(rune(c)) && c != '-' {
+		if !tokenChar(secret[j]) {
 			return false
 		}
 	}
 	return true
+}
+
+// tokenChar reports whether c is one of A-Z, a-z, 0-9, _ and -: the
+// characters of a token's secret half and of a webhook's secret_token.
+func tokenChar(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }
