@@ -227,19 +227,8 @@ func (e *BeforeSendError) NotDispatched() bool { return true }
 
 // BotMethod returns the method of a Bot API URL path
 // ("…/bot<token>/<method>"), or false for any other path (a file download
-// "/file/bot<token>/<path>" included).
-func BotMethod(path string) (string, bool) {
-	i := strings.LastIndexByte(path, '/')
-	if i < 0 {
-		return "", false
-	}
-	method, rest := path[i+1:], path[:i]
-	seg := rest[strings.LastIndexByte(rest, '/')+1:]
-	if method == "" || !strings.HasPrefix(seg, "bot") || strings.HasSuffix(rest[:len(rest)-len(seg)], "/file/") {
-		return "", false
-	}
-	return method, true
-}
+// "/file/bot<token>/<path>" included): [wire.BotMethod].
+func BotMethod(path string) (string, bool) { return wire.BotMethod(path) }
 
 // inspect finds a call's chat_id and allow_paid_broadcast and returns the
 // body to send (the bytes read, then the rest of the original, unread) and,

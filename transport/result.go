@@ -99,18 +99,9 @@ func report(f func(Result), req *http.Request, resp *http.Response, err error) *
 	return resp
 }
 
-// methodOf returns the method of a "…/bot<token>/<method>" URL path, or
-// "" for any other path (the rule of throttle.BotMethod).
+// methodOf returns the method of a "…/bot<token>/<method>" URL path, a
+// trailing slash allowed, or "" for any other path ([wire.BotMethod]).
 func methodOf(p string) string {
-	p = strings.TrimRight(p, "/")
-	i := strings.LastIndexByte(p, '/')
-	if i < 0 {
-		return ""
-	}
-	method, rest := p[i+1:], p[:i]
-	seg := rest[strings.LastIndexByte(rest, '/')+1:]
-	if !strings.HasPrefix(seg, "bot") || strings.HasSuffix(rest[:len(rest)-len(seg)], "/file/") {
-		return ""
-	}
+	method, _ := wire.BotMethod(strings.TrimRight(p, "/"))
 	return method
 }

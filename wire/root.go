@@ -71,3 +71,21 @@ func CutAttemptPath(p string) (updateID, attempt, claimID, rest string, ok bool)
 	}
 	return parts[0], parts[1], parts[2], "/" + parts[3], true
 }
+
+// BotMethod returns the method of a Bot API URL path
+// ("…/bot<token>/<method>"), or false for any other path: a file download
+// ("/file/bot<token>/<path>"), a path that ends in the token, a request
+// that is no Bot API call. It is the one rule for what a call's method is,
+// for the limiter and for the transport's results.
+func BotMethod(path string) (string, bool) {
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 {
+		return "", false
+	}
+	method, rest := path[i+1:], path[:i]
+	seg := rest[strings.LastIndexByte(rest, '/')+1:]
+	if method == "" || !strings.HasPrefix(seg, "bot") || strings.HasSuffix(rest[:len(rest)-len(seg)], "/file/") {
+		return "", false
+	}
+	return method, true
+}

@@ -120,3 +120,21 @@ func FuzzAttemptPath(f *testing.F) {
 		}
 	})
 }
+
+func TestBotMethod(t *testing.T) {
+	for path, want := range map[string]string{
+		"/bot123:abc/sendMessage":               "sendMessage",
+		"/a/7/1/c-9/bot/bot123:abc/getMe":       "getMe",
+		"/file/bot123:abc/photos/file_5":        "",
+		"/file/bot123:abc/documents/file_5.pdf": "",
+		"/bot123:abc":                           "",
+		"/bot123:abc/":                          "",
+		"/updates":                              "",
+		"sendMessage":                           "",
+	} {
+		got, ok := wire.BotMethod(path)
+		if got != want || ok != (want != "") {
+			t.Errorf("BotMethod(%q) = %q, %v; want %q", path, got, ok, want)
+		}
+	}
+}
