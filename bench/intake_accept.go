@@ -130,18 +130,26 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 			v.key, v.label, v.store, v.trace, v.dbCPU = b.name+"_"+mode, label, store, bt, b.dbCPU
 			variants = append(variants, v)
 		}
+		// addFloor serves a floor over st (closed with the run) as the
+		// variant key.
+		addFloor := func(st floorStore, key, label string) error {
+			closers = append(closers, st.close)
+			v, stop, err := acceptServeFloor(st, *cpuProfile != "")
+			if err != nil {
+				return err
+			}
+			closers = append(closers, stop)
+			v.key, v.label, v.dbCPU = key, label, b.dbCPU
+			variants = append(variants, v)
+			return nil
+		}
 		fl, err := b.floor(ctx)
 		if err != nil {
 			return fmt.Errorf("%s floor: %w", b.name, err)
 		}
-		closers = append(closers, fl.close)
-		v, stop, err := acceptServeFloor(fl, *cpuProfile != "")
-		if err != nil {
+		if err := addFloor(fl, b.name+"_floor", b.name+" floor (bare insert)"); err != nil {
 			return err
 		}
-		closers = append(closers, stop)
-		v.key, v.label, v.dbCPU = b.name+"_floor", b.name+" floor (bare insert)", b.dbCPU
-		variants = append(variants, v)
 		if *contract {
 			store, release, err := b.open(ctx, "accept_floor_store")
 			if err != nil {
@@ -151,14 +159,9 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 			if err != nil {
 				return err
 			}
-			closers = append(closers, fc.close)
-			v, stop, err := acceptServeFloor(fc, *cpuProfile != "")
-			if err != nil {
+			if err := addFloor(fc, b.name+"_floor_store", b.name+" floor, intake's store"); err != nil {
 				return err
 			}
-			closers = append(closers, stop)
-			v.key, v.label, v.dbCPU = b.name+"_floor_store", b.name+" floor, intake's store", b.dbCPU
-			variants = append(variants, v)
 		}
 	}
 	ceiling, stop, err := acceptServeCeiling(*cpuProfile != "")
