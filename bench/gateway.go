@@ -240,18 +240,18 @@ const gatewayFloor = "journal floor"
 type journalFloor struct {
 	proxy    http.Handler
 	intents  *groupcommit.Group[floorRow, bool]
-	outcomes *groupcommit.Group[int64, struct{}]
+	outcomes *groupcommit.Group[floorSettle, struct{}]
 	next     atomic.Int64
 	pending  sync.WaitGroup
 }
 
 func newJournalFloor(proxy http.Handler, st floorStore) *journalFloor {
-	settle := func(ctx context.Context, ids []int64) ([]struct{}, error) {
-		return make([]struct{}, len(ids)), st.settle(ctx, ids)
+	settle := func(ctx context.Context, rows []floorSettle) ([]struct{}, error) {
+		return make([]struct{}, len(rows)), st.settle(ctx, rows)
 	}
 	return &journalFloor{proxy: proxy,
 		intents:  &groupcommit.Group[floorRow, bool]{CommitFunc: st.add, Max: floorMaxBatch, Bound: floorCommitBound},
-		outcomes: &groupcommit.Group[int64, struct{}]{CommitFunc: settle, Max: floorMaxBatch, Bound: floorCommitBound}}
+		outcomes: &groupcommit.Group[floorSettle, struct{}]{CommitFunc: settle, Max: floorMaxBatch, Bound: floorCommitBound}}
 }
 
 func (f *journalFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -270,7 +270,7 @@ func (f *journalFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.pending.Add(1)
 	go func() {
 		defer f.pending.Done()
-		_, _ = f.outcomes.Do(context.Background(), id)
+		_, _ = f.outcomes.Do(context.Background(), floorSettle{id: id})
 	}()
 }
 

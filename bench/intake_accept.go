@@ -72,7 +72,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	withSQLite := fs.Bool("sqlite", true, "run the SQLite variants (-sqlite=false: PostgreSQL's and the ceiling only)")
 	pgConns := fs.Int("pg-conns", 32, "PostgreSQL pool size (the same for both PostgreSQL variants)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	contract := fs.Bool("floor-store", true, "also run each store's contract floor: the floor's handler with the row recorded by intake's own store (AddBatch), without the webhook's checks and Accept")
+	contract := fs.Bool("floor-store", true, "also run each store's contract floors: the floor's handler with the row the guarantees ask for, on the bench's own least schema and recorded by intake's own store (AddBatch), without the webhook's checks and Accept")
 	trace := fs.Bool("trace-batches", false, "report the size and commit time of every group commit batch")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -151,6 +151,13 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		if *contract {
+			fm, err := b.floorMin(ctx)
+			if err != nil {
+				return fmt.Errorf("%s least contract floor: %w", b.name, err)
+			}
+			if err := addFloor(fm, b.name+"_floor_min", b.name+" floor, least row"); err != nil {
+				return err
+			}
 			store, release, err := b.open(ctx, "accept_floor_store")
 			if err != nil {
 				return fmt.Errorf("%s contract floor: %w", b.name, err)
@@ -179,6 +186,7 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "  floor: the ceiling's handler, plus the update's row group-committed before the 200 in a bare table (primary key only; relay's floor store)")
 	if *contract {
+		fmt.Fprintln(out, "  floor, least row: the floor's handler and group commit, with the row the guarantees ask for (claim, lease, attempts, chat key) on the bench's own schema, one index on live rows (relay's floor-min store)")
 		fmt.Fprintln(out, "  floor, intake's store: the floor's handler and group commit, with the row recorded by intake's own store (AddBatch: its columns, indexes and chat key), without the webhook's checks and Accept")
 	}
 	fmt.Fprintln(out, "  ceiling: a handler that reads the body and pushes it to a channel (nothing durable)")
@@ -291,6 +299,13 @@ func runIntakeAccept(ctx context.Context, args []string, out io.Writer) error {
 		floorVsCeiling := intakeMedianRatio(fl.roundRate, ceiling.roundRate)
 		fmt.Fprintf(tw, "%s floor / ceiling\t%.2fx (pooled %.2fx)\tany durable design's ceiling here\t\n", b.name, floorVsCeiling, fl.rate()/ceiling.rate())
 		fmt.Fprintf(tw, "%s group / floor\t%.2fx (pooled %.2fx)\t\t\n", b.name, vsFloor, g.rate()/fl.rate())
+		if fm := res[b.name+"_floor_min"]; fm != nil {
+			minVsCeiling := intakeMedianRatio(fm.roundRate, ceiling.roundRate)
+			fmt.Fprintf(tw, "%s floor with the least row / ceiling\t%.2fx (pooled %.2fx)\twhat the guarantees' row costs: %.2fx of the bare floor\t\n", b.name, minVsCeiling, fm.rate()/ceiling.rate(), intakeMedianRatio(fm.roundRate, fl.roundRate))
+			fmt.Fprintf(tw, "%s group / floor with the least row\t%.2fx (pooled %.2fx)\t\t\n", b.name, intakeMedianRatio(g.roundRate, fm.roundRate), g.rate()/fm.rate())
+			kv(b.name+"_floor_min_ups", "%.0f", fm.rate())
+			kv(b.name+"_floor_min_vs_ceiling", "%.2f", minVsCeiling)
+		}
 		if fs := res[b.name+"_floor_store"]; fs != nil {
 			storeVsCeiling := intakeMedianRatio(fs.roundRate, ceiling.roundRate)
 			vsStore := intakeMedianRatio(g.roundRate, fs.roundRate)
@@ -354,7 +369,7 @@ func acceptServeWebhook(store intake.Store, profile bool) (*acceptVariant, func(
 // the ceiling's handler, plus the update's row in st (a bare table), group
 // committed before the 200 like intake's adds.
 func acceptServeFloor(st floorStore, profile bool) (*acceptVariant, func(), error) {
-	_, withChat := st.(*floorContract) // intake's store keeps the chat key
+	_, withChat := st.(floorChatStore)
 	adds := &groupcommit.Group[floorRow, bool]{CommitFunc: st.add, Max: floorMaxBatch, Bound: floorCommitBound}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := acceptRead(w, r)

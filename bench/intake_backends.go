@@ -33,6 +33,9 @@ type intakeBackend struct {
 	// floorStore): one table with a primary key, a multi-row insert per
 	// group commit.
 	floor func(ctx context.Context) (floorStore, error)
+	// floorMin opens the least contract floor's store on the same
+	// database (see floorMinSQLite).
+	floorMin func(ctx context.Context) (floorStore, error)
 	// dbCPU, when set, reads the CPU time the database's own processes
 	// have used so far (PostgreSQL's postmaster and its children); nil
 	// for SQLite, which runs in this process.
@@ -125,6 +128,9 @@ func intakeBackends(ctx context.Context, out io.Writer, withSQLite, withPG bool,
 		floor: func(ctx context.Context) (floorStore, error) {
 			return openFloorSQLite(ctx, filepath.Join(dir, "floor.db"))
 		},
+		floorMin: func(ctx context.Context) (floorStore, error) {
+			return openFloorMinSQLite(ctx, filepath.Join(dir, "floor-min.db"))
+		},
 	}}
 	if !withSQLite {
 		backends = nil
@@ -193,7 +199,8 @@ func intakeBackends(ctx context.Context, out io.Writer, withSQLite, withPG bool,
 			}
 			return s, drop, nil
 		},
-		floor: func(ctx context.Context) (floorStore, error) { return openFloorPostgres(ctx, dbURL) },
+		floor:    func(ctx context.Context) (floorStore, error) { return openFloorPostgres(ctx, dbURL) },
+		floorMin: func(ctx context.Context) (floorStore, error) { return openFloorMinPostgres(ctx, dbURL) },
 	})
 	return backends, cleanup, nil
 }

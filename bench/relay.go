@@ -86,7 +86,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	binB := fs.String("bin-b", "", "a second tgrelay binary, run as variants serve-sqlite-b and serve-postgres-b, to compare two builds in one run")
 	memory := fs.Bool("memory", false, "also run serve with its updates kept in memory (serve-memory: not durable, a crash loses them), to measure what serve costs without a store")
 	forwarderProc := fs.Bool("forwarder-proc", true, "also run the non-durable forwarder and the floors as processes of their own (the -proc variants), as serve is, to measure what the process boundary costs")
-	floorStore := fs.Bool("floor-store", true, "with -floor and -forwarder-proc, also run the contract floors as processes (floor-store-sqlite-proc, floor-store-postgres-proc): the floor's machinery with serve's own store doing every write DESIGN's guarantees ask (claimed adds, fenced settlements with the attempt's record)")
+	floorStore := fs.Bool("floor-store", true, "with -floor and -forwarder-proc, also run the contract floors as processes: the floor's machinery doing every write DESIGN's guarantees ask (claimed adds, fenced settlements with the attempt's record), on the bench's own least schema (floor-min-sqlite-proc, floor-min-postgres-proc) and through serve's own store (floor-store-sqlite-proc, floor-store-postgres-proc)")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each child's whole run (serve's and the -proc variants') to `prefix`-<variant>.pprof, and serve's allocations to prefix-<variant>.allocs.pprof")
 	if err := fs.Parse(args); err != nil {
@@ -153,6 +153,14 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 				procs = append(procs, struct{ name, about, flag, db string }{"floor-postgres-proc", "floor-postgres as a process of its own, as serve is", "-floor-postgres", db})
 			}
 			if *floorStore {
+				procs = append(procs, struct{ name, about, flag, db string }{"floor-min-sqlite-proc", "floor-sqlite-proc writing what the guarantees ask (a claimed row, a fenced settlement with the attempt's record) on the bench's own schema, one index", "-floor-min-sqlite", filepath.Join(dir, "floor-min-proc.db")})
+				if pgDB != nil {
+					db, err := pgDB(ctx)
+					if err != nil {
+						return fmt.Errorf("floor postgres: %w", err)
+					}
+					procs = append(procs, struct{ name, about, flag, db string }{"floor-min-postgres-proc", "floor-min-sqlite-proc on PostgreSQL", "-floor-min-postgres", db})
+				}
 				procs = append(procs, struct{ name, about, flag, db string }{"floor-store-sqlite-proc", "floor-sqlite-proc with serve's store (sqlitestore) doing the guarantees' writes: claimed adds, fenced settlements with records", "-floor-store-sqlite", filepath.Join(dir, "floor-store-proc.db")})
 				if pgDB != nil {
 					db, err := pgDB(ctx)
@@ -274,20 +282,15 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			continue
 		}
 		eng, _, _ := strings.Cut(rest, "-")
-		if f := floors[eng]; f > 0 {
+		for _, floor := range []string{eng, eng + "-proc", "min-" + eng + "-proc", "store-" + eng + "-proc"} {
+			f := floors[floor]
+			if f == 0 {
+				continue
+			}
 			ratio := v.median().rate() / f
-			fmt.Fprintf(out, "%s vs floor-%s: %.2fx\n", v.name, eng, ratio)
-			kv = append(kv, fmt.Sprintf("%s_vs_floor=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
-		}
-		if f := floors[eng+"-proc"]; f > 0 {
-			ratio := v.median().rate() / f
-			fmt.Fprintf(out, "%s vs floor-%s-proc: %.2fx\n", v.name, eng, ratio)
-			kv = append(kv, fmt.Sprintf("%s_vs_floor_proc=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
-		}
-		if f := floors["store-"+eng+"-proc"]; f > 0 {
-			ratio := v.median().rate() / f
-			fmt.Fprintf(out, "%s vs floor-store-%s-proc: %.2fx\n", v.name, eng, ratio)
-			kv = append(kv, fmt.Sprintf("%s_vs_floor_store_proc=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
+			fmt.Fprintf(out, "%s vs floor-%s: %.2fx\n", v.name, floor, ratio)
+			key := "floor" + strings.ReplaceAll(strings.Replace("-"+floor, "-"+eng, "", 1), "-", "_") // floor, floor_proc, floor_min_proc, ...
+			kv = append(kv, fmt.Sprintf("%s_vs_%s=%.2f", strings.ReplaceAll(rest, "-", "_"), key, ratio))
 		}
 	}
 	// A second build against the first, round by round: on a machine

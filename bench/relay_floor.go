@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -42,8 +43,8 @@ type floorStore interface {
 	// add records rows in one transaction, ignoring ids already recorded,
 	// and reports which rows were new.
 	add(ctx context.Context, rows []floorRow) ([]bool, error)
-	// settle marks ids settled in one transaction.
-	settle(ctx context.Context, ids []int64) error
+	// settle marks rows settled in one transaction.
+	settle(ctx context.Context, rows []floorSettle) error
 	// count counts the recorded rows.
 	count(ctx context.Context) (int64, error)
 	close()
@@ -58,6 +59,22 @@ type floorRow struct {
 	// claim receives the identity a claimed add recorded the row under,
 	// for a store that records rows claimed (floorContract).
 	claim *intake.Identity
+	// claimID is the claim identity a store of the bench's own schema
+	// records the row under (floorMin); the bare floors ignore it.
+	claimID int64
+}
+
+// floorSettle is one forwarded row's settlement: its id, the claim it
+// was recorded under, and when its forward started and ended.
+type floorSettle struct {
+	id, claimID    int64
+	started, ended time.Time
+}
+
+// floorChatStore is a floorStore that keeps each row's chat key, as
+// strict order needs: the floor reads the key from the update for it.
+type floorChatStore interface {
+	keepsChat()
 }
 
 // floorRowSettler is a floorStore that settles each forwarded row by
@@ -78,13 +95,12 @@ type relayFloor struct {
 	*relayServer
 	st      floorStore
 	adds    *groupcommit.Group[floorRow, bool]
-	settles *groupcommit.Group[int64, struct{}]
+	settles *groupcommit.Group[floorSettle, struct{}]
 	queue   chan floorRow
 	client  *http.Client
 	target  string
 	workers sync.WaitGroup
-	// settling counts the settlements a floorRowSettler runs off the
-	// workers.
+	// settling counts the settlements run off the workers.
 	settling    sync.WaitGroup
 	settleSlots chan struct{}
 }
@@ -98,12 +114,12 @@ func startRelayFloor(st floorStore, target string) (*relayFloor, error) {
 		target:      target,
 	}
 	f.adds = &groupcommit.Group[floorRow, bool]{CommitFunc: st.add, Max: floorMaxBatch, Bound: floorCommitBound}
-	f.settles = &groupcommit.Group[int64, struct{}]{
-		CommitFunc: func(ctx context.Context, ids []int64) ([]struct{}, error) {
-			if err := st.settle(ctx, ids); err != nil {
+	f.settles = &groupcommit.Group[floorSettle, struct{}]{
+		CommitFunc: func(ctx context.Context, rows []floorSettle) ([]struct{}, error) {
+			if err := st.settle(ctx, rows); err != nil {
 				return nil, err
 			}
-			return make([]struct{}, len(ids)), nil
+			return make([]struct{}, len(rows)), nil
 		},
 		Max: floorMaxBatch, Bound: floorCommitBound,
 	}
@@ -131,15 +147,16 @@ func (f *relayFloor) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
 	}
-	_, withChat := f.st.(floorRowSettler)
+	_, withChat := f.st.(floorChatStore)
 	row, ok := floorParse(body, withChat)
 	if !ok {
 		http.Error(w, "bad update", http.StatusBadRequest)
 		return
 	}
-	if withChat {
+	if _, byRow := f.st.(floorRowSettler); byRow {
 		row.claim = new(intake.Identity)
 	}
+	row.claimID = rand.Int64()
 	added, err := f.adds.Do(r.Context(), row)
 	if err != nil {
 		http.Error(w, "not recorded", http.StatusServiceUnavailable)
@@ -166,19 +183,19 @@ func (f *relayFloor) work() {
 		if !f.forward(row.body) {
 			continue
 		}
-		if byRow {
-			// Off the worker, as serve settles off its handler slot: a
-			// settlement waits for its commit, and the next forward need
-			// not. At most floorQueue settlements wait at once.
-			f.settleSlots <- struct{}{}
-			f.settling.Add(1)
-			go func() {
-				defer func() { <-f.settleSlots; f.settling.Done() }()
+		// Off the worker, as serve settles off its handler slot: a
+		// settlement waits for its commit, and the next forward need
+		// not. At most floorQueue settlements wait at once.
+		f.settleSlots <- struct{}{}
+		f.settling.Add(1)
+		go func() {
+			defer func() { <-f.settleSlots; f.settling.Done() }()
+			if byRow {
 				_ = rs.settleRow(context.Background(), row, started)
-			}()
-		} else {
-			_, _ = f.settles.Do(context.Background(), row.id)
-		}
+				return
+			}
+			_, _ = f.settles.Do(context.Background(), floorSettle{id: row.id, claimID: row.claimID, started: started, ended: time.Now()})
+		}()
 	}
 }
 
@@ -252,14 +269,10 @@ type floorSQLite struct {
 }
 
 func openFloorSQLite(ctx context.Context, path string) (*floorSQLite, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
+	db, err := openFloorSQLiteDB(path)
 	if err != nil {
 		return nil, fmt.Errorf("floor sqlite: %w", err)
 	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxIdleTime(0)
-	db.SetConnMaxLifetime(0)
 	s := &floorSQLite{db: db}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS floor (update_id INTEGER PRIMARY KEY, body TEXT NOT NULL, received_at INTEGER NOT NULL, settled_at INTEGER)`); err != nil {
 		db.Close()
@@ -273,6 +286,20 @@ func openFloorSQLite(ctx context.Context, path string) (*floorSQLite, error) {
 		return nil, fmt.Errorf("floor sqlite: %w", err)
 	}
 	return s, nil
+}
+
+// openFloorSQLiteDB opens the SQLite file at path as sqlitestore opens
+// its writer.
+func openFloorSQLiteDB(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	return db, nil
 }
 
 func (s *floorSQLite) add(ctx context.Context, rows []floorRow) ([]bool, error) {
@@ -298,7 +325,7 @@ func (s *floorSQLite) add(ctx context.Context, rows []floorRow) ([]bool, error) 
 	return added, tx.Commit()
 }
 
-func (s *floorSQLite) settle(ctx context.Context, ids []int64) error {
+func (s *floorSQLite) settle(ctx context.Context, rows []floorSettle) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -306,8 +333,8 @@ func (s *floorSQLite) settle(ctx context.Context, ids []int64) error {
 	defer tx.Rollback()
 	up := tx.StmtContext(ctx, s.update)
 	now := time.Now().UnixMilli()
-	for _, id := range ids {
-		if _, err := up.ExecContext(ctx, now, id); err != nil {
+	for _, r := range rows {
+		if _, err := up.ExecContext(ctx, now, r.id); err != nil {
 			return err
 		}
 	}
@@ -370,7 +397,11 @@ func (s *floorPostgres) add(ctx context.Context, rows []floorRow) ([]bool, error
 	return added, nil
 }
 
-func (s *floorPostgres) settle(ctx context.Context, ids []int64) error {
+func (s *floorPostgres) settle(ctx context.Context, rows []floorSettle) error {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.id
+	}
 	_, err := s.pool.Exec(ctx, `UPDATE floor SET settled_at = now() WHERE update_id = ANY($1)`, ids)
 	return err
 }

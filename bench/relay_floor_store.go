@@ -138,7 +138,9 @@ func (f *floorContract) settleRow(ctx context.Context, row floorRow, started tim
 	return err
 }
 
-func (f *floorContract) settle(context.Context, []int64) error {
+func (*floorContract) keepsChat() {}
+
+func (f *floorContract) settle(context.Context, []floorSettle) error {
 	return fmt.Errorf("floor store: settles row by row (settleRow)")
 }
 

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
 )
@@ -107,4 +108,63 @@ func TestRelayFloorContractSQLite(t *testing.T) {
 	if len(recs) != 1 || recs[0].Outcome != intake.AttemptCompleted || recs[0].Process != st.process || recs[0].ClaimID == "" {
 		t.Fatalf("attempts of update %d: %+v, want one completed record by process %s under its claim", rows[0].UpdateID, recs, st.process)
 	}
+}
+
+// TestRelayFloorMinSQLite drives the least contract floor with the relay's
+// load generator and checks that every update reached the endpoint once and
+// was settled under the claim its add recorded, with the attempt's record;
+// and that the settlement is fenced: a wrong claim settles nothing.
+func TestRelayFloorMinSQLite(t *testing.T) {
+	t.Parallel()
+	sink, err := startRelaySink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.close()
+	path := filepath.Join(t.TempDir(), "floor-min.db")
+	st, err := openFloorMinSQLite(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := startRelayFloor(st, sink.url)
+	if err != nil {
+		st.close()
+		t.Fatal(err)
+	}
+	gen := newRelayLoad(8, 5)
+	defer gen.close()
+	const n = 200
+	res, err := gen.run(t.Context(), sink, f.url, n)
+	f.relayServer.close()
+	close(f.queue)
+	f.workers.Wait()
+	f.settling.Wait() // every forwarded row's settlement has returned
+	if err != nil {
+		st.close()
+		t.Fatal(err)
+	}
+	if res.duplicates != 0 || res.reposts != 0 {
+		t.Errorf("duplicates %d, re-posts %d; want none on loopback", res.duplicates, res.reposts)
+	}
+	var rows, settled, chats int
+	if err := st.db.QueryRowContext(t.Context(), `SELECT count(*), count(*) FILTER (WHERE state = 2 AND rec_status = 200 AND rec_ended >= rec_started), count(DISTINCT chat) FROM floor_min`).Scan(&rows, &settled, &chats); err != nil {
+		t.Fatal(err)
+	}
+	if rows != n || settled != n || chats != 5 {
+		t.Fatalf("floor_min has %d rows, %d settled with a record, %d chats; want %d, %d, 5", rows, settled, chats, n, n)
+	}
+
+	// A fresh row, claimed as 7: a settlement under 8 is refused, and
+	// leaves the row live.
+	if added, err := st.add(t.Context(), []floorRow{{id: 1 << 40, body: []byte(`{}`), claimID: 7}}); err != nil || !added[0] {
+		t.Fatalf("add: %v, %v", added, err)
+	}
+	now := time.Now()
+	if err := st.settle(t.Context(), []floorSettle{{id: 1 << 40, claimID: 8, started: now, ended: now}}); err == nil {
+		t.Fatal("a settlement under another claim was accepted")
+	}
+	if err := st.settle(t.Context(), []floorSettle{{id: 1 << 40, claimID: 7, started: now, ended: now}}); err != nil {
+		t.Fatalf("the settlement under the row's claim: %v", err)
+	}
+	st.close()
 }

@@ -27,6 +27,8 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 	floorPostgres := fs.String("floor-postgres", "", "run the floor on this PostgreSQL database instead")
 	floorStoreSQLite := fs.String("floor-store-sqlite", "", "run the contract floor (serve's store doing the guarantees' writes) on this SQLite file instead")
 	floorStorePostgres := fs.String("floor-store-postgres", "", "run the contract floor on this PostgreSQL database instead")
+	floorMinSQLite := fs.String("floor-min-sqlite", "", "run the least contract floor (the guarantees' writes on the bench's own schema) on this SQLite file instead")
+	floorMinPostgres := fs.String("floor-min-postgres", "", "run the least contract floor on this PostgreSQL database instead")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,6 +63,10 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 		st, err = openFloorContractSQLite(ctx, *floorStoreSQLite)
 	case *floorStorePostgres != "":
 		st, err = openFloorContractPostgres(ctx, *floorStorePostgres)
+	case *floorMinSQLite != "":
+		st, err = openFloorMinSQLite(ctx, *floorMinSQLite)
+	case *floorMinPostgres != "":
+		st, err = openFloorMinPostgres(ctx, *floorMinPostgres)
 	}
 	if err != nil {
 		return err
