@@ -136,7 +136,9 @@ type Config struct {
 	// then trusts for PublicURL. Nil uploads none.
 	WebhookCertificateFunc func() []byte
 	// MaxConnections is setWebhook's max_connections, 1 to 100; zero
-	// means Telegram's default.
+	// means Telegram's default (40). The webhook serves at most four times
+	// as many connections at once, and at least 256; a connection beyond
+	// them waits in the listen backlog until one ends.
 	MaxConnections int
 	// WebhookCheckInterval is the period of the ownership check. Zero
 	// means [DefaultWebhookCheckInterval]; at least

@@ -426,12 +426,16 @@ func (r *Relay) startWebhook(ctx, bgCtx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle(c.Path, r.observeRejections(r.traceWebhook(wh)))
 	ln := c.Listener
-	if c.TLSConfig != nil {
-		if ln == nil {
-			if ln, err = net.Listen("tcp", c.Listen); err != nil {
-				return &ConfigError{Pkg: "relay", Field: "Listen", Err: fmt.Errorf("is not available: %w", err)}
-			}
+	if ln == nil {
+		if ln, err = net.Listen("tcp", c.Listen); err != nil {
+			return &ConfigError{Pkg: "relay", Field: "Listen", Err: fmt.Errorf("is not available: %w", err)}
 		}
+	}
+	conns := webhookConns(c.MaxConnections)
+	ln = newCapListener(ln, conns, func() {
+		r.log.Warn("relay: the webhook holds its most connections at once; the next waits for one to end", "max", conns)
+	})
+	if c.TLSConfig != nil {
 		ln = tls.NewListener(ln, c.TLSConfig)
 	}
 	l, err := r.serve("webhook", "Listen", c.Listen, ln, mux)
