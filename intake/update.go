@@ -79,8 +79,27 @@ func (a Acceptance) String() string {
 	return "Acceptance(" + strconv.Itoa(int(a)) + ")"
 }
 
-// errNotUpdate is the internal parse failure; callers see Invalid.
+// errNotUpdate is the internal parse failure; callers see Invalid. The
+// error below wraps it, saying why.
 var errNotUpdate = errors.New("intake: not a Telegram update")
+
+var (
+	// errAmbiguousID: the top-level object holds update_id more than once,
+	// counting keys equal in any letter case. encoding/json matches a key
+	// to a field case-insensitively and keeps the last, JavaScript and
+	// Python keep the last exact key, others the first or none: handlers
+	// would disagree on the id, and so on what is a duplicate.
+	errAmbiguousID = fmt.Errorf("%w: update_id appears more than once (keys compared in any letter case)", errNotUpdate)
+)
+
+// updateIDKey is the key of the update id, and isUpdateIDKey reports
+// whether a decoded key is it in some letter case, as encoding/json
+// matches keys to field names ([strings.EqualFold], the same folding).
+const updateIDKey = "update_id"
+
+func isUpdateIDKey(key string) bool {
+	return len(key) == len(updateIDKey) && strings.EqualFold(key, updateIDKey)
+}
 
 // parsedUpdate is what the runner needs from a body: its id, the key of
 // the chat line it runs on, the chat key a store keeps ([Incoming.Chat]),
@@ -96,7 +115,11 @@ type parsedUpdate struct {
 
 // ParseUpdate checks that body is a Telegram update — a JSON object whose
 // update_id is a non-negative integer literal (not a string, not a fraction
-// or exponent, at most 2^63−1) — and returns that update_id.
+// or exponent, at most 2^63−1) — and returns that update_id. The
+// object must hold update_id once: a body with a second update_id key, or
+// one equal to it in another letter case ("Update_ID", which
+// encoding/json reads into an update_id field), is refused, since
+// handlers in different languages would read different ids from it.
 func ParseUpdate(body []byte) (int64, error) {
 	p, err := parseUpdate(body)
 	return p.id, err
@@ -143,6 +166,7 @@ func decodeUpdate(body []byte) (parsedUpdate, error) {
 		payload  json.RawMessage
 		kind     string
 		kindSeen bool
+		idKeys   int
 	)
 	for dec.More() {
 		kt, err := dec.Token()
@@ -157,10 +181,14 @@ func decodeUpdate(body []byte) (parsedUpdate, error) {
 		if err := dec.Decode(&payload); err != nil {
 			return parsedUpdate{}, errNotUpdate
 		}
-		if key == "update_id" {
-			id = parseID(payload)
-			if id < 0 {
-				return parsedUpdate{}, errNotUpdate
+		if isUpdateIDKey(key) {
+			if idKeys++; idKeys > 1 {
+				return parsedUpdate{}, errAmbiguousID
+			}
+		}
+		if key == updateIDKey {
+			if id, err = parseID(payload); err != nil {
+				return parsedUpdate{}, err
 			}
 			continue
 		}
@@ -203,24 +231,25 @@ func storedChatKey(line string) string {
 	return k
 }
 
-// parseID returns the value of a non-negative JSON integer literal, or -1.
-func parseID(raw json.RawMessage) int64 {
+// parseID returns the value of a non-negative JSON integer literal, or
+// errNotUpdate.
+func parseID(raw []byte) (int64, error) {
 	if len(raw) == 0 || len(raw) > 19 {
-		return -1
+		return -1, errNotUpdate
 	}
 	for _, c := range raw {
 		if c < '0' || c > '9' {
-			return -1
+			return -1, errNotUpdate
 		}
 	}
 	if len(raw) > 1 && raw[0] == '0' {
-		return -1 // JSON forbids leading zeros; the decoder already refuses them
+		return -1, errNotUpdate // JSON forbids leading zeros; the decoder already refuses them
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		return -1
+		return -1, errNotUpdate
 	}
-	return n
+	return n, nil
 }
 
 // holder is an object that may carry an id (and, for a chat, a type).

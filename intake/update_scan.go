@@ -11,11 +11,11 @@ import (
 // decodeUpdate decodes every top-level value and each payload again. It
 // answers exactly as decodeUpdate does, or ok false when the body is
 // unusual enough that only decodeUpdate answers it rightly: not valid
-// JSON, an update_id that is not an id, or a key of the walked objects
-// with an escape or a non-ASCII byte, or one that differs in case from a
-// field name (encoding/json matches field names case-insensitively), or a
-// string id or type with an escape or a non-ASCII byte. Telegram sends
-// none of these.
+// JSON, an update_id that is not an id or not the only one, or a key of
+// the walked objects with an escape or a non-ASCII byte, or one that
+// differs in case from a field name (encoding/json matches field names
+// case-insensitively), or a string id or type with an escape or a
+// non-ASCII byte. Telegram sends none of these.
 func scanUpdate(body []byte) (p parsedUpdate, ok bool) {
 	if !json.Valid(body) {
 		return parsedUpdate{}, false
@@ -36,8 +36,14 @@ func scanUpdate(body []byte) (p parsedUpdate, ok bool) {
 		if key == nil {
 			return parsedUpdate{}, false
 		}
-		if string(key) == "update_id" {
-			if id = parseID(raw); id < 0 {
+		if len(key) == len(updateIDKey) && strings.EqualFold(string(key), updateIDKey) {
+			// Another update_id, or one in another case: decodeUpdate
+			// refuses it, saying why.
+			if id >= 0 || string(key) != updateIDKey {
+				return parsedUpdate{}, false
+			}
+			var err error
+			if id, err = parseID(raw); err != nil {
 				return parsedUpdate{}, false
 			}
 			continue

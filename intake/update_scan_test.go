@@ -34,6 +34,11 @@ var scanCases = []string{
 	"{\"update_id\":1,\"text\":\"\xff\"}",
 	`{"update_id":9,"callback_query":{"message":{"chat":{"id":-5,"type":"channel"}}}}`,
 	`{"update_id":9,"weird_new_kind":{"from":{"id":-5,"type":"channel"}}}`,
+	`{"update_id":5,"Update_ID":9,"message":{"chat":{"id":1}}}`,
+	`{"UPDATE_ID":9,"update_id":5}`,
+	`{"update_id":5,"message":{"chat":{"id":1}},"update_id":9}`,
+	`{"update_id":5,"update\u005fid":9}`,
+	`{"update_id":5,"message":{"chat":{"id":1},"Update_ID":9}}`,
 }
 
 // sameAsDecode checks that scanUpdate, when it answers, answers as
@@ -74,6 +79,8 @@ func TestScanUpdateMatchesDecode(t *testing.T) {
 		`{"update_id":3,"message":{"ch\u0061t":{"id":1},"from":{"id":9}}}`,
 		`{"update_id":3,"message":{"chat":{"id":"\u0041b"}}}`,
 		`{"update_id":"3"}`, `{"update_id":1,}`,
+		`{"update_id":5,"Update_ID":9,"message":{"chat":{"id":1}}}`,
+		`{"update_id":5,"message":{"chat":{"id":1}},"update_id":9}`,
 	} {
 		if p, ok := scanUpdate([]byte(c)); ok {
 			t.Errorf("scanUpdate(%s) = %+v, want it left to decodeUpdate", c, p)

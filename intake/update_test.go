@@ -1,6 +1,7 @@
 package intake_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -40,6 +41,18 @@ func TestParseUpdate(t *testing.T) {
 		{`{"update_id":1} {"update_id":2}`, -1},
 		{`{"update_id":1,}`, -1},
 		{"{\"update_id\":1,\"text\":\"\xff\"}", 1}, // invalid UTF-8 inside a string is tolerated, as encoding/json does
+		// update_id held twice, in any letter case: handlers would read
+		// different ids from it.
+		{`{"update_id":5,"update_id":9}`, -1},
+		{`{"update_id":5,"update_id":5}`, -1},
+		{`{"update_id":5,"Update_ID":9}`, -1},
+		{`{"Update_ID":9,"update_id":5}`, -1},
+		{`{"update_id":5,"message":{},"UPDATE_ID":"x"}`, -1},
+		{`{"update_id":5,"update\u005fid":9}`, -1},
+		{`{"update_id":5,"update\u005FID":9}`, -1},
+		{`{"Update_ID":9}`, -1},
+		{`{"update_id":5,"message":{"update_id":9,"Update_ID":9}}`, 5},
+		{`{"update_id":5,"update_ids":9,"update_i":9,"pdate_id":9}`, 5},
 	} {
 		t.Run(tc.body, func(t *testing.T) {
 			id, err := intake.ParseUpdate([]byte(tc.body))
@@ -117,6 +130,8 @@ func FuzzParseUpdate(f *testing.F) {
 		`{"update_id":9223372036854775807}`, `{"update_id":9223372036854775808}`,
 		`{"callback_query":{"message":{"chat":{"id":"x"}}},"update_id":3}`,
 		`{"update_id":4,"message":{"chat":{"id":-1001,"type":"supergroup"}}}`,
+		`{"update_id":5,"Update_ID":9}`, `{"update_id":5,"update_id":9}`, `{"UPDATE_ID":9,"update_id":5}`,
+		`{"update_id":5,"update\u005fid":9}`, `{"update_id":5,"message":{"Update_ID":9}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -142,9 +157,44 @@ func FuzzParseUpdate(f *testing.F) {
 		}
 		n, perr := strconv.ParseInt(string(raw), 10, 64)
 		if id < 0 || perr != nil || n != id {
-			// With duplicate keys encoding/json keeps the last one; the
-			// parser must agree on a valid id for the last.
 			t.Fatalf("accepted %q as %d, update_id is %s", body, id, raw)
 		}
+		// The top-level object holds update_id once, in any letter case,
+		// so every reader agrees on it: encoding/json's case-insensitive
+		// match into a struct field reads the same id.
+		if keys := updateIDKeys(t, body); keys != 1 {
+			t.Fatalf("accepted %q as %d, with %d update_id keys in some letter case", body, id, keys)
+		}
+		var head struct {
+			UpdateID int64 `json:"update_id"`
+		}
+		if err := json.Unmarshal(body, &head); err != nil || head.UpdateID != id {
+			t.Fatalf("accepted %q as %d; encoding/json reads %d (%v)", body, id, head.UpdateID, err)
+		}
 	})
+}
+
+// updateIDKeys counts the keys of body's top-level object that equal
+// "update_id" in some letter case, as encoding/json matches field names.
+func updateIDKeys(t *testing.T, body []byte) int {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%q is not an object: %v %v", body, tok, err)
+	}
+	n := 0
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("key of %q: %v", body, err)
+		}
+		if strings.EqualFold(tok.(string), "update_id") {
+			n++
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("value of %q: %v", body, err)
+		}
+	}
+	return n
 }

@@ -122,6 +122,47 @@ func TestWebhookStatuses(t *testing.T) {
 	}
 }
 
+// TestWebhookRefusesAmbiguousUpdateID: a body whose top-level object holds
+// update_id more than once, in any letter case, is answered 400 and
+// nothing is recorded. Recorded under one of its ids, it would reach a
+// handler that reads another (encoding/json matches "Update_ID" and keeps
+// the last; JavaScript and Python keep the last exact key), and the
+// dedupe key would not be the id the handler sees.
+func TestWebhookRefusesAmbiguousUpdateID(t *testing.T) {
+	t.Parallel()
+	b := setupWebhook(t, intake.WebhookConfig{Secret: testSecret})
+	for _, body := range []string{
+		`{"update_id":5,"Update_ID":9,"message":{"chat":{"id":1}}}`,
+		`{"update_id":5,"message":{"chat":{"id":1}},"update_id":9}`,
+		`{"UPDATE_ID":9,"update_id":5}`,
+		`{"update_id":5,"update_id":5}`,
+		`{"update\u005fid":5,"update_id":9}`,
+		`{"update_id":5,"update_iD":"x"}`,
+	} {
+		if resp := b.do(t, http.MethodPost, withSecret(testSecret), []byte(body)); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", body, resp.StatusCode)
+		}
+	}
+	for _, id := range []int64{5, 9} {
+		if _, ok, _ := b.store.Get(t.Context(), id); ok {
+			t.Errorf("update %d recorded from an ambiguous body", id)
+		}
+	}
+	// A nested update_id, or a key that merely starts like it, is no
+	// second id.
+	for id, body := range map[int64]string{
+		6: `{"update_id":6,"message":{"chat":{"id":1},"update_id":7,"Update_ID":8}}`,
+		7: `{"update_id":7,"update_ids":8,"Update_I":9}`,
+	} {
+		if resp := b.do(t, http.MethodPost, withSecret(testSecret), []byte(body)); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: status %d, want 200", body, resp.StatusCode)
+		}
+		if _, ok, _ := b.store.Get(t.Context(), id); !ok {
+			t.Errorf("update %d not recorded", id)
+		}
+	}
+}
+
 func TestWebhookStoreFailureIs503(t *testing.T) {
 	t.Parallel()
 	b := setupWebhook(t, intake.WebhookConfig{Secret: testSecret})

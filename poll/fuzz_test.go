@@ -31,6 +31,7 @@ func FuzzBatch(f *testing.F) {
 		`[{"no_id":true},{"update_id":2}]`,
 		`[1,"x",null,{"update_id":-4}]`,
 		`[{"update_id":9223372036854775807}]`,
+		`[{"update_id":5,"Update_ID":9},{"update_id":3,"update_id":4},{"update_id":2}]`,
 		`{"update_id":1}`,
 		`not json`,
 		``,
@@ -90,14 +91,21 @@ func FuzzBatch(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Once = %v", err)
 		}
+		// The offset passes exactly the elements intake records, and
+		// the id intake records is the one encoding/json reads.
 		var next int64
 		for _, e := range elems {
+			id, err := intake.ParseUpdate(e)
+			if err != nil {
+				continue
+			}
 			var head struct {
 				UpdateID *int64 `json:"update_id"`
 			}
-			if json.Unmarshal(e, &head) == nil && head.UpdateID != nil {
-				next = max(next, *head.UpdateID+1)
+			if json.Unmarshal(e, &head) != nil || head.UpdateID == nil || *head.UpdateID != id {
+				t.Fatalf("intake records %s as update %d; encoding/json reads %v", e, id, head.UpdateID)
 			}
+			next = max(next, id+1)
 		}
 		if p.Offset() != next {
 			t.Fatalf("offset = %d, want %d", p.Offset(), next)

@@ -328,10 +328,11 @@ func (p *Poller) record(ctx context.Context, batch []json.RawMessage) error {
 	chats := make(map[string][]int) // chat key → indexes into batch
 	for i, raw := range batch {
 		// The update_id is the one the accept function records
-		// (intake.ParseUpdate: the exact key "update_id", a non-negative
-		// integer literal), not encoding/json's case-insensitive match:
-		// a folded key such as "Update_ID" must not move the offset past
-		// updates Telegram has not handed out yet.
+		// (intake.ParseUpdate: the exact key "update_id", held once in
+		// any letter case, a non-negative integer literal), not
+		// encoding/json's case-insensitive match: a folded key such as
+		// "Update_ID" must not move the offset past updates Telegram has
+		// not handed out yet. An element intake refuses moves it nowhere.
 		ids[i] = -1
 		if id, err := intake.ParseUpdate(raw); err == nil {
 			ids[i] = id

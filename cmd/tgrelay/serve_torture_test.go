@@ -58,7 +58,7 @@ func TestServeWebhookOddBodiesOnPostgres(t *testing.T) {
 		{`{"update_id":1,"message":{"chat":{"id":"\u0000","type":"private"},"text":"x"}}`, 1, 200},
 		{`{"update_id":2,"message":{"chat":{"id":2},"from":{"id":"a\u0000"},"text":"\u0000"}}`, 2, 200},
 		{"{\"update_id\":3,\"message\":{\"chat\":{\"id\":\"\xff\"},\"text\":\"\xc3\x28\"}}", 3, 200},
-		{`{"update_id":4,"update_id":5,"message":{"chat":{"id":4}}}`, 5, 200},
+		{`{"update_id":4,"update_id":5,"message":{"chat":{"id":4}}}`, 0, 400},
 		{`{"update_id":0,"message":{"chat":{"id":1e400}}}`, 0, 200},
 		{`{"update_id":"6"}`, 0, 400},
 		{`{"update_id":7}` + "\x00", 0, 400},
@@ -74,9 +74,9 @@ func TestServeWebhookOddBodiesOnPostgres(t *testing.T) {
 		t.Errorf("a secret's prefix answered %d, want 403", got)
 	}
 	serveWaitFor(t, "the recorded updates forwarded", func() bool {
-		return len(ep.hitsOf(0)) > 0 && len(ep.hitsOf(1)) > 0 && len(ep.hitsOf(2)) > 0 && len(ep.hitsOf(3)) > 0 && len(ep.hitsOf(5)) > 0
+		return len(ep.hitsOf(0)) > 0 && len(ep.hitsOf(1)) > 0 && len(ep.hitsOf(2)) > 0 && len(ep.hitsOf(3)) > 0
 	}, r)
-	for _, id := range []int64{4, 6, 7, 8} {
+	for _, id := range []int64{4, 5, 6, 7, 8} {
 		if n := len(ep.hitsOf(id)); n != 0 {
 			t.Errorf("update %d forwarded %d times, want never", id, n)
 		}

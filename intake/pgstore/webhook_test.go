@@ -53,7 +53,7 @@ func TestWebhookOddBodiesAreStoredOrRefused(t *testing.T) {
 		{"huge numeric chat id", `{"update_id":8,"message":{"chat":{"id":1e400}}}`, 8},
 		{"long chat id", `{"update_id":9,"message":{"chat":{"id":` + strings.Repeat("9", 100) + `}}}`, 9},
 		{"chat id of odd type", `{"update_id":10,"message":{"chat":{"id":{"id":1}}},"edited_message":[1]}`, 10},
-		{"duplicate update_id", `{"update_id":11,"update_id":12}`, 12},
+		{"duplicate update_id", `{"update_id":11,"update_id":12}`, -1},
 		{"update_id zero", `{"update_id":0}`, 0},
 		{"largest update_id", `{"update_id":9223372036854775807}`, 9223372036854775807},
 		{"byte order mark", "\xef\xbb\xbf{\"update_id\":13}", -1},
