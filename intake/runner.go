@@ -174,8 +174,9 @@ func now() time.Time { return time.Now().Truncate(time.Millisecond) }
 
 // Accept parses body as a Telegram update, records it durably, and, while
 // the runner is started, schedules it. It returns [Invalid] (recording
-// nothing) when body is not a JSON object with a non-negative integer
-// update_id, [Duplicate] when that update_id is already recorded, and
+// nothing) when body is not a Telegram update as [ParseUpdate] defines
+// it (a JSON object holding update_id once, a non-negative integer of at
+// most [MaxUpdateID]), [Duplicate] when that update_id is already recorded, and
 // [Accepted] otherwise. The raw bytes are recorded, not a re-encoding;
 // Accept does not retain body. An error means the store could not record
 // the update (the webhook answers 503 so Telegram re-delivers it).

@@ -79,8 +79,15 @@ func (a Acceptance) String() string {
 	return "Acceptance(" + strconv.Itoa(int(a)) + ")"
 }
 
+// MaxUpdateID is the largest update_id accepted: 2^53−1, the largest
+// integer every JSON reader holds exactly. A JavaScript (or any
+// IEEE-754 double) reader rounds a larger id, so two updates could read as
+// one there, while tgrelay keeps them apart. Telegram's ids are far below
+// it.
+const MaxUpdateID = 1<<53 - 1
+
 // errNotUpdate is the internal parse failure; callers see Invalid. The
-// error below wraps it, saying why.
+// errors below wrap it, saying why.
 var errNotUpdate = errors.New("intake: not a Telegram update")
 
 var (
@@ -90,6 +97,8 @@ var (
 	// Python keep the last exact key, others the first or none: handlers
 	// would disagree on the id, and so on what is a duplicate.
 	errAmbiguousID = fmt.Errorf("%w: update_id appears more than once (keys compared in any letter case)", errNotUpdate)
+	// errIDRange: update_id is an integer above MaxUpdateID.
+	errIDRange = fmt.Errorf("%w: update_id is above 2^53-1 (%d)", errNotUpdate, MaxUpdateID)
 )
 
 // updateIDKey is the key of the update id, and isUpdateIDKey reports
@@ -115,7 +124,7 @@ type parsedUpdate struct {
 
 // ParseUpdate checks that body is a Telegram update — a JSON object whose
 // update_id is a non-negative integer literal (not a string, not a fraction
-// or exponent, at most 2^63−1) — and returns that update_id. The
+// or exponent, at most [MaxUpdateID]) — and returns that update_id. The
 // object must hold update_id once: a body with a second update_id key, or
 // one equal to it in another letter case ("Update_ID", which
 // encoding/json reads into an update_id field), is refused, since
@@ -231,10 +240,10 @@ func storedChatKey(line string) string {
 	return k
 }
 
-// parseID returns the value of a non-negative JSON integer literal, or
-// errNotUpdate.
+// parseID returns the value of a non-negative JSON integer literal of at
+// most MaxUpdateID, or an error wrapping errNotUpdate.
 func parseID(raw []byte) (int64, error) {
-	if len(raw) == 0 || len(raw) > 19 {
+	if len(raw) == 0 {
 		return -1, errNotUpdate
 	}
 	for _, c := range raw {
@@ -245,9 +254,12 @@ func parseID(raw []byte) (int64, error) {
 	if len(raw) > 1 && raw[0] == '0' {
 		return -1, errNotUpdate // JSON forbids leading zeros; the decoder already refuses them
 	}
+	if len(raw) > 16 { // MaxUpdateID has 16 digits
+		return -1, errIDRange
+	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		return -1, errNotUpdate
+	if err != nil || n > MaxUpdateID {
+		return -1, errIDRange
 	}
 	return n, nil
 }

@@ -3,7 +3,6 @@ package intake_test
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +18,13 @@ func TestParseUpdate(t *testing.T) {
 	}{
 		{`{"update_id":0}`, 0},
 		{`{"update_id":42,"message":{"chat":{"id":1}}}`, 42},
-		{` {"message":{},"update_id": 9223372036854775807 } `, math.MaxInt64},
+		{` {"message":{},"update_id": 9007199254740991 } `, intake.MaxUpdateID},
+		// Above 2^53-1 a JavaScript handler reads the id rounded, so two
+		// updates could read as one there.
+		{`{"update_id":9007199254740992}`, -1},
+		{`{"update_id":9007199254740993}`, -1},
+		{`{"update_id":10000000000000000}`, -1},
+		{`{"update_id":9223372036854775807}`, -1},
 		{`{"update_id":9223372036854775808}`, -1},
 		{`{"update_id":99999999999999999999}`, -1},
 		{`{"update_id":"42"}`, -1},
@@ -128,6 +133,7 @@ func FuzzParseUpdate(f *testing.F) {
 		`{"update_id":1,"message":{"chat":{"id":1},"text":"hi"}}`,
 		`{"update_id":"1"}`, `{"update_id":1.5}`, `{"update_id":-1}`, `[]`, `null`,
 		`{"update_id":9223372036854775807}`, `{"update_id":9223372036854775808}`,
+		`{"update_id":9007199254740991}`, `{"update_id":9007199254740992}`, `{"update_id":0}`,
 		`{"callback_query":{"message":{"chat":{"id":"x"}}},"update_id":3}`,
 		`{"update_id":4,"message":{"chat":{"id":-1001,"type":"supergroup"}}}`,
 		`{"update_id":5,"Update_ID":9}`, `{"update_id":5,"update_id":9}`, `{"UPDATE_ID":9,"update_id":5}`,
@@ -158,6 +164,9 @@ func FuzzParseUpdate(f *testing.F) {
 		n, perr := strconv.ParseInt(string(raw), 10, 64)
 		if id < 0 || perr != nil || n != id {
 			t.Fatalf("accepted %q as %d, update_id is %s", body, id, raw)
+		}
+		if id > intake.MaxUpdateID {
+			t.Fatalf("accepted %q as %d, above 2^53-1: a JavaScript reader rounds it", body, id)
 		}
 		// The top-level object holds update_id once, in any letter case,
 		// so every reader agrees on it: encoding/json's case-insensitive

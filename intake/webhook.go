@@ -51,7 +51,9 @@ type WebhookConfig struct {
 //   - 403 when the secret header is missing or wrong (checked before the
 //     body is read, in constant time that also hides the secret's length);
 //   - 413 when the body exceeds the limit, closing the connection;
-//   - 400 when the body is not a Telegram update;
+//   - 400 when the body is not a Telegram update ([ParseUpdate]: among
+//     others, one holding update_id twice in some letter case, or an id
+//     above [MaxUpdateID]);
 //   - 200 once the update is recorded durably, or was already recorded;
 //   - 503 when the store failed, or did not answer within the runner's
 //     [Config.AcceptTimeout], so that Telegram delivers it again.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -159,6 +160,35 @@ func TestWebhookRefusesAmbiguousUpdateID(t *testing.T) {
 		}
 		if _, ok, _ := b.store.Get(t.Context(), id); !ok {
 			t.Errorf("update %d not recorded", id)
+		}
+	}
+}
+
+// TestWebhookUpdateIDRange: update_id 0 to 2^53-1 is recorded; a larger
+// one, which a JavaScript handler reads rounded (so that two updates could
+// read as one there), is answered 400 and not recorded. A negative id is
+// no id.
+func TestWebhookUpdateIDRange(t *testing.T) {
+	t.Parallel()
+	b := setupWebhook(t, intake.WebhookConfig{Secret: testSecret})
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{`{"update_id":0}`, http.StatusOK},
+		{`{"update_id":9007199254740991,"message":{"chat":{"id":1}}}`, http.StatusOK},
+		{`{"update_id":9007199254740992,"message":{"chat":{"id":1}}}`, http.StatusBadRequest},
+		{`{"update_id":9007199254740993}`, http.StatusBadRequest},
+		{`{"update_id":9223372036854775807}`, http.StatusBadRequest},
+		{`{"update_id":-1}`, http.StatusBadRequest},
+	} {
+		if resp := b.do(t, http.MethodPost, withSecret(testSecret), []byte(tc.body)); resp.StatusCode != tc.want {
+			t.Errorf("%s: status %d, want %d", tc.body, resp.StatusCode, tc.want)
+		}
+	}
+	for id, want := range map[int64]bool{0: true, intake.MaxUpdateID: true, intake.MaxUpdateID + 1: false, intake.MaxUpdateID + 2: false, math.MaxInt64: false} {
+		if _, ok, _ := b.store.Get(t.Context(), id); ok != want {
+			t.Errorf("update %d recorded: %v, want %v", id, ok, want)
 		}
 	}
 }
