@@ -81,6 +81,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -132,10 +133,13 @@ const (
 // Config configures a Forwarder.
 type Config struct {
 	// URL is the endpoint updates are POSTed to. Required for
-	// [Forwarder.Handle]: an absolute http or https URL.
+	// [Forwarder.Handle]: an absolute http or https URL without a user
+	// name or password (send a credential as a Header) and not on an
+	// unspecified address such as 0.0.0.0 or [::].
 	URL string
-	// ExhaustionURL is the endpoint exhaustions are POSTed to. Required
-	// for [Forwarder.HandleExhaustion]; empty disables it.
+	// ExhaustionURL is the endpoint exhaustions are POSTed to, a URL as
+	// URL is. Required for [Forwarder.HandleExhaustion]; empty disables
+	// it.
 	ExhaustionURL string
 	// Client sends the requests. Nil means a client of its own with the
 	// standard library's default transport settings (keep-alive, proxies
@@ -272,8 +276,16 @@ func (c Config) fill() (Config, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return c, badField(f.name, "is not a URL: want an absolute http:// or https:// URL")
 		}
+		if u.User != nil {
+			// Never quoted: the password would reach the error, and
+			// every log line, doctor finding or page that shows it.
+			return c, badField(f.name, "has a user name or password: a credential in the URL would reach logs and error messages; send it in a request header instead")
+		}
 		if !reachable(u) {
 			return c, badField(f.name, "names no address a forward can reach: want a host name and a port from 1 to 65535")
+		}
+		if unspecified(u) {
+			return c, badField(f.name, "names an unspecified address (0.0.0.0 or ::), where a server listens, not an address to send to: want the endpoint's host, such as 127.0.0.1")
 		}
 	}
 	switch {
@@ -292,6 +304,15 @@ func (c Config) fill() (Config, error) {
 		return c, badField("AppSecretToken", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as Telegram's secret token")
 	}
 	return c, nil
+}
+
+// unspecified reports whether u's host is an unspecified address (0.0.0.0,
+// ::, or another spelling of them). A server listens on one; a client
+// sending to it reaches this machine on some systems and nothing on
+// others, so it is never the endpoint meant.
+func unspecified(u *url.URL) bool {
+	ip, err := netip.ParseAddr(u.Hostname())
+	return err == nil && ip.Unmap().IsUnspecified()
 }
 
 // reachable reports whether u names a host and, when it has one, a port

@@ -306,6 +306,17 @@ func TestNewValidates(t *testing.T) {
 		{forward.Config{URL: "http://:8080/hook"}, "URL"},
 		{forward.Config{URL: "http://x", ExhaustionURL: "http://x:70000/e"}, "ExhaustionURL"},
 		{forward.Config{URL: "http://x", APIRoot: "http://g/?q=1"}, "APIRoot"},
+		// A credential in the URL would reach logs and errors; an
+		// unspecified address is where a server listens, not an endpoint.
+		{forward.Config{URL: "http://user:hunter2@127.0.0.1:1/hook"}, "URL"},
+		{forward.Config{URL: "http://user@127.0.0.1:1/hook"}, "URL"},
+		{forward.Config{URL: "https://:hunter2@bot.example/hook"}, "URL"},
+		{forward.Config{URL: "http://x", ExhaustionURL: "http://user:hunter2@127.0.0.1:1/e"}, "ExhaustionURL"},
+		{forward.Config{URL: "http://0.0.0.0:8080/hook"}, "URL"},
+		{forward.Config{URL: "http://0.0.0.0/hook"}, "URL"},
+		{forward.Config{URL: "http://[::]:8080/hook"}, "URL"},
+		{forward.Config{URL: "http://[::ffff:0.0.0.0]:8080/hook"}, "URL"},
+		{forward.Config{URL: "http://x", ExhaustionURL: "http://[::]:9/e"}, "ExhaustionURL"},
 		{forward.Config{URL: "http://x", AppSecretToken: "has space"}, "AppSecretToken"},
 	} {
 		_, err := forward.New(tc.cfg)
@@ -316,8 +327,11 @@ func TestNewValidates(t *testing.T) {
 		if verr := tc.cfg.Validate(); verr == nil || verr.Error() != err.Error() {
 			t.Errorf("Validate(%+v) = %v, want New's %v", tc.cfg, verr, err)
 		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("New(%+v) = %v: the error quotes the password", tc.cfg, err)
+		}
 	}
-	for _, u := range []string{"http://x", "http://x:/y", "http://127.0.0.1:1/", "https://[::1]:65535/"} {
+	for _, u := range []string{"http://x", "http://x:/y", "http://127.0.0.1:1/", "https://[::1]:65535/", "http://0.0.0.1:1/", "http://bot.example/x?user=a@b"} {
 		if err := (forward.Config{URL: u}).Validate(); err != nil {
 			t.Errorf("Validate of a valid URL %q: %v", u, err)
 		}

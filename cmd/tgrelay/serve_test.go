@@ -546,6 +546,10 @@ func TestServeFlagErrors(t *testing.T) {
 	}{
 		{"no forward", nil, []string{"--token", "1:x"}, "--forward is required"},
 		{"bad forward", nil, []string{"--forward", "ftp://x"}, "--forward is not a URL: want an absolute"},
+		{"forward with a password", nil, []string{"--forward", "http://bot:hunter2@127.0.0.1:1/"}, "--forward has a user name or password: a credential in the URL would reach logs and error messages; send it in a request header instead"},
+		{"exhaustion forward with a password", nil, []string{"--forward", "http://127.0.0.1:1/", "--exhaustion-forward", "http://bot:hunter2@127.0.0.1:1/e"}, "--exhaustion-forward has a user name or password"},
+		{"forward to 0.0.0.0", nil, []string{"--forward", "http://0.0.0.0:3000/"}, "--forward names an unspecified address (0.0.0.0 or ::)"},
+		{"exhaustion forward to [::]", []string{"TGRELAY_EXHAUSTION_FORWARD=http://[::]:3000/e"}, []string{"--forward", "http://127.0.0.1:1/"}, "--exhaustion-forward names an unspecified address"},
 		{"bad env duration", []string{"TGRELAY_LEASE=soon"}, []string{"--forward", "http://127.0.0.1:1/"}, "TGRELAY_LEASE: invalid value for --lease"},
 		{"bad attempts", nil, []string{"--forward", "http://127.0.0.1:1/", "--max-attempts", "0"}, "--max-attempts is 0"},
 		{"heartbeat interval", nil, []string{"--forward", "http://127.0.0.1:1/", "--heartbeat-interval", "10s"}, "--heartbeat-interval is 10s: want 1ms up to below the heartbeat timeout (10s)"},
@@ -593,6 +597,9 @@ func TestServeFlagErrors(t *testing.T) {
 			}
 			if err != nil && strings.Contains(err.Error(), "has space") {
 				t.Errorf("error quotes the secret: %v", err)
+			}
+			if err != nil && strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error quotes a URL's password: %v", err)
 			}
 		})
 	}
