@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -173,7 +174,20 @@ func NewStreamTransportConfig(c StreamConfig) http.RoundTripper {
 	if c.TLSConfig != nil {
 		t.TLSClientConfig = c.TLSConfig.Clone()
 	}
+	t.OnProxyConnectResponse = proxyRefusal
 	return streamTransport{t}
+}
+
+// proxyRefusal is the stream transport's OnProxyConnectResponse: a refused
+// CONNECT is reported by its status code and that code's standard text
+// only. net/http would report the proxy's own reason phrase, which may
+// quote the credentials it was sent (as package transport's CONNECT does
+// not either).
+func proxyRefusal(_ context.Context, _ *url.URL, _ *http.Request, resp *http.Response) error {
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	return fmt.Errorf("proxy refused CONNECT: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 }
 
 type streamTransport struct{ t *http.Transport }
@@ -192,12 +206,36 @@ func (s streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		return resp, nil
 	}
+	err = unquoted(err)
 	var op *net.OpError
 	if !gotConn.Load() || errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect") {
 		return nil, &dialError{err}
 	}
 	return nil, err
 }
+
+// unquoted returns err with its message cut before the first quote, when
+// it has one. net/http's parser quotes the malformed line of an answer (a
+// status line, a header), and a proxy or server that echoes what it was
+// sent there would put its credentials, or the URL path and so the bot
+// token, into the error. Unwrap still reaches err, so errors.Is and
+// errors.As find its cause.
+func unquoted(err error) error {
+	msg := err.Error()
+	i := strings.IndexByte(msg, '"')
+	if i < 0 {
+		return err
+	}
+	return &unquotedError{msg: strings.TrimRight(msg[:i], " :") + " (the quoted bytes are left out)", err: err}
+}
+
+type unquotedError struct {
+	msg string
+	err error
+}
+
+func (e *unquotedError) Error() string { return e.msg }
+func (e *unquotedError) Unwrap() error { return e.err }
 
 // dialError is a failure to connect (TLS handshake and proxy included): no
 // byte of the request was written.
