@@ -18,6 +18,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/safeerr"
 	"github.com/tgrelay/tgrelay/wire"
 )
 
@@ -206,36 +207,15 @@ func (s streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		return resp, nil
 	}
-	err = unquoted(err)
+	// Classified first, then cut: the quoted bytes of a malformed answer
+	// may echo credentials or the token, and a cut error no longer wraps
+	// its cause (safeerr.Unquoted).
 	var op *net.OpError
 	if !gotConn.Load() || errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect") {
-		return nil, &dialError{err}
+		return nil, &dialError{safeerr.Unquoted(err)}
 	}
-	return nil, err
+	return nil, safeerr.Unquoted(err)
 }
-
-// unquoted returns err with its message cut before the first quote, when
-// it has one. net/http's parser quotes the malformed line of an answer (a
-// status line, a header), and a proxy or server that echoes what it was
-// sent there would put its credentials, or the URL path and so the bot
-// token, into the error. Unwrap still reaches err, so errors.Is and
-// errors.As find its cause.
-func unquoted(err error) error {
-	msg := err.Error()
-	i := strings.IndexByte(msg, '"')
-	if i < 0 {
-		return err
-	}
-	return &unquotedError{msg: strings.TrimRight(msg[:i], " :") + " (the quoted bytes are left out)", err: err}
-}
-
-type unquotedError struct {
-	msg string
-	err error
-}
-
-func (e *unquotedError) Error() string { return e.msg }
-func (e *unquotedError) Unwrap() error { return e.err }
 
 // dialError is a failure to connect (TLS handshake and proxy included): no
 // byte of the request was written.

@@ -35,10 +35,10 @@ func TestStreamTransportProxyRefusalQuotesNoCredentials(t *testing.T) {
 		}, "502 Bad Gateway"},
 		"malformed status code": {func(auth string) string {
 			return "HTTP/1.1 " + strings.TrimPrefix(auth, "Basic ") + " x\r\n\r\n"
-		}, "quoted bytes are left out"},
+		}, "bytes are not quoted"},
 		"malformed line": {func(auth string) string {
 			return strings.ReplaceAll(auth, " ", "") + "\r\n\r\n"
-		}, "quoted bytes are left out"},
+		}, "bytes are not quoted"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

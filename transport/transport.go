@@ -14,6 +14,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/safeerr"
 )
 
 // Transport is a dispatch-aware [http.RoundTripper] for HTTP/1.1.
@@ -430,7 +432,7 @@ func connectTunnel(ctx context.Context, conn net.Conn, addr string, proxy *url.U
 	br := newTunnelReader(lim)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {
-		return fmt.Errorf("transport: reading CONNECT answer: %w", ctxOr(ctx, unquoted(err)))
+		return fmt.Errorf("transport: reading CONNECT answer: %w", ctxOr(ctx, safeerr.Unquoted(err)))
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -8,9 +8,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/tgrelay/tgrelay/internal/safeerr"
 )
 
 // maxInterim bounds the 1xx interim answers skipped before the final one.
@@ -115,7 +116,7 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 	for range maxInterim + 1 {
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {
-			return nil, fmt.Errorf("transport: reading response: %w", unquoted(err))
+			return nil, fmt.Errorf("transport: reading response: %w", safeerr.Unquoted(err))
 		}
 		if resp.StatusCode == http.StatusSwitchingProtocols {
 			resp.Body.Close()
@@ -132,7 +133,7 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 		}
 		resp.Body.Close()
 		if err != nil {
-			return nil, fmt.Errorf("transport: reading response body: %w", unquoted(err))
+			return nil, fmt.Errorf("transport: reading response body: %w", safeerr.Unquoted(err))
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		if req.Method != http.MethodHead {
@@ -143,20 +144,4 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	return nil, fmt.Errorf("transport: more than %d interim (1xx) answers", maxInterim)
-}
-
-// unquoted returns err, or, when its message quotes something, an error
-// whose message is cut before the first quote. net/http's parser quotes the
-// malformed line of an answer (a status line, a header, a Content-Length),
-// and a server that echoes the request line there would put the URL path,
-// and so the bot token, into our error. Only the parser quotes; an I/O
-// failure (EOF, a deadline, a reset, the size limit) is kept as it is, so
-// errors.Is still finds its cause.
-func unquoted(err error) error {
-	msg := err.Error()
-	i := strings.IndexByte(msg, '"')
-	if i < 0 {
-		return err
-	}
-	return errors.New(strings.TrimRight(msg[:i], " :") + " (the answer's bytes are not quoted)")
 }
