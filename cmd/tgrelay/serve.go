@@ -392,7 +392,7 @@ func defineServeFlags(fs *flag.FlagSet) *serveOptions {
 	fs.StringVar(&o.publicURL, "public-url", "", "public webhook `URL` to claim with setWebhook on start (empty: leave the webhook alone)")
 	fs.StringVar(&o.takeoverFrom, "takeover-from", "", "take the webhook over from this `host` (\"none\" for a polling bot)")
 	fs.DurationVar(&o.webhookCheck, "webhook-check-interval", relay.DefaultWebhookCheckInterval, "how often to check that the webhook still points here (`duration`, 0 off)")
-	fs.IntVar(&o.maxConnections, "max-connections", 0, "setWebhook max_connections, 1-100 (0: Telegram's default)")
+	fs.IntVar(&o.maxConnections, "max-connections", 0, "setWebhook max_connections, 1-100 (0: Telegram's default); the webhook serves at most 4 times as many connections at once, and at least 256")
 	fs.StringVar(&o.allowedUpdates, "allowed-updates", "", "comma-separated update `types` to receive (empty: Telegram's default)")
 	fs.StringVar(&o.forwardURL, "forward", "", "the bot's endpoint `URL` updates are POSTed to (required)")
 	fs.StringVar(&o.exhaustionURL, "exhaustion-forward", "", "endpoint `URL` exhaustions are POSTed to (empty: keep them for 'tgrelay updates')")
