@@ -1,0 +1,76 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+)
+
+// BenchmarkClaimedAddAndCompletion is the store's part of an update
+// handled once under load, as serve writes it: 40 writers (Telegram's
+// default max_connections) each add an update already claimed
+// (AddBatchAs), then complete it with its attempt's record (Settle), while
+// the others do the same, so the store's write group shares transactions
+// among them. One op is one update.
+func BenchmarkClaimedAddAndCompletion(b *testing.B) {
+	ctx := context.Background()
+	s, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "intake.db"), sqlitestore.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const process = "bench-process"
+	if ok, err := s.Register(ctx, process, time.Now().Add(time.Hour)); err != nil || !ok {
+		b.Fatalf("Register: %v, %v", ok, err)
+	}
+	body := []byte(`{"update_id":1,"message":{"message_id":1,"date":1772355600,"chat":{"id":12345,"type":"private"},"from":{"id":12345,"is_bot":false,"first_name":"A"},"text":"hello there"}}`)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	cpu := func() time.Duration {
+		var u syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+	}
+	b.ResetTimer()
+	start := cpu()
+	for w := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				id := next.Add(1)
+				if id > int64(b.N) {
+					return
+				}
+				now := time.Now()
+				res, err := s.AddBatchAs(ctx, []intake.AddRequest{{
+					Incoming: intake.Incoming{UpdateID: id, Body: body, ReceivedAt: now, Chat: string(rune('a' + w))},
+					Claim:    &intake.ClaimOpts{Now: now, LeaseUntil: now.Add(intake.DefaultLeaseDuration), MaxAttempts: intake.DefaultMaxAttempts},
+				}}, intake.ProcessClaim{Process: process, MaxCrashes: intake.DefaultMaxCrashes})
+				if err != nil || !res[0].Added {
+					b.Errorf("add %d: %v", id, err)
+					return
+				}
+				end := time.Now()
+				ok, err := s.Settle(ctx, res[0].Identity, intake.Settlement{State: intake.StateCompleted, At: end, Attempt: &intake.AttemptRecord{
+					Process: process, StartedAt: now, EndedAt: end, Outcome: intake.AttemptCompleted, Status: 200,
+				}})
+				if err != nil || !ok {
+					b.Errorf("settle %d: %v, %v", id, ok, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64((cpu()-start).Microseconds())/float64(b.N), "cpu-µs/op")
+}
