@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite" // the driver sqlitestore uses
 
@@ -377,6 +378,12 @@ func (s *floorPostgres) add(ctx context.Context, rows []floorRow) ([]bool, error
 	if err != nil {
 		return nil, err
 	}
+	return addedRows(rows, got)
+}
+
+// addedRows reports which of rows an INSERT … ON CONFLICT DO NOTHING
+// RETURNING update_id inserted, from its answer got, which it closes.
+func addedRows(rows []floorRow, got pgx.Rows) ([]bool, error) {
 	defer got.Close()
 	fresh := map[int64]bool{}
 	for got.Next() {

@@ -168,24 +168,7 @@ func (s *floorMinPostgres) add(ctx context.Context, rows []floorRow) ([]bool, er
 	if err != nil {
 		return nil, err
 	}
-	defer got.Close()
-	fresh := map[int64]bool{}
-	for got.Next() {
-		var id int64
-		if err := got.Scan(&id); err != nil {
-			return nil, err
-		}
-		fresh[id] = true
-	}
-	if err := got.Err(); err != nil {
-		return nil, err
-	}
-	added := make([]bool, len(rows))
-	for i, r := range rows {
-		added[i] = fresh[r.id]
-		delete(fresh, r.id) // a repeat within one batch is not new twice
-	}
-	return added, nil
+	return addedRows(rows, got)
 }
 
 // settle settles rows in one statement, each fenced by its claim; a row

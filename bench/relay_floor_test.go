@@ -60,35 +60,13 @@ func TestRelayFloorSQLite(t *testing.T) {
 // recorded, with the attempt's record.
 func TestRelayFloorContractSQLite(t *testing.T) {
 	t.Parallel()
-	sink, err := startRelaySink()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.close()
 	st, err := openFloorContractSQLite(t.Context(), filepath.Join(t.TempDir(), "floor-store.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := startRelayFloor(st, sink.url)
-	if err != nil {
-		st.close()
-		t.Fatal(err)
-	}
-	gen := newRelayLoad(8, 5)
-	defer gen.close()
-	const n = 200
-	res, err := gen.run(t.Context(), sink, f.url, n)
-	f.relayServer.close()
-	close(f.queue)
-	f.workers.Wait()
-	f.settling.Wait() // every forwarded row's settlement has returned
 	defer st.close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.duplicates != 0 || res.reposts != 0 {
-		t.Errorf("duplicates %d, re-posts %d; want none on loopback", res.duplicates, res.reposts)
-	}
+	const n = 200
+	driveFloor(t, st, n)
 	admin := st.st.(intake.AdminStore)
 	stats, err := admin.Stats(t.Context())
 	if err != nil {
@@ -116,36 +94,13 @@ func TestRelayFloorContractSQLite(t *testing.T) {
 // and that the settlement is fenced: a wrong claim settles nothing.
 func TestRelayFloorMinSQLite(t *testing.T) {
 	t.Parallel()
-	sink, err := startRelaySink()
+	st, err := openFloorMinSQLite(t.Context(), filepath.Join(t.TempDir(), "floor-min.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sink.close()
-	path := filepath.Join(t.TempDir(), "floor-min.db")
-	st, err := openFloorMinSQLite(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := startRelayFloor(st, sink.url)
-	if err != nil {
-		st.close()
-		t.Fatal(err)
-	}
-	gen := newRelayLoad(8, 5)
-	defer gen.close()
+	defer st.close()
 	const n = 200
-	res, err := gen.run(t.Context(), sink, f.url, n)
-	f.relayServer.close()
-	close(f.queue)
-	f.workers.Wait()
-	f.settling.Wait() // every forwarded row's settlement has returned
-	if err != nil {
-		st.close()
-		t.Fatal(err)
-	}
-	if res.duplicates != 0 || res.reposts != 0 {
-		t.Errorf("duplicates %d, re-posts %d; want none on loopback", res.duplicates, res.reposts)
-	}
+	driveFloor(t, st, n)
 	var rows, settled, chats int
 	if err := st.db.QueryRowContext(t.Context(), `SELECT count(*), count(*) FILTER (WHERE state = 2 AND rec_status = 200 AND rec_ended >= rec_started), count(DISTINCT chat) FROM floor_min`).Scan(&rows, &settled, &chats); err != nil {
 		t.Fatal(err)
@@ -166,5 +121,34 @@ func TestRelayFloorMinSQLite(t *testing.T) {
 	if err := st.settle(t.Context(), []floorSettle{{id: 1 << 40, claimID: 7, started: now, ended: now}}); err != nil {
 		t.Fatalf("the settlement under the row's claim: %v", err)
 	}
-	st.close()
+}
+
+// driveFloor serves a floor over st (which it leaves open) and sends it n
+// updates over 5 chats with the relay's load generator, checking that each
+// reached the endpoint once; it returns when every forwarded row's
+// settlement has.
+func driveFloor(t *testing.T, st floorStore, n int) {
+	t.Helper()
+	sink, err := startRelaySink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.close()
+	f, err := startRelayFloor(st, sink.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := newRelayLoad(8, 5)
+	defer gen.close()
+	res, err := gen.run(t.Context(), sink, f.url, n)
+	f.relayServer.close()
+	close(f.queue)
+	f.workers.Wait()
+	f.settling.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.duplicates != 0 || res.reposts != 0 {
+		t.Errorf("duplicates %d, re-posts %d; want none on loopback", res.duplicates, res.reposts)
+	}
 }
