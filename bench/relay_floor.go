@@ -304,16 +304,26 @@ func openFloorSQLiteDB(path string) (*sql.DB, error) {
 }
 
 func (s *floorSQLite) add(ctx context.Context, rows []floorRow) ([]bool, error) {
+	return s.insertEach(ctx, rows, func(r floorRow, now time.Time) []any { return []any{r.id, r.body, now.UnixMilli()} })
+}
+
+func (s *floorSQLite) settle(ctx context.Context, rows []floorSettle) error {
+	return s.updateEach(ctx, rows, false, func(r floorSettle, now time.Time) []any { return []any{now.UnixMilli(), r.id} })
+}
+
+// insertEach runs the insert statement once per row, with args's
+// arguments, in one transaction, and reports which rows it inserted.
+func (s *floorSQLite) insertEach(ctx context.Context, rows []floorRow, args func(floorRow, time.Time) []any) ([]bool, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
 	ins := tx.StmtContext(ctx, s.insert)
-	now := time.Now().UnixMilli()
+	now := time.Now()
 	added := make([]bool, len(rows))
 	for i, r := range rows {
-		res, err := ins.ExecContext(ctx, r.id, r.body, now)
+		res, err := ins.ExecContext(ctx, args(r, now)...)
 		if err != nil {
 			return nil, err
 		}
@@ -326,17 +336,28 @@ func (s *floorSQLite) add(ctx context.Context, rows []floorRow) ([]bool, error) 
 	return added, tx.Commit()
 }
 
-func (s *floorSQLite) settle(ctx context.Context, rows []floorSettle) error {
+// updateEach runs the update statement once per settlement, with args's
+// arguments, in one transaction. With fenced, a settlement that changes
+// no row (its claim does not match) fails the batch, as a store would
+// refuse that settlement.
+func (s *floorSQLite) updateEach(ctx context.Context, rows []floorSettle, fenced bool, args func(floorSettle, time.Time) []any) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	up := tx.StmtContext(ctx, s.update)
-	now := time.Now().UnixMilli()
+	now := time.Now()
 	for _, r := range rows {
-		if _, err := up.ExecContext(ctx, now, r.id); err != nil {
+		res, err := up.ExecContext(ctx, args(r, now)...)
+		if err != nil {
 			return err
+		}
+		if !fenced {
+			continue
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("update %d: settlement refused (%d rows, %v)", r.id, n, err)
 		}
 	}
 	return tx.Commit()

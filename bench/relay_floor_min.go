@@ -73,50 +73,16 @@ func openFloorMinSQLite(ctx context.Context, path string) (*floorMinSQLite, erro
 }
 
 func (s *floorMinSQLite) add(ctx context.Context, rows []floorRow) ([]bool, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	ins := tx.StmtContext(ctx, s.insert)
-	now := time.Now()
-	lease := now.Add(intake.DefaultLeaseDuration).UnixMilli()
-	added := make([]bool, len(rows))
-	for i, r := range rows {
-		res, err := ins.ExecContext(ctx, r.id, r.body, r.claimID, lease, r.chat, now.UnixMilli())
-		if err != nil {
-			return nil, err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return nil, err
-		}
-		added[i] = n == 1
-	}
-	return added, tx.Commit()
+	return s.insertEach(ctx, rows, func(r floorRow, now time.Time) []any {
+		return []any{r.id, r.body, r.claimID, now.Add(intake.DefaultLeaseDuration).UnixMilli(), r.chat, now.UnixMilli()}
+	})
 }
 
-// settle settles rows in one transaction, each fenced by its claim: a
-// row whose claim does not match fails the batch, as a store would refuse
-// that settlement.
+// settle settles rows in one transaction, each fenced by its claim.
 func (s *floorMinSQLite) settle(ctx context.Context, rows []floorSettle) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	up := tx.StmtContext(ctx, s.update)
-	now := time.Now().UnixMilli()
-	for _, r := range rows {
-		res, err := up.ExecContext(ctx, now, r.started.UnixMilli(), r.ended.UnixMilli(), r.id, r.claimID)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return fmt.Errorf("update %d: settlement refused (%d rows, %v)", r.id, n, err)
-		}
-	}
-	return tx.Commit()
+	return s.updateEach(ctx, rows, true, func(r floorSettle, now time.Time) []any {
+		return []any{now.UnixMilli(), r.started.UnixMilli(), r.ended.UnixMilli(), r.id, r.claimID}
+	})
 }
 
 func (*floorMinSQLite) keepsChat() {}
