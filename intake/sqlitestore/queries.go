@@ -300,14 +300,15 @@ func fillSQL(text, table string) string {
 	return strings.ReplaceAll(text, sqlschema.Placeholder, table)
 }
 
-// queries holds the statements prepared once at construction.
+// queries holds the statements prepared once at construction; those of
+// strict chat order are prepared on demand (chatorder.go).
 type queries struct {
 	ownsTxSQL, listSQL string
 
-	add, claim, claimStrict, renew, settle, settleDone, prune, exhaust, acknowledge, requeue          *sql.Stmt
-	register, beat, leave, reap                                                                       *sql.Stmt
-	owns, due, dueStrict, dueChat, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra, procs *sql.Stmt
-	recordAttempt, recordSettled                                                                      *sql.Stmt
+	add, claim, renew, settle, settleDone, prune, exhaust, acknowledge, requeue   *sql.Stmt
+	register, beat, leave, reap                                                   *sql.Stmt
+	owns, due, dueExhaustions, dueExhaustionsAfter, get, stats, statsExtra, procs *sql.Stmt
+	recordAttempt, recordSettled                                                  *sql.Stmt
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
@@ -321,7 +322,6 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 	}{
 		{w, &q.add, addSQL},
 		{w, &q.claim, claimSQL},
-		{w, &q.claimStrict, claimStrictSQL},
 		{w, &q.renew, renewSQL},
 		{w, &q.settle, settleSQL},
 		{w, &q.settleDone, settleDoneSQL},
@@ -337,8 +337,6 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		{w, &q.recordSettled, recordSettledSQL},
 		{r, &q.owns, ownsSQL},
 		{r, &q.due, dueSQL},
-		{r, &q.dueStrict, dueStrictSQL},
-		{r, &q.dueChat, dueChatSQL},
 		{r, &q.dueExhaustions, dueExhaustionsSQL},
 		{r, &q.dueExhaustionsAfter, dueExhaustionsAfterSQL},
 		{r, &q.get, getSQL},
@@ -358,9 +356,9 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 func (q *queries) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
-		q.add, q.claim, q.claimStrict, q.renew, q.settle, q.settleDone, q.prune, q.exhaust, q.acknowledge, q.requeue,
+		q.add, q.claim, q.renew, q.settle, q.settleDone, q.prune, q.exhaust, q.acknowledge, q.requeue,
 		q.register, q.beat, q.leave, q.reap, q.recordAttempt, q.recordSettled,
-		q.owns, q.due, q.dueStrict, q.dueChat, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra, q.procs,
+		q.owns, q.due, q.dueExhaustions, q.dueExhaustionsAfter, q.get, q.stats, q.statsExtra, q.procs,
 	} {
 		if st != nil {
 			errs = append(errs, st.Close())

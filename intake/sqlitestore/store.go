@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -145,6 +146,11 @@ type Store struct {
 
 	q    queries
 	adds addStmts
+	// strict holds strict chat order's statements once the first strict
+	// call has built the chat index (chatorder.go); strictMu serializes
+	// that build.
+	strict   atomic.Pointer[strictStmts]
+	strictMu sync.Mutex
 	// journal holds the journal's prepared statements and deferred
 	// outcomes (journal.go).
 	journal journalState
@@ -417,6 +423,9 @@ func (s *Store) Close() error {
 		s.procs.close()
 		s.file.close()
 		s.closeErr = errors.Join(s.adds.close(), s.q.close(), s.settles.close(), s.journal.close())
+		if p := s.strict.Load(); p != nil {
+			s.closeErr = errors.Join(s.closeErr, p.close())
+		}
 		if s.owned {
 			s.closeErr = errors.Join(s.closeErr, s.r.Close(), s.w.Close())
 		}
@@ -597,7 +606,9 @@ func (s *Store) ClaimAs(ctx context.Context, updateID int64, opts intake.ClaimOp
 // ClaimInOrder implements [intake.ChatOrderStore.ClaimInOrder]: the table
 // keeps each row's chat (migration 005), and a strict claim checks its
 // chat's earlier rows in the same UPDATE, which runs under SQLite's write
-// lock, so processes sharing the file keep each chat in order too.
+// lock, so processes sharing the file keep each chat in order too. The
+// first strict call (this or [Store.DueInOrder]) builds the chat index
+// the check reads, which the table keeps from then on.
 func (s *Store) ClaimInOrder(ctx context.Context, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
 	return s.claim(ctx, updateID, opts, p, true)
 }
@@ -617,7 +628,11 @@ func (s *Store) claim(ctx context.Context, updateID int64, opts intake.ClaimOpts
 	found := false
 	st := s.q.claim
 	if strict {
-		st = s.q.claimStrict
+		p, err := s.strictOrder(ctx)
+		if err != nil {
+			return intake.Identity{}, false, fmt.Errorf("sqlitestore: claim %d: %w", updateID, err)
+		}
+		st = p.claim
 	}
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.StmtContext(ctx, st).QueryRowContext(ctx, updateID, ms(opts.Now), ms(opts.LeaseUntil),
@@ -743,11 +758,17 @@ func (s *Store) due(ctx context.Context, q intake.DueQuery, strict bool, chat st
 		rows *sql.Rows
 		err  error
 	)
+	var p *strictStmts
+	if strict {
+		if p, err = s.strictOrder(ctx); err != nil {
+			return nil, fmt.Errorf("sqlitestore: due: %w", err)
+		}
+	}
 	switch {
 	case strict && chat != "":
-		rows, err = s.q.dueChat.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit, chat)
+		rows, err = p.dueChat.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit, chat)
 	case strict:
-		rows, err = s.q.dueStrict.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit)
+		rows, err = p.due.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit)
 	default:
 		rows, err = s.q.due.QueryContext(ctx, ms(q.PendingBefore), ms(q.Now), q.Limit)
 	}

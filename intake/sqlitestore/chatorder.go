@@ -1,0 +1,78 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// The chat index, built on demand.
+//
+// Strict chat order ([intake.ChatOrderStore]) checks a row's chat's
+// earlier live rows through the chat index. Nothing else reads it, and
+// keeping it costs every live row an index entry and its removal, so a
+// table has it only once strict order has been asked of it (migration 008
+// drops the one 005 built). The first strict order call builds it, in a
+// write transaction of the write group, so that a concurrent write waits
+// for it rather than races it, and prepares the statements that name it.
+// A build that fails is tried again by the next call.
+
+// chatIndexSQL builds the chat index: live rows by chat in update id
+// order, covering what the order check reads, so the check is one index
+// range and a chat's next row one index lookup.
+const chatIndexSQL = `CREATE INDEX IF NOT EXISTS "{{table}}_chat" ON "{{table}}" (chat, update_id, state, due_at)
+    WHERE state IN ('pending', 'processing', 'failed')`
+
+// strictStmts are the statements of strict chat order, which read the
+// chat index.
+type strictStmts struct {
+	claim, due, dueChat *sql.Stmt
+}
+
+// strictOrder returns the strict order statements, building the chat
+// index and preparing them on the first call.
+func (s *Store) strictOrder(ctx context.Context) (*strictStmts, error) {
+	if p := s.strict.Load(); p != nil {
+		return p, nil
+	}
+	s.strictMu.Lock()
+	defer s.strictMu.Unlock()
+	if p := s.strict.Load(); p != nil {
+		return p, nil
+	}
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, fillSQL(chatIndexSQL, s.table))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: build the chat index: %w", err)
+	}
+	p := &strictStmts{}
+	for _, st := range []struct {
+		db   *sql.DB
+		dst  **sql.Stmt
+		text string
+	}{
+		{s.w, &p.claim, claimStrictSQL},
+		{s.r, &p.due, dueStrictSQL},
+		{s.r, &p.dueChat, dueChatSQL},
+	} {
+		if *st.dst, err = st.db.PrepareContext(ctx, fillSQL(st.text, s.table)); err != nil {
+			return nil, errors.Join(fmt.Errorf("sqlitestore: prepare: %w", err), p.close())
+		}
+	}
+	s.strict.Store(p)
+	return p, nil
+}
+
+// close closes the statements prepared.
+func (p *strictStmts) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{p.claim, p.due, p.dueChat} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
