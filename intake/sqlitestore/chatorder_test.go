@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,17 @@ func chatIndexes(t *testing.T, db *sql.DB) int {
 	return n
 }
 
+// chatIndexDef is the definition of the default table's chat index, its
+// spaces collapsed.
+func chatIndexDef(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var def string
+	if err := db.QueryRowContext(t.Context(), `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'telegram_updates_chat'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(strings.Fields(def), " ")
+}
+
 // A store runs on a table without the chat index, as a later migration
 // may leave it where strict order is not used: process order never builds
 // it, the first strict call builds it (while other stores write to the
@@ -38,6 +50,7 @@ func TestChatIndexIsBuiltOnDemand(t *testing.T) {
 	if n := chatIndexes(t, s.DB()); n != 1 {
 		t.Fatalf("a new table has %d chat indexes, want the one migration 005 builds", n)
 	}
+	migrated := chatIndexDef(t, s.DB())
 	if _, err := s.DB().ExecContext(ctx, `DROP INDEX "telegram_updates_chat"`); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +110,9 @@ func TestChatIndexIsBuiltOnDemand(t *testing.T) {
 	}
 	if n := chatIndexes(t, s.DB()); n != 1 {
 		t.Fatalf("after strict order calls the file has %d chat indexes, want 1", n)
+	}
+	if built := chatIndexDef(t, s.DB()); built != migrated {
+		t.Errorf("the chat index built on demand is\n%s\nwhile migration 005 builds\n%s", built, migrated)
 	}
 	// Strict claims go through it: 2 is held behind 1 until 1 settles.
 	if _, ok, err := s.ClaimInOrder(ctx, 2, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Minute), MaxAttempts: 3}, intake.ProcessClaim{}); err != nil || ok {
