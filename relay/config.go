@@ -323,6 +323,12 @@ func checkHTTPURL(field, raw string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return badField(field, "is not a URL: want an absolute http:// or https:// URL")
 	}
+	// A base URL that paths are appended to, and that the app is told:
+	// a user or password would reach every forward's header and the
+	// app's logs, and a query or fragment would end up before the path.
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return badField(field, "is not a base URL: want an absolute http:// or https:// URL without a user, query or fragment")
+	}
 	return nil
 }
 

@@ -76,6 +76,12 @@ func TestNewNamesTheInvalidField(t *testing.T) {
 		{"Forward.Timeout", func(c *Config) { c.Forward.Timeout = -time.Second }},
 		{"Gateway.Limits.MaxWait", func(c *Config) { c.Gateway.Limits.MaxWait = -time.Second }},
 		{"Gateway.Limits.Chat.Count", func(c *Config) { c.Gateway.Limits.Chat = throttle.Limit{Per: time.Second} }},
+		{"Gateway.PublicURL", func(c *Config) { c.Gateway.PublicURL = "gateway.internal:8082" }},
+		{"Gateway.PublicURL", func(c *Config) {
+			c.Gateway.PublicURL = "http://user:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA@gateway.internal:8082"
+		}},
+		{"Gateway.PublicURL", func(c *Config) { c.Gateway.PublicURL = "http://gateway.internal:8082/?x=1" }},
+		{"Gateway.PublicURL", func(c *Config) { c.Gateway.PublicURL = "http://gateway.internal:8082/#x" }},
 		{"Gateway.MaxSendTries", func(c *Config) { c.Gateway.MaxSendTries = -1 }},
 		{"Gateway.MaxBufferedBody", func(c *Config) { c.Gateway.MaxBufferedBody = -1 }},
 		{"Gateway.MaxBufferedTotal", func(c *Config) { c.Gateway.MaxBufferedTotal = -1 }},
