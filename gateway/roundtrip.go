@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -180,15 +179,14 @@ func NewStreamTransportConfig(c StreamConfig) http.RoundTripper {
 }
 
 // proxyRefusal is the stream transport's OnProxyConnectResponse: a refused
-// CONNECT is reported by its status code and that code's standard text
-// only. net/http would report the proxy's own reason phrase, which may
-// quote the credentials it was sent (as package transport's CONNECT does
-// not either).
+// CONNECT is reported as package transport reports it
+// ([safeerr.ProxyRefused]), where net/http would quote the proxy's own
+// reason phrase, which may echo the credentials it was sent.
 func proxyRefusal(_ context.Context, _ *url.URL, _ *http.Request, resp *http.Response) error {
 	if resp.StatusCode == http.StatusOK {
 		return nil
 	}
-	return fmt.Errorf("proxy refused CONNECT: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	return safeerr.ProxyRefused(resp.StatusCode)
 }
 
 type streamTransport struct{ t *http.Transport }

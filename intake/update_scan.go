@@ -36,7 +36,7 @@ func scanUpdate(body []byte) (p parsedUpdate, ok bool) {
 		if key == nil {
 			return parsedUpdate{}, false
 		}
-		if len(key) == len(updateIDKey) && strings.EqualFold(string(key), updateIDKey) {
+		if isUpdateIDKey(string(key)) {
 			// Another update_id, or one in another case: decodeUpdate
 			// refuses it, saying why.
 			if id >= 0 || string(key) != updateIDKey {

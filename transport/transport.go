@@ -436,9 +436,7 @@ func connectTunnel(ctx context.Context, conn net.Conn, addr string, proxy *url.U
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		// The status code and its standard text only: the proxy's own
-		// reason phrase may quote the credentials it was sent.
-		return fmt.Errorf("transport: proxy refused CONNECT: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		return fmt.Errorf("transport: %w", safeerr.ProxyRefused(resp.StatusCode))
 	}
 	if br.Buffered() > 0 {
 		return errors.New("transport: proxy sent data before the tunnel was used")

@@ -3,15 +3,25 @@
 // net/http's parser quotes the malformed line of an answer (a status line,
 // a header, a Content-Length) in its errors, and a server or proxy that
 // echoes what it was sent there would put the request's URL path (and so
-// the bot token) or a proxy's credentials into our error text. Unquoted is
-// the one rule both HTTP paths that meet such answers apply: package
-// transport's and the gateway's stream transport.
+// the bot token) or a proxy's credentials into our error text; a proxy's
+// reason phrase may quote the credentials it was sent. Unquoted and
+// ProxyRefused are the rules both HTTP paths that meet such answers apply:
+// package transport's and the gateway's stream transport.
 package safeerr
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 )
+
+// ProxyRefused is the error of a proxy that answered CONNECT with status
+// (not 200): the status code and its standard text only, never the
+// proxy's own reason phrase.
+func ProxyRefused(status int) error {
+	return fmt.Errorf("proxy refused CONNECT: %d %s", status, http.StatusText(status))
+}
 
 // Unquoted returns err, or, when its message quotes something, an error
 // whose message is cut before the first quote. Only the parser quotes; an

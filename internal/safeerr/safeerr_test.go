@@ -30,3 +30,9 @@ func ExampleUnquoted() {
 	fmt.Println(safeerr.Unquoted(err))
 	// Output: net/http: malformed HTTP response (the answer's bytes are not quoted)
 }
+
+func TestProxyRefused(t *testing.T) {
+	if got, want := safeerr.ProxyRefused(407).Error(), "proxy refused CONNECT: 407 Proxy Authentication Required"; got != want {
+		t.Errorf("ProxyRefused(407) = %q, want %q", got, want)
+	}
+}
