@@ -607,9 +607,8 @@ func (s *Store) ClaimAs(ctx context.Context, updateID int64, opts intake.ClaimOp
 // keeps each row's chat (migration 005), and a strict claim checks its
 // chat's earlier rows in the same UPDATE, which runs under SQLite's write
 // lock, so processes sharing the file keep each chat in order too. The
-// first strict call (this or [Store.DueInOrder]) prepares the statements
-// that read the chat index, building the index if the table lacks it
-// (chatorder.go).
+// first strict call (this or [Store.DueInOrder]) builds the chat index
+// the check reads, which the table keeps from then on.
 func (s *Store) ClaimInOrder(ctx context.Context, updateID int64, opts intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
 	return s.claim(ctx, updateID, opts, p, true)
 }

@@ -1,0 +1,14 @@
+-- 008: the chat index (005) is built on demand. Only strict chat order
+-- reads it, and every live row of a deployment in process order paid
+-- for it: an entry on each add and its removal on each settlement, 9%
+-- of the store's CPU for an update handled once and 24% for one added
+-- to a backlog (BENCHMARKS.md, relay, sessions 16 and 17). The first
+-- strict order call of a store builds it again (chatorder.go), and from
+-- then on it stays.
+--
+-- A binary built before the chat index was built on demand (before
+-- December 2026's session 16) prepares the strict statements when it
+-- opens the file, and so refuses a table without the index ("no such
+-- index"). To run one on a table past this step, build the index first,
+-- with the statement of 005, as the README's "Rolling back" says.
+DROP INDEX IF EXISTS "{{table}}_chat";
