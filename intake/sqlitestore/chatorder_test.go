@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -144,4 +145,39 @@ func TestChatIndexIsBuiltOnDemand(t *testing.T) {
 	if n := chatIndexes(t, again.DB()); n != 1 {
 		t.Fatalf("reopened, the file has %d chat indexes, want 1", n)
 	}
+}
+
+// The README's way back to a build from before the chat index was built
+// on demand: its statement, run on a table past migration 008, builds
+// the index migration 005 built, which such a build's strict statements
+// name when it opens the file.
+func TestReadmeRollbackBuildsTheChatIndex(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)To roll back to one.*?```\n.*?<<'SQL'\n(.*?)SQL\n").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README has no SQL block after \"To roll back to one\"")
+	}
+	ctx := t.Context()
+	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "tgrelay.db"), sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.DB().ExecContext(ctx, string(m[1])); err != nil {
+		t.Fatalf("the README's statement: %v", err)
+	}
+	if got, want := chatIndexDef(t, s.DB()), migratedChatIndexDef(t); got != want {
+		t.Fatalf("the README's statement builds\n%s\nwant migration 005's\n%s", got, want)
+	}
+	// An older build's strict check names the index.
+	st, err := s.DB().PrepareContext(ctx, `SELECT 1 FROM "telegram_updates" AS o INDEXED BY "telegram_updates_chat"
+		WHERE o.chat = ?1 AND o.update_id < ?2 AND o.state IN ('pending', 'processing', 'failed')`)
+	if err != nil {
+		t.Fatalf("a statement naming the chat index: %v", err)
+	}
+	st.Close()
 }
