@@ -31,7 +31,9 @@
 //
 //   - Telegram's answer, status and body verbatim. Telegram's own 429 is
 //     waited out within MaxWait and the call retried; one whose
-//     retry_after outlasts the wait is passed on as it came.
+//     retry_after outlasts the wait is passed on as it came. An answer
+//     that is not Telegram's JSON (a proxy's page, which may quote the
+//     URL) is passed on with the token masked.
 //   - The limiter's 429 with retry_after (Tgrelay-Outcome: throttled) when
 //     the call cannot be sent within its MaxWait, at once when its turn
 //     visibly comes too late. Nothing was sent.
@@ -39,8 +41,8 @@
 //     even after Config.MaxSendTries tries. Sending it again is safe.
 //   - [StatusUnknown] (502, unknown): the call may have reached Telegram
 //     (the connection broke after the first byte, no answer in time, an
-//     answer too large, a 5xx that is not Telegram's JSON). The gateway
-//     never sends it again.
+//     answer too large, a 5xx that is not Telegram's JSON, an error page
+//     too large to read and mask). The gateway never sends it again.
 //   - [StatusStale] (409, stale): see "Fencing". Nothing was sent.
 //   - A refusal (refused): 401 for another bot's token; 409 for
 //     getUpdates, setWebhook and deleteWebhook when Config.OwnsIntake; 400

@@ -677,11 +677,24 @@ func (g *Gateway) newRequest(ctx context.Context, c *call) (*http.Request, error
 const maxAnswer = intake.MaxJournalBody
 
 // readAnswer turns Telegram's (or the limiter's) answer into the app's.
+//
+// It is the one place an upstream answer becomes the app's (and so the
+// journal's and the replayed one's), and it keeps the token out of what
+// is not Telegram's word. Something in front of Telegram may quote the
+// request's URL, and so the token, in its own answer: a forward proxy's
+// error page (a plain-http API root through a proxy is asked for its
+// absolute URL, with no CONNECT tunnel whose refusal the transports report
+// by status alone), a reverse proxy's 404. The headers passed on are
+// masked; an answer that is not Telegram's JSON and quotes the token
+// reaches the app with the token masked; an error answer (not 2xx) is
+// never streamed unread, not even a file's: Telegram's refusals are small
+// JSON, and one too large to read is not Telegram's and is answered
+// unknown, status only, as a 5xx page is.
 func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 	h := http.Header{}
 	for _, k := range []string{"Content-Type", "Content-Length", "Retry-After", wire.HeaderOutcome, "Content-Disposition", "Last-Modified"} {
 		if v := resp.Header.Get(k); v != "" {
-			h.Set(k, v)
+			h.Set(k, g.redact(v))
 		}
 	}
 	a := answer{status: resp.StatusCode, header: h, outcome: wire.OutcomeAnswered}
@@ -697,7 +710,7 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 		a.outcome = wire.OutcomeUnknown
 		h.Set(wire.HeaderOutcome, string(upstream))
 	}
-	if c.streamAnswer {
+	if c.streamAnswer && resp.StatusCode/100 == 2 {
 		a.stream = resp.Body
 		h.Del("Content-Length")
 		if resp.ContentLength >= 0 {
@@ -721,7 +734,7 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 	// Telegram's own 429, not a proxy's page: only it says Telegram's
 	// limits were hit.
 	a.tg429 = resp.StatusCode == http.StatusTooManyRequests && a.outcome != wire.OutcomeThrottled && telegramRefusal(b)
-	if resp.StatusCode >= 500 && !telegramShaped(b) {
+	if (resp.StatusCode >= 500 || resp.StatusCode/100 != 2 && len(b) > maxAnswer) && !telegramShaped(b) {
 		resp.Body.Close()
 		return telegramError(StatusUnknown, wire.OutcomeUnknown, fmt.Sprintf(
 			"Bad Gateway: tgrelay: an answer that is not Telegram's (HTTP %d without its JSON body, as a proxy's error page); the call may have taken effect and is not sent again",
@@ -732,6 +745,11 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 		return a
 	}
 	resp.Body.Close()
+	// Most answers hold nothing to mask, and only those that do are parsed
+	// to tell Telegram's JSON (passed on verbatim) from a page.
+	if masked := g.redact(string(b)); masked != string(b) && !telegramShaped(b) {
+		a.body = []byte(masked)
+	}
 	return a
 }
 
