@@ -276,10 +276,10 @@ func (c Config) fill() (Config, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return c, badField(f.name, "is not a URL: want an absolute http:// or https:// URL")
 		}
-		if u.User != nil {
+		if err := configerr.URLCredential(u, "send it in a request header instead"); err != nil {
 			// Never quoted: the password would reach the error, and
 			// every log line, doctor finding or page that shows it.
-			return c, badField(f.name, "has a user name or password: a credential in the URL would reach logs and error messages; send it in a request header instead")
+			return c, badField(f.name, "%w", err)
 		}
 		if !reachable(u) {
 			return c, badField(f.name, "names no address a forward can reach: want a host name and a port from 1 to 65535")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/internal/backoff"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/internal/tlscert"
 	"github.com/tgrelay/tgrelay/relay"
 )
@@ -118,8 +119,14 @@ func (t *tlsFlags) validate(o *serveOptions, given func(string) bool) error {
 		if port, _ := botapi.WebhookPort(u); port != 443 {
 			return usage(fmt.Sprintf("--acme needs --public-url on port 443 (got %d): the CA checks the tls-alpn-01 challenge there", port))
 		}
-		if d, err := url.Parse(t.acmeDirectory); err != nil || d.Scheme != "https" || d.Host == "" {
+		d, err := url.Parse(t.acmeDirectory)
+		if err != nil || d.Scheme != "https" || d.Host == "" {
 			return usage("--acme-directory must be an https:// URL")
+		}
+		// The directory is logged as it is given; an ACME CA
+		// authenticates by the account key, not by the URL.
+		if err := configerr.URLCredential(d, "an ACME CA knows its accounts by their keys"); err != nil {
+			return usage("--acme-directory " + err.Error())
 		}
 	}
 	if (t.acme || t.selfSigned) && t.dir == "" && isPostgresURL(o.db) {

@@ -244,6 +244,7 @@ func TestServeHTTPSFlagErrors(t *testing.T) {
 		{"files on a port Telegram skips", []string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--public-url", "https://bot.example.com:9443/h"}, "--public-url is not an address Telegram delivers to: Telegram delivers webhooks only to ports 443, 80, 88 or 8443 (got 9443)"},
 		{"acme for an IP", []string{"--acme", "--public-url", "https://203.0.113.9/h"}, "--acme needs a DNS name in --public-url"},
 		{"acme off 443", []string{"--acme", "--public-url", "https://bot.example.com:8443/h"}, "--acme needs --public-url on port 443 (got 8443)"},
+		{"acme directory with a password", []string{"--acme", "--public-url", "https://bot.example.com/h", "--acme-directory", "https://acme:hunter2@ca.example/dir"}, "--acme-directory has a user name or password"},
 		{"two modes", []string{"--acme", "--self-signed", "--public-url", "https://bot.example.com/h"}, "--acme and --self-signed are different ways"},
 		{"key without cert", []string{"--tls-key", "k.pem"}, "--tls-cert and --tls-key go together"},
 		{"self-signed without a public URL", []string{"--self-signed"}, "--self-signed needs --public-url"},
@@ -261,6 +262,9 @@ func TestServeHTTPSFlagErrors(t *testing.T) {
 			_, errOut, code := runBin(t, nil, args...)
 			if code == 0 || !strings.Contains(errOut, tc.want) {
 				t.Errorf("exit %d, stderr %q; want a failure saying %q", code, errOut, tc.want)
+			}
+			if strings.Contains(errOut, "hunter2") {
+				t.Errorf("stderr quotes a URL's password: %q", errOut)
 			}
 		})
 	}

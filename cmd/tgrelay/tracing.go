@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/relay"
 )
 
@@ -52,6 +53,9 @@ func decideTracing(flagEndpoint string, lookup func(string) (string, bool)) (tra
 			return traceSetup{}, &usageError{msg: "--otlp-endpoint must be an http or https base URL",
 				hint: "Give the collector's OTLP/HTTP address, such as http://localhost:4318; traces go to its /v1/traces."}
 		}
+		if err := configerr.URLCredential(u, otlpCredentialHint); err != nil {
+			return traceSetup{}, &usageError{msg: "--otlp-endpoint " + err.Error()}
+		}
 		u.Path = strings.TrimRight(u.Path, "/") + "/v1/traces"
 		if err := otlpProtocol(env); err != nil {
 			return traceSetup{}, err
@@ -84,10 +88,18 @@ func decideTracing(flagEndpoint string, lookup func(string) (string, bool)) (tra
 			return traceSetup{}, &usageError{msg: "OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) is not a URL",
 				hint: "Give the collector's OTLP/HTTP address, such as http://localhost:4318."}
 		}
+		if err := configerr.URLCredential(u, otlpCredentialHint); err != nil {
+			return traceSetup{}, &usageError{msg: "OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) " + err.Error()}
+		}
 		shown = u.Scheme + "://" + u.Host
 	}
 	return traceSetup{on: true, shown: shown}, nil
 }
+
+// otlpCredentialHint says where a collector's credential goes instead of
+// its URL, which the OTLP exporter would use without its user and
+// password.
+const otlpCredentialHint = "the exporter would drop it; give the collector's credential in OTEL_EXPORTER_OTLP_HEADERS instead"
 
 // otlpProtocol refuses an OTLP protocol other than http/protobuf.
 func otlpProtocol(env func(string) string) error {

@@ -32,6 +32,9 @@ func TestDecideTracing(t *testing.T) {
 		{name: "the flag with a path", flag: "https://c.example/otlp/", on: true, endpoint: "https://c.example/otlp/v1/traces", shown: "https://c.example"},
 		{name: "the flag wins over none", flag: "http://c:4318", env: []string{"OTEL_TRACES_EXPORTER=none"}, on: true, endpoint: "http://c:4318/v1/traces", shown: "http://c:4318"},
 		{name: "a bad flag", flag: "collector:4318", errPart: "--otlp-endpoint"},
+		{name: "the flag with a password", flag: "https://otel:hunter2@c.example:4318", errPart: "--otlp-endpoint has a user name or password"},
+		{name: "the flag with a user", flag: "http://otel@c:4318", errPart: "--otlp-endpoint has a user name or password"},
+		{name: "the endpoint variable with a password", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://otel:hunter2@c:4318"}, errPart: "OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) has a user name or password"},
 		{name: "the endpoint variable", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4318"}, on: true, shown: "http://c:4318"},
 		{name: "the traces endpoint variable", env: []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://t:4318/v1/traces"}, on: true, shown: "http://t:4318"},
 		{name: "otlp exporter, default endpoint", env: []string{"OTEL_TRACES_EXPORTER=otlp"}, on: true, shown: defaultOTLPEndpoint},
@@ -48,6 +51,9 @@ func TestDecideTracing(t *testing.T) {
 				var ue *usageError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.errPart) {
 					t.Fatalf("decideTracing = %+v, %v; want a usage error naming %q", got, err, tc.errPart)
+				}
+				if strings.Contains(err.Error(), "hunter2") {
+					t.Errorf("the error quotes the URL's password: %v", err)
 				}
 				return
 			}

@@ -10,6 +10,7 @@ package configerr
 import (
 	"errors"
 	"fmt"
+	"net/url"
 )
 
 // Error is an invalid configuration field. Field is the field's path
@@ -72,4 +73,25 @@ func Nest(pkg, prefix string, err error) error {
 		field = prefix + "." + field
 	}
 	return &Error{Pkg: pkg, Field: field, Err: ce.Err, Kind: ce.Kind}
+}
+
+// ErrURLCredential is the cause of every refusal of a URL setting that
+// carries a user name or password ([URLCredential]).
+var ErrURLCredential = errors.New("has a user name or password: a credential in the URL would reach logs and error messages")
+
+// URLCredential is the one rule for URL settings that must hold no
+// credential (an endpoint, a collector, a webhook address): it returns nil
+// when u has no user name or password, else an error wrapping
+// [ErrURLCredential], phrased to follow the setting's name (as [Error.Err]
+// is), and ending in "; " + instead when instead (where the credential
+// belongs) is not empty. It never quotes u. A URL whose credential is
+// legitimate (a database's, a proxy's) does not go through it.
+func URLCredential(u *url.URL, instead string) error {
+	if u.User == nil {
+		return nil
+	}
+	if instead == "" {
+		return ErrURLCredential
+	}
+	return fmt.Errorf("%w; %s", ErrURLCredential, instead)
 }

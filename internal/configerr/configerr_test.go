@@ -3,6 +3,7 @@ package configerr_test
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"testing"
 
 	"github.com/tgrelay/tgrelay/internal/configerr"
@@ -55,5 +56,32 @@ func TestNestPrefixesThePath(t *testing.T) {
 	}
 	if kept := configerr.Nest("relay", "", inner); !errors.As(kept, &ce) || ce.Field != "PerChat.Count" {
 		t.Errorf("Nest with an empty prefix = %v", kept)
+	}
+}
+
+func TestURLCredential(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{"http://127.0.0.1:1/", "https://c.example/otlp"} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := configerr.URLCredential(u, "send it elsewhere"); err != nil {
+			t.Errorf("URLCredential(%s) = %v, want nil", raw, err)
+		}
+	}
+	for _, raw := range []string{"http://bot:hunter2@127.0.0.1:1/", "http://bot@127.0.0.1:1/", "http://:hunter2@127.0.0.1:1/"} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = configerr.URLCredential(u, "send it in a request header instead")
+		if !errors.Is(err, configerr.ErrURLCredential) {
+			t.Errorf("URLCredential(%s) = %v, want ErrURLCredential", raw, err)
+			continue
+		}
+		if want := "has a user name or password: a credential in the URL would reach logs and error messages; send it in a request header instead"; err.Error() != want {
+			t.Errorf("URLCredential(%s) = %q, want %q", raw, err, want)
+		}
 	}
 }
