@@ -92,11 +92,19 @@ func TaggedURL(rawURL, secret string) (string, error) {
 // parseAddress parses a webhook address and its query. The query must
 // parse whole: [url.URL.Query] would drop a pair it cannot read (a ";", a
 // bad escape), and the tagged address registered would silently lose it.
-// The error completes "the webhook address …" and never quotes rawURL.
+// The address holds no user name or password (configerr.URLCredential):
+// Telegram's proof that a delivery is its own is the secret token, the
+// address is compared with what getWebhookInfo reports and is shown by
+// those who claim and check it, and the webhook's handler checks no
+// credential in it. The error completes "the webhook address …" and never
+// quotes rawURL.
 func parseAddress(rawURL string) (*url.URL, url.Values, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, nil, errors.New("must be an absolute http or https URL")
+	}
+	if err := configerr.URLCredential(u, "the webhook's secret token is what proves a delivery comes from Telegram"); err != nil {
+		return nil, nil, err
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
@@ -144,7 +152,9 @@ func (e *ClaimError) Error() string {
 
 // ClaimConfig describes the webhook to claim.
 type ClaimConfig struct {
-	// URL is the public address Telegram posts to, without the owner tag.
+	// URL is the public address Telegram posts to, without the owner tag
+	// and without a user name or password (refused: the secret token is
+	// what proves a delivery is Telegram's).
 	URL string
 	// Secret is the webhook secret Telegram sends in the
 	// X-Telegram-Bot-Api-Secret-Token header. It also derives the owner tag.

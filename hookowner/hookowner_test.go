@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/hookowner"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
@@ -280,6 +282,35 @@ func TestClaimUploadsCertificate(t *testing.T) {
 
 // TestClaimConfigValidate: each invalid field is a *ConfigError naming it,
 // and Claim refuses it before any call to Telegram.
+// TestWebhookAddressRefusesACredential: a webhook address with a user
+// name or password is refused by every function that takes one, in an
+// error that does not quote the password: the secret token, not the URL,
+// proves a delivery is Telegram's. Nothing is registered.
+func TestWebhookAddressRefusesACredential(t *testing.T) {
+	t.Parallel()
+	_, r := setup(t)
+	for _, raw := range []string{"https://bot:hunter2@bot.example/hook", "https://bot@bot.example/hook", "https://:hunter2@bot.example/hook"} {
+		_, err := hookowner.TaggedURL(raw, secret)
+		if !errors.Is(err, configerr.ErrURLCredential) {
+			t.Errorf("TaggedURL(%s) = %v; want the credential refused", raw, err)
+		}
+		verr := (hookowner.ClaimConfig{URL: raw, Secret: secret}).Validate()
+		if ce, ok := errors.AsType[*hookowner.ConfigError](verr); !ok || ce.Field != "URL" || !errors.Is(verr, configerr.ErrURLCredential) {
+			t.Errorf("Validate(URL %s) = %v; want URL refused for its credential", raw, verr)
+		}
+		_, cerr := hookowner.Check(t.Context(), r, raw, secret)
+		_, clerr := hookowner.Claim(t.Context(), r, hookowner.ClaimConfig{URL: raw, Secret: secret, TakeoverFrom: hookowner.HostNone})
+		for _, e := range []error{err, verr, cerr, clerr} {
+			if e == nil || strings.Contains(e.Error(), "hunter2") || strings.Contains(e.Error(), "bot.example") {
+				t.Errorf("%s: error %v; want one that quotes neither the password nor the address", raw, e)
+			}
+		}
+	}
+	if slices.Contains(r.methods, "setWebhook") {
+		t.Errorf("calls made: %v; want no setWebhook", r.methods)
+	}
+}
+
 func TestClaimConfigValidate(t *testing.T) {
 	t.Parallel()
 	ok := hookowner.ClaimConfig{URL: "https://bot.example/hook", Secret: "s3cret"}

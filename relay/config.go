@@ -122,10 +122,11 @@ type Config struct {
 	// of A-Z a-z 0-9 _ -). Required for the webhook. It also derives the
 	// owner tag of the webhook registration.
 	Secret string
-	// PublicURL is the webhook address Telegram posts to. When set, the
-	// relay claims the webhook on start under the ownership rules of
-	// package hookowner and checks it periodically; empty leaves the
-	// registration alone.
+	// PublicURL is the webhook address Telegram posts to, without a user
+	// name or password (the webhook secret proves a delivery is
+	// Telegram's). When set, the relay claims the webhook on start under
+	// the ownership rules of package hookowner and checks it
+	// periodically; empty leaves the registration alone.
 	PublicURL string
 	// TakeoverFrom names the host the webhook points to now ("none" for a
 	// bot without one) to take it over from; empty never takes over.

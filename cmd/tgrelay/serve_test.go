@@ -548,6 +548,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{"bad forward", nil, []string{"--forward", "ftp://x"}, "--forward is not a URL: want an absolute"},
 		{"forward with a password", nil, []string{"--forward", "http://bot:hunter2@127.0.0.1:1/"}, "--forward has a user name or password: a credential in the URL would reach logs and error messages; send it in a request header instead"},
 		{"exhaustion forward with a password", nil, []string{"--forward", "http://127.0.0.1:1/", "--exhaustion-forward", "http://bot:hunter2@127.0.0.1:1/e"}, "--exhaustion-forward has a user name or password"},
+		{"public URL with a password", []string{"TGRELAY_WEBHOOK_SECRET=s3cret"}, []string{"--forward", "http://127.0.0.1:1/", "--token", "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "--public-url", "https://bot:hunter2@bot.example.com/h"}, "--public-url has a user name or password: a credential in the URL would reach logs and error messages; the webhook's secret token is what proves a delivery comes from Telegram"},
 		{"forward to 0.0.0.0", nil, []string{"--forward", "http://0.0.0.0:3000/"}, "--forward names an unspecified address (0.0.0.0 or ::)"},
 		{"exhaustion forward to [::]", []string{"TGRELAY_EXHAUSTION_FORWARD=http://[::]:3000/e"}, []string{"--forward", "http://127.0.0.1:1/"}, "--exhaustion-forward names an unspecified address"},
 		{"bad env duration", []string{"TGRELAY_LEASE=soon"}, []string{"--forward", "http://127.0.0.1:1/"}, "TGRELAY_LEASE: invalid value for --lease"},
