@@ -237,17 +237,20 @@ func getInfo(ctx context.Context, c Caller) (info, error) {
 	if err != nil {
 		return info{}, fmt.Errorf("hookowner: getWebhookInfo: %w", err)
 	}
-	var in info
+	// One decoding: the outer URL (a pointer, nil when "url" is missing
+	// or null) takes the key from info's.
+	var in struct {
+		info
+		URL *string `json:"url"`
+	}
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return info{}, fmt.Errorf("hookowner: getWebhookInfo answered an unexpected shape: %w", err)
 	}
-	var shape struct {
-		URL *string `json:"url"`
-	}
-	if json.Unmarshal(raw, &shape) != nil || shape.URL == nil {
+	if in.URL == nil {
 		return info{}, fmt.Errorf("hookowner: getWebhookInfo answered an unexpected shape: %w", errNoWebhookURL)
 	}
-	return in, nil
+	in.info.URL = *in.URL
+	return in.info, nil
 }
 
 // hostOf returns the host of a registered webhook address, HostNone for
