@@ -117,7 +117,14 @@ type answer struct {
 	outcome  wire.Outcome
 	replayed bool
 	tg429    bool
-	tries    int
+	// refusal: body is Telegram's refusal, a JSON object whose "ok" is
+	// false, as readAnswer found it in an answer whose status is not 2xx;
+	// false for every other answer. Only a refusal says Telegram did not
+	// act on a call; a body with "ok":true is Telegram's success whatever
+	// the status it came under (something between us and Telegram may
+	// have changed the status).
+	refusal bool
+	tries   int
 }
 
 // countingReader reports whether anything was read from r.
@@ -214,8 +221,8 @@ func (g *Gateway) handle(ctx context.Context, id *intake.Identity, c *call) answ
 	res := intake.CallResult{Outcome: intake.CallUnknown}
 	switch {
 	case a.outcome == wire.OutcomeNotDispatched || a.outcome == wire.OutcomeThrottled,
-		a.status == http.StatusTooManyRequests && telegramRefusal(a.body),
-		a.outcome == wire.OutcomeAnswered && a.status >= 500 && telegramRefusal(a.body),
+		a.status == http.StatusTooManyRequests && a.refusal,
+		a.outcome == wire.OutcomeAnswered && a.status >= 500 && a.refusal,
 		isQuery && answerRefusedQueryOpen(a):
 		// Nothing was sent, or Telegram did not act (the limiter's 429,
 		// or Telegram's own, in its JSON: a proxy's 429 page may stand
@@ -727,14 +734,22 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 		return u
 	}
 	a.body = b
-	if upstream == wire.OutcomeThrottled && resp.StatusCode == http.StatusTooManyRequests && telegramRefusal(b) {
+	// "ok" is read once, where it decides something: in an answer that is
+	// not a success.
+	shaped, success := false, resp.StatusCode/100 == 2
+	if !success {
+		var ok bool
+		ok, shaped = telegramOK(b)
+		a.refusal = shaped && !ok
+	}
+	if upstream == wire.OutcomeThrottled && resp.StatusCode == http.StatusTooManyRequests && a.refusal {
 		a.outcome = wire.OutcomeThrottled
 		h.Set(wire.HeaderOutcome, string(upstream))
 	}
 	// Telegram's own 429, not a proxy's page: only it says Telegram's
 	// limits were hit.
-	a.tg429 = resp.StatusCode == http.StatusTooManyRequests && a.outcome != wire.OutcomeThrottled && telegramRefusal(b)
-	if (resp.StatusCode >= 500 || resp.StatusCode/100 != 2 && len(b) > maxAnswer) && !telegramShaped(b) {
+	a.tg429 = resp.StatusCode == http.StatusTooManyRequests && a.outcome != wire.OutcomeThrottled && a.refusal
+	if (resp.StatusCode >= 500 || !success && len(b) > maxAnswer) && !shaped {
 		resp.Body.Close()
 		return telegramError(StatusUnknown, wire.OutcomeUnknown, fmt.Sprintf(
 			"Bad Gateway: tgrelay: an answer that is not Telegram's (HTTP %d without its JSON body, as a proxy's error page); the call may have taken effect and is not sent again",
@@ -745,10 +760,15 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 		return a
 	}
 	resp.Body.Close()
-	// Most answers hold nothing to mask, and only those that do are parsed
-	// to tell Telegram's JSON (passed on verbatim) from a page.
-	if masked := g.redact(string(b)); masked != string(b) && !telegramShaped(b) {
-		a.body = []byte(masked)
+	// Most answers hold nothing to mask, and a success is parsed only when
+	// it does, to tell Telegram's JSON (passed on verbatim) from a page.
+	if masked := g.redact(string(b)); masked != string(b) {
+		if success {
+			shaped = telegramShaped(b)
+		}
+		if !shaped {
+			a.body = []byte(masked)
+		}
 	}
 	return a
 }
@@ -757,15 +777,6 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 func telegramShaped(b []byte) bool {
 	_, ok := telegramOK(b)
 	return ok
-}
-
-// telegramRefusal reports whether b is Telegram's refusal: a JSON object
-// whose "ok" is false. Only a refusal says Telegram did not act on a call;
-// a body with "ok":true is Telegram's success whatever the status it came
-// under (something between us and Telegram may have changed the status).
-func telegramRefusal(b []byte) bool {
-	v, ok := telegramOK(b)
-	return ok && !v
 }
 
 // telegramOK returns the boolean "ok" of a JSON object b, and whether b

@@ -77,7 +77,7 @@ func queryAnswerKey(c *call) (method, hash string, ok bool) {
 // QUERY_ID_INVALID), which is final. A 400 that is not Telegram's JSON (a
 // proxy's page) is not Telegram's refusal: the answer may have arrived.
 func answerRefusedQueryOpen(a answer) bool {
-	if a.outcome != wire.OutcomeAnswered || a.status != http.StatusBadRequest || !telegramRefusal(a.body) {
+	if a.outcome != wire.OutcomeAnswered || a.status != http.StatusBadRequest || !a.refusal {
 		return false
 	}
 	d := strings.ToLower(string(a.body))
