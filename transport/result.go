@@ -54,10 +54,8 @@ type resultFuncKey struct{}
 // its retry policy knows when a send's outcome was unknown and what
 // Telegram answered, whatever the library returned. f must be safe for
 // concurrent use when requests are. A func already in ctx is called too,
-// before f. A nil f removes every func from the returned context: a
-// RoundTripper that journals requests (tgrelay's gateway) detaches its
-// upstream requests from its caller's funcs this way, because its own
-// answer, not its upstream's, is what the caller got.
+// before f. A nil f removes every func from the returned context, so
+// requests made with it report to none.
 func WithResultFunc(ctx context.Context, f func(Result)) context.Context {
 	if f == nil {
 		return context.WithValue(ctx, resultFuncKey{}, f)
@@ -69,11 +67,14 @@ func WithResultFunc(ctx context.Context, f func(Result)) context.Context {
 	return context.WithValue(ctx, resultFuncKey{}, f)
 }
 
-// ResultFuncFrom returns the func [WithResultFunc] put in ctx, or nil. A
-// RoundTripper of its own that answers for the request (tgrelay's
-// gateway: a replayed answer, its own unknown with [wire.HeaderOutcome]) calls
-// it with that answer, so its caller's funcs see what the caller got, and
-// makes its upstream requests with WithResultFunc(ctx, nil).
+// ResultFuncFrom returns the func [WithResultFunc] put in ctx (the funcs
+// installed there, chained in the order they were added), or nil when
+// there is none or a nil func removed them. It is the func
+// [Transport.RoundTrip] calls; another RoundTripper may call it to report
+// a result of its own. Nothing else in this module calls it: tgrelay's
+// gateway passes its caller's context on to the Transport beneath it, so
+// funcs there see the gateway's exchanges with Telegram, not the answers
+// the gateway makes itself (a replayed answer, its own unknown).
 func ResultFuncFrom(ctx context.Context) func(Result) {
 	return resultFuncFrom(ctx)
 }
