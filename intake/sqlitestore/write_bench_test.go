@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,41 +31,24 @@ func BenchmarkClaimedAddAndCompletion(b *testing.B) {
 		b.Fatalf("Register: %v, %v", ok, err)
 	}
 	body := []byte(`{"update_id":1,"message":{"message_id":1,"date":1772355600,"chat":{"id":12345,"type":"private"},"from":{"id":12345,"is_bot":false,"first_name":"A"},"text":"hello there"}}`)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := processCPU(b)
-	for w := range 40 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				id := next.Add(1)
-				if id > int64(b.N) {
-					return
-				}
-				now := time.Now()
-				res, err := s.AddBatchAs(ctx, []intake.AddRequest{{
-					Incoming: intake.Incoming{UpdateID: id, Body: body, ReceivedAt: now, Chat: string(rune('a' + w))},
-					Claim:    &intake.ClaimOpts{Now: now, LeaseUntil: now.Add(intake.DefaultLeaseDuration), MaxAttempts: intake.DefaultMaxAttempts},
-				}}, intake.ProcessClaim{Process: process, MaxCrashes: intake.DefaultMaxCrashes})
-				if err != nil || !res[0].Added {
-					b.Errorf("add %d: %v", id, err)
-					return
-				}
-				end := time.Now()
-				ok, err := s.Settle(ctx, res[0].Identity, intake.Settlement{State: intake.StateCompleted, At: end, Attempt: &intake.AttemptRecord{
-					Process: process, StartedAt: now, EndedAt: end, Outcome: intake.AttemptCompleted, Status: 200,
-				}})
-				if err != nil || !ok {
-					b.Errorf("settle %d: %v, %v", id, ok, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.ReportMetric(float64((processCPU(b)-start).Microseconds())/float64(b.N), "cpu-µs/op")
+	runWriters(b, 40, func(w int, id int64) error {
+		now := time.Now()
+		res, err := s.AddBatchAs(ctx, []intake.AddRequest{{
+			Incoming: intake.Incoming{UpdateID: id, Body: body, ReceivedAt: now, Chat: string(rune('a' + w))},
+			Claim:    &intake.ClaimOpts{Now: now, LeaseUntil: now.Add(intake.DefaultLeaseDuration), MaxAttempts: intake.DefaultMaxAttempts},
+		}}, intake.ProcessClaim{Process: process, MaxCrashes: intake.DefaultMaxCrashes})
+		if err != nil || !res[0].Added {
+			return fmt.Errorf("add %d: %v", id, err)
+		}
+		end := time.Now()
+		ok, err := s.Settle(ctx, res[0].Identity, intake.Settlement{State: intake.StateCompleted, At: end, Attempt: &intake.AttemptRecord{
+			Process: process, StartedAt: now, EndedAt: end, Outcome: intake.AttemptCompleted, Status: 200,
+		}})
+		if err != nil || !ok {
+			return fmt.Errorf("settle %d: %v, %v", id, ok, err)
+		}
+		return nil
+	})
 }
 
 // BenchmarkAdd is the store's part of an update accepted by the webhook
@@ -75,22 +59,30 @@ func BenchmarkAdd(b *testing.B) {
 	ctx := context.Background()
 	s := openBenchStore(ctx, b)
 	body := []byte(`{"update_id":1,"message":{"message_id":1,"date":1772355600,"chat":{"id":12345,"type":"private"},"from":{"id":12345,"is_bot":false,"first_name":"A"},"text":"hello there"}}`)
+	runWriters(b, 100, func(_ int, id int64) error {
+		res, err := s.AddBatch(ctx, []intake.AddRequest{{Incoming: intake.Incoming{UpdateID: id, Body: body, ReceivedAt: time.Now(), Chat: strconv.FormatInt(id*7919%1000, 10)}}})
+		if err != nil || !res[0].Added {
+			return fmt.Errorf("add %d: %v", id, err)
+		}
+		return nil
+	})
+}
+
+// runWriters runs b.N ops, ids 1 to b.N, on writers goroutines at once
+// (op's w is the writer's index), and reports the process's CPU time per
+// op as cpu-µs/op. A writer stops at its first error.
+func runWriters(b *testing.B, writers int, op func(w int, id int64) error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := processCPU(b)
-	for range 100 {
+	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				id := next.Add(1)
-				if id > int64(b.N) {
-					return
-				}
-				res, err := s.AddBatch(ctx, []intake.AddRequest{{Incoming: intake.Incoming{UpdateID: id, Body: body, ReceivedAt: time.Now(), Chat: strconv.FormatInt(id*7919%1000, 10)}}})
-				if err != nil || !res[0].Added {
-					b.Errorf("add %d: %v", id, err)
+			for id := next.Add(1); id <= int64(b.N); id = next.Add(1) {
+				if err := op(w, id); err != nil {
+					b.Error(err)
 					return
 				}
 			}
