@@ -1,14 +1,14 @@
 package gateway_test
 
 import (
-	"github.com/tgrelay/tgrelay/wire"
-
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tgrelay/tgrelay/gateway"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // headerSpy records the trace headers of every request sent upstream.
@@ -32,13 +33,39 @@ func (s *headerSpy) RoundTrip(req *http.Request) (*http.Response, error) {
 	return s.next.RoundTrip(req)
 }
 
+// endedSpans is a span processor that passes on the name of every span
+// that ends.
+type endedSpans chan string
+
+func (c endedSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (c endedSpans) OnEnd(s sdktrace.ReadOnlySpan)                   { c <- s.Name() }
+func (c endedSpans) Shutdown(context.Context) error                  { return nil }
+func (c endedSpans) ForceFlush(context.Context) error                { return nil }
+
+// await waits for the span named name to end.
+func (c endedSpans) await(t *testing.T, name string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case n := <-c:
+			if n == name {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("span %q did not end", name)
+		}
+	}
+}
+
 // TestTraceCall: a call that carries a W3C traceparent is a server span
 // under it, Telegram's try a client span under the call, named by the
 // method and holding no token; Telegram gets no trace context.
 func TestTraceCall(t *testing.T) {
 	t.Parallel()
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	ended := make(endedSpans, 16)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSpanProcessor(ended))
 	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
 	spy := &headerSpy{}
 	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) {
@@ -60,6 +87,9 @@ func TestTraceCall(t *testing.T) {
 		t.Fatalf("sendMessage = %d %s", r.status, r.body)
 	}
 	app.End()
+	// The call's span ends once its answer is written, which may be after
+	// the app has read it.
+	ended.await(t, "tgrelay gateway sendMessage")
 
 	spans := map[string]tracetest.SpanStub{}
 	for _, s := range exp.GetSpans() {
