@@ -1,8 +1,6 @@
 package dashboard_test
 
 import (
-	"github.com/tgrelay/tgrelay/internal/testkit"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/dashboard"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 // The secrets of TestNoSecretReachesStoreLogOrPage: a bot token of the

@@ -1,8 +1,6 @@
 package dashboard_test
 
 import (
-	"github.com/tgrelay/tgrelay/hookowner"
-
 	"context"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tgrelay/tgrelay/dashboard"
+	"github.com/tgrelay/tgrelay/hookowner"
 	"github.com/tgrelay/tgrelay/intake"
 )
 

@@ -1,8 +1,6 @@
 package intake
 
 import (
-	"github.com/tgrelay/tgrelay/internal/configerr"
-
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -13,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 )
 
 // DefaultMaxBodyBytes is the default body limit of a [Webhook]: 1 MiB.

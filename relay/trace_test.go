@@ -1,10 +1,6 @@
 package relay_test
 
 import (
-	"github.com/tgrelay/tgrelay/wire"
-
-	"github.com/tgrelay/tgrelay/internal/testkit"
-
 	"bytes"
 	"fmt"
 	"io"
@@ -21,7 +17,9 @@ import (
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/hookowner"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/relay"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 // tracedRun is one update through a relay traced into an in-memory

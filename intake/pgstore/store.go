@@ -1,8 +1,6 @@
 package pgstore
 
 import (
-	"github.com/tgrelay/tgrelay/internal/configerr"
-
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/internal/sqlschema"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/internal/groupcommit"
 )
 

@@ -1,8 +1,6 @@
 package sqlitestore
 
 import (
-	"github.com/tgrelay/tgrelay/internal/configerr"
-
 	"context"
 	"database/sql"
 	"errors"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/internal/sqlschema"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/internal/groupcommit"
 )
 
