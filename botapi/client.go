@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/configerr"
 )
 
 // Defaults and limits of [Config].
@@ -120,17 +122,11 @@ func New(token string, cfg Config) (*Client, error) {
 // outcome as the first's.
 func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// parseRoot validates an API root and strips its trailing slashes.
+// parseRoot validates an API root ([configerr.BaseURL]) and strips its
+// trailing slashes. Its error never quotes raw.
 func parseRoot(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("botapi: Config.APIRoot is not a URL: %w", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("botapi: Config.APIRoot must be an http or https URL, got scheme %q", u.Scheme)
-	}
-	if u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", errors.New("botapi: Config.APIRoot must have a host and no user, query or fragment")
+	if _, err := configerr.BaseURL(raw); err != nil {
+		return "", fmt.Errorf("botapi: Config.APIRoot %w", err)
 	}
 	return strings.TrimRight(raw, "/"), nil
 }

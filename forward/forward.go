@@ -272,9 +272,9 @@ func (c Config) fill() (Config, error) {
 		if f.raw == "" {
 			continue
 		}
-		u, err := url.Parse(f.raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, badField(f.name, "is not a URL: want an absolute http:// or https:// URL")
+		u, err := configerr.HTTPURL(f.raw)
+		if err != nil {
+			return c, badField(f.name, "%w", err)
 		}
 		if err := configerr.URLCredential(u, "send it in a request header instead"); err != nil {
 			// Never quoted: the password would reach the error, and
@@ -295,9 +295,9 @@ func (c Config) fill() (Config, error) {
 		return c, badField("Timeout", "is %v: want 1ms to %v", c.Timeout, MaxTimeout)
 	}
 	if c.APIRoot != "" {
-		u, err := url.Parse(c.APIRoot)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
-			return c, badField("APIRoot", "is not a URL: want an absolute http:// or https:// URL without a query")
+		// A root the app appends method paths to, told in a header.
+		if _, err := configerr.BaseURL(c.APIRoot); err != nil {
+			return c, badField("APIRoot", "%w", err)
 		}
 	}
 	if c.AppSecretToken != "" && !botapi.ValidSecretToken(c.AppSecretToken) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -215,9 +214,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.APIRoot == "" {
 		c.APIRoot = DefaultAPIRoot
 	}
-	u, err := url.Parse(c.APIRoot)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return c, badField("APIRoot", "is not a URL: want an absolute http:// or https:// URL")
+	if _, err := configerr.BaseURL(c.APIRoot); err != nil {
+		return c, badField("APIRoot", "%w", err)
 	}
 	c.APIRoot = strings.TrimRight(c.APIRoot, "/")
 	if c.Transport == nil {

@@ -187,8 +187,8 @@ type ConfigError = configerr.Error
 // [Claim] would before it calls Telegram: the address, the secret and
 // MaxConnections. It does no I/O.
 func (c ClaimConfig) Validate() error {
-	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return configerr.New("hookowner", "URL", "is not a URL: want an absolute http:// or https:// URL")
+	if _, err := configerr.HTTPURL(c.URL); err != nil {
+		return configerr.New("hookowner", "URL", "%w", err)
 	}
 	if _, _, err := parseAddress(c.URL); err != nil {
 		return configerr.New("hookowner", "URL", "%w", err)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
@@ -316,19 +315,13 @@ func nested(prefix string, err error, rename map[string]string) error {
 	return configerr.Nest("relay", prefix, err)
 }
 
-// checkHTTPURL reports whether raw is an absolute http or https URL, as
-// an error phrased to follow a field name. It never quotes the URL, which
-// may carry a credential.
-func checkHTTPURL(field, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return badField(field, "is not a URL: want an absolute http:// or https:// URL")
-	}
-	// A base URL that paths are appended to, and that the app is told:
-	// a user or password would reach every forward's header and the
-	// app's logs, and a query or fragment would end up before the path.
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return badField(field, "is not a base URL: want an absolute http:// or https:// URL without a user, query or fragment")
+// checkBaseURL refuses raw unless it is a base URL ([configerr.BaseURL]),
+// in an error for field. It never quotes the URL, which may carry a
+// credential.
+func checkBaseURL(field, raw string) error {
+	// A base URL that paths are appended to, and that the app is told.
+	if _, err := configerr.BaseURL(raw); err != nil {
+		return badField(field, "%w", err)
 	}
 	return nil
 }
@@ -363,12 +356,9 @@ func (c Config) fill() (Config, error) {
 		return c, badField("Token", "is not a bot token: want <bot id>:<secret> as BotFather gives it")
 	}
 	if c.APIRoot != "" {
-		// What botapi and the gateway accept as a root: no user (a
-		// credential would go nowhere), no query or fragment (the method
-		// path is appended to it).
-		if u, err := url.Parse(c.APIRoot); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-			u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-			return c, badField("APIRoot", "is not a URL: want an absolute http:// or https:// URL without a user, query or fragment")
+		// What botapi and the gateway accept as a root.
+		if err := checkBaseURL("APIRoot", c.APIRoot); err != nil {
+			return c, err
 		}
 	}
 	if c.StoreName == "" {

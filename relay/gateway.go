@@ -100,7 +100,7 @@ func (c *Config) fillGateway() error {
 		}
 	}
 	if g.PublicURL != "" {
-		if err := checkHTTPURL("Gateway.PublicURL", g.PublicURL); err != nil {
+		if err := checkBaseURL("Gateway.PublicURL", g.PublicURL); err != nil {
 			return err
 		}
 	}

@@ -158,14 +158,14 @@ func TestCLIFlagErrorsNameTheFlag(t *testing.T) {
 		want string
 		code int // 0: exitUsage
 	}{
-		{[]string{token}, []string{"send", "--chat", "1", "--text", "x", "--api-root", "not a url"}, "--api-root is not a URL", 0},
+		{[]string{token}, []string{"send", "--chat", "1", "--text", "x", "--api-root", "not a url"}, "--api-root is not a base URL", 0},
 		{[]string{token}, []string{"send", "--chat", "1", "--text", "x", "--timeout", "0s"}, "--timeout is 0s", 0},
 		{[]string{token}, []string{"send", "--chat", "1", "--text", "x", "--ca-file", "/nonexistent/ca.pem"}, "--ca-file", exitError},
-		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--api-root", "ftp://x", "--token", "123456:" + strings.Repeat("A", 35), "--secret", "s"}, "--api-root is not a URL", 0},
-		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--poll", "--db", "postgres://127.0.0.1:1/x", "--api-root", "http://user:pw@127.0.0.1:1", "--token", "123456:" + strings.Repeat("A", 35)}, "--api-root is not a URL", 0},
-		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--poll", "--db", "postgres://127.0.0.1:1/x", "--api-root", "http://127.0.0.1:1/?x=1", "--token", "123456:" + strings.Repeat("A", 35)}, "--api-root is not a URL", 0},
-		{[]string{token}, []string{"send", "--chat", "1", "--text", "x", "--api-root", "http://user:pw@127.0.0.1:1"}, "--api-root has a user", 0},
-		{[]string{token}, []string{"webhook", "check", "--url", "https://bot.example/hook", "--secret", "s", "--api-root", "http://127.0.0.1:1/#x"}, "--api-root has a user", 0},
+		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--api-root", "ftp://x", "--token", "123456:" + strings.Repeat("A", 35), "--secret", "s"}, "--api-root is not a base URL", 0},
+		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--poll", "--db", "postgres://127.0.0.1:1/x", "--api-root", "http://user:pw@127.0.0.1:1", "--token", "123456:" + strings.Repeat("A", 35)}, "--api-root is not a base URL", 0},
+		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--poll", "--db", "postgres://127.0.0.1:1/x", "--api-root", "http://127.0.0.1:1/?x=1", "--token", "123456:" + strings.Repeat("A", 35)}, "--api-root is not a base URL", 0},
+		{[]string{token}, []string{"send", "--chat", "1", "--text", "x", "--api-root", "http://user:pw@127.0.0.1:1"}, "--api-root is not a base URL", 0},
+		{[]string{token}, []string{"webhook", "check", "--url", "https://bot.example/hook", "--secret", "s", "--api-root", "http://127.0.0.1:1/#x"}, "--api-root is not a base URL", 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--token", "123456:" + strings.Repeat("A", 35), "--secret", "s", "--proxy", "socks5://h:1"}, "--proxy: SOCKS", 0},
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--token", "bad", "--secret", "s"}, "bot token", 0}, // the relay (botapi.ValidToken) or checkToken refuses it, whichever runs first
 		{nil, []string{"serve", "--forward", "http://127.0.0.1:1/", "--max-attempts", "-1"}, "--max-attempts is -1", 0},

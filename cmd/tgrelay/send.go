@@ -7,11 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strconv"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/transport"
 )
 
@@ -113,23 +113,19 @@ func withHint(err error, hint string) error {
 // https URL, naming the flag and never quoting the value (it may carry a
 // credential).
 func checkFlagURL(flagName, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &usageError{msg: flagName + " is not a URL: want an absolute http:// or https:// URL"}
+	if _, err := configerr.HTTPURL(raw); err != nil {
+		return &usageError{msg: flagName + " " + err.Error()}
 	}
 	return nil
 }
 
 // checkAPIRootFlag refuses an --api-root that the Bot API client would
-// refuse: not an absolute http or https URL, or one with a user, a query
-// or a fragment (a method's path is appended to the root). It never quotes
-// the value.
+// refuse ([configerr.BaseURL]: not an absolute http or https URL, or one
+// with a user, a query or a fragment, as a method's path is appended to
+// the root). It never quotes the value.
 func checkAPIRootFlag(raw string) error {
-	if err := checkFlagURL("--api-root", raw); err != nil {
-		return err
-	}
-	if u, _ := url.Parse(raw); u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return &usageError{msg: "--api-root has a user, a query or a fragment: want the Bot API root alone, such as https://api.telegram.org"}
+	if _, err := configerr.BaseURL(raw); err != nil {
+		return &usageError{msg: "--api-root " + err.Error() + ", such as https://api.telegram.org"}
 	}
 	return nil
 }

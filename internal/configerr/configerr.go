@@ -95,3 +95,38 @@ func URLCredential(u *url.URL, instead string) error {
 	}
 	return fmt.Errorf("%w; %s", ErrURLCredential, instead)
 }
+
+// ErrNotHTTPURL is the cause of every refusal of a URL setting that is not
+// an absolute http or https URL ([HTTPURL]).
+var ErrNotHTTPURL = errors.New("is not a URL: want an absolute http:// or https:// URL")
+
+// ErrNotBaseURL is the cause of every refusal of a base URL setting
+// ([BaseURL]).
+var ErrNotBaseURL = errors.New("is not a base URL: want an absolute http:// or https:// URL without a user, query or fragment")
+
+// HTTPURL is the one rule for a URL setting that must be an absolute http
+// or https URL with a host: it returns raw parsed, or an error wrapping
+// [ErrNotHTTPURL], phrased to follow the setting's name. It never quotes
+// raw (url.Parse's own error does).
+func HTTPURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, ErrNotHTTPURL
+	}
+	return u, nil
+}
+
+// BaseURL is the one rule for a URL that paths are appended to (a Bot API
+// root, the gateway's public address): an absolute http or https URL with
+// a host, and without a user (a credential there would go nowhere, or
+// reach every header and log line the URL is shown in), a query or a
+// fragment (either would end up before the appended path). It returns raw
+// parsed, or an error wrapping [ErrNotBaseURL], phrased to follow the
+// setting's name. It never quotes raw.
+func BaseURL(raw string) (*url.URL, error) {
+	u, err := HTTPURL(raw)
+	if err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, ErrNotBaseURL
+	}
+	return u, nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/tgrelay/tgrelay/internal/configerr"
@@ -82,6 +83,37 @@ func TestURLCredential(t *testing.T) {
 		}
 		if want := "has a user name or password: a credential in the URL would reach logs and error messages; send it in a request header instead"; err.Error() != want {
 			t.Errorf("URLCredential(%s) = %q, want %q", raw, err, want)
+		}
+	}
+}
+
+func TestHTTPURLAndBaseURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		raw        string
+		http, base bool
+	}{
+		{"https://api.telegram.org", true, true},
+		{"http://127.0.0.1:8081/root/", true, true},
+		{"https://c.example/hook?tag=1", true, false},
+		{"https://c.example/root#x", true, false},
+		{"https://bot:hunter2@c.example/root", true, false},
+		{"https://bot@c.example", true, false},
+		{"ftp://c.example", false, false},
+		{"/relative", false, false},
+		{"https://", false, false},
+		{"http://bot:hunter2@bad host/", false, false},
+	} {
+		u, err := configerr.HTTPURL(tc.raw)
+		if (err == nil) != tc.http || (err != nil) != errors.Is(err, configerr.ErrNotHTTPURL) || (err == nil) != (u != nil) {
+			t.Errorf("HTTPURL(%s) = %v, %v; want accepted %v", tc.raw, u, err, tc.http)
+		}
+		b, err := configerr.BaseURL(tc.raw)
+		if (err == nil) != tc.base || (err != nil) != errors.Is(err, configerr.ErrNotBaseURL) || (err == nil) != (b != nil) {
+			t.Errorf("BaseURL(%s) = %v, %v; want accepted %v", tc.raw, b, err, tc.base)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("BaseURL(%s) quotes the password: %v", tc.raw, err)
 		}
 	}
 }
