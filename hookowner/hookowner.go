@@ -99,9 +99,9 @@ func TaggedURL(rawURL, secret string) (string, error) {
 // credential in it. The error completes "the webhook address …" and never
 // quotes rawURL.
 func parseAddress(rawURL string) (*url.URL, url.Values, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, nil, errors.New("must be an absolute http or https URL")
+	u, err := configerr.HTTPURL(rawURL)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := configerr.URLCredential(u, "the webhook's secret token is what proves a delivery comes from Telegram"); err != nil {
 		return nil, nil, err
@@ -187,9 +187,6 @@ type ConfigError = configerr.Error
 // [Claim] would before it calls Telegram: the address, the secret and
 // MaxConnections. It does no I/O.
 func (c ClaimConfig) Validate() error {
-	if _, err := configerr.HTTPURL(c.URL); err != nil {
-		return configerr.New("hookowner", "URL", "%w", err)
-	}
 	if _, _, err := parseAddress(c.URL); err != nil {
 		return configerr.New("hookowner", "URL", "%w", err)
 	}
