@@ -109,16 +109,6 @@ func withHint(err error, hint string) error {
 	return err
 }
 
-// checkFlagURL refuses a value of flagName that is not an absolute http or
-// https URL, naming the flag and never quoting the value (it may carry a
-// credential).
-func checkFlagURL(flagName, raw string) error {
-	if _, err := configerr.HTTPURL(raw); err != nil {
-		return &usageError{msg: flagName + " " + err.Error()}
-	}
-	return nil
-}
-
 // checkAPIRootFlag refuses an --api-root that the Bot API client would
 // refuse ([configerr.BaseURL]: not an absolute http or https URL, or one
 // with a user, a query or a fragment, as a method's path is appended to
