@@ -341,6 +341,7 @@ func New(cfg Config) (*Forwarder, error) {
 	if cfg.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+		t.DialContext = dialFresh(t.DialContext) // see errStaleAnswer
 		// An endpoint's 3xx is its answer. Following it would turn a 301,
 		// 302 or 303 into a GET without the update, whose 2xx would
 		// complete an update the app never received, and would send a
@@ -583,7 +584,8 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 		ctx, cancel = context.WithTimeout(ctx, f.timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	var fr freshness
+	req, err := http.NewRequestWithContext(withFreshness(ctx, &fr), http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("forward: build %s request: %w", kind, err)
 	}
@@ -614,6 +616,9 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 	// span), as W3C traceparent: the app's spans join the update's trace.
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := f.client.Do(req)
+	if err != nil && fr.stale.Load() {
+		return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, errStaleAnswer)
+	}
 	if err != nil {
 		// *url.Error prints the endpoint's address, which may carry a
 		// credential in its query; keep only its cause, so errors.Is still
@@ -626,6 +631,9 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 	}
 	answer, readErr := readAnswer(resp)
 	resp.Body.Close()
+	if fr.stale.Load() {
+		return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, errStaleAnswer)
+	}
 	if readErr != nil && kind == "update" && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		// The answer ended before its end (the connection closed or
 		// reset, or the timeout struck mid-body): a webhook reply in it
