@@ -53,18 +53,12 @@ func (s *Store) strictOrder(ctx context.Context) (*strictStmts, error) {
 		return nil, fmt.Errorf("sqlitestore: build the chat index: %w", err)
 	}
 	p := &strictStmts{}
-	for _, st := range []struct {
-		db   *sql.DB
-		dst  **sql.Stmt
-		text string
-	}{
+	if err := prepareStmts(ctx, s.table, []stmtSpec{
 		{s.w, &p.claim, claimStrictSQL},
 		{s.r, &p.due, dueStrictSQL},
 		{s.r, &p.dueChat, dueChatSQL},
-	} {
-		if *st.dst, err = st.db.PrepareContext(ctx, fillSQL(st.text, s.table)); err != nil {
-			return nil, errors.Join(fmt.Errorf("sqlitestore: prepare: %w", err), p.close())
-		}
+	}); err != nil {
+		return nil, errors.Join(err, p.close())
 	}
 	s.strict.Store(p)
 	return p, nil

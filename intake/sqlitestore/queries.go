@@ -312,14 +312,9 @@ type queries struct {
 }
 
 func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error {
-	fill := func(text string) string { return fillSQL(text, table) }
-	q.ownsTxSQL = fill(ownsTxSQL)
-	q.listSQL = fill(`SELECT ` + rowColumns + ` FROM "{{table}}"`)
-	for _, p := range []struct {
-		db   *sql.DB
-		dst  **sql.Stmt
-		text string
-	}{
+	q.ownsTxSQL = fillSQL(ownsTxSQL, table)
+	q.listSQL = fillSQL(`SELECT `+rowColumns+` FROM "{{table}}"`, table)
+	return prepareStmts(ctx, table, []stmtSpec{
 		{w, &q.add, addSQL},
 		{w, &q.claim, claimSQL},
 		{w, &q.renew, renewSQL},
@@ -343,8 +338,22 @@ func (q *queries) prepare(ctx context.Context, w, r *sql.DB, table string) error
 		{r, &q.stats, statsSQL},
 		{r, &q.statsExtra, statsExtraSQL},
 		{r, &q.procs, procsSQL},
-	} {
-		st, err := p.db.PrepareContext(ctx, fill(p.text))
+	})
+}
+
+// stmtSpec is a statement to prepare: its text, on db, into dst.
+type stmtSpec struct {
+	db   *sql.DB
+	dst  **sql.Stmt
+	text string
+}
+
+// prepareStmts prepares each spec's text, for table, into its dst. On an
+// error the statements already prepared stay in their dst, for the
+// caller's close.
+func prepareStmts(ctx context.Context, table string, specs []stmtSpec) error {
+	for _, p := range specs {
+		st, err := p.db.PrepareContext(ctx, fillSQL(p.text, table))
 		if err != nil {
 			return fmt.Errorf("sqlitestore: prepare: %w", err)
 		}
