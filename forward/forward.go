@@ -236,6 +236,7 @@ func ValidSecretToken(s string) bool { return botapi.ValidSecretToken(s) }
 type Forwarder struct {
 	url, exhaustionURL string
 	client             *http.Client
+	checkFresh         bool // client is the default one, whose answers are checked (errStaleAnswer)
 	timeout            time.Duration
 	header             http.Header
 	appSecret          string
@@ -338,6 +339,7 @@ func New(cfg Config) (*Forwarder, error) {
 	if err != nil {
 		return nil, err
 	}
+	checkFresh := cfg.Client == nil
 	if cfg.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
@@ -353,6 +355,7 @@ func New(cfg Config) (*Forwarder, error) {
 		url:           cfg.URL,
 		exhaustionURL: cfg.ExhaustionURL,
 		client:        cfg.Client,
+		checkFresh:    checkFresh,
 		timeout:       cfg.Timeout,
 		header:        cfg.Header.Clone(),
 		appSecret:     cfg.AppSecretToken,
@@ -585,7 +588,10 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 		defer cancel()
 	}
 	var fr freshness
-	req, err := http.NewRequestWithContext(withFreshness(ctx, &fr), http.MethodPost, target, bytes.NewReader(body))
+	if f.checkFresh {
+		ctx = withFreshness(ctx, &fr)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("forward: build %s request: %w", kind, err)
 	}

@@ -69,9 +69,9 @@ type freshness struct {
 	stale atomic.Bool
 }
 
-// withFreshness returns ctx tracing a request's connection for fr. A
-// connection that is not a freshConn (a client of the caller's own) is
-// not checked.
+// withFreshness returns ctx tracing a request's connection for fr. Only
+// the default client's requests carry it; a connection that is not a
+// freshConn is not checked.
 func withFreshness(ctx context.Context, fr *freshness) context.Context {
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
