@@ -930,14 +930,19 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		}
 		r.doneLocked(rn)
 		r.mu.Unlock()
-		if res.settle != nil {
-			rn.workers.Go(res.settle)
-		}
 		if r.strict && res.released && j.key != "" {
 			r.handOff(rn, j.key)
 		}
 		if last {
+			if res.settle != nil {
+				// Nothing else waits on this line: the settlement runs
+				// here rather than on a worker of its own.
+				res.settle()
+			}
 			return
+		}
+		if res.settle != nil {
+			rn.workers.Go(res.settle)
 		}
 	}
 }

@@ -38,12 +38,15 @@ type relayMetrics struct {
 	unactedReplies prometheus.Counter
 	storeErrors    *prometheus.CounterVec // step
 	forwardSeconds *prometheus.HistogramVec
-	pollBatches    prometheus.Counter
-	pollErrors     prometheus.Counter
-	webhookOwned   prometheus.Gauge
-	appRefusals    prometheus.Counter
-	declines       *prometheus.CounterVec // kind, outcome
-	gateway        *gatewayMetrics
+	// The children every update touches, looked up once.
+	forwardOK, forwardError prometheus.Observer
+	completed               prometheus.Counter
+	pollBatches             prometheus.Counter
+	pollErrors              prometheus.Counter
+	webhookOwned            prometheus.Gauge
+	appRefusals             prometheus.Counter
+	declines                *prometheus.CounterVec // kind, outcome
+	gateway                 *gatewayMetrics
 }
 
 // newRelayMetrics registers serve's metrics; stats reads the store's
@@ -83,6 +86,9 @@ func newRelayMetrics(stats func(context.Context) (intake.Stats, error)) *relayMe
 		webhookOwned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tgrelay_webhook_owned", Help: "1 while the last webhook check found the webhook pointing here, 0 when it moved; absent in polling mode."}),
 	}
 	m.gateway = newGatewayMetrics(reg)
+	m.forwardOK = m.forwardSeconds.WithLabelValues("ok")
+	m.forwardError = m.forwardSeconds.WithLabelValues("error")
+	m.completed = m.settlements.WithLabelValues(string(intake.StateCompleted))
 	for _, r := range []string{relay.RejectInvalid, relay.RejectUnauthorized, relay.RejectTooLarge, relay.RejectMethod, relay.RejectStoreError} {
 		m.rejected.WithLabelValues(r)
 	}
@@ -145,14 +151,18 @@ func (m *relayMetrics) Observe(e relay.Event) {
 	case relay.KindClaimed:
 		m.attempts.Inc()
 	case relay.KindForwarded:
-		outcome := "ok"
+		h := m.forwardOK
 		if e.Err != nil {
-			outcome = "error"
+			h = m.forwardError
 		}
-		m.forwardSeconds.WithLabelValues(outcome).Observe(e.Duration.Seconds())
+		h.Observe(e.Duration.Seconds())
 	case relay.KindFailed:
 		m.failures.WithLabelValues(e.Reason).Inc()
 	case relay.KindSettled:
+		if e.State == intake.StateCompleted {
+			m.completed.Inc()
+			break
+		}
 		m.settlements.WithLabelValues(string(e.State)).Inc()
 	case relay.KindLeaseLost:
 		m.leasesLost.Inc()
