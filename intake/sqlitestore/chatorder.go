@@ -45,6 +45,9 @@ func (s *Store) strictOrder(ctx context.Context) (*strictStmts, error) {
 	if p := s.strict.Load(); p != nil {
 		return p, nil
 	}
+	if s.strictClosed {
+		return nil, fmt.Errorf("sqlitestore: strict order: %w", errClosed)
+	}
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, fillSQL(chatIndexSQL, s.table))
 		return err
@@ -62,6 +65,19 @@ func (s *Store) strictOrder(ctx context.Context) (*strictStmts, error) {
 	}
 	s.strict.Store(p)
 	return p, nil
+}
+
+// closeStrict refuses further strict order builds and closes the
+// statements built. A build in progress finishes first, so what it
+// prepares is closed here rather than left open on a caller's *sql.DB.
+func (s *Store) closeStrict() error {
+	s.strictMu.Lock()
+	defer s.strictMu.Unlock()
+	s.strictClosed = true
+	if p := s.strict.Load(); p != nil {
+		return p.close()
+	}
+	return nil
 }
 
 // close closes the statements prepared.

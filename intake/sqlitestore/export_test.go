@@ -61,3 +61,14 @@ func PreparedAdds(s *Store) int {
 	}
 	return n
 }
+
+// StrictStatementsOpen reports whether s holds strict order statements
+// that are still open.
+func StrictStatementsOpen(s *Store) bool {
+	p := s.strict.Load()
+	if p == nil {
+		return false
+	}
+	_, err := p.due.Query()
+	return err == nil || err.Error() != "sql: statement is closed"
+}

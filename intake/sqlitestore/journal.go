@@ -98,9 +98,6 @@ type deferredOutcome struct {
 	done chan struct{}
 }
 
-// errJournalClosed answers journal writes after Close.
-var errJournalClosed = errors.New("the store is closed")
-
 // journalStmts returns the prepared write statements, preparing them if
 // needed.
 func (s *Store) journalStmts(ctx context.Context) (*journalStmts, error) {
@@ -109,7 +106,7 @@ func (s *Store) journalStmts(ctx context.Context) (*journalStmts, error) {
 	defer j.mu.Unlock()
 	switch {
 	case j.closed:
-		return nil, errJournalClosed
+		return nil, errClosed
 	case j.stmts != nil:
 		return j.stmts, nil
 	}
@@ -144,7 +141,7 @@ func (j *journalState) close() error {
 	st := j.stmts
 	j.stmts = nil
 	j.mu.Unlock()
-	finishDeferred(ds, errJournalClosed)
+	finishDeferred(ds, errClosed)
 	if st == nil {
 		return nil
 	}
@@ -355,7 +352,7 @@ func (s *Store) RecordOutcomeDeferred(ctx context.Context, id intake.Identity, c
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
-		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, errJournalClosed)
+		return false, fmt.Errorf("sqlitestore: record outcome %d: %w", id.UpdateID, errClosed)
 	}
 	j.deferred = append(j.deferred, d)
 	if j.flush == nil {

@@ -210,9 +210,6 @@ func addManySQL(table string, rows int) string {
 // addColumns is the number of parameters of one row of addManySQL.
 const addColumns = 9
 
-// errClosed is returned by AddBatch after [Store.Close].
-var errClosed = errors.New("sqlitestore: store closed")
-
 // chunkStep shapes AddBatch's INSERTs (see addChunks): a batch of up to
 // chunkStep rows is one INSERT of its own length; a longer one, below
 // batchRows, is one INSERT of the largest multiple of chunkStep it holds

@@ -147,9 +147,10 @@ type Store struct {
 	adds addStmts
 	// strict holds strict chat order's statements once the first strict
 	// call has built the chat index (chatorder.go); strictMu serializes
-	// that build.
-	strict   atomic.Pointer[strictStmts]
-	strictMu sync.Mutex
+	// that build, and Close against it (strictClosed).
+	strict       atomic.Pointer[strictStmts]
+	strictMu     sync.Mutex
+	strictClosed bool
 	// journal holds the journal's prepared statements and deferred
 	// outcomes (journal.go).
 	journal journalState
@@ -410,6 +411,11 @@ func (s *Store) Table() string { return s.table }
 // the short, exactly-once form of a fenced domain write.
 func (s *Store) DB() *sql.DB { return s.w }
 
+// errClosed answers, after Close, the calls that would prepare statements:
+// adds of a batch size not used yet, journal writes and the first strict
+// order call.
+var errClosed = errors.New("the store is closed")
+
 // Close releases the store's prepared statements and, for a store from
 // [Open], its connections. It is safe to call more than once; later calls
 // return the first result.
@@ -421,10 +427,7 @@ func (s *Store) Close() error {
 		s.flushDeferred() // outcomes waiting for an intent to carry them
 		s.procs.close()
 		s.file.close()
-		s.closeErr = errors.Join(s.adds.close(), s.q.close(), s.settles.close(), s.journal.close())
-		if p := s.strict.Load(); p != nil {
-			s.closeErr = errors.Join(s.closeErr, p.close())
-		}
+		s.closeErr = errors.Join(s.adds.close(), s.q.close(), s.settles.close(), s.journal.close(), s.closeStrict())
 		if s.owned {
 			s.closeErr = errors.Join(s.closeErr, s.r.Close(), s.w.Close())
 		}
