@@ -2,7 +2,6 @@ package sqlitestore_test
 
 import (
 	"database/sql"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -16,13 +15,7 @@ import (
 // prepared on it.
 func callerStore(t *testing.T) (*sqlitestore.Store, *sql.DB) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "app.db")+
-		"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	t.Cleanup(func() { db.Close() })
+	db := callerDB(t)
 	s, err := sqlitestore.New(t.Context(), db, sqlitestore.Config{})
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -43,19 +43,26 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// callerDB opens a handle of the test's own, configured as New's doc asks;
+// it is closed when the test ends.
+func callerDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "app.db")+
+		"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // TestConformanceNew runs the suite on a store that wraps a caller's handle
 // configured as New's doc asks, with a non-default table name.
 func TestConformanceNew(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) intake.Store {
-		db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "app.db")+
-			"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.SetMaxOpenConns(1)
-		t.Cleanup(func() { db.Close() })
-		s, err := sqlitestore.New(t.Context(), db, sqlitestore.Config{Table: "bot_updates"})
+		s, err := sqlitestore.New(t.Context(), callerDB(t), sqlitestore.Config{Table: "bot_updates"})
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}
