@@ -460,7 +460,8 @@ func TestClaimAddUnpersistedFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddUnpersisted{m} }), "ClaimOnAdd")
 	requireCases(t, res, "ClaimOnAdd/ClaimedAddIsAClaim", "ClaimOnAdd/DuplicateNeitherAddedNorClaimed",
 		"ClaimOnAdd/InvalidClaimRefused", "ClaimOnAdd/LapsedLeaseReclaimed", "ClaimOnAdd/MixedBatch", "ClaimOnAdd/OwnerLapseTakesOver",
-		"ClaimOnAdd/ConcurrentClaimedAdds", "ClaimOnAdd/RepeatedInBatch", "ClaimOnAdd/FreshClaimIDAfterPrune", "ClaimOnAdd/LargeBatches")
+		"ClaimOnAdd/ConcurrentClaimedAdds", "ClaimOnAdd/RepeatedInBatch", "ClaimOnAdd/FreshClaimIDAfterPrune", "ClaimOnAdd/LargeBatches",
+		"ClaimOnAdd/ClaimedAddHasNoCrash")
 	requireMessage(t, res, "ClaimOnAdd/ClaimedAddIsAClaim", "Get(1) after its claimed add = state pending, attempts 0")
 	requireMessage(t, res, "ClaimOnAdd/MixedBatch", "Due(now 10ms, pending before 10ms) after a mixed batch listed [10 11 12 13]; want [10 12]")
 	requireMessage(t, res, "ClaimOnAdd/LapsedLeaseReclaimed", "Due(now 20ms) listed [1]")
@@ -509,7 +510,7 @@ func (s claimAddDropsOwner) AddBatchAs(ctx context.Context, reqs []intake.AddReq
 func TestClaimAddDropsOwnerFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return claimAddDropsOwner{m} }), "ClaimOnAdd")
-	requireCases(t, res, "ClaimOnAdd/OwnerLapseTakesOver")
+	requireCases(t, res, "ClaimOnAdd/OwnerLapseTakesOver", "ClaimOnAdd/ClaimedAddHasNoCrash")
 	requireMessage(t, res, "ClaimOnAdd/OwnerLapseTakesOver", "Due(now 101ms) = [] after the claimed add's owner lapsed at 100ms; want [1]")
 }
 

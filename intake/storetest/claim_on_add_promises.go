@@ -23,6 +23,7 @@ func claimOnAddPromiseCases() []testCase {
 			run: claimedAddRepeated},
 		{name: "ConcurrentClaimedAdds", rule: "of concurrent claimed adds of one update id exactly one records it, under the one identity it answers",
 			run: concurrentClaimedAdds},
+		{name: "ClaimedAddHasNoCrash", rule: claimedAddNoCrashRule, needs: capProcess, run: claimedAddHasNoCrash},
 	}
 }
 

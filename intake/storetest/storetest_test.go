@@ -261,7 +261,8 @@ func TestCoreOnlySkips(t *testing.T) {
 	}
 	want := "detected core; running 63 cases; skipped: Race/ReclaimLapsedOwner (needs intake.ProcessStore), Batch/ConcurrentSettlesKeepOrder (needs intake.AdminStore), Admin (needs intake.AdminStore), " +
 		"History (needs intake.AdminStore), Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), ChatOrder (needs intake.ChatOrderStore), " +
-		"ClaimOnAdd/OwnerLapseTakesOver (needs intake.ProcessStore), Arguments/BadListQueryRefused (needs intake.AdminStore)"
+		"ClaimOnAdd/OwnerLapseTakesOver (needs intake.ProcessStore), ClaimOnAdd/ClaimedAddHasNoCrash (needs intake.ProcessStore), " +
+		"Arguments/BadListQueryRefused (needs intake.AdminStore)"
 	if got := res.plan.describe(res.caps); got != want {
 		t.Errorf("log line\n got %q\nwant %q", got, want)
 	}
