@@ -28,6 +28,7 @@ func processPromiseCases() []testCase {
 			needs: capProcess | capAdmin, run: requeueResetsCrashes},
 		{name: "DueJudgesOwnersAtNow", rule: "Due lists a row whose owner lapsed by the owner's heartbeat at q.Now, whatever q.PendingBefore",
 			needs: capProcess, run: dueJudgesOwnersAtNow},
+		{name: "CrashesKept", rule: crashesKeptRule, needs: capProcess, run: crashesKept},
 	}
 }
 
