@@ -21,6 +21,7 @@ func adminCases() []testCase {
 		{name: "SearchChatExact", rule: "Search by chat selects rows whose stored chat is exactly the chat: not a prefix, not a pattern", needs: capAdmin | capChatOrder, run: searchChatExact},
 		{name: "ProcessesByIDEachLimited", rule: "Processes lists registered processes by id and processing rows newest first, at most limit of each", needs: capAdmin | capProcess, run: processesByIDEachLimited},
 		{name: "OldestPendingOnlyPending", rule: "Stats' oldest pending reads pending rows only, and is the zero time when none is pending", needs: capAdmin, run: oldestPendingOnlyPending},
+		{name: "RequeueKeepsClaimID", rule: requeueKeepsClaimRule, needs: capAdmin, run: requeueKeepsClaimID},
 		{name: "Inspect", rule: "Search, Replies, Processes and HeldBehind select, order and page as the contract says", needs: capAdmin | capJournal | capProcess, run: adminInspect},
 	}
 }
