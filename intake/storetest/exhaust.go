@@ -26,6 +26,7 @@ func exhaustCases() []testCase {
 		{name: "ClaimSpendIsAnExhaustion", rule: "a claim that spends a row leaves a visible exhaustion with a claim id", run: claimSpendIsAnExhaustion},
 		{name: "AckOnlyUnacknowledged", rule: "only an unacknowledged exhaustion can be acknowledged", run: ackOnlyUnacknowledged},
 		{name: "ConcurrentAcks", rule: "of concurrent acknowledgements of one exhaustion exactly one applies", run: concurrentAcks},
+		{name: "AckKeepsError", rule: ackKeepsErrorRule, needs: capAdmin, run: ackKeepsError},
 	}
 }
 
