@@ -192,9 +192,10 @@ var phrases = [...]phrase{
 // The first rule that applies wins:
 //
 //  1. An error anywhere in the chain with an OutcomeUnknown() bool method
-//     returning true (transport's *OutcomeUnknownError): unknown, evidence
-//     transport, whatever else the chain holds (a send that may have
-//     arrived outweighs everything). [Failure.ReplaySafe] is set when each
+//     returning true (transport's *OutcomeUnknownError), or with a
+//     NotDispatched() bool method returning false (its maker says the
+//     request left): unknown, evidence transport, whatever else the chain
+//     holds (a send that may have arrived outweighs everything). [Failure.ReplaySafe] is set when each
 //     such error, or an error wrapping it, has a ReplaySafe() bool method
 //     returning true.
 //  2. An error anywhere in the chain with a NotDispatched() bool method
@@ -338,7 +339,7 @@ func scan(err error) scanned {
 			continue
 		}
 		safe := n.safe || hasMark[replaySafer](n.err, replaySafer.ReplaySafe)
-		if hasMark[outcomeUnknowner](n.err, outcomeUnknowner.OutcomeUnknown) {
+		if hasMark[outcomeUnknowner](n.err, outcomeUnknowner.OutcomeUnknown) || saysDispatched(n.err) {
 			sc.unknown++
 			if safe {
 				sc.replaySafe++
@@ -383,6 +384,14 @@ func hasMark[M any](e error, method func(M) bool) bool {
 		}
 	}
 	return false
+}
+
+// saysDispatched reports whether e itself, directly or through its As
+// method, has a NotDispatched method that reports false: its maker says
+// the request left, whatever not-dispatched causes it wraps (a transport
+// whose first try never left and whose retry did).
+func saysDispatched(e error) bool {
+	return hasMark[notDispatcher](e, func(n notDispatcher) bool { return !n.NotDispatched() })
 }
 
 // isNotDispatched reports whether e itself carries the not-dispatched mark,

@@ -142,7 +142,7 @@ func TestClassify(t *testing.T) {
 		{"not dispatched joined", errors.Join(apiErr(403, "Forbidden: bot was blocked by the user"), &notDispatchedError{}),
 			botapi.Failure{Reason: botapi.ReasonNotDispatched, Retryable: true, Evidence: botapi.EvidenceTransport}},
 		{"not dispatched through As", fmt.Errorf("x: %w", asError{}), botapi.Failure{Reason: botapi.ReasonNotDispatched, Retryable: true, Evidence: botapi.EvidenceTransport}},
-		{"NotDispatched false", &notDispatchedError{sent: true}, unknown},
+		{"NotDispatched false", &notDispatchedError{sent: true}, botapi.Failure{Reason: botapi.ReasonUnknown, Evidence: botapi.EvidenceTransport}},
 		{"not dispatched beyond depth limit", chain(&notDispatchedError{}, botapi.MaxClassifyDepth+1), unknown},
 		{"not dispatched behind cycle", errors.Join(&selfError{}, &notDispatchedError{}),
 			botapi.Failure{Reason: botapi.ReasonNotDispatched, Retryable: true, Evidence: botapi.EvidenceTransport}},

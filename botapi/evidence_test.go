@@ -82,6 +82,15 @@ func TestClassifyOtherLibrariesErrors(t *testing.T) {
 	}
 }
 
+// leftAfterRetry is the error of a transport that retried a try that
+// never left and then lost the answer of one that did: it wraps the first
+// try's error and says, by its NotDispatched method, that the call left.
+type leftAfterRetry struct{ first error }
+
+func (e *leftAfterRetry) Error() string       { return "retried, then lost the answer" }
+func (e *leftAfterRetry) Unwrap() error       { return e.first }
+func (e *leftAfterRetry) NotDispatched() bool { return false }
+
 func TestClassifyUnknownOutcome(t *testing.T) {
 	t.Parallel()
 	unknown := &transport.OutcomeUnknownError{Err: errors.New("reset")}
@@ -94,6 +103,8 @@ func TestClassifyUnknownOutcome(t *testing.T) {
 		{"wrapped", fmt.Errorf("lib: %w", unknown), false},
 		{"beside a 429", errors.Join(apiErr, unknown), false},
 		{"beside not dispatched", errors.Join(&transport.NotDispatchedError{Stage: transport.StageTLS}, unknown), false},
+		{"said to have left, wrapping not dispatched", &leftAfterRetry{&transport.NotDispatchedError{Stage: transport.StageConnect}}, false},
+		{"said to have left, beside not dispatched", errors.Join(&transport.NotDispatchedError{Stage: transport.StageConnect}, &leftAfterRetry{}), false},
 		{"journaled", fmt.Errorf("lib: %w", journaled{unknown}), true},
 		{"one journaled, one not", errors.Join(journaled{unknown}, unknown), false},
 		{"the gateway's unknown answer", &botapi.APIError{Method: "sendMessage", Code: 502,

@@ -530,11 +530,12 @@ func readOnly(method string) bool {
 	return method == "file" || len(method) > 3 && strings.EqualFold(method[:3], "get")
 }
 
-// notDispatched reports whether err carries the mark of a request that
-// never left (transport's *NotDispatchedError, throttle's body errors).
+// notDispatched reports whether err proves the request never left: by
+// botapi.Classify's rule, one shared with every sender, a not-dispatched
+// mark (transport's *NotDispatchedError, throttle's body errors) and
+// nothing in the error tree that says or may mean it left.
 func notDispatched(err error) bool {
-	var nd interface{ NotDispatched() bool }
-	return errors.As(err, &nd) && nd.NotDispatched()
+	return botapi.Classify(err).Reason == botapi.ReasonNotDispatched
 }
 
 // transportFor returns the transport c goes through, nil when it needs the
