@@ -1,0 +1,53 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// A renewal the store confirmed moves the lease's deadline: when later
+// renewals fail (store errors), the handler's context ends when the last
+// confirmed lease ends, not when the first one would have.
+func TestRenewedDeadlineEndsHandlerWhenRenewalsFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultStore()
+		var renewals atomic.Int32
+		store.RenewFunc = func(ctx context.Context, id intake.Identity, until, now time.Time) (bool, error) {
+			if renewals.Add(1) == 1 {
+				return store.Store.Renew(ctx, id, until, now)
+			}
+			return false, errBoom
+		}
+		var lostAfter time.Duration
+		var cause error
+		r := newRunner(t, intake.Config{
+			Store:         store,
+			LeaseDuration: testLease,
+			Handler: func(ctx context.Context, u intake.Update) error {
+				t0 := time.Now()
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * testLease):
+				}
+				lostAfter, cause = time.Since(t0), context.Cause(ctx)
+				return errBoom
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		idle(t, r)
+		// The first renewal, at a quarter of the lease, confirmed the lease
+		// through a quarter past its first end.
+		want := testLease + testLease/4
+		var lost *intake.OwnershipLostError
+		if lostAfter != want || !errors.As(cause, &lost) {
+			t.Fatalf("context ended after %v with %v, want after %v with OwnershipLostError", lostAfter, cause, want)
+		}
+	})
+}
