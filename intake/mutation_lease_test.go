@@ -51,3 +51,34 @@ func TestRenewedDeadlineEndsHandlerWhenRenewalsFail(t *testing.T) {
 		}
 	})
 }
+
+// An attempt loses its lease once: a refused renewal stops it, its
+// renewals stop, and neither the lapse of the lease it last proved nor the
+// refused settlement that follows reports the loss again.
+func TestLeaseLostReportedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultStore()
+		store.RenewFunc = func(context.Context, intake.Identity, time.Time, time.Time) (bool, error) { return false, nil }
+		var lost atomic.Int32
+		r := newRunner(t, intake.Config{
+			Store:         store,
+			LeaseDuration: testLease,
+			Handler: func(ctx context.Context, u intake.Update) error {
+				time.Sleep(2 * testLease) // ignores its context, past the lease's end
+				return nil
+			},
+			Observer: intake.Observer{LeaseLostFunc: func(intake.Identity) { lost.Add(1) }},
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		idle(t, r)
+		if n := lost.Load(); n != 1 {
+			t.Fatalf("LeaseLostFunc called %d times, want once", n)
+		}
+		// The handler ran for eight renewal periods; the renewal in flight
+		// when the loss is seen may still be sent, no more.
+		if n := store.Calls("Renew"); n > 2 {
+			t.Fatalf("%d renewals, want them to stop once the lease was lost", n)
+		}
+	})
+}
