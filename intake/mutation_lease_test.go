@@ -82,3 +82,36 @@ func TestLeaseLostReportedOnce(t *testing.T) {
 		}
 	})
 }
+
+// A terminal failure the store refuses to record (an abandonment, or with
+// exhaustions kept an exhaustion) means the attempt lost its row: the loss
+// is reported, once.
+func TestRefusedTerminalFailureReportsLoss(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		name := "abandon"
+		if keep {
+			name = "exhaust"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newFaultStore()
+				store.SettleFunc = func(context.Context, intake.Identity, intake.Settlement) (bool, error) { return false, nil }
+				store.ExhaustFunc = func(context.Context, intake.Identity, time.Time, string) (bool, error) { return false, nil }
+				var lost atomic.Int32
+				r := newRunner(t, intake.Config{
+					Store:           store,
+					KeepExhaustions: keep,
+					Handler:         func(context.Context, intake.Update) error { return errBoom },
+					RetryFunc:       func(error, int) (time.Duration, bool) { return 0, false },
+					Observer:        intake.Observer{LeaseLostFunc: func(intake.Identity) { lost.Add(1) }},
+				})
+				start(t, r)
+				mustAccept(t, r, msg(1, 1), intake.Accepted)
+				idle(t, r)
+				if n := lost.Load(); n != 1 {
+					t.Fatalf("LeaseLostFunc called %d times, want once", n)
+				}
+			})
+		})
+	}
+}
