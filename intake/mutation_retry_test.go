@@ -43,3 +43,35 @@ func TestRetryDueNeverBeforeItsDelay(t *testing.T) {
 		}
 	})
 }
+
+// A retry the store refused to record (the attempt lost its row) is not
+// waited for: the chat's line moves on at once to its next update instead
+// of holding it until the retry would have been due.
+func TestRefusedRetryDoesNotHoldTheLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultStore()
+		store.SettleFunc = func(ctx context.Context, id intake.Identity, s intake.Settlement) (bool, error) {
+			if s.State == intake.StateFailed {
+				return false, nil // another process has the row now
+			}
+			return store.Store.Settle(ctx, id, s)
+		}
+		r := newRunner(t, intake.Config{
+			Store: store,
+			Handler: func(ctx context.Context, u intake.Update) error {
+				if u.ID == 1 {
+					return errBoom
+				}
+				return nil
+			},
+			RetryFunc: func(error, int) (time.Duration, bool) { return time.Hour, true },
+		})
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		mustAccept(t, r, msg(2, 1), intake.Accepted)
+		start(t, r)
+		idle(t, r)
+		if got := row(t, store, 2); got.State != intake.StateCompleted {
+			t.Fatalf("the chat's next update is %q, want completed: a refused retry held its line", got.State)
+		}
+	})
+}
