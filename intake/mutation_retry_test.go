@@ -75,3 +75,33 @@ func TestRefusedRetryDoesNotHoldTheLine(t *testing.T) {
 		}
 	})
 }
+
+// An update scheduled behind its chat's update waiting for a retry is held
+// too: Idle does not wait for it.
+func TestIdleWhileALaterUpdateJoinsAHeldLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		r := newRunner(t, intake.Config{
+			Store: store,
+			Handler: func(ctx context.Context, u intake.Update) error {
+				if u.ID == 1 {
+					return errBoom
+				}
+				return nil
+			},
+			RetryFunc: func(error, int) (time.Duration, bool) { return time.Hour, true },
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		idle(t, r) // update 1 waits for its retry
+		mustAccept(t, r, msg(2, 1), intake.Accepted)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if err := r.Idle(ctx); err != nil {
+			t.Fatalf("Idle: %v, while the chat's updates wait for a retry an hour away", err)
+		}
+		if got := row(t, store, 2); got.State != intake.StatePending {
+			t.Fatalf("update 2 is %q, want pending behind its chat's retry", got.State)
+		}
+	})
+}
