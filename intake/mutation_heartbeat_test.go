@@ -1,0 +1,66 @@
+package intake_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
+)
+
+// lapseLog records the "attempts" attribute of the runner's heartbeat
+// lapse warnings.
+type lapseLog struct {
+	mu       sync.Mutex
+	attempts []int64
+}
+
+func (h *lapseLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *lapseLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *lapseLog) WithGroup(string) slog.Handler            { return h }
+func (h *lapseLog) Handle(_ context.Context, rec slog.Record) error {
+	if rec.Message != "intake: process heartbeat lapsed; stopping its attempts" {
+		return nil
+	}
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "attempts" {
+			h.mu.Lock()
+			h.attempts = append(h.attempts, a.Value.Int64())
+			h.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// The heartbeat forgets an attempt once it ended: a lapse later finds only
+// the attempts in flight (none here), not every attempt the process ever
+// ran, which a long-lived process would otherwise accumulate.
+func TestHeartbeatForgetsEndedAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &pausable{Store: memstore.New()}
+		logs := &lapseLog{}
+		r := newRunner(t, intake.Config{
+			Store:   fs,
+			Logger:  slog.New(logs),
+			Handler: func(context.Context, intake.Update) error { return nil },
+		})
+		start(t, r)
+		for id := int64(1); id <= 3; id++ {
+			mustAccept(t, r, msg(id, id), intake.Accepted)
+		}
+		idle(t, r)
+		fs.paused.Store(true) // no heartbeat gets through from now on
+		time.Sleep(intake.DefaultHeartbeatTimeout + intake.DefaultHeartbeatInterval)
+		synctest.Wait()
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		if len(logs.attempts) != 1 || logs.attempts[0] != 0 {
+			t.Fatalf("lapses stopping %v attempts, want one lapse stopping none", logs.attempts)
+		}
+	})
+}
