@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
 )
@@ -25,6 +26,34 @@ func TestClaimOnAddReturnsItsRoom(t *testing.T) {
 			if got := row(t, store, id); got.State != intake.StateCompleted {
 				t.Fatalf("update %d is %q after Idle, want completed: its room was taken", id, got.State)
 			}
+		}
+	})
+}
+
+// A reservation released by a duplicate hands its claim token back:
+// however many duplicates arrive, a new update is still claimed and run.
+func TestDuplicatesReturnTheirClaimTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newClaimingStore()
+		r := newRunner(t, intake.Config{
+			Store:         store,
+			MaxConcurrent: 1, // a handful of claim tokens
+			Handler:       func(context.Context, intake.Update) error { return nil },
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		idle(t, r)
+		for range 10 {
+			mustAccept(t, r, msg(1, 1), intake.Duplicate)
+		}
+		mustAccept(t, r, msg(2, 2), intake.Accepted)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if err := r.Idle(ctx); err != nil {
+			t.Fatalf("Idle: %v: the new update never got a claim token", err)
+		}
+		if got := row(t, store, 2); got.State != intake.StateCompleted {
+			t.Fatalf("update 2 is %q, want completed", got.State)
 		}
 	})
 }
