@@ -57,3 +57,31 @@ func TestDuplicatesReturnTheirClaimTokens(t *testing.T) {
 		}
 	})
 }
+
+// An update accepted while MaxQueued is reached is recorded unclaimed and
+// left to the sweep, even when a claim token is free.
+func TestClaimOnAddRespectsMaxQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newClaimingStore()
+		release := make(chan struct{})
+		r := newRunner(t, intake.Config{
+			Store:     store,
+			MaxQueued: 1,
+			Handler: func(ctx context.Context, u intake.Update) error {
+				if u.ID == 1 {
+					<-release
+				}
+				return nil
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		mustAccept(t, r, msg(2, 2), intake.Accepted)
+		synctest.Wait()
+		got := row(t, store, 2)
+		close(release)
+		if got.State != intake.StatePending {
+			t.Fatalf("update 2 is %q while MaxQueued (1) was reached, want pending", got.State)
+		}
+	})
+}
