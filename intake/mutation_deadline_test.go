@@ -1,0 +1,43 @@
+package intake_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
+)
+
+// A retry that would be due exactly at the update's deadline answers
+// nobody: the failure ends the update expired at once, reported as
+// expiring, rather than scheduling a retry that would only expire.
+func TestRetryDueAtTheDeadlineExpires(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		var rec recorder
+		r := newRunner(t, intake.Config{
+			Store:   store,
+			Handler: func(context.Context, intake.Update) error { return errBoom },
+			// The failure is at the update's arrival (the clock stands
+			// still), so the retry would be due exactly at its deadline.
+			RetryFunc: func(error, int) (time.Duration, bool) { return intake.DefaultCallbackQueryDeadline, true },
+			Observer: intake.Observer{
+				FailureFunc: func(f intake.Failure) { rec.add("failure %d expiring=%v", f.Attempt, f.Expiring) },
+				ExpireFunc:  func(e intake.Expiry) { rec.add("expired %d/%d", e.UpdateID, e.Attempt) },
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, callbackQuery(1, 7), intake.Accepted)
+		idle(t, r)
+		if got, want := rec.get(), []string{"failure 1 expiring=true", "expired 1/1"}; !slices.Equal(got, want) {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+		if got := row(t, store, 1); !got.Expired() || got.Attempts != 1 {
+			t.Fatalf("row %+v, want expired after its first attempt", got)
+		}
+	})
+}
