@@ -41,3 +41,29 @@ func TestRetryDueAtTheDeadlineExpires(t *testing.T) {
 		}
 	})
 }
+
+// An expiry is reported to ExpireFunc, not to SettleFunc, though the row
+// is settled abandoned.
+func TestExpiryIsNoSettlementForTheObserver(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		r := newRunner(t, intake.Config{
+			Store:   memstore.New(),
+			Handler: func(context.Context, intake.Update) error { return errBoom },
+			// A retry due at the deadline: the failure ends the update
+			// expired.
+			RetryFunc: func(error, int) (time.Duration, bool) { return intake.DefaultCallbackQueryDeadline, true },
+			Observer: intake.Observer{
+				SettleFunc: func(id intake.Identity, s intake.State) { rec.add("settled %d %s", id.UpdateID, s) },
+				ExpireFunc: func(e intake.Expiry) { rec.add("expired %d", e.UpdateID) },
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, callbackQuery(1, 7), intake.Accepted)
+		idle(t, r)
+		if got, want := rec.get(), []string{"expired 1"}; !slices.Equal(got, want) {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	})
+}
