@@ -67,3 +67,32 @@ func TestExpiryIsNoSettlementForTheObserver(t *testing.T) {
 		}
 	})
 }
+
+// A handler that succeeded disarms its update's late call at once, even
+// while its completion takes long to commit: LateFunc declines only what
+// was not answered.
+func TestNoLateCallAfterSuccessWhileTheCompletionCommits(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultStore()
+		store.SettleFunc = func(ctx context.Context, id intake.Identity, s intake.Settlement) (bool, error) {
+			time.Sleep(intake.DefaultCallbackQueryDeadline) // a slow commit, past the margin
+			return store.Store.Settle(ctx, id, s)
+		}
+		var late recorder
+		r := newRunner(t, intake.Config{
+			Store:         store,
+			LeaseDuration: time.Minute,
+			Handler:       func(context.Context, intake.Update) error { return nil },
+			Deadlines: intake.Deadlines{LateFunc: func(ctx context.Context, u intake.Update) {
+				late.add("late %d", u.ID)
+			}},
+		})
+		start(t, r)
+		mustAccept(t, r, callbackQuery(1, 7), intake.Accepted)
+		idle(t, r)
+		if got := late.get(); len(got) != 0 {
+			t.Fatalf("late calls %q for an update its handler answered", got)
+		}
+	})
+}
