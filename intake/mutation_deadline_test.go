@@ -96,3 +96,30 @@ func TestNoLateCallAfterSuccessWhileTheCompletionCommits(t *testing.T) {
 		}
 	})
 }
+
+// Updates with a deadline have MaxQueued of their own, and no more: with
+// it reached, a further one is left in the store.
+func TestDeadlineLaneRespectsMaxQueued(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		release := make(chan struct{})
+		r := newRunner(t, intake.Config{
+			Store:     store,
+			MaxQueued: 1,
+			Handler: func(ctx context.Context, u intake.Update) error {
+				<-release
+				return nil
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, callbackQuery(1, 7), intake.Accepted)
+		mustAccept(t, r, callbackQuery(2, 8), intake.Accepted)
+		synctest.Wait()
+		got := row(t, store, 2)
+		close(release)
+		if got.State != intake.StatePending {
+			t.Fatalf("update 2 is %q while the deadline lane's MaxQueued (1) was reached, want pending", got.State)
+		}
+	})
+}
