@@ -123,3 +123,34 @@ func TestDeadlineLaneRespectsMaxQueued(t *testing.T) {
 		}
 	})
 }
+
+// Under strict chat order an update with a deadline is recorded without
+// its chat key, so the store does not hold it behind its chat's failed
+// message.
+func TestStrictOrderDoesNotHoldADeadlineUpdate(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New()
+		var handled recorder
+		r := newRunner(t, intake.Config{
+			Store:     store,
+			ChatOrder: intake.ChatOrderStrict,
+			Handler: func(ctx context.Context, u intake.Update) error {
+				handled.add("%d", u.ID)
+				if u.ID == 1 {
+					return errBoom
+				}
+				return nil
+			},
+			RetryFunc: func(error, int) (time.Duration, bool) { return time.Hour, true },
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 7), intake.Accepted)
+		idle(t, r) // the message waits for its retry, holding chat 7
+		mustAccept(t, r, callbackQuery(2, 7), intake.Accepted)
+		idle(t, r)
+		if got, want := handled.get(), []string{"1", "2"}; !slices.Equal(got, want) {
+			t.Fatalf("handled %q, want %q: the callback query was held behind its chat", got, want)
+		}
+	})
+}
