@@ -154,3 +154,65 @@ func TestStrictOrderDoesNotHoldADeadlineUpdate(t *testing.T) {
 		}
 	})
 }
+
+// The share of MaxQueued of ordinary updates does not count the updates
+// with a deadline (they have their own), and does count the exhaustions
+// being delivered.
+func TestOrdinaryShareOfMaxQueued(t *testing.T) {
+	t.Parallel()
+	t.Run("deadline updates do not fill it", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			store := memstore.New()
+			release := make(chan struct{})
+			r := newRunner(t, intake.Config{
+				Store:     store,
+				MaxQueued: 1,
+				Handler: func(ctx context.Context, u intake.Update) error {
+					if u.ID == 1 {
+						<-release
+					}
+					return nil
+				},
+			})
+			start(t, r)
+			mustAccept(t, r, callbackQuery(1, 7), intake.Accepted)
+			mustAccept(t, r, msg(2, 8), intake.Accepted)
+			synctest.Wait()
+			got := row(t, store, 2)
+			close(release)
+			if got.State != intake.StateCompleted {
+				t.Fatalf("message is %q beside a callback query with MaxQueued 1, want completed", got.State)
+			}
+		})
+	})
+	t.Run("deliveries fill it", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			store := memstore.New()
+			release := make(chan struct{})
+			r := newRunner(t, intake.Config{
+				Store:     store,
+				MaxQueued: 1,
+				Handler: func(ctx context.Context, u intake.Update) error {
+					if u.ID == 1 {
+						return intake.Abandon(errBoom)
+					}
+					return nil
+				},
+				ExhaustionHandler: func(context.Context, intake.Exhaustion) error {
+					<-release
+					return nil
+				},
+			})
+			start(t, r)
+			mustAccept(t, r, msg(1, 7), intake.Accepted)
+			synctest.Wait() // update 1's exhaustion is being delivered
+			mustAccept(t, r, msg(2, 8), intake.Accepted)
+			synctest.Wait()
+			got := row(t, store, 2)
+			close(release)
+			if got.State != intake.StatePending {
+				t.Fatalf("update 2 is %q while a delivery took MaxQueued (1), want pending", got.State)
+			}
+		})
+	})
+}
