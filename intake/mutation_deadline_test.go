@@ -216,3 +216,39 @@ func TestOrdinaryShareOfMaxQueued(t *testing.T) {
 		})
 	})
 }
+
+// A closing runner makes no late call: the update's row stays in the store
+// for whoever handles it next.
+func TestNoLateCallWhileClosing(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var late recorder
+		r := newRunner(t, intake.Config{
+			Store:         memstore.New(),
+			LeaseDuration: time.Minute,
+			Handler: func(ctx context.Context, u intake.Update) error {
+				<-release // ignores its context
+				return nil
+			},
+			Deadlines: intake.Deadlines{LateFunc: func(ctx context.Context, u intake.Update) {
+				late.add("late %d", u.ID)
+			}},
+		})
+		start(t, r)
+		mustAccept(t, r, callbackQuery(1, 7), intake.Accepted)
+		synctest.Wait()
+		closed := make(chan error, 1)
+		go func() { closed <- r.Close(context.Background()) }()
+		synctest.Wait()
+		time.Sleep(intake.DefaultCallbackQueryDeadline - intake.DefaultDeadlineMargin) // the late call's time
+		synctest.Wait()
+		close(release)
+		if err := <-closed; err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if got := late.get(); len(got) != 0 {
+			t.Fatalf("late calls %q while closing, want none", got)
+		}
+	})
+}
