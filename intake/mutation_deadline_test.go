@@ -252,3 +252,29 @@ func TestNoLateCallWhileClosing(t *testing.T) {
 		}
 	})
 }
+
+// An expiry the store refuses to record (the attempt lost its row) is no
+// expiry: ExpireFunc is not told, and the loss is.
+func TestRefusedExpiryIsNotReported(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultStore()
+		store.SettleFunc = func(context.Context, intake.Identity, intake.Settlement) (bool, error) { return false, nil }
+		var rec recorder
+		r := newRunner(t, intake.Config{
+			Store:     store,
+			Handler:   func(context.Context, intake.Update) error { return errBoom },
+			RetryFunc: func(error, int) (time.Duration, bool) { return intake.DefaultCallbackQueryDeadline, true },
+			Observer: intake.Observer{
+				ExpireFunc:    func(e intake.Expiry) { rec.add("expired %d", e.UpdateID) },
+				LeaseLostFunc: func(id intake.Identity) { rec.add("lost %d", id.UpdateID) },
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, callbackQuery(1, 7), intake.Accepted)
+		idle(t, r)
+		if got, want := rec.get(), []string{"lost 1"}; !slices.Equal(got, want) {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	})
+}
