@@ -2,6 +2,7 @@ package intake_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -61,6 +62,37 @@ func TestHeartbeatForgetsEndedAttempts(t *testing.T) {
 		defer logs.mu.Unlock()
 		if len(logs.attempts) != 1 || logs.attempts[0] != 0 {
 			t.Fatalf("lapses stopping %v attempts, want one lapse stopping none", logs.attempts)
+		}
+	})
+}
+
+// refusing is a memstore whose heartbeat renewals are refused, as a store
+// refuses the renewal of a process it already reaped.
+type refusing struct{ *memstore.Store }
+
+func (refusing) Beat(context.Context, string, time.Time, time.Time) (bool, error) { return false, nil }
+
+// A refused heartbeat renewal stops the process's attempts at once, not
+// when the heartbeat it last proved would have ended.
+func TestRefusedHeartbeatStopsAttemptsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var stoppedAfter time.Duration
+		var cause error
+		r := newRunner(t, intake.Config{
+			Store: refusing{memstore.New()},
+			Handler: func(ctx context.Context, u intake.Update) error {
+				t0 := time.Now()
+				<-ctx.Done()
+				stoppedAfter, cause = time.Since(t0), context.Cause(ctx)
+				return ctx.Err()
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		idle(t, r)
+		if stoppedAfter != intake.DefaultHeartbeatInterval || !errors.Is(cause, intake.ErrHeartbeatLapsed) {
+			t.Fatalf("handler stopped after %v with %v, want at the first renewal (%v) with ErrHeartbeatLapsed",
+				stoppedAfter, cause, intake.DefaultHeartbeatInterval)
 		}
 	})
 }
