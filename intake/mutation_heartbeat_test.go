@@ -96,3 +96,42 @@ func TestRefusedHeartbeatStopsAttemptsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// leaves is a pausable store that records the process ids it is asked to
+// remove.
+type leaves struct {
+	*pausable
+	mu   sync.Mutex
+	left []string
+}
+
+func (s *leaves) Leave(ctx context.Context, id string) (bool, error) {
+	s.mu.Lock()
+	s.left = append(s.left, id)
+	s.mu.Unlock()
+	return s.pausable.Leave(ctx, id)
+}
+
+func (s *leaves) Left() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.left...)
+}
+
+// After a lapse the process removes the id it gave up, once, as soon as
+// the store answers again (a late renewal may have kept it alive).
+func TestLapsedIDRemovedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &leaves{pausable: &pausable{Store: memstore.New()}}
+		r := newRunner(t, intake.Config{Store: store, Handler: func(context.Context, intake.Update) error { return nil }})
+		start(t, r)
+		store.paused.Store(true)
+		time.Sleep(intake.DefaultHeartbeatTimeout + intake.DefaultHeartbeatInterval) // it lapses
+		store.paused.Store(false)
+		time.Sleep(5 * intake.DefaultHeartbeatInterval)
+		synctest.Wait()
+		if got := store.Left(); len(got) != 1 {
+			t.Fatalf("removed %q, want the lapsed id removed once", got)
+		}
+	})
+}
