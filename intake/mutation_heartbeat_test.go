@@ -135,3 +135,30 @@ func TestLapsedIDRemovedOnce(t *testing.T) {
 		}
 	})
 }
+
+// A Close that gives up on a handler in flight leaves the heartbeat to
+// lapse rather than removing it: the update is not taken over while its
+// handler still runs here.
+func TestCloseGivingUpDoesNotLeave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &leaves{pausable: &pausable{Store: memstore.New()}}
+		release := make(chan struct{})
+		r := newRunner(t, intake.Config{Store: store, Handler: func(context.Context, intake.Update) error {
+			<-release // ignores its context
+			return nil
+		}})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if err := r.Close(ctx); err == nil {
+			t.Fatal("Close returned nil with a handler still running")
+		}
+		left := store.Left()
+		close(release)
+		if len(left) != 0 {
+			t.Fatalf("Close that gave up removed %q, want the heartbeat left to lapse", left)
+		}
+	})
+}
