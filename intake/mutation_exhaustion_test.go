@@ -30,3 +30,31 @@ func TestExhaustionFromAnAttemptIsDeliveredWhenFull(t *testing.T) {
 		}
 	})
 }
+
+// An exhaustion being delivered is not delivered again by a sweep that
+// lists it meanwhile (it is unacknowledged until the delivery returns).
+func TestSweepDoesNotRedeliverAnExhaustionInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var delivered atomic.Int32
+		r := newRunner(t, intake.Config{
+			Store:   memstore.New(),
+			Handler: func(context.Context, intake.Update) error { return intake.Abandon(errBoom) },
+			ExhaustionHandler: func(context.Context, intake.Exhaustion) error {
+				delivered.Add(1)
+				<-release
+				return nil
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		synctest.Wait() // the exhaustion's delivery waits
+		n := sweep(t, r)
+		synctest.Wait()
+		close(release)
+		idle(t, r)
+		if n != 0 || delivered.Load() != 1 {
+			t.Fatalf("sweep scheduled %d, %d deliveries; want 0 and one delivery", n, delivered.Load())
+		}
+	})
+}
