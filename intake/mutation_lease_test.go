@@ -115,3 +115,28 @@ func TestRefusedTerminalFailureReportsLoss(t *testing.T) {
 		})
 	}
 }
+
+// The renewals of an attempt end when its handler returns: no renewal is
+// sent for a settled row.
+func TestRenewalsEndWithTheHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultStore()
+		r := newRunner(t, intake.Config{
+			Store:         store,
+			LeaseDuration: testLease,
+			Handler: func(ctx context.Context, u intake.Update) error {
+				time.Sleep(testLease/4 + time.Millisecond) // past the first renewal
+				return nil
+			},
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		idle(t, r)
+		before := store.Calls("Renew")
+		time.Sleep(4 * testLease)
+		synctest.Wait()
+		if after := store.Calls("Renew"); before != 1 || after != before {
+			t.Fatalf("%d renewals while the handler ran, %d after it returned; want 1 and none", before, after-before)
+		}
+	})
+}
