@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
@@ -55,6 +56,29 @@ func TestSweepDoesNotRedeliverAnExhaustionInFlight(t *testing.T) {
 		idle(t, r)
 		if n != 0 || delivered.Load() != 1 {
 			t.Fatalf("sweep scheduled %d, %d deliveries; want 0 and one delivery", n, delivered.Load())
+		}
+	})
+}
+
+// An acknowledgement the store refuses (another process acknowledged the
+// exhaustion, or it was requeued) is not reported to AcknowledgeFunc.
+func TestRefusedAcknowledgementIsNotReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultStore()
+		store.AckFunc = func(context.Context, intake.Identity, time.Time) (bool, error) { return false, nil }
+		var acked atomic.Int32
+		r := newRunner(t, intake.Config{
+			Store:             store,
+			Handler:           func(context.Context, intake.Update) error { return intake.Abandon(errBoom) },
+			ExhaustionHandler: func(context.Context, intake.Exhaustion) error { return nil },
+			Observer:          intake.Observer{AcknowledgeFunc: func(intake.Identity) { acked.Add(1) }},
+		})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		idle(t, r)
+		if n := acked.Load(); n != 0 || store.Calls("AcknowledgeExhaustion") != 1 {
+			t.Fatalf("AcknowledgeFunc called %d times after %d refused acknowledgements, want none after 1",
+				n, store.Calls("AcknowledgeExhaustion"))
 		}
 	})
 }
