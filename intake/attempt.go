@@ -344,6 +344,7 @@ func (r *Runner) renewLoop(rn *run, l *lease) {
 			if lost {
 				r.leaseLost(l.id)
 			}
+			return // refused: the lease is someone else's, renewing it again changes nothing
 		}
 	}
 }
