@@ -4,9 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/transport"
-	"github.com/tgrelay/tgrelay/wire"
 )
 
 // sentAfterRetryError is the error of a retrying transport whose first try
@@ -40,20 +38,5 @@ func (r retriedThenLost) RoundTrip(req *http.Request) (*http.Response, error) {
 // the call is never sent again.
 func TestErrorSayingDispatchedIsUnknown(t *testing.T) {
 	t.Parallel()
-	base, err := transport.New(transport.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t, fixtureOpts{cfg: func(c *gateway.Config) { c.Transport = retriedThenLost{base} }})
-	first := f.claim(t, 27)
-	if r := f.send(t, &first, "once"); r.status != gateway.StatusUnknown || r.header.Get(wire.HeaderOutcome) != string(wire.OutcomeUnknown) {
-		t.Fatalf("attempt 1 = %d %s (outcome %q); want 502 unknown", r.status, r.body, r.header.Get(wire.HeaderOutcome))
-	}
-	second := retryAttempt(t, f.store, first)
-	if r := f.send(t, &second, "once"); r.status != gateway.StatusUnknown || r.header.Get(gateway.HeaderReplayed) != "true" {
-		t.Errorf("attempt 2 = %d %s (replayed %q); want unknown, replayed", r.status, r.body, r.header.Get(gateway.HeaderReplayed))
-	}
-	if n := f.ledger("once"); n != 1 {
-		t.Errorf("ledger holds %d messages; want 1", n)
-	}
+	checkUnknownSentOnce(t, func(base http.RoundTripper) http.RoundTripper { return retriedThenLost{base} }, 27, "once")
 }
