@@ -285,11 +285,11 @@ func claimedAddInvalid(c *checker) {
 	c.mustAdd(2, 0)
 }
 
-// claimedAddOwnerLapses: a claimed add is a claim by its owner too. Once
-// the owner's heartbeat lapses the row is due and taken over before its
-// lease ends, the takeover counts a crash (not an attempt), and the first
-// identity is fenced.
-func claimedAddOwnerLapses(c *checker) {
+// addClaimedByLapsing registers process "a" (heartbeat to 100ms) and "b"
+// (to 100000ms), and records update 1 claimed by "a" (AddBatchAs, lease to
+// 10000ms, one attempt). It reports whether the add answered as a claimed
+// add must, with its result.
+func (c *checker) addClaimedByLapsing() (intake.AddResult, bool) {
 	c.mustRegister("a", 100)
 	c.mustRegister("b", 100_000)
 	res, err := c.process.AddBatchAs(c.ctx, []intake.AddRequest{addReq(1, 0, claimPtr(0, 10_000, 1))}, intake.ProcessClaim{Process: "a"})
@@ -297,10 +297,19 @@ func claimedAddOwnerLapses(c *checker) {
 	if len(res) != 1 {
 		c.fatalf(`AddBatchAs([1], process "a") answered %d results for 1 request`, len(res))
 	}
-	if !c.checkClaimedResult(res[0], 1) {
+	return res[0], c.checkClaimedResult(res[0], 1)
+}
+
+// claimedAddOwnerLapses: a claimed add is a claim by its owner too. Once
+// the owner's heartbeat lapses the row is due and taken over before its
+// lease ends, the takeover counts a crash (not an attempt), and the first
+// identity is fenced.
+func claimedAddOwnerLapses(c *checker) {
+	res, ok := c.addClaimedByLapsing()
+	if !ok {
 		return
 	}
-	first := res[0].Identity
+	first := res.Identity
 	if _, ok := c.claimAs(1, owned(100, 20_000, 1, "b")); ok {
 		c.errorf("ClaimAs(1, now 100ms) took a claimed add while its owner lives to 100ms and its lease to 10000ms")
 	}
