@@ -212,7 +212,7 @@ func (s *Store) Processes(ctx context.Context, limit int) (intake.ProcessList, e
 func (s *Store) HeldBehind(ctx context.Context, updateID int64) (int64, bool, error) {
 	var first sql.NullInt64
 	err := s.r.QueryRowContext(ctx, fillSQL(`SELECT min(o.update_id) FROM "{{table}}" r JOIN "{{table}}" o
-		ON o.chat = r.chat AND o.update_id < r.update_id AND o.state IN ('pending', 'processing', 'failed')
+		ON o.chat = r.chat AND o.update_id < r.update_id AND `+liveOtherSQL+`
 		WHERE r.update_id = ?1 AND r.chat <> ''`, s.table), updateID).Scan(&first)
 	if err != nil {
 		return 0, false, fmt.Errorf("sqlitestore: held behind %d: %w", updateID, err)

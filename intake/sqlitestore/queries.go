@@ -16,6 +16,22 @@ import (
 // ended strictly before now (a lease is live through its end inclusive).
 const claimableSQL = `(state = 'pending' OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2))`
 
+// liveSQL is true for a live row: pending, processing or failed. It is
+// the predicate of the partial indexes {{table}}_live and {{table}}_chat,
+// and every query that reads one of them repeats it as written: SQLite
+// uses a partial index only for a query whose WHERE holds its predicate.
+//
+// It is an OR of equalities, not state IN (...). SQLite evaluates an IN
+// list of more than two constants by building a temporary b-tree of them,
+// once in every statement that evaluates it, and a partial index's
+// predicate is evaluated by every insert and every update of a row: each
+// claimed add and each settlement paid for one (migration 009; 9% of the
+// store's CPU for an update handled once, BENCHMARKS.md, relay).
+const liveSQL = `(state = 'pending' OR state = 'processing' OR state = 'failed')`
+
+// liveOtherSQL is liveSQL for the row aliased o.
+const liveOtherSQL = `(o.state = 'pending' OR o.state = 'processing' OR o.state = 'failed')`
+
 // lapsedSQL is true for a processing row whose owner is not live at ?2: no
 // heartbeat of the owner lasts through ?2 (it lapsed, left, was reaped or
 // never registered). Claiming such a row counts a crash.
@@ -40,10 +56,10 @@ const takesSQL = `(CASE WHEN ?8 > 0 THEN attempts - crashes - ` + crashSQL + ` <
 const inOrderSQL = `(chat = '' OR (
     NOT EXISTS (SELECT 1 FROM "{{table}}" AS o INDEXED BY "{{table}}_chat"
         WHERE o.chat = "{{table}}".chat AND o.update_id < "{{table}}".update_id
-          AND o.state IN ('pending', 'processing', 'failed'))
+          AND ` + liveOtherSQL + `)
     AND NOT EXISTS (SELECT 1 FROM "{{table}}" AS o INDEXED BY "{{table}}_chat"
         WHERE o.chat = "{{table}}".chat AND o.update_id > "{{table}}".update_id
-          AND o.state IN ('pending', 'processing', 'failed')
+          AND ` + liveOtherSQL + `
           AND o.state = 'processing' AND o.due_at >= ?2)))`
 
 // Statement texts; {{table}} is replaced by the validated table name. Every
@@ -106,20 +122,20 @@ WHERE update_id = ?1 AND state = 'processing' AND attempts = ?2 AND claim_id = ?
 RETURNING 1`
 
 	// ?1 pending before, ?2 now, ?3 limit. The partial index {{table}}_live
-	// (whose predicate the state IN term matches) yields live rows in
+	// (whose predicate the liveSQL term matches) yields live rows in
 	// update id order, so the scan stops after limit matches and never
 	// visits finished rows. Without INDEXED BY the planner, lacking
 	// statistics, prefers an OR of (state, due_at) range scans followed by a
 	// sort of every match, which reads the whole backlog on every sweep.
 	dueSQL = `SELECT update_id, body, received_at FROM "{{table}}" INDEXED BY "{{table}}_live"
-WHERE state IN ('pending', 'processing', 'failed')
+WHERE ` + liveSQL + `
   AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
     OR {{lapsed}})
 ORDER BY update_id LIMIT ?3`
 
 	// dueStrictSQL is dueSQL listing only the rows in order at ?2.
 	dueStrictSQL = `SELECT update_id, body, received_at FROM "{{table}}" INDEXED BY "{{table}}_live"
-WHERE state IN ('pending', 'processing', 'failed')
+WHERE ` + liveSQL + `
   AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
     OR {{lapsed}})
   AND ` + inOrderSQL + `
@@ -128,7 +144,7 @@ ORDER BY update_id LIMIT ?3`
 	// dueChatSQL is dueStrictSQL for the rows of chat ?4 only, through the
 	// chat index.
 	dueChatSQL = `SELECT update_id, body, received_at FROM "{{table}}" INDEXED BY "{{table}}_chat"
-WHERE chat = ?4 AND state IN ('pending', 'processing', 'failed')
+WHERE chat = ?4 AND ` + liveSQL + `
   AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
     OR {{lapsed}})
   AND ` + inOrderSQL + `
