@@ -105,7 +105,7 @@ func (s *Store) Stats(ctx context.Context) (intake.Stats, error) {
 		if err := rows.Scan(&state, &n); err != nil {
 			return intake.Stats{}, fmt.Errorf("sqlitestore: stats: %w", err)
 		}
-		st.Count[intake.State(state)] = n
+		st.Count[intake.State(state)] += n
 	}
 	if err := rows.Err(); err != nil {
 		return intake.Stats{}, fmt.Errorf("sqlitestore: stats: %w", err)

@@ -72,3 +72,10 @@ func StrictStatementsOpen(s *Store) bool {
 	_, err := p.due.Query()
 	return err == nil || err.Error() != "sql: statement is closed"
 }
+
+// StatsSQL is Stats' count by state.
+const StatsSQL = statsSQL
+
+// ListSQL is List's statement for rows in the state bound as parameter
+// 1, in update id order from the start.
+const ListSQL = `SELECT ` + rowColumns + ` FROM "{{table}}" WHERE state = ?1 ORDER BY update_id LIMIT ?2`

@@ -92,10 +92,10 @@ func TestNoWriteEvaluatesALongINList(t *testing.T) {
 	}
 }
 
-// The README's way back to an older build: on a table past migration 9,
-// its statements put the live and chat indexes back in the form an older
-// build names (its sweep and its strict check prepare), and record step
-// 7. The next open by this build takes the table forward again, and the
+// The README's way back to an older build: on a table past migration 10,
+// its statements put the live, chat, (state, due_at) and settled indexes
+// back in the form an older build names (its sweep and its strict check
+// prepare), and record step 7. The next open by this build takes the table forward again, and the
 // store works, the rows kept.
 func TestReadmeRollback(t *testing.T) {
 	t.Parallel()
@@ -103,7 +103,7 @@ func TestReadmeRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)To roll back to an older build.*?```\n.*?<<'SQL'\n(.*?)SQL\n").FindSubmatch(readme)
+	m := regexp.MustCompile("(?s)To roll back to an\\s+older build.*?```\n.*?<<'SQL'\n(.*?)SQL\n").FindSubmatch(readme)
 	if m == nil {
 		t.Fatal("the README has no SQL block after \"To roll back to an older build\"")
 	}
@@ -146,6 +146,9 @@ func TestReadmeRollback(t *testing.T) {
 		}
 		st.Close()
 	}
+	if indexDef(t, db, "telegram_updates_due") == "" {
+		t.Fatal("after the README's statements the table has no (state, due_at) index, which an older build counts by")
+	}
 	if v := versionOf(t, db); v != 7 {
 		t.Fatalf("the README's statements record step %d, want 7", v)
 	}
@@ -165,6 +168,12 @@ func TestReadmeRollback(t *testing.T) {
 	if def := indexDef(t, db, "telegram_updates_live"); !strings.Contains(def, livePredicate(t)) {
 		t.Fatalf("reopened, the live index is\n%s\nwant migration 009's predicate %s", def, livePredicate(t))
 	}
+	if def := indexDef(t, db, "telegram_updates_due"); def != "" {
+		t.Fatalf("reopened, the table keeps %s, which migration 010 drops", def)
+	}
+	if def := indexDef(t, db, "telegram_updates_settled"); !strings.Contains(def, "(state, settled_at)") {
+		t.Fatalf("reopened, the settled index is %s; want migration 010's, led by the state", def)
+	}
 	rows, err := again.DueInOrder(ctx, intake.DueQuery{Now: base.Add(time.Second), PendingBefore: base.Add(time.Second), Limit: 10}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +183,9 @@ func TestReadmeRollback(t *testing.T) {
 	}
 	if got, want := chatIndexDef(t, db), builtChatIndexDef(t); got != want {
 		t.Fatalf("reopened, the strict call built the chat index\n%s\nwant\n%s", got, want)
+	}
+	if st, err := again.Stats(ctx); err != nil || st.Count[intake.StatePending] != 2 || st.Count[intake.StateCompleted] != 0 {
+		t.Fatalf("reopened, Stats = %+v, %v; want the 2 pending rows", st, err)
 	}
 	if _, ok, err := again.Claim(context.WithoutCancel(ctx), 2, intake.ClaimOpts{Now: base, LeaseUntil: base.Add(time.Minute), MaxAttempts: 3}); err != nil || !ok {
 		t.Fatalf("Claim(2) after the round trip: %v, %v", ok, err)

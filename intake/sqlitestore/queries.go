@@ -125,8 +125,10 @@ RETURNING 1`
 	// (whose predicate the liveSQL term matches) yields live rows in
 	// update id order, so the scan stops after limit matches and never
 	// visits finished rows. Without INDEXED BY the planner, lacking
-	// statistics, prefers an OR of (state, due_at) range scans followed by a
-	// sort of every match, which reads the whole backlog on every sweep.
+	// statistics, once preferred an OR of range scans of the (state,
+	// due_at) index (migration 010 dropped it) followed by a sort of every
+	// match, which read the whole backlog on every sweep; the hint keeps
+	// any index added later from doing the same.
 	dueSQL = `SELECT update_id, body, received_at FROM "{{table}}" INDEXED BY "{{table}}_live"
 WHERE ` + liveSQL + `
   AND ((state = 'pending' AND received_at <= ?1) OR (state = 'failed' AND due_at <= ?2) OR (state = 'processing' AND due_at < ?2)
@@ -150,11 +152,12 @@ WHERE chat = ?4 AND ` + liveSQL + `
   AND ` + inOrderSQL + `
 ORDER BY update_id LIMIT ?3`
 
-	// ?1 before. Through the partial index {{table}}_settled, in time
-	// order, a prune reads only the rows settled before ?1. SQLite keeps
-	// no statistics here, and without the hint it takes the state IN term
-	// to the (state, due_at) index instead: a read of every completed row
-	// the retention keeps, on each sweep, holding the writer.
+	// ?1 before. Through the partial index {{table}}_settled, one range
+	// per state in time order, a prune reads only the rows settled before
+	// ?1. SQLite keeps no statistics here, and without the hint it once
+	// took the state IN term to the (state, due_at) index instead
+	// (migration 010 dropped it): a read of every completed row the
+	// retention keeps, on each sweep, holding the writer.
 	pruneSQL = `DELETE FROM "{{table}}" INDEXED BY "{{table}}_settled"
 WHERE settled_at < ?1 AND state IN ('completed', 'abandoned')`
 
@@ -197,11 +200,21 @@ WHERE process_id = ?1 AND until_ms >= ?3`
 	// ?1 update_id.
 	getSQL = `SELECT ` + rowColumns + ` FROM "{{table}}" WHERE update_id = ?1`
 
-	statsSQL = `SELECT state, count(*) FROM "{{table}}" GROUP BY state`
+	// statsSQL counts rows by state, in one snapshot, from the three
+	// partial indexes that together hold every row once: live rows
+	// (settled_at is NULL), settled ones (completed, or abandoned and
+	// acknowledged) and unacknowledged exhaustions. No index holds every
+	// row by state (migration 010), so a state's rows may come in two
+	// parts; Stats adds them up.
+	statsSQL = `SELECT state, count(*) FROM "{{table}}" INDEXED BY "{{table}}_live" WHERE ` + liveSQL + ` GROUP BY state
+UNION ALL
+SELECT state, count(*) FROM "{{table}}" INDEXED BY "{{table}}_settled" WHERE settled_at IS NOT NULL GROUP BY state
+UNION ALL
+SELECT 'abandoned', count(*) FROM "{{table}}" INDEXED BY "{{table}}_unacknowledged" WHERE state = 'abandoned' AND settled_at IS NULL`
 
 	statsExtraSQL = `SELECT
     (SELECT count(*) FROM "{{table}}" INDEXED BY "{{table}}_unacknowledged" WHERE state = 'abandoned' AND settled_at IS NULL),
-    (SELECT min(due_at) FROM "{{table}}" WHERE state = 'pending')`
+    (SELECT min(due_at) FROM "{{table}}" INDEXED BY "{{table}}_live" WHERE ` + liveSQL + ` AND state = 'pending')`
 )
 
 // batchRows is how many rows one INSERT statement of AddBatch carries (9
