@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -95,6 +97,11 @@ type Store struct {
 	clock func() time.Time
 	// growth analyzes the table while it is young (see analyze.go).
 	growth growth
+	// chat records that the chat index is built (see chatorder.go).
+	chat struct {
+		mu    sync.Mutex
+		built atomic.Bool
+	}
 }
 
 // Compile-time checks of the capability levels Store claims.
@@ -403,7 +410,10 @@ func (s *Store) claim(ctx context.Context, op string, updateID int64, opts intak
 	var err error
 	if strict {
 		r.sql = s.q.claimStrict
-		if n, err = s.claimInOrder(ctx, r); err != nil {
+		if err = s.strictOrder(ctx); err == nil {
+			n, err = s.claimInOrder(ctx, r)
+		}
+		if err != nil {
 			err = s.fail(op, err)
 		}
 	} else {
@@ -569,6 +579,11 @@ type querier interface {
 func (s *Store) due(ctx context.Context, db querier, q intake.DueQuery, strict bool, chat string) ([]intake.StoredUpdate, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: due: %w", err)
+	}
+	if strict {
+		if err := s.strictOrder(ctx); err != nil {
+			return nil, s.fail("due", err)
+		}
 	}
 	var (
 		rows pgx.Rows
