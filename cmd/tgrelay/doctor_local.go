@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
 )
@@ -240,6 +241,29 @@ func (d *doctor) checkPostgres(ctx context.Context) {
 	}
 	status, what, fix := judgeClockSkew(skew, within, d.o.maxClockSkew)
 	d.add(check, status, what, fix)
+	if intake.ChatOrder(d.o.chatOrder) == intake.ChatOrderStrict {
+		d.chatIndex(octx, st)
+	}
+}
+
+// chatIndex checks, for --chat-order strict on PostgreSQL, that the chat
+// index strict order reads is built or that serve's role may build it on
+// its first strict call: only the table's owner may.
+func (d *doctor) chatIndex(ctx context.Context, st *pgstore.Store) {
+	const check = "store"
+	built, mayBuild, err := st.ChatIndexState(ctx)
+	switch {
+	case err != nil:
+		d.fail(check, "the chat index's state cannot be read: "+err.Error(), "check the database")
+	case built:
+		d.ok(check, "--chat-order strict: the chat index is built")
+	case mayBuild:
+		d.ok(check, "--chat-order strict: the first strict call builds the chat index (it reads the table once, holding its writes until done)")
+	default:
+		stmt, _ := pgstore.ChatIndexSQL(st.Table())
+		d.fail(check, "--chat-order strict: the chat index is not built, and this role may not build it (it does not own the table): every strict call fails",
+			"have the table's owner run: "+strings.Join(strings.Fields(stmt), " "))
+	}
 }
 
 // judgeClockSkew turns a measured skew (this host minus the database) into

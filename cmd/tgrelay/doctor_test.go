@@ -15,19 +15,25 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/hookowner"
+	"github.com/tgrelay/tgrelay/intake/pgstore"
 	"github.com/tgrelay/tgrelay/internal/closedport"
 	"github.com/tgrelay/tgrelay/internal/pgtest"
 	"github.com/tgrelay/tgrelay/relay"
@@ -833,6 +839,65 @@ func TestDoctorPostgresStore(t *testing.T) {
 	if rep.Worst != statusOK {
 		t.Errorf("worst = %s", rep.Worst)
 	}
+}
+
+// TestDoctorPostgresChatIndex checks, with --chat-order strict, that the
+// chat index is built or that serve's role may build it: the owner may; a
+// role that may only write fails, with the statement for the owner, until
+// the owner ran it.
+func TestDoctorPostgresChatIndex(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := pgtest.URL(t)
+	st, err := openStore(ctx, db, "", false) // as serve does on start
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	check := func(db string) doctorReport {
+		t.Helper()
+		o := parseServeArgs(t, []string{"--db", db, "--chat-order", "strict"})
+		d := &doctor{o: o, env: defaultDoctorEnv(), red: &botapi.Redactor{}}
+		d.checkStore(ctx)
+		t.Logf("%+v", d.out)
+		return doctorReport{Findings: d.out, Worst: worst(d.out)}
+	}
+	want(t, check(db), "store", statusOK, "the first strict call builds the chat index", "")
+
+	owner, err := pgxpool.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	role := fmt.Sprintf("doctor_writer_%d", time.Now().UnixNano())
+	for _, q := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + role,
+	} {
+		if _, err := owner.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	if c, err := pgx.Connect(ctx, u.String()); err != nil {
+		t.Skipf("this server lets no second role in (an external server's authentication): %v", err)
+	} else {
+		c.Close(ctx)
+	}
+	want(t, check(u.String()), "store", statusFail, "this role may not build it", `CREATE INDEX IF NOT EXISTS telegram_updates_chat ON telegram_updates`)
+
+	stmt, err := pgstore.ChatIndexSQL(pgstore.DefaultTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, stmt); err != nil {
+		t.Fatal(err)
+	}
+	want(t, check(u.String()), "store", statusOK, "the chat index is built", "")
 }
 
 // TestDoctorSelfSignedUploaded runs the checks step by step against serve

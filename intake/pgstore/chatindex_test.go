@@ -169,3 +169,64 @@ func TestChatIndexBuildFailsThenRetries(t *testing.T) {
 		t.Fatal("the strict call after a failed build built no chat index")
 	}
 }
+
+// ChatIndexState tells a doctor whether the chat index is built and, if
+// not, whether the store's role may build it: the owner may, a role with
+// only the rights to read and write the table may not, and a strict call
+// by that role fails naming ChatIndexSQL until the owner ran it.
+func TestChatIndexStateOfOwnerAndNot(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, pool := newStore(t)
+	if built, may, err := s.ChatIndexState(ctx); err != nil || built || !may {
+		t.Fatalf("owner, no index: built %v, may build %v, %v; want false, true", built, may, err)
+	}
+
+	role := uniqueTable() + "_writer" // roles are the cluster's, not the database's
+	for _, q := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + role,
+		"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO " + role,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	cfg := pool.Config().ConnConfig.Copy()
+	cfg.User = role
+	pcfg := pool.Config().Copy()
+	pcfg.ConnConfig = cfg
+	wpool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wpool.Close()
+	if err := wpool.Ping(ctx); err != nil {
+		t.Skipf("this server lets no second role in (an external server's authentication): %v", err)
+	}
+	w, err := pgstore.New(ctx, wpool, pgstore.Config{Table: s.Table(), NoCreate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built, may, err := w.ChatIndexState(ctx); err != nil || built || may {
+		t.Fatalf("a writer without ownership, no index: built %v, may build %v, %v; want false, false", built, may, err)
+	}
+	_, err = w.DueInOrder(ctx, intake.DueQuery{Now: at(0), PendingBefore: at(0), Limit: 1}, "")
+	if err == nil || !strings.Contains(err.Error(), "ChatIndexSQL") {
+		t.Fatalf("DueInOrder by a role that may not build the chat index = %v; want an error naming ChatIndexSQL", err)
+	}
+
+	stmt, err := pgstore.ChatIndexSQL(s.Table())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, stmt); err != nil {
+		t.Fatal(err)
+	}
+	if built, _, err := w.ChatIndexState(ctx); err != nil || !built {
+		t.Fatalf("after the owner built it: built %v, %v; want true", built, err)
+	}
+	if _, err := w.DueInOrder(ctx, intake.DueQuery{Now: at(0), PendingBefore: at(0), Limit: 1}, ""); err != nil {
+		t.Fatalf("DueInOrder by the writer once the owner built the index: %v", err)
+	}
+}

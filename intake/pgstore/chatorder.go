@@ -24,7 +24,8 @@ import (
 // at once take turns under an advisory lock, and all but the first find
 // it built. A build that fails (the role is not the table's owner, say)
 // is tried again by the next strict call; [ChatIndexSQL] is the
-// statement for an owner to run instead.
+// statement for an owner to run instead, and a role that may only write
+// then finds it built.
 
 // chatIndexSQL builds the chat index: live rows by chat in update id
 // order, covering what the order check reads (state and lease end), so
@@ -59,6 +60,13 @@ func (s *Store) strictOrder(ctx context.Context) error {
 	stmt := strings.ReplaceAll(chatIndexSQL, sqlschema.Placeholder, s.table)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('tgrelay.chatindex'), hashtext($1::text))`, s.table); err != nil {
+			return err
+		}
+		// CREATE INDEX IF NOT EXISTS asks for the table's ownership even
+		// when the index exists, so a role that may only write finds the
+		// one its owner built here instead.
+		var built bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1::text) IS NOT NULL`, s.table+"_chat").Scan(&built); err != nil || built {
 			return err
 		}
 		_, err := tx.Exec(ctx, stmt)

@@ -53,3 +53,17 @@ func (s *Store) ClockSkew(ctx context.Context) (skew, uncertainty time.Duration,
 	}
 	return skew, uncertainty, nil
 }
+
+// ChatIndexState reports whether the table has the chat index strict
+// chat order reads (see [ChatIndexSQL]), and, when it has not, whether
+// this store's role may build it: only the table's owner, or a member of
+// the owning role, may create an index on it. For diagnostics such as
+// `tgrelay doctor`; it only reads.
+func (s *Store) ChatIndexState(ctx context.Context) (built, mayBuild bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT to_regclass($1::text) IS NOT NULL, pg_has_role(current_user, c.relowner, 'USAGE')
+		FROM pg_class c WHERE c.oid = to_regclass($2::text)`, s.table+"_chat", s.table).Scan(&built, &mayBuild)
+	if err != nil {
+		return false, false, s.fail("read the chat index's state", err)
+	}
+	return built, mayBuild, nil
+}
