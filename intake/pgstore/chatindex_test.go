@@ -11,6 +11,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/pgstore"
+	"github.com/tgrelay/tgrelay/internal/pgtest"
 )
 
 // chatIndexDef is the definition of table's chat index, or "" when it has
@@ -177,33 +178,17 @@ func TestChatIndexBuildFailsThenRetries(t *testing.T) {
 func TestChatIndexStateOfOwnerAndNot(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, pool := newStore(t)
+	db := pgtest.URL(t)
+	pool := poolFor(t, db)
+	s, err := pgstore.New(ctx, pool, pgstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if built, may, err := s.ChatIndexState(ctx); err != nil || built || !may {
 		t.Fatalf("owner, no index: built %v, may build %v, %v; want false, true", built, may, err)
 	}
 
-	role := uniqueTable() + "_writer" // roles are the cluster's, not the database's
-	for _, q := range []string{
-		"CREATE ROLE " + role + " LOGIN",
-		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + role,
-		"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO " + role,
-	} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	cfg := pool.Config().ConnConfig.Copy()
-	cfg.User = role
-	pcfg := pool.Config().Copy()
-	pcfg.ConnConfig = cfg
-	wpool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wpool.Close()
-	if err := wpool.Ping(ctx); err != nil {
-		t.Skipf("this server lets no second role in (an external server's authentication): %v", err)
-	}
+	wpool := poolFor(t, pgtest.WriterURL(t, db))
 	w, err := pgstore.New(ctx, wpool, pgstore.Config{Table: s.Table(), NoCreate: true})
 	if err != nil {
 		t.Fatal(err)

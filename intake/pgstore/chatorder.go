@@ -46,6 +46,9 @@ func ChatIndexSQL(table string) (string, error) {
 	return strings.ReplaceAll(chatIndexSQL, sqlschema.Placeholder, table), nil
 }
 
+// chatIndexName is the name chatIndexSQL gives the table's chat index.
+func (s *Store) chatIndexName() string { return s.table + "_chat" }
+
 // strictOrder builds the chat index on the store's first strict order
 // call.
 func (s *Store) strictOrder(ctx context.Context) error {
@@ -66,7 +69,7 @@ func (s *Store) strictOrder(ctx context.Context) error {
 		// when the index exists, so a role that may only write finds the
 		// one its owner built here instead.
 		var built bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass($1::text) IS NOT NULL`, s.table+"_chat").Scan(&built); err != nil || built {
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1::text) IS NOT NULL`, s.chatIndexName()).Scan(&built); err != nil || built {
 			return err
 		}
 		_, err := tx.Exec(ctx, stmt)

@@ -61,7 +61,7 @@ func (s *Store) ClockSkew(ctx context.Context) (skew, uncertainty time.Duration,
 // `tgrelay doctor`; it only reads.
 func (s *Store) ChatIndexState(ctx context.Context) (built, mayBuild bool, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT to_regclass($1::text) IS NOT NULL, pg_has_role(current_user, c.relowner, 'USAGE')
-		FROM pg_class c WHERE c.oid = to_regclass($2::text)`, s.table+"_chat", s.table).Scan(&built, &mayBuild)
+		FROM pg_class c WHERE c.oid = to_regclass($2::text)`, s.chatIndexName(), s.table).Scan(&built, &mayBuild)
 	if err != nil {
 		return false, false, s.fail("read the chat index's state", err)
 	}

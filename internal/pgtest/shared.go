@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tgrelay/tgrelay/internal/leakcheck"
 )
@@ -115,4 +118,46 @@ func sharedCluster() (*Cluster, error) {
 	}
 	shared.cluster, shared.err = Start(context.Background(), Options{Fast: true})
 	return shared.cluster, shared.err
+}
+
+// WriterURL returns the URL of dbURL's database (from [URL]) as a new role
+// that may only read and write its tables and call its functions (those
+// that exist when it is called): not the tables' owner, as a deployment
+// that runs its migrations under another role has it. Roles are the server's, so each call makes a role of its
+// own. The test is skipped when the server lets the role in by no
+// password (an external server's authentication).
+func WriterURL(t testing.TB, dbURL string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
+	defer cancel()
+	role, err := newDatabaseName() // the same random form names the role
+	if err != nil {
+		t.Fatal(err)
+	}
+	role += "_writer"
+	owner, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: connect to %s: %v", dbURL, err)
+	}
+	defer owner.Close(context.Background())
+	for _, q := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + role,
+		"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO " + role,
+	} {
+		if _, err := owner.Exec(ctx, q); err != nil {
+			t.Fatalf("pgtest: %s: %v", q, err)
+		}
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: parse database URL: %v", err)
+	}
+	u.User = url.User(role)
+	writer, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Skipf("pgtest: this server lets no second role in (an external server's authentication): %v", err)
+	}
+	writer.Close(context.Background())
+	return u.String()
 }
