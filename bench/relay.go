@@ -88,6 +88,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	forwarderProc := fs.Bool("forwarder-proc", true, "also run the non-durable forwarder and the floors as processes of their own (the -proc variants), as serve is, to measure what the process boundary costs")
 	floorStore := fs.Bool("floor-store", true, "with -floor and -forwarder-proc, also run the contract floors as processes: the floor's machinery doing every write DESIGN's guarantees ask (claimed adds, fenced settlements with the attempt's record), on the bench's own least schema (floor-min-sqlite-proc, floor-min-postgres-proc) and through serve's own store (floor-store-sqlite-proc, floor-store-postgres-proc)")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
+	serveCPUs := fs.String("serve-cpus", "", "run every serve on these CPUs only (a `list` as taskset takes it, such as 1), as on a machine with that many CPUs, whose default GOMAXPROCS follows; compare builds with -bin-b, since the non-durable forwarder is not pinned")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each child's whole run (serve's and the -proc variants') to `prefix`-<variant>.pprof, and serve's allocations to prefix-<variant>.allocs.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -102,6 +103,16 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	defer os.RemoveAll(dir)
 	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
 		return err
+	}
+	if *serveCPUs != "" {
+		if *bin, err = pinnedBinary(dir, "tgrelay-pinned", *bin, *serveCPUs); err != nil {
+			return err
+		}
+		if *binB != "" {
+			if *binB, err = pinnedBinary(dir, "tgrelay-b-pinned", *binB, *serveCPUs); err != nil {
+				return err
+			}
+		}
 	}
 
 	// serve needs a Bot API at start; nothing is sent through it.
@@ -357,6 +368,26 @@ type relayServe struct {
 	cmd        *exec.Cmd
 	done       chan error
 	webhookURL string
+}
+
+// pinnedBinary writes dir/name, a script that runs bin on the CPUs of
+// list only (taskset -c list), and returns its path. The script execs, so
+// the process it starts keeps its process id, whose CPU the scenarios read.
+func pinnedBinary(dir, name, bin, list string) (string, error) {
+	if list == "" || strings.Trim(list, "0123456789,-") != "" {
+		return "", fmt.Errorf("-serve-cpus %q: want a CPU list such as 1 or 0-1", list)
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		return "", fmt.Errorf("-serve-cpus needs taskset (util-linux): %w", err)
+	}
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	path := filepath.Join(dir, name)
+	script := "#!/bin/sh\nexec " + quote(taskset) + " -c " + list + " " + quote(bin) + ` "$@"` + "\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 func startRelayServe(ctx context.Context, name, bin string, args []string, token, dir, profile string, extraEnv ...string) (*relayServe, error) {

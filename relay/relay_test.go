@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -565,5 +566,25 @@ func TestRelayWarnsOfAnUnknownAllowedUpdateType(t *testing.T) {
 	warned := logLines(logs, "relay: an allowed update type is not one tgrelay knows; Telegram ignores names it does not know, so check its spelling")
 	if len(warned) != 1 || warned[0]["type"] != "callback_querys" || warned[0]["level"] != "WARN" {
 		t.Errorf("warnings for AllowedUpdates %v = %v; want one, for callback_querys", cfg.AllowedUpdates, warned)
+	}
+}
+
+// TestStartWarnsOnOneP: a relay started with one P says so, with the
+// remedy, and one started with more does not. Not parallel: it sets
+// GOMAXPROCS for the whole process.
+func TestStartWarnsOnOneP(t *testing.T) {
+	const warning = "relay: Go runs on one P (GOMAXPROCS=1): while a store write waits for the disk nothing else runs, the webhook included; set GOMAXPROCS=2, as tgrelay serve does on one CPU"
+	prev := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	for _, c := range []struct{ procs, want int }{{1, 1}, {2, 0}} {
+		runtime.GOMAXPROCS(c.procs)
+		srv := fakeTelegram(t)
+		logs := &testkit.SyncBuffer{}
+		r := start(t, baseConfig(t, srv, newBotEndpoint(t, nil), logs, newRecorder()))
+		runtime.GOMAXPROCS(prev) // the relay runs on as many as the rest of the tests
+		if n := len(logLines(logs, warning)); n != c.want {
+			t.Errorf("GOMAXPROCS=%d: %d warnings, want %d", c.procs, n, c.want)
+		}
+		_ = r.Close(context.Background())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,9 +149,17 @@ func (r *serveProc) kill() {
 // test's own TGRELAY_ variables removed), without waiting for it.
 func runServeProc(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
+	return runServeProcUnder(t, nil, env, args...)
+}
+
+// runServeProcUnder is runServeProc with serve's command line after
+// prefix, a command that runs it (such as taskset).
+func runServeProcUnder(t *testing.T, prefix, env []string, args ...string) *serveProc {
+	t.Helper()
 	bin := tgrelayBinary(t)
 	r := &serveProc{stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(bin, append([]string{"serve", "--log-format", "json"}, args...)...)
+	argv := slices.Concat(prefix, []string{bin, "serve", "--log-format", "json"}, args)
+	r.cmd = exec.Command(argv[0], argv[1:]...)
 	r.cmd.Dir = t.TempDir()
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "TGRELAY_") {
@@ -175,7 +184,14 @@ func runServeProc(t *testing.T, env []string, args ...string) *serveProc {
 // line), reading the webhook and admin addresses from it.
 func startServeProc(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
-	r := runServeProc(t, env, args...)
+	return startServeProcUnder(t, nil, env, args...)
+}
+
+// startServeProcUnder is startServeProc with serve run by prefix (see
+// runServeProcUnder).
+func startServeProcUnder(t *testing.T, prefix, env []string, args ...string) *serveProc {
+	t.Helper()
+	r := runServeProcUnder(t, prefix, env, args...)
 	serveWaitFor(t, "serve to start receiving", func() bool {
 		if r.exited() {
 			t.Fatalf("serve exited early (%v); stderr:\n%s", r.exitErr, r.stderr)

@@ -2,6 +2,10 @@ package main
 
 import (
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -23,6 +27,58 @@ func TestTuneGC(t *testing.T) {
 	tuneGC(func(string) (string, bool) { return "", false })
 	if got := debug.SetGCPercent(100); got != serveGCPercent {
 		t.Errorf("without GOGC, the GC percent is %d; want %d", got, serveGCPercent)
+	}
+}
+
+func TestTuneProcs(t *testing.T) {
+	prev := runtime.GOMAXPROCS(1)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+
+	set := func(name string) (string, bool) { return "1", name == "GOMAXPROCS" }
+	if was := tuneProcs(set); was != 0 || runtime.GOMAXPROCS(0) != 1 {
+		t.Errorf("with GOMAXPROCS set: returned %d, GOMAXPROCS %d; want 0 and left at 1", was, runtime.GOMAXPROCS(0))
+	}
+	unset := func(string) (string, bool) { return "", false }
+	if was := tuneProcs(unset); was != 1 || runtime.GOMAXPROCS(0) != minServeProcs {
+		t.Errorf("one P, GOMAXPROCS unset: returned %d, GOMAXPROCS %d; want 1 and %d", was, runtime.GOMAXPROCS(0), minServeProcs)
+	}
+	runtime.GOMAXPROCS(3)
+	if was := tuneProcs(unset); was != 0 || runtime.GOMAXPROCS(0) != 3 {
+		t.Errorf("three Ps: returned %d, GOMAXPROCS %d; want 0 and left at 3", was, runtime.GOMAXPROCS(0))
+	}
+}
+
+// TestServeOnOneCPURunsTwoPs runs serve as a one-CPU machine would (an
+// affinity of one CPU, so Go's default GOMAXPROCS is 1): it says it
+// raised GOMAXPROCS to 2, and leaves an explicit GOMAXPROCS alone.
+func TestServeOnOneCPURunsTwoPs(t *testing.T) {
+	t.Parallel()
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Skip("needs taskset (util-linux) to run serve on one CPU")
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); set {
+		t.Skip("GOMAXPROCS is set in the test's environment, and serve would keep it")
+	}
+	ep := newBotEndpoint(t, nil)
+	oneCPU := []string{taskset, "-c", "0"}
+	const raised = "serve: GOMAXPROCS raised: with one P, a store write waiting for the disk would stop the webhook (set GOMAXPROCS to choose)"
+	for _, c := range []struct {
+		env  []string
+		want int
+	}{{nil, 1}, {[]string{"GOMAXPROCS=1"}, 0}} {
+		db := filepath.Join(t.TempDir(), "relay.db")
+		r := startServeProcUnder(t, oneCPU, c.env, "--db", db, "--listen", "127.0.0.1:0", "--forward", ep.url())
+		if err := r.stop(t); err != nil {
+			t.Fatalf("serve exit: %v\n%s", err, r.stderr)
+		}
+		ls := r.logLines(raised)
+		if len(ls) != c.want {
+			t.Fatalf("env %v: %d lines saying GOMAXPROCS was raised, want %d; stderr:\n%s", c.env, len(ls), c.want, r.stderr)
+		}
+		if c.want == 1 && (ls[0]["gomaxprocs"] != float64(minServeProcs) || ls[0]["was"] != float64(1)) {
+			t.Errorf("the line says %v; want gomaxprocs=%d, was=1", ls[0], minServeProcs)
+		}
 	}
 }
 
