@@ -573,7 +573,7 @@ func TestRelayWarnsOfAnUnknownAllowedUpdateType(t *testing.T) {
 // remedy, and one started with more does not. Not parallel: it sets
 // GOMAXPROCS for the whole process.
 func TestStartWarnsOnOneP(t *testing.T) {
-	const warning = "relay: Go runs on one P (GOMAXPROCS=1): while a store write waits for the disk nothing else runs, the webhook included; set GOMAXPROCS=2, as tgrelay serve does on one CPU"
+	const warning = "relay: Go runs on one P (GOMAXPROCS=1): while a SQLite store write waits for the disk nothing else runs, the webhook included; set GOMAXPROCS=2, as tgrelay serve does on one CPU"
 	prev := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 	for _, c := range []struct{ procs, want int }{{1, 1}, {2, 0}} {
