@@ -88,7 +88,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	forwarderProc := fs.Bool("forwarder-proc", true, "also run the non-durable forwarder and the floors as processes of their own (the -proc variants), as serve is, to measure what the process boundary costs")
 	floorStore := fs.Bool("floor-store", true, "with -floor and -forwarder-proc, also run the contract floors as processes: the floor's machinery doing every write DESIGN's guarantees ask (claimed adds, fenced settlements with the attempt's record), on the bench's own least schema (floor-min-sqlite-proc, floor-min-postgres-proc) and through serve's own store (floor-store-sqlite-proc, floor-store-postgres-proc)")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
-	serveCPUs := fs.String("serve-cpus", "", "run every serve on these CPUs only (a `list` as taskset takes it, such as 1), as on a machine with that many CPUs, whose default GOMAXPROCS follows; compare builds with -bin-b, since the non-durable forwarder is not pinned")
+	serveCPUs := fs.String("serve-cpus", "", serveCPUsUsage)
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each child's whole run (serve's and the -proc variants') to `prefix`-<variant>.pprof, and serve's allocations to prefix-<variant>.allocs.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,15 +104,8 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
 		return err
 	}
-	if *serveCPUs != "" {
-		if *bin, err = pinnedBinary(dir, "tgrelay-pinned", *bin, *serveCPUs); err != nil {
-			return err
-		}
-		if *binB != "" {
-			if *binB, err = pinnedBinary(dir, "tgrelay-b-pinned", *binB, *serveCPUs); err != nil {
-				return err
-			}
-		}
+	if err := pinServes(dir, *serveCPUs, bin, binB); err != nil {
+		return err
 	}
 
 	// serve needs a Bot API at start; nothing is sent through it.
@@ -368,6 +361,24 @@ type relayServe struct {
 	cmd        *exec.Cmd
 	done       chan error
 	webhookURL string
+}
+
+// serveCPUsUsage is the -serve-cpus flag's usage, for the scenarios that
+// start serve children (see pinServes).
+const serveCPUsUsage = "run every serve on these CPUs only (a `list` as taskset takes it, such as 1), as on a machine with that many CPUs, whose default GOMAXPROCS follows; compare builds with -bin-b, since the non-durable forwarder is not pinned"
+
+// pinServes makes bin and binB (when set) scripts in dir that run them on
+// the CPUs of list only; an empty list leaves them as they are.
+func pinServes(dir, list string, bin, binB *string) error {
+	if list == "" {
+		return nil
+	}
+	var err error
+	if *bin, err = pinnedBinary(dir, "tgrelay-pinned", *bin, list); err != nil || *binB == "" {
+		return err
+	}
+	*binB, err = pinnedBinary(dir, "tgrelay-b-pinned", *binB, list)
+	return err
 }
 
 // pinnedBinary writes dir/name, a script that runs bin on the CPUs of

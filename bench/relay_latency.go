@@ -59,6 +59,7 @@ func runRelayLatency(ctx context.Context, args []string, out io.Writer) error {
 	withPG := fs.Bool("pg", true, "also run serve on a throwaway durable PostgreSQL")
 	bin := fs.String("bin", "", "tgrelay binary (default: go build github.com/tgrelay/tgrelay/cmd/tgrelay)")
 	binB := fs.String("bin-b", "", "a second tgrelay binary, run as variants serve-sqlite-b and serve-postgres-b, to compare two builds in one run")
+	serveCPUs := fs.String("serve-cpus", "", serveCPUsUsage)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,6 +80,9 @@ func runRelayLatency(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
+		return err
+	}
+	if err := pinServes(dir, *serveCPUs, bin, binB); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "load average at start: %s\n", intakeLoadAverage())
