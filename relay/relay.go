@@ -324,7 +324,7 @@ func (r *Relay) start(ctx context.Context) error {
 	if runtime.GOMAXPROCS(0) == 1 {
 		// See sqlitestore's package doc: with one P, a store write
 		// waiting for the disk stops everything else, so no group
-		// commit forms (4.4× slower on SQLite in bench relay).
+		// commit forms (3.8–4.4× slower on SQLite in bench relay).
 		r.log.Warn("relay: Go runs on one P (GOMAXPROCS=1): while a SQLite store write waits for the disk nothing else runs, the webhook included; set GOMAXPROCS=2, as tgrelay serve does on one CPU")
 	}
 	bgCtx, cancel := context.WithCancel(context.Background())

@@ -488,12 +488,12 @@ const minServeProcs = 2
 // meanwhile. SQLite's writes, locks and fsyncs are such calls: while one
 // commit waits for the disk, no webhook request is read and no update
 // joins the next commit, so every update pays its own two commits. On one
-// CPU, `bench relay -serve-cpus 1` measured serve on SQLite at 526
-// updates/s with a p50 of 4.7 s with one P, and 2,195 updates/s with a
-// p50 of 20 ms with two (4.4×; PostgreSQL 1.06×). A second P costs
-// nothing when idle; the kernel shares the CPU between the two threads
-// when both run. Go's own default under a cgroup CPU limit is at least 2
-// for the same kind of reason.
+// CPU, `bench relay -serve-cpus 1` measured serve on SQLite at 526–557
+// updates/s with a p50 of 3.6–4.7 s with one P, and 2,144–2,195
+// updates/s with a p50 of 20 ms with two (3.8–4.4×; PostgreSQL
+// 1.01–1.06×). A second P costs nothing when idle; the kernel shares the
+// CPU between the two threads when both run. Go's own default under a
+// cgroup CPU limit is at least 2 for the same kind of reason.
 func tuneProcs(lookup func(string) (string, bool)) (was int) {
 	if _, set := lookup("GOMAXPROCS"); set {
 		return 0

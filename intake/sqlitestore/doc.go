@@ -38,8 +38,8 @@
 // system calls, and with Go's default of one P there, nothing else runs
 // while a commit waits for the disk (until the runtime's monitor takes
 // the P back, up to 10 ms under load): no update joins the next batch, so
-// each pays its own commits. serve on one CPU measured 4.4× the updates
-// per second with two Ps (BENCHMARKS.md, relay on one CPU).
+// each pays its own commits. serve on one CPU measured 3.8–4.4× the
+// updates per second with two Ps (BENCHMARKS.md, relay, session 20).
 //
 // # Processes that die
 //
