@@ -41,6 +41,7 @@ var scenarios = map[string]scenario{
 	"relay-scale":     {"1, 2 and 3 serve on one PostgreSQL behind a round-robin proxy: updates/s, relay vs PostgreSQL CPU, takeover after a SIGKILL", runRelayScale},
 	"chat-order":      {"three serve on one PostgreSQL, 20 chats: overtaken and overlapping forwards with --chat-order process vs strict, and strict under SIGKILLs (strict must be 0)", runChatOrder},
 	"relay-latency":   {"receive→forward latency at 100/s and 1,000/s (open loop): tgrelay serve vs a non-durable forwarder, beside this disk's fsync", runRelayLatency},
+	"broadcast-cli":   {"tgrelay broadcast run as a process to 3,000 recipients at --rate 1000, limits off: the rate reached, optionally on fewer CPUs (-cpus) and against a second build", runBroadcastCLI},
 	"crash-broadcast": {"2,000-recipient broadcast killed with SIGKILL 10+ times and resumed: chats reached twice (must be 0 unless uncertain)", runCrashBroadcast},
 	"crash-payments":  {"serve on PostgreSQL forwards successful_payment updates to examples/payments; serve and the app killed with SIGKILL in turn: payments lost or fulfilled twice (must be 0)", runCrashPayments},
 	"crash-pg":        {"three serve on one PostgreSQL behind a proxy, fenced writes, random SIGKILLs: lost and double effects (must be 0)", runCrashPG},

@@ -125,6 +125,8 @@ The token comes from --token or, better (it stays out of the process list),
 the TGRELAY_TOKEN environment variable; it never appears in the output.
 --state-dir defaults to $XDG_STATE_HOME/tgrelay/broadcast, or
 ~/.local/state/tgrelay/broadcast.
+On one CPU, run runs Go code on two Ps (GOMAXPROCS=2) unless GOMAXPROCS is
+set: with one, nothing runs while a journal fsync waits for the disk.
 `
 
 // runBroadcast is `tgrelay broadcast run|status`.
@@ -241,6 +243,11 @@ func broadcastRun(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	warnUnknownEnv(stderr, "broadcast", os.Environ())
+	// Every send is journaled and fsynced: on one CPU, one P would fall
+	// short of --rate (see tuneProcs).
+	if was := tuneProcs(os.LookupEnv); was > 0 {
+		fmt.Fprintf(stderr, "broadcast: running Go code on %d Ps, not %d, so that a journal commit waiting for the disk does not hold up the sends (set GOMAXPROCS to choose)\n", minServeProcs, was)
+	}
 	usage := func(format string, a ...any) error {
 		return &usageError{msg: fmt.Sprintf(format, a...), hint: broadcastHint}
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -78,6 +80,40 @@ func TestServeOnOneCPURunsTwoPs(t *testing.T) {
 		}
 		if c.want == 1 && (ls[0]["gomaxprocs"] != float64(minServeProcs) || ls[0]["was"] != float64(1)) {
 			t.Errorf("the line says %v; want gomaxprocs=%d, was=1", ls[0], minServeProcs)
+		}
+	}
+}
+
+// TestBroadcastOnOneCPURunsTwoPs: broadcast run on one CPU says it runs
+// two Ps, and keeps an explicit GOMAXPROCS.
+func TestBroadcastOnOneCPURunsTwoPs(t *testing.T) {
+	t.Parallel()
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Skip("needs taskset (util-linux) to run broadcast on one CPU")
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); set {
+		t.Skip("GOMAXPROCS is set in the test's environment, and broadcast would keep it")
+	}
+	dir := t.TempDir()
+	audience := filepath.Join(dir, "audience.txt")
+	if err := os.WriteFile(audience, []byte("1\n2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const raised = "broadcast: running Go code on 2 Ps, not 1, so that a journal commit waiting for the disk does not hold up the sends (set GOMAXPROCS to choose)"
+	for i, c := range []struct {
+		env  []string
+		want bool
+	}{{nil, true}, {[]string{"GOMAXPROCS=1"}, false}} {
+		cmd := exec.Command(taskset, "-c", "0", tgrelayBinary(t), "broadcast", "run", "--name", fmt.Sprint("b", i),
+			"--state-dir", filepath.Join(dir, "state"), "--audience", audience, "--text", "hi", "--dry-run", "--progress", "none")
+		cmd.Env = childEnv(c.env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("broadcast run: %v\n%s", err, out)
+		}
+		if got := strings.Contains(string(out), raised); got != c.want {
+			t.Errorf("env %v: says it raised GOMAXPROCS: %v, want %v; output:\n%s", c.env, got, c.want, out)
 		}
 	}
 }
