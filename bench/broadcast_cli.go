@@ -41,15 +41,9 @@ func runBroadcastCLI(ctx context.Context, args []string, out io.Writer) error {
 	if *n < 1 || *rounds < 1 || *rate <= 0 {
 		return errors.New("-recipients, -rounds and -rate must be positive")
 	}
-	dir, err := os.MkdirTemp("", "tgrelay-bench-broadcast-cli-")
+	dir, remove, err := buildsInTempDir(ctx, "broadcast-cli", *cpus, bin, binB, out)
+	defer remove()
 	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
-	if err := pinServes(dir, *cpus, bin, binB); err != nil {
 		return err
 	}
 	tg := telegramtest.NewUnstartedServer(telegramtest.Config{Limits: telegramtest.Limits{Disabled: true}, Logf: func(string, ...any) {}})

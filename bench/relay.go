@@ -96,15 +96,9 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	if *n < 1 || *rounds < 1 || *conns < 1 || *chats < 1 || *concurrency < 0 {
 		return errors.New("-updates, -rounds, -conns and -chats must be positive, -concurrency not negative")
 	}
-	dir, err := os.MkdirTemp("", "tgrelay-bench-relay-")
+	dir, remove, err := buildsInTempDir(ctx, "relay", *serveCPUs, bin, binB, out)
+	defer remove()
 	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
-	if err := pinServes(dir, *serveCPUs, bin, binB); err != nil {
 		return err
 	}
 
@@ -366,6 +360,22 @@ type relayServe struct {
 // serveCPUsUsage is the -serve-cpus flag's usage, for the scenarios that
 // start serve children (see pinServes).
 const serveCPUsUsage = "run every serve on these CPUs only (a `list` as taskset takes it, such as 1), as on a machine with that many CPUs, whose default GOMAXPROCS follows; compare builds with -bin-b, since the non-durable forwarder is not pinned"
+
+// buildsInTempDir makes a scenario's temporary directory (name in its
+// name), builds tgrelay into it unless *bin names a build, and pins *bin
+// and *binB to cpus (see pinServes). remove deletes the directory; it is
+// set even on an error.
+func buildsInTempDir(ctx context.Context, name, cpus string, bin, binB *string, out io.Writer) (dir string, remove func(), err error) {
+	remove = func() {}
+	if dir, err = os.MkdirTemp("", "tgrelay-bench-"+name+"-"); err != nil {
+		return "", remove, err
+	}
+	remove = func() { os.RemoveAll(dir) }
+	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
+		return dir, remove, err
+	}
+	return dir, remove, pinServes(dir, cpus, bin, binB)
+}
 
 // pinServes makes bin and binB (when set) scripts in dir that run them on
 // the CPUs of list only; an empty list leaves them as they are.

@@ -74,15 +74,9 @@ func runRelayLatency(ctx context.Context, args []string, out io.Writer) error {
 	if *duration < 100*time.Millisecond || *duration > 10*time.Minute || *rounds < 1 || *chats < 1 {
 		return errors.New("-duration must be 100ms to 10m, -rounds and -chats positive")
 	}
-	dir, err := os.MkdirTemp("", "tgrelay-bench-relay-latency-")
+	dir, remove, err := buildsInTempDir(ctx, "relay-latency", *serveCPUs, bin, binB, out)
+	defer remove()
 	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	if *bin, err = buildTgrelay(ctx, dir, *bin, out); err != nil {
-		return err
-	}
-	if err := pinServes(dir, *serveCPUs, bin, binB); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "load average at start: %s\n", intakeLoadAverage())
