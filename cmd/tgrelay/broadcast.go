@@ -246,7 +246,7 @@ func broadcastRun(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// Every send is journaled and fsynced: on one CPU, one P would fall
 	// short of --rate (see tuneProcs).
 	if was := tuneProcs(os.LookupEnv); was > 0 {
-		fmt.Fprintf(stderr, "broadcast: running Go code on %d Ps, not %d, so that a journal commit waiting for the disk does not hold up the sends (set GOMAXPROCS to choose)\n", minServeProcs, was)
+		fmt.Fprintf(stderr, "broadcast: running Go code on %d Ps, not %d, so that a journal commit waiting for the disk does not hold up the sends (set GOMAXPROCS to choose)\n", minGoProcs, was)
 	}
 	usage := func(format string, a ...any) error {
 		return &usageError{msg: fmt.Sprintf(format, a...), hint: broadcastHint}

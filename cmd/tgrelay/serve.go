@@ -473,12 +473,12 @@ func tuneGC(lookup func(string) (string, bool)) {
 	debug.SetGCPercent(serveGCPercent)
 }
 
-// minServeProcs is the fewest Ps (GOMAXPROCS) serve and broadcast run
+// minGoProcs is the fewest Ps (GOMAXPROCS) serve and broadcast run
 // run Go code with unless GOMAXPROCS is in the environment (see
 // tuneProcs).
-const minServeProcs = 2
+const minGoProcs = 2
 
-// tuneProcs raises GOMAXPROCS to minServeProcs unless GOMAXPROCS is in
+// tuneProcs raises GOMAXPROCS to minGoProcs unless GOMAXPROCS is in
 // the environment, and returns what it was when it raised it (0 when it
 // did not). serve and broadcast run call it: under load both wait for
 // the disk in blocking system calls, serve in SQLite's commits and
@@ -503,8 +503,8 @@ func tuneProcs(lookup func(string) (string, bool)) (was int) {
 	if _, set := lookup("GOMAXPROCS"); set {
 		return 0
 	}
-	if n := runtime.GOMAXPROCS(0); n < minServeProcs {
-		runtime.GOMAXPROCS(minServeProcs)
+	if n := runtime.GOMAXPROCS(0); n < minGoProcs {
+		runtime.GOMAXPROCS(minGoProcs)
 		return n
 	}
 	return 0
@@ -923,7 +923,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logUnknownEnv(log, os.Environ())
 	if procsWere > 0 {
 		log.Info("serve: GOMAXPROCS raised: with one P, a store write waiting for the disk would stop the webhook (set GOMAXPROCS to choose)",
-			"gomaxprocs", minServeProcs, "was", procsWere)
+			"gomaxprocs", minGoProcs, "was", procsWere)
 	}
 	if o.broadcastDir == "" {
 		if d, err := resolveStateDir(""); err == nil {

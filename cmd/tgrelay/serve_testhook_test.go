@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,8 +42,8 @@ func TestTuneProcs(t *testing.T) {
 		t.Errorf("with GOMAXPROCS set: returned %d, GOMAXPROCS %d; want 0 and left at 1", was, runtime.GOMAXPROCS(0))
 	}
 	unset := func(string) (string, bool) { return "", false }
-	if was := tuneProcs(unset); was != 1 || runtime.GOMAXPROCS(0) != minServeProcs {
-		t.Errorf("one P, GOMAXPROCS unset: returned %d, GOMAXPROCS %d; want 1 and %d", was, runtime.GOMAXPROCS(0), minServeProcs)
+	if was := tuneProcs(unset); was != 1 || runtime.GOMAXPROCS(0) != minGoProcs {
+		t.Errorf("one P, GOMAXPROCS unset: returned %d, GOMAXPROCS %d; want 1 and %d", was, runtime.GOMAXPROCS(0), minGoProcs)
 	}
 	runtime.GOMAXPROCS(3)
 	if was := tuneProcs(unset); was != 0 || runtime.GOMAXPROCS(0) != 3 {
@@ -50,20 +51,29 @@ func TestTuneProcs(t *testing.T) {
 	}
 }
 
+// oneCPUPrefix is the command that runs a program on one CPU, as a
+// one-CPU machine would (Go's default GOMAXPROCS is then 1). It skips
+// the test without taskset, or when GOMAXPROCS is set in the test's
+// environment, which the commands would keep.
+func oneCPUPrefix(t *testing.T) []string {
+	t.Helper()
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Skip("needs taskset (util-linux) to run on one CPU")
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); set {
+		t.Skip("GOMAXPROCS is set in the test's environment, and the commands would keep it")
+	}
+	return []string{taskset, "-c", "0"}
+}
+
 // TestServeOnOneCPURunsTwoPs runs serve as a one-CPU machine would (an
 // affinity of one CPU, so Go's default GOMAXPROCS is 1): it says it
 // raised GOMAXPROCS to 2, and leaves an explicit GOMAXPROCS alone.
 func TestServeOnOneCPURunsTwoPs(t *testing.T) {
 	t.Parallel()
-	taskset, err := exec.LookPath("taskset")
-	if err != nil {
-		t.Skip("needs taskset (util-linux) to run serve on one CPU")
-	}
-	if _, set := os.LookupEnv("GOMAXPROCS"); set {
-		t.Skip("GOMAXPROCS is set in the test's environment, and serve would keep it")
-	}
+	oneCPU := oneCPUPrefix(t)
 	ep := newBotEndpoint(t, nil)
-	oneCPU := []string{taskset, "-c", "0"}
 	const raised = "serve: GOMAXPROCS raised: with one P, a store write waiting for the disk would stop the webhook (set GOMAXPROCS to choose)"
 	for _, c := range []struct {
 		env  []string
@@ -78,8 +88,8 @@ func TestServeOnOneCPURunsTwoPs(t *testing.T) {
 		if len(ls) != c.want {
 			t.Fatalf("env %v: %d lines saying GOMAXPROCS was raised, want %d; stderr:\n%s", c.env, len(ls), c.want, r.stderr)
 		}
-		if c.want == 1 && (ls[0]["gomaxprocs"] != float64(minServeProcs) || ls[0]["was"] != float64(1)) {
-			t.Errorf("the line says %v; want gomaxprocs=%d, was=1", ls[0], minServeProcs)
+		if c.want == 1 && (ls[0]["gomaxprocs"] != float64(minGoProcs) || ls[0]["was"] != float64(1)) {
+			t.Errorf("the line says %v; want gomaxprocs=%d, was=1", ls[0], minGoProcs)
 		}
 	}
 }
@@ -88,13 +98,7 @@ func TestServeOnOneCPURunsTwoPs(t *testing.T) {
 // two Ps, and keeps an explicit GOMAXPROCS.
 func TestBroadcastOnOneCPURunsTwoPs(t *testing.T) {
 	t.Parallel()
-	taskset, err := exec.LookPath("taskset")
-	if err != nil {
-		t.Skip("needs taskset (util-linux) to run broadcast on one CPU")
-	}
-	if _, set := os.LookupEnv("GOMAXPROCS"); set {
-		t.Skip("GOMAXPROCS is set in the test's environment, and broadcast would keep it")
-	}
+	oneCPU := oneCPUPrefix(t)
 	dir := t.TempDir()
 	audience := filepath.Join(dir, "audience.txt")
 	if err := os.WriteFile(audience, []byte("1\n2\n"), 0o600); err != nil {
@@ -105,8 +109,9 @@ func TestBroadcastOnOneCPURunsTwoPs(t *testing.T) {
 		env  []string
 		want bool
 	}{{nil, true}, {[]string{"GOMAXPROCS=1"}, false}} {
-		cmd := exec.Command(taskset, "-c", "0", tgrelayBinary(t), "broadcast", "run", "--name", fmt.Sprint("b", i),
+		argv := append(slices.Clone(oneCPU), tgrelayBinary(t), "broadcast", "run", "--name", fmt.Sprint("b", i),
 			"--state-dir", filepath.Join(dir, "state"), "--audience", audience, "--text", "hi", "--dry-run", "--progress", "none")
+		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = childEnv(c.env...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
