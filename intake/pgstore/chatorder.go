@@ -43,7 +43,12 @@ func ChatIndexSQL(table string) (string, error) {
 	if err := ValidateTable(table); err != nil {
 		return "", err
 	}
-	return strings.ReplaceAll(chatIndexSQL, sqlschema.Placeholder, table), nil
+	return chatIndexStatement(table), nil
+}
+
+// chatIndexStatement is chatIndexSQL for table, a name already valid.
+func chatIndexStatement(table string) string {
+	return strings.ReplaceAll(chatIndexSQL, sqlschema.Placeholder, table)
 }
 
 // chatIndexName is the name chatIndexSQL gives the table's chat index.
@@ -60,7 +65,7 @@ func (s *Store) strictOrder(ctx context.Context) error {
 	if s.chat.built.Load() {
 		return nil
 	}
-	stmt := strings.ReplaceAll(chatIndexSQL, sqlschema.Placeholder, s.table)
+	stmt := chatIndexStatement(s.table)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('tgrelay.chatindex'), hashtext($1::text))`, s.table); err != nil {
 			return err
