@@ -89,6 +89,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
@@ -237,15 +238,19 @@ type Forwarder struct {
 	url, exhaustionURL string
 	client             *http.Client
 	checkFresh         bool // client is the default one, whose answers are checked (errStaleAnswer)
-	timeout            time.Duration
-	header             http.Header
-	appSecret          string
-	unactedFunc        func(UnactedReply)
-	unacted            atomic.Uint64
-	replier            Replier
-	replyFunc          func(Reply)
-	apiRoot            string
-	apiRootFunc        func() string
+	// direct and directExhaustion send to url and exhaustionURL on the
+	// default client's direct path (direct.go); nil keeps client's.
+	direct, directExhaustion *directTarget
+	pools                    []*directPool
+	timeout                  time.Duration
+	header                   http.Header
+	appSecret                string
+	unactedFunc              func(UnactedReply)
+	unacted                  atomic.Uint64
+	replier                  Replier
+	replyFunc                func(Reply)
+	apiRoot                  string
+	apiRootFunc              func() string
 }
 
 // ConfigError is an invalid [Config] field: Field names it ("Timeout")
@@ -301,6 +306,17 @@ func (c Config) fill() (Config, error) {
 			return c, badField("APIRoot", "%w", err)
 		}
 	}
+	for k, vs := range c.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return c, badField("Header", "has a name that is not a valid HTTP header name")
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				// Never quoted: the value may be a credential.
+				return c, badField("Header", "has a value of %s that is not a valid HTTP header value (a control character such as a line break)", k)
+			}
+		}
+	}
 	if c.AppSecretToken != "" && !botapi.ValidSecretToken(c.AppSecretToken) {
 		return c, badField("AppSecretToken", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as Telegram's secret token")
 	}
@@ -351,7 +367,7 @@ func New(cfg Config) (*Forwarder, error) {
 		// headers, to whatever host Location names.
 		cfg.Client = &http.Client{Transport: t, CheckRedirect: botapi.NoRedirects}
 	}
-	return &Forwarder{
+	f := &Forwarder{
 		url:           cfg.URL,
 		exhaustionURL: cfg.ExhaustionURL,
 		client:        cfg.Client,
@@ -364,7 +380,32 @@ func New(cfg Config) (*Forwarder, error) {
 		replyFunc:     cfg.ReplyFunc,
 		apiRoot:       strings.TrimRight(cfg.APIRoot, "/"),
 		apiRootFunc:   cfg.APIRootFunc,
-	}, nil
+	}
+	if checkFresh {
+		pools := map[string]*directPool{}
+		for _, t := range []struct {
+			raw    string
+			target **directTarget
+		}{{cfg.URL, &f.direct}, {cfg.ExhaustionURL, &f.directExhaustion}} {
+			if u, err := url.Parse(t.raw); err == nil && t.raw != "" {
+				*t.target = newDirectTarget(u, pools)
+			}
+		}
+		for _, p := range pools {
+			f.pools = append(f.pools, p)
+		}
+	}
+	return f, nil
+}
+
+// CloseIdleConnections closes the connections kept open to the endpoints
+// that carry no forward now, as [http.Client.CloseIdleConnections] does.
+// A later forward opens a new one.
+func (f *Forwarder) CloseIdleConnections() {
+	for _, p := range f.pools {
+		p.closeIdle()
+	}
+	f.client.CloseIdleConnections()
 }
 
 // gatewayRoot is the gateway's base URL to announce, or "".
@@ -580,21 +621,6 @@ func replyIn(body []byte) (UnactedReply, bool) {
 // post sends body and returns the start of the answer's body (at most
 // DefaultMaxResponseBytes) on a 2xx.
 func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Identity, body []byte) ([]byte, error) {
-	// A context that ends before the timeout would already bounds the
-	// attempt, as the runner's lease usually does: no timer of its own.
-	if d, ok := ctx.Deadline(); !ok || time.Until(d) > f.timeout {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.timeout)
-		defer cancel()
-	}
-	var fr freshness
-	if f.checkFresh {
-		ctx = withFreshness(ctx, &fr)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("forward: build %s request: %w", kind, err)
-	}
 	// The header, sized once; every value of ours shares one backing
 	// array. The keys are canonical already.
 	h := make(http.Header, len(f.header)+7)
@@ -617,23 +643,55 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 	if kind == "update" && f.appSecret != "" {
 		set(HeaderTelegramSecret, f.appSecret)
 	}
-	req.Header = h
 	// The trace context of ctx, when it has one (the relay's attempt
 	// span), as W3C traceparent: the app's spans join the update's trace.
-	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
-	resp, err := f.client.Do(req)
-	if err != nil && fr.stale.Load() {
-		return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, errStaleAnswer)
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
+
+	direct := f.direct
+	if kind == "exhaustion" {
+		direct = f.directExhaustion
 	}
-	if err != nil {
-		// *url.Error prints the endpoint's address, which may carry a
-		// credential in its query; keep only its cause, so errors.Is still
-		// finds context errors.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
+	var (
+		resp *http.Response
+		err  error
+		fr   freshness
+	)
+	if direct != nil {
+		resp, err = direct.do(ctx, f.timeout, h, body)
+		if err != nil {
+			return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, err)
 		}
-		return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, err)
+	} else {
+		// A context that ends before the timeout would already bounds
+		// the attempt, as the runner's lease usually does: no timer of
+		// its own.
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > f.timeout {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, f.timeout)
+			defer cancel()
+		}
+		if f.checkFresh {
+			ctx = withFreshness(ctx, &fr)
+		}
+		req, rerr := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+		if rerr != nil {
+			return nil, fmt.Errorf("forward: build %s request: %w", kind, rerr)
+		}
+		req.Header = h
+		resp, err = f.client.Do(req)
+		if err != nil && fr.stale.Load() {
+			return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, errStaleAnswer)
+		}
+		if err != nil {
+			// *url.Error prints the endpoint's address, which may carry
+			// a credential in its query; keep only its cause, so
+			// errors.Is still finds context errors.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, err)
+		}
 	}
 	answer, readErr := readAnswer(resp)
 	resp.Body.Close()

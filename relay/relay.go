@@ -641,6 +641,7 @@ func (r *Relay) stop(ctx context.Context) error {
 	if r.ownBC != nil {
 		r.ownBC.CloseIdleConnections()
 	}
+	r.fwd.CloseIdleConnections()
 	return err
 }
 

@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"errors"
+	"github.com/tgrelay/tgrelay/internal/netpeek"
 	"io"
 	"net"
 	"os"
@@ -67,7 +68,7 @@ func (pc *persistConn) close() { pc.conn.Close() }
 // usable reports whether an idle connection can carry a request: the peer
 // has neither closed it nor sent anything unsolicited.
 func (pc *persistConn) usable() bool {
-	if pc.br.Buffered() > 0 || peekClosed(pc.raw.Conn) {
+	if pc.br.Buffered() > 0 || netpeek.Closed(pc.raw.Conn) {
 		return false
 	}
 	if pc.conn == net.Conn(pc.raw) {

@@ -1,17 +1,17 @@
 //go:build unix
 
-package transport
+package netpeek
 
 import (
 	"net"
 	"syscall"
 )
 
-// peekClosed reports whether an idle connection is unusable: the peer sent
-// EOF, reset it, or sent bytes nobody asked for. It peeks without blocking,
-// so a server that closed an idle connection is noticed before a request is
-// written to it. Connections without a file descriptor are assumed usable.
-func peekClosed(c net.Conn) bool {
+// Closed reports whether an idle connection is unusable: the peer sent
+// EOF, reset it, or sent bytes nobody asked for. It peeks at the socket
+// without blocking. A connection without a file descriptor is assumed
+// usable.
+func Closed(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false

@@ -1,0 +1,419 @@
+package forward
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/tgrelay/tgrelay/internal/netpeek"
+)
+
+// The default client's direct path.
+//
+// Most apps behind a relay listen on plain http, on loopback or a private
+// network, with no proxy between. To those endpoints the default client
+// sends each forward itself: the forwarding goroutine writes the request
+// in one write and reads the answer, on a keep-alive connection from a
+// pool of its own. net/http's Client and Transport hand each request to a
+// connection's writing goroutine and the answer back from its reading
+// goroutine, and wrap both in redirect, cancellation and tracing
+// machinery; in bench relay that cost serve about a sixth of its CPU per
+// update (BENCHMARKS.md, relay, session 21). The answer is still parsed by
+// net/http's ReadResponse.
+//
+// An https endpoint, an endpoint a proxy from the environment applies to,
+// and a Config.Client of the caller's own keep the net/http path.
+//
+// What the net/http path does, this one does too:
+//   - keep-alive with at most DefaultMaxIdleConnsPerHost idle connections,
+//     each closed after directIdleTimeout unused;
+//   - an idle connection is checked before reuse without blocking, and one
+//     the endpoint closed, reset or wrote to unasked is discarded: an
+//     answer there before its request is never taken for its answer (see
+//     errStaleAnswer for the net/http path's check);
+//   - a reused connection that fails before the socket took any byte of
+//     the request is replaced by a new one and the request written there;
+//     once a byte was taken the forward fails, to be retried;
+//   - the timeout and the context's end bound the whole exchange, connect
+//     included; a 3xx is the answer, never followed; 1xx interim answers
+//     are skipped.
+
+const (
+	// directIdleTimeout closes a connection left idle this long, as
+	// http.DefaultTransport's IdleConnTimeout does.
+	directIdleTimeout = 90 * time.Second
+	// directDialTimeout bounds a connect, as http.DefaultTransport's
+	// dialer does (the forward's timeout bounds it too).
+	directDialTimeout = 30 * time.Second
+	// maxAnswerHead bounds an answer's status line and header.
+	maxAnswerHead = 1 << 20
+	// maxInterim bounds the 1xx interim answers skipped before the answer.
+	maxInterim = 8
+	// maxKeptMessage is the largest request buffer a connection keeps for
+	// its next request.
+	maxKeptMessage = 256 << 10
+	// defaultUserAgent is net/http's, so an app sees the same request
+	// whichever path sent it.
+	defaultUserAgent = "Go-http-client/1.1"
+)
+
+// aLongTimeAgo is a deadline in the past: setting it ends a blocked read
+// or write at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// directTarget is one endpoint the direct path sends to.
+type directTarget struct {
+	pool *directPool
+	host string // the Host header
+	uri  string // the request target: path and query
+}
+
+// newDirectTarget returns the direct path to u, or nil when u keeps the
+// net/http path: not plain http, or a proxy from the environment applies
+// to it. pools holds the pools made so far by address, so two targets on
+// one host share their connections.
+func newDirectTarget(u *url.URL, pools map[string]*directPool) *directTarget {
+	if u.Scheme != "http" {
+		return nil
+	}
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || p != nil {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	addr := net.JoinHostPort(u.Hostname(), port)
+	pool := pools[addr]
+	if pool == nil {
+		pool = &directPool{addr: addr, maxIdle: DefaultMaxIdleConnsPerHost, idleTimeout: directIdleTimeout}
+		pools[addr] = pool
+	}
+	return &directTarget{pool: pool, host: u.Host, uri: u.RequestURI()}
+}
+
+// directPool holds the idle connections to one address, oldest first.
+type directPool struct {
+	addr        string
+	maxIdle     int
+	idleTimeout time.Duration
+
+	mu     sync.Mutex
+	idle   []*directConn
+	reaper *time.Timer // set while idle connections wait
+}
+
+// directConn is one keep-alive connection, carrying one request at a time.
+type directConn struct {
+	conn      net.Conn
+	lim       headLimit
+	br        *bufio.Reader
+	msg       []byte // the last request, its buffer reused
+	idleSince time.Time
+}
+
+// headLimit lets an answer's head read at most remaining bytes; it sits
+// under the bufio.Reader, so it counts raw bytes.
+type headLimit struct {
+	r         io.Reader
+	remaining int64
+}
+
+var errHeadTooLarge = fmt.Errorf("the endpoint's answer head exceeds %d bytes", maxAnswerHead)
+
+func (l *headLimit) Read(p []byte) (int, error) {
+	if l.remaining <= 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > l.remaining {
+		p = p[:l.remaining]
+	}
+	n, err := l.r.Read(p)
+	l.remaining -= int64(n)
+	return n, err
+}
+
+// unlimited lifts headLimit once the head is read: the body's bound is
+// readAnswer's.
+const unlimited = 1<<63 - 1
+
+func newDirectConn(c net.Conn) *directConn {
+	dc := &directConn{conn: c}
+	dc.lim.r = c
+	dc.br = bufio.NewReaderSize(&dc.lim, 4096)
+	return dc
+}
+
+// usable reports whether an idle connection can carry a request: nothing
+// is waiting in its buffer or its socket, and the endpoint has not closed
+// it.
+func (dc *directConn) usable() bool {
+	return dc.br.Buffered() == 0 && !netpeek.Closed(dc.conn)
+}
+
+// get takes the most recently used idle connection that is still usable,
+// closing the stale ones it meets, or returns nil.
+func (p *directPool) get() *directConn {
+	now := time.Now()
+	p.mu.Lock()
+	for n := len(p.idle); n > 0; n = len(p.idle) {
+		dc := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		if now.Sub(dc.idleSince) < p.idleTimeout && dc.usable() {
+			return dc
+		}
+		dc.conn.Close()
+		p.mu.Lock()
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// put returns dc to the pool, or closes it when the pool is full.
+func (p *directPool) put(dc *directConn) {
+	if cap(dc.msg) > maxKeptMessage {
+		dc.msg = nil
+	}
+	dc.idleSince = time.Now()
+	p.mu.Lock()
+	if len(p.idle) >= p.maxIdle {
+		p.mu.Unlock()
+		dc.conn.Close()
+		return
+	}
+	p.idle = append(p.idle, dc)
+	if p.reaper == nil {
+		p.reaper = time.AfterFunc(p.idleTimeout, p.reap)
+	}
+	p.mu.Unlock()
+}
+
+// reap closes the connections idle for idleTimeout, and runs again when
+// the oldest left will be.
+func (p *directPool) reap() {
+	now := time.Now()
+	p.mu.Lock()
+	var stale []*directConn
+	n := 0
+	for n < len(p.idle) && now.Sub(p.idle[n].idleSince) >= p.idleTimeout {
+		n++
+	}
+	stale = append(stale, p.idle[:n]...)
+	p.idle = append(p.idle[:0], p.idle[n:]...)
+	clear(p.idle[len(p.idle):cap(p.idle)])
+	if len(p.idle) > 0 {
+		p.reaper.Reset(p.idleTimeout - now.Sub(p.idle[0].idleSince))
+	} else {
+		p.reaper = nil
+	}
+	p.mu.Unlock()
+	for _, dc := range stale {
+		dc.conn.Close()
+	}
+}
+
+// closeIdle closes every idle connection.
+func (p *directPool) closeIdle() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	if p.reaper != nil {
+		p.reaper.Stop()
+		p.reaper = nil
+	}
+	p.mu.Unlock()
+	for _, dc := range idle {
+		dc.conn.Close()
+	}
+}
+
+// do sends one POST of body with header h and returns the answer, its
+// head read; the caller reads the body and must close it. timeout bounds
+// the whole exchange, as does ctx.
+func (t *directTarget) do(ctx context.Context, timeout time.Duration, h http.Header, body []byte) (*http.Response, error) {
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	for fresh := false; ; fresh = true {
+		var dc *directConn
+		if !fresh {
+			dc = t.pool.get()
+		}
+		reused := dc != nil
+		if dc == nil {
+			d := net.Dialer{Timeout: directDialTimeout, Deadline: deadline, KeepAlive: 30 * time.Second}
+			c, err := d.DialContext(ctx, "tcp", t.pool.addr)
+			if err != nil {
+				return nil, t.failure(ctx, timeout, err)
+			}
+			dc = newDirectConn(c)
+		}
+		resp, written, err := t.exchange(ctx, dc, deadline, h, body)
+		if err == nil {
+			return resp, nil
+		}
+		dc.conn.Close()
+		if written == 0 && reused && ctx.Err() == nil && time.Now().Before(deadline) {
+			continue // nothing of it reached a stale connection: a new one
+		}
+		return nil, t.failure(ctx, timeout, err)
+	}
+}
+
+// failure words err, an exchange's failure: the context's cause when it
+// ended, and context.DeadlineExceeded when the timeout struck, as the
+// net/http path reports them.
+func (t *directTarget) failure(ctx context.Context, timeout time.Duration, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%w: no answer within the forward's timeout of %v", context.DeadlineExceeded, timeout)
+	}
+	return err
+}
+
+// exchange writes the request on dc and reads the answer's head. written
+// is how many bytes of the request the socket took.
+func (t *directTarget) exchange(ctx context.Context, dc *directConn, deadline time.Time, h http.Header, body []byte) (*http.Response, int, error) {
+	msg, err := appendRequest(dc.msg[:0], t.host, t.uri, h, body)
+	if err != nil {
+		return nil, 0, err
+	}
+	dc.msg = msg
+	dc.conn.SetDeadline(deadline)
+	stop := func() bool { return true }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { dc.conn.SetDeadline(aLongTimeAgo) })
+	}
+	written, err := dc.conn.Write(msg)
+	var resp *http.Response
+	if err == nil {
+		dc.lim.remaining = maxAnswerHead
+		resp, err = readAnswerHead(dc.br)
+		dc.lim.remaining = unlimited
+	}
+	if err != nil {
+		stop()
+		return nil, written, err
+	}
+	resp.Body = &directBody{body: resp.Body, dc: dc, pool: t.pool, stop: stop, keep: !resp.Close}
+	return resp, written, nil
+}
+
+// readAnswerHead reads an answer's status line and header, skipping 1xx
+// interim answers.
+func readAnswerHead(br *bufio.Reader) (*http.Response, error) {
+	for range maxInterim + 1 {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case resp.StatusCode == http.StatusSwitchingProtocols:
+			return nil, errors.New("the endpoint switched protocols (101)")
+		case resp.StatusCode < 200:
+			continue // interim: no body
+		}
+		return resp, nil
+	}
+	return nil, fmt.Errorf("more than %d interim (1xx) answers", maxInterim)
+}
+
+// appendRequest appends the request line, header and body of a POST to b.
+// Every header name and value is checked as net/http checks them, and a
+// bad one is an error that quotes neither (a value may be a secret).
+func appendRequest(b []byte, host, uri string, h http.Header, body []byte) ([]byte, error) {
+	b = append(b, "POST "...)
+	b = append(b, uri...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\n"...)
+	if _, ok := h["User-Agent"]; !ok {
+		b = append(b, "User-Agent: "+defaultUserAgent+"\r\n"...)
+	}
+	for k, vs := range h {
+		switch k {
+		case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Connection":
+			continue // ours to write, or not ours to send: as net/http
+		}
+		if !httpguts.ValidHeaderFieldName(k) {
+			return nil, errors.New("invalid request header name")
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return nil, fmt.Errorf("invalid value of request header %s", k)
+			}
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	b = append(b, "\r\n"...)
+	return append(b, body...), nil
+}
+
+// directBody is an answer's body on the direct path. Closing it returns
+// its connection to the pool when the answer ended cleanly and nothing
+// follows it, and closes the connection otherwise.
+type directBody struct {
+	body io.ReadCloser
+	dc   *directConn
+	pool *directPool
+	stop func() bool // ends the context's watch; false if it had fired
+	keep bool        // the answer lets the connection carry another request
+	eof  bool
+}
+
+func (b *directBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *directBody) Close() error {
+	dc := b.dc
+	if dc == nil {
+		return nil
+	}
+	b.dc = nil
+	if !b.eof && b.keep {
+		// A body read to its length ends without another read from the
+		// socket; look without waiting, so an answer longer than its
+		// reader wanted is dropped with its connection, never drained.
+		dc.conn.SetReadDeadline(aLongTimeAgo)
+		var one [1]byte
+		if n, err := b.body.Read(one[:]); n == 0 && err == io.EOF {
+			b.eof = true
+		}
+	}
+	live := b.stop()
+	if live && b.eof && b.keep && dc.br.Buffered() == 0 {
+		dc.conn.SetDeadline(time.Time{})
+		b.pool.put(dc)
+		return nil
+	}
+	return dc.conn.Close()
+}
