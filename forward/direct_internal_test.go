@@ -1,0 +1,146 @@
+package forward
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+)
+
+// Only plain http endpoints take the direct path; two on one address share
+// their connections.
+func TestDirectTargetIsForPlainHTTP(t *testing.T) {
+	t.Parallel()
+	pools := map[string]*directPool{}
+	target := func(raw string) *directTarget {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newDirectTarget(u, pools)
+	}
+	if d := target("https://127.0.0.1:8443/hook"); d != nil {
+		t.Fatalf("an https endpoint took the direct path")
+	}
+	a, b, c := target("http://127.0.0.1:8080/update"), target("http://127.0.0.1:8080/exhausted?k=v"), target("http://app/hook")
+	if a == nil || b == nil || c == nil {
+		t.Fatal("a plain http endpoint kept the net/http path")
+	}
+	if a.pool != b.pool || a.pool == c.pool {
+		t.Fatalf("pools: one address shares one, another has its own")
+	}
+	if b.uri != "/exhausted?k=v" || c.uri != "/hook" || c.pool.addr != "app:80" || c.host != "app" {
+		t.Fatalf("targets %+v and %+v", b, c)
+	}
+}
+
+// An idle connection is closed once it has waited idleTimeout: the peer
+// sees it end.
+func TestDirectPoolClosesIdleConnections(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ended := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			ended <- err
+			return
+		}
+		defer c.Close()
+		_, err = c.Read(make([]byte, 1))
+		ended <- err
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &directPool{addr: ln.Addr().String(), maxIdle: 4, idleTimeout: 20 * time.Millisecond}
+	p.put(newDirectConn(c))
+	select {
+	case err := <-ended:
+		if err != io.EOF {
+			t.Fatalf("the peer read %v, want EOF", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle connection was never closed")
+	}
+	if dc := p.get(); dc != nil {
+		t.Fatal("the pool still lends the closed connection")
+	}
+}
+
+// A pool keeps at most maxIdle connections and closes the rest.
+func TestDirectPoolIsBounded(t *testing.T) {
+	t.Parallel()
+	p := &directPool{maxIdle: 2, idleTimeout: time.Hour}
+	var peers []net.Conn
+	for range 3 {
+		ours, peer := net.Pipe()
+		peers = append(peers, peer)
+		p.put(newDirectConn(ours))
+	}
+	defer p.closeIdle()
+	if n := len(p.idle); n != 2 {
+		t.Fatalf("%d idle, want 2", n)
+	}
+	// The third was closed: its peer reads EOF at once.
+	peers[2].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := peers[2].Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the third connection's peer read %v, want EOF", err)
+	}
+}
+
+// FuzzDirectAnswer: whatever an endpoint answers, the direct path returns
+// an answer or an error without hanging or panicking, reads no more than
+// it may, and keeps the connection only after an answer that ended
+// cleanly with nothing after it.
+func FuzzDirectAnswer(f *testing.F) {
+	for _, seed := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n\r\n",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"HTTP/1.0 200 OK\r\n\r\nuntil close",
+		"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+		"HTTP/1.1 302 Found\r\nLocation: http://x/\r\nContent-Length: 0\r\n\r\n",
+		"garbage", "",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		ours, peer := net.Pipe()
+		defer peer.Close()
+		go func() {
+			// Take the request, answer, and end the connection.
+			go io.Copy(io.Discard, peer)
+			peer.Write(answer)
+			peer.Close()
+		}()
+		p := &directPool{maxIdle: 1, idleTimeout: time.Hour}
+		defer p.closeIdle()
+		p.put(newDirectConn(ours))
+		d := &directTarget{pool: p, host: "app", uri: "/hook"}
+		resp, err := d.do(context.Background(), 5*time.Second, http.Header{"Content-Type": {"application/json"}}, []byte(`{}`))
+		if err != nil {
+			return
+		}
+		if !bytes.HasPrefix(answer, []byte("HTTP/")) {
+			t.Fatalf("an answer from %q", answer)
+		}
+		if _, err := readAnswer(resp); err != nil && resp.StatusCode < 300 {
+			t.Logf("body: %v", err)
+		}
+		resp.Body.Close()
+		if len(p.idle) > 0 && p.idle[0].br.Buffered() > 0 {
+			t.Fatalf("kept a connection with %d bytes nobody asked for", p.idle[0].br.Buffered())
+		}
+	})
+}
