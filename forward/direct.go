@@ -353,8 +353,8 @@ func appendRequest(b []byte, host, uri string, h http.Header, body []byte) ([]by
 	}
 	for k, vs := range h {
 		switch k {
-		case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Connection":
-			continue // ours to write, or not ours to send: as net/http
+		case "Host", "Content-Length", "Transfer-Encoding", "Trailer":
+			continue // the forward's own, as on net/http's path
 		}
 		if !httpguts.ValidHeaderFieldName(k) {
 			return nil, errors.New("invalid request header name")

@@ -147,14 +147,23 @@ type Config struct {
 	// from the environment) but [DefaultMaxIdleConnsPerHost] idle
 	// connections per host, and no redirects followed: an endpoint's 3xx
 	// is a failed attempt, retried, with its Location kept in the
-	// attempt's record. A client of your own should not follow redirects
-	// either (CheckRedirect set to [botapi.NoRedirects]).
+	// attempt's record. To a plain http endpoint that no proxy applies to
+	// (the usual app beside the relay), that client sends each request
+	// itself, on keep-alive connections of its own, rather than through
+	// net/http's Transport, which costs several times the CPU per
+	// request; the requests and the behaviour are the same, and
+	// [Forwarder.CloseIdleConnections] closes those connections too. A
+	// client of your own should not follow redirects either
+	// (CheckRedirect set to [botapi.NoRedirects]).
 	Client *http.Client
 	// Timeout bounds one forward, 1 ms to [MaxTimeout]. Zero means
 	// [DefaultTimeout]. Keep it below the intake lease.
 	Timeout time.Duration
 	// Header holds extra headers sent with every request, such as an
-	// authorisation token for the endpoint. Copied by New.
+	// authorisation token for the endpoint. Copied by New, which refuses
+	// a name or value that is not valid HTTP (a line break would let a
+	// value write headers of its own). Host, Content-Length,
+	// Transfer-Encoding and Trailer are the forward's own and not sent.
 	Header http.Header
 	// AppSecretToken, when set, is sent in [HeaderTelegramSecret] with every
 	// update forward (never with an exhaustion), so an app's framework can
