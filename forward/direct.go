@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,8 +85,8 @@ type directTarget struct {
 // to it. pools holds the pools made so far by address, so two targets on
 // one host share their connections.
 func newDirectTarget(u *url.URL, pools map[string]*directPool) *directTarget {
-	if u.Scheme != "http" {
-		return nil
+	if u.Scheme != "http" || strings.Contains(u.Host, "%") {
+		return nil // https, or an IPv6 zone, which net/http keeps out of Host
 	}
 	if p, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || p != nil {
 		return nil

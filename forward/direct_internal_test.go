@@ -23,8 +23,10 @@ func TestDirectTargetIsForPlainHTTP(t *testing.T) {
 		}
 		return newDirectTarget(u, pools)
 	}
-	if d := target("https://127.0.0.1:8443/hook"); d != nil {
-		t.Fatalf("an https endpoint took the direct path")
+	for _, raw := range []string{"https://127.0.0.1:8443/hook", "http://[fe80::1%25eth0]:8080/hook"} {
+		if d := target(raw); d != nil {
+			t.Fatalf("%s took the direct path", raw)
+		}
 	}
 	a, b, c := target("http://127.0.0.1:8080/update"), target("http://127.0.0.1:8080/exhausted?k=v"), target("http://app/hook")
 	if a == nil || b == nil || c == nil {
