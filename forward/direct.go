@@ -17,7 +17,8 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/tgrelay/tgrelay/internal/netpeek"
+	"github.com/tgrelay/tgrelay/internal/h1client"
+	"github.com/tgrelay/tgrelay/internal/safeerr"
 )
 
 // The default client's direct path.
@@ -59,8 +60,6 @@ const (
 	directDialTimeout = 30 * time.Second
 	// maxAnswerHead bounds an answer's status line and header.
 	maxAnswerHead = 1 << 20
-	// maxInterim bounds the 1xx interim answers skipped before the answer.
-	maxInterim = 8
 	// maxKeptMessage is the largest request buffer a connection keeps for
 	// its next request.
 	maxKeptMessage = 256 << 10
@@ -68,6 +67,10 @@ const (
 	// whichever path sent it.
 	defaultUserAgent = "Go-http-client/1.1"
 )
+
+// errHeadTooLarge is the failure of an answer whose head exceeds
+// maxAnswerHead.
+var errHeadTooLarge = fmt.Errorf("the endpoint's answer head exceeds %d bytes", maxAnswerHead)
 
 // aLongTimeAgo is a deadline in the past: setting it ends a blocked read
 // or write at once.
@@ -118,40 +121,19 @@ type directPool struct {
 // directConn is one keep-alive connection, carrying one request at a time.
 type directConn struct {
 	conn      net.Conn
-	lim       headLimit
+	lim       h1client.Limit // the answer head's budget (maxAnswerHead)
 	br        *bufio.Reader
 	msg       []byte // the last request, its buffer reused
 	idleSince time.Time
 }
 
-// headLimit lets an answer's head read at most remaining bytes; it sits
-// under the bufio.Reader, so it counts raw bytes.
-type headLimit struct {
-	r         io.Reader
-	remaining int64
-}
-
-var errHeadTooLarge = fmt.Errorf("the endpoint's answer head exceeds %d bytes", maxAnswerHead)
-
-func (l *headLimit) Read(p []byte) (int, error) {
-	if l.remaining <= 0 {
-		return 0, errHeadTooLarge
-	}
-	if int64(len(p)) > l.remaining {
-		p = p[:l.remaining]
-	}
-	n, err := l.r.Read(p)
-	l.remaining -= int64(n)
-	return n, err
-}
-
-// unlimited lifts headLimit once the head is read: the body's bound is
-// readAnswer's.
+// unlimited lifts the head's budget once the head is read: the body's
+// bound is readAnswer's.
 const unlimited = 1<<63 - 1
 
 func newDirectConn(c net.Conn) *directConn {
 	dc := &directConn{conn: c}
-	dc.lim.r = c
+	dc.lim.R = c
 	dc.br = bufio.NewReaderSize(&dc.lim, 4096)
 	return dc
 }
@@ -160,7 +142,7 @@ func newDirectConn(c net.Conn) *directConn {
 // is waiting in its buffer or its socket, and the endpoint has not closed
 // it.
 func (dc *directConn) usable() bool {
-	return dc.br.Buffered() == 0 && !netpeek.Closed(dc.conn)
+	return dc.br.Buffered() == 0 && !h1client.Closed(dc.conn)
 }
 
 // get takes the most recently used idle connection that is still usable,
@@ -307,9 +289,14 @@ func (t *directTarget) exchange(ctx context.Context, dc *directConn, deadline ti
 	written, err := dc.conn.Write(msg)
 	var resp *http.Response
 	if err == nil {
-		dc.lim.remaining = maxAnswerHead
-		resp, err = readAnswerHead(dc.br)
-		dc.lim.remaining = unlimited
+		dc.lim.Remaining = maxAnswerHead
+		resp, err = h1client.ReadHead(dc.br, nil)
+		if dc.lim.Hit {
+			err = errHeadTooLarge
+		} else if err != nil {
+			err = safeerr.Unquoted(err)
+		}
+		dc.lim.Remaining = unlimited
 	}
 	if err != nil {
 		stop()
@@ -317,25 +304,6 @@ func (t *directTarget) exchange(ctx context.Context, dc *directConn, deadline ti
 	}
 	resp.Body = &directBody{body: resp.Body, dc: dc, pool: t.pool, stop: stop, keep: !resp.Close}
 	return resp, written, nil
-}
-
-// readAnswerHead reads an answer's status line and header, skipping 1xx
-// interim answers.
-func readAnswerHead(br *bufio.Reader) (*http.Response, error) {
-	for range maxInterim + 1 {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case resp.StatusCode == http.StatusSwitchingProtocols:
-			return nil, errors.New("the endpoint switched protocols (101)")
-		case resp.StatusCode < 200:
-			continue // interim: no body
-		}
-		return resp, nil
-	}
-	return nil, fmt.Errorf("more than %d interim (1xx) answers", maxInterim)
 }
 
 // appendRequest appends the request line, header and body of a POST to b.

@@ -216,3 +216,26 @@ func (m *matchingReplier) Reply(_ context.Context, id intake.Identity, method st
 	m.mu.Unlock()
 	return http.StatusOK, "answered", false
 }
+
+// An answer whose head never ends is cut at the bound, not read until the
+// timeout.
+func TestDirectAnswerHeadIsBounded(t *testing.T) {
+	t.Parallel()
+	url := newRawApp(t, func(c net.Conn, done <-chan struct{}) {
+		if _, err := readRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Filler: " + strings.Repeat("x", 1000) + "\r\n"
+		for {
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	})
+	f := newForwarder(t, forward.Config{URL: url, Timeout: time.Minute})
+	err := f.Handle(context.Background(), intake.Update{ID: 1, Body: []byte(`{}`)}, attempt)
+	if err == nil || !strings.Contains(err.Error(), "answer head exceeds") {
+		t.Fatalf("Handle = %v, want the head's bound", err)
+	}
+}

@@ -3,7 +3,7 @@ package transport
 import (
 	"bufio"
 	"errors"
-	"github.com/tgrelay/tgrelay/internal/netpeek"
+	"github.com/tgrelay/tgrelay/internal/h1client"
 	"io"
 	"net"
 	"os"
@@ -25,41 +25,18 @@ func (c *countingConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// limitReader fails with errLimit once more than remaining bytes were asked
-// for; it sits under the bufio.Reader, so it counts raw bytes of an answer.
-type limitReader struct {
-	r         io.Reader
-	remaining int64
-	hit       bool
-}
-
-var errLimit = errors.New("transport: response limit reached")
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.remaining <= 0 {
-		l.hit = true
-		return 0, errLimit
-	}
-	if int64(len(p)) > l.remaining {
-		p = p[:l.remaining]
-	}
-	n, err := l.r.Read(p)
-	l.remaining -= int64(n)
-	return n, err
-}
-
 // persistConn is one HTTP/1.1 connection. It carries at most one request at
 // a time: it is either owned by one RoundTrip or idle in the pool.
 type persistConn struct {
 	raw       *countingConn // raw TCP, counting
 	conn      net.Conn      // what requests are written to (TLS or raw)
-	lim       *limitReader
+	lim       *h1client.Limit
 	br        *bufio.Reader
 	idleSince time.Time
 }
 
 func newPersistConn(raw *countingConn, conn net.Conn) *persistConn {
-	lim := &limitReader{r: conn}
+	lim := &h1client.Limit{R: conn}
 	return &persistConn{raw: raw, conn: conn, lim: lim, br: bufio.NewReaderSize(lim, 4096)}
 }
 
@@ -68,7 +45,7 @@ func (pc *persistConn) close() { pc.conn.Close() }
 // usable reports whether an idle connection can carry a request: the peer
 // has neither closed it nor sent anything unsolicited.
 func (pc *persistConn) usable() bool {
-	if pc.br.Buffered() > 0 || netpeek.Closed(pc.raw.Conn) {
+	if pc.br.Buffered() > 0 || h1client.Closed(pc.raw.Conn) {
 		return false
 	}
 	if pc.conn == net.Conn(pc.raw) {

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/tgrelay/tgrelay/internal/h1client"
 	"io"
 	"net"
 	"net/http"
@@ -290,7 +291,7 @@ func (t *Transport) exchange(ctx context.Context, pc *persistConn, req *http.Req
 	}
 	stop := context.AfterFunc(ctx, func() { pc.conn.SetDeadline(aLongTimeAgo) })
 	pc.conn.SetDeadline(time.Now().Add(timeout))
-	pc.lim.remaining, pc.lim.hit = t.cfg.MaxResponseBytes, false
+	pc.lim.Remaining, pc.lim.Hit = t.cfg.MaxResponseBytes, false
 	_, err = pc.conn.Write(msg)
 	if err == nil {
 		resp, err = readResponse(pc.br, req)
@@ -300,7 +301,7 @@ func (t *Transport) exchange(ctx context.Context, pc *persistConn, req *http.Req
 		switch {
 		case ctx.Err() != nil:
 			err = fmt.Errorf("%w: %v", context.Cause(ctx), err)
-		case pc.lim.hit:
+		case pc.lim.Hit:
 			err = fmt.Errorf("%w (limit %d bytes)", ErrResponseTooLarge, t.cfg.MaxResponseBytes)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			err = fmt.Errorf("%w (%v): %w", ErrResponseTimeout, timeout, err)
@@ -428,7 +429,7 @@ func connectTunnel(ctx context.Context, conn net.Conn, addr string, proxy *url.U
 	if _, err := conn.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("transport: writing CONNECT: %w", ctxOr(ctx, err))
 	}
-	lim := &limitReader{r: conn, remaining: maxConnectResponse}
+	lim := &h1client.Limit{R: conn, Remaining: maxConnectResponse}
 	br := newTunnelReader(lim)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {

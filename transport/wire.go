@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tgrelay/tgrelay/internal/h1client"
 	"io"
 	"net/http"
 	"strconv"
@@ -13,9 +14,6 @@ import (
 
 	"github.com/tgrelay/tgrelay/internal/safeerr"
 )
-
-// maxInterim bounds the 1xx interim answers skipped before the final one.
-const maxInterim = 8
 
 // hopHeaders are framed by the transport itself; the caller's values are
 // dropped.
@@ -109,39 +107,33 @@ func validToken(s string) bool {
 }
 
 // readResponse reads one final answer to req from br, skipping up to
-// maxInterim 1xx interim answers (101 Switching Protocols is an error), and
-// reads its whole body into memory. The byte limit is enforced by the
-// limitReader beneath br. The returned response's Body is in memory.
+// h1client.MaxInterim 1xx interim answers (101 Switching Protocols is an
+// error), and reads its whole body into memory. The byte limit is enforced
+// by the h1client.Limit beneath br. The returned response's Body is in
+// memory.
 func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
-	for range maxInterim + 1 {
-		resp, err := http.ReadResponse(br, req)
-		if err != nil {
-			return nil, fmt.Errorf("transport: reading response: %w", safeerr.Unquoted(err))
-		}
-		if resp.StatusCode == http.StatusSwitchingProtocols {
-			resp.Body.Close()
-			return nil, errors.New("transport: unexpected 101 Switching Protocols")
-		}
-		if resp.StatusCode < 200 {
-			continue // interim answer (100 Continue, 103 Early Hints): no body
-		}
-		var body []byte
-		if resp.ContentLength > 0 && resp.ContentLength < 1<<20 {
-			body, err = readAllInto(make([]byte, 0, resp.ContentLength+1), resp.Body)
-		} else {
-			body, err = io.ReadAll(resp.Body)
-		}
-		resp.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("transport: reading response body: %w", safeerr.Unquoted(err))
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		if req.Method != http.MethodHead {
-			resp.ContentLength = int64(len(body))
-		}
-		resp.TransferEncoding = nil
-		resp.Header.Del("Transfer-Encoding")
-		return resp, nil
+	resp, err := h1client.ReadHead(br, req)
+	switch {
+	case errors.Is(err, h1client.ErrSwitchingProtocols), errors.Is(err, h1client.ErrTooManyInterim):
+		return nil, fmt.Errorf("transport: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("transport: reading response: %w", safeerr.Unquoted(err))
 	}
-	return nil, fmt.Errorf("transport: more than %d interim (1xx) answers", maxInterim)
+	var body []byte
+	if resp.ContentLength > 0 && resp.ContentLength < 1<<20 {
+		body, err = readAllInto(make([]byte, 0, resp.ContentLength+1), resp.Body)
+	} else {
+		body, err = io.ReadAll(resp.Body)
+	}
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("transport: reading response body: %w", safeerr.Unquoted(err))
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if req.Method != http.MethodHead {
+		resp.ContentLength = int64(len(body))
+	}
+	resp.TransferEncoding = nil
+	resp.Header.Del("Transfer-Encoding")
+	return resp, nil
 }

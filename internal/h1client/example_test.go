@@ -1,10 +1,10 @@
-package netpeek_test
+package h1client_test
 
 import (
 	"fmt"
 	"net"
 
-	"github.com/tgrelay/tgrelay/internal/netpeek"
+	"github.com/tgrelay/tgrelay/internal/h1client"
 )
 
 // Before a keep-alive connection carries another request, check that the
@@ -26,6 +26,6 @@ func ExampleClosed() {
 		panic(err)
 	}
 	defer c.Close()
-	fmt.Println("closed:", netpeek.Closed(c))
+	fmt.Println("closed:", h1client.Closed(c))
 	// Output: closed: false
 }

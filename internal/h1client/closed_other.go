@@ -1,6 +1,6 @@
 //go:build !unix
 
-package netpeek
+package h1client
 
 import "net"
 

@@ -1,13 +1,13 @@
 //go:build unix
 
-package netpeek_test
+package h1client_test
 
 import (
 	"net"
 	"testing"
 	"time"
 
-	"github.com/tgrelay/tgrelay/internal/netpeek"
+	"github.com/tgrelay/tgrelay/internal/h1client"
 )
 
 // pair returns both ends of a loopback TCP connection.
@@ -40,7 +40,7 @@ func pair(t *testing.T) (ours, peer net.Conn) {
 // after its call returns.
 func waitClosed(c net.Conn) bool {
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		if netpeek.Closed(c) {
+		if h1client.Closed(c) {
 			return true
 		}
 	}
@@ -51,7 +51,7 @@ func TestClosed(t *testing.T) {
 	t.Parallel()
 	t.Run("quiet connection is usable", func(t *testing.T) {
 		ours, _ := pair(t)
-		if netpeek.Closed(ours) {
+		if h1client.Closed(ours) {
 			t.Fatal("a quiet open connection reported closed")
 		}
 	})
@@ -79,7 +79,7 @@ func TestClosed(t *testing.T) {
 		ours, peer := net.Pipe()
 		defer ours.Close()
 		peer.Close()
-		if netpeek.Closed(ours) {
+		if h1client.Closed(ours) {
 			t.Fatal("a connection without a socket reported closed")
 		}
 	})
