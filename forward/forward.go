@@ -671,8 +671,8 @@ func (f *Forwarder) post(ctx context.Context, target, kind string, id intake.Ide
 			return nil, fmt.Errorf("forward: %s to endpoint failed: %w", kind, err)
 		}
 	} else {
-		// A context that ends before the timeout would already bounds
-		// the attempt, as the runner's lease usually does: no timer of
+		// A context that ends before the timeout already bounds the
+		// attempt, as the runner's lease usually does: no timer of
 		// its own.
 		if d, ok := ctx.Deadline(); !ok || time.Until(d) > f.timeout {
 			var cancel context.CancelFunc

@@ -3,12 +3,13 @@ package transport
 import (
 	"bufio"
 	"errors"
-	"github.com/tgrelay/tgrelay/internal/h1client"
 	"io"
 	"net"
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/tgrelay/tgrelay/internal/h1client"
 )
 
 // countingConn counts the bytes the kernel accepted from Write. It wraps the

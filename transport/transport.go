@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/tgrelay/tgrelay/internal/h1client"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tgrelay/tgrelay/internal/h1client"
 	"github.com/tgrelay/tgrelay/internal/safeerr"
 )
 

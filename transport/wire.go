@@ -5,13 +5,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/tgrelay/tgrelay/internal/h1client"
 	"io"
 	"net/http"
 	"strconv"
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/tgrelay/tgrelay/internal/h1client"
 	"github.com/tgrelay/tgrelay/internal/safeerr"
 )
 
