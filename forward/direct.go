@@ -30,9 +30,9 @@ import (
 // pool of its own. net/http's Client and Transport hand each request to a
 // connection's writing goroutine and the answer back from its reading
 // goroutine, and wrap both in redirect, cancellation and tracing
-// machinery; in bench relay that cost serve about a sixth of its CPU per
-// update (BENCHMARKS.md, relay, session 21). The answer is still parsed by
-// net/http's ReadResponse.
+// machinery; in bench relay that cost serve a tenth to a sixth of its CPU
+// per update (BENCHMARKS.md, relay, session 21). The answer is still parsed
+// by net/http's ReadResponse.
 //
 // An https endpoint, an endpoint a proxy from the environment applies to,
 // and a Config.Client of the caller's own keep the net/http path.

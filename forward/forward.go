@@ -150,8 +150,8 @@ type Config struct {
 	// attempt's record. To a plain http endpoint that no proxy applies to
 	// (the usual app beside the relay), that client sends each request
 	// itself, on keep-alive connections of its own, rather than through
-	// net/http's Transport, which costs several times the CPU per
-	// request; the requests and the behaviour are the same, and
+	// net/http's Transport, whose hand-offs between goroutines cost more
+	// CPU per request; the requests and the behaviour are the same, and
 	// [Forwarder.CloseIdleConnections] closes those connections too. A
 	// client of your own should not follow redirects either
 	// (CheckRedirect set to [botapi.NoRedirects]).
