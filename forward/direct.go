@@ -37,7 +37,9 @@ import (
 // An https endpoint, an endpoint a proxy from the environment applies to,
 // and a Config.Client of the caller's own keep the net/http path.
 //
-// What the net/http path does, this one does too:
+// The request is net/http's but for Accept-Encoding: net/http asks for a
+// gzip-compressed answer and decompresses it; this path does not ask, so
+// an app answers plainly. What the net/http path does, this one does too:
 //   - keep-alive with at most DefaultMaxIdleConnsPerHost idle connections,
 //     each closed after directIdleTimeout unused;
 //   - an idle connection is checked before reuse without blocking, and one

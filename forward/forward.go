@@ -151,7 +151,10 @@ type Config struct {
 	// (the usual app beside the relay), that client sends each request
 	// itself, on keep-alive connections of its own, rather than through
 	// net/http's Transport, whose hand-offs between goroutines cost more
-	// CPU per request; the requests and the behaviour are the same, and
+	// CPU per request. The requests are the same but for one header: it
+	// does not ask for a gzip-compressed answer (net/http asks, and then
+	// decompresses it), so an app answers plainly. The behaviour is the
+	// same, and
 	// [Forwarder.CloseIdleConnections] closes those connections too. A
 	// client of your own should not follow redirects either
 	// (CheckRedirect set to [botapi.NoRedirects]).
