@@ -147,16 +147,19 @@ type Config struct {
 	// from the environment) but [DefaultMaxIdleConnsPerHost] idle
 	// connections per host, and no redirects followed: an endpoint's 3xx
 	// is a failed attempt, retried, with its Location kept in the
-	// attempt's record. To a plain http endpoint that no proxy applies to
-	// (the usual app beside the relay), that client sends each request
-	// itself, on keep-alive connections of its own, rather than through
-	// net/http's Transport, whose hand-offs between goroutines cost more
-	// CPU per request. The requests are the same but for one header: it
-	// does not ask for a gzip-compressed answer (net/http asks, and then
+	// attempt's record.
+	//
+	// To a plain http endpoint that no proxy applies to (the usual app
+	// beside the relay), that client sends each request itself, on
+	// keep-alive connections of its own, rather than through net/http's
+	// Transport, whose hand-offs between goroutines cost more CPU per
+	// request. The requests are the same but for one header: it does not
+	// ask for a gzip-compressed answer (net/http asks, and then
 	// decompresses it), so an app answers plainly. The behaviour is the
-	// same, and
-	// [Forwarder.CloseIdleConnections] closes those connections too. A
-	// client of your own should not follow redirects either
+	// same, and [Forwarder.CloseIdleConnections] closes those connections
+	// too.
+	//
+	// A client of your own should not follow redirects either
 	// (CheckRedirect set to [botapi.NoRedirects]).
 	Client *http.Client
 	// Timeout bounds one forward, 1 ms to [MaxTimeout]. Zero means
