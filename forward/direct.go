@@ -12,7 +12,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -103,30 +102,35 @@ func newDirectTarget(u *url.URL, pools map[string]*directPool) *directTarget {
 	addr := net.JoinHostPort(u.Hostname(), port)
 	pool := pools[addr]
 	if pool == nil {
-		pool = &directPool{addr: addr, maxIdle: DefaultMaxIdleConnsPerHost, idleTimeout: directIdleTimeout}
+		pool = newDirectPool(addr, DefaultMaxIdleConnsPerHost, directIdleTimeout)
 		pools[addr] = pool
 	}
 	return &directTarget{pool: pool, host: u.Host, uri: u.RequestURI()}
 }
 
-// directPool holds the idle connections to one address, oldest first.
+// directPool is the idle connections to one address: a pool that closes
+// them once idle for its timeout.
 type directPool struct {
-	addr        string
-	maxIdle     int
-	idleTimeout time.Duration
+	addr string
+	*h1client.Pool[*directConn]
+}
 
-	mu     sync.Mutex
-	idle   []*directConn
-	reaper *time.Timer // set while idle connections wait
+func newDirectPool(addr string, maxIdle int, idleTimeout time.Duration) *directPool {
+	return &directPool{addr: addr, Pool: h1client.NewPool(h1client.PoolConfig[*directConn]{
+		Max:         maxIdle,
+		IdleTimeout: idleTimeout,
+		Usable:      (*directConn).usable,
+		Close:       func(dc *directConn) { dc.conn.Close() },
+		Reap:        true,
+	})}
 }
 
 // directConn is one keep-alive connection, carrying one request at a time.
 type directConn struct {
-	conn      net.Conn
-	lim       h1client.Limit // the answer head's budget (maxAnswerHead)
-	br        *bufio.Reader
-	msg       []byte // the last request, its buffer reused
-	idleSince time.Time
+	conn net.Conn
+	lim  h1client.Limit // the answer head's budget (maxAnswerHead)
+	br   *bufio.Reader
+	msg  []byte // the last request, its buffer reused
 }
 
 // unlimited lifts the head's budget once the head is read: the body's
@@ -147,82 +151,12 @@ func (dc *directConn) usable() bool {
 	return dc.br.Buffered() == 0 && !h1client.Closed(dc.conn)
 }
 
-// get takes the most recently used idle connection that is still usable,
-// closing the stale ones it meets, or returns nil.
-func (p *directPool) get() *directConn {
-	now := time.Now()
-	p.mu.Lock()
-	for n := len(p.idle); n > 0; n = len(p.idle) {
-		dc := p.idle[n-1]
-		p.idle[n-1] = nil
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
-		if now.Sub(dc.idleSince) < p.idleTimeout && dc.usable() {
-			return dc
-		}
-		dc.conn.Close()
-		p.mu.Lock()
-	}
-	p.mu.Unlock()
-	return nil
-}
-
-// put returns dc to the pool, or closes it when the pool is full.
+// put returns dc to the pool, without a request buffer too large to keep.
 func (p *directPool) put(dc *directConn) {
 	if cap(dc.msg) > maxKeptMessage {
 		dc.msg = nil
 	}
-	dc.idleSince = time.Now()
-	p.mu.Lock()
-	if len(p.idle) >= p.maxIdle {
-		p.mu.Unlock()
-		dc.conn.Close()
-		return
-	}
-	p.idle = append(p.idle, dc)
-	if p.reaper == nil {
-		p.reaper = time.AfterFunc(p.idleTimeout, p.reap)
-	}
-	p.mu.Unlock()
-}
-
-// reap closes the connections idle for idleTimeout, and runs again when
-// the oldest left will be.
-func (p *directPool) reap() {
-	now := time.Now()
-	p.mu.Lock()
-	var stale []*directConn
-	n := 0
-	for n < len(p.idle) && now.Sub(p.idle[n].idleSince) >= p.idleTimeout {
-		n++
-	}
-	stale = append(stale, p.idle[:n]...)
-	p.idle = append(p.idle[:0], p.idle[n:]...)
-	clear(p.idle[len(p.idle):cap(p.idle)])
-	if len(p.idle) > 0 {
-		p.reaper.Reset(p.idleTimeout - now.Sub(p.idle[0].idleSince))
-	} else {
-		p.reaper = nil
-	}
-	p.mu.Unlock()
-	for _, dc := range stale {
-		dc.conn.Close()
-	}
-}
-
-// closeIdle closes every idle connection.
-func (p *directPool) closeIdle() {
-	p.mu.Lock()
-	idle := p.idle
-	p.idle = nil
-	if p.reaper != nil {
-		p.reaper.Stop()
-		p.reaper = nil
-	}
-	p.mu.Unlock()
-	for _, dc := range idle {
-		dc.conn.Close()
-	}
+	p.Put(dc)
 }
 
 // do sends one POST of body with header h and returns the answer, its
@@ -238,10 +172,10 @@ func (t *directTarget) do(ctx context.Context, timeout time.Duration, h http.Hea
 	}
 	for fresh := false; ; fresh = true {
 		var dc *directConn
+		reused := false
 		if !fresh {
-			dc = t.pool.get()
+			dc, reused = t.pool.Get()
 		}
-		reused := dc != nil
 		if dc == nil {
 			d := net.Dialer{Timeout: directDialTimeout, Deadline: deadline, KeepAlive: 30 * time.Second}
 			c, err := d.DialContext(ctx, "tcp", t.pool.addr)

@@ -40,66 +40,6 @@ func TestDirectTargetIsForPlainHTTP(t *testing.T) {
 	}
 }
 
-// An idle connection is closed once it has waited idleTimeout: the peer
-// sees it end.
-func TestDirectPoolClosesIdleConnections(t *testing.T) {
-	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ended := make(chan error, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			ended <- err
-			return
-		}
-		defer c.Close()
-		_, err = c.Read(make([]byte, 1))
-		ended <- err
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &directPool{addr: ln.Addr().String(), maxIdle: 4, idleTimeout: 20 * time.Millisecond}
-	p.put(newDirectConn(c))
-	select {
-	case err := <-ended:
-		if err != io.EOF {
-			t.Fatalf("the peer read %v, want EOF", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the idle connection was never closed")
-	}
-	if dc := p.get(); dc != nil {
-		t.Fatal("the pool still lends the closed connection")
-	}
-}
-
-// A pool keeps at most maxIdle connections and closes the rest.
-func TestDirectPoolIsBounded(t *testing.T) {
-	t.Parallel()
-	p := &directPool{maxIdle: 2, idleTimeout: time.Hour}
-	var peers []net.Conn
-	for range 3 {
-		ours, peer := net.Pipe()
-		peers = append(peers, peer)
-		p.put(newDirectConn(ours))
-	}
-	defer p.closeIdle()
-	if n := len(p.idle); n != 2 {
-		t.Fatalf("%d idle, want 2", n)
-	}
-	// The third was closed: its peer reads EOF at once.
-	peers[2].SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := peers[2].Read(make([]byte, 1)); err != io.EOF {
-		t.Fatalf("the third connection's peer read %v, want EOF", err)
-	}
-}
-
 // FuzzDirectAnswer: whatever an endpoint answers, the direct path returns
 // an answer or an error without hanging or panicking, reads no more than
 // it may, and keeps the connection only after an answer that ended
@@ -126,8 +66,8 @@ func FuzzDirectAnswer(f *testing.F) {
 			peer.Write(answer)
 			peer.Close()
 		}()
-		p := &directPool{maxIdle: 1, idleTimeout: time.Hour}
-		defer p.closeIdle()
+		p := newDirectPool("", 1, time.Hour)
+		defer p.CloseIdle()
 		p.put(newDirectConn(ours))
 		d := &directTarget{pool: p, host: "app", uri: "/hook"}
 		resp, err := d.do(context.Background(), 5*time.Second, http.Header{"Content-Type": {"application/json"}}, []byte(`{}`))
@@ -141,8 +81,10 @@ func FuzzDirectAnswer(f *testing.F) {
 			t.Logf("body: %v", err)
 		}
 		resp.Body.Close()
-		if len(p.idle) > 0 && p.idle[0].br.Buffered() > 0 {
-			t.Fatalf("kept a connection with %d bytes nobody asked for", p.idle[0].br.Buffered())
+		for _, dc := range p.Idle() {
+			if n := dc.br.Buffered(); n > 0 {
+				t.Fatalf("kept a connection with %d bytes nobody asked for", n)
+			}
 		}
 	})
 }

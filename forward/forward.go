@@ -418,7 +418,7 @@ func New(cfg Config) (*Forwarder, error) {
 // A later forward opens a new one.
 func (f *Forwarder) CloseIdleConnections() {
 	for _, p := range f.pools {
-		p.closeIdle()
+		p.CloseIdle()
 	}
 	f.client.CloseIdleConnections()
 }

@@ -29,11 +29,10 @@ func (c *countingConn) Write(p []byte) (int, error) {
 // persistConn is one HTTP/1.1 connection. It carries at most one request at
 // a time: it is either owned by one RoundTrip or idle in the pool.
 type persistConn struct {
-	raw       *countingConn // raw TCP, counting
-	conn      net.Conn      // what requests are written to (TLS or raw)
-	lim       *h1client.Limit
-	br        *bufio.Reader
-	idleSince time.Time
+	raw  *countingConn // raw TCP, counting
+	conn net.Conn      // what requests are written to (TLS or raw)
+	lim  *h1client.Limit
+	br   *bufio.Reader
 }
 
 func newPersistConn(raw *countingConn, conn net.Conn) *persistConn {
@@ -67,26 +66,14 @@ func (pc *persistConn) usable() bool {
 // getIdle takes the most recently used idle connection for key that is
 // still usable, closing the stale ones it meets.
 func (t *Transport) getIdle(key string) *persistConn {
-	now := t.cfg.Test.NowFunc()
-	for {
-		t.mu.Lock()
-		list := t.idle[key]
-		if len(list) == 0 {
-			t.mu.Unlock()
-			return nil
-		}
-		pc := list[len(list)-1]
-		list[len(list)-1] = nil
-		t.idle[key] = list[:len(list)-1]
-		if len(t.idle[key]) == 0 {
-			delete(t.idle, key)
-		}
-		t.mu.Unlock()
-		if now.Sub(pc.idleSince) < t.cfg.IdleConnTimeout && pc.usable() {
-			return pc
-		}
-		pc.close()
+	t.mu.Lock()
+	p := t.idle[key]
+	t.mu.Unlock()
+	if p == nil {
+		return nil
 	}
+	pc, _ := p.Get()
+	return pc
 }
 
 // putIdle returns pc to the pool, or closes it when the pool for key is
@@ -96,15 +83,20 @@ func (t *Transport) putIdle(key string, pc *persistConn) {
 		pc.close()
 		return
 	}
-	pc.idleSince = t.cfg.Test.NowFunc()
 	t.mu.Lock()
-	if len(t.idle[key]) >= t.cfg.MaxIdleConnsPerHost {
-		t.mu.Unlock()
-		pc.close()
-		return
+	p := t.idle[key]
+	if p == nil {
+		p = h1client.NewPool(h1client.PoolConfig[*persistConn]{
+			Max:         t.cfg.MaxIdleConnsPerHost,
+			IdleTimeout: t.cfg.IdleConnTimeout,
+			Usable:      (*persistConn).usable,
+			Close:       (*persistConn).close,
+			Now:         t.cfg.Test.NowFunc,
+		})
+		t.idle[key] = p
 	}
-	t.idle[key] = append(t.idle[key], pc)
 	t.mu.Unlock()
+	p.Put(pc)
 }
 
 // CloseIdleConnections closes every idle connection. Connections carrying a
@@ -112,12 +104,10 @@ func (t *Transport) putIdle(key string, pc *persistConn) {
 func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
-	t.idle = make(map[string][]*persistConn)
+	t.idle = make(map[string]*h1client.Pool[*persistConn])
 	t.mu.Unlock()
-	for _, list := range idle {
-		for _, pc := range list {
-			pc.close()
-		}
+	for _, p := range idle {
+		p.CloseIdle()
 	}
 }
 

@@ -47,7 +47,7 @@ type Transport struct {
 	cfg Config
 
 	mu   sync.Mutex
-	idle map[string][]*persistConn
+	idle map[string]*h1client.Pool[*persistConn] // by destination key
 }
 
 // New returns a Transport configured by a copy of cfg, or a *[ConfigError]
@@ -57,7 +57,7 @@ func New(cfg Config) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Transport{cfg: c, idle: make(map[string][]*persistConn)}, nil
+	return &Transport{cfg: c, idle: make(map[string]*h1client.Pool[*persistConn])}, nil
 }
 
 // NewClient returns an [http.Client] whose Transport is New(cfg). Note that
