@@ -73,6 +73,10 @@ const (
 // maxAnswerHead.
 var errHeadTooLarge = fmt.Errorf("the endpoint's answer head exceeds %d bytes", maxAnswerHead)
 
+// errBadRequestHeader is a request header name or value that is not valid
+// HTTP: the request is never written, and no connection would take it.
+var errBadRequestHeader = errors.New("invalid request header")
+
 // aLongTimeAgo is a deadline in the past: setting it ends a blocked read
 // or write at once.
 var aLongTimeAgo = time.Unix(1, 0)
@@ -189,7 +193,7 @@ func (t *directTarget) do(ctx context.Context, timeout time.Duration, h http.Hea
 			return resp, nil
 		}
 		dc.conn.Close()
-		if written == 0 && reused && ctx.Err() == nil && time.Now().Before(deadline) {
+		if written == 0 && reused && ctx.Err() == nil && time.Now().Before(deadline) && !errors.Is(err, errBadRequestHeader) {
 			continue // nothing of it reached a stale connection: a new one
 		}
 		return nil, t.failure(ctx, timeout, err)
@@ -225,7 +229,7 @@ func (t *directTarget) exchange(ctx context.Context, dc *directConn, deadline ti
 	written, err := dc.conn.Write(msg)
 	var resp *http.Response
 	if err == nil {
-		dc.lim.Remaining = maxAnswerHead
+		dc.lim.Remaining, dc.lim.Hit = maxAnswerHead, false
 		resp, err = h1client.ReadHead(dc.br, nil)
 		if dc.lim.Hit {
 			err = errHeadTooLarge
@@ -262,11 +266,11 @@ func appendRequest(b []byte, host, uri string, h http.Header, body []byte) ([]by
 			continue // the forward's own, as on net/http's path
 		}
 		if !httpguts.ValidHeaderFieldName(k) {
-			return nil, errors.New("invalid request header name")
+			return nil, fmt.Errorf("%w name", errBadRequestHeader)
 		}
 		for _, v := range vs {
 			if !httpguts.ValidHeaderFieldValue(v) {
-				return nil, fmt.Errorf("invalid value of request header %s", k)
+				return nil, fmt.Errorf("%w value of %s", errBadRequestHeader, k)
 			}
 			b = append(b, k...)
 			b = append(b, ": "...)

@@ -123,9 +123,10 @@ func sharedCluster() (*Cluster, error) {
 // WriterURL returns the URL of dbURL's database (from [URL]) as a new role
 // that may only read and write its tables and call its functions (those
 // that exist when it is called): not the tables' owner, as a deployment
-// that runs its migrations under another role has it. Roles are the server's, so each call makes a role of its
-// own. The test is skipped when the server lets the role in by no
-// password (an external server's authentication).
+// that runs its migrations under another role has it. Roles are the
+// server's, so each call makes a role of its own. The test is skipped
+// when the server lets the role in by no password (an external server's
+// authentication).
 func WriterURL(t testing.TB, dbURL string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
