@@ -239,3 +239,26 @@ func TestDirectAnswerHeadIsBounded(t *testing.T) {
 		t.Fatalf("Handle = %v, want the head's bound", err)
 	}
 }
+
+// A claim id that would break the request (a store row tampered with) is
+// refused before anything is written: the app receives nothing.
+func TestDirectBadHeaderValueSendsNothing(t *testing.T) {
+	t.Parallel()
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got.Add(1) }))
+	t.Cleanup(srv.Close)
+	f := newForwarder(t, forward.Config{URL: srv.URL})
+	// A first forward leaves a kept connection, which the bad one must not
+	// spend either.
+	if err := f.Handle(context.Background(), intake.Update{ID: 1, Body: []byte(`{}`)}, attempt); err != nil {
+		t.Fatal(err)
+	}
+	bad := intake.Attempt{Identity: intake.Identity{UpdateID: 2, Attempt: 1, ClaimID: "c\r\nX-Injected: 1"}}
+	err := f.Handle(context.Background(), intake.Update{ID: 2, Body: []byte(`{}`)}, bad)
+	if err == nil || !strings.Contains(err.Error(), "invalid request header value of Tgrelay-Claim-Id") {
+		t.Fatalf("Handle = %v, want the invalid header refused", err)
+	}
+	if n := got.Load(); n != 1 {
+		t.Fatalf("the app received %d requests, want only the first", n)
+	}
+}
