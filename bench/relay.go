@@ -64,9 +64,13 @@ const (
 // The floor variants (floor-sqlite, floor-postgres; -floor) are the
 // non-durable forwarder plus the least durable work a relay cannot avoid: the
 // update's row, group committed before the 200 with serve's settings, and
-// its settlement, group committed after the forward (see relayFloor). Their
-// ratio to the non-durable forwarder is the ceiling of any durable design on
-// this machine, and serve is reported against them too. With
+// its settlement, group committed after the forward (see relayFloor). They
+// forward as serve does, through forward.Forwarder (-floor-forward=serve,
+// the default), so serve and its floors differ only in what happens
+// between the webhook and the forward; -floor-forward=net/http forwards
+// through net/http's client instead, as the non-durable forwarder does.
+// Their ratio to the non-durable forwarder is the ceiling of any durable
+// design on this machine, and serve is reported against them too. With
 // -forwarder-proc the forwarder and the floors run once more each as a
 // process of its own (relay-forwarder), as serve is: what the process
 // boundary costs, and the floor of a durable sidecar. -memory adds serve
@@ -87,6 +91,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	memory := fs.Bool("memory", false, "also run serve with its updates kept in memory (serve-memory: not durable, a crash loses them), to measure what serve costs without a store")
 	forwarderProc := fs.Bool("forwarder-proc", true, "also run the non-durable forwarder and the floors as processes of their own (the -proc variants), as serve is, to measure what the process boundary costs")
 	floorStore := fs.Bool("floor-store", true, "with -floor and -forwarder-proc, also run the contract floors as processes: the floor's machinery doing every write DESIGN's guarantees ask (claimed adds, fenced settlements with the attempt's record), on the bench's own least schema (floor-min-sqlite-proc, floor-min-postgres-proc) and through serve's own store (floor-store-sqlite-proc, floor-store-postgres-proc)")
+	floorVia := fs.String("floor-forward", floorForwardServe, "how the floors forward: \"serve\" (through forward.Forwarder, serve's own forward, so a floor bounds serve with the same machinery) or \"net/http\" (through net/http's client, as the non-durable forwarder does; the floors before session 22)")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
 	serveCPUs := fs.String("serve-cpus", "", serveCPUsUsage)
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each child's whole run (serve's and the -proc variants') to `prefix`-<variant>.pprof, and serve's allocations to prefix-<variant>.allocs.pprof")
@@ -133,7 +138,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 				return fmt.Errorf("floor postgres: %w", err)
 			}
 		}
-		floors, stopFloors, err := startRelayFloors(ctx, dir, pgURL, sink.url)
+		floors, stopFloors, err := startRelayFloors(ctx, dir, pgURL, sink.url, *floorVia)
 		defer stopFloors()
 		if err != nil {
 			return err
@@ -169,7 +174,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 				}
 			}
 			for _, p := range procs {
-				extra := []string{p.flag, p.db}
+				extra := []string{p.flag, p.db, "-floor-forward", *floorVia}
 				if *cpuprofile != "" {
 					extra = append(extra, "-cpuprofile", *cpuprofile+"-"+p.name+".pprof")
 				}

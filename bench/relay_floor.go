@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite" // the driver sqlitestore uses
 
+	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/groupcommit"
 )
@@ -98,6 +100,10 @@ type relayFloor struct {
 	adds    *groupcommit.Group[floorRow, bool]
 	settles *groupcommit.Group[floorSettle, struct{}]
 	queue   chan floorRow
+	// fwd forwards as serve does (forward.Forwarder with its default
+	// client); nil forwards through client, net/http's, as the
+	// non-durable forwarder does.
+	fwd     *forward.Forwarder
 	client  *http.Client
 	target  string
 	workers sync.WaitGroup
@@ -106,8 +112,31 @@ type relayFloor struct {
 	settleSlots chan struct{}
 }
 
-func startRelayFloor(st floorStore, target string) (*relayFloor, error) {
+// Ways a floor forwards (relay's -floor-forward).
+const (
+	// floorForwardServe forwards through forward.Forwarder with its
+	// default client, serve's own forward: the floor then bounds serve
+	// with the same machinery on both sides of the store.
+	floorForwardServe = "serve"
+	// floorForwardNetHTTP forwards through net/http's client, as the
+	// non-durable forwarder does (the floors before session 22).
+	floorForwardNetHTTP = "net/http"
+)
+
+func startRelayFloor(st floorStore, target, via string) (*relayFloor, error) {
+	var fwd *forward.Forwarder
+	switch via {
+	case floorForwardServe:
+		var err error
+		if fwd, err = forward.New(forward.Config{URL: target, Timeout: 30 * time.Second}); err != nil {
+			return nil, err
+		}
+	case floorForwardNetHTTP:
+	default:
+		return nil, fmt.Errorf("floor forward %q: want %q or %q", via, floorForwardServe, floorForwardNetHTTP)
+	}
 	f := &relayFloor{
+		fwd:         fwd,
 		st:          st,
 		queue:       make(chan floorRow, floorQueue),
 		settleSlots: make(chan struct{}, floorQueue),
@@ -181,7 +210,7 @@ func (f *relayFloor) work() {
 	rs, byRow := f.st.(floorRowSettler)
 	for row := range f.queue {
 		started := time.Now()
-		if !f.forward(row.body) {
+		if !f.forward(row) {
 			continue
 		}
 		// Off the worker, as serve settles off its handler slot: a
@@ -231,11 +260,21 @@ func floorParse(body []byte, withChat bool) (floorRow, bool) {
 	return row, true
 }
 
-// forward posts body to the target, up to floorForwardTries times, and
-// reports whether it was answered 2xx.
-func (f *relayFloor) forward(body []byte) bool {
+// forward posts row's update to the target, up to floorForwardTries
+// times, and reports whether it was answered 2xx.
+func (f *relayFloor) forward(row floorRow) bool {
+	if f.fwd != nil {
+		u := intake.Update{ID: row.id, Body: row.body}
+		a := intake.Attempt{Identity: intake.Identity{UpdateID: row.id, Attempt: 1, ClaimID: strconv.FormatInt(row.claimID, 36)}}
+		for range floorForwardTries {
+			if f.fwd.Handle(context.Background(), u, a) == nil {
+				return true
+			}
+		}
+		return false
+	}
 	for range floorForwardTries {
-		req, err := http.NewRequest(http.MethodPost, f.target, bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, f.target, bytes.NewReader(row.body))
 		if err != nil {
 			return false
 		}
@@ -259,6 +298,9 @@ func (f *relayFloor) close() {
 	f.workers.Wait()
 	f.settling.Wait()
 	f.client.CloseIdleConnections()
+	if f.fwd != nil {
+		f.fwd.CloseIdleConnections()
+	}
 	f.st.close()
 }
 
@@ -443,7 +485,7 @@ func (s *floorPostgres) close() { s.pool.Close() }
 // startRelayFloors starts the floor variants: on SQLite in dir and, with pgURL
 // set, on that PostgreSQL database. stop ends them; it is set even on an
 // error.
-func startRelayFloors(ctx context.Context, dir, pgURL, target string) (variants []servedRelay, stop func(), err error) {
+func startRelayFloors(ctx context.Context, dir, pgURL, target, via string) (variants []servedRelay, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -451,7 +493,7 @@ func startRelayFloors(ctx context.Context, dir, pgURL, target string) (variants 
 		}
 	}
 	start := func(name, about string, st floorStore) error {
-		f, err := startRelayFloor(st, target)
+		f, err := startRelayFloor(st, target, via)
 		if err != nil {
 			st.close()
 			return err

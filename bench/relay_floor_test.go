@@ -20,7 +20,7 @@ func TestRelayFloorSQLite(t *testing.T) {
 	}
 	defer sink.close()
 	dir := t.TempDir()
-	floors, stop, err := startRelayFloors(t.Context(), dir, "", sink.url)
+	floors, stop, err := startRelayFloors(t.Context(), dir, "", sink.url, floorForwardServe)
 	if err != nil {
 		stop()
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func driveFloor(t *testing.T, st floorStore, n int) {
 		t.Fatal(err)
 	}
 	defer sink.close()
-	f, err := startRelayFloor(st, sink.url)
+	f, err := startRelayFloor(st, sink.url, floorForwardServe)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 	floorStorePostgres := fs.String("floor-store-postgres", "", "run the contract floor on this PostgreSQL database instead")
 	floorMinSQLite := fs.String("floor-min-sqlite", "", "run the least contract floor (the guarantees' writes on the bench's own schema) on this SQLite file instead")
 	floorMinPostgres := fs.String("floor-min-postgres", "", "run the least contract floor on this PostgreSQL database instead")
+	via := fs.String("floor-forward", floorForwardServe, "how a floor forwards: \"serve\" (serve's forward.Forwarder) or \"net/http\" (net/http's client, as the non-durable forwarder)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -72,7 +73,7 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 		return err
 	}
 	if st != nil {
-		f, err := startRelayFloor(st, *target)
+		f, err := startRelayFloor(st, *target, *via)
 		if err != nil {
 			return err
 		}
