@@ -83,7 +83,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 // benchmarks (serve_testhook.go, serve_tls.go); they are not documented,
 // but they are not mistakes either.
 var testSeamEnv = []string{
-	envGatewayStopAfterIntent, envCPUProfile, envMemProfile, envMemoryStore,
+	envGatewayStopAfterIntent, envCPUProfile, envMemProfile, envTrace, envMemoryStore,
 	envSelfSignedValidity, envACMERenewBefore,
 }
 

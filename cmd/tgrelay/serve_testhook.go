@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/tgrelay/tgrelay/intake/memstore"
 )
@@ -32,13 +33,34 @@ const envCPUProfile = "TGRELAY_TEST_CPUPROFILE"
 // it returns (`bench relay -memprofile`).
 const envMemProfile = "TGRELAY_TEST_MEMPROFILE"
 
-// startCPUProfileFromEnv starts the profiles envCPUProfile and envMemProfile
-// ask for and returns the func that stops and writes them; without the
-// variables it does nothing.
+// envTrace is envCPUProfile's sibling: when set, serve writes a runtime
+// execution trace of its whole run to that path (for the scheduler's
+// waits: go tool trace -pprof=sched).
+const envTrace = "TGRELAY_TEST_TRACE"
+
+// startCPUProfileFromEnv starts the profiles envCPUProfile, envMemProfile
+// and envTrace ask for and returns the func that stops and writes them;
+// without the variables it does nothing.
 func startCPUProfileFromEnv() (stop func(), err error) {
 	stopCPU, err := startCPUProfile(os.Getenv(envCPUProfile))
 	if err != nil {
 		return nil, err
+	}
+	if path := os.Getenv(envTrace); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			stopCPU()
+			return nil, fmt.Errorf("%s: %w", envTrace, err)
+		}
+		prev := stopCPU
+		stopCPU = func() {
+			trace.Stop()
+			f.Close()
+			prev()
+		}
 	}
 	memPath := os.Getenv(envMemProfile)
 	if memPath == "" {

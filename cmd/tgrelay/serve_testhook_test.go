@@ -135,3 +135,26 @@ func TestMemoryStoreFromEnv(t *testing.T) {
 		t.Fatalf("with %s=1: got a %q store, opened one closed %v; want memory, closed", envMemoryStore, got.kind, closed)
 	}
 }
+
+func TestTraceFromEnv(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "serve.trace")
+	t.Setenv(envTrace, path)
+	stop, err := startCPUProfileFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An execution trace begins with its format's header.
+	if !strings.HasPrefix(string(b), "go 1.") {
+		t.Errorf("%s holds %d bytes that do not begin as an execution trace", envTrace, len(b))
+	}
+
+	t.Setenv(envTrace, filepath.Join(t.TempDir(), "missing", "serve.trace"))
+	if _, err := startCPUProfileFromEnv(); err == nil || !strings.Contains(err.Error(), envTrace) {
+		t.Errorf("a trace path that cannot be created: err = %v; want an error naming %s", err, envTrace)
+	}
+}
