@@ -50,6 +50,9 @@ var (
 type Store struct {
 	mu   sync.Mutex
 	rows map[int64]*row
+	// chats holds each chat's rows, by chat key: the rows strict order
+	// compares a claim against, without reading every other chat's.
+	chats map[string]map[int64]*row
 	// procs maps each registered process id to its heartbeat's end.
 	procs map[string]time.Time
 }
@@ -79,7 +82,7 @@ type row struct {
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{rows: make(map[int64]*row), procs: make(map[string]time.Time)}
+	return &Store{rows: make(map[int64]*row), chats: make(map[string]map[int64]*row), procs: make(map[string]time.Time)}
 }
 
 // claimableAt reports whether r can be claimed at now: a pending row always,
@@ -195,14 +198,35 @@ func (s *Store) addLocked(u intake.Incoming) bool {
 	if _, ok := s.rows[u.UpdateID]; ok {
 		return false
 	}
-	s.rows[u.UpdateID] = &row{
+	r := &row{
 		state:      intake.StatePending,
 		receivedAt: u.ReceivedAt,
 		dueAt:      u.ReceivedAt,
 		body:       bytes.Clone(u.Body),
 		chat:       u.Chat,
 	}
+	s.rows[u.UpdateID] = r
+	if r.chat != "" {
+		c := s.chats[r.chat]
+		if c == nil {
+			c = make(map[int64]*row)
+			s.chats[r.chat] = c
+		}
+		c[u.UpdateID] = r
+	}
 	return true
+}
+
+// deleteLocked deletes the row id, r, from the store. The caller holds
+// s.mu.
+func (s *Store) deleteLocked(id int64, r *row) {
+	delete(s.rows, id)
+	if c := s.chats[r.chat]; c != nil {
+		delete(c, id)
+		if len(c) == 0 {
+			delete(s.chats, r.chat)
+		}
+	}
 }
 
 // inOrderLocked reports whether the row id may be claimed at now under
@@ -213,8 +237,8 @@ func (s *Store) inOrderLocked(id int64, r *row, now time.Time) bool {
 	if r.chat == "" {
 		return true
 	}
-	for oid, o := range s.rows {
-		if oid == id || o.chat != r.chat {
+	for oid, o := range s.chats[r.chat] {
+		if oid == id {
 			continue
 		}
 		unsettled := o.state == intake.StatePending || o.state == intake.StateProcessing || o.state == intake.StateFailed
@@ -489,7 +513,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 	for id, r := range s.rows {
 		terminal := r.state == intake.StateCompleted || r.state == intake.StateAbandoned
 		if terminal && r.settled && r.settledAt.Before(before) {
-			delete(s.rows, id)
+			s.deleteLocked(id, r)
 			n++
 		}
 	}
