@@ -94,6 +94,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	floorVia := fs.String("floor-forward", floorForwardServe, "how the floors forward: \"serve\" (through forward.Forwarder, serve's own forward, so a floor bounds serve with the same machinery) or \"net/http\" (through net/http's client, as the non-durable forwarder does; the floors before session 22)")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
 	serveCPUs := fs.String("serve-cpus", "", serveCPUsUsage)
+	traceFloors := fs.String("trace-floors", "", "write a runtime execution trace of each -proc floor's whole run to `prefix`-<variant>.trace (serve's: TGRELAY_TEST_TRACE, through a wrapper script given to -bin)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each child's whole run (serve's and the -proc variants') to `prefix`-<variant>.pprof, and serve's allocations to prefix-<variant>.allocs.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -177,6 +178,9 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 				extra := []string{p.flag, p.db, "-floor-forward", *floorVia}
 				if *cpuprofile != "" {
 					extra = append(extra, "-cpuprofile", *cpuprofile+"-"+p.name+".pprof")
+				}
+				if *traceFloors != "" {
+					extra = append(extra, "-trace", *traceFloors+"-"+p.name+".trace")
 				}
 				proc, err := startForwarderProc(ctx, sink.url, *conns, extra...)
 				if err != nil {

@@ -10,17 +10,30 @@ import (
 )
 
 // TestRelayFloorSQLite drives the floor on SQLite with the relay's load
-// generator and checks that every update reached the endpoint once and
-// that its row was recorded and settled by the time the floor stops.
+// generator, forwarding each way the floors can, and checks that every
+// update reached the endpoint once and that its row was recorded and
+// settled by the time the floor stops.
 func TestRelayFloorSQLite(t *testing.T) {
 	t.Parallel()
+	for _, via := range []string{floorForwardServe, floorForwardNetHTTP} {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			testRelayFloorSQLite(t, via)
+		})
+	}
+	if _, err := startRelayFloor(nil, "http://127.0.0.1:1/", "carrier pigeon"); err == nil {
+		t.Error("a floor forwarding an unknown way started")
+	}
+}
+
+func testRelayFloorSQLite(t *testing.T, via string) {
 	sink, err := startRelaySink()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sink.close()
 	dir := t.TempDir()
-	floors, stop, err := startRelayFloors(t.Context(), dir, "", sink.url, floorForwardServe)
+	floors, stop, err := startRelayFloors(t.Context(), dir, "", sink.url, via)
 	if err != nil {
 		stop()
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"time"
 )
@@ -31,8 +32,21 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 	floorMinPostgres := fs.String("floor-min-postgres", "", "run the least contract floor on this PostgreSQL database instead")
 	via := fs.String("floor-forward", floorForwardServe, "how a floor forwards: \"serve\" (serve's forward.Forwarder) or \"net/http\" (net/http's client, as the non-durable forwarder)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
+	traceFile := fs.String("trace", "", "write a runtime execution trace of the whole run to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return err
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			return err
+		}
+		defer f.Close()
+		defer trace.Stop()
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
