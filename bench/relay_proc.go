@@ -36,29 +36,24 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *traceFile != "" {
-		f, err := os.Create(*traceFile)
+	for _, w := range []struct {
+		path  string
+		start func(io.Writer) error
+		stop  func()
+	}{{*traceFile, trace.Start, trace.Stop}, {*cpuprofile, pprof.StartCPUProfile, pprof.StopCPUProfile}} {
+		if w.path == "" {
+			continue
+		}
+		f, err := os.Create(w.path)
 		if err != nil {
 			return err
 		}
-		if err := trace.Start(f); err != nil {
+		if err := w.start(f); err != nil {
 			f.Close()
 			return err
 		}
 		defer f.Close()
-		defer trace.Stop()
-	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return err
-		}
-		defer f.Close()
-		defer pprof.StopCPUProfile()
+		defer w.stop()
 	}
 	if *target == "" {
 		return errors.New("-target is required")
