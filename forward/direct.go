@@ -77,10 +77,6 @@ var errHeadTooLarge = fmt.Errorf("the endpoint's answer head exceeds %d bytes", 
 // HTTP: the request is never written, and no connection would take it.
 var errBadRequestHeader = errors.New("invalid request header")
 
-// aLongTimeAgo is a deadline in the past: setting it ends a blocked read
-// or write at once.
-var aLongTimeAgo = time.Unix(1, 0)
-
 // directTarget is one endpoint the direct path sends to.
 type directTarget struct {
 	pool *directPool
@@ -222,10 +218,7 @@ func (t *directTarget) exchange(ctx context.Context, dc *directConn, deadline ti
 	}
 	dc.msg = msg
 	dc.conn.SetDeadline(deadline)
-	stop := func() bool { return true }
-	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { dc.conn.SetDeadline(aLongTimeAgo) })
-	}
+	stop := h1client.AfterDone(ctx, dc.conn)
 	written, err := dc.conn.Write(msg)
 	var resp *http.Response
 	if err == nil {
@@ -312,7 +305,7 @@ func (b *directBody) Close() error {
 		// A body read to its length ends without another read from the
 		// socket; look without waiting, so an answer longer than its
 		// reader wanted is dropped with its connection, never drained.
-		dc.conn.SetReadDeadline(aLongTimeAgo)
+		dc.conn.SetReadDeadline(h1client.Past)
 		var one [1]byte
 		if n, err := b.body.Read(one[:]); n == 0 && err == io.EOF {
 			b.eof = true

@@ -57,7 +57,7 @@ func (pc *persistConn) usable() bool {
 	// read it as its own. Look through TLS without waiting: only a read
 	// that would block (a timeout, which leaves TLS usable) proves nothing
 	// is there.
-	pc.conn.SetReadDeadline(aLongTimeAgo)
+	pc.conn.SetReadDeadline(h1client.Past)
 	_, err := pc.br.Peek(1)
 	pc.conn.SetReadDeadline(time.Time{})
 	return errors.Is(err, os.ErrDeadlineExceeded)

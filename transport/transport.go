@@ -289,7 +289,7 @@ func (t *Transport) exchange(ctx context.Context, pc *persistConn, req *http.Req
 	if err := ctx.Err(); err != nil {
 		return nil, 0, false, context.Cause(ctx)
 	}
-	stop := context.AfterFunc(ctx, func() { pc.conn.SetDeadline(aLongTimeAgo) })
+	stop := h1client.AfterDone(ctx, pc.conn)
 	pc.conn.SetDeadline(time.Now().Add(timeout))
 	pc.lim.Remaining, pc.lim.Hit = t.cfg.MaxResponseBytes, false
 	_, err = pc.conn.Write(msg)
@@ -314,8 +314,6 @@ func (t *Transport) exchange(ctx context.Context, pc *persistConn, req *http.Req
 	}
 	return resp, 0, keep, nil
 }
-
-var aLongTimeAgo = time.Unix(1, 0)
 
 // destination identifies where a connection leads.
 type destination struct {
@@ -413,7 +411,7 @@ const maxConnectResponse = 64 << 10
 // connectTunnel asks the proxy on conn for a tunnel to addr. A refusal is an
 // error whose message holds the proxy's status, never its URL.
 func connectTunnel(ctx context.Context, conn net.Conn, addr string, proxy *url.URL) error {
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(aLongTimeAgo) })
+	stop := h1client.AfterDone(ctx, conn)
 	defer stop()
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)

@@ -3,6 +3,7 @@
 // forward's direct path, for the app): whether an idle keep-alive
 // connection can still carry a request ([Closed]), the pool of idle
 // connections to one destination ([Pool]), a budget of raw bytes under an
-// answer's reader ([Limit]), and reading an answer's head past its 1xx
-// interim answers ([ReadHead]).
+// answer's reader ([Limit]), reading an answer's head past its 1xx
+// interim answers ([ReadHead]), and ending a connection's blocked I/O when
+// a context ends ([AfterDone]).
 package h1client
