@@ -258,13 +258,10 @@ func appendRequest(b []byte, host, uri string, h http.Header, body []byte) ([]by
 		case "Host", "Content-Length", "Transfer-Encoding", "Trailer":
 			continue // the forward's own, as on net/http's path
 		}
-		if !httpguts.ValidHeaderFieldName(k) {
-			return nil, fmt.Errorf("%w name", errBadRequestHeader)
+		if err := checkHeader(k, vs); err != nil {
+			return nil, err
 		}
 		for _, v := range vs {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				return nil, fmt.Errorf("%w value of %s", errBadRequestHeader, k)
-			}
 			b = append(b, k...)
 			b = append(b, ": "...)
 			b = append(b, v...)
@@ -273,6 +270,23 @@ func appendRequest(b []byte, host, uri string, h http.Header, body []byte) ([]by
 	}
 	b = append(b, "\r\n"...)
 	return append(b, body...), nil
+}
+
+// checkHeader reports a header name k or one of its values vs that is not
+// valid HTTP, as net/http checks them (a line break in a value would let
+// it write headers of its own). The error wraps errBadRequestHeader and
+// names the header for a bad value, but never quotes a value: it may be a
+// credential.
+func checkHeader(k string, vs []string) error {
+	if !httpguts.ValidHeaderFieldName(k) {
+		return fmt.Errorf("%w name", errBadRequestHeader)
+	}
+	for _, v := range vs {
+		if !httpguts.ValidHeaderFieldValue(v) {
+			return fmt.Errorf("%w value of %s", errBadRequestHeader, k)
+		}
+	}
+	return nil
 }
 
 // directBody is an answer's body on the direct path. Closing it returns

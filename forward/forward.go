@@ -89,7 +89,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
-	"golang.org/x/net/http/httpguts"
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
@@ -322,14 +321,8 @@ func (c Config) fill() (Config, error) {
 		}
 	}
 	for k, vs := range c.Header {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return c, badField("Header", "has a name that is not a valid HTTP header name")
-		}
-		for _, v := range vs {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				// Never quoted: the value may be a credential.
-				return c, badField("Header", "has a value of %s that is not a valid HTTP header value (a control character such as a line break)", k)
-			}
+		if err := checkHeader(k, vs); err != nil {
+			return c, badField("Header", "has an %w: a name must be an HTTP token, and a value must hold no control character such as a line break", err)
 		}
 	}
 	if c.AppSecretToken != "" && !botapi.ValidSecretToken(c.AppSecretToken) {
