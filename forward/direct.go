@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/net/http/httpguts"
-
 	"github.com/tgrelay/tgrelay/internal/h1client"
 	"github.com/tgrelay/tgrelay/internal/safeerr"
 )
@@ -72,10 +70,6 @@ const (
 // errHeadTooLarge is the failure of an answer whose head exceeds
 // maxAnswerHead.
 var errHeadTooLarge = fmt.Errorf("the endpoint's answer head exceeds %d bytes", maxAnswerHead)
-
-// errBadRequestHeader is a request header name or value that is not valid
-// HTTP: the request is never written, and no connection would take it.
-var errBadRequestHeader = errors.New("invalid request header")
 
 // directTarget is one endpoint the direct path sends to.
 type directTarget struct {
@@ -189,7 +183,7 @@ func (t *directTarget) do(ctx context.Context, timeout time.Duration, h http.Hea
 			return resp, nil
 		}
 		dc.conn.Close()
-		if written == 0 && reused && ctx.Err() == nil && time.Now().Before(deadline) && !errors.Is(err, errBadRequestHeader) {
+		if written == 0 && reused && ctx.Err() == nil && time.Now().Before(deadline) && !errors.Is(err, h1client.ErrInvalidHeader) {
 			continue // nothing of it reached a stale connection: a new one
 		}
 		return nil, t.failure(ctx, timeout, err)
@@ -258,7 +252,7 @@ func appendRequest(b []byte, host, uri string, h http.Header, body []byte) ([]by
 		case "Host", "Content-Length", "Transfer-Encoding", "Trailer":
 			continue // the forward's own, as on net/http's path
 		}
-		if err := checkHeader(k, vs); err != nil {
+		if err := h1client.CheckHeader(k, vs); err != nil {
 			return nil, err
 		}
 		for _, v := range vs {
@@ -270,23 +264,6 @@ func appendRequest(b []byte, host, uri string, h http.Header, body []byte) ([]by
 	}
 	b = append(b, "\r\n"...)
 	return append(b, body...), nil
-}
-
-// checkHeader reports a header name k or one of its values vs that is not
-// valid HTTP, as net/http checks them (a line break in a value would let
-// it write headers of its own). The error wraps errBadRequestHeader and
-// names the header for a bad value, but never quotes a value: it may be a
-// credential.
-func checkHeader(k string, vs []string) error {
-	if !httpguts.ValidHeaderFieldName(k) {
-		return fmt.Errorf("%w name", errBadRequestHeader)
-	}
-	for _, v := range vs {
-		if !httpguts.ValidHeaderFieldValue(v) {
-			return fmt.Errorf("%w value of %s", errBadRequestHeader, k)
-		}
-	}
-	return nil
 }
 
 // directBody is an answer's body on the direct path. Closing it returns

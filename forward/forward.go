@@ -93,6 +93,7 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/configerr"
+	"github.com/tgrelay/tgrelay/internal/h1client"
 	"github.com/tgrelay/tgrelay/wire"
 )
 
@@ -321,7 +322,7 @@ func (c Config) fill() (Config, error) {
 		}
 	}
 	for k, vs := range c.Header {
-		if err := checkHeader(k, vs); err != nil {
+		if err := h1client.CheckHeader(k, vs); err != nil {
 			return c, badField("Header", "has an %w: a name must be an HTTP token, and a value must hold no control character such as a line break", err)
 		}
 	}

@@ -63,13 +63,10 @@ func writeHead(buf *bytes.Buffer, req *http.Request, bodyLen int, closeConn bool
 		if hopHeaders[http.CanonicalHeaderKey(name)] {
 			continue
 		}
-		if !httpguts.ValidHeaderFieldName(name) {
-			return fmt.Errorf("transport: invalid header name %q", name)
+		if err := h1client.CheckHeader(name, values); err != nil {
+			return fmt.Errorf("transport: %w", err)
 		}
 		for _, v := range values {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				return fmt.Errorf("transport: invalid value for header %q", name)
-			}
 			buf.WriteString(name)
 			buf.WriteString(": ")
 			buf.WriteString(v)

@@ -4,6 +4,7 @@
 // connection can still carry a request ([Closed]), the pool of idle
 // connections to one destination ([Pool]), a budget of raw bytes under an
 // answer's reader ([Limit]), reading an answer's head past its 1xx
-// interim answers ([ReadHead]), and ending a connection's blocked I/O when
-// a context ends ([AfterDone]).
+// interim answers ([ReadHead]), ending a connection's blocked I/O when a
+// context ends ([AfterDone]), and the rule a request header must meet
+// before it is written ([CheckHeader]).
 package h1client
