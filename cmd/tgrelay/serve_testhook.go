@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime/pprof"
@@ -42,32 +43,22 @@ const envTrace = "TGRELAY_TEST_TRACE"
 // and envTrace ask for and returns the func that stops and writes them;
 // without the variables it does nothing.
 func startCPUProfileFromEnv() (stop func(), err error) {
-	stopCPU, err := startCPUProfile(os.Getenv(envCPUProfile))
+	stopCPU, err := startRecording(envCPUProfile, pprof.StartCPUProfile, pprof.StopCPUProfile)
 	if err != nil {
 		return nil, err
 	}
-	if path := os.Getenv(envTrace); path != "" {
-		f, err := os.Create(path)
-		if err == nil {
-			err = trace.Start(f)
-		}
-		if err != nil {
-			stopCPU()
-			return nil, fmt.Errorf("%s: %w", envTrace, err)
-		}
-		prev := stopCPU
-		stopCPU = func() {
-			trace.Stop()
-			f.Close()
-			prev()
-		}
+	stopTrace, err := startRecording(envTrace, trace.Start, trace.Stop)
+	if err != nil {
+		stopCPU()
+		return nil, err
 	}
 	memPath := os.Getenv(envMemProfile)
-	if memPath == "" {
-		return stopCPU, nil
-	}
 	return func() {
+		stopTrace()
 		stopCPU()
+		if memPath == "" {
+			return
+		}
 		if f, err := os.Create(memPath); err == nil {
 			pprof.Lookup("allocs").WriteTo(f, 0)
 			f.Close()
@@ -75,20 +66,24 @@ func startCPUProfileFromEnv() (stop func(), err error) {
 	}, nil
 }
 
-func startCPUProfile(path string) (stop func(), err error) {
+// startRecording starts a whole-run recording (a CPU profile, an execution
+// trace) into the file the variable env names, and returns what stops it
+// and closes the file; without the variable it does nothing.
+func startRecording(env string, start func(io.Writer) error, stopRecording func()) (stop func(), err error) {
+	path := os.Getenv(env)
 	if path == "" {
 		return func() {}, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", envCPUProfile, err)
+		return nil, fmt.Errorf("%s: %w", env, err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", envCPUProfile, err)
+		return nil, fmt.Errorf("%s: %w", env, err)
 	}
 	return func() {
-		pprof.StopCPUProfile()
+		stopRecording()
 		f.Close()
 	}, nil
 }
