@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -64,6 +65,7 @@ func printRelayCPU(out io.Writer, variants []*relayVariant) {
 		return
 	}
 	gs := median(genSink)
+	withPG := slices.ContainsFunc(variants, func(v *relayVariant) bool { return strings.Contains(v.name, "postgres") })
 	fmt.Fprintf(out, "\nCPU per update (medians of rounds; the load generator and sink take %.0f µs of this process's)\n", gs)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "variant\trelay µs\tpostgres µs\tmachine µs\tmachine busy\t")
@@ -75,8 +77,13 @@ func printRelayCPU(out io.Writer, variants []*relayVariant) {
 			how = " (in this process)"
 		}
 		pg := "-"
-		if strings.Contains(v.name, "postgres") {
+		switch {
+		case strings.Contains(v.name, "postgres"):
 			pg = fmt.Sprintf("%.0f", medianOf(v, func(r relayResult) float64 { return per(r.cpu.postgres, r.n) }))
+		case withPG:
+			// What the cluster spent beside a variant that does not use
+			// it (its background work, on the same two cores).
+			pg = fmt.Sprintf("(%.0f)", medianOf(v, func(r relayResult) float64 { return per(r.cpu.postgres, r.n) }))
 		}
 		machine := medianOf(v, func(r relayResult) float64 { return per(r.cpu.machine, r.n) })
 		busy := medianOf(v, func(r relayResult) float64 { return r.cpu.machine.Seconds() / r.forwarded.Seconds() })
