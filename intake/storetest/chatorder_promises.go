@@ -31,6 +31,7 @@ func chatOrderPromiseCases() []testCase {
 			needs: capChatOrder, run: chatOrderDueAgrees},
 		{name: "OrderRefusalSpendsNothing", rule: "a strict claim refused for order changes nothing, even for a row at its attempt limit",
 			needs: capChatOrder, run: chatOrderRefusalSpendsNothing},
+		{name: "PruneKeepsChatHeld", rule: pruneKeepsChatHeldRule, needs: capChatOrder, run: chatOrderPruneKeepsHeld},
 	}
 }
 

@@ -23,7 +23,7 @@ func TestIgnoresChatOrderFails(t *testing.T) {
 	requireCases(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "ChatOrder/SettledReleasesChat",
 		"ChatOrder/ExhaustionReleasesChat", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/ConcurrentClaimsOfOneChat",
 		"ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims", "ChatOrder/OrderRefusalSpendsNothing",
-		"ChatOrder/DueJudgesLeasesAtNow", "ChatOrder/LongChatKeys")
+		"ChatOrder/DueJudgesLeasesAtNow", "ChatOrder/LongChatKeys", "ChatOrder/PruneKeepsChatHeld")
 	requireMessage(t, res, "ChatOrder/OnlyLowestUnsettledClaimable", "ClaimInOrder(2, now 10ms) = attempt 1, true; want false: row 1 of its chat is pending")
 	requireMessage(t, res, "ChatOrder/SettledReleasesChat", "want false: row 1 of its chat failed and waits for its retry")
 	requireMessage(t, res, "ChatOrder/LiveLeaseHoldsLateEarlier", "want false: row 2 of its chat is processing under a live lease")
@@ -42,7 +42,7 @@ func TestDueIgnoresChatOrderFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return dueIgnoresChatOrder{m} }), "ChatOrder")
 	requireCases(t, res, "ChatOrder/DueListsOnlyClaimable", "ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims", "ChatOrder/DueListsLapsedOwners", "ChatOrder/DueJudgesLeasesAtNow",
-		"ChatOrder/DuePendingGrace", "ChatOrder/LongChatKeys")
+		"ChatOrder/DuePendingGrace", "ChatOrder/LongChatKeys", "ChatOrder/PruneKeepsChatHeld")
 	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "DueInOrder(now 10ms, limit 5) listed [1 2 3 4 5]; want [1 41 42]")
 	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "DueInOrder(now 10ms, chat b) listed [1 2 3 4 5]; want [41]")
 }
@@ -74,5 +74,5 @@ func TestForgetsChatFails(t *testing.T) {
 		"ChatOrder/ExhaustionReleasesChat", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/DueListsOnlyClaimable",
 		"ChatOrder/ConcurrentClaimsOfOneChat", "ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims", "ChatOrder/OrderRefusalSpendsNothing",
 		"ChatOrder/DueListsLapsedOwners", "ChatOrder/DueBoundaries", "ChatOrder/DueJudgesLeasesAtNow", "ChatOrder/DuePendingGrace",
-		"ChatOrder/LongChatKeys")
+		"ChatOrder/LongChatKeys", "ChatOrder/PruneKeepsChatHeld")
 }

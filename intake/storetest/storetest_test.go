@@ -401,6 +401,7 @@ func TestFailingPrune(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return failingPrune{m} }))
 	want := []string{
+		"ChatOrder/PruneKeepsChatHeld",
 		"ClaimOnAdd/FreshClaimIDAfterPrune",
 		"Exhaust/AckOnlyUnacknowledged", "Exhaust/CrashOnLastAttempt",
 		"Fence/ExpiresAndNeverAdopts",
