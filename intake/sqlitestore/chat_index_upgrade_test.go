@@ -1,0 +1,71 @@
+package sqlitestore_test
+
+import (
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+)
+
+// A table at step 8 whose chat index a strict call of that build made,
+// with migration 005's IN predicate, is taken forward by migration 009
+// without it: the next open drops that index, and the next strict call
+// builds it with the live index's predicate. A table that kept the old
+// one would pay for its IN list in every write of a live row, the cost
+// migration 009 removes.
+func TestUpgradeDropsAChatIndexBuiltAtStep8(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "intake.db")
+	s, err := sqlitestore.Open(ctx, path, sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(1); id <= 2; id++ {
+		if _, err := s.Add(ctx, intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: base, Chat: "7"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The table as a build at step 8 left it once strict order was asked
+	// of it: the chat index of migration 005, step 8 recorded.
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `DROP INDEX IF EXISTS "telegram_updates_chat"`); err != nil {
+		t.Fatal(err)
+	}
+	old := migratedChatIndexDef(t)
+	if _, err := db.ExecContext(ctx, old); err != nil {
+		t.Fatalf("migration 005's chat index: %v\n%s", err, old)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE tgrelay_schema_version SET version = 8 WHERE table_name = 'telegram_updates'`); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := sqlitestore.Open(ctx, path, sqlitestore.Config{})
+	if err != nil {
+		t.Fatalf("this build on a table at step 8: %v", err)
+	}
+	defer again.Close()
+	if def := indexDef(t, db, "telegram_updates_chat"); def != "" {
+		t.Fatalf("reopened past migration 009, the table keeps the chat index a build at step 8 made:\n%s", def)
+	}
+	rows, err := again.DueInOrder(ctx, intake.DueQuery{Now: base, PendingBefore: base, Limit: 10}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].UpdateID != 1 {
+		t.Fatalf("DueInOrder after the upgrade lists %v, want update 1 (2 is behind it)", rows)
+	}
+	if got, want := chatIndexDef(t, db), builtChatIndexDef(t); got != want {
+		t.Fatalf("after the upgrade the strict call built the chat index\n%s\nwant\n%s", got, want)
+	}
+}
