@@ -1,7 +1,6 @@
 package sqlitestore_test
 
 import (
-	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -19,29 +18,9 @@ func TestUpgradeDropsAChatIndexBuiltAtStep8(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "intake.db")
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id := int64(1); id <= 2; id++ {
-		if _, err := s.Add(ctx, intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: base, Chat: "7"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
 	// The table as a build at step 8 left it once strict order was asked
 	// of it: the chat index of migration 005, step 8 recorded.
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, `DROP INDEX IF EXISTS "telegram_updates_chat"`); err != nil {
-		t.Fatal(err)
-	}
+	db := closedTableOfOneChat(t, path, false)
 	old := migratedChatIndexDef(t)
 	if _, err := db.ExecContext(ctx, old); err != nil {
 		t.Fatalf("migration 005's chat index: %v\n%s", err, old)

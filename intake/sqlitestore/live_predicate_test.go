@@ -109,27 +109,7 @@ func TestReadmeRollback(t *testing.T) {
 	}
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "tgrelay.db")
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id := int64(1); id <= 2; id++ {
-		if _, err := s.Add(ctx, intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: base, Chat: "7"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.DueInOrder(ctx, intake.DueQuery{Now: base, PendingBefore: base, Limit: 1}, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := closedTableOfOneChat(t, path, true)
 	if _, err := db.ExecContext(ctx, string(m[1])); err != nil {
 		t.Fatalf("the README's statements: %v", err)
 	}
@@ -200,4 +180,36 @@ func versionOf(t *testing.T, db *sql.DB) int {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// closedTableOfOneChat makes the store's table in a new file at path with
+// updates 1 and 2 of chat "7", closes the store (after a strict listing,
+// which builds the chat index, when strict is set) and returns the file
+// opened without the store, closed with the test.
+func closedTableOfOneChat(t *testing.T, path string, strict bool) *sql.DB {
+	t.Helper()
+	ctx := t.Context()
+	s, err := sqlitestore.Open(ctx, path, sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(1); id <= 2; id++ {
+		if _, err := s.Add(ctx, intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: base, Chat: "7"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strict {
+		if _, err := s.DueInOrder(ctx, intake.DueQuery{Now: base, PendingBefore: base, Limit: 1}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
