@@ -189,15 +189,7 @@ func versionOf(t *testing.T, db *sql.DB) int {
 func closedTableOfOneChat(t *testing.T, path string, strict bool) *sql.DB {
 	t.Helper()
 	ctx := t.Context()
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id := int64(1); id <= 2; id++ {
-		if _, err := s.Add(ctx, intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: base, Chat: "7"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := storeOfOneChat(t, path)
 	if strict {
 		if _, err := s.DueInOrder(ctx, intake.DueQuery{Now: base, PendingBefore: base, Limit: 1}, ""); err != nil {
 			t.Fatal(err)
@@ -212,4 +204,21 @@ func closedTableOfOneChat(t *testing.T, path string, strict bool) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// storeOfOneChat opens a store on a new file at path and records updates
+// 1 and 2 of chat "7" in it.
+func storeOfOneChat(t *testing.T, path string) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(1); id <= 2; id++ {
+		if _, err := s.Add(t.Context(), intake.Incoming{UpdateID: id, Body: []byte(`{}`), ReceivedAt: base, Chat: "7"}); err != nil {
+			s.Close()
+			t.Fatal(err)
+		}
+	}
+	return s
 }
