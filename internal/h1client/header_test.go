@@ -17,6 +17,7 @@ func TestCheckHeader(t *testing.T) {
 		{"X-Token", "secret\r\nX-Injected: 1"},
 		{"X-Token", "secret\x00"},
 		{"Bad Name", "secret"},
+		{"Authorization: Bearer secret", "x"},
 		{"", "secret"},
 	} {
 		err := h1client.CheckHeader(tc.name, []string{"fine", tc.value})
@@ -25,7 +26,7 @@ func TestCheckHeader(t *testing.T) {
 			continue
 		}
 		if strings.Contains(err.Error(), "secret") {
-			t.Errorf("the error quotes the value: %v", err)
+			t.Errorf("the error quotes the value or the name: %v", err)
 		}
 	}
 }
