@@ -63,6 +63,39 @@ func checkStalledAccept(t *testing.T, r *intake.Runner, want time.Duration) {
 	}
 }
 
+// An accept queued behind a commit that never ends (a store call that
+// ignores its context, as a driver stuck in a write can) still returns
+// AcceptTimeout after it was made, with a deadline error, and its update
+// is never recorded: the group commit bounds its wait in the queue.
+func TestAcceptQueuedBehindAStuckCommitIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		store := newFaultStore()
+		store.AddBatchFunc = func(context.Context, []intake.AddRequest) ([]intake.AddResult, error) {
+			<-release // deaf to its context
+			return nil, errors.New("released")
+		}
+		r := newRunner(t, intake.Config{Store: store, Handler: nop, LeaseDuration: time.Hour, AcceptTimeout: 3 * time.Second})
+		leaderDone := make(chan struct{})
+		go func() {
+			defer close(leaderDone)
+			_, _ = r.Accept(t.Context(), msg(1, 1))
+		}()
+		synctest.Wait() // the first accept leads, stuck in the store
+		time.Sleep(time.Second)
+		start := time.Now()
+		_, err := r.Accept(t.Context(), msg(2, 2))
+		if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took != 3*time.Second {
+			t.Fatalf("queued Accept = %v after %v, want a deadline error after 3s", err, took)
+		}
+		if n := store.Calls("AddBatch"); n != 1 {
+			t.Fatalf("AddBatch called %d times, want only the stuck leader's", n)
+		}
+		close(release)
+		<-leaderDone
+	})
+}
+
 func TestAcceptTimeoutValidated(t *testing.T) {
 	for _, d := range []time.Duration{-time.Second, intake.MaxAcceptTimeout + time.Second} {
 		if _, err := intake.New(intake.Config{Store: newFaultStore(), Handler: nop, AcceptTimeout: d}); err == nil {

@@ -23,9 +23,10 @@ type addReq struct {
 	process string
 }
 
-// newCommitter returns a committer of commit; bound limits one commit.
-func newCommitter(commit func(context.Context, []addReq) ([]AddResult, error), max int, bound time.Duration) *committer {
-	return &committer{CommitFunc: commit, Max: max, Bound: bound}
+// newCommitter returns a committer of commit; bound limits one commit,
+// and wait a caller's wait for its batch to begin.
+func newCommitter(commit func(context.Context, []addReq) ([]AddResult, error), max int, bound, wait time.Duration) *committer {
+	return &committer{CommitFunc: commit, Max: max, Bound: bound, Wait: wait}
 }
 
 // commitAdds records one group commit in one store call. Its claimed adds

@@ -164,7 +164,7 @@ func New(cfg Config) (*Runner, error) {
 	// Strict chat order is the store's to judge at every claim, which a
 	// claimed add does not ask it: such a runner adds unclaimed.
 	r.claimOnAdd = !r.strict
-	r.batch = newCommitter(r.commitAdds, c.MaxBatch, min(c.LeaseDuration, c.AcceptTimeout))
+	r.batch = newCommitter(r.commitAdds, c.MaxBatch, min(c.LeaseDuration, c.AcceptTimeout), c.AcceptTimeout)
 	return r, nil
 }
 
@@ -190,15 +190,15 @@ func now() time.Time { return time.Now().Truncate(time.Millisecond) }
 // write in between: before Accept returns when a slot is free, else as
 // soon as one frees, under its renewed lease.
 //
-// The wait for the store is bounded by [Config.AcceptTimeout] (see there).
+// The wait for the store is bounded by [Config.AcceptTimeout] (see there):
+// the group commit bounds a call's wait in its queue and its commit, so
+// an accept costs no timer or context of its own.
 func (r *Runner) Accept(ctx context.Context, body []byte) (Acceptance, error) {
 	p, err := parseUpdate(body)
 	if err != nil {
 		r.observeAccept(-1, Invalid)
 		return Invalid, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.AcceptTimeout)
-	defer cancel()
 	received := now()
 	r.route(&p, received)
 	in := Incoming{UpdateID: p.id, Body: body, ReceivedAt: received, Chat: p.key}

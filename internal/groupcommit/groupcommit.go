@@ -5,7 +5,8 @@
 // at once, with no timer and so no added latency when idle. Callers that
 // arrive while a commit runs queue up; when it ends, the first of them leads
 // the next commit, of up to Max queued requests. The queue is bounded by the
-// number of concurrent callers.
+// number of concurrent callers, and, with Wait set, so is each request's
+// time in it, by one timer for the whole queue rather than one per caller.
 package groupcommit
 
 import (
@@ -29,6 +30,14 @@ type Group[Req, Res any] struct {
 	Max int
 	// Bound limits one CommitFunc call.
 	Bound time.Duration
+	// Wait, when positive, bounds how long a request waits in the queue
+	// for its batch to begin: one that has waited Wait is never
+	// committed, and Do returns [context.DeadlineExceeded]. A request
+	// whose batch began, or that was made the next leader, waits for its
+	// commit as with a context that ends (see Do). One timer serves the
+	// whole queue, so a bounded wait costs a caller no timer or context
+	// of its own. Set it before the first call.
+	Wait time.Duration
 
 	mu       sync.Mutex
 	busy     bool // a leader is committing
@@ -37,17 +46,22 @@ type Group[Req, Res any] struct {
 	idleFrom time.Time            // when the last batch ended and none followed
 	timer    *time.Timer          // starts a batch for the deferred; armed while any wait
 	due      bool                 // the timer fired during a batch: the deferred go next
+	expiry   *time.Timer          // ends the waits longer than Wait; armed while any request waits
+	expiring bool                 // expiry is armed
 }
 
 type request[Req, Res any] struct {
 	req  Req
-	wake chan struct{} // receives once: committed, or promoted to leader
+	wake chan struct{} // receives once: committed, promoted to leader, or its wait expired
+	// until is when its wait ends (Group.Wait); zero without a bound.
+	until time.Time
 
 	// Guarded by Group.mu.
 	promoted  bool
 	taken     bool // in a batch another caller leads: its caller waits for the outcome
 	done      bool
 	abandoned bool // the caller stopped waiting before its batch began
+	expired   bool // abandoned by the group: it waited Wait
 	res       Res
 	err       error
 }
@@ -67,6 +81,7 @@ func (g *Group[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 		return g.answer(r)
 	}
 	g.pending = append(g.pending, r)
+	g.boundLocked(r)
 	g.mu.Unlock()
 	return g.wait(ctx, r)
 }
@@ -90,6 +105,7 @@ func (g *Group[Req, Res]) Defer(ctx context.Context, req Req, d time.Duration) (
 		return g.answer(r)
 	}
 	g.deferred = append(g.deferred, r)
+	g.boundLocked(r)
 	if len(g.deferred) == 1 {
 		if g.timer == nil {
 			g.timer = time.AfterFunc(d, g.startDeferred)
@@ -137,6 +153,11 @@ func (g *Group[Req, Res]) wait(ctx context.Context, r *request[Req, Res]) (Res, 
 	case <-r.wake:
 	case <-ctx.Done():
 		g.mu.Lock()
+		if r.expired {
+			g.mu.Unlock()
+			var zero Res
+			return zero, context.DeadlineExceeded
+		}
 		if !r.taken && !r.promoted {
 			r.abandoned = true
 			g.mu.Unlock()
@@ -147,12 +168,68 @@ func (g *Group[Req, Res]) wait(ctx context.Context, r *request[Req, Res]) (Res, 
 		<-r.wake // already committed or promoted: the signal is on its way
 	}
 	g.mu.Lock()
-	promoted := r.promoted && !r.done
+	promoted, expired := r.promoted && !r.done, r.expired
 	g.mu.Unlock()
+	if expired {
+		var zero Res
+		return zero, context.DeadlineExceeded
+	}
 	if promoted {
 		g.lead(ctx, r)
 	}
 	return g.answer(r)
+}
+
+// boundLocked starts the bound of queued request r's wait, arming the
+// queue's timer when it is not: requests queue in the order their waits
+// end, so the timer only ever needs the earliest.
+func (g *Group[Req, Res]) boundLocked(r *request[Req, Res]) {
+	if g.Wait <= 0 {
+		return
+	}
+	r.until = time.Now().Add(g.Wait)
+	if g.expiring {
+		return
+	}
+	g.expiring = true
+	if g.expiry == nil {
+		g.expiry = time.AfterFunc(g.Wait, g.expire)
+	} else {
+		g.expiry.Reset(g.Wait)
+	}
+}
+
+// expire is the queue timer's: every request still queued whose wait has
+// ended leaves the queue, answered with context.DeadlineExceeded, and the
+// timer is armed again for the earliest wait left, if any. A lapse of the
+// timer that finds no wait ended (the requests it was armed for were
+// committed meanwhile) only arms it again.
+func (g *Group[Req, Res]) expire() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := time.Now()
+	var next time.Time
+	drop := func(p *request[Req, Res]) bool {
+		switch {
+		case p.abandoned:
+			return true
+		case p.until.After(now):
+			if next.IsZero() || p.until.Before(next) {
+				next = p.until
+			}
+			return false
+		}
+		p.abandoned, p.expired = true, true
+		p.wake <- struct{}{}
+		return true
+	}
+	g.pending = slices.DeleteFunc(g.pending, drop)
+	g.deferred = slices.DeleteFunc(g.deferred, drop)
+	if next.IsZero() {
+		g.expiring = false
+		return
+	}
+	g.expiry.Reset(next.Sub(now))
 }
 
 func (g *Group[Req, Res]) answer(r *request[Req, Res]) (Res, error) {

@@ -284,3 +284,110 @@ func TestCancelledDuringItsCommitWaitsForTheOutcome(t *testing.T) {
 		}
 	})
 }
+
+// A queued request waits at most Wait, each from when it queued, under
+// one timer: the queue's earliest waits end first, a later one at its own
+// time, and none of them is committed.
+func TestWaitBoundsEachQueuedRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{gate: make(chan struct{})}
+		g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Hour, Wait: 10 * time.Second}
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = g.Do(t.Context(), 1) })
+		synctest.Wait() // 1 leads and blocks in its commit
+		start := time.Now()
+		ended := make([]time.Duration, 4)
+		errs := make([]error, 4)
+		do := func(i int) {
+			wg.Go(func() {
+				_, errs[i] = g.Do(t.Context(), 10+i)
+				ended[i] = time.Since(start)
+			})
+		}
+		do(0)
+		do(1)
+		synctest.Wait()
+		time.Sleep(4 * time.Second)
+		do(2)
+		synctest.Wait()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := g.Waiting(); n != 0 {
+			t.Fatalf("Waiting() = %d once every wait ended, want 0", n)
+		}
+		close(rec.gate)
+		wg.Wait()
+		for i, want := range []time.Duration{10 * time.Second, 10 * time.Second, 14 * time.Second} {
+			if !errors.Is(errs[i], context.DeadlineExceeded) || ended[i] != want {
+				t.Errorf("request %d: Do = %v after %v, want a deadline error after %v", i, errs[i], ended[i], want)
+			}
+		}
+		if s := rec.sizes(); !slices.Equal(s, []int{1}) {
+			t.Fatalf("batches %v: a request whose wait ended was committed", s)
+		}
+	})
+}
+
+// A request taken into a batch, or made the next leader, before its wait
+// ends is not failed by the bound: it gets its commit's answer.
+func TestWaitSparesRequestsWhoseBatchBegan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{gate: make(chan struct{})}
+		g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Hour, Wait: 10 * time.Second}
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = g.Do(t.Context(), 1) })
+		synctest.Wait()
+		got := make([]int, 2)
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Go(func() { got[i], errs[i] = g.Do(t.Context(), 2+i) })
+		}
+		synctest.Wait()
+		time.Sleep(5 * time.Second)
+		rec.gate <- struct{}{} // 1's commit ends; 2 leads the batch of 2 and 3
+		synctest.Wait()
+		time.Sleep(time.Minute) // long past both waits, their batch still committing
+		close(rec.gate)
+		wg.Wait()
+		for i := range 2 {
+			if errs[i] != nil || got[i] != 2*(2+i) {
+				t.Errorf("request %d = %d, %v; want its committed answer", 2+i, got[i], errs[i])
+			}
+		}
+		if s := rec.sizes(); !slices.Equal(s, []int{1, 2}) {
+			t.Fatalf("batches %v, want [1 2]", s)
+		}
+	})
+}
+
+// The queue's timer is armed again after a lapse that found no wait
+// ended, for the wait of a request queued since.
+func TestWaitTimerOutlivesACommittedQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{gate: make(chan struct{})}
+		g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Hour, Wait: 10 * time.Second}
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = g.Do(t.Context(), 1) })
+		synctest.Wait()
+		wg.Go(func() { _, _ = g.Do(t.Context(), 2) }) // arms the timer for 10 s
+		synctest.Wait()
+		rec.gate <- struct{}{} // 2 leads the next batch and blocks in it
+		synctest.Wait()
+		time.Sleep(6 * time.Second)
+		var err error
+		var took time.Duration
+		wg.Go(func() { // queued 6 s in: its wait ends at 16 s, after the lapse at 10 s
+			t0 := time.Now()
+			_, err = g.Do(t.Context(), 3)
+			took = time.Since(t0)
+		})
+		synctest.Wait()
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		close(rec.gate)
+		wg.Wait()
+		if !errors.Is(err, context.DeadlineExceeded) || took != 10*time.Second {
+			t.Fatalf("Do = %v after %v, want a deadline error after 10s", err, took)
+		}
+	})
+}
