@@ -232,14 +232,16 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 		}
 		// The completion commits off the chat's line: the chat's next
 		// update may start while it does (this one was handled first).
-		// The update stays scheduled until it is settled, so Idle, Close,
-		// MaxQueued and the sweep all still count it.
+		// The update stays scheduled until it is settled, so Idle, Close
+		// and the sweep all still count it; MaxQueued counts it apart
+		// (see fullLocked), and the settlement keeps its id, not its body.
 		rn.wg.Add(1)
+		uid := j.id
 		return outcome{settle: func() {
 			defer rn.wg.Done()
 			r.settle(rn, l, Settlement{State: StateCompleted, At: now()})
 			r.mu.Lock()
-			r.unqueueLocked(rn, j.id, false)
+			r.unqueueLocked(rn, uid, false)
 			r.doneLocked(rn)
 			r.mu.Unlock()
 		}}

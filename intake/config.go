@@ -306,7 +306,11 @@ type Config struct {
 	// [MaxMaxQueued]. An accepted update beyond it is recorded but left for
 	// a sweep, which runs as soon as room frees; until that sweep has
 	// scheduled it, its chat's later updates are left for the sweep too, so
-	// the chat keeps its order. Defaults to [DefaultMaxQueued].
+	// the chat keeps its order. An update whose handler has returned and
+	// whose completion is still committing holds no handler, line or body,
+	// and counts apart, up to four times MaxQueued: a store slow to commit
+	// completions for a moment does not send the updates accepted
+	// meanwhile the sweep's way. Defaults to [DefaultMaxQueued].
 	MaxQueued int
 	// AcceptTimeout bounds how long [Runner.Accept] waits for the store to
 	// record an update, and one group commit of adds (with LeaseDuration,

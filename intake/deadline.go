@@ -239,13 +239,35 @@ func laneClaims(rn *run, j job) *semaphore.Weighted {
 }
 
 // fullLocked reports whether the share of MaxQueued of a lane is taken:
-// updates with a deadline have a share of their own, which ordinary
-// updates and exhaustion deliveries cannot fill.
+// updates with a deadline (urgent) have a share of their own, which
+// ordinary updates and exhaustion deliveries cannot fill. MaxQueued bounds
+// the updates that hold a line, a handler slot or their body: running,
+// waiting on their chat line or for a slot, reserved while their claimed
+// add commits, or an exhaustion being delivered. An update whose handler
+// returned and whose completion is committing holds only its id and its
+// lease's record, and counts against a bound of its own,
+// committingPerQueued times MaxQueued: a store that commits completions
+// slowly for a moment (a shared write of PostgreSQL's takes 256) then
+// does not fill the queue and leave every update accepted meanwhile to a
+// sweep and a claim of its own (bench relay, session 24).
 func (r *Runner) fullLocked(rn *run, urgent bool) bool {
 	if urgent {
-		return len(rn.urgent) >= r.cfg.MaxQueued
+		c := rn.committingUrgent
+		return len(rn.urgent)-c >= r.cfg.MaxQueued || c >= committingPerQueued*r.cfg.MaxQueued
 	}
-	return len(rn.queued)-len(rn.urgent)+len(rn.delivering)+rn.reserved >= r.cfg.MaxQueued
+	c := len(rn.committing) - rn.committingUrgent
+	return len(rn.queued)-len(rn.urgent)-c+len(rn.delivering)+rn.reserved >= r.cfg.MaxQueued ||
+		c >= committingPerQueued*r.cfg.MaxQueued
+}
+
+// committingLocked notes that queued update id's handler returned and
+// its completion now commits (see fullLocked); unqueueLocked forgets it.
+func (r *Runner) committingLocked(rn *run, id int64) {
+	_, urgent := rn.urgent[id]
+	rn.committing[id] = urgent
+	if urgent {
+		rn.committingUrgent++
+	}
 }
 
 // update returns the Update a handler of j receives.
@@ -293,6 +315,12 @@ func (r *Runner) queueLocked(rn *run, j job) {
 func (r *Runner) unqueueLocked(rn *run, id int64, ended bool) {
 	delete(rn.queued, id)
 	delete(rn.urgent, id)
+	if urgent, ok := rn.committing[id]; ok {
+		delete(rn.committing, id)
+		if urgent {
+			rn.committingUrgent--
+		}
+	}
 	if lc := rn.late[id]; lc != nil {
 		delete(rn.late, id)
 		lc.timer.Stop()

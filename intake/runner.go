@@ -56,6 +56,10 @@ type Runner struct {
 // slots idle while claims commit (measured in BENCHMARKS.md, relay).
 const claimsPerSlot = 4
 
+// committingPerQueued bounds the updates whose completion is committing,
+// per MaxQueued (see fullLocked).
+const committingPerQueued = 4
+
 // run is one lifecycle: everything Start (or a Sweep) schedules until Close.
 type run struct {
 	ctx    context.Context
@@ -73,25 +77,31 @@ type run struct {
 	workers      *workers       // runs the chat lines and the settlements off them
 
 	// Guarded by Runner.mu.
-	held       int                 // queued updates on lines waiting for a retry
-	reserved   int                 // accepts holding a line and a claim token while their claimed add commits
-	adding     map[string]int      // per line: accepts in flight recorded unclaimed (see Accept)
-	waiters    int                 // retries waiting off their line (Config.RetryOutOfOrder)
-	stopped    bool                // stop is closed
-	draining   bool                // Close began: claim nothing new
-	lines      map[string]*line    // chat lines with work
-	queued     map[int64]struct{}  // update ids scheduled as attempts
-	urgent     map[int64]struct{}  // those of them with a deadline: their own share of MaxQueued
-	late       map[int64]*lateCall // updates with a deadline whose Deadlines.LateFunc may still be due
-	delivering map[int64]struct{}  // update ids whose exhaustion is being delivered
-	idle       chan struct{}       // closed while nothing is queued (but held) or delivering
-	quiet      bool                // idle is closed
-	backlog    bool                // something was not scheduled for lack of room
-	behind     map[string]uint64   // lines with updates left in the store for lack of room, by their latest mark (behind.go)
-	allBehind  uint64              // nonzero: every line is behind, as of this mark
-	marks      uint64              // the latest mark
-	refill     bool                // the last sweep filled its page: more may be due
-	sweeping   bool                // the background sweeper runs
+	held     int                // queued updates on lines waiting for a retry
+	reserved int                // accepts holding a line and a claim token while their claimed add commits
+	adding   map[string]int     // per line: accepts in flight recorded unclaimed (see Accept)
+	waiters  int                // retries waiting off their line (Config.RetryOutOfOrder)
+	stopped  bool               // stop is closed
+	draining bool               // Close began: claim nothing new
+	lines    map[string]*line   // chat lines with work
+	queued   map[int64]struct{} // update ids scheduled as attempts
+	urgent   map[int64]struct{} // those of them with a deadline: their own share of MaxQueued
+	// committing holds the queued updates whose handler returned and whose
+	// completion commits off their line (see handle), true for those with
+	// a deadline, counted in committingUrgent. They count against a bound
+	// of their own, not MaxQueued (see fullLocked).
+	committing       map[int64]bool
+	committingUrgent int
+	late             map[int64]*lateCall // updates with a deadline whose Deadlines.LateFunc may still be due
+	delivering       map[int64]struct{}  // update ids whose exhaustion is being delivered
+	idle             chan struct{}       // closed while nothing is queued (but held) or delivering
+	quiet            bool                // idle is closed
+	backlog          bool                // something was not scheduled for lack of room
+	behind           map[string]uint64   // lines with updates left in the store for lack of room, by their latest mark (behind.go)
+	allBehind        uint64              // nonzero: every line is behind, as of this mark
+	marks            uint64              // the latest mark
+	refill           bool                // the last sweep filled its page: more may be due
+	sweeping         bool                // the background sweeper runs
 }
 
 // line is the queue of one chat: its updates run one after the other.
@@ -620,6 +630,7 @@ func (r *Runner) ensureRunLocked(ctx context.Context) *run {
 		lines:        make(map[string]*line),
 		behind:       make(map[string]uint64),
 		queued:       make(map[int64]struct{}),
+		committing:   make(map[int64]bool),
 		adding:       make(map[string]int),
 		delivering:   make(map[int64]struct{}),
 		idle:         idle,
@@ -853,10 +864,12 @@ func (r *Runner) idleLocked(rn *run) {
 
 // doneLocked notes that scheduled work ended.
 func (r *Runner) doneLocked(rn *run) {
-	n := len(rn.queued) + len(rn.delivering)
+	running := len(rn.queued) - len(rn.committing)
+	n := running + len(rn.delivering)
 	r.idleLocked(rn)
-	refill := rn.refill && len(rn.queued) <= r.cfg.PageSize/2
-	if (refill || rn.backlog && n <= r.cfg.MaxQueued/2) && !rn.draining {
+	refill := rn.refill && running <= r.cfg.PageSize/2
+	roomy := n <= r.cfg.MaxQueued/2 && len(rn.committing) <= committingPerQueued*r.cfg.MaxQueued/2
+	if (refill || rn.backlog && roomy) && !rn.draining {
 		rn.backlog = false
 		rn.refill = false
 		select {
@@ -924,6 +937,8 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		}
 		if res.settle == nil {
 			r.unqueueLocked(rn, j.id, res.released)
+		} else {
+			r.committingLocked(rn, j.id)
 		}
 		if !res.retryAt.IsZero() {
 			r.retryOffLineLocked(rn, j, key, res.retryAt)

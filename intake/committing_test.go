@@ -1,0 +1,106 @@
+package intake_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/tgrelay/tgrelay/intake"
+)
+
+// slowSettleStore is a claimingStore whose completions wait for release:
+// a store that commits them slowly.
+type slowSettleStore struct {
+	*claimingStore
+	release chan struct{}
+}
+
+func (s *slowSettleStore) Settle(ctx context.Context, id intake.Identity, st intake.Settlement) (bool, error) {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return s.claimingStore.Settle(ctx, id, st)
+}
+
+// handledLog records the updates handled, in order.
+type handledLog struct {
+	mu  sync.Mutex
+	ids []int64
+}
+
+func (h *handledLog) handler(_ context.Context, u intake.Update) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ids = append(h.ids, u.ID)
+	return nil
+}
+
+func (h *handledLog) get() []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.ids)
+}
+
+// Updates whose handlers returned and whose completions are committing do
+// not count against MaxQueued: while a store commits completions slowly,
+// the next accepted update is still claimed on add and handled at once,
+// not left in the store for a sweep and a claim of its own.
+func TestCommittingCompletionsLeaveMaxQueuedFree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &slowSettleStore{claimingStore: newClaimingStore(), release: make(chan struct{})}
+		var log handledLog
+		r := newRunner(t, intake.Config{Store: store, MaxQueued: 2, Handler: log.handler})
+		start(t, r)
+		mustAccept(t, r, msg(1, 1), intake.Accepted)
+		mustAccept(t, r, msg(2, 2), intake.Accepted)
+		synctest.Wait() // 1 and 2 handled, their completions committing
+		mustAccept(t, r, msg(3, 3), intake.Accepted)
+		synctest.Wait()
+		got := log.get()
+		slices.Sort(got) // 1 and 2 are of different chats: either may run first
+		store.mu.Lock()
+		asked := store.asked[3]
+		store.mu.Unlock()
+		close(store.release)
+		synctest.Wait() // the completions commit, and room frees for a catch-up sweep
+		idle(t, r)
+		if !slices.Equal(got, []int64{1, 2, 3}) || !asked {
+			t.Fatalf("while 2 completions committed (MaxQueued 2): handled %v, update 3 claimed on add %v; want [1 2 3], true", got, asked)
+		}
+	})
+}
+
+// Committing completions have a bound of their own, four times MaxQueued:
+// past it an accepted update is left in the store, and handled once room
+// frees.
+func TestCommittingCompletionsHaveTheirOwnBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &slowSettleStore{claimingStore: newClaimingStore(), release: make(chan struct{})}
+		var log handledLog
+		r := newRunner(t, intake.Config{Store: store, MaxQueued: 1, Handler: log.handler})
+		start(t, r)
+		for id := int64(1); id <= 4; id++ {
+			mustAccept(t, r, msg(id, id), intake.Accepted)
+			synctest.Wait()
+		}
+		mustAccept(t, r, msg(5, 5), intake.Accepted)
+		synctest.Wait()
+		before := log.get()
+		if got := row(t, store, 5); got.State != intake.StatePending {
+			t.Errorf("update 5 is %q with 4 completions committing (MaxQueued 1), want pending", got.State)
+		}
+		close(store.release)
+		synctest.Wait() // the completions commit, and room frees for a catch-up sweep
+		idle(t, r)
+		if !slices.Equal(before, []int64{1, 2, 3, 4}) {
+			t.Fatalf("handled %v while 4 completions committed, want [1 2 3 4]", before)
+		}
+		if got := log.get(); !slices.Equal(got, []int64{1, 2, 3, 4, 5}) {
+			t.Fatalf("handled %v once they committed, want [1 2 3 4 5]", got)
+		}
+	})
+}
