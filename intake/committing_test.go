@@ -45,16 +45,23 @@ func (h *handledLog) get() []int64 {
 	return slices.Clone(h.ids)
 }
 
+// startSlowSettling starts a runner of maxQueued on a slowSettleStore,
+// logging the updates it handles.
+func startSlowSettling(t *testing.T, maxQueued int) (*slowSettleStore, *handledLog, *intake.Runner) {
+	store := &slowSettleStore{claimingStore: newClaimingStore(), release: make(chan struct{})}
+	log := &handledLog{}
+	r := newRunner(t, intake.Config{Store: store, MaxQueued: maxQueued, Handler: log.handler})
+	start(t, r)
+	return store, log, r
+}
+
 // Updates whose handlers returned and whose completions are committing do
 // not count against MaxQueued: while a store commits completions slowly,
 // the next accepted update is still claimed on add and handled at once,
 // not left in the store for a sweep and a claim of its own.
 func TestCommittingCompletionsLeaveMaxQueuedFree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &slowSettleStore{claimingStore: newClaimingStore(), release: make(chan struct{})}
-		var log handledLog
-		r := newRunner(t, intake.Config{Store: store, MaxQueued: 2, Handler: log.handler})
-		start(t, r)
+		store, log, r := startSlowSettling(t, 2)
 		mustAccept(t, r, msg(1, 1), intake.Accepted)
 		mustAccept(t, r, msg(2, 2), intake.Accepted)
 		synctest.Wait() // 1 and 2 handled, their completions committing
@@ -79,10 +86,7 @@ func TestCommittingCompletionsLeaveMaxQueuedFree(t *testing.T) {
 // frees.
 func TestCommittingCompletionsHaveTheirOwnBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &slowSettleStore{claimingStore: newClaimingStore(), release: make(chan struct{})}
-		var log handledLog
-		r := newRunner(t, intake.Config{Store: store, MaxQueued: 1, Handler: log.handler})
-		start(t, r)
+		store, log, r := startSlowSettling(t, 1)
 		for id := int64(1); id <= 4; id++ {
 			mustAccept(t, r, msg(id, id), intake.Accepted)
 			synctest.Wait()

@@ -285,16 +285,24 @@ func TestCancelledDuringItsCommitWaitsForTheOutcome(t *testing.T) {
 	})
 }
 
+// leaderInItsCommit returns a group whose queued requests wait at most
+// 10 s, with request 1 leading a commit that blocks until rec.gate lets
+// it end; wg waits for every caller started on it.
+func leaderInItsCommit(t *testing.T) (*recorder, *Group[int, int], *sync.WaitGroup) {
+	rec := &recorder{gate: make(chan struct{})}
+	g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Hour, Wait: 10 * time.Second}
+	wg := &sync.WaitGroup{}
+	wg.Go(func() { _, _ = g.Do(t.Context(), 1) })
+	synctest.Wait()
+	return rec, g, wg
+}
+
 // A queued request waits at most Wait, each from when it queued, under
 // one timer: the queue's earliest waits end first, a later one at its own
 // time, and none of them is committed.
 func TestWaitBoundsEachQueuedRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{gate: make(chan struct{})}
-		g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Hour, Wait: 10 * time.Second}
-		var wg sync.WaitGroup
-		wg.Go(func() { _, _ = g.Do(t.Context(), 1) })
-		synctest.Wait() // 1 leads and blocks in its commit
+		rec, g, wg := leaderInItsCommit(t)
 		start := time.Now()
 		ended := make([]time.Duration, 4)
 		errs := make([]error, 4)
@@ -332,11 +340,7 @@ func TestWaitBoundsEachQueuedRequest(t *testing.T) {
 // ends is not failed by the bound: it gets its commit's answer.
 func TestWaitSparesRequestsWhoseBatchBegan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{gate: make(chan struct{})}
-		g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Hour, Wait: 10 * time.Second}
-		var wg sync.WaitGroup
-		wg.Go(func() { _, _ = g.Do(t.Context(), 1) })
-		synctest.Wait()
+		rec, g, wg := leaderInItsCommit(t)
 		got := make([]int, 2)
 		errs := make([]error, 2)
 		for i := range 2 {
@@ -364,11 +368,7 @@ func TestWaitSparesRequestsWhoseBatchBegan(t *testing.T) {
 // ended, for the wait of a request queued since.
 func TestWaitTimerOutlivesACommittedQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{gate: make(chan struct{})}
-		g := &Group[int, int]{CommitFunc: rec.commit, Max: 8, Bound: time.Hour, Wait: 10 * time.Second}
-		var wg sync.WaitGroup
-		wg.Go(func() { _, _ = g.Do(t.Context(), 1) })
-		synctest.Wait()
+		rec, g, wg := leaderInItsCommit(t)
 		wg.Go(func() { _, _ = g.Do(t.Context(), 2) }) // arms the timer for 10 s
 		synctest.Wait()
 		rec.gate <- struct{}{} // 2 leads the next batch and blocks in it
