@@ -77,31 +77,32 @@ type run struct {
 	workers      *workers       // runs the chat lines and the settlements off them
 
 	// Guarded by Runner.mu.
-	held     int                // queued updates on lines waiting for a retry
-	reserved int                // accepts holding a line and a claim token while their claimed add commits
-	adding   map[string]int     // per line: accepts in flight recorded unclaimed (see Accept)
-	waiters  int                // retries waiting off their line (Config.RetryOutOfOrder)
-	stopped  bool               // stop is closed
-	draining bool               // Close began: claim nothing new
-	lines    map[string]*line   // chat lines with work
-	queued   map[int64]struct{} // update ids scheduled as attempts
-	urgent   map[int64]struct{} // those of them with a deadline: their own share of MaxQueued
+	held       int                 // queued updates on lines waiting for a retry
+	reserved   int                 // accepts holding a line and a claim token while their claimed add commits
+	adding     map[string]int      // per line: accepts in flight recorded unclaimed (see Accept)
+	waiters    int                 // retries waiting off their line (Config.RetryOutOfOrder)
+	stopped    bool                // stop is closed
+	draining   bool                // Close began: claim nothing new
+	lines      map[string]*line    // chat lines with work
+	queued     map[int64]struct{}  // update ids scheduled as attempts
+	urgent     map[int64]struct{}  // those of them with a deadline: their own share of MaxQueued
+	late       map[int64]*lateCall // updates with a deadline whose Deadlines.LateFunc may still be due
+	delivering map[int64]struct{}  // update ids whose exhaustion is being delivered
+	idle       chan struct{}       // closed while nothing is queued (but held) or delivering
+	quiet      bool                // idle is closed
+	backlog    bool                // something was not scheduled for lack of room
+	behind     map[string]uint64   // lines with updates left in the store for lack of room, by their latest mark (behind.go)
+	allBehind  uint64              // nonzero: every line is behind, as of this mark
+	marks      uint64              // the latest mark
+	refill     bool                // the last sweep filled its page: more may be due
+	sweeping   bool                // the background sweeper runs
+
 	// committing holds the queued updates whose handler returned and whose
 	// completion commits off their line (see handle), true for those with
 	// a deadline, counted in committingUrgent. They count against a bound
 	// of their own, not MaxQueued (see fullLocked).
 	committing       map[int64]bool
 	committingUrgent int
-	late             map[int64]*lateCall // updates with a deadline whose Deadlines.LateFunc may still be due
-	delivering       map[int64]struct{}  // update ids whose exhaustion is being delivered
-	idle             chan struct{}       // closed while nothing is queued (but held) or delivering
-	quiet            bool                // idle is closed
-	backlog          bool                // something was not scheduled for lack of room
-	behind           map[string]uint64   // lines with updates left in the store for lack of room, by their latest mark (behind.go)
-	allBehind        uint64              // nonzero: every line is behind, as of this mark
-	marks            uint64              // the latest mark
-	refill           bool                // the last sweep filled its page: more may be due
-	sweeping         bool                // the background sweeper runs
 }
 
 // line is the queue of one chat: its updates run one after the other.
