@@ -462,7 +462,7 @@ func (s *Store) due(ctx context.Context, op string, q intake.DueQuery, strict bo
 		}
 	}
 	var out []intake.StoredUpdate
-	for _, id := range s.sortedIDsLocked() {
+	for _, id := range s.sortedIDsOfLocked(unsettled) {
 		r := s.rows[id]
 		due := r.claimableAt(q.Now) || s.ownerLapsedLocked(r, q.Now)
 		if r.state == intake.StatePending {
@@ -475,9 +475,7 @@ func (s *Store) due(ctx context.Context, op string, q intake.DueQuery, strict bo
 				self = 1
 			}
 			inOrder = !held[r.chat] && live[r.chat]-self == 0
-			if r.state == intake.StatePending || r.state == intake.StateProcessing || r.state == intake.StateFailed {
-				held[r.chat] = true
-			}
+			held[r.chat] = true // every row listed is unsettled
 		}
 		if !due || !inOrder || (chat != "" && r.chat != chat) {
 			continue
@@ -492,13 +490,30 @@ func (s *Store) due(ctx context.Context, op string, q intake.DueQuery, strict bo
 
 // sortedIDsLocked returns every stored update id in ascending order. The
 // caller holds s.mu.
-func (s *Store) sortedIDsLocked() []int64 {
-	ids := make([]int64, 0, len(s.rows))
-	for id := range s.rows {
-		ids = append(ids, id)
+func (s *Store) sortedIDsLocked() []int64 { return s.sortedIDsOfLocked(nil) }
+
+// sortedIDsOfLocked returns the ids of the stored updates keep reports
+// (every one for nil) in ascending order. Only those are sorted: a sweep
+// of a store holding many settled rows sorts its few live ones. The
+// caller holds s.mu.
+func (s *Store) sortedIDsOfLocked(keep func(*row) bool) []int64 {
+	var ids []int64
+	if keep == nil {
+		ids = make([]int64, 0, len(s.rows))
+	}
+	for id, r := range s.rows {
+		if keep == nil || keep(r) {
+			ids = append(ids, id)
+		}
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// unsettled reports whether r is pending, processing or failed: the only
+// rows a listing of due updates can return or hold a chat by.
+func unsettled(r *row) bool {
+	return r.state == intake.StatePending || r.state == intake.StateProcessing || r.state == intake.StateFailed
 }
 
 // Prune deletes completed and abandoned rows settled strictly before before
@@ -552,7 +567,7 @@ func (s *Store) DueExhaustions(ctx context.Context, q intake.ExhaustionQuery) ([
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []intake.Exhaustion
-	for _, id := range s.sortedIDsLocked() {
+	for _, id := range s.sortedIDsOfLocked((*row).unacknowledged) {
 		r := s.rows[id]
 		if !r.unacknowledged() || (q.After != nil && id <= *q.After) {
 			continue
