@@ -79,3 +79,11 @@ const StatsSQL = statsSQL
 // ListSQL is List's statement for rows in the state bound as parameter
 // 1, in update id order from the start.
 const ListSQL = `SELECT ` + rowColumns + ` FROM "{{table}}" WHERE state = ?1 ORDER BY update_id LIMIT ?2`
+
+// DeferredOutcomes reports how many outcomes wait in s for a write to
+// carry them.
+func DeferredOutcomes(s *Store) int {
+	s.journal.mu.Lock()
+	defer s.journal.mu.Unlock()
+	return len(s.journal.deferred)
+}
