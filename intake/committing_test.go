@@ -108,3 +108,31 @@ func TestCommittingCompletionsHaveTheirOwnBound(t *testing.T) {
 		}
 	})
 }
+
+// Updates with a deadline whose completions are committing count apart
+// from their lane's share of MaxQueued too; once committed they count
+// nowhere, so an ordinary update then still finds room.
+func TestCommittingDeadlineCompletions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, log, r := startSlowSettling(t, 1)
+		mustAccept(t, r, callbackQuery(1, 7), intake.Accepted)
+		synctest.Wait() // 1 handled, its completion committing
+		mustAccept(t, r, callbackQuery(2, 8), intake.Accepted)
+		synctest.Wait()
+		got := log.get()
+		close(store.release)
+		synctest.Wait()
+		idle(t, r)
+		if !slices.Equal(got, []int64{1, 2}) {
+			t.Fatalf("handled %v while update 1's completion committed (MaxQueued 1), want [1 2]", got)
+		}
+		mustAccept(t, r, msg(3, 9), intake.Accepted)
+		synctest.Wait()
+		store.mu.Lock()
+		asked := store.asked[3]
+		store.mu.Unlock()
+		if got := log.get(); !asked || !slices.Contains(got, 3) {
+			t.Fatalf("after both completions committed, update 3 claimed on add %v, handled %v; want true and handled", asked, got)
+		}
+	})
+}
