@@ -60,8 +60,7 @@ type request[Req, Res any] struct {
 	promoted  bool
 	taken     bool // in a batch another caller leads: its caller waits for the outcome
 	done      bool
-	abandoned bool // the caller stopped waiting before its batch began
-	expired   bool // abandoned by the group: it waited Wait
+	abandoned bool // the caller stopped waiting before its batch began, or waited Wait (err says)
 	res       Res
 	err       error
 }
@@ -153,27 +152,18 @@ func (g *Group[Req, Res]) wait(ctx context.Context, r *request[Req, Res]) (Res, 
 	case <-r.wake:
 	case <-ctx.Done():
 		g.mu.Lock()
-		if r.expired {
-			g.mu.Unlock()
-			var zero Res
-			return zero, context.DeadlineExceeded
-		}
-		if !r.taken && !r.promoted {
+		if !r.taken && !r.promoted && !r.abandoned {
 			r.abandoned = true
 			g.mu.Unlock()
 			var zero Res
 			return zero, ctx.Err()
 		}
 		g.mu.Unlock()
-		<-r.wake // already committed or promoted: the signal is on its way
+		<-r.wake // already committed, promoted or expired: the signal is on its way
 	}
 	g.mu.Lock()
-	promoted, expired := r.promoted && !r.done, r.expired
+	promoted := r.promoted && !r.done
 	g.mu.Unlock()
-	if expired {
-		var zero Res
-		return zero, context.DeadlineExceeded
-	}
 	if promoted {
 		g.lead(ctx, r)
 	}
@@ -219,7 +209,7 @@ func (g *Group[Req, Res]) expire() {
 			}
 			return false
 		}
-		p.abandoned, p.expired = true, true
+		p.abandoned, p.err = true, context.DeadlineExceeded
 		p.wake <- struct{}{}
 		return true
 	}
