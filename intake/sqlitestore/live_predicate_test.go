@@ -154,16 +154,7 @@ func TestReadmeRollback(t *testing.T) {
 	if def := indexDef(t, db, "telegram_updates_settled"); !strings.Contains(def, "(state, settled_at)") {
 		t.Fatalf("reopened, the settled index is %s; want migration 010's, led by the state", def)
 	}
-	rows, err := again.DueInOrder(ctx, intake.DueQuery{Now: base.Add(time.Second), PendingBefore: base.Add(time.Second), Limit: 10}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != 1 || rows[0].UpdateID != 1 {
-		t.Fatalf("reopened, DueInOrder lists %v, want update 1 (2 is behind it)", rows)
-	}
-	if got, want := chatIndexDef(t, db), builtChatIndexDef(t); got != want {
-		t.Fatalf("reopened, the strict call built the chat index\n%s\nwant\n%s", got, want)
-	}
+	strictOrderRebuilt(t, again, db, base.Add(time.Second), "reopened")
 	if st, err := again.Stats(ctx); err != nil || st.Count[intake.StatePending] != 2 || st.Count[intake.StateCompleted] != 0 {
 		t.Fatalf("reopened, Stats = %+v, %v; want the 2 pending rows", st, err)
 	}
@@ -221,4 +212,22 @@ func storeOfOneChat(t *testing.T, path string) *sqlitestore.Store {
 		}
 	}
 	return s
+}
+
+// strictOrderRebuilt checks s, over the two-row table of one chat
+// (closedTableOfOneChat) in db, after an upgrade (when says which): a
+// strict listing at now lists update 1 alone, 2 being behind it, and the
+// chat index it built is this build's.
+func strictOrderRebuilt(t *testing.T, s *sqlitestore.Store, db *sql.DB, now time.Time, when string) {
+	t.Helper()
+	rows, err := s.DueInOrder(t.Context(), intake.DueQuery{Now: now, PendingBefore: now, Limit: 10}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].UpdateID != 1 {
+		t.Fatalf("%s, DueInOrder lists %v, want update 1 (2 is behind it)", when, rows)
+	}
+	if got, want := chatIndexDef(t, db), builtChatIndexDef(t); got != want {
+		t.Fatalf("%s, the strict call built the chat index\n%s\nwant\n%s", when, got, want)
+	}
 }
