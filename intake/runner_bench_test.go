@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 // BenchmarkAcceptAndHandle is the runner's own cost per update, as serve
@@ -61,7 +61,7 @@ func BenchmarkAcceptAndHandle(b *testing.B) {
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := processCPU(b)
+	start := testkit.ProcessCPU(b)
 	for range 40 {
 		wg.Add(1)
 		go func() {
@@ -80,18 +80,9 @@ func BenchmarkAcceptAndHandle(b *testing.B) {
 	if err := r.Idle(ictx); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64((processCPU(b)-start).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64((testkit.ProcessCPU(b)-start).Microseconds())/float64(b.N), "cpu-µs/op")
 	b.StopTimer()
 	if got := handled.Load(); got != int64(b.N) {
 		b.Fatalf("handled %d updates of %d", got, b.N)
 	}
-}
-
-// processCPU is the CPU time this process has used.
-func processCPU(b *testing.B) time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 )
 
 // BenchmarkClaimedAddAndCompletion is the store's part of an update
@@ -75,7 +75,7 @@ func runWriters(b *testing.B, writers int, op func(w int, id int64) error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	start := processCPU(b)
+	start := testkit.ProcessCPU(b)
 	for w := range writers {
 		wg.Add(1)
 		go func() {
@@ -89,7 +89,7 @@ func runWriters(b *testing.B, writers int, op func(w int, id int64) error) {
 		}()
 	}
 	wg.Wait()
-	b.ReportMetric(float64((processCPU(b)-start).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64((testkit.ProcessCPU(b)-start).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // openBenchStore opens a store on a fresh file for a benchmark.
@@ -108,13 +108,4 @@ func openBenchStore(ctx context.Context, b *testing.B) *sqlitestore.Store {
 		}
 	}
 	return s
-}
-
-// processCPU is the CPU time this process has used.
-func processCPU(b *testing.B) time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

@@ -1,7 +1,8 @@
 // Package testkit holds the few helpers tgrelay's own tests share, so that
 // no package keeps a copy: a bounded wait for a condition, a buffer safe
 // for concurrent writers, a free loopback address, a clock the test moves,
-// and a raw HTTP/1.1 exchange for requests no client library would write.
+// a raw HTTP/1.1 exchange for requests no client library would write, and
+// the process's CPU time, for benchmarks that report CPU per op.
 // For an address
 // that refuses connections use package closedport; for PostgreSQL,
 // pgtest; for goroutine leaks, leakcheck.
