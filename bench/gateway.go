@@ -36,7 +36,10 @@ import (
 // directly with Go's http.Client, (b) through the gateway without an
 // identity (limiter and dispatch-aware transport only), (c) through the
 // gateway with an attempt identity, so each call is fenced and journaled
-// (intent and outcome) in a SQLite store with synchronous=FULL, and (d)
+// (intent and outcome) in a SQLite store with synchronous=FULL, each
+// identity carrying -calls-per-update calls (2: an update's handler answers
+// with a call or a few, and the next update is the next handler's; the
+// updates are recorded claimed before the round, as the relay would), and (d)
 // the same with every outcome recorded before the answer
 // (MaxPendingOutcomes -1, the gateway's behaviour before outcomes followed
 // their answers). The limiter's limits are off (a negative count), so it
@@ -61,17 +64,18 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 	latCalls := fs.Int("latency-calls", 1500, "calls per mode and round with -latency")
 	latency := fs.Duration("latency", 40*time.Millisecond, "Telegram's answer latency of the second run (0 skips it)")
 	workers := fs.Int("workers", 32, "concurrent app workers")
+	perUpdate := fs.Int("calls-per-update", 2, "calls made under each attempt identity: an update's handler answers with a call or a few; 0 gives each worker one update for the whole round")
 	rounds := fs.Int("rounds", 3, "rounds (each runs every mode once, alternately)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each mode's first zero-latency round to `prefix`-<mode>.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *calls < *workers || *latCalls < *workers || *workers < 1 || *rounds < 1 || *latency < 0 {
-		return errors.New("need calls, latency-calls ≥ workers ≥ 1, rounds ≥ 1 and latency ≥ 0")
+	if *calls < *workers || *latCalls < *workers || *workers < 1 || *rounds < 1 || *latency < 0 || *perUpdate < 0 {
+		return errors.New("need calls, latency-calls ≥ workers ≥ 1, rounds ≥ 1, latency ≥ 0 and calls-per-update ≥ 0")
 	}
 	tg := telegramtest.NewServer(telegramtest.Config{Limits: telegramtest.Limits{Disabled: true}, MaxMessages: 1 << 22})
 	defer tg.Close()
-	b := &gatewayBench{tg: tg, workers: *workers, out: out, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * *workers}}}
+	b := &gatewayBench{tg: tg, workers: *workers, perUpdate: *perUpdate, out: out, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * *workers}}}
 	for i := range *workers {
 		c, err := tg.NewPrivateChat(tg.NewUser("U" + strconv.Itoa(i)))
 		if err != nil {
@@ -173,7 +177,11 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 
-	fmt.Fprintf(out, "gateway: %d workers, %d rounds, limits off, journal on SQLite synchronous=FULL; GOMAXPROCS %d\n", *workers, *rounds, runtime.GOMAXPROCS(0))
+	perIdentity := "one update per worker for the whole round"
+	if *perUpdate > 0 {
+		perIdentity = strconv.Itoa(*perUpdate) + " calls per update"
+	}
+	fmt.Fprintf(out, "gateway: %d workers, %d rounds, limits off, journal on SQLite synchronous=FULL, %s; GOMAXPROCS %d\n", *workers, *rounds, perIdentity, runtime.GOMAXPROCS(0))
 	fmt.Fprintf(out, "machine: load average %s before, %s after; a 4 KiB write+fsync takes %.2f ms before, %.2f ms after (median of %d)\n",
 		loadBefore, loadAfter, ms(fsyncBefore), ms(fsyncAfter), fsyncProbes)
 	b.table(zero, fmt.Sprintf("zero latency (%d calls per mode and round)", *calls))
@@ -186,8 +194,8 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 		vsPlain, gatewayGoalPlain, intakeGoal(vsPlain >= gatewayGoalPlain), vsIdentity, gatewayGoalIdentity, intakeGoal(vsIdentity >= gatewayGoalIdentity))
 	fmt.Fprintf(out, "journal floor (the proxy plus a group-committed row before each call and its update after the answer): %.2fx the proxy, the ceiling of any journaling gateway here; the gateway with the journal is %.2fx the floor\n",
 		floorVsProxy, identityVsFloor)
-	fmt.Fprintf(out, "\nRESULT gateway direct_per_s=%.0f proxy_per_s=%.0f gateway_per_s=%.0f identity_per_s=%.0f ratio_plain=%.2f ratio_identity=%.2f plain_vs_proxy=%.2f identity_vs_proxy=%.2f identity_sync_per_s=%.0f",
-		zero.rate("direct"), zero.rate(gatewayProxy), zero.rate("gateway"), zero.rate("gateway+identity"), zero.ratio("gateway"), zero.ratio("gateway+identity"),
+	fmt.Fprintf(out, "\nRESULT gateway calls_per_update=%d direct_per_s=%.0f proxy_per_s=%.0f gateway_per_s=%.0f identity_per_s=%.0f ratio_plain=%.2f ratio_identity=%.2f plain_vs_proxy=%.2f identity_vs_proxy=%.2f identity_sync_per_s=%.0f",
+		*perUpdate, zero.rate("direct"), zero.rate(gatewayProxy), zero.rate("gateway"), zero.rate("gateway+identity"), zero.ratio("gateway"), zero.ratio("gateway+identity"),
 		vsPlain, vsIdentity, zero.rate("identity, sync outcome"))
 	if *latency > 0 {
 		fmt.Fprintf(out, " latency_ms=%.0f direct_lat_per_s=%.0f proxy_lat_per_s=%.0f gateway_lat_per_s=%.0f identity_lat_per_s=%.0f ratio_plain_lat=%.2f ratio_identity_lat=%.2f plain_vs_proxy_lat=%.2f identity_vs_proxy_lat=%.2f identity_sync_lat_per_s=%.0f",
@@ -328,9 +336,12 @@ type gatewayBench struct {
 	client  *http.Client
 	chats   []int64
 	workers int
-	modes   []gatewayMode
-	out     io.Writer
-	updates atomic.Int64
+	// perUpdate is how many calls carry each attempt identity (0: one
+	// update per worker for the whole round).
+	perUpdate int
+	modes     []gatewayMode
+	out       io.Writer
+	updates   atomic.Int64
 }
 
 // gatewayPhase holds the per-round rates, p50 latencies (ms) and CPU time
@@ -390,21 +401,28 @@ func (b *gatewayBench) phase(ctx context.Context, calls, rounds int, profile str
 	return p, nil
 }
 
-// identities claims one update per worker, whose identity the worker's
-// calls carry.
-func (b *gatewayBench) identities(ctx context.Context) ([]intake.Identity, error) {
-	ids := make([]intake.Identity, b.workers)
+// identities records n updates already claimed, before the round (the
+// relay's work, not the gateway's), whose identities the workers' calls
+// carry.
+func (b *gatewayBench) identities(ctx context.Context, n int) ([]intake.Identity, error) {
+	ids := make([]intake.Identity, 0, n)
 	now := time.Now()
-	for i := range ids {
-		u := b.updates.Add(1)
-		if _, err := b.store.Add(ctx, intake.Incoming{UpdateID: u, Body: []byte(`{}`), ReceivedAt: now}); err != nil {
+	for len(ids) < n {
+		reqs := make([]intake.AddRequest, min(512, n-len(ids)))
+		for i := range reqs {
+			reqs[i] = intake.AddRequest{Incoming: intake.Incoming{UpdateID: b.updates.Add(1), Body: []byte(`{}`), ReceivedAt: now},
+				Claim: &intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 3}}
+		}
+		res, err := b.store.AddBatch(ctx, reqs)
+		if err != nil {
 			return nil, err
 		}
-		id, ok, err := b.store.Claim(ctx, u, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 3})
-		if err != nil || !ok {
-			return nil, fmt.Errorf("claim %d: %v %v", u, ok, err)
+		for _, r := range res {
+			if !r.Claimed() {
+				return nil, errors.New("an update of the bench was not recorded claimed")
+			}
+			ids = append(ids, r.Identity)
 		}
-		ids[i] = id
 	}
 	return ids, nil
 }
@@ -414,17 +432,22 @@ func (b *gatewayBench) identities(ctx context.Context) ([]intake.Identity, error
 func (b *gatewayBench) run(ctx context.Context, m gatewayMode, calls, round int) (float64, time.Duration, error) {
 	var ids []intake.Identity
 	if m.identity {
+		n := b.workers // one per worker
+		if b.perUpdate > 0 {
+			n += (calls + b.perUpdate - 1) / b.perUpdate // and what a worker's last one leaves unused
+		}
 		var err error
-		if ids, err = b.identities(ctx); err != nil {
+		if ids, err = b.identities(ctx, n); err != nil {
 			return 0, 0, err
 		}
 	}
 	var (
-		wg    sync.WaitGroup
-		next  atomic.Int64
-		fails atomic.Int64
-		mu    sync.Mutex
-		lats  []time.Duration
+		wg     sync.WaitGroup
+		next   atomic.Int64
+		nextID atomic.Int64 // the identities taken
+		fails  atomic.Int64
+		mu     sync.Mutex
+		lats   []time.Duration
 	)
 	fail := func(what any) {
 		if fails.Add(1) == 1 {
@@ -435,7 +458,11 @@ func (b *gatewayBench) run(ctx context.Context, m gatewayMode, calls, round int)
 	start := time.Now()
 	for w := range b.workers {
 		wg.Go(func() {
-			var mine []time.Duration
+			var (
+				mine []time.Duration
+				id   intake.Identity
+				used int // calls made under id
+			)
 			for {
 				n := next.Add(1)
 				if n > int64(calls) || ctx.Err() != nil {
@@ -445,7 +472,10 @@ func (b *gatewayBench) run(ctx context.Context, m gatewayMode, calls, round int)
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewBufferString(body))
 				req.Header.Set("Content-Type", "application/json")
 				if m.identity {
-					id := ids[w]
+					if used == 0 || used == b.perUpdate {
+						id, used = ids[nextID.Add(1)-1], 0
+					}
+					used++
 					req.Header.Set(wire.HeaderUpdateID, strconv.FormatInt(id.UpdateID, 10))
 					req.Header.Set(wire.HeaderAttempt, strconv.Itoa(id.Attempt))
 					req.Header.Set(wire.HeaderClaimID, id.ClaimID)

@@ -29,7 +29,7 @@ func TestGatewaySmall(t *testing.T) {
 			result = line
 		}
 	}
-	for _, key := range []string{" proxy_per_s=", " plain_vs_proxy=", " identity_vs_proxy=", " proxy_lat_per_s=", " plain_vs_proxy_lat=", " identity_vs_proxy_lat="} {
+	for _, key := range []string{" calls_per_update=2 ", " proxy_per_s=", " plain_vs_proxy=", " identity_vs_proxy=", " proxy_lat_per_s=", " plain_vs_proxy_lat=", " identity_vs_proxy_lat="} {
 		if !strings.Contains(result, key) {
 			t.Errorf("RESULT has no%s: %q", key, result)
 		}
