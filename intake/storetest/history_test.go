@@ -23,6 +23,7 @@ type historyShim struct {
 	withoutRow       bool // records are kept for updates without a row
 	cutsAtNUL        bool // the body is kept as a C string
 	noValidate       bool // invalid records are kept
+	aliases          bool // the caller's body and header values are kept, not copied
 }
 
 func newHistoryShim(m *memstore.Store, set func(*historyShim)) *historyShim {
@@ -40,7 +41,10 @@ func (s *historyShim) RecordAttempt(ctx context.Context, rec intake.AttemptRecor
 	if _, ok, err := s.Get(ctx, rec.UpdateID); err != nil || (!ok && !s.withoutRow) {
 		return false, err
 	}
-	rec.Body = append([]byte(nil), rec.Body...)
+	if !s.aliases {
+		rec.Body = append([]byte(nil), rec.Body...)
+		rec.Header = rec.Header.Clone()
+	}
 	if s.cutsAtNUL {
 		for i, b := range rec.Body {
 			if b == 0 {
@@ -142,7 +146,7 @@ func TestBrokenHistoriesFail(t *testing.T) {
 		msg   []string
 	}{
 		{"replaces", func(s *historyShim) { s.replaces = true },
-			[]string{"History/RecordsKept", "History/RecordedWithSettlement", "History/SurvivesSuccessAndRequeue"},
+			[]string{"History/RecordsKept", "History/RecordedWithSettlement", "History/SurvivesSuccessAndRequeue", "History/RecordsCopied"},
 			[]string{"Attempts(1) listed 1 records"}},
 		{"forgetsOnRequeue", func(s *historyShim) { s.forgetsOnRequeue = true },
 			[]string{"History/SurvivesSuccessAndRequeue", "History/PrunedWithUpdate"},
@@ -154,11 +158,14 @@ func TestBrokenHistoriesFail(t *testing.T) {
 			[]string{"History/RecordsKept"},
 			[]string{"RecordAttempt(9, attempt 1) reported true for an update with no row"}},
 		{"cutsAtNUL", func(s *historyShim) { s.cutsAtNUL = true },
-			[]string{"History/RecordsKept", "History/SurvivesSuccessAndRequeue", "History/PrunedWithUpdate", "History/RecordedWithSettlement"},
+			[]string{"History/RecordsKept", "History/SurvivesSuccessAndRequeue", "History/PrunedWithUpdate", "History/RecordedWithSettlement", "History/RecordsCopied"},
 			[]string{"record 0: [Body 1 bytes"}},
 		{"noValidate", func(s *historyShim) { s.noValidate = true },
 			[]string{"History/BadRecordRefused", "History/RecordedWithSettlement"},
 			[]string{"RecordAttempt with outcome lost = true, <nil>; want an error wrapping intake.ErrInvalidArgument"}},
+		{"aliases", func(s *historyShim) { s.aliases = true },
+			[]string{"History/RecordsCopied"},
+			[]string{"after the caller wrote into the body and header values of the record it passed to RecordAttempt: Attempts(1) record 0: [Header"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -54,7 +54,8 @@
 // limited apart; and, for a store that is also a
 // journal and process store, the inspection reads [RunInspect] checks),
 // History (every attempt record kept whole and in order through
-// a completion and a requeue, which leaves its mark, and pruned with its
+// a completion and a requeue, which leaves its mark, its body and header
+// values copied on the way in and out, and pruned with its
 // update), Journal (fenced intents, entries listed in key order,
 // replays across attempts, outcomes on their own occurrence, bodies copied
 // both ways, concurrent identical intents, deferred outcomes that report
