@@ -20,6 +20,7 @@ func claimCases() []testCase {
 		{name: "BaseSettleRefusesLapsedLease", rule: "a base settlement after the lease lapsed is refused", run: baseSettleAfterLease},
 		{name: "SettleRacingReclaim", rule: "a settlement racing a reclaim of its lapsed lease: never both succeed", run: settleRacingReclaim},
 		{name: "SpendWaitsForRetry", rule: "a failed row on its last attempt is not claimable before its retry time, so a claim then spends nothing", run: spendWaitsForRetry},
+		{name: "DuePageOfDueRows", rule: duePageRule, run: duePage},
 	}
 }
 

@@ -39,7 +39,7 @@
 // last attempt, stale and failed attempts that can no longer settle, the
 // base settle refusing a lapsed lease, a settle racing a reclaim, retries
 // and spent attempts, a spend that waits for the retry, renewal that never shortens nor revives, millisecond
-// boundaries), Race (concurrent claims of a pending row, claims beside
+// boundaries, a Due page that only due rows fill), Race (concurrent claims of a pending row, claims beside
 // concurrent listings, and concurrent reclaims of a processing row whose
 // lease or owner lapsed: exactly one winner), Fence (the same properties through
 // identities, all three identity fields, fresh claim ids), Prune (strict bound,
