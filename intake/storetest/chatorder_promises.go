@@ -32,6 +32,7 @@ func chatOrderPromiseCases() []testCase {
 		{name: "OrderRefusalSpendsNothing", rule: "a strict claim refused for order changes nothing, even for a row at its attempt limit",
 			needs: capChatOrder, run: chatOrderRefusalSpendsNothing},
 		{name: "PruneKeepsChatHeld", rule: pruneKeepsChatHeldRule, needs: capChatOrder, run: chatOrderPruneKeepsHeld},
+		{name: "DueChatPage", rule: chatDuePageRule, needs: capChatOrder, run: chatOrderDueChatPage},
 	}
 }
 

@@ -42,7 +42,7 @@ func TestDueIgnoresChatOrderFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return dueIgnoresChatOrder{m} }), "ChatOrder")
 	requireCases(t, res, "ChatOrder/DueListsOnlyClaimable", "ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims", "ChatOrder/DueListsLapsedOwners", "ChatOrder/DueJudgesLeasesAtNow",
-		"ChatOrder/DuePendingGrace", "ChatOrder/LongChatKeys", "ChatOrder/PruneKeepsChatHeld")
+		"ChatOrder/DuePendingGrace", "ChatOrder/LongChatKeys", "ChatOrder/PruneKeepsChatHeld", "ChatOrder/DueChatPage")
 	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "DueInOrder(now 10ms, limit 5) listed [1 2 3 4 5]; want [1 41 42]")
 	requireMessage(t, res, "ChatOrder/DueListsOnlyClaimable", "DueInOrder(now 10ms, chat b) listed [1 2 3 4 5]; want [41]")
 }
@@ -74,5 +74,5 @@ func TestForgetsChatFails(t *testing.T) {
 		"ChatOrder/ExhaustionReleasesChat", "ChatOrder/LiveLeaseHoldsLateEarlier", "ChatOrder/DueListsOnlyClaimable",
 		"ChatOrder/ConcurrentClaimsOfOneChat", "ChatOrder/BatchAddsKeepChat", "ChatOrder/DueAgreesWithClaims", "ChatOrder/OrderRefusalSpendsNothing",
 		"ChatOrder/DueListsLapsedOwners", "ChatOrder/DueBoundaries", "ChatOrder/DueJudgesLeasesAtNow", "ChatOrder/DuePendingGrace",
-		"ChatOrder/LongChatKeys", "ChatOrder/PruneKeepsChatHeld")
+		"ChatOrder/LongChatKeys", "ChatOrder/PruneKeepsChatHeld", "ChatOrder/DueChatPage")
 }

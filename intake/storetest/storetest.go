@@ -73,7 +73,8 @@
 // pending grace, rows recorded
 // through the batch adds keep
 // their chat, chat keys of intake.MaxChatKey bytes kept whole, a strict
-// listing agrees with strict claims, a refusal for
+// listing agrees with strict claims, a listing of one chat whose page
+// other chats' rows never fill, a refusal for
 // order spends nothing even at the attempt limit, and claims racing the
 // late add and claim of an earlier row of their chat lose or win alone),
 // ClaimOnAdd (a row recorded claimed is exactly a claimed row under the
