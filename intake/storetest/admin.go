@@ -23,6 +23,7 @@ func adminCases() []testCase {
 		{name: "OldestPendingOnlyPending", rule: "Stats' oldest pending reads pending rows only, and is the zero time when none is pending", needs: capAdmin, run: oldestPendingOnlyPending},
 		{name: "RequeueKeepsClaimID", rule: requeueKeepsClaimRule, needs: capAdmin, run: requeueKeepsClaimID},
 		{name: "Inspect", rule: "Search, Replies, Processes and HeldBehind select, order and page as the contract says", needs: capAdmin | capJournal | capProcess, run: adminInspect},
+		{name: "RepliesPageOfMatches", rule: repliesPageRule, needs: capAdmin | capJournal, run: repliesPage},
 	}
 }
 
