@@ -24,6 +24,7 @@ func adminCases() []testCase {
 		{name: "RequeueKeepsClaimID", rule: requeueKeepsClaimRule, needs: capAdmin, run: requeueKeepsClaimID},
 		{name: "Inspect", rule: "Search, Replies, Processes and HeldBehind select, order and page as the contract says", needs: capAdmin | capJournal | capProcess, run: adminInspect},
 		{name: "RepliesPageOfMatches", rule: repliesPageRule, needs: capAdmin | capJournal, run: repliesPage},
+		{name: "SearchPageOfMatches", rule: searchPageRule, needs: capAdmin, run: searchPage},
 	}
 }
 
