@@ -25,6 +25,7 @@ func adminCases() []testCase {
 		{name: "Inspect", rule: "Search, Replies, Processes and HeldBehind select, order and page as the contract says", needs: capAdmin | capJournal | capProcess, run: adminInspect},
 		{name: "RepliesPageOfMatches", rule: repliesPageRule, needs: capAdmin | capJournal, run: repliesPage},
 		{name: "SearchPageOfMatches", rule: searchPageRule, needs: capAdmin, run: searchPage},
+		{name: "ListPageOfMatches", rule: listPageRule, needs: capAdmin, run: listPage},
 	}
 }
 

@@ -51,8 +51,8 @@
 // measured from when a row became pending, of pending rows only; a requeued row due by its
 // receipt; state and unacknowledged filters that select together; a
 // search by exactly one chat; processes by id and held rows, each list
-// limited apart; Search and Replies pages that only the rows and entries
-// their filters select fill; and, for a store that is also a
+// limited apart; List, Search and Replies pages that only the rows and
+// entries their filters select fill; and, for a store that is also a
 // journal and process store, the inspection reads [RunInspect] checks),
 // History (every attempt record kept whole and in order through
 // a completion and a requeue, which leaves its mark, its body and header

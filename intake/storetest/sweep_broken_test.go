@@ -176,7 +176,7 @@ func (s listDropsUnacknowledgedBesideState) List(ctx context.Context, q intake.L
 func TestListDropsUnacknowledgedBesideStateFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return listDropsUnacknowledgedBesideState{m} }), "Admin")
-	requireCases(t, res, "Admin/StateAndUnacknowledged")
+	requireCases(t, res, "Admin/StateAndUnacknowledged", "Admin/ListPageOfMatches")
 	requireMessage(t, res, "Admin/StateAndUnacknowledged", "List(state abandoned, unacknowledged) listed [1 2 3]; want [2]")
 }
 
