@@ -780,7 +780,7 @@ func (s acknowledgedPastCursor) DueExhaustions(ctx context.Context, q intake.Exh
 func TestAcknowledgedPastCursorFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return acknowledgedPastCursor{m} }), "Exhaust")
-	requireCases(t, res, "Exhaust/CursorAfter")
+	requireCases(t, res, "Exhaust/CursorAfter", "Exhaust/CursorPageOfExhaustions")
 	requireMessage(t, res, "Exhaust/CursorAfter", "once 12 was acknowledged")
 }
 

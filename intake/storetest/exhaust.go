@@ -23,6 +23,7 @@ func exhaustCases() []testCase {
 		{name: "CursorAfter", rule: "DueExhaustions pages in update id order strictly after its cursor", run: cursorAfter},
 		{name: "CursorPastFirstPage", rule: "every exhaustion is reachable through the cursor", run: cursorPastFirstPage},
 		{name: "CursorPagesKeepFields", rule: "DueExhaustions reports each exhaustion's identity, body, time and error on every page, after a cursor too", run: cursorPagesKeepFields},
+		{name: "CursorPageOfExhaustions", rule: exhaustionPageRule, run: exhaustionPage},
 		{name: "ClaimSpendIsAnExhaustion", rule: "a claim that spends a row leaves a visible exhaustion with a claim id", run: claimSpendIsAnExhaustion},
 		{name: "AckOnlyUnacknowledged", rule: "only an unacknowledged exhaustion can be acknowledged", run: ackOnlyUnacknowledged},
 		{name: "ConcurrentAcks", rule: "of concurrent acknowledgements of one exhaustion exactly one applies", run: concurrentAcks},

@@ -45,7 +45,8 @@
 // identities, all three identity fields, fresh claim ids), Prune (strict bound,
 // rows never pruned, prune then re-add), Exhaust (crash on the last
 // attempt, Exhaust, exact acknowledgement once and only of an
-// unacknowledged exhaustion, cursor paging that keeps every field), Batch (concurrent settlements
+// unacknowledged exhaustion, cursor paging that keeps every field and
+// whose pages other rows never fill), Batch (concurrent settlements
 // each judged alone, their records kept after the update's earlier ones),
 // Admin (oldest pending
 // measured from when a row became pending, of pending rows only; a requeued row due by its
