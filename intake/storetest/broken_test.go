@@ -463,7 +463,7 @@ func TestClaimAddUnpersistedFails(t *testing.T) {
 	requireCases(t, res, "ClaimOnAdd/ClaimedAddIsAClaim", "ClaimOnAdd/DuplicateNeitherAddedNorClaimed",
 		"ClaimOnAdd/InvalidClaimRefused", "ClaimOnAdd/LapsedLeaseReclaimed", "ClaimOnAdd/MixedBatch", "ClaimOnAdd/OwnerLapseTakesOver",
 		"ClaimOnAdd/ConcurrentClaimedAdds", "ClaimOnAdd/RepeatedInBatch", "ClaimOnAdd/FreshClaimIDAfterPrune", "ClaimOnAdd/LargeBatches",
-		"ClaimOnAdd/ClaimedAddHasNoCrash")
+		"ClaimOnAdd/ClaimedAddHasNoCrash", "ClaimOnAdd/ReceiptKept")
 	requireMessage(t, res, "ClaimOnAdd/ClaimedAddIsAClaim", "Get(1) after its claimed add = state pending, attempts 0")
 	requireMessage(t, res, "ClaimOnAdd/MixedBatch", "Due(now 10ms, pending before 10ms) after a mixed batch listed [10 11 12 13]; want [10 12]")
 	requireMessage(t, res, "ClaimOnAdd/LapsedLeaseReclaimed", "Due(now 20ms) listed [1]")

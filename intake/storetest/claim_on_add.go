@@ -22,6 +22,7 @@ func claimOnAddCases() []testCase {
 		{name: "FreshClaimIDAfterPrune", rule: "a claimed add of an update id pruned and recorded again gets a claim id never used before, and the old identity is fenced", run: claimedAddFreshAfterPrune},
 		{name: "LargeBatches", rule: "every request of a large claimed batch is recorded and claimed under the identity answered for it", run: claimedAddLarge},
 		{name: "InvalidClaimRefused", rule: "a claimed add with an invalid claim is refused with intake.ErrInvalidArgument and records nothing", run: claimedAddInvalid},
+		{name: "ReceiptKept", rule: claimedAddReceiptRule, run: claimedAddKeepsReceipt},
 		{name: "OwnerLapseTakesOver", rule: "a claimed AddBatchAs records its process: when the owner's heartbeat lapses the row is taken over before its lease ends, as a crash", needs: capProcess, run: claimedAddOwnerLapses},
 	}
 }

@@ -81,7 +81,8 @@
 // late add and claim of an earlier row of their chat lose or win alone),
 // ClaimOnAdd (a row recorded claimed is exactly a claimed row under the
 // answered identity, whose claim id is fresh even after a prune and re-add,
-// a duplicate is neither recorded nor claimed, an update
+// and which keeps its receipt time, not its claim's, a duplicate is
+// neither recorded nor claimed, an update
 // id repeated in one batch is recorded once as its first request asks,
 // concurrent claimed adds of one update record it once, a lapsed one is
 // reclaimed with attempt 2, mixed and large batches) and Arguments (arguments outside
