@@ -22,6 +22,7 @@ func addCases() []testCase {
 		{name: "ReadsReturnPrivateBodies", rule: "every read returns bodies the caller may modify without changing the store", run: readsReturnPrivateBodies},
 		{name: "DueReportsReceipt", rule: "Due reports each row's receipt time, whatever its state", run: dueReportsReceipt},
 		{name: "DuplicateChangesNothing", rule: "a duplicate Add or AddBatch changes nothing: body, receipt time and chat stay the first", run: duplicateChangesNothing},
+		{name: "HealthyWhileServing", rule: healthyRule, needs: capHealth, run: healthyWhileServing},
 	}
 }
 

@@ -34,7 +34,9 @@
 // bodies alone or in a batch, bodies every read
 // returns are the caller's to modify, update ids 0, 2^40 and 2^63-1 (a
 // cursor at the largest ends a listing), the pending
-// grace, a duplicate that changes neither body, receipt time nor chat),
+// grace, a duplicate that changes neither body, receipt time nor chat,
+// and, for an [intake.HealthChecker], a store that serves reporting
+// itself healthy),
 // Claim (live and lapsed leases, a live lease untouched even on its
 // last attempt, stale and failed attempts that can no longer settle, the
 // base settle refusing a lapsed lease, a settle racing a reclaim, retries
