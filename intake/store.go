@@ -37,10 +37,13 @@ const CrashesSpentText = "crashes spent: its process ended while handling it too
 
 // ErrInvalidArgument is wrapped by the error a store method returns for an
 // argument outside the contract: a [ClaimOpts], [ProcessClaim],
-// [Settlement], [DueQuery], [ExhaustionQuery] or [ListQuery] whose Validate
-// fails, or an [AddRequest] whose Claim does. Such a call changes
-// nothing. Stores call Validate rather than repeat its checks. A refusal
-// decided by a row's state is never an error.
+// [Settlement], [DueQuery], [ExhaustionQuery], [ListQuery], [SearchQuery],
+// [ReplyQuery] or [AttemptRecord] whose Validate fails, an [AddRequest]
+// whose Claim does, a [Call] or [CallResult] that [CheckCall] or
+// [CheckCallResult] refuses, and a limit below 1 for
+// [AdminStore.Processes]. Such a call changes nothing. Stores call Validate
+// rather than repeat its checks. A refusal decided by a row's state is
+// never an error.
 var ErrInvalidArgument = errors.New("intake: invalid store argument")
 
 // invalid returns an error wrapping [ErrInvalidArgument] with the field and
@@ -621,7 +624,8 @@ type AdminStore interface {
 	Replies(ctx context.Context, q ReplyQuery) ([]Reply, error)
 	// Processes lists the registered processes ([ProcessStore]) by id and
 	// the processing rows with the process that holds each, newest update
-	// first, at most limit of each.
+	// first, at most limit of each. A limit below 1 is refused with an
+	// error wrapping [ErrInvalidArgument].
 	Processes(ctx context.Context, limit int) (ProcessList, error)
 	// HeldBehind reports the lowest update id below updateID whose row has
 	// the same non-empty stored chat ([Incoming.Chat]) and is pending,

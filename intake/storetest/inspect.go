@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -246,6 +247,9 @@ func inspectReads(t inspectT, ctx context.Context, st inspectStore) {
 	}
 	if pl, err := st.Processes(ctx, 1); err != nil || len(pl.Processes) != 1 || len(pl.Held) != 1 {
 		t.Errorf("Processes limit 1: %+v %v", pl, err)
+	}
+	if _, err := st.Processes(ctx, 0); !errors.Is(err, intake.ErrInvalidArgument) {
+		t.Errorf("Processes limit 0: %v, want an error wrapping intake.ErrInvalidArgument", err)
 	}
 
 	// 12 waits for 11, failed; 10 has no chat, so it waits for nothing.
