@@ -143,27 +143,10 @@ func rowIDs(rows []intake.Row) []int64 {
 	return ids
 }
 
-// adminList: one row per state (and an exhaustion when durable), listed
+// adminList: one row per state and an exhaustion (rowPerState), listed
 // with each filter, then paged.
 func adminList(c *checker) {
-	for id := int64(1); id <= 6; id++ {
-		c.mustAdd(id, 0)
-	}
-	// 1 pending, 2 processing, 3 failed, 4 completed, 5 abandoned, 6 pending
-	// or (durable) an unacknowledged exhaustion.
-	for _, id := range []int64{2, 3, 4, 5} {
-		c.mustClaim(id, claimOpts(0, 100, defaultMax), 1)
-	}
-	settles := map[int64]intake.Settlement{3: failedAt(1, 50, "x"), 4: completed(1), 5: abandoned(1, "y")}
-	for _, id := range []int64{3, 4, 5} {
-		if !c.settle(id, 1, settles[id]) {
-			c.fatalf("Settle(%d, attempt 1, %s) reported false for the holder", id, settles[id].State)
-		}
-	}
-	ident := c.mustClaimOwned(6, claimOpts(0, 100, defaultMax), 1)
-	if !c.exhaust(ident, 1, "z") {
-		c.fatalf("Exhaust(%s) reported false for the holder", fmtID(ident))
-	}
+	rowPerState(c)
 	pending, abandonedIDs := []int64{1}, []int64{5, 6}
 	list := func(q intake.ListQuery) []int64 {
 		rows, err := c.admin.List(c.ctx, q)
@@ -464,5 +447,28 @@ func adminStats(c *checker) {
 	c.mustClaim(2, claimOpts(40, 100, defaultMax), 1)
 	if st = stats("after claiming the oldest pending"); !st.OldestPending.Equal(at(20)) || st.Count[intake.StatePending] != 2 {
 		c.errorf("after the oldest pending row was claimed, Stats has oldest pending %s and %d pending; want 20ms and 2", offset(st.OldestPending), st.Count[intake.StatePending])
+	}
+}
+
+// rowPerState records updates 1 to 6, one in each state a row can be in:
+// 1 pending, 2 processing (leased until 100ms), 3 failed (due again at
+// 50ms), 4 completed, 5 abandoned by its attempt and 6 an unacknowledged
+// exhaustion.
+func rowPerState(c *checker) {
+	for id := int64(1); id <= 6; id++ {
+		c.mustAdd(id, 0)
+	}
+	for _, id := range []int64{2, 3, 4, 5} {
+		c.mustClaim(id, claimOpts(0, 100, defaultMax), 1)
+	}
+	settles := map[int64]intake.Settlement{3: failedAt(1, 50, "x"), 4: completed(1), 5: abandoned(1, "y")}
+	for _, id := range []int64{3, 4, 5} {
+		if !c.settle(id, 1, settles[id]) {
+			c.fatalf("Settle(%d, attempt 1, %s) reported false for the holder", id, settles[id].State)
+		}
+	}
+	six := c.mustClaimOwned(6, claimOpts(0, 100, defaultMax), 1)
+	if !c.exhaust(six, 1, "z") {
+		c.fatalf("Exhaust(%s) reported false for the holder", fmtID(six))
 	}
 }

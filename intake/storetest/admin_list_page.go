@@ -20,22 +20,7 @@ const listPageRule = "a List page holds the first rows its filters select after 
 // of 1 and of 2, and with a cursor, lists the first of the rows it
 // selects.
 func listPage(c *checker) {
-	for id := int64(1); id <= 6; id++ {
-		c.mustAdd(id, 0)
-	}
-	for _, id := range []int64{2, 3, 4, 5} {
-		c.mustClaim(id, claimOpts(0, 100, defaultMax), 1)
-	}
-	settles := map[int64]intake.Settlement{3: failedAt(1, 50, "x"), 4: completed(1), 5: abandoned(1, "y")}
-	for _, id := range []int64{3, 4, 5} {
-		if !c.settle(id, 1, settles[id]) {
-			c.fatalf("Settle(%d, attempt 1, %s) reported false for the holder", id, settles[id].State)
-		}
-	}
-	six := c.mustClaimOwned(6, claimOpts(0, 100, defaultMax), 1)
-	if !c.exhaust(six, 1, "z") {
-		c.fatalf("Exhaust(%s, at 1ms) reported false for the holder", fmtID(six))
-	}
+	rowPerState(c)
 	for _, tc := range []struct {
 		what string
 		q    intake.ListQuery
