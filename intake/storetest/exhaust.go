@@ -28,6 +28,7 @@ func exhaustCases() []testCase {
 		{name: "AckOnlyUnacknowledged", rule: "only an unacknowledged exhaustion can be acknowledged", run: ackOnlyUnacknowledged},
 		{name: "ConcurrentAcks", rule: "of concurrent acknowledgements of one exhaustion exactly one applies", run: concurrentAcks},
 		{name: "AckKeepsError", rule: ackKeepsErrorRule, needs: capAdmin, run: ackKeepsError},
+		{name: "ListedInUpdateIDOrder", rule: exhaustionOrderRule, run: exhaustionsInUpdateIDOrder},
 	}
 }
 

@@ -48,7 +48,8 @@
 // rows never pruned, prune then re-add), Exhaust (crash on the last
 // attempt, Exhaust, exact acknowledgement once and only of an
 // unacknowledged exhaustion, cursor paging that keeps every field and
-// whose pages other rows never fill), Batch (concurrent settlements
+// whose pages other rows never fill, listings in update id order whatever
+// order the rows were exhausted in), Batch (concurrent settlements
 // each judged alone, their records kept after the update's earlier ones),
 // Admin (oldest pending
 // measured from when a row became pending, of pending rows only; a requeued row due by its
