@@ -22,6 +22,7 @@ func adminCases() []testCase {
 		{name: "ProcessesByIDEachLimited", rule: "Processes lists registered processes by id and processing rows newest first, at most limit of each", needs: capAdmin | capProcess, run: processesByIDEachLimited},
 		{name: "OldestPendingOnlyPending", rule: "Stats' oldest pending reads pending rows only, and is the zero time when none is pending", needs: capAdmin, run: oldestPendingOnlyPending},
 		{name: "RequeueKeepsClaimID", rule: requeueKeepsClaimRule, needs: capAdmin, run: requeueKeepsClaimID},
+		{name: "CompletionClearsError", rule: completionClearsErrorRule, needs: capAdmin, run: completionClearsError},
 		{name: "Inspect", rule: "Search, Replies, Processes and HeldBehind select, order and page as the contract says", needs: capAdmin | capJournal | capProcess, run: adminInspect},
 		{name: "RepliesPageOfMatches", rule: repliesPageRule, needs: capAdmin | capJournal, run: repliesPage},
 		{name: "SearchPageOfMatches", rule: searchPageRule, needs: capAdmin, run: searchPage},

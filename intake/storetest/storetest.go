@@ -51,7 +51,7 @@
 // whose pages other rows never fill, listings in update id order whatever
 // order the rows were exhausted in), Batch (concurrent settlements
 // each judged alone, their records kept after the update's earlier ones),
-// Admin (oldest pending
+// Admin (a completion that clears the row's error text, oldest pending
 // measured from when a row became pending, of pending rows only; a requeued row due by its
 // receipt; state and unacknowledged filters that select together; a
 // search by exactly one chat; processes by id and held rows, each list
