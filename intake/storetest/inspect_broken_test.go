@@ -51,7 +51,7 @@ func (s journalOccurrencesReversed) Journal(ctx context.Context, updateID int64)
 func TestJournalOccurrencesReversedFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return journalOccurrencesReversed{m} }), "Journal")
-	requireCases(t, res, "Journal/ListedInKeyOrder")
+	requireCases(t, res, "Journal/ListedInKeyOrder", "Journal/HashBeforeOccurrence")
 }
 
 // nilBodyRefused refuses a nil body, as a store binding it to a NOT NULL

@@ -25,6 +25,7 @@ func journalPromiseCases() []testCase {
 		{name: "OutcomePerOccurrence", rule: "an outcome is recorded on the entry of its own occurrence, and only there", needs: capJournal, run: journalOutcomeOccurrence},
 		{name: "BodiesCopied", rule: "the journal copies an outcome's body, and the entries it returns are the caller's to modify", needs: capJournal, run: journalBodiesCopied},
 		{name: "DeferredOwnResult", rule: "each deferred outcome reports whether its own write applied, whatever it shared a commit with", needs: capJournal, run: journalDeferredOwnResult},
+		{name: "HashBeforeOccurrence", rule: journalHashBeforeOccurrenceRule, needs: capJournal, run: journalHashBeforeOccurrence},
 	}
 }
 

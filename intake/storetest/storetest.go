@@ -61,7 +61,8 @@
 // History (every attempt record kept whole and in order through
 // a completion and a requeue, which leaves its mark, its body and header
 // values copied on the way in and out, and pruned with its
-// update), Journal (fenced intents, entries listed in key order,
+// update), Journal (fenced intents, entries listed in key order, hash
+// before occurrence,
 // replays across attempts, outcomes on their own occurrence, bodies copied
 // both ways, concurrent identical intents, deferred outcomes that report
 // their own write's result, and the calls of the attempt that completed
