@@ -406,7 +406,7 @@ func TestIgnoresHeartbeatsFails(t *testing.T) {
 	requireCases(t, res, "Process/TakeoverWhenOwnerLapses", "Process/LeaveReleasesAtOnce", "Process/UnknownOwnerIsLapsed",
 		"Process/BeatKeepsOwnerLive", "Process/BeatRacingLeave", "Process/CrashBudget", "Process/CrashesAndAttemptsApart", "Process/NoCrashBudget",
 		"Process/LapsedLeaseTakeoverIsCrash", "Process/RequeueResetsCrashes", "Process/DueJudgesOwnersAtNow", "Process/TakeoverByNoProcess",
-		"Process/CrashesKept")
+		"Process/CrashesKept", "Process/CrashBudgetOfOne")
 	requireMessage(t, res, "Process/TakeoverWhenOwnerLapses", "Due(now 101ms) = [] after the owner's heartbeat lapsed at 100ms; want [1]")
 }
 
@@ -426,7 +426,7 @@ func TestCrashesSpendAttemptsFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return crashesSpendAttempts{m} }), "Process")
 	requireCases(t, res, "Process/CrashBudget", "Process/CrashesAndAttemptsApart", "Process/LapsedLeaseTakeoverIsCrash", "Process/RequeueResetsCrashes",
-		"Process/CrashesKept")
+		"Process/CrashesKept", "Process/CrashBudgetOfOne")
 	requireMessage(t, res, "Process/CrashBudget", "ClaimAs(1, now 200ms, process", "= {update 0, attempt 0", "want attempt 3 of update 1")
 }
 

@@ -29,6 +29,7 @@ func processPromiseCases() []testCase {
 		{name: "DueJudgesOwnersAtNow", rule: "Due lists a row whose owner lapsed by the owner's heartbeat at q.Now, whatever q.PendingBefore",
 			needs: capProcess, run: dueJudgesOwnersAtNow},
 		{name: "CrashesKept", rule: crashesKeptRule, needs: capProcess, run: crashesKept},
+		{name: "CrashBudgetOfOne", rule: crashBudgetOfOneRule, needs: capProcess, run: crashBudgetOfOne},
 	}
 }
 

@@ -69,7 +69,7 @@
 // its update, its tail), Process (a lapsed owner's rows taken over before
 // their lease ends and fenced, a takeover by no process that leaves no
 // owner, heartbeats that never revive, the crash
-// budget, a takeover from a lapsed or reaped owner counted as a crash even
+// budget (a budget of one included), a takeover from a lapsed or reaped owner counted as a crash even
 // when the lease lapsed too, a requeue that resets the crashes, Due
 // judging owners at its Now), ChatOrder
 // (strict chat order: only a chat's lowest unsettled row is claimable and
