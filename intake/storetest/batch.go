@@ -13,6 +13,7 @@ func batchCases() []testCase {
 		{name: "ConcurrentBatchAddsOneNew", rule: "of concurrent batches adding one update id exactly one is new, and the row is never overwritten", run: concurrentBatchAdds},
 		{name: "ConcurrentSettles", rule: "concurrent settlements are each judged on their own identity and lease, and only those that apply change the row and record the attempt", run: concurrentSettles},
 		{name: "ConcurrentSettlesKeepOrder", rule: "a record riding on a concurrent settlement goes after the update's earlier records, as it would alone", needs: capAdmin, run: concurrentSettlesKeepOrder},
+		{name: "SettledAtSettlementTime", rule: settledAtSettlementRule, run: settledAtSettlementTime},
 	}
 }
 
