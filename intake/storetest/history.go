@@ -25,6 +25,7 @@ func historyCases() []testCase {
 		{name: "RecordedWithSettlement", rule: "a settlement carrying its attempt's record (Settlement.Attempt) appends it, under the settling identity, only when the settlement applies", needs: capAdmin, run: historyWithSettlement},
 		{name: "BadRecordRefused", rule: "a record outside AttemptRecord.Validate is refused with intake.ErrInvalidArgument and records nothing", needs: capAdmin, run: historyBadRecord},
 		{name: "RecordsCopied", rule: historyCopiesRule, needs: capAdmin, run: historyCopies},
+		{name: "RecordTimesKept", rule: recordTimesKeptRule, needs: capAdmin, run: recordTimesKept},
 	}
 }
 

@@ -61,7 +61,8 @@
 // journal and process store, the inspection reads [RunInspect] checks),
 // History (every attempt record kept whole and in order through
 // a completion and a requeue, which leaves its mark, its body and header
-// values copied on the way in and out, and pruned with its
+// values copied on the way in and out, its own times kept when it rides
+// on a completion, and pruned with its
 // update), Journal (fenced intents, entries listed in key order, hash
 // before occurrence,
 // replays across attempts, outcomes on their own occurrence, bodies copied
