@@ -130,7 +130,7 @@ func TestFailedStillSettlesFails(t *testing.T) {
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return failedStillSettles{m} }))
 	// ConcurrentSettles sees it when a holder's failure happens to run
 	// before its concurrent completion.
-	requireCasesOr(t, res, []string{"Batch/ConcurrentSettles"}, "Claim/FailedAttemptIsOver", "Fence/FailedAttemptIsOver", "History/RecordedWithSettlement")
+	requireCasesOr(t, res, []string{"Batch/ConcurrentSettles"}, "Batch/ConcurrentSettlesOfEndedAttempts", "Claim/FailedAttemptIsOver", "Fence/FailedAttemptIsOver", "History/RecordedWithSettlement")
 	requireMessage(t, res, "Claim/FailedAttemptIsOver", "Settle(1, attempt 1, completed at 20ms) reported true after attempt 1 failed at 10ms")
 	requireMessage(t, res, "Fence/FailedAttemptIsOver", "completed at 20ms) reported true after the attempt failed at 10ms")
 	requireMessage(t, res, "Fence/FailedAttemptIsOver", "at 20ms) reported true after the attempt failed at 10ms", "Exhaust(")
@@ -668,7 +668,7 @@ func (s settleRecordsBlindly) Settle(ctx context.Context, id intake.Identity, st
 func TestSettleRecordsBlindlyFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleRecordsBlindly{m} }))
-	requireCases(t, res, "Batch/ConcurrentSettles", "History/RecordedWithSettlement")
+	requireCases(t, res, "Batch/ConcurrentSettles", "Batch/ConcurrentSettlesOfEndedAttempts", "History/RecordedWithSettlement")
 	requireMessage(t, res, "Batch/ConcurrentSettles", "after the concurrent settlements: Attempts(3003) listed 2 records")
 	requireMessage(t, res, "History/RecordedWithSettlement", "after a stale settlement and one with an invalid record: Attempts(1) listed 1 records")
 }
@@ -688,8 +688,8 @@ func (s settleDropsRecord) Settle(ctx context.Context, id intake.Identity, st in
 func TestSettleDropsRecordFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleDropsRecord{m} }))
-	requireCases(t, res, "Batch/ConcurrentSettles", "Batch/ConcurrentSettlesKeepOrder", "History/RecordedWithSettlement", "History/RecordsCopied",
-		"History/RecordTimesKept")
+	requireCases(t, res, "Batch/ConcurrentSettles", "Batch/ConcurrentSettlesKeepOrder", "Batch/ConcurrentSettlesOfEndedAttempts", "History/RecordedWithSettlement",
+		"History/RecordsCopied", "History/RecordTimesKept")
 	requireMessage(t, res, "Batch/ConcurrentSettles", "after the concurrent settlements: Attempts(3000) listed 0 records")
 	requireMessage(t, res, "History/RecordedWithSettlement", "after attempt 1 failed with its record: Attempts(1) listed 0 records")
 }
