@@ -14,6 +14,7 @@ func batchCases() []testCase {
 		{name: "ConcurrentSettles", rule: "concurrent settlements are each judged on their own identity and lease, and only those that apply change the row and record the attempt", run: concurrentSettles},
 		{name: "ConcurrentSettlesKeepOrder", rule: "a record riding on a concurrent settlement goes after the update's earlier records, as it would alone", needs: capAdmin, run: concurrentSettlesKeepOrder},
 		{name: "SettledAtSettlementTime", rule: settledAtSettlementRule, run: settledAtSettlementTime},
+		{name: "ConcurrentRecordsSurviveRequeue", rule: "a record riding on a concurrent settlement is kept through a requeue and a later completion, as it would be alone", needs: capAdmin, run: concurrentRecordsSurviveRequeue},
 		{name: "ConcurrentSettlesOfEndedAttempts", rule: "concurrent settlements of attempts that already ended are refused and change nothing, as they would be alone", run: concurrentSettlesOfEndedAttempts},
 	}
 }

@@ -688,8 +688,8 @@ func (s settleDropsRecord) Settle(ctx context.Context, id intake.Identity, st in
 func TestSettleDropsRecordFails(t *testing.T) {
 	t.Parallel()
 	res := check(t.Context(), factory(func(m *memstore.Store) intake.Store { return settleDropsRecord{m} }))
-	requireCases(t, res, "Batch/ConcurrentSettles", "Batch/ConcurrentSettlesKeepOrder", "Batch/ConcurrentSettlesOfEndedAttempts", "History/RecordedWithSettlement",
-		"History/RecordsCopied", "History/RecordTimesKept")
+	requireCases(t, res, "Batch/ConcurrentSettles", "Batch/ConcurrentSettlesKeepOrder", "Batch/ConcurrentSettlesOfEndedAttempts", "Batch/ConcurrentRecordsSurviveRequeue",
+		"History/RecordedWithSettlement", "History/RecordsCopied", "History/RecordTimesKept")
 	requireMessage(t, res, "Batch/ConcurrentSettles", "after the concurrent settlements: Attempts(3000) listed 0 records")
 	requireMessage(t, res, "History/RecordedWithSettlement", "after attempt 1 failed with its record: Attempts(1) listed 0 records")
 }

@@ -50,9 +50,10 @@
 // unacknowledged exhaustion, cursor paging that keeps every field and
 // whose pages other rows never fill, listings in update id order whatever
 // order the rows were exhausted in), Batch (concurrent settlements
-// each judged alone, their records kept after the update's earlier ones,
-// those of attempts that already ended refused, rows settled at the
-// settlement's time, not their record's end),
+// each judged alone, their records kept after the update's earlier ones
+// and through a requeue and a later completion, those of attempts that
+// already ended refused, rows settled at the settlement's time, not their
+// record's end),
 // Admin (a completion that clears the row's error text, oldest pending
 // measured from when a row became pending, of pending rows only; a requeued row due by its
 // receipt; state and unacknowledged filters that select together; a

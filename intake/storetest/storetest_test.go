@@ -259,7 +259,7 @@ func TestCoreOnlySkips(t *testing.T) {
 	if len(res.violations) != 0 {
 		t.Errorf("a core-only memstore has violations:\n%s", dump(res))
 	}
-	want := "detected core; running 69 cases; skipped: Add/HealthyWhileServing (needs intake.HealthChecker), Race/ReclaimLapsedOwner (needs intake.ProcessStore), Exhaust/AckKeepsError (needs intake.AdminStore), Batch/ConcurrentSettlesKeepOrder (needs intake.AdminStore), Admin (needs intake.AdminStore), " +
+	want := "detected core; running 69 cases; skipped: Add/HealthyWhileServing (needs intake.HealthChecker), Race/ReclaimLapsedOwner (needs intake.ProcessStore), Exhaust/AckKeepsError (needs intake.AdminStore), Batch/ConcurrentSettlesKeepOrder (needs intake.AdminStore), Batch/ConcurrentRecordsSurviveRequeue (needs intake.AdminStore), Admin (needs intake.AdminStore), " +
 		"History (needs intake.AdminStore), Journal (needs intake.JournalStore), Process (needs intake.ProcessStore), ChatOrder (needs intake.ChatOrderStore), " +
 		"ClaimOnAdd/OwnerLapseTakesOver (needs intake.ProcessStore), ClaimOnAdd/ClaimedAddHasNoCrash (needs intake.ProcessStore), " +
 		"Arguments/BadListQueryRefused (needs intake.AdminStore)"
