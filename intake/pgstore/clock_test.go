@@ -106,20 +106,27 @@ func TestClockBoundValidated(t *testing.T) {
 }
 
 // TestOwnsFunctionAtDatabaseClock calls <table>_owns and <table>_once
-// without a time: the lease is judged at the database's clock.
+// without a time: the lease is judged at the database's clock, and only a
+// processing row is owned (a completed one is not, though its lease has a
+// minute to run and the identity is the one that completed it).
 func TestOwnsFunctionAtDatabaseClock(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	st, pool := newStore(t)
 	now := time.Now().Truncate(time.Millisecond)
-	mustAdd(t, st, 1, 0)
-	mustAdd(t, st, 2, 0)
+	for id := int64(1); id <= 3; id++ {
+		mustAdd(t, st, id, 0)
+	}
 	live := mustClaimOwned(t, st, 1, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
 	lapsed := mustClaimOwned(t, st, 2, intake.ClaimOpts{Now: now.Add(-time.Minute), LeaseUntil: now.Add(-time.Second), MaxAttempts: 5})
+	done := mustClaimOwned(t, st, 3, intake.ClaimOpts{Now: now, LeaseUntil: now.Add(time.Minute), MaxAttempts: 5})
+	if ok, err := st.Settle(ctx, done, intake.Settlement{State: intake.StateCompleted, At: now}); err != nil || !ok {
+		t.Fatalf("Settle(completed) = %v, %v", ok, err)
+	}
 	for _, c := range []struct {
 		id   intake.Identity
 		want bool
-	}{{live, true}, {lapsed, false}} {
+	}{{live, true}, {lapsed, false}, {done, false}} {
 		var owns, once bool
 		q := "SELECT " + st.Table() + "_owns($1, $2, $3)"
 		if err := pool.QueryRow(ctx, q, c.id.UpdateID, c.id.Attempt, c.id.ClaimID).Scan(&owns); err != nil {
