@@ -16,13 +16,7 @@ import (
 func TestClaimOnAddReservationTakesRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newClaimingStore()
-		hold := make(chan struct{})
-		store.AddFunc = func(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
-			if reqs[0].UpdateID == 1 {
-				<-hold
-			}
-			return store.Store.AddBatch(ctx, reqs)
-		}
+		hold := store.holdFirstAdd()
 		release := make(chan struct{})
 		var rec recorder
 		r := newRunner(t, intake.Config{

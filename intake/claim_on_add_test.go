@@ -30,6 +30,19 @@ func newClaimingStore() *claimingStore {
 	return &claimingStore{Store: memstore.New(), asked: map[int64]bool{}}
 }
 
+// holdFirstAdd makes the add of update 1 wait until the returned channel
+// is closed; every other add goes straight through.
+func (s *claimingStore) holdFirstAdd() chan struct{} {
+	hold := make(chan struct{})
+	s.AddFunc = func(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
+		if reqs[0].UpdateID == 1 {
+			<-hold
+		}
+		return s.Store.AddBatch(ctx, reqs)
+	}
+	return hold
+}
+
 func (s *claimingStore) AddBatch(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
 	return s.AddBatchAs(ctx, reqs, intake.ProcessClaim{})
 }
@@ -223,13 +236,7 @@ func TestClaimOnAddLaterUpdateWaitsBehindReservation(t *testing.T) {
 	for round := range 20 {
 		synctest.Test(t, func(t *testing.T) {
 			store := newClaimingStore()
-			hold := make(chan struct{})
-			store.AddFunc = func(ctx context.Context, reqs []intake.AddRequest) ([]intake.AddResult, error) {
-				if reqs[0].UpdateID == 1 {
-					<-hold
-				}
-				return store.Store.AddBatch(ctx, reqs)
-			}
+			hold := store.holdFirstAdd()
 			var rec recorder
 			r := newRunner(t, intake.Config{Store: store, Handler: func(ctx context.Context, u intake.Update) error {
 				rec.add("%d", u.ID)
