@@ -223,6 +223,22 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 	stopLease()
 	sem.Release(1)
 
+	if errors.Is(context.Cause(hctx), ErrClosed) {
+		// Close gave up on the handler (its drain deadline passed) and
+		// cancelled the run, so no settlement could be written now: each
+		// would fail on the run's ended context and read as a store error
+		// and a lost lease. The row is left as a killed process leaves it,
+		// to be taken over (as a crash, with a ProcessStore) once its
+		// heartbeat or lease lapses, and run again; a close never gives
+		// an update up.
+		r.log.Info("intake: attempt cancelled by Close; left unsettled, to run again",
+			"update_id", id.UpdateID, "attempt", id.Attempt)
+		if f := r.cfg.Observer.FailureFunc; f != nil && herr != nil {
+			fl := Failure{Identity: id, Err: herr, Retrying: true}
+			guard(func() { f(fl) })
+		}
+		return outcome{}
+	}
 	if herr == nil {
 		r.answered(rn, j.id)
 		if r.strict {
@@ -245,21 +261,6 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 			r.doneLocked(rn)
 			r.mu.Unlock()
 		}}
-	}
-	if errors.Is(context.Cause(hctx), ErrClosed) && !decide(r.policy, herr, id.Attempt, r.cfg.MaxAttempts).retry {
-		// Close gave up on the handler (its drain deadline passed), and
-		// settling its failure would give the update up: the failure is
-		// the close's, not the update's. The row is left as a killed
-		// process leaves it, to be taken over (as a crash, with a
-		// ProcessStore) once its heartbeat or lease lapses.
-		r.log.Info("intake: attempt cancelled by Close on its last try; left unsettled, not given up",
-			"update_id", id.UpdateID, "attempt", id.Attempt)
-		r.attemptUnsettled(rn, l, hctx, "cancelled by Close on its last try: "+errorText(herr))
-		if f := r.cfg.Observer.FailureFunc; f != nil {
-			fl := Failure{Identity: id, Err: herr, Retrying: true}
-			guard(func() { f(fl) })
-		}
-		return outcome{}
 	}
 	return r.fail(rn, l, j, herr)
 }

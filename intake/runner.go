@@ -507,9 +507,9 @@ func (r *Runner) Idle(ctx context.Context) error {
 // handlers that ignore their context then finish in the background, and
 // their attempts are retried after their leases lapse (or, with a
 // [ProcessStore], after the heartbeat Close stops renewing lapses).
-// A handler so cancelled whose failure would give its update up (its
-// last attempt) is left unsettled, as a killed process leaves it: a close
-// never turns an update into an exhaustion. After a
+// A handler so cancelled is left unsettled when it returns, whatever it
+// returns, as a killed process leaves it: a close never turns an update
+// into an exhaustion, and writes nothing on the run it ended. After a
 // complete drain Close removes the heartbeat, so a successor takes over at
 // once. Close is idempotent, and Close without Start returns nil. A later Start begins a
 // new lifecycle.
