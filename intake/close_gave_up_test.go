@@ -80,14 +80,7 @@ func TestCloseGaveUpLeavesAttemptsUnsettledQuietly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			start(t, r)
-			mustAccept(t, r, msg(1, 1), intake.Accepted)
-			<-running
-			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-			defer cancel()
-			if err := r.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("Close = %v, want DeadlineExceeded", err)
-			}
+			closeGivingUp(t, r, running)
 			select {
 			case <-logs.left:
 			case <-time.After(time.Minute):

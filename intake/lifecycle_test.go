@@ -363,14 +363,7 @@ func TestCloseDeadlineNeverExhaustsTheLastAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start(t, r)
-	mustAccept(t, r, msg(1, 1), intake.Accepted)
-	<-running
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	if err := r.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Close = %v, want DeadlineExceeded", err)
-	}
+	closeGivingUp(t, r, running)
 	select {
 	case f := <-failed:
 		if !f.Retrying {
@@ -384,5 +377,20 @@ func TestCloseDeadlineNeverExhaustsTheLastAttempt(t *testing.T) {
 	}
 	if n := exhausted.Load(); n != 0 {
 		t.Errorf("%d exhaustions delivered", n)
+	}
+}
+
+// closeGivingUp starts r, accepts update 1 and, once its handler signals
+// running (the handler then waits for its context), closes r with a
+// deadline of 50 ms, which must end before the handler returns.
+func closeGivingUp(t *testing.T, r *intake.Runner, running <-chan struct{}) {
+	t.Helper()
+	start(t, r)
+	mustAccept(t, r, msg(1, 1), intake.Accepted)
+	<-running
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := r.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close = %v, want DeadlineExceeded", err)
 	}
 }
