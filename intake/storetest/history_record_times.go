@@ -7,10 +7,6 @@ import (
 // recordTimesKeptRule is the rule of recordTimesKept.
 const recordTimesKeptRule = "a record riding on a completion keeps its own start and end, not the settlement's time, alone or concurrent"
 
-// recordTimesKeptRows is how many rows recordTimesKept completes at once,
-// besides the one it completes alone.
-const recordTimesKeptRows = 16
-
 // recordTimesKept: a record riding on a settlement
 // ([intake.Settlement.Attempt]) is kept byte for byte, its times
 // included, which need not be the settlement's. Update 1 is completed
@@ -22,31 +18,12 @@ const recordTimesKeptRows = 16
 // when their settlements are made, so a store that stored the
 // settlement's time as the record's end passed it.)
 func recordTimesKept(c *checker) {
-	const last = 1 + recordTimesKeptRows
 	recs := map[int64]intake.AttemptRecord{}
-	done := func(h intake.Identity) intake.Settlement {
+	last := completeAloneThenTogether(c, func(h intake.Identity) intake.Settlement {
 		rec := record(h.UpdateID, h.Attempt, h.ClaimID, intake.AttemptCompleted, 10, 40)
 		recs[h.UpdateID] = rec
 		return withRecord(completed(50), rec)
-	}
-	calls := make([]*settleCall, 0, recordTimesKeptRows)
-	for id := int64(1); id <= last; id++ {
-		c.mustAdd(id, 0)
-		h := c.mustClaimOwned(id, claimOpts(0, 100, defaultMax), 1)
-		if id == 1 {
-			if !c.settleOwned(h, done(h)) {
-				c.fatalf("Settle(%s, completed at 50ms) of a live lease reported false", fmtID(h))
-			}
-			continue
-		}
-		calls = append(calls, &settleCall{id: h, st: done(h), want: true})
-	}
-	settleTogether(c, 0, calls)
-	for _, call := range calls {
-		if !call.got {
-			c.errorf("concurrent Settle(%s, completed at 50ms) of a live lease reported false", fmtID(call.id))
-		}
-	}
+	})
 	for id := int64(1); id <= last; id++ {
 		c.expectHistory("after a completion at 50ms with the record of an attempt from 10ms to 40ms", id, []intake.AttemptRecord{recs[id]})
 	}

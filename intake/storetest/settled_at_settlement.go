@@ -7,9 +7,9 @@ import (
 // settledAtSettlementRule is the rule of settledAtSettlementTime.
 const settledAtSettlementRule = "a completion carrying its attempt's record settles the row at the settlement's time, not the record's end, alone or concurrent"
 
-// settledAtRows is how many rows settledAtSettlementTime completes at
+// togetherRows is how many rows completeAloneThenTogether completes at
 // once, besides the one it completes alone.
-const settledAtRows = 16
+const togetherRows = 16
 
 // settledAtSettlementTime: [intake.Settlement.At] is the settlement time,
 // which Prune judges; the record riding on it ([intake.Settlement.Attempt])
@@ -22,11 +22,33 @@ const settledAtRows = 16
 // settlements are made, so a store that took the record's end for the
 // settlement time passed them.)
 func settledAtSettlementTime(c *checker) {
-	const last = 1 + settledAtRows
-	done := func(h intake.Identity) intake.Settlement {
+	last := completeAloneThenTogether(c, func(h intake.Identity) intake.Settlement {
 		return withRecord(completed(50), record(h.UpdateID, h.Attempt, h.ClaimID, intake.AttemptCompleted, 0, 40))
+	})
+	if c.admin != nil {
+		for id := int64(1); id <= last; id++ {
+			if row, ok := c.get(id); ok && !row.SettledAt.Equal(at(50)) {
+				c.errorf("Get(%d) after its completion at 50ms, with a record that ended at 40ms, shows it settled at %s; want 50ms", id, offset(row.SettledAt))
+			}
+		}
 	}
-	calls := make([]*settleCall, 0, settledAtRows)
+	if n := c.prune(50); n != 0 {
+		c.errorf("Prune(before 50ms) deleted %d rows; every row was settled at 50ms (its record ended at 40ms), which is not strictly before", n)
+	}
+	if n := c.prune(51); int64(n) != last {
+		c.errorf("Prune(before 51ms) deleted %d rows; want all %d, settled at 50ms", n, last)
+	}
+}
+
+// completeAloneThenTogether adds and claims updates 1 to 1+togetherRows
+// (leases to 100ms), completes update 1 alone and then the rest at once,
+// each with the settlement done makes for its identity (completed at 50ms),
+// and reports a completion of a live lease that was refused. A store that
+// merges concurrent settlements is so judged on both its paths. It returns
+// the last update id.
+func completeAloneThenTogether(c *checker, done func(intake.Identity) intake.Settlement) int64 {
+	const last = 1 + togetherRows
+	calls := make([]*settleCall, 0, togetherRows)
 	for id := int64(1); id <= last; id++ {
 		c.mustAdd(id, 0)
 		h := c.mustClaimOwned(id, claimOpts(0, 100, defaultMax), 1)
@@ -44,17 +66,5 @@ func settledAtSettlementTime(c *checker) {
 			c.errorf("concurrent Settle(%s, completed at 50ms) of a live lease reported false", fmtID(call.id))
 		}
 	}
-	if c.admin != nil {
-		for id := int64(1); id <= last; id++ {
-			if row, ok := c.get(id); ok && !row.SettledAt.Equal(at(50)) {
-				c.errorf("Get(%d) after its completion at 50ms, with a record that ended at 40ms, shows it settled at %s; want 50ms", id, offset(row.SettledAt))
-			}
-		}
-	}
-	if n := c.prune(50); n != 0 {
-		c.errorf("Prune(before 50ms) deleted %d rows; every row was settled at 50ms (its record ended at 40ms), which is not strictly before", n)
-	}
-	if n := c.prune(51); n != last {
-		c.errorf("Prune(before 51ms) deleted %d rows; want all %d, settled at 50ms", n, last)
-	}
+	return last
 }
