@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"database/sql"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,7 +43,8 @@ func TestStrictOrderAfterCloseBuildsNothing(t *testing.T) {
 }
 
 // A strict order call whose build is under way when Close begins: Close
-// waits for the build and closes what it prepared.
+// waits for the build and closes what it prepared (the call itself may
+// then fail, as any call racing Close may).
 func TestCloseDuringStrictOrderBuildClosesItsStatements(t *testing.T) {
 	t.Parallel()
 	s, _ := callerStore(t)
@@ -70,7 +72,10 @@ func TestCloseDuringStrictOrderBuildClosesItsStatements(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(release)
-	if err := <-built; err != nil {
+	// The call races Close: once Close has closed the statements its build
+	// prepared, the call's read may find them closed. What it must not do
+	// is fail for any other reason.
+	if err := <-built; err != nil && !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("DueInOrder: %v", err)
 	}
 	if err := <-closed; err != nil {
