@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/tgrelay/tgrelay/internal/jsonscan"
 )
 
 // scanUpdate is parseUpdate's fast path: one validating pass
@@ -20,9 +22,9 @@ func scanUpdate(body []byte) (p parsedUpdate, ok bool) {
 	if !json.Valid(body) {
 		return parsedUpdate{}, false
 	}
-	s := jsonScan{b: body}
-	s.space()
-	if !s.consume('{') {
+	s := jsonscan.New(body)
+	s.Space()
+	if !s.Consume('{') {
 		return parsedUpdate{}, false
 	}
 	var (
@@ -32,7 +34,7 @@ func scanUpdate(body []byte) (p parsedUpdate, ok bool) {
 		kind     string
 		kindSeen bool
 	)
-	for key, raw, more := s.member(); more; key, raw, more = s.member() {
+	for key, raw, more := s.Member(); more; key, raw, more = s.Member() {
 		if key == nil {
 			return parsedUpdate{}, false
 		}
@@ -60,7 +62,7 @@ func scanUpdate(body []byte) (p parsedUpdate, ok bool) {
 			}
 		}
 	}
-	if s.bad || id < 0 {
+	if s.Bad() || id < 0 {
 		return parsedUpdate{}, false
 	}
 	if line == "" {
@@ -181,11 +183,9 @@ var chatTypes = map[string]string{"private": "private", "group": "group", "super
 // escapes or non-ASCII bytes (whose decoding encoding/json may change);
 // ok false for any other.
 func plainString(lit []byte) (string, bool) {
-	in := lit[1 : len(lit)-1]
-	for _, c := range in {
-		if c == '\\' || c >= 0x80 {
-			return "", false
-		}
+	in, ok := jsonscan.PlainString(lit)
+	if !ok {
+		return "", false
 	}
 	if t, ok := chatTypes[string(in)]; ok {
 		return t, true
@@ -201,8 +201,9 @@ func scanFields(obj []byte, names []string, vals [][]byte) bool {
 	if len(obj) == 0 || obj[0] != '{' {
 		return true
 	}
-	s := jsonScan{b: obj, i: 1}
-	for key, raw, more := s.member(); more; key, raw, more = s.member() {
+	s := jsonscan.New(obj)
+	s.Consume('{') // obj[0], checked above
+	for key, raw, more := s.Member(); more; key, raw, more = s.Member() {
 		if key == nil {
 			return false
 		}
@@ -214,118 +215,5 @@ func scanFields(obj []byte, names []string, vals [][]byte) bool {
 			}
 		}
 	}
-	return !s.bad
-}
-
-// jsonScan walks JSON that [json.Valid] accepted.
-type jsonScan struct {
-	b   []byte
-	i   int
-	bad bool // the walk met what valid JSON cannot hold here
-}
-
-func (s *jsonScan) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *jsonScan) consume(c byte) bool {
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// member reads the next member of the object whose '{' was consumed: its
-// key (nil when it has an escape or a non-ASCII byte) and raw value, or
-// more false after the closing '}'.
-func (s *jsonScan) member() (key, raw []byte, more bool) {
-	s.space()
-	if s.consume(',') {
-		s.space()
-	}
-	if s.consume('}') || s.i >= len(s.b) {
-		return nil, nil, false
-	}
-	if s.b[s.i] != '"' {
-		s.bad = true
-		return nil, nil, false
-	}
-	start := s.i
-	plain := s.str()
-	key = s.b[start+1 : s.i-1]
-	if !plain {
-		key = nil
-	}
-	s.space()
-	if !s.consume(':') {
-		s.bad = true
-		return nil, nil, false
-	}
-	s.space()
-	start = s.i
-	s.value()
-	return key, s.b[start:s.i], true
-}
-
-// str skips a string literal and reports whether it is plain: no escape,
-// no non-ASCII byte.
-func (s *jsonScan) str() bool {
-	plain := true
-	for s.i++; s.i < len(s.b); s.i++ {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
-			return plain
-		case c == '\\':
-			plain = false
-			s.i++
-		case c >= 0x80:
-			plain = false
-		}
-	}
-	return plain
-}
-
-// value skips one value.
-func (s *jsonScan) value() {
-	if s.i >= len(s.b) {
-		return
-	}
-	switch s.b[s.i] {
-	case '"':
-		s.str()
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				s.str()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			s.i++
-			if depth == 0 {
-				return
-			}
-		}
-	default:
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return
-			}
-			s.i++
-		}
-	}
+	return !s.Bad()
 }
