@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/tgrelay/tgrelay/internal/jsonscan"
 )
 
 // MaxPeekBytes bounds how much of a request body [Transport] reads before
@@ -72,8 +74,101 @@ func (t *target) fromQuery(q url.Values) {
 
 // fromJSON reads the top-level chat_id and allow_paid_broadcast of a JSON
 // object, or of as much of one as data holds (a truncated body gives what
-// was found before the cut).
+// was found before the cut). fromJSONDecoded defines the reading;
+// scanJSON gives the same answer for the bodies clients send, several times
+// faster on a typical call and without allocating.
 func (t *target) fromJSON(data []byte) {
+	if u, ok := scanJSON(*t, data); ok {
+		*t = u
+		return
+	}
+	t.fromJSONDecoded(data)
+}
+
+// scanJSON is fromJSON's fast path: one validating pass ([json.Valid]) and
+// one walk of the top-level members, where fromJSONDecoded decodes every
+// value. It returns t as fromJSONDecoded would leave it, or ok false (and
+// t as given) when only fromJSONDecoded answers rightly: data that is not
+// valid JSON (a truncated or malformed body), a top-level key with an
+// escape or a non-ASCII byte (the decoder matches the key it decodes), or
+// a chat_id or allow_paid_broadcast string with one (its content is what
+// the decoder makes of it).
+func scanJSON(t target, data []byte) (target, bool) {
+	if !json.Valid(data) {
+		return t, false
+	}
+	// The walk sets found; t stays as given, for the decoder to start
+	// from when the walk meets what it cannot read.
+	found := t
+	s := jsonscan.New(data)
+	s.Space()
+	if !s.Consume('{') {
+		return t, true // a value, but not an object: nothing to read
+	}
+	for key, raw, more := s.Member(); more; key, raw, more = s.Member() {
+		if key == nil {
+			return t, false
+		}
+		// switch string(key) compares without copying key; name is the
+		// constant, since a string made of key would be a copy (on the
+		// heap, for a long key).
+		var name string
+		switch string(key) {
+		case "chat_id":
+			name = "chat_id"
+		case "allow_paid_broadcast":
+			name = "allow_paid_broadcast"
+		default:
+			continue
+		}
+		stop, ok := found.scanValue(name, raw)
+		if !ok {
+			return t, false
+		}
+		if stop {
+			return found, true
+		}
+	}
+	if s.Bad() {
+		return t, false
+	}
+	return found, true
+}
+
+// scanValue applies the raw value of a top-level chat_id or
+// allow_paid_broadcast member as fromJSONDecoded does with the token it
+// decodes: stop true for an object or array (the decoder gives up on the
+// body there), ok false for a string that is not plain.
+func (t *target) scanValue(name string, raw []byte) (stop, ok bool) {
+	if len(raw) == 0 {
+		return false, false // not in valid JSON; leave it to the decoder
+	}
+	switch raw[0] {
+	case '{', '[':
+		return true, true
+	case '"':
+		v, ok := jsonscan.PlainString(raw)
+		if !ok {
+			return false, false
+		}
+		t.set(name, string(v))
+	case 't', 'f': // a bool sets paid; chat_id ignores it
+		if name == "allow_paid_broadcast" {
+			t.paid = raw[0] == 't'
+		}
+	case 'n': // null: ignored
+	default: // a number: a chat id; allow_paid_broadcast ignores it
+		if name == "chat_id" {
+			t.set(name, string(raw))
+		}
+	}
+	return false, true
+}
+
+// fromJSONDecoded is fromJSON read with encoding/json's Decoder: the
+// definition of fromJSON's answer, and its path for the bodies scanJSON
+// leaves to it.
+func (t *target) fromJSONDecoded(data []byte) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
 	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
