@@ -9,9 +9,9 @@
 // reported as not plain, since only encoding/json knows what it decodes
 // to, and a caller that meets one leaves the body to encoding/json.
 //
-// It checks nothing either. Its input must be JSON that json.Valid
+// It checks little either. Its input must be JSON that json.Valid
 // accepted (or a value cut whole out of such JSON); on any other input its
-// answers mean nothing, and it may panic.
+// answers mean nothing, though it never panics and always ends.
 package jsonscan
 
 // Scanner walks one JSON text that [encoding/json.Valid] accepted, from
@@ -83,7 +83,11 @@ func (s *Scanner) Member() (key, raw []byte, more bool) {
 		return nil, nil, false
 	}
 	start := s.i
-	plain := s.str()
+	plain, closed := s.str()
+	if !closed {
+		s.bad = true // the input ends inside the key: not valid JSON
+		return nil, nil, false
+	}
 	key = s.b[start+1 : s.i-1]
 	if !plain {
 		key = nil
@@ -100,14 +104,15 @@ func (s *Scanner) Member() (key, raw []byte, more bool) {
 }
 
 // str skips the string literal whose opening quote is the next byte and
-// reports whether it is plain: no escape, no non-ASCII byte.
-func (s *Scanner) str() bool {
-	plain := true
+// reports whether it is plain (no escape, no non-ASCII byte) and whether
+// its closing quote was found before the input ended.
+func (s *Scanner) str() (plain, closed bool) {
+	plain = true
 	for s.i++; s.i < len(s.b); s.i++ {
 		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
-			return plain
+			return plain, true
 		case c == '\\':
 			plain = false
 			s.i++
@@ -115,7 +120,8 @@ func (s *Scanner) str() bool {
 			plain = false
 		}
 	}
-	return plain
+	s.i = len(s.b) // an escape as the last byte stepped past the end
+	return plain, false
 }
 
 // value skips one value: a string, an object or array with all it holds

@@ -227,3 +227,34 @@ func isASCII(s string) bool {
 	}
 	return true
 }
+
+// FuzzWalkAnyInput walks any bytes, valid JSON or not, as a careless
+// caller would: the answers mean nothing, but the walk must neither panic
+// nor loop, and every slice it returns lies within the input.
+func FuzzWalkAnyInput(f *testing.F) {
+	for _, body := range []string{
+		`{"`, `{"a`, `{"a\`, `{"a":"\`, `{"a":{"b":[`, `{"a":`, `{"a"}`, `{,`, `{"a":1,,}`,
+		`{"a":]`, `{"a":"x"`, "{\"\xff\":1}", `{"chat_id":-1}`,
+	} {
+		f.Add([]byte(body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s := jsonscan.New(body)
+		s.Space()
+		if !s.Consume('{') {
+			return
+		}
+		for n, key, raw, more := 0, []byte(nil), []byte(nil), true; more; n++ {
+			if n > len(body) {
+				t.Fatalf("%q: more members than bytes", body)
+			}
+			key, raw, more = s.Member()
+			for _, b := range [][]byte{key, raw} {
+				if len(b) > 0 && !bytes.Contains(body, b) {
+					t.Fatalf("%q: %q is not part of the input", body, b)
+				}
+			}
+			jsonscan.PlainString(raw)
+		}
+	})
+}
