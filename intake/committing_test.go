@@ -109,6 +109,34 @@ func TestCommittingCompletionsHaveTheirOwnBound(t *testing.T) {
 	})
 }
 
+// The deadline lane's completions committing have their own bound too:
+// with four committing (MaxQueued 1), the next update with a deadline waits
+// in the store until they commit, as an ordinary one does.
+func TestCommittingDeadlineCompletionsHaveTheirOwnBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, log, r := startSlowSettling(t, 1)
+		for id := int64(1); id <= 4; id++ {
+			mustAccept(t, r, callbackQuery(id, id), intake.Accepted)
+			synctest.Wait()
+		}
+		mustAccept(t, r, callbackQuery(5, 5), intake.Accepted)
+		synctest.Wait()
+		before := log.get()
+		if got := row(t, store, 5); got.State != intake.StatePending {
+			t.Errorf("update 5 is %q with 4 deadline completions committing (MaxQueued 1), want pending", got.State)
+		}
+		close(store.release)
+		synctest.Wait()
+		idle(t, r)
+		if !slices.Equal(before, []int64{1, 2, 3, 4}) {
+			t.Fatalf("handled %v while 4 deadline completions committed, want [1 2 3 4]", before)
+		}
+		if got := log.get(); !slices.Equal(got, []int64{1, 2, 3, 4, 5}) {
+			t.Fatalf("handled %v once they committed, want [1 2 3 4 5]", got)
+		}
+	})
+}
+
 // Updates with a deadline whose completions are committing count apart
 // from their lane's share of MaxQueued too; once committed they count
 // nowhere, so an ordinary update then still finds room.
