@@ -179,11 +179,16 @@ func (l *Limiter) enqueue(ctx context.Context, w *waiter, chatID int64, front bo
 		return nil, fmt.Errorf("throttle: waiting to send %s: %w", w.method, context.Cause(ctx))
 	case <-expired:
 		l.mu.Lock()
+		// The deadline is the latest moment w may be granted: a turn due
+		// at that very moment (a pause or a window ending then) is granted
+		// now, not left to whichever of this timer and the limiter's own
+		// wake-up happens to run first.
+		now := l.clock.Now()
+		l.dispatchLocked(now)
 		if l.isGranted(w) {
 			l.mu.Unlock()
 			return l.granted(w), nil
 		}
-		now := l.clock.Now()
 		est := l.estimateLocked(ln, w, now)
 		l.removeLocked(ln, w)
 		l.dispatchLocked(now)
