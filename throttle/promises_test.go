@@ -705,3 +705,79 @@ func TestCancelUndoesTheSpacing(t *testing.T) {
 		}
 	})
 }
+
+// A call that gives up (its context ends) lets the call behind it in its
+// chat go as soon as that call's own limits allow: here a paid call held
+// by a spent Paid budget, with an unpaid call behind it that the Bot
+// budget lets through.
+func TestGivingUpLetsTheNextCallGo(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, throttle.Config{Paid: throttle.Limit{Count: 1, Per: time.Hour}, MaxWait: 10 * time.Second})
+		if !grantedAtOnce(t, l, "sendMessage", 1, true) { // the Paid budget is spent for an hour
+			t.Fatal("the first paid call waited")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			_, err := l.WaitPaid(ctx, "sendMessage", 5)
+			done <- err
+		}()
+		synctest.Wait()
+		got := make(chan time.Duration, 1)
+		go func() { got <- send(t, l, 5) }()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("paid call: %v, want cancelled", err)
+		}
+		if d := <-got; d != time.Second {
+			t.Fatalf("the unpaid call behind went after %v, want 1s (when the paid call gave up)", d)
+		}
+	})
+}
+
+// One chat refused twice is that chat's limit, not the bot's, even when
+// the second 429 is a late answer to a call MaxHold already counted, while
+// the chat's pause from the first runs: the other chats go on.
+func TestSameChatRefusedTwicePausesTheChat(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var obs observed
+		l := newLimiter(t, throttle.Config{MaxHold: 10 * time.Second, MaxWait: time.Minute, Observer: throttle.Observer{EventFunc: obs.observe}})
+		p1, err := l.Wait(t.Context(), "sendMessage", 1) // answered late
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			p2, err := l.Wait(t.Context(), "sendMessage", 1) // granted at MaxHold
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if s := p2.Limited(5 * time.Second); s != throttle.ScopeChat {
+				t.Errorf("first 429 paused %q, want chat", s)
+			}
+		}()
+		time.Sleep(10 * time.Second)
+		synctest.Wait() // p2 was refused; chat 1's pause runs to 15s
+		retried := make(chan error, 1)
+		go func() { retried <- p1.Retry(t.Context(), 3*time.Second) }()
+		synctest.Wait()
+		if d := send(t, l, 3); d != 0 {
+			t.Fatalf("another chat waited %v after chat 1 was refused twice, want 0 (chat 1's limit only)", d)
+		}
+		if err := <-retried; err != nil {
+			t.Fatal(err)
+		}
+		p1.Done()
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		for _, e := range obs.events {
+			if e.Kind == throttle.EventTooManyRequests && e.Scope != throttle.ScopeChat {
+				t.Errorf("429 event %+v, want scope chat", e)
+			}
+		}
+	})
+}
