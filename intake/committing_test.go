@@ -81,60 +81,42 @@ func TestCommittingCompletionsLeaveMaxQueuedFree(t *testing.T) {
 	})
 }
 
-// Committing completions have a bound of their own, four times MaxQueued:
-// past it an accepted update is left in the store, and handled once room
-// frees.
+// Committing completions have a bound of their own, four times MaxQueued,
+// on each lane: past it an accepted update is left in the store, and
+// handled once room frees.
 func TestCommittingCompletionsHaveTheirOwnBound(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store, log, r := startSlowSettling(t, 1)
-		for id := int64(1); id <= 4; id++ {
-			mustAccept(t, r, msg(id, id), intake.Accepted)
-			synctest.Wait()
-		}
-		mustAccept(t, r, msg(5, 5), intake.Accepted)
-		synctest.Wait()
-		before := log.get()
-		if got := row(t, store, 5); got.State != intake.StatePending {
-			t.Errorf("update 5 is %q with 4 completions committing (MaxQueued 1), want pending", got.State)
-		}
-		close(store.release)
-		synctest.Wait() // the completions commit, and room frees for a catch-up sweep
-		idle(t, r)
-		if !slices.Equal(before, []int64{1, 2, 3, 4}) {
-			t.Fatalf("handled %v while 4 completions committed, want [1 2 3 4]", before)
-		}
-		if got := log.get(); !slices.Equal(got, []int64{1, 2, 3, 4, 5}) {
-			t.Fatalf("handled %v once they committed, want [1 2 3 4 5]", got)
-		}
-	})
-}
-
-// The deadline lane's completions committing have their own bound too:
-// with four committing (MaxQueued 1), the next update with a deadline waits
-// in the store until they commit, as an ordinary one does.
-func TestCommittingDeadlineCompletionsHaveTheirOwnBound(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store, log, r := startSlowSettling(t, 1)
-		for id := int64(1); id <= 4; id++ {
-			mustAccept(t, r, callbackQuery(id, id), intake.Accepted)
-			synctest.Wait()
-		}
-		mustAccept(t, r, callbackQuery(5, 5), intake.Accepted)
-		synctest.Wait()
-		before := log.get()
-		if got := row(t, store, 5); got.State != intake.StatePending {
-			t.Errorf("update 5 is %q with 4 deadline completions committing (MaxQueued 1), want pending", got.State)
-		}
-		close(store.release)
-		synctest.Wait()
-		idle(t, r)
-		if !slices.Equal(before, []int64{1, 2, 3, 4}) {
-			t.Fatalf("handled %v while 4 deadline completions committed, want [1 2 3 4]", before)
-		}
-		if got := log.get(); !slices.Equal(got, []int64{1, 2, 3, 4, 5}) {
-			t.Fatalf("handled %v once they committed, want [1 2 3 4 5]", got)
-		}
-	})
+	for _, lane := range []struct {
+		name   string
+		update func(id, chat int64) []byte
+	}{
+		{"ordinary", msg},
+		{"deadline", callbackQuery},
+	} {
+		t.Run(lane.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store, log, r := startSlowSettling(t, 1)
+				for id := int64(1); id <= 4; id++ {
+					mustAccept(t, r, lane.update(id, id), intake.Accepted)
+					synctest.Wait()
+				}
+				mustAccept(t, r, lane.update(5, 5), intake.Accepted)
+				synctest.Wait()
+				before := log.get()
+				if got := row(t, store, 5); got.State != intake.StatePending {
+					t.Errorf("update 5 is %q with 4 completions committing (MaxQueued 1), want pending", got.State)
+				}
+				close(store.release)
+				synctest.Wait() // the completions commit, and room frees for a catch-up sweep
+				idle(t, r)
+				if !slices.Equal(before, []int64{1, 2, 3, 4}) {
+					t.Fatalf("handled %v while 4 completions committed, want [1 2 3 4]", before)
+				}
+				if got := log.get(); !slices.Equal(got, []int64{1, 2, 3, 4, 5}) {
+					t.Fatalf("handled %v once they committed, want [1 2 3 4 5]", got)
+				}
+			})
+		})
+	}
 }
 
 // Updates with a deadline whose completions are committing count apart

@@ -456,18 +456,31 @@ func TestContextEndsWait(t *testing.T) {
 	})
 }
 
-// A permit never finished stops blocking its chat after MaxHold.
+// A permit never finished stops blocking its chat after MaxHold, and
+// counts as sent from then ("A permit never finished counts as sent
+// Config.MaxHold after its grant"): in its chat's window from that moment.
 func TestMaxHold(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, throttle.Config{MaxHold: 10 * time.Second, MaxWait: time.Minute})
-		if _, err := l.Wait(t.Context(), "sendMessage", 6); err != nil { // never finished
-			t.Fatal(err)
-		}
-		if d := send(t, l, 6); d != 10*time.Second {
-			t.Fatalf("next call waited %v, want MaxHold (10s)", d)
-		}
-	})
+	for _, tc := range []struct {
+		name string
+		chat throttle.Limit
+		want time.Duration
+	}{
+		{"default chat limit", throttle.Limit{}, 10 * time.Second},
+		{"one a minute", throttle.Limit{Count: 1, Per: time.Minute}, 70 * time.Second}, // MaxHold, then the chat's minute
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newLimiter(t, throttle.Config{Chat: tc.chat, MaxHold: 10 * time.Second, MaxWait: 2 * time.Minute})
+				if _, err := l.Wait(t.Context(), "sendMessage", 6); err != nil { // never finished
+					t.Fatal(err)
+				}
+				if d := send(t, l, 6); d != tc.want {
+					t.Fatalf("next call waited %v, want %v", d, tc.want)
+				}
+			})
+		})
+	}
 }
 
 // A cancelled permit does not count; a done one does.

@@ -168,21 +168,6 @@ func TestRetryIgnoresFullQueue(t *testing.T) {
 	})
 }
 
-// "A permit never finished counts as sent Config.MaxHold after its grant":
-// it then counts in its chat's window from that moment.
-func TestMaxHoldCountsAsSent(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, throttle.Config{Chat: throttle.Limit{Count: 1, Per: time.Minute}, MaxHold: 10 * time.Second, MaxWait: 2 * time.Minute})
-		if _, err := l.Wait(t.Context(), "sendMessage", 6); err != nil { // never finished
-			t.Fatal(err)
-		}
-		if d := send(t, l, 6); d != 70*time.Second {
-			t.Fatalf("next call waited %v, want 70s (counted as sent at MaxHold, 10s, plus the chat's minute)", d)
-		}
-	})
-}
-
 // "Calls that cannot outwait a pause within their MaxWait are refused at
 // once": the bot-wide pause too.
 func TestBotPauseBeyondMaxWaitRefusesAtOnce(t *testing.T) {
