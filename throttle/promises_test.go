@@ -98,46 +98,6 @@ func TestPaidIgnoresExhaustedBot(t *testing.T) {
 	})
 }
 
-// A retry goes "at the head of its chat's queue": it is granted before a
-// call that queued behind it, and that call waits until the retry is
-// finished.
-func TestRetryHoldsTheChatAhead(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, throttle.Config{})
-		a, err := l.Wait(t.Context(), "sendMessage", 9)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var bGranted atomic.Bool
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			b, err := l.Wait(t.Context(), "sendMessage", 9)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			bGranted.Store(true)
-			b.Done()
-		}()
-		synctest.Wait()
-		if err := a.Retry(t.Context(), time.Second); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if bGranted.Load() {
-			t.Fatal("the call queued behind was granted before the retried one")
-		}
-		time.Sleep(3 * time.Second)
-		if bGranted.Load() {
-			t.Fatal("the call queued behind was granted while the retried one was in flight")
-		}
-		a.Done()
-		<-done
-	})
-}
-
 // A retry is let in when Config.MaxQueue calls wait: it was counted in
 // the bound once already.
 func TestRetryIgnoresFullQueue(t *testing.T) {
