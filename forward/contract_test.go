@@ -11,6 +11,7 @@ import (
 
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/wire"
 )
 
 func TestAppSecretTokenOnUpdatesOnly(t *testing.T) {
@@ -18,18 +19,24 @@ func TestAppSecretTokenOnUpdatesOnly(t *testing.T) {
 	app, appSrv := newEndpoint(t, http.StatusOK, nil)
 	exh, exhSrv := newEndpoint(t, http.StatusOK, nil)
 	exh.ack = true
-	f := newForwarder(t, forward.Config{URL: appSrv.URL, ExhaustionURL: exhSrv.URL, AppSecretToken: "app-secret_1"})
+	f := newForwarder(t, forward.Config{URL: appSrv.URL, ExhaustionURL: exhSrv.URL, AppSecretToken: "app-secret_1",
+		APIRoot: "http://127.0.0.1:8081"})
 	if err := f.Handle(t.Context(), intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}, attempt); err != nil {
 		t.Fatal(err)
 	}
-	if got := app.got()[0].header.Get(forward.HeaderTelegramSecret); got != "app-secret_1" {
-		t.Errorf("update forward secret header = %q", got)
+	if got := app.got()[0].header; got.Get(forward.HeaderTelegramSecret) != "app-secret_1" || got.Get(wire.HeaderAPIRoot) == "" {
+		t.Errorf("update forward secret header = %q, API root %q", got.Get(forward.HeaderTelegramSecret), got.Get(wire.HeaderAPIRoot))
 	}
 	if err := f.HandleExhaustion(t.Context(), intake.Exhaustion{Identity: attempt.Identity, Body: []byte(`{"update_id":42}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := exh.got()[0].header.Values(forward.HeaderTelegramSecret); len(got) != 0 {
 		t.Errorf("an exhaustion carried the app's secret: %q", got)
+	}
+	// The API root is announced to update forwards only: an exhaustion has
+	// no attempt left to make calls for.
+	if got := exh.got()[0].header.Values(wire.HeaderAPIRoot); len(got) != 0 {
+		t.Errorf("an exhaustion announced an API root: %q", got)
 	}
 	for _, bad := range []string{"has space", strings.Repeat("a", 257), "ünï"} {
 		if _, err := forward.New(forward.Config{URL: appSrv.URL, AppSecretToken: bad}); err == nil || !strings.Contains(err.Error(), "AppSecretToken") {
@@ -80,6 +87,19 @@ func TestExhaustionNeedsExplicitAck(t *testing.T) {
 	if _, err := forward.DecodeExhaustion(strings.NewReader(`{"update_id":1,"message":{}}`)); !errors.Is(err, forward.ErrNotExhaustion) {
 		t.Errorf("DecodeExhaustion(an update) = %v, want ErrNotExhaustion", err)
 	}
+
+	// A stored body that is not JSON is delivered all the same, as a JSON
+	// string, so the payload stays valid JSON.
+	e.Body = []byte(`{"update_id":42,"cut`)
+	if err := f.HandleExhaustion(t.Context(), e); err != nil {
+		t.Fatalf("an exhaustion of an unparsable body = %v, want delivered", err)
+	}
+	got := exh.got()
+	p, err = forward.DecodeExhaustion(bytes.NewReader(got[len(got)-1].body))
+	var s string
+	if err != nil || json.Unmarshal(p.Update, &s) != nil || s != string(e.Body) {
+		t.Errorf("DecodeExhaustion = %+v, %v; want the unparsable body as a JSON string", p, err)
+	}
 }
 
 func TestUnactedRepliesAreCounted(t *testing.T) {
@@ -89,15 +109,16 @@ func TestUnactedRepliesAreCounted(t *testing.T) {
 		body   string
 		method string
 		counts bool
+		reason string // a part of the reported Reason
 	}{
-		{"telegraf's answerCallbackQuery", `{"method":"answerCallbackQuery","callback_query_id":"1"}`, "answerCallbackQuery", true},
-		{"sendMessage with whitespace", "\n {\"method\":\"sendMessage\",\"chat_id\":5,\"text\":\"hi\"}\n", "sendMessage", true},
-		{"empty", "", "", false},
-		{"plain OK", "OK", "", false},
-		{"empty object", "{}", "", false},
-		{"status object", `{"ok":true}`, "", false},
-		{"not JSON", "{method", "", false},
-		{"too large to read", `{"method":"sendDocument","document":"` + strings.Repeat("A", forward.DefaultMaxResponseBytes) + `"}`, "", true},
+		{"telegraf's answerCallbackQuery", `{"method":"answerCallbackQuery","callback_query_id":"1"}`, "answerCallbackQuery", true, "does not perform"},
+		{"sendMessage with whitespace", "\n {\"method\":\"sendMessage\",\"chat_id\":5,\"text\":\"hi\"}\n", "sendMessage", true, "does not perform"},
+		{"empty", "", "", false, ""},
+		{"plain OK", "OK", "", false, ""},
+		{"empty object", "{}", "", false, ""},
+		{"status object", `{"ok":true}`, "", false, ""},
+		{"not JSON", "{method", "", false, ""},
+		{"too large to read", `{"method":"sendDocument","document":"` + strings.Repeat("A", forward.DefaultMaxResponseBytes) + `"}`, "", true, "larger than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -127,6 +148,10 @@ func TestUnactedRepliesAreCounted(t *testing.T) {
 			}
 			if tc.counts && (seen[0].Method != tc.method || seen[0].UpdateID != 42 || seen[0].Attempt != 2 || seen[0].Reason == "") {
 				t.Errorf("reported %+v", seen[0])
+			}
+			if tc.counts && (seen[0].Bytes != min(len(tc.body), forward.DefaultMaxResponseBytes) || !strings.Contains(seen[0].Reason, tc.reason)) {
+				t.Errorf("reported %d bytes, reason %q; want %d bytes (at most DefaultMaxResponseBytes), a reason with %q",
+					seen[0].Bytes, seen[0].Reason, min(len(tc.body), forward.DefaultMaxResponseBytes), tc.reason)
 			}
 		})
 	}

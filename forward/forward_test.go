@@ -79,7 +79,9 @@ func newForwarder(t *testing.T, cfg forward.Config) *forward.Forwarder {
 func TestHandleSendsBodyAndIdentity(t *testing.T) {
 	t.Parallel()
 	e, srv := newEndpoint(t, http.StatusNoContent, nil)
-	f := newForwarder(t, forward.Config{URL: srv.URL, Header: http.Header{"Authorization": {"Bearer app"}}})
+	extra := http.Header{"Authorization": {"Bearer app"}}
+	f := newForwarder(t, forward.Config{URL: srv.URL, Header: extra})
+	extra.Set("Authorization", "changed after New") // New copied it
 	body := []byte(`{"update_id":42,"message":{"text":"hi"}}`)
 	if err := f.Handle(t.Context(), intake.Update{ID: 42, Body: body}, attempt); err != nil {
 		t.Fatal(err)
@@ -120,6 +122,8 @@ func TestHandleStatusMapping(t *testing.T) {
 		{"500", 500, "", "retry", 0},
 		{"502 with Retry-After is plain retry", 502, "5", "retry", 0},
 		{"408 is retried", 408, "", "retry", 0},
+		{"300 is retried, never a success", 300, "", "retry", 0},
+		{"299 is a success", 299, "", "ok", 0},
 		{"huge Retry-After is capped", 429, "999999999", "retry-after", forward.MaxRetryAfter},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,6 +159,10 @@ func TestHandleStatusMapping(t *testing.T) {
 			if !errors.As(err, &se) || se.Code != tc.status {
 				t.Fatalf("err = %v, want a StatusError %d", err, tc.status)
 			}
+			// Only a 3xx is said to be a redirect not followed.
+			if redirect := strings.Contains(err.Error(), "redirects are not followed"); redirect != (tc.status/100 == 3) {
+				t.Errorf("err = %q: says redirects are not followed %v, want %v", err, redirect, tc.status/100 == 3)
+			}
 		})
 	}
 }
@@ -184,10 +192,19 @@ func TestHandleTimeout(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
-	f := newForwarder(t, forward.Config{URL: srv.URL, Timeout: 50 * time.Millisecond})
-	err := f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want a deadline error", err)
+	// On the direct path and on a client of the caller's own, in a context
+	// without a deadline and in one whose deadline is later than the
+	// timeout: the timeout bounds the forward.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+	defer cancel()
+	for _, client := range []*http.Client{nil, {}} {
+		f := newForwarder(t, forward.Config{URL: srv.URL, Timeout: 50 * time.Millisecond, Client: client})
+		for _, ctx := range []context.Context{t.Context(), ctx} {
+			err := f.Handle(ctx, intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("client %v: err = %v, want a deadline error", client, err)
+			}
+		}
 	}
 }
 
