@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -260,5 +261,79 @@ func TestDirectBadHeaderValueSendsNothing(t *testing.T) {
 	}
 	if n := got.Load(); n != 1 {
 		t.Fatalf("the app received %d requests, want only the first", n)
+	}
+}
+
+// An answer that forbids its connection another request (Connection:
+// close, HTTP/1.0, or a body longer than the forward reads) has its
+// connection closed: the next forward goes on a new one, even when the
+// endpoint keeps the old one open and would read a request there.
+func TestDirectAnswerThatForbidsReuseClosesItsConnection(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", forward.DefaultMaxResponseBytes+1)
+	for name, first := range map[string]string{
+		"Connection: close":       "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.0":                "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+		"a body longer than read": "HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(len(long)) + "\r\n\r\n" + long,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var conns, reused atomic.Int32
+			url := newRawApp(t, func(c net.Conn, done <-chan struct{}) {
+				br := bufio.NewReader(c)
+				if _, err := readRequest(br); err != nil {
+					return
+				}
+				if conns.Add(1) > 1 {
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+					return
+				}
+				io.WriteString(c, first)
+				if _, err := readRequest(br); err == nil {
+					reused.Add(1)
+					c.Close() // never answered
+				}
+			})
+			f := newForwarder(t, forward.Config{URL: url, Timeout: 10 * time.Second})
+			for i := range 2 {
+				if err := f.Handle(context.Background(), intake.Update{ID: int64(i), Body: []byte(`{}`)}, attempt); err != nil {
+					t.Fatalf("forward %d: %v", i, err)
+				}
+			}
+			if n := reused.Load(); n != 0 || conns.Load() != 2 {
+				t.Fatalf("the second forward went on the first answer's connection (%d connections)", conns.Load())
+			}
+		})
+	}
+}
+
+// A request the endpoint took whole on a kept connection and then closed
+// without an answer may have been acted on: the forward fails, to be
+// retried as a new attempt, and is never sent again on a new connection.
+func TestDirectRequestTakenOnKeptConnectionIsNotResent(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	url := newRawApp(t, func(c net.Conn, done <-chan struct{}) {
+		br := bufio.NewReader(c)
+		for {
+			if _, err := readRequest(br); err != nil {
+				return
+			}
+			if requests.Add(1) == 2 {
+				c.Close() // the second request, taken and never answered
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+		}
+	})
+	f := newForwarder(t, forward.Config{URL: url, Timeout: 10 * time.Second})
+	if err := f.Handle(context.Background(), intake.Update{ID: 1, Body: []byte(`{}`)}, attempt); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Handle(context.Background(), intake.Update{ID: 2, Body: []byte(`{}`)}, attempt); err == nil {
+		t.Fatal("Handle = nil for a request the endpoint never answered")
+	}
+	if n := requests.Load(); n != 2 {
+		t.Fatalf("the endpoint received %d requests, want 2: the unanswered one was sent again", n)
 	}
 }

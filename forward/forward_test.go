@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/intake/memstore"
@@ -83,7 +85,10 @@ func TestHandleSendsBodyAndIdentity(t *testing.T) {
 	f := newForwarder(t, forward.Config{URL: srv.URL, Header: extra})
 	extra.Set("Authorization", "changed after New") // New copied it
 	body := []byte(`{"update_id":42,"message":{"text":"hi"}}`)
-	if err := f.Handle(t.Context(), intake.Update{ID: 42, Body: body}, attempt); err != nil {
+	// In the context of a span, the forward carries its trace context.
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled})
+	ctx := trace.ContextWithSpanContext(t.Context(), sc)
+	if err := f.Handle(ctx, intake.Update{ID: 42, Body: body}, attempt); err != nil {
 		t.Fatal(err)
 	}
 	got := e.got()
@@ -94,7 +99,8 @@ func TestHandleSendsBodyAndIdentity(t *testing.T) {
 	if string(got[0].body) != string(body) ||
 		h.Get(wire.HeaderUpdateID) != "42" || h.Get(wire.HeaderAttempt) != "2" ||
 		h.Get(wire.HeaderClaimID) != "c-1" || h.Get(forward.HeaderKind) != "update" ||
-		h.Get("Authorization") != "Bearer app" || h.Get("Content-Type") != "application/json" {
+		h.Get("Authorization") != "Bearer app" || h.Get("Content-Type") != "application/json" ||
+		h.Get("Traceparent") != "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-01" {
 		t.Fatalf("request = %q %v", got[0].body, h)
 	}
 }
@@ -169,15 +175,17 @@ func TestHandleStatusMapping(t *testing.T) {
 
 func TestHandleConnectionErrorIsRetriedAndHidesAddress(t *testing.T) {
 	t.Parallel()
-	addr := closedport.Addr(t) // connections are refused
-	f := newForwarder(t, forward.Config{URL: "http://" + addr + "/hook?key=app-credential"})
-	err := f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
-	var ab *intake.AbandonError
-	if err == nil || errors.As(err, &ab) {
-		t.Fatalf("err = %v, want a retryable error", err)
-	}
-	if strings.Contains(err.Error(), "app-credential") {
-		t.Fatalf("error %q contains the endpoint's query", err)
+	addr := closedport.Addr(t)                       // connections are refused
+	for _, client := range []*http.Client{nil, {}} { // the direct path and net/http's
+		f := newForwarder(t, forward.Config{URL: "http://" + addr + "/hook?key=app-credential", Client: client})
+		err := f.Handle(t.Context(), intake.Update{ID: 1, Body: []byte(`{"update_id":1}`)}, attempt)
+		var ab *intake.AbandonError
+		if err == nil || errors.As(err, &ab) {
+			t.Fatalf("err = %v, want a retryable error", err)
+		}
+		if strings.Contains(err.Error(), "app-credential") {
+			t.Fatalf("error %q contains the endpoint's query", err)
+		}
 	}
 }
 

@@ -145,6 +145,8 @@ func TestHostileAppsAreBoundedAndNeverComplete(t *testing.T) {
 		}},
 		{name: "garbage status line", wantErr: true, serve: answerWith("HTTX/9 two hundred\r\n\r\n")},
 		{name: "HTTP/0.9 style answer", wantErr: true, serve: answerWith("ok\n")},
+		{name: "malformed status with a secret", wantErr: true, serve: answerWith("HTTP/1.1 hostile-secret OK\r\n\r\n")},
+		{name: "malformed header with a secret", wantErr: true, serve: answerWith("HTTP/1.1 200 OK\r\nhostile-secret\r\n\r\n")},
 		{name: "status 999", wantErr: true, serve: answerWith("HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n")},
 		{name: "slowloris headers", wantErr: true, serve: func(c net.Conn, done <-chan struct{}) {
 			if _, err := readRequest(bufio.NewReader(c)); err != nil {
@@ -204,6 +206,9 @@ func TestHostileAppsAreBoundedAndNeverComplete(t *testing.T) {
 			}
 			if !tc.wantErr && err != nil {
 				t.Fatalf("Handle = %v, want nil", err)
+			}
+			if err != nil && strings.Contains(err.Error(), "hostile-secret") {
+				t.Fatalf("Handle = %v: it quotes the answer, which may carry a secret", err)
 			}
 			if took > timeout+2*time.Second {
 				t.Fatalf("Handle took %v with a %v timeout", took, timeout)

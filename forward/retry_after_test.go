@@ -22,6 +22,7 @@ func TestRetryAfterHeader(t *testing.T) {
 		{"1.5", 0},
 		{"Sun, 29 Nov 2026 12:00:10 GMT", 10 * time.Second},
 		{"Sun, 29 Nov 2026 11:00:00 GMT", 0},
+		{"Mon, 30 Nov 2026 12:00:00 GMT", forward.MaxRetryAfter}, // a date is capped too
 		{"99999999999999999999", 0},
 		{"4000", forward.MaxRetryAfter},
 	} {
