@@ -242,7 +242,8 @@ func TestDirectAnswerHeadIsBounded(t *testing.T) {
 }
 
 // A claim id that would break the request (a store row tampered with) is
-// refused before anything is written: the app receives nothing.
+// refused before anything is written: the app receives nothing. So is a
+// forward whose context ended before it began.
 func TestDirectBadHeaderValueSendsNothing(t *testing.T) {
 	t.Parallel()
 	var got atomic.Int32
@@ -258,6 +259,12 @@ func TestDirectBadHeaderValueSendsNothing(t *testing.T) {
 	err := f.Handle(context.Background(), intake.Update{ID: 2, Body: []byte(`{}`)}, bad)
 	if err == nil || !strings.Contains(err.Error(), "invalid request header value of Tgrelay-Claim-Id") {
 		t.Fatalf("Handle = %v, want the invalid header refused", err)
+	}
+	// Nor does a forward whose context has ended.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := f.Handle(ended, intake.Update{ID: 3, Body: []byte(`{}`)}, attempt); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Handle in an ended context = %v, want context.Canceled", err)
 	}
 	if n := got.Load(); n != 1 {
 		t.Fatalf("the app received %d requests, want only the first", n)

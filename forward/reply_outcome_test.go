@@ -17,6 +17,7 @@ type scriptedReplier struct {
 	status   int
 	outcome  string
 	replayed bool
+	cancel   context.CancelFunc // when set, called at the first call
 	mu       sync.Mutex
 	methods  []string
 }
@@ -25,6 +26,9 @@ func (r *scriptedReplier) Reply(_ context.Context, _ intake.Identity, method str
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.methods = append(r.methods, method)
+	if r.cancel != nil {
+		r.cancel()
+	}
 	return r.status, r.outcome, r.replayed
 }
 
@@ -41,18 +45,24 @@ func TestReplyOutcomes(t *testing.T) {
 		outcome  string
 		replayed bool
 		complete bool
+		cancels  bool // the attempt's context ends during the first call
 	}{
-		{200, "answered", false, true},
-		{400, "answered", true, true}, // Telegram's refusal is a known outcome
-		{502, "unknown", false, true},
-		{409, "refused", false, true},
-		{503, "not-dispatched", false, false},
-		{429, "throttled", false, false},
-		{429, "answered", false, false},
-		{409, "stale", false, false},
-		{0, "", false, false},
+		{200, "answered", false, true, false},
+		{400, "answered", true, true, false}, // Telegram's refusal is a known outcome
+		{502, "unknown", false, true, false},
+		{409, "refused", false, true, false},
+		{503, "not-dispatched", false, false, false},
+		{429, "throttled", false, false, false},
+		{429, "answered", false, false, false},
+		{409, "stale", false, false, false},
+		{0, "", false, false, false},
+		{200, "answered", false, false, true},
 	} {
+		ctx, cancel := context.WithCancel(t.Context())
 		rep := &scriptedReplier{status: tc.status, outcome: tc.outcome, replayed: tc.replayed}
+		if tc.cancels {
+			rep.cancel = cancel
+		}
 		var mu sync.Mutex
 		var told []forward.Reply
 		f := newForwarder(t, forward.Config{URL: srv.URL, Replier: rep, ReplyFunc: func(r forward.Reply) {
@@ -60,7 +70,8 @@ func TestReplyOutcomes(t *testing.T) {
 			told = append(told, r)
 			mu.Unlock()
 		}})
-		err := f.Handle(t.Context(), intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}, attempt)
+		err := f.Handle(ctx, intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}, attempt)
+		cancel()
 		wantCalls := 2
 		if tc.complete {
 			if err != nil {
