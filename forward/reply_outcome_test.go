@@ -53,6 +53,7 @@ func TestReplyOutcomes(t *testing.T) {
 		{409, "refused", false, true, false},
 		{503, "not-dispatched", false, false, false},
 		{429, "throttled", false, false, false},
+		{503, "throttled", false, false, false}, // the outcome alone says so
 		{429, "answered", false, false, false},
 		{409, "stale", false, false, false},
 		{0, "", false, false, false},
