@@ -80,9 +80,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -168,8 +170,10 @@ type Config struct {
 	// Header holds extra headers sent with every request, such as an
 	// authorisation token for the endpoint. Copied by New, which refuses
 	// a name or value that is not valid HTTP (a line break would let a
-	// value write headers of its own). Host, Content-Length,
-	// Transfer-Encoding and Trailer are the forward's own and not sent.
+	// value write headers of its own), under canonical names (values of
+	// names that differ only in case are merged). Host, Content-Length,
+	// Transfer-Encoding and Trailer, in any case, are the forward's own
+	// and not sent.
 	Header http.Header
 	// AppSecretToken, when set, is sent in [HeaderTelegramSecret] with every
 	// update forward (never with an exhaustion), so an app's framework can
@@ -382,7 +386,7 @@ func New(cfg Config) (*Forwarder, error) {
 		client:        cfg.Client,
 		checkFresh:    checkFresh,
 		timeout:       cfg.Timeout,
-		header:        cfg.Header.Clone(),
+		header:        canonicalHeader(cfg.Header),
 		appSecret:     cfg.AppSecretToken,
 		unactedFunc:   cfg.UnactedReplyFunc,
 		replier:       cfg.Replier,
@@ -405,6 +409,23 @@ func New(cfg Config) (*Forwarder, error) {
 		}
 	}
 	return f, nil
+}
+
+// canonicalHeader copies h under canonical keys, merging the values of keys
+// that differ only in case. The forward's own headers are set, and
+// skipped, by their canonical keys: a "host" or "content-length" kept as
+// given would be sent beside the forward's own, and the app would refuse
+// every request.
+func canonicalHeader(h http.Header) http.Header {
+	if h == nil {
+		return nil
+	}
+	out := make(http.Header, len(h))
+	for _, k := range slices.Sorted(maps.Keys(h)) { // merged in one order
+		ck := http.CanonicalHeaderKey(k)
+		out[ck] = append(out[ck], h[k]...)
+	}
+	return out
 }
 
 // CloseIdleConnections closes the connections kept open to the endpoints

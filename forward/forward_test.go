@@ -78,30 +78,38 @@ func newForwarder(t *testing.T, cfg forward.Config) *forward.Forwarder {
 	return f
 }
 
+// On the direct path and on a client of the caller's own, the forward
+// sends the body with the attempt's identity, Config.Header as New saw it,
+// and the span's trace context. A configured header named in any case
+// never replaces the forward's own: Host, Content-Length,
+// Transfer-Encoding, the identity headers, or a second User-Agent.
 func TestHandleSendsBodyAndIdentity(t *testing.T) {
 	t.Parallel()
-	e, srv := newEndpoint(t, http.StatusNoContent, nil)
-	extra := http.Header{"Authorization": {"Bearer app"}}
-	f := newForwarder(t, forward.Config{URL: srv.URL, Header: extra})
-	extra.Set("Authorization", "changed after New") // New copied it
-	body := []byte(`{"update_id":42,"message":{"text":"hi"}}`)
-	// In the context of a span, the forward carries its trace context.
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled})
-	ctx := trace.ContextWithSpanContext(t.Context(), sc)
-	if err := f.Handle(ctx, intake.Update{ID: 42, Body: body}, attempt); err != nil {
-		t.Fatal(err)
-	}
-	got := e.got()
-	if len(got) != 1 {
-		t.Fatalf("%d requests, want 1", len(got))
-	}
-	h := got[0].header
-	if string(got[0].body) != string(body) ||
-		h.Get(wire.HeaderUpdateID) != "42" || h.Get(wire.HeaderAttempt) != "2" ||
-		h.Get(wire.HeaderClaimID) != "c-1" || h.Get(forward.HeaderKind) != "update" ||
-		h.Get("Authorization") != "Bearer app" || h.Get("Content-Type") != "application/json" ||
-		h.Get("Traceparent") != "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-01" {
-		t.Fatalf("request = %q %v", got[0].body, h)
+	for _, client := range []*http.Client{nil, {}} {
+		e, srv := newEndpoint(t, http.StatusNoContent, nil)
+		extra := http.Header{"Authorization": {"Bearer app"}, "host": {"evil.example"}, "content-length": {"5"},
+			"transfer-encoding": {"chunked"}, "tgrelay-claim-id": {"forged"}, "user-agent": {"mine/1"}}
+		f := newForwarder(t, forward.Config{URL: srv.URL, Header: extra, Client: client})
+		extra.Set("Authorization", "changed after New") // New copied it
+		body := []byte(`{"update_id":42,"message":{"text":"hi"}}`)
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled})
+		ctx := trace.ContextWithSpanContext(t.Context(), sc)
+		if err := f.Handle(ctx, intake.Update{ID: 42, Body: body}, attempt); err != nil {
+			t.Fatalf("client %v: %v", client, err)
+		}
+		got := e.got()
+		if len(got) != 1 {
+			t.Fatalf("%d requests, want 1", len(got))
+		}
+		h := got[0].header
+		if string(got[0].body) != string(body) ||
+			h.Get(wire.HeaderUpdateID) != "42" || h.Get(wire.HeaderAttempt) != "2" ||
+			len(h.Values(wire.HeaderClaimID)) != 1 || h.Get(wire.HeaderClaimID) != "c-1" || h.Get(forward.HeaderKind) != "update" ||
+			h.Get("Authorization") != "Bearer app" || h.Get("Content-Type") != "application/json" ||
+			len(h.Values("User-Agent")) != 1 || h.Get("User-Agent") != "mine/1" ||
+			h.Get("Traceparent") != "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-01" {
+			t.Fatalf("client %v: request = %q %v", client, got[0].body, h)
+		}
 	}
 }
 
