@@ -1,7 +1,6 @@
 package forward_test
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"testing"
@@ -9,19 +8,6 @@ import (
 	"github.com/tgrelay/tgrelay/forward"
 	"github.com/tgrelay/tgrelay/intake"
 )
-
-// countingReplier answers every call as Telegram would, and counts them.
-type countingReplier struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (r *countingReplier) Reply(_ context.Context, _ intake.Identity, method string, _ []byte) (int, string, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls = append(r.calls, method)
-	return http.StatusOK, "answered", false
-}
 
 // A 200 whose body is a webhook reply an app's buggy serializer broke is
 // a reply all the same: it cannot be performed, but it is never dropped
@@ -49,14 +35,14 @@ func TestMalformedReplyIsReportedNotDropped(t *testing.T) {
 					seen = append(seen, r)
 					mu.Unlock()
 				}}
-				rep := &countingReplier{}
+				rep := &scriptedReplier{status: http.StatusOK, outcome: "answered"} // as Telegram would
 				if withReplier {
 					cfg.Replier = rep
 				}
 				f := newForwarder(t, cfg)
 				err := f.Handle(t.Context(), intake.Update{ID: 42, Body: []byte(`{"update_id":42}`)}, attempt)
 				rep.mu.Lock()
-				performed := len(rep.calls)
+				performed := len(rep.methods)
 				rep.mu.Unlock()
 				if err == nil && performed == 0 && f.UnactedReplies() == 0 {
 					t.Fatalf("replier %v: the update completes and its reply %q is dropped without a word", withReplier, body)
