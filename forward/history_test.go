@@ -25,6 +25,7 @@ func TestAttemptRecordKeepsTheAppsAnswer(t *testing.T) {
 		"Set-Cookie":   {"session=app-session-cookie"},
 		"X-Request-Id": {"req-7 registered-secret-value"},
 		"Location":     {"/elsewhere"},
+		"Retry-After":  {"7"},
 	})
 	app.body = []byte(`{"error":"chat not found","url":"https://api.telegram.org/bot` + token + `/sendMessage","pad":"` +
 		strings.Repeat("y", 2*intake.MaxAttemptBody) + `"}`)
@@ -76,7 +77,7 @@ func TestAttemptRecordKeepsTheAppsAnswer(t *testing.T) {
 	}
 	failed := steps[0]
 	if failed.Status != http.StatusBadRequest || failed.Header.Get("Content-Type") != "application/json" ||
-		!strings.HasPrefix(failed.Header.Get("X-Request-Id"), "req-7 ") || failed.Header.Get("Location") != "/elsewhere" || failed.Header.Get("Set-Cookie") != "" {
+		!strings.HasPrefix(failed.Header.Get("X-Request-Id"), "req-7 ") || failed.Header.Get("Location") != "/elsewhere" || failed.Header.Get("Retry-After") != "7" || failed.Header.Get("Set-Cookie") != "" {
 		t.Errorf("failed attempt: status %d, header %v; want 400 with the chosen headers and no cookie", failed.Status, failed.Header)
 	}
 	if !strings.Contains(string(failed.Body), "chat not found") || len(failed.Body) > intake.MaxAttemptBody {
