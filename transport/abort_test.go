@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tgrelay/tgrelay/transport"
 )
@@ -77,8 +79,11 @@ func TestAbortAtEveryStage(t *testing.T) {
 		}},
 		{"connect", transport.StageConnect, func(t *testing.T) setup {
 			ch := make(chan struct{}, 1)
-			return setup{url: "http://127.0.0.1:1", reached: ch, cfg: transport.Config{
+			return setup{url: "https://127.0.0.1", reached: ch, cfg: transport.Config{
 				DialFunc: func(ctx context.Context, network, address string) (net.Conn, error) {
+					if address != "127.0.0.1:443" {
+						t.Errorf("dialled %s, want the https default port 443", address)
+					}
 					ch <- struct{}{}
 					<-ctx.Done()
 					return nil, ctx.Err()
@@ -103,6 +108,18 @@ func TestAbortAtEveryStage(t *testing.T) {
 			})
 			return setup{url: "https://127.0.0.1:1", reached: reached, cfg: transport.Config{Proxy: proxyAt("http://" + addr)}}
 		}},
+		// Only the context can end the last two waits: the response
+		// timeout is an hour.
+		{"writing the request", "", func(t *testing.T) setup {
+			addr, reached := hold(t, func(c net.Conn, reached chan<- struct{}) {
+				if _, err := c.Read(make([]byte, 1)); err == nil {
+					reached <- struct{}{}
+				}
+				<-t.Context().Done() // reads no more: the large body fills the socket
+			})
+			return setup{url: "http://" + addr, reached: reached, body: io.NopCloser(bytes.NewReader(make([]byte, 32<<20))),
+				cfg: transport.Config{ResponseTimeout: time.Hour}}
+		}},
 		{"waiting for the answer", "", func(t *testing.T) setup {
 			addr, reached := hold(t, func(c net.Conn, reached chan<- struct{}) {
 				if _, _, err := readRequest(bufio.NewReader(c)); err == nil {
@@ -110,7 +127,7 @@ func TestAbortAtEveryStage(t *testing.T) {
 				}
 				io.Copy(io.Discard, c)
 			})
-			return setup{url: "http://" + addr, reached: reached}
+			return setup{url: "http://" + addr, reached: reached, cfg: transport.Config{ResponseTimeout: time.Hour}}
 		}},
 	}
 	for _, tc := range cases {
@@ -120,7 +137,7 @@ func TestAbortAtEveryStage(t *testing.T) {
 			tr := newTransport(t, s.cfg)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			var body io.ReadCloser = io.NopCloser(strings.NewReader(payload))
+			var body io.Reader = strings.NewReader(payload) // in memory: no wait for the context to end
 			if s.body != nil {
 				body = s.body
 			}
@@ -141,7 +158,13 @@ func TestAbortAtEveryStage(t *testing.T) {
 				<-s.reached
 				cancel()
 			}
-			err := (<-done).err
+			var err error
+			select {
+			case r := <-done:
+				err = r.err
+			case <-time.After(waitLimit):
+				t.Fatal("RoundTrip did not return after its context ended")
+			}
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("err = %v, want it to match context.Canceled", err)
 			}

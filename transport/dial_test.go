@@ -125,88 +125,93 @@ func TestRaceFailureStartsNextAttemptAtOnce(t *testing.T) {
 	})
 }
 
+// TestRaceInterleavesFamilies: families alternate, IPv6 first; tcp4 and
+// tcp6 keep to their family.
 func TestRaceInterleavesFamilies(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := &fakeNet{mode: map[string]string{},
-			v4: []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"},
-			v6: []string{"2001:db8::1", "2001:db8::2"},
-			// A first, AAAA within the resolution delay: both lists are
-			// known before the first attempt.
-			delay: map[string]time.Duration{"ip6": ms(10)}}
-		tr := f.transport(t, transport.Config{})
-		_, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
-		assertNotDispatched(t, err, transport.StageConnect)
-		var got []string
-		for _, r := range f.records() {
-			got = append(got, r.ip)
-			if r.at != ms(10) {
-				t.Errorf("dial of %s at %v, want 10ms (each failure starts the next at once)", r.ip, r.at)
+	for network, want := range map[string][]string{
+		"tcp":  {"2001:db8::1", "192.0.2.1", "2001:db8::2", "192.0.2.2", "192.0.2.3"},
+		"tcp4": {"192.0.2.1", "192.0.2.2", "192.0.2.3"},
+		"tcp6": {"2001:db8::1", "2001:db8::2"},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeNet{mode: map[string]string{},
+				v4: []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"},
+				v6: []string{"2001:db8::1", "2001:db8::2"},
+				// A first, AAAA within the resolution delay: both lists are
+				// known before the first attempt.
+				delay: map[string]time.Duration{"ip6": ms(10)}}
+			tr := f.transport(t, transport.Config{})
+			_, err := tr.DialContext(t.Context(), network, "telegram.test:443")
+			assertNotDispatched(t, err, transport.StageConnect)
+			var got []string
+			for _, r := range f.records() {
+				got = append(got, r.ip)
+				if first := f.records()[0].at; r.at != first {
+					t.Errorf("%s: dial of %s at %v, want %v (each failure starts the next at once)", network, r.ip, r.at, first)
+				}
 			}
-		}
-		want := []string{"2001:db8::1", "192.0.2.1", "2001:db8::2", "192.0.2.2", "192.0.2.3"}
-		if !slices.Equal(got, want) {
-			t.Errorf("dial order = %v, want %v", got, want)
-		}
-	})
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: dial order = %v, want %v", network, got, want)
+			}
+		})
+	}
 }
 
+// TestRaceResolutionDelay: the first attempt waits up to ResolutionDelay
+// (50 ms) after the A answer for AAAA, never for A after AAAA; an address
+// arriving later starts at once when nothing is in flight, else joins the
+// staircase.
 func TestRaceResolutionDelay(t *testing.T) {
-	t.Run("late AAAA within the delay is waited for", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			f := &fakeNet{mode: map[string]string{"2001:db8::1": "ok", "192.0.2.1": "ok"},
-				v4: []string{"192.0.2.1"}, v6: []string{"2001:db8::1"},
-				delay: map[string]time.Duration{"ip6": ms(30)}}
-			tr := f.transport(t, transport.Config{})
-			c, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Close()
-			want := []dialRecord{{"2001:db8::1", ms(30)}}
-			if got := f.records(); !slices.Equal(got, want) {
-				t.Errorf("dials = %v, want %v", got, want)
-			}
+	cases := []struct {
+		name  string
+		v4    string // its mode
+		delay map[string]time.Duration
+		want  []dialRecord
+	}{
+		{"late AAAA within the delay is waited for", "ok", map[string]time.Duration{"ip6": ms(30)},
+			[]dialRecord{{"2001:db8::1", ms(30)}}},
+		{"AAAA before A starts the race at once", "ok", map[string]time.Duration{"ip4": ms(400)},
+			[]dialRecord{{"2001:db8::1", 0}}},
+		{"late AAAA with nothing in flight is tried at once", "fail", map[string]time.Duration{"ip6": ms(200)},
+			[]dialRecord{{"192.0.2.1", ms(50)}, {"2001:db8::1", ms(200)}}},
+		{"AAAA later than the delay joins the race", "hole", map[string]time.Duration{"ip6": ms(200)},
+			[]dialRecord{{"192.0.2.1", ms(50)}, {"2001:db8::1", ms(300)}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeNet{mode: map[string]string{"2001:db8::1": "ok", "192.0.2.1": tc.v4},
+					v4: []string{"192.0.2.1"}, v6: []string{"2001:db8::1"}, delay: tc.delay}
+				tr := f.transport(t, transport.Config{})
+				c, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+				if got := f.records(); !slices.Equal(got, tc.want) {
+					t.Errorf("dials = %v, want %v", got, tc.want)
+				}
+			})
 		})
-	})
-	t.Run("AAAA later than the delay joins the race", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			f := &fakeNet{mode: map[string]string{"2001:db8::1": "ok", "192.0.2.1": "hole"},
-				v4: []string{"192.0.2.1"}, v6: []string{"2001:db8::1"},
-				delay: map[string]time.Duration{"ip6": ms(200)}}
-			tr := f.transport(t, transport.Config{})
-			c, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Close()
-			want := []dialRecord{{"192.0.2.1", ms(50)}, {"2001:db8::1", ms(300)}}
-			if got := f.records(); !slices.Equal(got, want) {
-				t.Errorf("dials = %v, want %v", got, want)
-			}
-		})
-	})
+	}
 }
 
 func TestRaceBudgetCoversLookupAndConnect(t *testing.T) {
-	t.Run("connect", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			f := &fakeNet{mode: map[string]string{"192.0.2.1": "hole", "192.0.2.2": "hole"},
-				v4: []string{"192.0.2.1", "192.0.2.2"}, delay: map[string]time.Duration{"ip4": ms(400), "ip6": ms(400)}}
-			tr := f.transport(t, transport.Config{ConnectTimeout: time.Second})
-			_, err := tr.DialContext(t.Context(), "tcp", "telegram.test:443")
-			assertNotDispatched(t, err, transport.StageConnect)
-			if !errors.Is(err, transport.ErrConnectTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("err = %v, want ErrConnectTimeout and DeadlineExceeded", err)
-			}
-			if got := time.Since(f.start); got != time.Second {
-				t.Errorf("gave up after %v, want exactly the 1 s budget (lookup included)", got)
-			}
-			want := []dialRecord{{"192.0.2.1", ms(400)}, {"192.0.2.2", ms(650)}}
-			if got := f.records(); !slices.Equal(got, want) {
-				t.Errorf("dials = %v, want %v", got, want)
-			}
+	// DialContext and RoundTrip apply the same budget.
+	for name, connect := range map[string]func(context.Context, *transport.Transport) error{
+		"DialContext": func(ctx context.Context, tr *transport.Transport) error {
+			_, err := tr.DialContext(ctx, "tcp", "telegram.test:443")
+			return err
+		},
+		"RoundTrip": func(ctx context.Context, tr *transport.Transport) error {
+			_, err := send(ctx, tr, "https://telegram.test")
+			return err
+		},
+	} {
+		t.Run("connect/"+name, func(t *testing.T) {
+			budgetCoversConnect(t, connect)
 		})
-	})
+	}
 	t.Run("lookup never answers", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			f := &fakeNet{delay: map[string]time.Duration{"ip4": time.Hour, "ip6": time.Hour}}
@@ -245,6 +250,28 @@ func TestRaceLookupFailures(t *testing.T) {
 		assertNotDispatched(t, err, transport.StageLookup)
 		if !errors.Is(err, transport.ErrNoAddress) {
 			t.Errorf("err = %v, want ErrNoAddress", err)
+		}
+	})
+}
+
+// budgetCoversConnect: a lookup taking 400 ms and two addresses that never
+// answer end the call after exactly the 1 s connect budget.
+func budgetCoversConnect(t *testing.T, connect func(context.Context, *transport.Transport) error) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeNet{mode: map[string]string{"192.0.2.1": "hole", "192.0.2.2": "hole"},
+			v4: []string{"192.0.2.1", "192.0.2.2"}, delay: map[string]time.Duration{"ip4": ms(400), "ip6": ms(400)}}
+		tr := f.transport(t, transport.Config{ConnectTimeout: time.Second, Proxy: noProxy})
+		err := connect(t.Context(), tr)
+		assertNotDispatched(t, err, transport.StageConnect)
+		if !errors.Is(err, transport.ErrConnectTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want ErrConnectTimeout and DeadlineExceeded", err)
+		}
+		if got := time.Since(f.start); got != time.Second {
+			t.Errorf("gave up after %v, want exactly the 1 s budget (lookup included)", got)
+		}
+		want := []dialRecord{{"192.0.2.1", ms(400)}, {"192.0.2.2", ms(650)}}
+		if got := f.records(); !slices.Equal(got, want) {
+			t.Errorf("dials = %v, want %v", got, want)
 		}
 	})
 }

@@ -25,6 +25,9 @@ func TestEchoedRequestLineNeverReachesTheError(t *testing.T) {
 		"chunk size": func(line string) string {
 			return "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Fields(line)[1] + "\r\n"
 		},
+		"trailer line": func(line string) string {
+			return "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + line + "\r\n\r\n"
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -106,6 +109,14 @@ func TestProxyEchoingCredentialsNeverReachesTheError(t *testing.T) {
 	for name, frame := range map[string]func(auth string) string{
 		"reason phrase": func(auth string) string { return "HTTP/1.1 407 bad " + auth + "\r\nContent-Length: 0\r\n\r\n" },
 		"malformed":     func(auth string) string { return "HTTP/1.1 " + auth + "\r\n\r\n" },
+		"status code":   func(auth string) string { return "HTTP/1.1 " + strings.Fields(auth)[1] + " x\r\n\r\n" },
+		"header line":   func(auth string) string { return "HTTP/1.1 200 OK\r\n" + auth + "\r\n\r\n" },
+		// Not a refusal: the tunnel's 200, but with an answer glued on
+		// before any request went through it, or a redirect instead.
+		"answer before the request": func(string) string { return "HTTP/1.1 200 Connection established\r\n\r\n" + okResponse },
+		"redirect": func(string) string {
+			return "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/\r\nContent-Length: 0\r\n\r\n"
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tgrelay/tgrelay/internal/closedport"
 	"github.com/tgrelay/tgrelay/transport"
 )
 
@@ -69,7 +70,12 @@ func TestResultFuncSeesEveryRequest(t *testing.T) {
 	var got []transport.Result
 	ctx := transport.WithResultFunc(t.Context(), func(r transport.Result) { got = append(got, r) })
 	var outer int
-	ctx = transport.WithResultFunc(ctx, func(transport.Result) { outer++ })
+	ctx = transport.WithResultFunc(ctx, func(transport.Result) {
+		if len(got) != outer+1 {
+			t.Errorf("the later func ran before the earlier one")
+		}
+		outer++
+	})
 
 	resp, err := send(ctx, tr, srv.url())
 	if err != nil {
@@ -84,14 +90,16 @@ func TestResultFuncSeesEveryRequest(t *testing.T) {
 	}
 	_, err = send(ctx, tr, srv.url())
 	assertUnknown(t, err)
+	_, err = send(ctx, tr, "http://"+closedport.Addr(t))
+	assertNotDispatched(t, err, transport.StageConnect)
 	if transport.ResultFuncFrom(transport.WithResultFunc(ctx, nil)) != nil {
 		t.Error("WithResultFunc(ctx, nil) left a func in the context")
 	}
 	if transport.ResultFuncFrom(ctx) == nil {
 		t.Error("ResultFuncFrom found no func")
 	}
-	if len(got) != 3 || outer != 3 {
-		t.Fatalf("inner func saw %d results, outer %d; want 3 each", len(got), outer)
+	if len(got) != 4 || outer != 4 {
+		t.Fatalf("inner func saw %d results, outer %d; want 4 each", len(got), outer)
 	}
 	if r := got[0]; r.Method != "sendMessage" || r.Status != 429 || r.Err != nil || r.Unknown() || !strings.Contains(string(r.Body), `"retry_after":3`) {
 		t.Errorf("first result = %+v, want the 429 answer of sendMessage", r)
@@ -101,6 +109,9 @@ func TestResultFuncSeesEveryRequest(t *testing.T) {
 	}
 	if r := got[2]; r.Err == nil || !r.Unknown() || r.Status != 0 {
 		t.Errorf("third result = %+v, want an unknown-outcome error", r)
+	}
+	if r := got[3]; r.Err == nil || r.Unknown() {
+		t.Errorf("fourth result = %+v, want a not-dispatched error, not unknown", r)
 	}
 	for _, r := range got {
 		if strings.Contains(r.Method, secret) {

@@ -5,12 +5,15 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,6 +38,7 @@ func newTLSServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	}))
 	// The untrusted-certificate tests make the server log handshake errors.
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.EnableHTTP2 = true // offered: the transport must still speak HTTP/1.1
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	return srv, &requests
@@ -51,6 +55,22 @@ func TestTLS(t *testing.T) {
 		}
 		resp.Body.Close()
 	})
+	t.Run("caller's TLS config offers h2", func(t *testing.T) {
+		cfg := trusting(srv)
+		cfg.NextProtos = []string{"h2", "http/1.1"}
+		tr := newTransport(t, transport.Config{TLSConfig: cfg})
+		resp, err := send(t.Context(), tr, srv.URL)
+		if err != nil {
+			t.Fatalf("RoundTrip with h2 offered: %v", err)
+		}
+		resp.Body.Close()
+		if resp.ProtoMajor != 1 {
+			t.Errorf("answer over %s, want HTTP/1.1", resp.Proto)
+		}
+		if !slices.Equal(cfg.NextProtos, []string{"h2", "http/1.1"}) {
+			t.Errorf("the caller's TLS config was changed: NextProtos = %q", cfg.NextProtos)
+		}
+	})
 	t.Run("untrusted certificate", func(t *testing.T) {
 		before := requests.Load()
 		tr := newTransport(t, transport.Config{})
@@ -59,6 +79,28 @@ func TestTLS(t *testing.T) {
 		if requests.Load() != before {
 			t.Error("the server received a request over an untrusted connection")
 		}
+	})
+	t.Run("an address refused after the TLS failure", func(t *testing.T) {
+		// The error is the failure that got furthest, not the last one.
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
+		var nd net.Dialer
+		tr := newTransport(t, transport.Config{
+			AttemptDelay: transport.MaxAttemptDelay,
+			LookupFunc: func(ctx context.Context, network, host string) ([]netip.Addr, error) {
+				if network == "ip6" {
+					return nil, nil
+				}
+				return []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}, nil
+			},
+			DialFunc: func(ctx context.Context, network, address string) (net.Conn, error) {
+				if strings.HasPrefix(address, "127.0.0.2:") {
+					return nil, errors.New("connection refused (simulated)")
+				}
+				return nd.DialContext(ctx, network, address)
+			},
+		})
+		_, err := send(t.Context(), tr, "https://telegram.test:"+port)
+		assertNotDispatched(t, err, transport.StageTLS)
 	})
 }
 
@@ -132,7 +174,9 @@ func TestProxyTunnelCarriesTheRequest(t *testing.T) {
 	t.Parallel()
 	srv, requests := newTLSServer(t)
 	p := newConnectProxy(t, false)
-	tr := newTransport(t, transport.Config{TLSConfig: trusting(srv), Proxy: proxyAt("http://user:proxypass@" + p.addr)})
+	var proxy atomic.Pointer[url.URL]
+	proxy.Store(&url.URL{Scheme: "http", User: url.UserPassword("user", "proxypass"), Host: p.addr})
+	tr := newTransport(t, transport.Config{TLSConfig: trusting(srv), Proxy: func(*http.Request) (*url.URL, error) { return proxy.Load(), nil }})
 	for range 2 {
 		resp, err := send(t.Context(), tr, srv.URL)
 		if err != nil {
@@ -150,6 +194,11 @@ func TestProxyTunnelCarriesTheRequest(t *testing.T) {
 	if requests.Load() != 2 || p.accepts.Load() != 1 {
 		t.Errorf("requests = %d, proxy accepts = %d; want 2 requests over 1 tunnel", requests.Load(), p.accepts.Load())
 	}
+	// The idle tunnel leads through that proxy only: a request for which
+	// the Proxy func picks another (one refusing CONNECT) does not use it.
+	proxy.Store(&url.URL{Scheme: "http", Host: newConnectProxy(t, true).addr})
+	_, err := send(t.Context(), tr, srv.URL)
+	assertNotDispatched(t, err, transport.StageProxy)
 }
 
 func TestProxyUnsupportedScheme(t *testing.T) {

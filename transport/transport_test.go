@@ -22,30 +22,46 @@ import (
 	"github.com/tgrelay/tgrelay/transport"
 )
 
+// seenRequest is a request as a server read it.
+type seenRequest struct {
+	req  *http.Request
+	raw  string
+	body []byte
+}
+
 func TestRoundTripFramesTheRequest(t *testing.T) {
 	t.Parallel()
-	type seen struct {
-		req  *http.Request
-		raw  string
-		body []byte
-	}
-	got := make(chan seen, 1)
+	got := make(chan seenRequest, 1)
 	srv := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
 		var raw bytes.Buffer
 		br := bufio.NewReader(io.TeeReader(c, &raw))
-		req, body, err := readRequest(br)
-		if err != nil {
-			return
+		for {
+			req, body, err := readRequest(br)
+			if err != nil {
+				return
+			}
+			got <- seenRequest{req, raw.String(), body}
+			raw.Reset()
+			io.WriteString(c, okResponse)
 		}
-		got <- seen{req, raw.String(), body}
-		io.WriteString(c, okResponse)
 	})
 	tr := newTransport(t, transport.Config{})
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.url()+secretPath, strings.NewReader(payload))
+	// A GET with a body is framed too: without its Content-Length the body
+	// would be read as the next request.
+	for _, method := range []string{http.MethodPost, http.MethodGet} {
+		framesTheRequest(t, tr, srv.url(), method, got)
+	}
+}
+
+func framesTheRequest(t *testing.T, tr *transport.Transport, base, method string, got <-chan seenRequest) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, base+secretPath, strings.NewReader(payload))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Content-Length", "999")
 	req.Header.Set("Connection", "keep-alive")
 	req.Header.Set("X-Trace", "abc")
+	req.Header.Set("Transfer-Encoding", "chunked")
+	req.Header.Set("Host", "other.example")
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -55,10 +71,10 @@ func TestRoundTripFramesTheRequest(t *testing.T) {
 		t.Errorf("answer = %d %q", resp.StatusCode, body)
 	}
 	s := <-got
-	if s.req.Method != "POST" || s.req.URL.Path != secretPath || string(s.body) != payload {
+	if s.req.Method != method || s.req.URL.Path != secretPath || string(s.body) != payload {
 		t.Errorf("server saw %s %s %q", s.req.Method, s.req.URL.Path, s.body)
 	}
-	if !strings.HasPrefix(s.raw, "POST "+secretPath+" HTTP/1.1\r\n") {
+	if !strings.HasPrefix(s.raw, method+" "+secretPath+" HTTP/1.1\r\n") {
 		t.Errorf("request line: %q", s.raw)
 	}
 	for _, h := range []string{"Content-Length: ", "Host: "} {
@@ -66,7 +82,8 @@ func TestRoundTripFramesTheRequest(t *testing.T) {
 			t.Errorf("%q appears %d times in %q", h, n, s.raw)
 		}
 	}
-	if strings.Contains(s.raw, "999") || strings.Contains(strings.ToLower(s.raw), "connection:") {
+	if strings.Contains(s.raw, "999") || strings.Contains(strings.ToLower(s.raw), "connection:") ||
+		strings.Contains(strings.ToLower(s.raw), "transfer-encoding") || strings.Contains(s.raw, "other.example") {
 		t.Errorf("caller's framing headers were repeated: %q", s.raw)
 	}
 	if s.req.Header.Get("X-Trace") != "abc" {
@@ -112,11 +129,15 @@ func TestLookupFailureIsNotDispatched(t *testing.T) {
 }
 
 // blackHoleDialer dials real sockets, except that dials to hole never
-// answer until the attempt is cancelled. It records the dial order.
+// answer until the attempt is cancelled, or, when late is set, ignore the
+// cancellation and connect to 127.0.0.1 once late is closed. It records the
+// dial order.
 type blackHoleDialer struct {
-	hole  netip.Addr
-	mu    sync.Mutex
-	order []string
+	hole     netip.Addr
+	late     chan struct{}
+	mu       sync.Mutex
+	order    []string
+	lateConn net.Conn
 }
 
 func (d *blackHoleDialer) dial(ctx context.Context, network, address string) (net.Conn, error) {
@@ -125,18 +146,43 @@ func (d *blackHoleDialer) dial(ctx context.Context, network, address string) (ne
 	d.order = append(d.order, ap.Addr().String())
 	d.mu.Unlock()
 	if ap.Addr() == d.hole {
-		<-ctx.Done()
-		return nil, ctx.Err()
+		if d.late == nil {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		<-d.late
+		var nd net.Dialer
+		c, err := nd.DialContext(context.Background(), network, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ap.Port()).String())
+		d.mu.Lock()
+		d.lateConn = c // kept reachable: only a Close, not the GC, closes it
+		d.mu.Unlock()
+		return c, err
 	}
 	var nd net.Dialer
 	return nd.DialContext(ctx, network, address)
 }
 
+// TestSilentFirstAddressLosesTheRace: an address that does not answer
+// loses to the next one; if it connects after all once the race is won, that
+// connection is closed.
 func TestSilentFirstAddressLosesTheRace(t *testing.T) {
 	t.Parallel()
-	srv := newRawServer(t, "tcp", "127.0.0.1:0", serveOK)
+	for _, late := range []bool{false, true} {
+		silentFirstAddressLoses(t, late)
+	}
+}
+
+func silentFirstAddressLoses(t *testing.T, late bool) {
+	closed := make(chan struct{}, 2)
+	srv := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
+		serveOK(c)
+		closed <- struct{}{}
+	})
 	_, port, _ := net.SplitHostPort(srv.addr)
 	d := &blackHoleDialer{hole: netip.MustParseAddr("127.0.0.2")}
+	if late {
+		d.late = make(chan struct{})
+	}
 	tr := newTransport(t, transport.Config{
 		LookupFunc: func(ctx context.Context, network, host string) ([]netip.Addr, error) {
 			if network == "ip6" {
@@ -152,9 +198,17 @@ func TestSilentFirstAddressLosesTheRace(t *testing.T) {
 	}
 	resp.Body.Close()
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if want := []string{"127.0.0.2", "127.0.0.1"}; !slices.Equal(d.order, want) {
 		t.Errorf("dial order = %v, want %v", d.order, want)
+	}
+	d.mu.Unlock()
+	if late {
+		close(d.late)
+		select {
+		case <-closed: // the late connection; the winner is idle in the pool
+		case <-time.After(waitLimit):
+			t.Fatal("the connection of the attempt that lost the race was not closed")
+		}
 	}
 }
 
@@ -191,15 +245,39 @@ func TestOversizedAnswerIsUnknown(t *testing.T) {
 	}
 }
 
+// TestAnswerAtTheSizeLimitIsAccepted: an answer of exactly
+// MaxResponseBytes is accepted, one byte more is too large, and each answer
+// on a kept connection has the whole limit, no more, whatever the earlier
+// ones left unused.
 func TestAnswerAtTheSizeLimitIsAccepted(t *testing.T) {
 	t.Parallel()
-	srv := newRawServer(t, "tcp", "127.0.0.1:0", serveOK)
+	overByOne := strings.Replace(okResponse, "11\r\n\r\n{\"ok\":true}", "12\r\n\r\n{\"ok\":true} ", 1)
+	answers := []string{okResponse, "HTTP/1.1 204 No Content\r\n\r\n", overByOne}
+	srv := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for _, a := range answers {
+			if _, _, err := readRequest(br); err != nil {
+				return
+			}
+			io.WriteString(c, a)
+		}
+	})
 	tr := newTransport(t, transport.Config{MaxResponseBytes: int64(len(okResponse))})
-	resp, err := send(t.Context(), tr, srv.url())
-	if err != nil {
-		t.Fatalf("an answer of exactly MaxResponseBytes failed: %v", err)
+	for i := range 2 {
+		resp, err := send(t.Context(), tr, srv.url())
+		if err != nil {
+			t.Fatalf("answer %d, within MaxResponseBytes, failed: %v", i, err)
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
+	_, err := send(t.Context(), tr, srv.url())
+	assertUnknown(t, err)
+	if !errors.Is(err, transport.ErrResponseTooLarge) {
+		t.Errorf("an answer of MaxResponseBytes+1 on a kept connection: err = %v, want ErrResponseTooLarge", err)
+	}
+	if n := srv.accepts.Load(); n != 1 {
+		t.Errorf("accepts = %d, want 1", n)
+	}
 }
 
 func TestSlowAnswerIsUnknown(t *testing.T) {
@@ -245,6 +323,17 @@ func TestRequestBodyLimit(t *testing.T) {
 	if !errors.Is(err, transport.ErrRequestTooLarge) {
 		t.Errorf("err = %v, want ErrRequestTooLarge", err)
 	}
+	// An in-memory body whose ContentLength understates it is too large
+	// too, never cut to the limit and sent.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.url()+secretPath, strings.NewReader(payload))
+	req.ContentLength = 1
+	_, err = tr.RoundTrip(req)
+	if !errors.Is(err, transport.ErrRequestTooLarge) {
+		t.Errorf("understated in-memory body: err = %v, want ErrRequestTooLarge", err)
+	}
+	if n := srv.accepts.Load(); n != 0 {
+		t.Errorf("accepts = %d: a too large body was sent", n)
+	}
 	tr = newTransport(t, transport.Config{MaxRequestBytes: int64(len(payload))})
 	resp, err := send(t.Context(), tr, srv.url())
 	if err != nil {
@@ -268,12 +357,18 @@ func TestInvalidHeaderIsNotDispatched(t *testing.T) {
 	t.Parallel()
 	srv := newRawServer(t, "tcp", "127.0.0.1:0", serveOK)
 	tr := newTransport(t, transport.Config{})
-	req, _ := http.NewRequest(http.MethodPost, srv.url()+secretPath, strings.NewReader(payload))
-	req.Header["X-Bad"] = []string{"a\r\nInjected: 1"}
-	_, err := tr.RoundTrip(req)
-	assertNotDispatched(t, err, transport.StageRequest)
-	if srv.accepts.Load() != 0 {
-		t.Error("a connection was opened for an invalid request")
+	for name, spoil := range map[string]func(*http.Request){
+		"header value": func(r *http.Request) { r.Header["X-Bad"] = []string{"a\r\nInjected: 1"} },
+		"method":       func(r *http.Request) { r.Method = "POST /x HTTP/1.1\r\nX:" },
+		"path":         func(r *http.Request) { r.URL.Opaque = "/bot1:" + secret + " /sendMessage" },
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.url()+secretPath, strings.NewReader(payload))
+		spoil(req)
+		_, err := tr.RoundTrip(req)
+		assertNotDispatched(t, err, transport.StageRequest)
+		if srv.accepts.Load() != 0 {
+			t.Errorf("%s: a connection was opened for an invalid request", name)
+		}
 	}
 }
 
@@ -288,11 +383,19 @@ func (c *closeTracker) Close() error { c.closed.Store(true); return nil }
 func TestRequestBodyClosedOnError(t *testing.T) {
 	t.Parallel()
 	tr := newTransport(t, transport.Config{})
-	body := &closeTracker{Reader: strings.NewReader(payload)}
-	req, _ := http.NewRequest(http.MethodPost, "ftp://127.0.0.1/x", body)
-	tr.RoundTrip(req)
-	if !body.closed.Load() {
-		t.Error("request body not closed after an error")
+	for name, spoil := range map[string]func(*http.Request){
+		"unsupported scheme": func(r *http.Request) { r.URL.Scheme = "ftp" },
+		"redirect":           func(r *http.Request) { r.Response = &http.Response{StatusCode: http.StatusFound} },
+	} {
+		body := &closeTracker{Reader: strings.NewReader(payload)}
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/x", body)
+		spoil(req)
+		if _, err := tr.RoundTrip(req); err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		if !body.closed.Load() {
+			t.Errorf("%s: request body not closed after an error", name)
+		}
 	}
 }
 
@@ -435,16 +538,21 @@ func TestIdleConnectionWithUnsolicitedBytesIsNotReused(t *testing.T) {
 	}
 }
 
-// flakyConn fails its next Write without writing anything once armed, as a
-// socket reset by the peer does.
+// flakyConn fails its next Write once armed, as a socket reset by the peer
+// does: after writing the first *partial bytes (none unless set).
 type flakyConn struct {
 	net.Conn
 	failWrite *atomic.Bool
+	partial   *atomic.Int32
 }
 
 func (c *flakyConn) Write(p []byte) (int, error) {
 	if c.failWrite.CompareAndSwap(true, false) {
-		return 0, errors.New("connection reset by peer (simulated)")
+		n := 0
+		if c.partial != nil {
+			n, _ = c.Conn.Write(p[:min(len(p), int(c.partial.Load()))])
+		}
+		return n, errors.New("connection reset by peer (simulated)")
 	}
 	return c.Conn.Write(p)
 }
@@ -463,13 +571,14 @@ func TestReusedConnectionFailingBeforeTheFirstByte(t *testing.T) {
 		}
 	})
 	var failWrite atomic.Bool
+	var partial atomic.Int32
 	var nd net.Dialer
 	tr := newTransport(t, transport.Config{DialFunc: func(ctx context.Context, network, address string) (net.Conn, error) {
 		c, err := nd.DialContext(ctx, network, address)
 		if err != nil {
 			return nil, err
 		}
-		return &flakyConn{Conn: c, failWrite: &failWrite}, nil
+		return &flakyConn{Conn: c, failWrite: &failWrite, partial: &partial}, nil
 	}})
 	resp, err := send(t.Context(), tr, srv.url())
 	if err != nil {
@@ -492,12 +601,23 @@ func TestReusedConnectionFailingBeforeTheFirstByte(t *testing.T) {
 			return nil, err
 		}
 		failWrite.Store(true)
-		return &flakyConn{Conn: c, failWrite: &failWrite}, nil
+		return &flakyConn{Conn: c, failWrite: &failWrite, partial: &partial}, nil
 	}})
 	_, err = send(t.Context(), tr2, srv.url())
 	assertNotDispatched(t, err, transport.StageRequest)
 	if r := requests.Load(); r != 2 {
 		t.Errorf("requests = %d, want still 2", r)
+	}
+	// A write that fails after some bytes left is unknown, on a reused
+	// connection as on a fresh one, and never written again.
+	partial.Store(5)
+	failWrite.Store(true) // tr's pooled connection
+	_, err = send(t.Context(), tr, srv.url())
+	assertUnknown(t, err)
+	_, err = send(t.Context(), tr2, srv.url())
+	assertUnknown(t, err)
+	if r := requests.Load(); r != 2 {
+		t.Errorf("requests = %d, want still 2 (a partly written request is not repeated)", r)
 	}
 }
 
@@ -510,7 +630,7 @@ func TestIdleTimeoutDropsOldConnections(t *testing.T) {
 		IdleConnTimeout: time.Minute,
 		Test:            transport.TestHooks{NowFunc: func() time.Time { return time.Unix(0, now.Load()) }},
 	})
-	for i, advance := range []time.Duration{0, 59 * time.Second, 61 * time.Second} {
+	for i, advance := range []time.Duration{0, 59 * time.Second, time.Minute} {
 		now.Add(int64(advance))
 		resp, err := send(t.Context(), tr, srv.url())
 		if err != nil {
@@ -519,7 +639,7 @@ func TestIdleTimeoutDropsOldConnections(t *testing.T) {
 		resp.Body.Close()
 	}
 	if n := srv.accepts.Load(); n != 2 {
-		t.Errorf("accepts = %d, want 2 (reuse within the idle timeout, a new one after)", n)
+		t.Errorf("accepts = %d, want 2 (reuse within the idle timeout, a new one once it has passed)", n)
 	}
 }
 
@@ -573,19 +693,37 @@ func TestIdlePoolIsBounded(t *testing.T) {
 	testkit.WaitFor(t, "the pool to close the connections it cannot keep", func() bool { return srv.open.Load() == 2 })
 }
 
+// TestConfigResponseTimeout: Config.ResponseTimeout bounds the wait for the
+// answer, and the write too, from the first request byte on: a server that
+// stops reading a large request leaves the write blocked.
 func TestConfigResponseTimeout(t *testing.T) {
 	t.Parallel()
-	srv := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
-		if _, _, err := readRequest(bufio.NewReader(c)); err != nil {
-			return
-		}
-		io.Copy(io.Discard, c) // never answers
-	})
-	tr := newTransport(t, transport.Config{ResponseTimeout: 50 * time.Millisecond})
-	_, err := send(t.Context(), tr, srv.url())
-	assertUnknown(t, err)
-	if !errors.Is(err, transport.ErrResponseTimeout) {
-		t.Errorf("err = %v, want ErrResponseTimeout", err)
+	for name, tc := range map[string]struct {
+		body  []byte
+		serve func(t *testing.T, c net.Conn)
+	}{
+		"never answers": {[]byte(payload), func(t *testing.T, c net.Conn) {
+			if _, _, err := readRequest(bufio.NewReader(c)); err != nil {
+				return
+			}
+			io.Copy(io.Discard, c) // never answers
+		}},
+		"stops reading the request": {make([]byte, 32<<20), func(t *testing.T, c net.Conn) {
+			c.Read(make([]byte, 1))
+			<-t.Context().Done()
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := newRawServer(t, "tcp", "127.0.0.1:0", func(c net.Conn) { tc.serve(t, c) })
+			tr := newTransport(t, transport.Config{ResponseTimeout: 50 * time.Millisecond})
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.url()+secretPath, bytes.NewReader(tc.body))
+			_, err := tr.RoundTrip(req)
+			assertUnknown(t, err)
+			if !errors.Is(err, transport.ErrResponseTimeout) {
+				t.Errorf("err = %v, want ErrResponseTimeout", err)
+			}
+		})
 	}
 }
 
@@ -603,20 +741,22 @@ func TestRequestCloseSendsConnectionClose(t *testing.T) {
 			io.WriteString(c, okResponse)
 		}
 	})
-	tr := newTransport(t, transport.Config{})
-	for range 2 {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.url()+secretPath, strings.NewReader(payload))
-		req.Close = true
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if h := <-heads; h != "close" {
-			t.Errorf("Connection header = %q, want close", h)
+	// Request.Close on every request, then Config.DisableKeepAlives.
+	for i, tr := range []*transport.Transport{newTransport(t, transport.Config{}), newTransport(t, transport.Config{DisableKeepAlives: true})} {
+		for range 2 {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.url()+secretPath, strings.NewReader(payload))
+			req.Close = i == 0
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if h := <-heads; h != "close" {
+				t.Errorf("transport %d: Connection header = %q, want close", i, h)
+			}
 		}
 	}
-	if n := srv.accepts.Load(); n != 2 {
-		t.Errorf("accepts = %d, want 2 (Request.Close must not reuse)", n)
+	if n := srv.accepts.Load(); n != 4 {
+		t.Errorf("accepts = %d, want 4 (Request.Close and DisableKeepAlives must not reuse)", n)
 	}
 }

@@ -24,6 +24,7 @@ func TestFraming(t *testing.T) {
 		wantBody string // when ok
 		wantErr  string // substring, when failing
 		reused   bool   // the connection may be kept
+		lingers  bool   // the server keeps the connection open though its answer closes it
 	}{
 		{name: "content-length", answer: okResponse, wantBody: `{"ok":true}`, reused: true},
 		{name: "chunked", answer: "HTTP/1.1 429 Too Many Requests\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", wantBody: "hello world", reused: true},
@@ -32,7 +33,8 @@ func TestFraming(t *testing.T) {
 		{name: "204 has no body", answer: "HTTP/1.1 204 No Content\r\n\r\n", wantBody: "", reused: true},
 		{name: "304 has no body", answer: "HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", wantBody: "", reused: true},
 		{name: "end of connection frames the body", answer: "HTTP/1.1 200 OK\r\n\r\nuntil close", wantBody: "until close"},
-		{name: "HTTP/1.0 closes", answer: "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", wantBody: "ok"},
+		{name: "HTTP/1.0 closes", answer: "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", wantBody: "ok", lingers: true},
+		{name: "connection close", answer: "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", wantBody: "ok", lingers: true},
 		{name: "100 continue is skipped", answer: "HTTP/1.1 100 Continue\r\n\r\n" + okResponse, wantBody: `{"ok":true}`, reused: true},
 		{name: "103 early hints are skipped", answer: "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + okResponse, wantBody: `{"ok":true}`, reused: true},
 		{name: "conflicting content-length", answer: "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nContent-Length: 12\r\n\r\n{\"ok\":true}", wantErr: "Content-Length"},
@@ -55,7 +57,7 @@ func TestFraming(t *testing.T) {
 						return
 					}
 					io.WriteString(c, tc.answer)
-					if tc.wantErr != "" || !tc.reused {
+					if tc.wantErr != "" || !tc.reused && !tc.lingers {
 						return // close: ends EOF framing, truncates the rest
 					}
 				}
