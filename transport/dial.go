@@ -166,13 +166,15 @@ func (r *racer) stopTimers() {
 	r.resTimer.Stop()
 }
 
-// resolve queues host when it is an IP literal, else starts the A and AAAA
-// lookups network allows.
+// resolve queues host when it is an IP literal of a family network allows
+// (one it excludes leaves no address, as for net.Dialer), else starts the A
+// and AAAA lookups network allows.
 func (r *racer) resolve(network, host string) {
 	if ip, err := netip.ParseAddr(trimBrackets(host)); err == nil {
-		if ip = ip.Unmap(); ip.Is4() {
+		switch ip = ip.Unmap(); {
+		case ip.Is4() && network != "tcp6":
 			r.pending4 = append(r.pending4, ip)
-		} else {
+		case !ip.Is4() && network != "tcp4":
 			r.pending6 = append(r.pending6, ip)
 		}
 		return

@@ -251,6 +251,17 @@ func TestRaceLookupFailures(t *testing.T) {
 		if !errors.Is(err, transport.ErrNoAddress) {
 			t.Errorf("err = %v, want ErrNoAddress", err)
 		}
+		// An IP literal of the family the network excludes is no address
+		// either, as for net.Dialer: it is never dialled.
+		for network, address := range map[string]string{"tcp4": "[2001:db8::1]:443", "tcp6": "192.0.2.1:443"} {
+			f := &fakeNet{mode: map[string]string{"2001:db8::1": "ok", "192.0.2.1": "ok"}}
+			tr = f.transport(t, transport.Config{})
+			_, err = tr.DialContext(t.Context(), network, address)
+			assertNotDispatched(t, err, transport.StageLookup)
+			if !errors.Is(err, transport.ErrNoAddress) || len(f.records()) != 0 {
+				t.Errorf("%s to %s: err = %v after dials %v, want ErrNoAddress and no dial", network, address, err, f.records())
+			}
+		}
 	})
 }
 
