@@ -104,6 +104,8 @@ func FuzzReadResponse(f *testing.F) {
 		"HTTP/1.0 200 OK\r\n\r\nbody",
 		"HTTP/1.1 200 OK\r\nContent-Length: 11, 12\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n",
+		// Framed by the close, exactly 256 bytes (the limit below): not too large.
+		"HTTP/1.0 200 OK\r\n\r\n" + strings.Repeat("x", 256-len("HTTP/1.0 200 OK\r\n\r\n")),
 	} {
 		f.Add([]byte(s))
 	}

@@ -14,6 +14,11 @@ var ErrLimit = errors.New("response limit reached")
 // Limit reads from R at most Remaining bytes, then fails with [ErrLimit]
 // and sets Hit. Placed under a bufio.Reader, it counts an answer's raw
 // bytes, whatever the parser above asks for.
+//
+// Once Remaining is spent a read still asks R for one byte: an answer
+// framed by its connection's close ends there, and one that ends exactly at
+// the budget is not too large (R's end of file, or its error, is returned
+// as it is). Only a byte beyond the budget fails with ErrLimit.
 type Limit struct {
 	R         io.Reader
 	Remaining int64
@@ -22,6 +27,13 @@ type Limit struct {
 
 func (l *Limit) Read(p []byte) (int, error) {
 	if l.Remaining <= 0 {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		var probe [1]byte
+		if n, err := l.R.Read(probe[:]); n == 0 && err != nil {
+			return 0, err
+		}
 		l.Hit = true
 		return 0, ErrLimit
 	}
