@@ -52,6 +52,15 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
 
+// CheckProcessesLimit validates the limit of [AdminStore.Processes];
+// stores call it. Its error wraps [ErrInvalidArgument].
+func CheckProcessesLimit(limit int) error {
+	if limit < 1 {
+		return invalid("limit %d: want at least 1", limit)
+	}
+	return nil
+}
+
 // known reports whether st is one of the five row states.
 func (st State) known() bool {
 	switch st {
@@ -625,7 +634,7 @@ type AdminStore interface {
 	// Processes lists the registered processes ([ProcessStore]) by id and
 	// the processing rows with the process that holds each, newest update
 	// first, at most limit of each. A limit below 1 is refused with an
-	// error wrapping [ErrInvalidArgument].
+	// error wrapping [ErrInvalidArgument] ([CheckProcessesLimit]).
 	Processes(ctx context.Context, limit int) (ProcessList, error)
 	// HeldBehind reports the lowest update id below updateID whose row has
 	// the same non-empty stored chat ([Incoming.Chat]) and is pending,

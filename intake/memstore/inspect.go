@@ -87,8 +87,8 @@ func (s *Store) Processes(ctx context.Context, limit int) (intake.ProcessList, e
 	if err := ctx.Err(); err != nil {
 		return intake.ProcessList{}, fmt.Errorf("memstore: processes: %w", err)
 	}
-	if limit < 1 {
-		return intake.ProcessList{}, fmt.Errorf("memstore: processes: %w: limit %d: want at least 1", intake.ErrInvalidArgument, limit)
+	if err := intake.CheckProcessesLimit(limit); err != nil {
+		return intake.ProcessList{}, fmt.Errorf("memstore: processes: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

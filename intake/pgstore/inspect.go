@@ -155,8 +155,8 @@ func (s *splitScan) Scan(dest ...any) error {
 // Processes implements [intake.AdminStore.Processes].
 func (s *Store) Processes(ctx context.Context, limit int) (intake.ProcessList, error) {
 	var out intake.ProcessList
-	if limit < 1 {
-		return out, fmt.Errorf("pgstore: processes: %w: limit %d: want at least 1", intake.ErrInvalidArgument, limit)
+	if err := intake.CheckProcessesLimit(limit); err != nil {
+		return out, fmt.Errorf("pgstore: processes: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, s.fillTable(`SELECT process_id, until_ms FROM {{table}}_procs ORDER BY process_id LIMIT $1::integer`), limit)
 	if err != nil {

@@ -166,8 +166,8 @@ func (s *splitScan) Scan(dest ...any) error {
 // Processes implements [intake.AdminStore.Processes].
 func (s *Store) Processes(ctx context.Context, limit int) (intake.ProcessList, error) {
 	var out intake.ProcessList
-	if limit < 1 {
-		return out, fmt.Errorf("sqlitestore: processes: %w: limit %d: want at least 1", intake.ErrInvalidArgument, limit)
+	if err := intake.CheckProcessesLimit(limit); err != nil {
+		return out, fmt.Errorf("sqlitestore: processes: %w", err)
 	}
 	rows, err := s.r.QueryContext(ctx, fillSQL(`SELECT process_id, until_ms FROM "{{table}}_procs" ORDER BY process_id LIMIT ?1`, s.table), limit)
 	if err != nil {
