@@ -1,9 +1,7 @@
 package intake_test
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,25 +30,10 @@ func TestWebhookChunkedBodyBoundIsExact(t *testing.T) {
 	b := setupWebhook(t, intake.WebhookConfig{Secret: testSecret, MaxBodyBytes: limit})
 	post := func(body []byte, chunked bool) int {
 		t.Helper()
-		var rd io.Reader = bytes.NewReader(body)
 		if chunked {
-			rd = io.MultiReader(rd) // of unknown length: the client sends it chunked
+			return b.postUnknownLength(t, body)
 		}
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/telegram", rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set(intake.SecretHeader, testSecret)
-		resp, err := b.srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if chunked && req.ContentLength != 0 {
-			t.Fatalf("request sent with length %d; want it unknown (chunked)", req.ContentLength)
-		}
-		return resp.StatusCode
+		return b.do(t, http.MethodPost, map[string][]string{intake.SecretHeader: {testSecret}}, body).StatusCode
 	}
 	for _, tc := range []struct {
 		id      int64

@@ -65,6 +65,27 @@ func (b *webhookBundle) do(t *testing.T, method string, header map[string][]stri
 	return resp
 }
 
+// postUnknownLength POSTs body with the test secret as a body of unknown
+// length, which the client sends chunked, and returns the status.
+func (b *webhookBundle) postUnknownLength(t *testing.T, body []byte) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/telegram", io.MultiReader(bytes.NewReader(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(intake.SecretHeader, testSecret)
+	resp, err := b.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if req.ContentLength != 0 {
+		t.Fatalf("request sent with length %d; want it unknown (chunked)", req.ContentLength)
+	}
+	return resp.StatusCode
+}
+
 func withSecret(s string) map[string][]string {
 	return map[string][]string{intake.SecretHeader: {s}, "Content-Type": {"application/json"}}
 }
@@ -252,24 +273,7 @@ func TestWebhookConfigValidation(t *testing.T) {
 func TestWebhookBodyOfUnknownLength(t *testing.T) {
 	t.Parallel()
 	b := setupWebhook(t, intake.WebhookConfig{Secret: testSecret, MaxBodyBytes: 128})
-	post := func(body []byte) int {
-		t.Helper()
-		// A reader of unknown length makes the client send it chunked.
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/telegram", io.MultiReader(bytes.NewReader(body)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set(intake.SecretHeader, testSecret)
-		resp, err := b.srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if req.ContentLength != 0 {
-			t.Fatalf("request sent with length %d; want it unknown (chunked)", req.ContentLength)
-		}
-		return resp.StatusCode
-	}
+	post := func(body []byte) int { return b.postUnknownLength(t, body) }
 	if got := post(msg(90, 1)); got != http.StatusOK {
 		t.Errorf("chunked update: status %d, want 200", got)
 	}
