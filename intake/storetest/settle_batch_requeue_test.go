@@ -75,5 +75,7 @@ func TestAbandonRecordInRowFails(t *testing.T) {
 		return &abandonRecordInRow{Store: m, inRow: map[int64]rowRecord{}}
 	}), "Batch", "History")
 	requireCases(t, res, "Batch/ConcurrentRecordsSurviveRequeue")
-	requireMessage(t, res, "Batch/ConcurrentRecordsSurviveRequeue", "after a concurrent abandoned settlement, a requeue and a completion: Attempts(9000) listed 2 records")
+	// Which update's settlements shared the broken store's window is up to
+	// the scheduler, so the message is matched without its update id.
+	requireMessage(t, res, "Batch/ConcurrentRecordsSurviveRequeue", "after a concurrent abandoned settlement, a requeue and a completion: Attempts(", ") listed 2 records")
 }
