@@ -71,6 +71,18 @@ func TestExhaustionNeedsExplicitAck(t *testing.T) {
 		t.Fatalf("echoing the claim id = %v, want acknowledged", err)
 	}
 
+	// An exhaustion without a claim id is not sent: an answer without the
+	// header would echo its empty claim id and pass for an acknowledgment.
+	sent := len(exh.got())
+	noClaim := e
+	noClaim.ClaimID = ""
+	if err := f.HandleExhaustion(t.Context(), noClaim); err == nil || !strings.Contains(err.Error(), "no claim id") {
+		t.Errorf("an exhaustion without a claim id = %v, want refused", err)
+	}
+	if got := len(exh.got()); got != sent {
+		t.Errorf("an exhaustion without a claim id was sent (%d deliveries, want %d)", got, sent)
+	}
+
 	// The body has no top-level update_id: nothing mistakes it for an update.
 	body := exh.got()[0].body
 	var top map[string]json.RawMessage

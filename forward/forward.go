@@ -590,11 +590,16 @@ func DecodeExhaustion(r io.Reader) (ExhaustionPayload, error) {
 
 // HandleExhaustion POSTs the exhaustion as an [ExhaustionBody]. A 2xx
 // answer whose [HeaderAck] is the exhaustion's claim id acknowledges it; a
-// 2xx without it is an [UnacknowledgedError]. It has the signature of
-// [intake.Config.ExhaustionHandler].
+// 2xx without it is an [UnacknowledgedError]. An exhaustion without a
+// claim id (which no conforming store lists) is not sent: it could never
+// be acknowledged, since an answer without the header would pass for one.
+// It has the signature of [intake.Config.ExhaustionHandler].
 func (f *Forwarder) HandleExhaustion(ctx context.Context, e intake.Exhaustion) error {
 	if f.exhaustionURL == "" {
 		return errors.New("forward: no ExhaustionURL configured")
+	}
+	if e.ClaimID == "" {
+		return fmt.Errorf("forward: exhaustion of update %d has no claim id, so no answer could acknowledge it; not sent (the store listed a row it never claimed)", e.UpdateID)
 	}
 	p := ExhaustionPayload{
 		UpdateID: e.UpdateID, Attempt: e.Attempt, ClaimID: e.ClaimID,
