@@ -54,8 +54,11 @@ func TestAttemptRecordKeepsTheAppsAnswer(t *testing.T) {
 	if ok, err := st.Requeue(t.Context(), 1, time.Now()); err != nil || !ok {
 		t.Fatalf("Requeue = %v, %v", ok, err)
 	}
-	// A sweep that comes while the first attempt's line is still winding
-	// down schedules nothing; Idle waits for it, and the next sweep does.
+	// A sweep lists a pending row received at or before its clock (in
+	// whole milliseconds, as the stores keep time) minus the pending grace,
+	// here 1ns: a sweep in the millisecond the update was received lists
+	// nothing, and a later one lists it. (The first attempt is no longer
+	// queued here: Idle returned after it.)
 	for scheduled := 0; scheduled == 0; {
 		if scheduled, err = r.Sweep(t.Context()); err != nil {
 			t.Fatal(err)

@@ -433,6 +433,7 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 	var res outcome
 	switch {
 	case !d.retry && r.keep:
+		r.markEnding(rn, j.id)
 		ctx, cancel := context.WithTimeout(rn.ctx, r.cfg.LeaseDuration)
 		lostBefore := l.isLost()
 		ok, err := r.store.Exhaust(ctx, l.id, at, msg)
@@ -453,6 +454,7 @@ func (r *Runner) fail(rn *run, l *lease, j job, herr error) outcome {
 			retrying = true // the row is still processing: a reclaim will run it
 		}
 	case !d.retry:
+		r.markEnding(rn, j.id)
 		res.released = r.settle(rn, l, Settlement{State: StateAbandoned, At: at, Error: msg})
 		retrying = !res.released
 	default:

@@ -309,12 +309,17 @@ func (r *Runner) queueLocked(rn *run, j job) {
 // unqueueLocked marks update id no longer scheduled. ended reports that
 // this process settled it for good: an update with a deadline that so
 // ends unanswered while its late call is still armed (it expired early,
-// or was given up) gets that call now. One unscheduled otherwise (its
-// claim refused: another process has it; the lifecycle closing) is left
-// to whoever handles it next.
-func (r *Runner) unqueueLocked(rn *run, id int64, ended bool) {
+// or was given up) gets that call now, unless its row was requeued
+// meanwhile. One unscheduled otherwise (its claim refused: another process
+// has it; the lifecycle closing) is left to whoever handles it next.
+// It returns the update as a sweep listed it due after its attempt began
+// to settle it for good (see relistedLocked), for the caller to schedule
+// again; nil when none did.
+func (r *Runner) unqueueLocked(rn *run, id int64, ended bool) *retake {
 	delete(rn.queued, id)
 	delete(rn.urgent, id)
+	again := rn.ending[id]
+	delete(rn.ending, id)
 	if urgent, ok := rn.committing[id]; ok {
 		delete(rn.committing, id)
 		if urgent {
@@ -324,10 +329,11 @@ func (r *Runner) unqueueLocked(rn *run, id int64, ended bool) {
 	if lc := rn.late[id]; lc != nil {
 		delete(rn.late, id)
 		lc.timer.Stop()
-		if ended {
+		if ended && again == nil {
 			r.lateLocked(rn, lc)
 		}
 	}
+	return again
 }
 
 // answered disarms the late call of update id: its handler succeeded.
@@ -359,6 +365,7 @@ func (r *Runner) lateLocked(rn *run, lc *lateCall) {
 // expire ends the attempt of job j as expired: abandoned and settled at
 // once, no exhaustion. last is the failure that ended it, if any.
 func (r *Runner) expire(rn *run, l *lease, j job, last string) outcome {
+	r.markEnding(rn, j.id)
 	msg := r.cfg.Redactor.Redact(expiredText(j.kind, j.deadline, last))
 	if !r.settleObserved(rn, l, Settlement{State: StateAbandoned, At: now(), Error: msg}, false) {
 		return outcome{}

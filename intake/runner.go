@@ -86,6 +86,7 @@ type run struct {
 	lines      map[string]*line    // chat lines with work
 	queued     map[int64]struct{}  // update ids scheduled as attempts
 	urgent     map[int64]struct{}  // those of them with a deadline: their own share of MaxQueued
+	ending     map[int64]*retake   // those of them whose attempt settles their row for good, and how a sweep listed it since (relist.go)
 	late       map[int64]*lateCall // updates with a deadline whose Deadlines.LateFunc may still be due
 	delivering map[int64]struct{}  // update ids whose exhaustion is being delivered
 	idle       chan struct{}       // closed while nothing is queued (but held) or delivering
@@ -631,6 +632,7 @@ func (r *Runner) ensureRunLocked(ctx context.Context) *run {
 		lines:        make(map[string]*line),
 		behind:       make(map[string]uint64),
 		queued:       make(map[int64]struct{}),
+		ending:       make(map[int64]*retake),
 		committing:   make(map[int64]bool),
 		adding:       make(map[string]int),
 		delivering:   make(map[int64]struct{}),
@@ -748,6 +750,8 @@ func (r *Runner) scheduleRows(rn *run, rows []StoredUpdate) int {
 			// pass, keeps the line behind.
 		case r.scheduleLocked(rn, j, key):
 			n++
+		case r.relistedLocked(rn, j, key):
+			// Its line schedules it again as it unqueues it.
 		case rn.isBehindLocked(key) && !rn.scheduledLocked(j.id):
 			if left == nil {
 				left = make(map[string]bool)
@@ -933,13 +937,22 @@ func (r *Runner) runLine(rn *run, key string, ln *line) {
 		if last {
 			delete(rn.lines, key)
 		}
-		if res.exhaustion != nil {
-			r.scheduleExhaustionLocked(rn, *res.exhaustion, true)
-		}
+		var again *retake
 		if res.settle == nil {
-			r.unqueueLocked(rn, j.id, res.released)
+			again = r.unqueueLocked(rn, j.id, res.released)
 		} else {
 			r.committingLocked(rn, j.id)
+		}
+		switch {
+		case again != nil:
+			// Requeued since its attempt settled it, and listed due: it is
+			// no exhaustion any more, and runs again at once (see
+			// relistedLocked). Should it still be one (a sweep listed the
+			// row when the attempt's lease had lapsed), it stays due for
+			// the exhaustion sweep.
+			r.scheduleAcceptedLocked(rn, again.j, again.key)
+		case res.exhaustion != nil:
+			r.scheduleExhaustionLocked(rn, *res.exhaustion, true)
 		}
 		if !res.retryAt.IsZero() {
 			r.retryOffLineLocked(rn, j, key, res.retryAt)
