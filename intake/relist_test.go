@@ -4,30 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
-	"github.com/tgrelay/tgrelay/intake/memstore"
 )
-
-// claimCounter is a memstore that counts the claims asked of it, taken or
-// refused.
-type claimCounter struct {
-	*memstore.Store
-	claims atomic.Int32
-}
-
-func (s *claimCounter) Claim(ctx context.Context, id int64, opts intake.ClaimOpts) (intake.Identity, bool, error) {
-	s.claims.Add(1)
-	return s.Store.Claim(ctx, id, opts)
-}
-
-func (s *claimCounter) ClaimAs(ctx context.Context, id int64, opts intake.ClaimOpts, p intake.ProcessClaim) (intake.Identity, bool, error) {
-	s.claims.Add(1)
-	return s.Store.ClaimAs(ctx, id, opts, p)
-}
 
 // requeueRun is a runner, never started, over one stored update whose
 // first attempt fails and whose later ones succeed. On the first failure,
@@ -35,7 +16,7 @@ func (s *claimCounter) ClaimAs(ctx context.Context, id int64, opts intake.ClaimO
 // update, an operator requeues the row and a sweep runs: the sweep lists
 // the row due, and must skip it, still queued.
 type requeueRun struct {
-	store *claimCounter
+	store *claimingStore // counts the claims asked of it (claim_on_add_test.go)
 	r     *intake.Runner
 
 	mu        sync.Mutex
@@ -52,7 +33,7 @@ type requeueRun struct {
 // ExhaustionHandler of cfg is replaced by one that counts its calls.
 func newRequeueRun(t *testing.T, body []byte, ago time.Duration, cfg intake.Config) *requeueRun {
 	t.Helper()
-	q := &requeueRun{store: &claimCounter{Store: memstore.New()}}
+	q := &requeueRun{store: newClaimingStore()}
 	received := time.Now().Add(-ago).Truncate(time.Millisecond)
 	if ok, err := q.store.Add(t.Context(), intake.Incoming{UpdateID: 1, Body: body, ReceivedAt: received}); err != nil || !ok {
 		t.Fatalf("Add = %v, %v", ok, err)
@@ -188,7 +169,10 @@ func TestRequeuedWhileHeldForRetryRunsOnce(t *testing.T) {
 		t.Fatalf("the requeue took the row %v; the sweep after it scheduled %d, %v; want true, 0 (held for its retry), nil",
 			q.requeued, q.relisted, q.sweepErr)
 	}
-	if got := row(t, q.store, 1); len(q.handled) != 2 || q.store.claims.Load() != 2 || got.State != intake.StateCompleted {
-		t.Fatalf("handled %d times with %d claims, row %q; want 2, 2, completed", len(q.handled), q.store.claims.Load(), got.State)
+	q.store.mu.Lock()
+	claims := q.store.claims
+	q.store.mu.Unlock()
+	if got := row(t, q.store, 1); len(q.handled) != 2 || claims != 2 || got.State != intake.StateCompleted {
+		t.Fatalf("handled %d times with %d claims, row %q; want 2, 2, completed", len(q.handled), claims, got.State)
 	}
 }
