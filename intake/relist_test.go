@@ -30,7 +30,8 @@ type requeueRun struct {
 
 // newRequeueRun records body as update 1, received ago (past the pending
 // grace), and builds the runner of cfg over it. A LateFunc or an
-// ExhaustionHandler of cfg is replaced by one that counts its calls.
+// ExhaustionHandler of cfg is replaced by one that counts its calls; an
+// ExpireFunc of cfg, by the requeue (else FailureFunc makes it).
 func newRequeueRun(t *testing.T, body []byte, ago time.Duration, cfg intake.Config) *requeueRun {
 	t.Helper()
 	q := &requeueRun{store: newClaimingStore()}
@@ -48,7 +49,7 @@ func newRequeueRun(t *testing.T, body []byte, ago time.Duration, cfg intake.Conf
 		}
 		return nil
 	}
-	cfg.Observer.FailureFunc = func(intake.Failure) {
+	requeueAndSweep := func() {
 		ctx := context.Background()
 		ok, err := q.store.Requeue(ctx, 1, time.Now())
 		if err != nil {
@@ -58,6 +59,13 @@ func newRequeueRun(t *testing.T, body []byte, ago time.Duration, cfg intake.Conf
 		q.mu.Lock()
 		q.requeued, q.relisted, q.sweepErr = ok, n, serr
 		q.mu.Unlock()
+	}
+	// An expiry settles the row after its failure is told: the requeue
+	// then comes once it is told expired.
+	if cfg.Observer.ExpireFunc != nil {
+		cfg.Observer.ExpireFunc = func(intake.Expiry) { requeueAndSweep() }
+	} else {
+		cfg.Observer.FailureFunc = func(intake.Failure) { requeueAndSweep() }
 	}
 	if cfg.Deadlines.LateFunc != nil {
 		cfg.Deadlines.LateFunc = func(context.Context, intake.Update) {
@@ -83,9 +91,10 @@ func newRequeueRun(t *testing.T, body []byte, ago time.Duration, cfg intake.Conf
 // skipped by a sweep; the line then schedules it again as it unqueues it,
 // with no sweep: Idle returns only once the requeued update ran. That
 // holds for an abandoned update, for an exhausted one (which is then no
-// exhaustion to deliver), and for one with a deadline, on its own lane
+// exhaustion to deliver), for one with a deadline, on its own lane
 // (which its late call, still armed for the first attempt, does not
-// decline: the update runs again).
+// decline: the update runs again), and for one that expired (its retry
+// would have come after its deadline).
 func TestRequeuedWhileQueuedRunsAgainAtOnce(t *testing.T) {
 	t.Parallel()
 	noop := func(context.Context, intake.Update) {}
@@ -100,11 +109,18 @@ func TestRequeuedWhileQueuedRunsAgainAtOnce(t *testing.T) {
 		// its deadline.
 		{"deadline", callbackQuery(1, 5), intake.Config{PendingGrace: time.Second,
 			Deadlines: intake.Deadlines{CallbackQuery: intake.MaxDeadline, LateFunc: noop}}},
+		// Its retry would come after its deadline, so it expires.
+		{"expired", callbackQuery(1, 5), intake.Config{PendingGrace: time.Second, MaxAttempts: 5,
+			RetryFunc: func(error, int) (time.Duration, bool) { return 24 * time.Hour, true },
+			Deadlines: intake.Deadlines{CallbackQuery: intake.MaxDeadline, LateFunc: noop},
+			Observer:  intake.Observer{ExpireFunc: func(intake.Expiry) {}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := tc.cfg
-			cfg.MaxAttempts = 1 // the first failure ends the row
+			if cfg.MaxAttempts == 0 {
+				cfg.MaxAttempts = 1 // the first failure ends the row
+			}
 			q := newRequeueRun(t, tc.body, time.Minute, cfg)
 			if n := sweep(t, q.r); n != 1 {
 				t.Fatalf("the first sweep scheduled %d, want 1", n)
