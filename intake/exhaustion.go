@@ -32,7 +32,7 @@ func (r *Runner) deliver(rn *run, e Exhaustion) {
 	defer rn.wg.Done()
 	defer func() {
 		r.mu.Lock()
-		delete(rn.delivering, e.UpdateID)
+		r.deliveredLocked(rn, e.UpdateID)
 		r.doneLocked(rn)
 		r.mu.Unlock()
 	}()

@@ -1,6 +1,7 @@
 package intake
 
-// Rows requeued while their update is still queued here.
+// Rows requeued while their update is still queued here, or while their
+// exhaustion is being delivered.
 //
 // [AdminStore.Requeue] takes only failed and abandoned rows. A row it
 // makes pending again may still have its update queued in this process:
@@ -22,11 +23,17 @@ package intake
 // left (then a catch-up sweep lists it). Scheduled so, it leaves Idle no
 // moment to return in between.
 //
+// The same holds for an exhaustion being delivered: a sweep lists its row
+// only once it was requeued (an exhaustion is not due to be claimed), and
+// skips it while the delivery runs. The delivery's end schedules it again
+// in the critical section that ends the delivery.
+//
 // An attempt that fails with a retry marks nothing: its retry claims the
 // requeued row when it is due (the update stays queued on its line
 // meanwhile or, under Config.RetryOutOfOrder, is scheduled again then). A
 // completed row cannot be requeued. A mark lasts until its update is
-// unqueued, so there are at most as many as queued updates. A sweep lists
+// unqueued, and a delivery's listing until the delivery ends, so there
+// are at most as many as queued and delivering updates. A sweep lists
 // a marked row only once it was requeued, or once the attempt's lease
 // lapsed before the settlement (then the update scheduled again costs a
 // claim, which the store refuses unless the row is due). Either way one
@@ -54,13 +61,27 @@ func (r *Runner) markEnding(rn *run, id int64) {
 }
 
 // relistedLocked keeps job j, of line key, as a sweep listed it, when its
-// update is marked ending (see markEnding): the sweep cannot schedule it
-// while it is queued, and its line schedules it again as it unqueues it
-// (unqueueLocked returns it). It reports whether j was kept.
+// update is marked ending (see markEnding) or its exhaustion is being
+// delivered: the sweep cannot schedule it meanwhile, and its line
+// schedules it again as it unqueues it (unqueueLocked returns it), or the
+// delivery as it ends (deliveredLocked). It reports whether j was kept.
 func (r *Runner) relistedLocked(rn *run, j job, key string) bool {
-	if _, ok := rn.ending[j.id]; !ok {
+	_, ending := rn.ending[j.id]
+	_, delivering := rn.delivering[j.id]
+	if !ending && !delivering {
 		return false
 	}
 	rn.ending[j.id] = &retake{j: j, key: key}
 	return true
+}
+
+// deliveredLocked ends the delivery of update id's exhaustion, and
+// schedules the update again when a sweep listed its row requeued
+// meanwhile (see relistedLocked).
+func (r *Runner) deliveredLocked(rn *run, id int64) {
+	delete(rn.delivering, id)
+	if again := rn.ending[id]; again != nil {
+		delete(rn.ending, id)
+		r.scheduleAcceptedLocked(rn, again.j, again.key)
+	}
 }

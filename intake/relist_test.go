@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/memstore"
 )
 
 // requeueRun is a runner, never started, over one stored update whose
@@ -190,5 +191,63 @@ func TestRequeuedWhileHeldForRetryRunsOnce(t *testing.T) {
 	q.store.mu.Unlock()
 	if got := row(t, q.store, 1); len(q.handled) != 2 || claims != 2 || got.State != intake.StateCompleted {
 		t.Fatalf("handled %d times with %d claims, row %q; want 2, 2, completed", len(q.handled), claims, got.State)
+	}
+}
+
+// A row an operator requeues while its exhaustion is being delivered is
+// skipped by a sweep, the delivery still running; the delivery's end
+// schedules it again, with no sweep: Idle returns only once the requeued
+// update ran.
+func TestRequeuedWhileDeliveredRunsAgainAtOnce(t *testing.T) {
+	t.Parallel()
+	st := memstore.New()
+	received := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	if ok, err := st.Add(t.Context(), intake.Incoming{UpdateID: 1, Body: msg(1, 5), ReceivedAt: received}); err != nil || !ok {
+		t.Fatalf("Add = %v, %v", ok, err)
+	}
+	var (
+		mu                 sync.Mutex
+		handled, delivered int
+		requeued           bool
+		relisted           int
+		sweepErr           error
+		r                  *intake.Runner
+	)
+	r = newRunner(t, intake.Config{
+		Store:       st,
+		MaxAttempts: 1, // the first failure exhausts the row
+		Handler: func(context.Context, intake.Update) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if handled++; handled == 1 {
+				return errors.New("the first attempt fails")
+			}
+			return nil
+		},
+		ExhaustionHandler: func(ctx context.Context, e intake.Exhaustion) error {
+			ok, err := st.Requeue(ctx, e.UpdateID, time.Now())
+			if err != nil {
+				t.Errorf("Requeue: %v", err)
+			}
+			n, serr := r.Sweep(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			delivered++
+			requeued, relisted, sweepErr = ok, n, serr
+			return nil
+		},
+	})
+	if n := sweep(t, r); n != 1 {
+		t.Fatalf("the first sweep scheduled %d, want 1", n)
+	}
+	idle(t, r)
+	mu.Lock()
+	defer mu.Unlock()
+	if delivered != 1 || !requeued || relisted != 0 || sweepErr != nil {
+		t.Fatalf("delivered %d; the requeue took the row %v; the sweep after it scheduled %d, %v; want 1, true, 0 (still delivering), nil",
+			delivered, requeued, relisted, sweepErr)
+	}
+	if got := row(t, st, 1); handled != 2 || got.State != intake.StateCompleted {
+		t.Fatalf("once Idle returned: handled %d times, row %q; want 2, completed (run again with no sweep)", handled, got.State)
 	}
 }
