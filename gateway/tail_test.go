@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/tgrelay/tgrelay/gateway"
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/testkit"
 	"github.com/tgrelay/tgrelay/wire"
 )
 
@@ -39,6 +41,11 @@ func TestCompletedAttemptsTail(t *testing.T) {
 	if f.ledger("tail") != 1 || f.ledger("tail by root") != 1 || f.ledger("before") != 1 {
 		t.Errorf("ledger: %v; want each message once", f.tg.MessagesTo(f.chat.ID))
 	}
+	// The outcomes are written after their answers (see outcomes.go).
+	testkit.WaitFor(t, "the tail's outcomes journaled", func() bool {
+		o := f.outcomes(t, 11)
+		return len(o) == 3 && !slices.Contains(o, intake.CallPending)
+	})
 	es, err := f.store.Journal(t.Context(), 11)
 	if err != nil || len(es) != 3 {
 		t.Fatalf("Journal(11) = %d entries, %v; want the 3 sendMessage calls", len(es), err)
