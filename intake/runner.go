@@ -86,7 +86,7 @@ type run struct {
 	lines      map[string]*line    // chat lines with work
 	queued     map[int64]struct{}  // update ids scheduled as attempts
 	urgent     map[int64]struct{}  // those of them with a deadline: their own share of MaxQueued
-	ending     map[int64]*retake   // those of them whose attempt settles their row for good, and how a sweep listed it since; or how it listed one delivering (relist.go)
+	ending     map[int64]*retake   // queued ids whose attempt settles their row for good (nil until a sweep lists the row), and delivering ids a sweep listed: each to schedule again (relist.go)
 	late       map[int64]*lateCall // updates with a deadline whose Deadlines.LateFunc may still be due
 	delivering map[int64]struct{}  // update ids whose exhaustion is being delivered
 	idle       chan struct{}       // closed while nothing is queued (but held) or delivering
