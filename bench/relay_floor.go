@@ -65,6 +65,9 @@ type floorRow struct {
 	// claimID is the claim identity a store of the bench's own schema
 	// records the row under (floorMin); the bare floors ignore it.
 	claimID int64
+	// due receives the end of the lease the row was recorded with, for
+	// a store that keys its leases by it (floorLeaseStore).
+	due *int64
 }
 
 // floorSettle is one forwarded row's settlement: its id, the claim it
@@ -72,6 +75,15 @@ type floorRow struct {
 type floorSettle struct {
 	id, claimID    int64
 	started, ended time.Time
+	// due is the end of the row's lease, for a floorLeaseStore.
+	due int64
+}
+
+// floorLeaseStore is a floorStore that keys each row's lease by its end,
+// which its settlement then names: the floor gives each row a place for
+// it (floorRow.due).
+type floorLeaseStore interface {
+	leasesRows()
 }
 
 // floorChatStore is a floorStore that keeps each row's chat key, as
@@ -86,6 +98,16 @@ type floorChatStore interface {
 type floorRowSettler interface {
 	settleRow(ctx context.Context, row floorRow, started time.Time) error
 }
+
+// floorAddOnly is the write-ahead floor (floor-add-*): a bare floor's
+// row recorded before the webhook's 200 and nothing written after the
+// forward. It keeps only DESIGN's first promise, that every update is
+// stored durably before Telegram is answered, so no relay that keeps it
+// can write less on the same engine.
+type floorAddOnly struct{ floorStore }
+
+// addOnly marks a store whose rows the floor does not settle.
+func (floorAddOnly) addOnly() {}
 
 // relayFloor is the measured floor of a durable relay: the non-durable
 // forwarder plus an update's durable record before the 200 (group
@@ -186,6 +208,9 @@ func (f *relayFloor) serve(w http.ResponseWriter, r *http.Request) {
 	if _, byRow := f.st.(floorRowSettler); byRow {
 		row.claim = new(intake.Identity)
 	}
+	if _, leases := f.st.(floorLeaseStore); leases {
+		row.due = new(int64)
+	}
 	row.claimID = rand.Int64()
 	added, err := f.adds.Do(r.Context(), row)
 	if err != nil {
@@ -208,9 +233,10 @@ func (f *relayFloor) serve(w http.ResponseWriter, r *http.Request) {
 func (f *relayFloor) work() {
 	defer f.workers.Done()
 	rs, byRow := f.st.(floorRowSettler)
+	_, addOnly := f.st.(interface{ addOnly() })
 	for row := range f.queue {
 		started := time.Now()
-		if !f.forward(row) {
+		if !f.forward(row) || addOnly {
 			continue
 		}
 		// Off the worker, as serve settles off its handler slot: a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -163,5 +164,78 @@ func driveFloor(t *testing.T, st floorStore, n int) {
 	}
 	if res.duplicates != 0 || res.reposts != 0 {
 		t.Errorf("duplicates %d, re-posts %d; want none on loopback", res.duplicates, res.reposts)
+	}
+}
+
+// TestRelayFloorAddOnlySQLite drives the write-ahead floor and checks that
+// every update reached the endpoint once and was recorded, and that none
+// was settled: it writes nothing after the forward.
+func TestRelayFloorAddOnlySQLite(t *testing.T) {
+	t.Parallel()
+	bare, err := openFloorSQLite(t.Context(), filepath.Join(t.TempDir(), "floor-add.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.close()
+	const n = 200
+	driveFloor(t, floorAddOnly{bare}, n)
+	var rows, settled int
+	if err := bare.db.QueryRowContext(t.Context(), `SELECT count(*), count(settled_at) FROM floor`).Scan(&rows, &settled); err != nil {
+		t.Fatal(err)
+	}
+	if rows != n || settled != 0 {
+		t.Fatalf("floor table has %d rows, %d settled; want %d and none", rows, settled, n)
+	}
+}
+
+// TestRelayFloorLogSQLite drives the log-shaped contract floor, with
+// settlements waited for and not, and checks that every update reached the
+// endpoint once, was recorded with its chat, and was settled: its lease
+// entry gone and its attempt's record appended. And that the settlement is
+// fenced: one under another claim is refused and leaves the lease.
+func TestRelayFloorLogSQLite(t *testing.T) {
+	t.Parallel()
+	for _, wait := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wait=%v", wait), func(t *testing.T) {
+			t.Parallel()
+			st, err := openFloorLogSQLite(t.Context(), filepath.Join(t.TempDir(), "floor-log.db"), wait)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.close()
+			const n = 200
+			driveFloor(t, st, n)
+			st.flush() // the settlements no add carried
+			var rows, chats, live, done int
+			if err := st.db.QueryRowContext(t.Context(), `SELECT
+				(SELECT count(*) FROM log_rows), (SELECT count(DISTINCT chat) FROM log_rows),
+				(SELECT count(*) FROM log_live),
+				(SELECT count(*) FROM log_done d JOIN log_rows r USING (update_id, claim_id) WHERE d.ended_at >= d.started_at)`).Scan(&rows, &chats, &live, &done); err != nil {
+				t.Fatal(err)
+			}
+			if rows != n || chats != 5 || live != 0 || done != n {
+				t.Fatalf("%d rows over %d chats, %d leases left, %d records under their claims; want %d over 5, none, %d", rows, chats, live, done, n, n)
+			}
+
+			due := new(int64)
+			row := floorRow{id: 1 << 40, body: []byte(`{}`), claimID: 7, due: due}
+			if added, err := st.add(t.Context(), []floorRow{row}); err != nil || !added[0] {
+				t.Fatalf("add: %v, %v", added, err)
+			}
+			if !wait {
+				return // nobody hears of a refused settlement it does not wait for
+			}
+			wrong := row
+			wrong.claimID = 8
+			if err := st.settleRow(t.Context(), wrong, time.Now()); err == nil {
+				t.Fatal("a settlement under another claim was accepted")
+			}
+			if err := st.db.QueryRowContext(t.Context(), `SELECT count(*) FROM log_live WHERE update_id = ?`, row.id).Scan(&live); err != nil || live != 1 {
+				t.Fatalf("the row's lease after a refused settlement: %d entries (%v), want 1", live, err)
+			}
+			if err := st.settleRow(t.Context(), row, time.Now()); err != nil {
+				t.Fatalf("the settlement under the row's claim: %v", err)
+			}
+		})
 	}
 }

@@ -30,6 +30,10 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 	floorStorePostgres := fs.String("floor-store-postgres", "", "run the contract floor on this PostgreSQL database instead")
 	floorMinSQLite := fs.String("floor-min-sqlite", "", "run the least contract floor (the guarantees' writes on the bench's own schema) on this SQLite file instead")
 	floorMinPostgres := fs.String("floor-min-postgres", "", "run the least contract floor on this PostgreSQL database instead")
+	floorLogSQLite := fs.String("floor-log-sqlite", "", "run the log-shaped contract floor (the guarantees' writes as appends and a lease entry deleted, no row rewritten) on this SQLite file instead")
+	floorLogWaitSQLite := fs.String("floor-log-wait-sqlite", "", "run the log-shaped contract floor with each settlement waiting for its commit, as a store's Settle does, on this SQLite file instead")
+	floorAddSQLite := fs.String("floor-add-sqlite", "", "run the write-ahead floor (the bare floor's row before the 200, no settlement) on this SQLite file instead")
+	floorAddPostgres := fs.String("floor-add-postgres", "", "run the write-ahead floor on this PostgreSQL database instead")
 	via := fs.String("floor-forward", floorForwardServe, "how a floor forwards: \"serve\" (serve's forward.Forwarder) or \"net/http\" (net/http's client, as the non-durable forwarder)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	traceFile := fs.String("trace", "", "write a runtime execution trace of the whole run to `file`")
@@ -77,6 +81,16 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 		st, err = openFloorMinSQLite(ctx, *floorMinSQLite)
 	case *floorMinPostgres != "":
 		st, err = openFloorMinPostgres(ctx, *floorMinPostgres)
+	case *floorLogSQLite != "":
+		st, err = openFloorLogSQLite(ctx, *floorLogSQLite, false)
+	case *floorLogWaitSQLite != "":
+		st, err = openFloorLogSQLite(ctx, *floorLogWaitSQLite, true)
+	case *floorAddSQLite != "":
+		st, err = openFloorSQLite(ctx, *floorAddSQLite)
+		st = floorAddOnly{st}
+	case *floorAddPostgres != "":
+		st, err = openFloorPostgres(ctx, *floorAddPostgres)
+		st = floorAddOnly{st}
 	}
 	if err != nil {
 		return err

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/groupcommit"
+)
+
+// The log-shaped contract floor (floor-log-*): the writes DESIGN's
+// guarantees ask for an update handled once, laid out so that nothing is
+// ever rewritten. A table row that is updated costs SQLite a rewrite of
+// the whole row and of each index entry that moves, and its page is
+// written to the WAL again; an append costs one new cell in a page the
+// batch writes anyway. So this floor keeps apart what changes at
+// different times:
+//
+//   - log_rows: the update as received, with the claim that fences it
+//     (update_id, body, claim_id, attempts, chat, received_at), written
+//     once before the 200 and never changed;
+//   - log_live: the lease of each live row, keyed by its end (due_at,
+//     update_id, claim_id), the only thing a sweep reads; the row's
+//     entry is inserted with it and deleted by its settlement, fenced by
+//     its claim (the delete must find it);
+//   - log_done: each settlement, with its attempt's record (claim, start,
+//     end, the app's status and answer), appended.
+//
+// Adds and settlements share one group commit, settlements deferred into
+// the next add's transaction as sqlitestore defers them, so a settlement
+// costs no commit of its own. It measures whether a layout that never
+// rewrites a row lifts the contract floor, and by how much.
+
+// floorLogFlushAfter is how long a settlement waits for an add's
+// transaction to carry it before it starts one of its own.
+const floorLogFlushAfter = 5 * time.Millisecond
+
+// floorLogSQLite is the log-shaped contract floor on SQLite, opened as the
+// bare floor is (as sqlitestore opens its writer).
+//
+// A settlement waits for nothing: the forward worker queues it and goes
+// on, and the next transaction, whichever starts it, writes every queued
+// settlement in two multi-row statements. Nobody waits on a completion's
+// durability (a completion lost in a crash is handled again, which at
+// least once allows), so this is the least a settlement can cost the
+// path it is made on.
+type floorLogSQLite struct {
+	db     *sql.DB
+	insRow *sql.Stmt
+	group  *groupcommit.Group[[]floorRow, []bool]
+
+	// wait makes a settlement wait for the commit that carries it, as a
+	// store's Settle does (floor-log-wait).
+	wait bool
+
+	mu      sync.Mutex
+	queued  []floorSettle
+	flusher *time.Timer
+	stmts   map[string]*sql.Stmt // multi-row statements by name and rows
+}
+
+func openFloorLogSQLite(ctx context.Context, path string, wait bool) (*floorLogSQLite, error) {
+	db, err := openFloorSQLiteDB(path)
+	if err != nil {
+		return nil, fmt.Errorf("floor-log sqlite: %w", err)
+	}
+	s := &floorLogSQLite{db: db, stmts: make(map[string]*sql.Stmt), wait: wait}
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS log_rows (update_id INTEGER PRIMARY KEY, body TEXT NOT NULL,
+			claim_id INTEGER NOT NULL, attempts INTEGER NOT NULL, chat TEXT NOT NULL, received_at INTEGER NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS log_live (due_at INTEGER NOT NULL, update_id INTEGER NOT NULL, claim_id INTEGER NOT NULL,
+			PRIMARY KEY (due_at, update_id)) WITHOUT ROWID`,
+		`CREATE TABLE IF NOT EXISTS log_done (update_id INTEGER NOT NULL, claim_id INTEGER NOT NULL,
+			settled_at INTEGER NOT NULL, started_at INTEGER NOT NULL, ended_at INTEGER NOT NULL, status INTEGER NOT NULL DEFAULT 200, answer BLOB NOT NULL DEFAULT x'')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("floor-log sqlite: %w", err)
+		}
+	}
+	if s.insRow, err = db.PrepareContext(ctx, `INSERT INTO log_rows (update_id, body, claim_id, attempts, chat, received_at) VALUES (?1, ?2, ?3, 1, ?4, ?5) ON CONFLICT DO NOTHING`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("floor-log sqlite: %w", err)
+	}
+	for _, c := range []struct {
+		name string
+		q    func(n int) string
+	}{
+		{"del", func(n int) string {
+			return `DELETE FROM log_live WHERE (due_at, update_id, claim_id) IN (VALUES ` + floorValues(n, 3) + `)`
+		}},
+		{"done", func(n int) string {
+			return `INSERT INTO log_done (update_id, claim_id, settled_at, started_at, ended_at) VALUES ` + floorValues(n, 5)
+		}},
+		{"live", func(n int) string {
+			return `INSERT INTO log_live (due_at, update_id, claim_id) VALUES ` + floorValues(n, 3)
+		}},
+	} {
+		if err := s.prepareChunks(ctx, c.name, c.q); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("floor-log sqlite: %w", err)
+		}
+	}
+	s.group = &groupcommit.Group[[]floorRow, []bool]{CommitFunc: s.commit, Max: floorMaxBatch, Bound: floorCommitBound}
+	return s, nil
+}
+
+// floorLogChunks are the row counts of the multi-row statements, each
+// prepared at open: a list of n rows runs as chunks of these sizes, the
+// largest first (37 = 32 + 4 + 1).
+var floorLogChunks = []int{64, 32, 16, 8, 4, 2, 1}
+
+// prepareChunks prepares q(n) for every chunk size, keyed by name and size.
+func (s *floorLogSQLite) prepareChunks(ctx context.Context, name string, q func(n int) string) error {
+	for _, n := range floorLogChunks {
+		st, err := s.db.PrepareContext(ctx, q(n))
+		if err != nil {
+			return err
+		}
+		s.stmts[fmt.Sprint(name, n)] = st
+	}
+	return nil
+}
+
+// execChunks runs the statements named name over the rows of args, cols
+// values each, in chunks, and returns the rows they changed.
+func (s *floorLogSQLite) execChunks(ctx context.Context, tx *sql.Tx, name string, cols int, args []any) (int64, error) {
+	var changed int64
+	for len(args) > 0 {
+		rows := len(args) / cols
+		for _, n := range floorLogChunks {
+			if n > rows {
+				continue
+			}
+			r, err := tx.StmtContext(ctx, s.stmts[fmt.Sprint(name, n)]).ExecContext(ctx, args[:n*cols]...)
+			if err != nil {
+				return changed, err
+			}
+			k, err := r.RowsAffected()
+			if err != nil {
+				return changed, err
+			}
+			changed += k
+			args = args[n*cols:]
+			break
+		}
+	}
+	return changed, nil
+}
+
+// commit runs a batch of adds, and every settlement queued, in one
+// transaction.
+func (s *floorLogSQLite) commit(ctx context.Context, batches [][]floorRow) ([][]bool, error) {
+	s.mu.Lock()
+	settles := s.queued
+	s.queued = nil
+	s.mu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	now := time.Now().UnixMilli()
+	if n := len(settles); n > 0 {
+		dargs := make([]any, 0, 3*n)
+		iargs := make([]any, 0, 5*n)
+		for _, st := range settles {
+			dargs = append(dargs, st.due, st.id, st.claimID)
+			iargs = append(iargs, st.id, st.claimID, now, st.started.UnixMilli(), st.ended.UnixMilli())
+		}
+		if k, err := s.execChunks(ctx, tx, "del", 3, dargs); err != nil || k != int64(n) {
+			return nil, fmt.Errorf("%d settlements: %d applied (%v)", n, k, err)
+		}
+		if _, err := s.execChunks(ctx, tx, "done", 5, iargs); err != nil {
+			return nil, err
+		}
+	}
+	res := make([][]bool, len(batches))
+	var live []any
+	insRow := tx.StmtContext(ctx, s.insRow)
+	for i, rows := range batches {
+		added := make([]bool, len(rows))
+		for k, row := range rows {
+			r, err := insRow.ExecContext(ctx, row.id, row.body, row.claimID, row.chat, now)
+			if err != nil {
+				return nil, err
+			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return nil, err
+			}
+			if added[k] = n == 1; added[k] {
+				live = append(live, *row.due, row.id, row.claimID)
+			}
+		}
+		res[i] = added
+	}
+	if _, err := s.execChunks(ctx, tx, "live", 3, live); err != nil {
+		return nil, err
+	}
+	return res, tx.Commit()
+}
+
+func (s *floorLogSQLite) add(ctx context.Context, rows []floorRow) ([]bool, error) {
+	due := time.Now().Add(intake.DefaultLeaseDuration).UnixMilli()
+	for _, r := range rows {
+		*r.due = due
+	}
+	return s.group.Do(ctx, rows)
+}
+
+// settleRow queues row's settlement for the next transaction: an add's,
+// or, when none comes within floorLogFlushAfter, one of its own. Without
+// s.wait it returns at once; with it, once that transaction committed.
+func (s *floorLogSQLite) settleRow(ctx context.Context, row floorRow, started time.Time) error {
+	s.mu.Lock()
+	s.queued = append(s.queued, floorSettle{id: row.id, claimID: row.claimID, due: *row.due, started: started, ended: time.Now()})
+	if s.wait {
+		s.mu.Unlock()
+		// A request with no adds rides in the next batch, whose commit
+		// takes every settlement queued before it began.
+		_, err := s.group.Defer(ctx, nil, floorLogFlushAfter)
+		return err
+	}
+	if len(s.queued) == 1 {
+		if s.flusher == nil {
+			s.flusher = time.AfterFunc(floorLogFlushAfter, s.flush)
+		} else {
+			s.flusher.Reset(floorLogFlushAfter)
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// flush commits the queued settlements if no add has carried them.
+func (s *floorLogSQLite) flush() {
+	s.mu.Lock()
+	n := len(s.queued)
+	s.mu.Unlock()
+	if n > 0 {
+		_, _ = s.group.Do(context.Background(), nil)
+	}
+}
+
+func (*floorLogSQLite) keepsChat() {}
+
+func (*floorLogSQLite) leasesRows() {}
+
+func (*floorLogSQLite) settle(context.Context, []floorSettle) error {
+	return fmt.Errorf("floor-log: settles row by row (settleRow)")
+}
+
+func (s *floorLogSQLite) count(ctx context.Context) (n int64, err error) {
+	return n, s.db.QueryRowContext(ctx, `SELECT count(*) FROM log_rows`).Scan(&n)
+}
+
+func (s *floorLogSQLite) close() {
+	s.flush()
+	s.db.Close()
+}
+
+// floorValues is a VALUES list of rows rows of cols parameters each.
+func floorValues(rows, cols int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+", ", rows), ", ")
+}
