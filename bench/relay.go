@@ -92,7 +92,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	forwarderProc := fs.Bool("forwarder-proc", true, "also run the non-durable forwarder and the floors as processes of their own (the -proc variants), as serve is, to measure what the process boundary costs")
 	floorStore := fs.Bool("floor-store", true, "with -floor and -forwarder-proc, also run the contract floors as processes: the floor's machinery doing every write DESIGN's guarantees ask (claimed adds, fenced settlements with the attempt's record), on the bench's own least schema (floor-min-sqlite-proc, floor-min-postgres-proc) and through serve's own store (floor-store-sqlite-proc, floor-store-postgres-proc)")
 	floorAdd := fs.Bool("floor-add", false, "with -floor and -forwarder-proc, also run the write-ahead floors as processes: the bare floor's row group-committed before the 200 and nothing written after the forward (floor-add-sqlite-proc, floor-add-postgres-proc), the least a relay that stores every update before answering can write")
-	floorLog := fs.Bool("floor-log", false, "with -floor and -forwarder-proc, also run the log-shaped contract floors on SQLite as processes: every write the guarantees ask, laid out so that no row is rewritten, with settlements not waited for (floor-log-sqlite-proc) and waited for (floor-log-wait-sqlite-proc)")
+	floorLog := fs.Bool("floor-log", false, "with -floor and -forwarder-proc, also run the log-shaped contract floors as processes: every write the guarantees ask, laid out so that no row is rewritten, with settlements not waited for (floor-log-sqlite-proc, floor-log-postgres-proc) and waited for (floor-log-wait-sqlite-proc, floor-log-wait-postgres-proc)")
 	floorVia := fs.String("floor-forward", floorForwardServe, "how the floors forward: \"serve\" (through forward.Forwarder, serve's own forward, so a floor bounds serve with the same machinery) or \"net/http\" (through net/http's client, as the non-durable forwarder does; the floors before session 22)")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
 	serveCPUs := fs.String("serve-cpus", "", serveCPUsUsage)
@@ -172,6 +172,18 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 				procs = append(procs,
 					struct{ name, about, flag, db string }{"floor-log-sqlite-proc", "floor-min-sqlite-proc laid out so that no row is rewritten: the row and its lease entry before the 200; after the forward, the lease entry deleted (fenced) and the attempt's record appended, queued for the next commit, waited for by nobody", "-floor-log-sqlite", filepath.Join(dir, "floor-log-proc.db")},
 					struct{ name, about, flag, db string }{"floor-log-wait-sqlite-proc", "floor-log-sqlite-proc with each settlement waiting for its commit, as a store's Settle does", "-floor-log-wait-sqlite", filepath.Join(dir, "floor-log-wait-proc.db")})
+				if pgDB != nil {
+					for _, v := range []struct{ name, about, flag string }{
+						{"floor-log-postgres-proc", "floor-log-sqlite-proc on PostgreSQL", "-floor-log-postgres"},
+						{"floor-log-wait-postgres-proc", "floor-log-wait-sqlite-proc on PostgreSQL", "-floor-log-wait-postgres"},
+					} {
+						db, err := pgDB(ctx)
+						if err != nil {
+							return fmt.Errorf("floor postgres: %w", err)
+						}
+						procs = append(procs, struct{ name, about, flag, db string }{v.name, v.about, v.flag, db})
+					}
+				}
 			}
 			if *floorStore {
 				procs = append(procs, struct{ name, about, flag, db string }{"floor-min-sqlite-proc", "floor-sqlite-proc writing what the guarantees ask (a claimed row, a fenced settlement with the attempt's record) on the bench's own schema, one index", "-floor-min-sqlite", filepath.Join(dir, "floor-min-proc.db")})

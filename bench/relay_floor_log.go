@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/groupcommit"
 )
@@ -39,36 +41,121 @@ import (
 // transaction to carry it before it starts one of its own.
 const floorLogFlushAfter = 5 * time.Millisecond
 
-// floorLogSQLite is the log-shaped contract floor on SQLite, opened as the
-// bare floor is (as sqlitestore opens its writer).
+// floorLog is the log-shaped contract floor over an engine's tables.
 //
 // A settlement waits for nothing: the forward worker queues it and goes
 // on, and the next transaction, whichever starts it, writes every queued
 // settlement in two multi-row statements. Nobody waits on a completion's
 // durability (a completion lost in a crash is handled again, which at
 // least once allows), so this is the least a settlement can cost the
-// path it is made on.
-type floorLogSQLite struct {
-	db     *sql.DB
-	insRow *sql.Stmt
-	group  *groupcommit.Group[[]floorRow, []bool]
-
-	// wait makes a settlement wait for the commit that carries it, as a
-	// store's Settle does (floor-log-wait).
-	wait bool
+// path it is made on. With wait, each settlement waits for the commit
+// that carries it instead, as a store's Settle does (floor-log-wait).
+type floorLog struct {
+	eng   floorLogEngine
+	group *groupcommit.Group[[]floorRow, []bool]
+	wait  bool
 
 	mu      sync.Mutex
 	queued  []floorSettle
 	flusher *time.Timer
-	stmts   map[string]*sql.Stmt // multi-row statements by name and rows
 }
 
-func openFloorLogSQLite(ctx context.Context, path string, wait bool) (*floorLogSQLite, error) {
+// floorLogEngine writes the log floor's tables on one engine.
+type floorLogEngine interface {
+	// commit writes settles, then the rows of batches, in one durable
+	// transaction, and reports which rows were new. A settlement whose
+	// lease entry is not there under its claim fails the transaction.
+	commit(ctx context.Context, settles []floorSettle, batches [][]floorRow) ([][]bool, error)
+	count(ctx context.Context) (int64, error)
+	close()
+}
+
+func newFloorLog(eng floorLogEngine, wait bool) *floorLog {
+	f := &floorLog{eng: eng, wait: wait}
+	f.group = &groupcommit.Group[[]floorRow, []bool]{CommitFunc: f.commit, Max: floorMaxBatch, Bound: floorCommitBound}
+	return f
+}
+
+// commit is the group's: a batch of adds, and every settlement queued.
+func (f *floorLog) commit(ctx context.Context, batches [][]floorRow) ([][]bool, error) {
+	f.mu.Lock()
+	settles := f.queued
+	f.queued = nil
+	f.mu.Unlock()
+	return f.eng.commit(ctx, settles, batches)
+}
+
+func (f *floorLog) add(ctx context.Context, rows []floorRow) ([]bool, error) {
+	due := time.Now().Add(intake.DefaultLeaseDuration).UnixMilli()
+	for _, r := range rows {
+		*r.due = due
+	}
+	return f.group.Do(ctx, rows)
+}
+
+// settleRow queues row's settlement for the next transaction: an add's,
+// or, when none comes within floorLogFlushAfter, one of its own. Without
+// f.wait it returns at once; with it, once that transaction committed.
+func (f *floorLog) settleRow(ctx context.Context, row floorRow, started time.Time) error {
+	f.mu.Lock()
+	f.queued = append(f.queued, floorSettle{id: row.id, claimID: row.claimID, due: *row.due, started: started, ended: time.Now()})
+	if f.wait {
+		f.mu.Unlock()
+		// A request with no adds rides in the next batch, whose commit
+		// takes every settlement queued before it began.
+		_, err := f.group.Defer(ctx, nil, floorLogFlushAfter)
+		return err
+	}
+	if len(f.queued) == 1 {
+		if f.flusher == nil {
+			f.flusher = time.AfterFunc(floorLogFlushAfter, f.flush)
+		} else {
+			f.flusher.Reset(floorLogFlushAfter)
+		}
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+// flush commits the queued settlements if no add has carried them.
+func (f *floorLog) flush() {
+	f.mu.Lock()
+	n := len(f.queued)
+	f.mu.Unlock()
+	if n > 0 {
+		_, _ = f.group.Do(context.Background(), nil)
+	}
+}
+
+func (*floorLog) keepsChat() {}
+
+func (*floorLog) leasesRows() {}
+
+func (*floorLog) settle(context.Context, []floorSettle) error {
+	return fmt.Errorf("floor-log: settles row by row (settleRow)")
+}
+
+func (f *floorLog) count(ctx context.Context) (int64, error) { return f.eng.count(ctx) }
+
+func (f *floorLog) close() {
+	f.flush()
+	f.eng.close()
+}
+
+// floorLogSQLite is the log floor's tables on SQLite, opened as the bare
+// floor is (as sqlitestore opens its writer).
+type floorLogSQLite struct {
+	db     *sql.DB
+	insRow *sql.Stmt
+	stmts  map[string]*sql.Stmt // multi-row statements by name and rows
+}
+
+func openFloorLogSQLite(ctx context.Context, path string, wait bool) (*floorLog, error) {
 	db, err := openFloorSQLiteDB(path)
 	if err != nil {
 		return nil, fmt.Errorf("floor-log sqlite: %w", err)
 	}
-	s := &floorLogSQLite{db: db, stmts: make(map[string]*sql.Stmt), wait: wait}
+	s := &floorLogSQLite{db: db, stmts: make(map[string]*sql.Stmt)}
 	for _, q := range []string{
 		`CREATE TABLE IF NOT EXISTS log_rows (update_id INTEGER PRIMARY KEY, body TEXT NOT NULL,
 			claim_id INTEGER NOT NULL, attempts INTEGER NOT NULL, chat TEXT NOT NULL, received_at INTEGER NOT NULL)`,
@@ -105,8 +192,7 @@ func openFloorLogSQLite(ctx context.Context, path string, wait bool) (*floorLogS
 			return nil, fmt.Errorf("floor-log sqlite: %w", err)
 		}
 	}
-	s.group = &groupcommit.Group[[]floorRow, []bool]{CommitFunc: s.commit, Max: floorMaxBatch, Bound: floorCommitBound}
-	return s, nil
+	return newFloorLog(s, wait), nil
 }
 
 // floorLogChunks are the row counts of the multi-row statements, each
@@ -152,13 +238,7 @@ func (s *floorLogSQLite) execChunks(ctx context.Context, tx *sql.Tx, name string
 	return changed, nil
 }
 
-// commit runs a batch of adds, and every settlement queued, in one
-// transaction.
-func (s *floorLogSQLite) commit(ctx context.Context, batches [][]floorRow) ([][]bool, error) {
-	s.mu.Lock()
-	settles := s.queued
-	s.queued = nil
-	s.mu.Unlock()
+func (s *floorLogSQLite) commit(ctx context.Context, settles []floorSettle, batches [][]floorRow) ([][]bool, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -205,67 +285,99 @@ func (s *floorLogSQLite) commit(ctx context.Context, batches [][]floorRow) ([][]
 	return res, tx.Commit()
 }
 
-func (s *floorLogSQLite) add(ctx context.Context, rows []floorRow) ([]bool, error) {
-	due := time.Now().Add(intake.DefaultLeaseDuration).UnixMilli()
-	for _, r := range rows {
-		*r.due = due
-	}
-	return s.group.Do(ctx, rows)
-}
-
-// settleRow queues row's settlement for the next transaction: an add's,
-// or, when none comes within floorLogFlushAfter, one of its own. Without
-// s.wait it returns at once; with it, once that transaction committed.
-func (s *floorLogSQLite) settleRow(ctx context.Context, row floorRow, started time.Time) error {
-	s.mu.Lock()
-	s.queued = append(s.queued, floorSettle{id: row.id, claimID: row.claimID, due: *row.due, started: started, ended: time.Now()})
-	if s.wait {
-		s.mu.Unlock()
-		// A request with no adds rides in the next batch, whose commit
-		// takes every settlement queued before it began.
-		_, err := s.group.Defer(ctx, nil, floorLogFlushAfter)
-		return err
-	}
-	if len(s.queued) == 1 {
-		if s.flusher == nil {
-			s.flusher = time.AfterFunc(floorLogFlushAfter, s.flush)
-		} else {
-			s.flusher.Reset(floorLogFlushAfter)
-		}
-	}
-	s.mu.Unlock()
-	return nil
-}
-
-// flush commits the queued settlements if no add has carried them.
-func (s *floorLogSQLite) flush() {
-	s.mu.Lock()
-	n := len(s.queued)
-	s.mu.Unlock()
-	if n > 0 {
-		_, _ = s.group.Do(context.Background(), nil)
-	}
-}
-
-func (*floorLogSQLite) keepsChat() {}
-
-func (*floorLogSQLite) leasesRows() {}
-
-func (*floorLogSQLite) settle(context.Context, []floorSettle) error {
-	return fmt.Errorf("floor-log: settles row by row (settleRow)")
-}
-
 func (s *floorLogSQLite) count(ctx context.Context) (n int64, err error) {
 	return n, s.db.QueryRowContext(ctx, `SELECT count(*) FROM log_rows`).Scan(&n)
 }
 
-func (s *floorLogSQLite) close() {
-	s.flush()
-	s.db.Close()
-}
+func (s *floorLogSQLite) close() { s.db.Close() }
 
 // floorValues is a VALUES list of rows rows of cols parameters each.
 func floorValues(rows, cols int) string {
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
 	return strings.TrimSuffix(strings.Repeat(row+", ", rows), ", ")
 }
+
+// floorLogPostgres is the log floor's tables on PostgreSQL, each commit
+// one transaction with synchronous_commit on: the settlements' two
+// statements, then one statement that inserts the new rows and their
+// lease entries.
+type floorLogPostgres struct {
+	pool *pgxpool.Pool
+}
+
+func openFloorLogPostgres(ctx context.Context, url string, wait bool) (*floorLog, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("floor-log postgres: %w", err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS log_rows (update_id bigint PRIMARY KEY, body bytea NOT NULL,
+			claim_id bigint NOT NULL, attempts int NOT NULL, chat text NOT NULL, received_at timestamptz NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS log_live (due_at bigint NOT NULL, update_id bigint NOT NULL, claim_id bigint NOT NULL,
+			PRIMARY KEY (due_at, update_id))`,
+		`CREATE TABLE IF NOT EXISTS log_done (update_id bigint NOT NULL, claim_id bigint NOT NULL,
+			settled_at timestamptz NOT NULL, started_at timestamptz NOT NULL, ended_at timestamptz NOT NULL,
+			status int NOT NULL DEFAULT 200, answer bytea NOT NULL DEFAULT '')`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("floor-log postgres: %w", err)
+		}
+	}
+	return newFloorLog(&floorLogPostgres{pool: pool}, wait), nil
+}
+
+func (s *floorLogPostgres) commit(ctx context.Context, settles []floorSettle, batches [][]floorRow) ([][]bool, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx)
+	if n := len(settles); n > 0 {
+		dues, ids, claims := make([]int64, n), make([]int64, n), make([]int64, n)
+		started, ended := make([]time.Time, n), make([]time.Time, n)
+		for i, st := range settles {
+			dues[i], ids[i], claims[i], started[i], ended[i] = st.due, st.id, st.claimID, st.started, st.ended
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM log_live AS l USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(due, id, claim)
+			WHERE l.due_at = u.due AND l.update_id = u.id AND l.claim_id = u.claim`, dues, ids, claims)
+		if err != nil || tag.RowsAffected() != int64(n) {
+			return nil, fmt.Errorf("%d settlements: %d applied (%v)", n, tag.RowsAffected(), err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO log_done (update_id, claim_id, settled_at, started_at, ended_at)
+			SELECT u.id, u.claim, now(), u.started, u.ended FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::timestamptz[]) AS u(id, claim, started, ended)`,
+			ids, claims, started, ended); err != nil {
+			return nil, err
+		}
+	}
+	res := make([][]bool, len(batches))
+	for i, rows := range batches {
+		if len(rows) == 0 {
+			continue
+		}
+		ids, claims, dues := make([]int64, len(rows)), make([]int64, len(rows)), make([]int64, len(rows))
+		bodies, chats := make([][]byte, len(rows)), make([]string, len(rows))
+		for k, r := range rows {
+			ids[k], claims[k], dues[k], bodies[k], chats[k] = r.id, r.claimID, *r.due, r.body, r.chat
+		}
+		got, err := tx.Query(ctx, `WITH fresh AS (
+			INSERT INTO log_rows (update_id, body, claim_id, attempts, chat, received_at)
+			SELECT u.id, u.body, u.claim, 1, u.chat, now() FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::text[]) AS u(id, body, claim, chat)
+			ON CONFLICT DO NOTHING RETURNING update_id, claim_id)
+		INSERT INTO log_live (due_at, update_id, claim_id) SELECT $5, update_id, claim_id FROM fresh RETURNING update_id`,
+			ids, bodies, claims, chats, dues[0])
+		if err != nil {
+			return nil, err
+		}
+		if res[i], err = addedRows(rows, got); err != nil {
+			return nil, err
+		}
+	}
+	return res, tx.Commit(ctx)
+}
+
+func (s *floorLogPostgres) count(ctx context.Context) (n int64, err error) {
+	return n, s.pool.QueryRow(ctx, `SELECT count(*) FROM log_rows`).Scan(&n)
+}
+
+func (s *floorLogPostgres) close() { s.pool.Close() }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/internal/pgtest"
 )
 
 // TestRelayFloorSQLite drives the floor on SQLite with the relay's load
@@ -188,54 +191,103 @@ func TestRelayFloorAddOnlySQLite(t *testing.T) {
 	}
 }
 
-// TestRelayFloorLogSQLite drives the log-shaped contract floor, with
-// settlements waited for and not, and checks that every update reached the
-// endpoint once, was recorded with its chat, and was settled: its lease
-// entry gone and its attempt's record appended. And that the settlement is
-// fenced: one under another claim is refused and leaves the lease.
-func TestRelayFloorLogSQLite(t *testing.T) {
+// TestRelayFloorLog drives the log-shaped contract floor on SQLite and on
+// PostgreSQL, with settlements waited for and not, and checks that every
+// update reached the endpoint once, was recorded with its chat, and was
+// settled: its lease entry gone and its attempt's record appended under
+// its claim. And that the settlement is fenced: one under another claim is
+// refused and leaves the lease.
+func TestRelayFloorLog(t *testing.T) {
 	t.Parallel()
-	for _, wait := range []bool{false, true} {
-		t.Run(fmt.Sprintf("wait=%v", wait), func(t *testing.T) {
-			t.Parallel()
+	cluster, pgErr := pgtest.Start(t.Context(), pgtest.Options{Fast: true})
+	if pgErr == nil {
+		t.Cleanup(func() { _ = cluster.Stop() })
+	}
+	engines := map[string]func(t *testing.T, wait bool) *floorLog{
+		"sqlite": func(t *testing.T, wait bool) *floorLog {
 			st, err := openFloorLogSQLite(t.Context(), filepath.Join(t.TempDir(), "floor-log.db"), wait)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer st.close()
-			const n = 200
-			driveFloor(t, st, n)
-			st.flush() // the settlements no add carried
-			var rows, chats, live, done int
-			if err := st.db.QueryRowContext(t.Context(), `SELECT
-				(SELECT count(*) FROM log_rows), (SELECT count(DISTINCT chat) FROM log_rows),
-				(SELECT count(*) FROM log_live),
-				(SELECT count(*) FROM log_done d JOIN log_rows r USING (update_id, claim_id) WHERE d.ended_at >= d.started_at)`).Scan(&rows, &chats, &live, &done); err != nil {
+			return st
+		},
+		"postgres": func(t *testing.T, wait bool) *floorLog {
+			if errors.Is(pgErr, pgtest.ErrNotInstalled) && os.Getenv(pgtest.EnvRequire) != "1" {
+				t.Skipf("PostgreSQL is not installed (%v); set %s=1 to fail instead", pgErr, pgtest.EnvRequire)
+			}
+			if pgErr != nil {
+				t.Fatal(pgErr)
+			}
+			url, err := cluster.CreateDatabase(t.Context())
+			if err != nil {
 				t.Fatal(err)
 			}
-			if rows != n || chats != 5 || live != 0 || done != n {
-				t.Fatalf("%d rows over %d chats, %d leases left, %d records under their claims; want %d over 5, none, %d", rows, chats, live, done, n, n)
+			st, err := openFloorLogPostgres(t.Context(), url, wait)
+			if err != nil {
+				t.Fatal(err)
 			}
-
-			due := new(int64)
-			row := floorRow{id: 1 << 40, body: []byte(`{}`), claimID: 7, due: due}
-			if added, err := st.add(t.Context(), []floorRow{row}); err != nil || !added[0] {
-				t.Fatalf("add: %v, %v", added, err)
-			}
-			if !wait {
-				return // nobody hears of a refused settlement it does not wait for
-			}
-			wrong := row
-			wrong.claimID = 8
-			if err := st.settleRow(t.Context(), wrong, time.Now()); err == nil {
-				t.Fatal("a settlement under another claim was accepted")
-			}
-			if err := st.db.QueryRowContext(t.Context(), `SELECT count(*) FROM log_live WHERE update_id = ?`, row.id).Scan(&live); err != nil || live != 1 {
-				t.Fatalf("the row's lease after a refused settlement: %d entries (%v), want 1", live, err)
-			}
-			if err := st.settleRow(t.Context(), row, time.Now()); err != nil {
-				t.Fatalf("the settlement under the row's claim: %v", err)
-			}
-		})
+			return st
+		},
 	}
+	for name, open := range engines {
+		for _, wait := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/wait=%v", name, wait), func(t *testing.T) {
+				t.Parallel()
+				st := open(t, wait)
+				defer st.close()
+				const n = 200
+				driveFloor(t, st, n)
+				st.flush() // the settlements no add carried
+				rows, chats, live, done := floorLogCounts(t, st)
+				if rows != n || chats != 5 || live != 0 || done != n {
+					t.Fatalf("%d rows over %d chats, %d leases left, %d records under their claims; want %d over 5, none, %d", rows, chats, live, done, n, n)
+				}
+
+				row := floorRow{id: 1 << 40, body: []byte(`{}`), claimID: 7, due: new(int64)}
+				if added, err := st.add(t.Context(), []floorRow{row}); err != nil || !added[0] {
+					t.Fatalf("add: %v, %v", added, err)
+				}
+				if !wait {
+					return // nobody hears of a refused settlement it does not wait for
+				}
+				wrong := row
+				wrong.claimID = 8
+				if err := st.settleRow(t.Context(), wrong, time.Now()); err == nil {
+					t.Fatal("a settlement under another claim was accepted")
+				}
+				if _, _, live, _ := floorLogCounts(t, st); live != 1 {
+					t.Fatalf("leases after a refused settlement: %d, want the row's", live)
+				}
+				if err := st.settleRow(t.Context(), row, time.Now()); err != nil {
+					t.Fatalf("the settlement under the row's claim: %v", err)
+				}
+				if _, _, live, _ := floorLogCounts(t, st); live != 0 {
+					t.Fatalf("leases after the settlement: %d, want none", live)
+				}
+			})
+		}
+	}
+}
+
+// floorLogCounts counts st's rows, their chats, the lease entries left and
+// the records appended under their rows' claims.
+func floorLogCounts(t *testing.T, st *floorLog) (rows, chats, live, done int) {
+	t.Helper()
+	const q = `SELECT
+		(SELECT count(*) FROM log_rows), (SELECT count(DISTINCT chat) FROM log_rows),
+		(SELECT count(*) FROM log_live),
+		(SELECT count(*) FROM log_done d JOIN log_rows r USING (update_id, claim_id) WHERE d.ended_at >= d.started_at)`
+	var err error
+	switch e := st.eng.(type) {
+	case *floorLogSQLite:
+		err = e.db.QueryRowContext(t.Context(), q).Scan(&rows, &chats, &live, &done)
+	case *floorLogPostgres:
+		err = e.pool.QueryRow(t.Context(), q).Scan(&rows, &chats, &live, &done)
+	default:
+		t.Fatalf("engine %T", e)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, chats, live, done
 }

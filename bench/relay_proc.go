@@ -32,6 +32,8 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 	floorMinPostgres := fs.String("floor-min-postgres", "", "run the least contract floor on this PostgreSQL database instead")
 	floorLogSQLite := fs.String("floor-log-sqlite", "", "run the log-shaped contract floor (the guarantees' writes as appends and a lease entry deleted, no row rewritten) on this SQLite file instead")
 	floorLogWaitSQLite := fs.String("floor-log-wait-sqlite", "", "run the log-shaped contract floor with each settlement waiting for its commit, as a store's Settle does, on this SQLite file instead")
+	floorLogPostgres := fs.String("floor-log-postgres", "", "run the log-shaped contract floor on this PostgreSQL database instead")
+	floorLogWaitPostgres := fs.String("floor-log-wait-postgres", "", "run the log-shaped contract floor with settlements waited for on this PostgreSQL database instead")
 	floorAddSQLite := fs.String("floor-add-sqlite", "", "run the write-ahead floor (the bare floor's row before the 200, no settlement) on this SQLite file instead")
 	floorAddPostgres := fs.String("floor-add-postgres", "", "run the write-ahead floor on this PostgreSQL database instead")
 	via := fs.String("floor-forward", floorForwardServe, "how a floor forwards: \"serve\" (serve's forward.Forwarder) or \"net/http\" (net/http's client, as the non-durable forwarder)")
@@ -85,6 +87,10 @@ func runRelayForwarder(ctx context.Context, args []string, out io.Writer) error 
 		st, err = openFloorLogSQLite(ctx, *floorLogSQLite, false)
 	case *floorLogWaitSQLite != "":
 		st, err = openFloorLogSQLite(ctx, *floorLogWaitSQLite, true)
+	case *floorLogPostgres != "":
+		st, err = openFloorLogPostgres(ctx, *floorLogPostgres, false)
+	case *floorLogWaitPostgres != "":
+		st, err = openFloorLogPostgres(ctx, *floorLogWaitPostgres, true)
 	case *floorAddSQLite != "":
 		st, err = openFloorSQLite(ctx, *floorAddSQLite)
 		st = floorAddOnly{st}
