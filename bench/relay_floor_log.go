@@ -298,12 +298,41 @@ func floorValues(rows, cols int) string {
 }
 
 // floorLogPostgres is the log floor's tables on PostgreSQL, each commit
-// one transaction with synchronous_commit on: the settlements' two
-// statements, then one statement that inserts the new rows and their
-// lease entries.
+// one statement, synchronous_commit on: a settlement's lease entries
+// deleted and records appended, and the new rows with their lease entries
+// inserted, in data-modifying CTEs. One statement is one round trip and
+// one transaction; a fence that does not hold fails it whole (see
+// floorLogCommitSQL).
 type floorLogPostgres struct {
 	pool *pgxpool.Pool
 }
+
+// floorLogCommitSQL is the log floor's commit on PostgreSQL. $1–$5 are the
+// settlements (lease ends, ids, claims, starts, ends), $6 how many; $7–$10
+// the rows (ids, bodies, claims, chats), $11 their lease end. It answers a
+// row (NULL, settled) then one (id, NULL) per new row. When fewer
+// settlements applied than were asked, the final select casts a sentence
+// to an integer: the statement fails, and with it every write it made.
+const floorLogCommitSQL = `WITH del AS (
+	DELETE FROM log_live AS l USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(due, id, claim)
+	WHERE l.due_at = u.due AND l.update_id = u.id AND l.claim_id = u.claim RETURNING 1
+), done AS (
+	INSERT INTO log_done (update_id, claim_id, settled_at, started_at, ended_at)
+	SELECT u.id, u.claim, now(), u.started, u.ended
+	FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], $5::timestamptz[]) AS u(id, claim, started, ended)
+), fresh AS (
+	INSERT INTO log_rows (update_id, body, claim_id, attempts, chat, received_at)
+	SELECT u.id, u.body, u.claim, 1, u.chat, now()
+	FROM unnest($7::bigint[], $8::bytea[], $9::bigint[], $10::text[]) AS u(id, body, claim, chat)
+	ON CONFLICT DO NOTHING RETURNING update_id, claim_id
+), live AS (
+	INSERT INTO log_live (due_at, update_id, claim_id) SELECT $11, update_id, claim_id FROM fresh
+), settled AS (
+	SELECT count(*) AS n FROM del
+)
+SELECT NULL::bigint, CASE WHEN n = $6 THEN n ELSE (n || ' of ' || $6 || ' settlements applied')::bigint END FROM settled
+UNION ALL
+SELECT update_id, NULL FROM fresh`
 
 func openFloorLogPostgres(ctx context.Context, url string, wait bool) (*floorLog, error) {
 	pool, err := pgxpool.New(ctx, url)
@@ -328,52 +357,49 @@ func openFloorLogPostgres(ctx context.Context, url string, wait bool) (*floorLog
 }
 
 func (s *floorLogPostgres) commit(ctx context.Context, settles []floorSettle, batches [][]floorRow) ([][]bool, error) {
-	tx, err := s.pool.Begin(ctx)
+	n := len(settles)
+	dues, ids, claims := make([]int64, n), make([]int64, n), make([]int64, n)
+	started, ended := make([]time.Time, n), make([]time.Time, n)
+	for i, st := range settles {
+		dues[i], ids[i], claims[i], started[i], ended[i] = st.due, st.id, st.claimID, st.started, st.ended
+	}
+	var (
+		rowIDs, rowClaims []int64
+		bodies            [][]byte
+		chats             []string
+		due               int64
+	)
+	for _, rows := range batches {
+		for _, r := range rows {
+			rowIDs, rowClaims, bodies, chats, due = append(rowIDs, r.id), append(rowClaims, r.claimID), append(bodies, r.body), append(chats, r.chat), *r.due
+		}
+	}
+	got, err := s.pool.Query(ctx, floorLogCommitSQL, dues, ids, claims, started, ended, n, rowIDs, bodies, rowClaims, chats, due)
 	if err != nil {
 		return nil, err
 	}
-	defer tx.Rollback(ctx)
-	if n := len(settles); n > 0 {
-		dues, ids, claims := make([]int64, n), make([]int64, n), make([]int64, n)
-		started, ended := make([]time.Time, n), make([]time.Time, n)
-		for i, st := range settles {
-			dues[i], ids[i], claims[i], started[i], ended[i] = st.due, st.id, st.claimID, st.started, st.ended
-		}
-		tag, err := tx.Exec(ctx, `DELETE FROM log_live AS l USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(due, id, claim)
-			WHERE l.due_at = u.due AND l.update_id = u.id AND l.claim_id = u.claim`, dues, ids, claims)
-		if err != nil || tag.RowsAffected() != int64(n) {
-			return nil, fmt.Errorf("%d settlements: %d applied (%v)", n, tag.RowsAffected(), err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO log_done (update_id, claim_id, settled_at, started_at, ended_at)
-			SELECT u.id, u.claim, now(), u.started, u.ended FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::timestamptz[]) AS u(id, claim, started, ended)`,
-			ids, claims, started, ended); err != nil {
+	defer got.Close()
+	fresh := make(map[int64]bool, len(rowIDs))
+	for got.Next() {
+		var id, settled *int64
+		if err := got.Scan(&id, &settled); err != nil {
 			return nil, err
 		}
+		if id != nil {
+			fresh[*id] = true
+		}
+	}
+	if err := got.Err(); err != nil {
+		return nil, err
 	}
 	res := make([][]bool, len(batches))
 	for i, rows := range batches {
-		if len(rows) == 0 {
-			continue
-		}
-		ids, claims, dues := make([]int64, len(rows)), make([]int64, len(rows)), make([]int64, len(rows))
-		bodies, chats := make([][]byte, len(rows)), make([]string, len(rows))
+		res[i] = make([]bool, len(rows))
 		for k, r := range rows {
-			ids[k], claims[k], dues[k], bodies[k], chats[k] = r.id, r.claimID, *r.due, r.body, r.chat
-		}
-		got, err := tx.Query(ctx, `WITH fresh AS (
-			INSERT INTO log_rows (update_id, body, claim_id, attempts, chat, received_at)
-			SELECT u.id, u.body, u.claim, 1, u.chat, now() FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::text[]) AS u(id, body, claim, chat)
-			ON CONFLICT DO NOTHING RETURNING update_id, claim_id)
-		INSERT INTO log_live (due_at, update_id, claim_id) SELECT $5, update_id, claim_id FROM fresh RETURNING update_id`,
-			ids, bodies, claims, chats, dues[0])
-		if err != nil {
-			return nil, err
-		}
-		if res[i], err = addedRows(rows, got); err != nil {
-			return nil, err
+			res[i][k] = fresh[r.id]
 		}
 	}
-	return res, tx.Commit(ctx)
+	return res, nil
 }
 
 func (s *floorLogPostgres) count(ctx context.Context) (n int64, err error) {
