@@ -148,63 +148,44 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		}
 		served = append(served, floors...)
 		if *forwarderProc {
-			procs := []struct{ name, about, flag, db string }{
-				{"floor-sqlite-proc", "floor-sqlite as a process of its own, as serve is", "-floor-sqlite", filepath.Join(dir, "floor-proc.db")},
-			}
-			if pgDB != nil {
-				db, err := pgDB(ctx)
-				if err != nil {
-					return fmt.Errorf("floor postgres: %w", err)
-				}
-				procs = append(procs, struct{ name, about, flag, db string }{"floor-postgres-proc", "floor-postgres as a process of its own, as serve is", "-floor-postgres", db})
+			// Each floor process runs on a SQLite file of its own in dir, or
+			// (file empty) on a PostgreSQL database of its own, when there is
+			// a cluster.
+			type floorProc struct{ name, about, flag, file string }
+			procs := []floorProc{
+				{"floor-sqlite-proc", "floor-sqlite as a process of its own, as serve is", "-floor-sqlite", "floor-proc.db"},
+				{"floor-postgres-proc", "floor-postgres as a process of its own, as serve is", "-floor-postgres", ""},
 			}
 			if *floorAdd {
-				procs = append(procs, struct{ name, about, flag, db string }{"floor-add-sqlite-proc", "floor-sqlite-proc with no settlement: the row before the 200 alone", "-floor-add-sqlite", filepath.Join(dir, "floor-add-proc.db")})
-				if pgDB != nil {
-					db, err := pgDB(ctx)
-					if err != nil {
-						return fmt.Errorf("floor postgres: %w", err)
-					}
-					procs = append(procs, struct{ name, about, flag, db string }{"floor-add-postgres-proc", "floor-add-sqlite-proc on PostgreSQL", "-floor-add-postgres", db})
-				}
+				procs = append(procs,
+					floorProc{"floor-add-sqlite-proc", "floor-sqlite-proc with no settlement: the row before the 200 alone", "-floor-add-sqlite", "floor-add-proc.db"},
+					floorProc{"floor-add-postgres-proc", "floor-add-sqlite-proc on PostgreSQL", "-floor-add-postgres", ""})
 			}
 			if *floorLog {
 				procs = append(procs,
-					struct{ name, about, flag, db string }{"floor-log-sqlite-proc", "floor-min-sqlite-proc laid out so that no row is rewritten: the row and its lease entry before the 200; after the forward, the lease entry deleted (fenced) and the attempt's record appended, queued for the next commit, waited for by nobody", "-floor-log-sqlite", filepath.Join(dir, "floor-log-proc.db")},
-					struct{ name, about, flag, db string }{"floor-log-wait-sqlite-proc", "floor-log-sqlite-proc with each settlement waiting for its commit, as a store's Settle does", "-floor-log-wait-sqlite", filepath.Join(dir, "floor-log-wait-proc.db")})
-				if pgDB != nil {
-					for _, v := range []struct{ name, about, flag string }{
-						{"floor-log-postgres-proc", "floor-log-sqlite-proc on PostgreSQL", "-floor-log-postgres"},
-						{"floor-log-wait-postgres-proc", "floor-log-wait-sqlite-proc on PostgreSQL", "-floor-log-wait-postgres"},
-					} {
-						db, err := pgDB(ctx)
-						if err != nil {
-							return fmt.Errorf("floor postgres: %w", err)
-						}
-						procs = append(procs, struct{ name, about, flag, db string }{v.name, v.about, v.flag, db})
-					}
-				}
+					floorProc{"floor-log-sqlite-proc", "floor-min-sqlite-proc laid out so that no row is rewritten: the row and its lease entry before the 200; after the forward, the lease entry deleted (fenced) and the attempt's record appended, queued for the next commit, waited for by nobody", "-floor-log-sqlite", "floor-log-proc.db"},
+					floorProc{"floor-log-wait-sqlite-proc", "floor-log-sqlite-proc with each settlement waiting for its commit, as a store's Settle does", "-floor-log-wait-sqlite", "floor-log-wait-proc.db"},
+					floorProc{"floor-log-postgres-proc", "floor-log-sqlite-proc on PostgreSQL", "-floor-log-postgres", ""},
+					floorProc{"floor-log-wait-postgres-proc", "floor-log-wait-sqlite-proc on PostgreSQL", "-floor-log-wait-postgres", ""})
 			}
 			if *floorStore {
-				procs = append(procs, struct{ name, about, flag, db string }{"floor-min-sqlite-proc", "floor-sqlite-proc writing what the guarantees ask (a claimed row, a fenced settlement with the attempt's record) on the bench's own schema, one index", "-floor-min-sqlite", filepath.Join(dir, "floor-min-proc.db")})
-				if pgDB != nil {
-					db, err := pgDB(ctx)
-					if err != nil {
-						return fmt.Errorf("floor postgres: %w", err)
-					}
-					procs = append(procs, struct{ name, about, flag, db string }{"floor-min-postgres-proc", "floor-min-sqlite-proc on PostgreSQL", "-floor-min-postgres", db})
-				}
-				procs = append(procs, struct{ name, about, flag, db string }{"floor-store-sqlite-proc", "floor-sqlite-proc with serve's store (sqlitestore) doing the guarantees' writes: claimed adds, fenced settlements with records", "-floor-store-sqlite", filepath.Join(dir, "floor-store-proc.db")})
-				if pgDB != nil {
-					db, err := pgDB(ctx)
-					if err != nil {
-						return fmt.Errorf("floor postgres: %w", err)
-					}
-					procs = append(procs, struct{ name, about, flag, db string }{"floor-store-postgres-proc", "floor-postgres-proc with serve's store (pgstore) doing the guarantees' writes", "-floor-store-postgres", db})
-				}
+				procs = append(procs,
+					floorProc{"floor-min-sqlite-proc", "floor-sqlite-proc writing what the guarantees ask (a claimed row, a fenced settlement with the attempt's record) on the bench's own schema, one index", "-floor-min-sqlite", "floor-min-proc.db"},
+					floorProc{"floor-min-postgres-proc", "floor-min-sqlite-proc on PostgreSQL", "-floor-min-postgres", ""},
+					floorProc{"floor-store-sqlite-proc", "floor-sqlite-proc with serve's store (sqlitestore) doing the guarantees' writes: claimed adds, fenced settlements with records", "-floor-store-sqlite", "floor-store-proc.db"},
+					floorProc{"floor-store-postgres-proc", "floor-postgres-proc with serve's store (pgstore) doing the guarantees' writes", "-floor-store-postgres", ""})
 			}
 			for _, p := range procs {
-				extra := []string{p.flag, p.db, "-floor-forward", *floorVia}
+				db := filepath.Join(dir, p.file)
+				if p.file == "" {
+					if pgDB == nil {
+						continue
+					}
+					if db, err = pgDB(ctx); err != nil {
+						return fmt.Errorf("floor postgres: %w", err)
+					}
+				}
+				extra := []string{p.flag, db, "-floor-forward", *floorVia}
 				if *cpuprofile != "" {
 					extra = append(extra, "-cpuprofile", *cpuprofile+"-"+p.name+".pprof")
 				}
