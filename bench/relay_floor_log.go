@@ -32,10 +32,11 @@ import (
 //   - log_done: each settlement, with its attempt's record (claim, start,
 //     end, the app's status and answer), appended.
 //
-// Adds and settlements share one group commit, settlements deferred into
-// the next add's transaction as sqlitestore defers them, so a settlement
-// costs no commit of its own. It measures whether a layout that never
-// rewrites a row lifts the contract floor, and by how much.
+// Adds and settlements share one group commit: a settlement is queued,
+// and the next commit, whichever starts it, carries it (floorLog), so a
+// settlement costs no commit of its own. It measures whether a layout
+// that never rewrites a row lifts the contract floor, and by how much
+// (BENCHMARKS.md, relay, session 28).
 
 // floorLogFlushAfter is how long a settlement waits for an add's
 // transaction to carry it before it starts one of its own.
