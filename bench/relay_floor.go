@@ -106,8 +106,12 @@ type floorRowSettler interface {
 // can write less on the same engine.
 type floorAddOnly struct{ floorStore }
 
-// addOnly marks a store whose rows the floor does not settle.
-func (floorAddOnly) addOnly() {}
+func (floorAddOnly) addsOnly() {}
+
+// floorAddsOnly is a floorStore whose rows the floor does not settle.
+type floorAddsOnly interface {
+	addsOnly()
+}
 
 // relayFloor is the measured floor of a durable relay: the non-durable
 // forwarder plus an update's durable record before the 200 (group
@@ -233,7 +237,7 @@ func (f *relayFloor) serve(w http.ResponseWriter, r *http.Request) {
 func (f *relayFloor) work() {
 	defer f.workers.Done()
 	rs, byRow := f.st.(floorRowSettler)
-	_, addOnly := f.st.(interface{ addOnly() })
+	_, addOnly := f.st.(floorAddsOnly)
 	for row := range f.queue {
 		started := time.Now()
 		if !f.forward(row) || addOnly {
