@@ -8,20 +8,22 @@ import (
 	"time"
 )
 
-// TestGatewaySmall runs the gateway scenario at a tiny size: every call in
-// every mode, the bare reverse proxy included, must succeed (the scenario
-// fails on any), and the RESULT line must carry the ratios against the
-// proxy.
+// TestGatewaySmall runs the gateway scenario at a tiny size, with the
+// log-shaped journal floor: every call in every mode, the bare reverse
+// proxy included, must succeed (the scenario fails on any), and the RESULT
+// line must carry the ratios against the proxy.
 func TestGatewaySmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	err := runGateway(ctx, []string{"-calls", "40", "-latency-calls", "8", "-workers", "4", "-rounds", "1", "-latency", "5ms"}, &out)
+	err := runGateway(ctx, []string{"-calls", "40", "-latency-calls", "8", "-workers", "4", "-rounds", "1", "-latency", "5ms", "-floor-log"}, &out)
 	if err != nil {
 		t.Fatalf("gateway: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "reverse proxy") {
-		t.Errorf("no reverse proxy row:\n%s", out.String())
+	for _, row := range []string{"reverse proxy", "journal log floor", "log-shaped journal floor (no row rewritten): "} {
+		if !strings.Contains(out.String(), row) {
+			t.Errorf("no %q in the output:\n%s", row, out.String())
+		}
 	}
 	var result string
 	for line := range strings.Lines(out.String()) {
