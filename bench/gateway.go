@@ -140,24 +140,18 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer fl.close()
-	jf := newJournalFloor(proxy, fl)
-	fsrv := httptest.NewServer(jf)
-	defer fsrv.Close()
-	defer jf.wait()
+	floorURL, stopFloor := startJournalFloor(proxy, fl)
+	defer stopFloor()
 	b.modes = []gatewayMode{{"direct", tg.URL, false}, {gatewayProxy, psrv.URL, false}, {"gateway", gsrv.URL, false},
-		{"gateway+identity", gsrv.URL, true}, {"identity, sync outcome", ssrv.URL, true}, {gatewayFloor, fsrv.URL, false}}
+		{"gateway+identity", gsrv.URL, true}, {"identity, sync outcome", ssrv.URL, true}, {gatewayFloor, floorURL, false}}
 	if *logFloor {
 		lf, err := openFloorLogSQLite(ctx, filepath.Join(dir, "floor-log.db"), false)
 		if err != nil {
 			return err
 		}
-		defer lf.close()
-		ljf := newJournalFloor(proxy, lf)
-		lsrv := httptest.NewServer(ljf)
-		defer lsrv.Close()
-		defer ljf.wait()
-		b.modes = append(b.modes, gatewayMode{gatewayLogFloor, lsrv.URL, false})
+		logURL, stopLog := startJournalFloor(proxy, lf)
+		defer stopLog()
+		b.modes = append(b.modes, gatewayMode{gatewayLogFloor, logURL, false})
 	}
 
 	loadBefore := loadAverage()
@@ -317,6 +311,19 @@ func (f *journalFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // wait waits for the outcomes in flight.
 func (f *journalFloor) wait() { f.pending.Wait() }
+
+// startJournalFloor serves a journal floor over st in front of proxy. stop
+// stops the server (which waits for its calls), waits for the outcomes
+// they left in flight, and closes st.
+func startJournalFloor(proxy http.Handler, st floorStore) (url string, stop func()) {
+	jf := newJournalFloor(proxy, st)
+	srv := httptest.NewServer(jf)
+	return srv.URL, func() {
+		srv.Close()
+		jf.wait()
+		st.close()
+	}
+}
 
 // The goals at zero latency, as shares of the bare reverse proxy's rate
 // over the same hop: the gateway without an identity, and with one (every
