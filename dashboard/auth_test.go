@@ -83,6 +83,35 @@ func TestLogoutRevokesSession(t *testing.T) {
 	}
 }
 
+// The layout offers to sign out only to a visitor signed in: not on the
+// sign-in form, not on the page refusing a request that has no session,
+// and not to a bearer token, which has no session to end.
+func TestSignOutOnlyWhenSignedIn(t *testing.T) {
+	t.Parallel()
+	s := serve(t, dashboard.Config{Store: memstore.New(), AdminToken: adminToken})
+	offers := func(r *http.Request) (int, bool) {
+		resp := do(s.h, r, "127.0.0.1:5000")
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.Contains(string(body), `action="/logout"`)
+	}
+	if code, out := offers(httptest.NewRequest(http.MethodGet, "http://127.0.0.1/login", nil)); code != http.StatusOK || out {
+		t.Errorf("the sign-in form: %d, offers to sign out %v; want 200 without", code, out)
+	}
+	if code, out := offers(httptest.NewRequest(http.MethodPost, "http://127.0.0.1/updates/1/requeue", nil)); code != http.StatusUnauthorized || out {
+		t.Errorf("a post without a session: %d, offers to sign out %v; want 401 without", code, out)
+	}
+	bearer := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+	bearer.Header.Set("Authorization", "Bearer "+adminToken)
+	if code, out := offers(bearer); code != http.StatusOK || out {
+		t.Errorf("the overview to a bearer token: %d, offers to sign out %v; want 200 without", code, out)
+	}
+	signedIn := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+	signedIn.AddCookie(sessionCookieOf(t, do(s.h, loginRequest(adminToken), "127.0.0.1:5000")))
+	if code, out := offers(signedIn); code != http.StatusOK || !out {
+		t.Errorf("the overview in a session: %d, offers to sign out %v; want 200 with", code, out)
+	}
+}
+
 // Wrong tokens lock out only the address they came from: five wrong
 // sign-ins from one client leave the right token working from another,
 // and wrong bearer tokens count (and are logged) like wrong sign-ins.

@@ -199,7 +199,7 @@ type page struct {
 	Live     bool   // the page refreshes itself
 	CSRF     string
 	ReadOnly bool
-	SignedIn bool // a session exists (an admin token is configured)
+	SignedIn bool // the request carries a live session: the layout offers to sign out
 	Refresh  time.Duration
 	Now      time.Time
 	Data     any
@@ -214,12 +214,14 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, name 
 	}
 	p.Base = h.cfg.Prefix
 	p.ReadOnly = h.cfg.ReadOnly
-	p.SignedIn = h.cfg.AdminToken != ""
 	p.Refresh = h.cfg.RefreshInterval
 	p.CSRF = h.csrfToken(w, r)
 	if p.Now.IsZero() {
 		p.Now = time.Now()
 	}
+	// Only a session can be ended: not on the sign-in form or an error
+	// page shown before one, nor for a bearer token.
+	p.SignedIn = h.cfg.AdminToken != "" && h.sessions.live(h.sessionID(r), p.Now)
 	buf := &limitedBuffer{max: h.cfg.MaxPageBytes}
 	if err := t.ExecuteTemplate(buf, "layout", p); err != nil {
 		if errors.Is(err, errPageTooLarge) {
