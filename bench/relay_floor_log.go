@@ -138,8 +138,15 @@ func (*floorLog) settle(context.Context, []floorSettle) error {
 
 func (f *floorLog) count(ctx context.Context) (int64, error) { return f.eng.count(ctx) }
 
+// close commits the settlements still queued, stops the flush timer, and
+// closes the engine: a timer firing later would find it closed.
 func (f *floorLog) close() {
 	f.flush()
+	f.mu.Lock()
+	if f.flusher != nil {
+		f.flusher.Stop()
+	}
+	f.mu.Unlock()
 	f.eng.close()
 }
 
