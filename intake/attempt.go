@@ -48,6 +48,8 @@ type lease struct {
 	until  time.Time // last lease the store confirmed
 	active bool      // cleared when the handler has returned
 	lost   bool
+	// timer ends the lease at until (leaseDeadline); nil until the first
+	// renewal is due, unless the lease ends before that.
 	timer  *time.Timer
 	cancel context.CancelCauseFunc
 	// renew starts the renewals when the first one is due (see
@@ -56,6 +58,12 @@ type lease struct {
 	stopRenew context.CancelFunc
 	// trace is the attempt's record in the making (attempts.go).
 	trace *attemptTrace
+}
+
+// watchEndLocked arms the timer that ends the lease after d unless a
+// renewal moves its end first (leaseDeadline). l.mu is held.
+func (l *lease) watchEndLocked(r *Runner, d time.Duration) {
+	l.timer = time.AfterFunc(d, func() { r.leaseDeadline(l) })
 }
 
 // loseLocked cancels the handler's context with an ownership-lost cause,
@@ -145,19 +153,22 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 
 	hctx, hcancel := context.WithCancelCause(rn.ctx)
 	defer hcancel(nil)
-	l := &lease{id: id, until: leaseUntil, active: true, cancel: hcancel, trace: r.newAttemptTrace(id, owner, now())}
-	l.mu.Lock()
-	l.timer = time.AfterFunc(leaseUntil.Sub(now()), func() { r.leaseDeadline(l) })
-	l.mu.Unlock()
+	at := now()
+	l := &lease{id: id, until: leaseUntil, active: true, cancel: hcancel, trace: r.newAttemptTrace(id, owner, at)}
 	r.mu.Lock()
 	hb := rn.hb
 	r.mu.Unlock()
 	hb.track(l, owner)
 	defer hb.untrack(l)
 	// Most handlers return long before the first renewal is due, so the
-	// renewals get a goroutine only when it is (a timer until then).
+	// renewals get a goroutine only when it is (a timer until then), and
+	// the lease's end a timer of its own only then too (renewLoop), unless
+	// it comes first: one timer per attempt rather than two.
 	rn.wg.Add(1)
 	l.mu.Lock()
+	if left := leaseUntil.Sub(at); left <= r.renewEvery() {
+		l.watchEndLocked(r, left)
+	}
 	l.renew = time.AfterFunc(r.renewEvery(), func() { r.renewLoop(rn, l) })
 	l.mu.Unlock()
 
@@ -173,7 +184,9 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 	stopLease := func() {
 		l.mu.Lock()
 		l.active = false
-		l.timer.Stop()
+		if l.timer != nil {
+			l.timer.Stop()
+		}
 		stopRenew := l.stopRenew
 		if l.renew.Stop() {
 			rn.wg.Done() // the renewals never started
@@ -207,12 +220,12 @@ func (r *Runner) handle(rn *run, j job, id Identity, leaseUntil time.Time, owner
 	} else {
 		u := j.update()
 		a := Attempt{Identity: id, lease: l, store: r.store}
-		v := &attemptValue{update: u, attempt: a}
+		v := &attemptValue{update: u, attempt: a, answer: l.trace.answer}
 		ctx, cancel := context.Context(hctx), context.CancelFunc(func() {})
 		if !j.deadline.IsZero() {
 			ctx, cancel = context.WithDeadline(hctx, j.deadline)
 		}
-		ctx = transport.WithResultFunc(withAttempt(withAnswerSlot(ctx, l.trace.answer), v), v.observe)
+		ctx = transport.WithResultFunc(withAttempt(ctx, v), v.observe)
 		herr = v.outcome(r.callHandler(ctx, u, a))
 		l.trace.answer.close()
 		cancel()
@@ -304,6 +317,9 @@ func (r *Runner) renewLoop(rn *run, l *lease) {
 	if !l.active {
 		l.mu.Unlock() // the handler returned as the first renewal fell due
 		return
+	}
+	if l.timer == nil {
+		l.watchEndLocked(r, l.until.Sub(now()))
 	}
 	ctx, cancel := context.WithCancel(rn.ctx)
 	l.stopRenew = cancel

@@ -252,19 +252,13 @@ type AttemptAnswer struct {
 }
 
 // answerSlot holds the last answer reported for an attempt. The runner
-// puts it in the handler's context (withAnswerSlot) and closes it when the
-// handler returned.
+// puts it in the handler's context (attemptValue.answer) and closes it
+// when the handler returned.
 type answerSlot struct {
 	redact func(string) string
 	mu     sync.Mutex
 	closed bool
 	answer *AttemptAnswer
-}
-
-type answerKey struct{}
-
-func withAnswerSlot(ctx context.Context, s *answerSlot) context.Context {
-	return context.WithValue(ctx, answerKey{}, s)
 }
 
 // close ends reports to the slot and returns the answer kept.
@@ -288,10 +282,11 @@ func ReportAnswer(ctx context.Context, a AttemptAnswer) bool {
 	if ctx == nil {
 		return false
 	}
-	slot, _ := ctx.Value(answerKey{}).(*answerSlot)
-	if slot == nil {
+	v := attemptValueFrom(ctx)
+	if v == nil || v.answer == nil {
 		return false
 	}
+	slot := v.answer
 	kept := maskAnswer(slot.redact, a)
 	slot.mu.Lock()
 	defer slot.mu.Unlock()

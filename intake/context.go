@@ -21,6 +21,9 @@ type attemptKey struct{}
 type attemptValue struct {
 	update  Update
 	attempt Attempt
+	// answer takes the app's answer for the attempt's record
+	// (ReportAnswer); nil for none.
+	answer *answerSlot
 
 	mu       sync.Mutex
 	reported []error
