@@ -1,5 +1,7 @@
 package gateway
 
+import "slices"
+
 // CanonicalHash exposes canonicalHash to the fuzz tests.
 var CanonicalHash = canonicalHash
 
@@ -11,3 +13,19 @@ var MethodOf = methodOf
 
 // RoutePath exposes routePath to the fuzz tests.
 var RoutePath = routePath
+
+// JSONParams and JSONParamsDecoded expose the two forms of a JSON body's
+// canonical parameters to FuzzJSONParams, as sorted "name=value" lines.
+var (
+	JSONParams        = func(b []byte) ([]string, bool) { return paramLines(jsonParams(b)) }
+	JSONParamsDecoded = func(b []byte) ([]string, bool) { return paramLines(jsonParamsDecoded(b)) }
+)
+
+func paramLines(ps []param, ok bool) ([]string, bool) {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.name+"="+p.value)
+	}
+	slices.Sort(out)
+	return out, ok
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"mime/multipart"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,6 +55,32 @@ func FuzzCanonicalHash(f *testing.F) {
 		if gateway.CanonicalHash("application/json", nil, []byte(`{`+mustQuote(k)+`:`+mustQuote(v+"x")+`}`), true) ==
 			gateway.CanonicalHash("application/json", nil, []byte(`{`+mustQuote(k)+`:`+mustQuote(v)+`}`), true) {
 			t.Errorf("different values hash alike")
+		}
+	})
+}
+
+// FuzzJSONParams: walking a JSON body member by member gives the
+// canonical parameters that decoding it whole gives, for every input.
+func FuzzJSONParams(f *testing.F) {
+	for _, seed := range []string{
+		`{"chat_id":12345,"text":"hello there"}`,
+		`{"chat_id":-1001234567890,"text":"Привет, мир 👋","parse_mode":"HTML"}`,
+		`{"chat_id":1,"text":"a\"b\u00e9\ud83d\ude00","reply_markup":{"inline_keyboard":[[{"text":"x","callback_data":"y"}]]}}`,
+		`{"a":1,"a":2}`,
+		`{"a":1,"a":null}`,
+		`{"a":null,"b":true,"c":false,"d":1.5e+10,"e":-0,"f":[1,2.50,null,{"z":1,"a":"<&>"}]}`,
+		`{"k\u0065y":"v"}`,
+		`{"ключ":"v"}`,
+		` { "a" : "b" } `,
+		`{}`, `[]`, `null`, `"x"`, `1`, ``, `{"a":1}x`, `{"a":"ÿ"}`, `{"a":"\ud800"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, gotOK := gateway.JSONParams(body)
+		want, wantOK := gateway.JSONParamsDecoded(body)
+		if gotOK != wantOK || (gotOK && !slices.Equal(got, want)) {
+			t.Fatalf("body %q: walked %q, %v; decoded %q, %v", body, got, gotOK, want, wantOK)
 		}
 	})
 }
