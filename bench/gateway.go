@@ -67,7 +67,7 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 	perUpdate := fs.Int("calls-per-update", 2, "calls made under each attempt identity: an update's handler answers with a call or a few; 0 gives each worker one update for the whole round")
 	rounds := fs.Int("rounds", 3, "rounds (each runs every mode once, alternately)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each mode's first zero-latency round to `prefix`-<mode>.pprof")
-	logFloor := fs.Bool("floor-log", false, "also run the log-shaped journal floor: the journal floor laid out as relay's floor-log (an intent's row and its pending entry before the call; after the answer, the entry deleted and the outcome appended, in the next commit), to measure what a journal that never rewrites a row could reach")
+	logFloor := fs.Bool("floor-log", false, "also run the log-shaped journal floor: the journal floor laid out as relay's floor-log (an intent's row and its pending entry before the call; after the answer, the entry deleted and the outcome appended with the answer, in the next commit), to measure what a journal that never rewrites a row could reach")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 	floorVsProxy, identityVsFloor := zero.paired(gatewayFloor, gatewayProxy), zero.paired("gateway+identity", gatewayFloor)
 	fmt.Fprintf(out, "\ngoals at zero latency, against the bare reverse proxy (per-round ratios, median): without an identity %.2fx (>= %.1fx %s), with the journal %.2fx (>= %.1fx %s)\n",
 		vsPlain, gatewayGoalPlain, intakeGoal(vsPlain >= gatewayGoalPlain), vsIdentity, gatewayGoalIdentity, intakeGoal(vsIdentity >= gatewayGoalIdentity))
-	fmt.Fprintf(out, "journal floor (the proxy plus a group-committed row before each call and its update after the answer): %.2fx the proxy, the ceiling of any journaling gateway here; the gateway with the journal is %.2fx the floor\n",
+	fmt.Fprintf(out, "journal floor (the proxy plus a group-committed row before each call and its update with the answer after it): %.2fx the proxy, the ceiling of any journaling gateway here; the gateway with the journal is %.2fx the floor\n",
 		floorVsProxy, identityVsFloor)
 	if *logFloor {
 		fmt.Fprintf(out, "log-shaped journal floor (no row rewritten): %.2fx the proxy; the gateway with the journal is %.2fx it\n",
@@ -257,9 +257,11 @@ const gatewayLogFloor = "journal log floor"
 // journalFloor is the least a journaling gateway must do, around the bare
 // reverse proxy: each call's row (its body) group-committed before the call
 // leaves, and the row's update group-committed after the answer, off the
-// answer's path (as the gateway records outcomes). No identity, fencing,
-// limiter or classification: its rate against the proxy is the ceiling of
-// any journaling design on this machine.
+// answer's path (as the gateway records outcomes), with the answer, which
+// a journal keeps to replay it (since session 29; before, neither floor
+// kept it, and both read higher than any journal that replays could). No
+// identity, fencing, limiter or classification: its rate against the
+// proxy is the ceiling of any journaling design on this machine.
 type journalFloor struct {
 	proxy    http.Handler
 	st       floorStore
@@ -295,19 +297,42 @@ func (f *journalFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	started := time.Now()
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	f.proxy.ServeHTTP(w, r)
+	kept := &keptAnswer{ResponseWriter: w}
+	f.proxy.ServeHTTP(kept, r)
+	answer := kept.body.Bytes()
 	f.pending.Add(1)
 	go func() {
 		defer f.pending.Done()
 		// A store that settles row by row (the log floor) records the
 		// outcome itself; the others through the floor's group.
 		if rs, ok := f.st.(floorRowSettler); ok {
-			_ = rs.settleRow(context.Background(), row, started)
+			_ = rs.settleRow(context.Background(), row, started, answer)
 			return
 		}
-		_, _ = f.outcomes.Do(context.Background(), floorSettle{id: id})
+		_, _ = f.outcomes.Do(context.Background(), floorSettle{id: id, answer: answer})
 	}()
 }
+
+// keptAnswer passes an answer on and keeps a copy of its body, up to
+// maxKeptAnswer bytes, as the journal keeps Telegram's answer to replay
+// it.
+type keptAnswer struct {
+	http.ResponseWriter
+	body bytes.Buffer
+}
+
+// maxKeptAnswer bounds the answer a journal floor keeps.
+const maxKeptAnswer = 64 << 10
+
+func (k *keptAnswer) Write(p []byte) (int, error) {
+	if room := maxKeptAnswer - k.body.Len(); room > 0 {
+		k.body.Write(p[:min(len(p), room)])
+	}
+	return k.ResponseWriter.Write(p)
+}
+
+// Unwrap gives the proxy the writer it wraps (http.ResponseController).
+func (k *keptAnswer) Unwrap() http.ResponseWriter { return k.ResponseWriter }
 
 // wait waits for the outcomes in flight.
 func (f *journalFloor) wait() { f.pending.Wait() }

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,5 +38,62 @@ func TestGatewaySmall(t *testing.T) {
 		if !strings.Contains(result, key) {
 			t.Errorf("RESULT has no%s: %q", key, result)
 		}
+	}
+}
+
+// TestJournalFloorsKeepTheAnswer: both journal floors keep the answer to
+// every call, as the gateway's journal keeps Telegram's answer to replay
+// it, so neither reads a rate no journal that replays could reach.
+func TestJournalFloorsKeepTheAnswer(t *testing.T) {
+	const answer = `{"ok":true,"result":{"message_id":7}}`
+	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	})
+	for _, name := range []string{"floor", "log floor"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db")
+			var (
+				st    floorStore
+				query string
+				err   error
+			)
+			if name == "floor" {
+				st, err = openFloorSQLite(t.Context(), path)
+				query = `SELECT count(*) FROM floor WHERE answer = ?`
+			} else {
+				st, err = openFloorLogSQLite(t.Context(), path, false)
+				query = `SELECT count(*) FROM log_done WHERE answer = ?`
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			url, stop := startJournalFloor(upstream, st)
+			const calls = 5
+			for i := range calls {
+				resp, err := http.Post(url+"/bot1:x/sendMessage", "application/json", strings.NewReader(`{"chat_id":1,"text":"hi"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(got) != answer {
+					t.Fatalf("call %d answered %q, want the upstream's", i, got)
+				}
+			}
+			stop() // waits for the outcomes, and commits the log floor's queued ones
+			db, err := openFloorSQLiteDB(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var n int
+			if err := db.QueryRowContext(t.Context(), query, []byte(answer)).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != calls {
+				t.Fatalf("%d outcomes keep the answer, want %d", n, calls)
+			}
+		})
 	}
 }

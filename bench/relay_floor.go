@@ -75,6 +75,9 @@ type floorRow struct {
 type floorSettle struct {
 	id, claimID    int64
 	started, ended time.Time
+	// answer is the answer a journal floor keeps for replays (the
+	// Telegram answer to the call); nil for the relay's floors.
+	answer []byte
 	// due is the end of the row's lease, for a floorLeaseStore.
 	due int64
 }
@@ -93,10 +96,10 @@ type floorChatStore interface {
 }
 
 // floorRowSettler is a floorStore that settles each forwarded row by
-// itself, with the attempt's start, rather than through the floor's own
-// group commit of ids.
+// itself, with the attempt's start and the answer to keep (nil for none),
+// rather than through the floor's own group commit of ids.
 type floorRowSettler interface {
-	settleRow(ctx context.Context, row floorRow, started time.Time) error
+	settleRow(ctx context.Context, row floorRow, started time.Time, answer []byte) error
 }
 
 // floorAddOnly is the write-ahead floor (floor-add-*): a bare floor's
@@ -251,7 +254,7 @@ func (f *relayFloor) work() {
 		go func() {
 			defer func() { <-f.settleSlots; f.settling.Done() }()
 			if byRow {
-				_ = rs.settleRow(context.Background(), row, started)
+				_ = rs.settleRow(context.Background(), row, started, nil)
 				return
 			}
 			_, _ = f.settles.Do(context.Background(), floorSettle{id: row.id, claimID: row.claimID, started: started, ended: time.Now()})
@@ -347,12 +350,12 @@ func openFloorSQLite(ctx context.Context, path string) (*floorSQLite, error) {
 		return nil, fmt.Errorf("floor sqlite: %w", err)
 	}
 	s := &floorSQLite{db: db}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS floor (update_id INTEGER PRIMARY KEY, body TEXT NOT NULL, received_at INTEGER NOT NULL, settled_at INTEGER)`); err != nil {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS floor (update_id INTEGER PRIMARY KEY, body TEXT NOT NULL, received_at INTEGER NOT NULL, settled_at INTEGER, answer BLOB)`); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("floor sqlite: %w", err)
 	}
 	if s.insert, err = db.PrepareContext(ctx, `INSERT INTO floor (update_id, body, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`); err == nil {
-		s.update, err = db.PrepareContext(ctx, `UPDATE floor SET settled_at = ? WHERE update_id = ?`)
+		s.update, err = db.PrepareContext(ctx, `UPDATE floor SET settled_at = ?, answer = ? WHERE update_id = ?`)
 	}
 	if err != nil {
 		db.Close()
@@ -380,7 +383,7 @@ func (s *floorSQLite) add(ctx context.Context, rows []floorRow) ([]bool, error) 
 }
 
 func (s *floorSQLite) settle(ctx context.Context, rows []floorSettle) error {
-	return s.updateEach(ctx, rows, false, func(r floorSettle, now time.Time) []any { return []any{now.UnixMilli(), r.id} })
+	return s.updateEach(ctx, rows, false, func(r floorSettle, now time.Time) []any { return []any{now.UnixMilli(), r.answer, r.id} })
 }
 
 // insertEach runs the insert statement once per row, with args's

@@ -97,9 +97,9 @@ func (f *floorLog) add(ctx context.Context, rows []floorRow) ([]bool, error) {
 // settleRow queues row's settlement for the next transaction: an add's,
 // or, when none comes within floorLogFlushAfter, one of its own. Without
 // f.wait it returns at once; with it, once that transaction committed.
-func (f *floorLog) settleRow(ctx context.Context, row floorRow, started time.Time) error {
+func (f *floorLog) settleRow(ctx context.Context, row floorRow, started time.Time, answer []byte) error {
 	f.mu.Lock()
-	f.queued = append(f.queued, floorSettle{id: row.id, claimID: row.claimID, due: *row.due, started: started, ended: time.Now()})
+	f.queued = append(f.queued, floorSettle{id: row.id, claimID: row.claimID, due: *row.due, started: started, ended: time.Now(), answer: answer})
 	if f.wait {
 		f.mu.Unlock()
 		// A request with no adds rides in the next batch, whose commit
@@ -189,7 +189,7 @@ func openFloorLogSQLite(ctx context.Context, path string, wait bool) (*floorLog,
 			return `DELETE FROM log_live WHERE (due_at, update_id, claim_id) IN (VALUES ` + floorValues(n, 3) + `)`
 		}},
 		{"done", func(n int) string {
-			return `INSERT INTO log_done (update_id, claim_id, settled_at, started_at, ended_at) VALUES ` + floorValues(n, 5)
+			return `INSERT INTO log_done (update_id, claim_id, settled_at, started_at, ended_at, answer) VALUES ` + floorValues(n, 6)
 		}},
 		{"live", func(n int) string {
 			return `INSERT INTO log_live (due_at, update_id, claim_id) VALUES ` + floorValues(n, 3)
@@ -255,15 +255,15 @@ func (s *floorLogSQLite) commit(ctx context.Context, settles []floorSettle, batc
 	now := time.Now().UnixMilli()
 	if n := len(settles); n > 0 {
 		dargs := make([]any, 0, 3*n)
-		iargs := make([]any, 0, 5*n)
+		iargs := make([]any, 0, 6*n)
 		for _, st := range settles {
 			dargs = append(dargs, st.due, st.id, st.claimID)
-			iargs = append(iargs, st.id, st.claimID, now, st.started.UnixMilli(), st.ended.UnixMilli())
+			iargs = append(iargs, st.id, st.claimID, now, st.started.UnixMilli(), st.ended.UnixMilli(), floorAnswer(st.answer))
 		}
 		if k, err := s.execChunks(ctx, tx, "del", 3, dargs); err != nil || k != int64(n) {
 			return nil, fmt.Errorf("%d settlements: %d applied (%v)", n, k, err)
 		}
-		if _, err := s.execChunks(ctx, tx, "done", 5, iargs); err != nil {
+		if _, err := s.execChunks(ctx, tx, "done", 6, iargs); err != nil {
 			return nil, err
 		}
 	}
@@ -299,6 +299,15 @@ func (s *floorLogSQLite) count(ctx context.Context) (n int64, err error) {
 
 func (s *floorLogSQLite) close() { s.db.Close() }
 
+// floorAnswer is answer as the log floor's answer column takes it: empty
+// for none, as NOT NULL asks.
+func floorAnswer(answer []byte) []byte {
+	if answer == nil {
+		return []byte{}
+	}
+	return answer
+}
+
 // floorValues is a VALUES list of rows rows of cols parameters each.
 func floorValues(rows, cols int) string {
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
@@ -318,16 +327,17 @@ type floorLogPostgres struct {
 // floorLogCommitSQL is the log floor's commit on PostgreSQL. $1–$5 are the
 // settlements (lease ends, ids, claims, starts, ends), $6 how many; $7–$10
 // the rows (ids, bodies, claims, chats), $11 their lease end. It answers a
-// row (NULL, settled) then one (id, NULL) per new row. When fewer
+// row (NULL, settled) then one (id, NULL) per new row. $12 are the
+// settlements' answers. When fewer
 // settlements applied than were asked, the final select casts a sentence
 // to an integer: the statement fails, and with it every write it made.
 const floorLogCommitSQL = `WITH del AS (
 	DELETE FROM log_live AS l USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(due, id, claim)
 	WHERE l.due_at = u.due AND l.update_id = u.id AND l.claim_id = u.claim RETURNING 1
 ), done AS (
-	INSERT INTO log_done (update_id, claim_id, settled_at, started_at, ended_at)
-	SELECT u.id, u.claim, now(), u.started, u.ended
-	FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], $5::timestamptz[]) AS u(id, claim, started, ended)
+	INSERT INTO log_done (update_id, claim_id, settled_at, started_at, ended_at, answer)
+	SELECT u.id, u.claim, now(), u.started, u.ended, u.answer
+	FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], $5::timestamptz[], $12::bytea[]) AS u(id, claim, started, ended, answer)
 ), fresh AS (
 	INSERT INTO log_rows (update_id, body, claim_id, attempts, chat, received_at)
 	SELECT u.id, u.body, u.claim, 1, u.chat, now()
@@ -368,8 +378,10 @@ func (s *floorLogPostgres) commit(ctx context.Context, settles []floorSettle, ba
 	n := len(settles)
 	dues, ids, claims := make([]int64, n), make([]int64, n), make([]int64, n)
 	started, ended := make([]time.Time, n), make([]time.Time, n)
+	answers := make([][]byte, n)
 	for i, st := range settles {
 		dues[i], ids[i], claims[i], started[i], ended[i] = st.due, st.id, st.claimID, st.started, st.ended
+		answers[i] = floorAnswer(st.answer)
 	}
 	var (
 		rowIDs, rowClaims []int64
@@ -382,7 +394,7 @@ func (s *floorLogPostgres) commit(ctx context.Context, settles []floorSettle, ba
 			rowIDs, rowClaims, bodies, chats, due = append(rowIDs, r.id), append(rowClaims, r.claimID), append(bodies, r.body), append(chats, r.chat), *r.due
 		}
 	}
-	got, err := s.pool.Query(ctx, floorLogCommitSQL, dues, ids, claims, started, ended, n, rowIDs, bodies, rowClaims, chats, due)
+	got, err := s.pool.Query(ctx, floorLogCommitSQL, dues, ids, claims, started, ended, n, rowIDs, bodies, rowClaims, chats, due, answers)
 	if err != nil {
 		return nil, err
 	}

@@ -127,10 +127,10 @@ func (f *floorContract) add(ctx context.Context, rows []floorRow) ([]bool, error
 // settleRow settles row completed at the end of its forward, started at
 // started, with the attempt's record, as serve's runner does; the store
 // group-commits concurrent settlements itself.
-func (f *floorContract) settleRow(ctx context.Context, row floorRow, started time.Time) error {
+func (f *floorContract) settleRow(ctx context.Context, row floorRow, started time.Time, answer []byte) error {
 	now := time.Now()
 	ok, err := f.st.Settle(ctx, *row.claim, intake.Settlement{State: intake.StateCompleted, At: now, Attempt: &intake.AttemptRecord{
-		Process: f.process, StartedAt: started, EndedAt: now, Outcome: intake.AttemptCompleted, Status: 200,
+		Process: f.process, StartedAt: started, EndedAt: now, Outcome: intake.AttemptCompleted, Status: 200, Body: answer,
 	}})
 	if err == nil && !ok {
 		err = fmt.Errorf("update %d: settlement refused", row.id)

@@ -252,13 +252,13 @@ func TestRelayFloorLog(t *testing.T) {
 				}
 				wrong := row
 				wrong.claimID = 8
-				if err := st.settleRow(t.Context(), wrong, time.Now()); err == nil {
+				if err := st.settleRow(t.Context(), wrong, time.Now(), nil); err == nil {
 					t.Fatal("a settlement under another claim was accepted")
 				}
 				if _, _, live, _ := floorLogCounts(t, st); live != 1 {
 					t.Fatalf("leases after a refused settlement: %d, want the row's", live)
 				}
-				if err := st.settleRow(t.Context(), row, time.Now()); err != nil {
+				if err := st.settleRow(t.Context(), row, time.Now(), nil); err != nil {
 					t.Fatalf("the settlement under the row's claim: %v", err)
 				}
 				if _, _, live, _ := floorLogCounts(t, st); live != 0 {
