@@ -325,12 +325,12 @@ type floorLogPostgres struct {
 }
 
 // floorLogCommitSQL is the log floor's commit on PostgreSQL. $1–$5 are the
-// settlements (lease ends, ids, claims, starts, ends), $6 how many; $7–$10
-// the rows (ids, bodies, claims, chats), $11 their lease end. It answers a
-// row (NULL, settled) then one (id, NULL) per new row. $12 are the
-// settlements' answers. When fewer
-// settlements applied than were asked, the final select casts a sentence
-// to an integer: the statement fails, and with it every write it made.
+// settlements (lease ends, ids, claims, starts, ends), $6 how many, $12
+// their answers; $7–$10 the rows (ids, bodies, claims, chats), $11 their
+// lease end. It answers a row (NULL, settled) then one (id, NULL) per new
+// row. When fewer settlements applied than were asked, the final select
+// casts a sentence to an integer: the statement fails, and with it every
+// write it made.
 const floorLogCommitSQL = `WITH del AS (
 	DELETE FROM log_live AS l USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(due, id, claim)
 	WHERE l.due_at = u.due AND l.update_id = u.id AND l.claim_id = u.claim RETURNING 1

@@ -1,6 +1,9 @@
 package gateway
 
-import "slices"
+import (
+	"slices"
+	"strconv"
+)
 
 // CanonicalHash exposes canonicalHash to the fuzz tests.
 var CanonicalHash = canonicalHash
@@ -15,7 +18,8 @@ var MethodOf = methodOf
 var RoutePath = routePath
 
 // JSONParams and JSONParamsDecoded expose the two forms of a JSON body's
-// canonical parameters to FuzzJSONParams, as sorted "name=value" lines.
+// canonical parameters to FuzzJSONParams, as sorted lines of name and
+// value, each quoted, so that no two lists read alike.
 var (
 	JSONParams        = func(b []byte) ([]string, bool) { return paramLines(jsonParams(b)) }
 	JSONParamsDecoded = func(b []byte) ([]string, bool) { return paramLines(jsonParamsDecoded(b)) }
@@ -24,7 +28,7 @@ var (
 func paramLines(ps []param, ok bool) ([]string, bool) {
 	out := make([]string, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, p.name+"="+p.value)
+		out = append(out, strconv.Quote(p.name)+"="+strconv.Quote(p.value))
 	}
 	slices.Sort(out)
 	return out, ok
