@@ -6,9 +6,15 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tgrelay/tgrelay/intake"
+	"github.com/tgrelay/tgrelay/intake/sqlitestore"
+	"github.com/tgrelay/tgrelay/telegramtest"
 )
 
 // TestGatewaySmall runs the gateway scenario at a tiny size, with the
@@ -95,5 +101,53 @@ func TestJournalFloorsKeepTheAnswer(t *testing.T) {
 				t.Fatalf("%d outcomes keep the answer, want %d", n, calls)
 			}
 		})
+	}
+}
+
+// TestGatewayBenchEndsEachAttempt: the identity modes tell their gateway
+// that each attempt is over once its calls are made, as the relay does at
+// settlement, each identity once; a gateway that never heard it would
+// hold counters serve never holds.
+func TestGatewayBenchEndsEachAttempt(t *testing.T) {
+	tg := telegramtest.NewServer(telegramtest.Config{Limits: telegramtest.Limits{Disabled: true}})
+	defer tg.Close()
+	const workers, perUpdate, calls = 4, 2, 21
+	b := &gatewayBench{tg: tg, workers: workers, perUpdate: perUpdate, out: io.Discard, client: &http.Client{}}
+	for i := range workers {
+		c, err := tg.NewPrivateChat(tg.NewUser("U" + strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.chats = append(b.chats, c.ID)
+	}
+	var err error
+	b.store, err = sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "gw.db"), sqlitestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.store.Close()
+	var (
+		mu    sync.Mutex
+		ended = map[intake.Identity]int{}
+	)
+	m := gatewayMode{name: "identity", root: tg.URL, identity: true, ended: func(id intake.Identity) {
+		mu.Lock()
+		ended[id]++
+		mu.Unlock()
+	}}
+	if _, _, err := b.run(t.Context(), m, calls, 0); err != nil {
+		t.Fatal(err)
+	}
+	calledUnder := 0
+	for id, n := range ended {
+		if n != 1 {
+			t.Errorf("attempt %v ended %d times, want once", id, n)
+		}
+		calledUnder++
+	}
+	// Each worker's identities carry perUpdate calls but its last, which
+	// may carry fewer: every call was made under an identity that ended.
+	if least, most := (calls+perUpdate-1)/perUpdate, calls/perUpdate+workers; calledUnder < least || calledUnder > most {
+		t.Fatalf("%d attempts ended, want %d to %d for %d calls of %d workers", calledUnder, least, most, calls, workers)
 	}
 }
