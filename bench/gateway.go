@@ -66,7 +66,7 @@ func runGateway(ctx context.Context, args []string, out io.Writer) error {
 	workers := fs.Int("workers", 32, "concurrent app workers")
 	perUpdate := fs.Int("calls-per-update", 2, "calls made under each attempt identity: an update's handler answers with a call or a few; 0 gives each worker one update for the whole round")
 	rounds := fs.Int("rounds", 3, "rounds (each runs every mode once, alternately)")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each mode's first zero-latency round to `prefix`-<mode>.pprof")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each mode's first zero-latency round to `prefix`-<mode>.pprof, and the process's allocations before and after that round to prefix-<mode>.allocs-before.pprof and prefix-<mode>.allocs.pprof (read the round's with go tool pprof -diff_base)")
 	logFloor := fs.Bool("floor-log", false, "also run the log-shaped journal floor: the journal floor laid out as relay's floor-log (an intent's row and its pending entry before the call; after the answer, the entry deleted and the outcome appended with the answer, in the next commit), to measure what a journal that never rewrites a row could reach")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -455,9 +455,19 @@ func (b *gatewayBench) phase(ctx context.Context, calls, rounds int, profile str
 		for _, m := range b.modes {
 			stop := func() {}
 			if profile != "" && round == 0 {
-				var err error
-				if stop, err = startCPUProfile(profile + "-" + strings.NewReplacer(" ", "", ",", "").Replace(m.name) + ".pprof"); err != nil {
+				prefix := profile + "-" + strings.NewReplacer(" ", "", ",", "").Replace(m.name)
+				if err := writeAllocs(prefix + ".allocs-before.pprof"); err != nil {
 					return p, err
+				}
+				stopCPU, err := startCPUProfile(prefix + ".pprof")
+				if err != nil {
+					return p, err
+				}
+				stop = func() {
+					stopCPU()
+					if err := writeAllocs(prefix + ".allocs.pprof"); err != nil {
+						fmt.Fprintf(b.out, "%s: allocations profile: %v\n", m.name, err)
+					}
 				}
 			}
 			cpu0 := intakeCPUTime()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -35,6 +36,16 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	ds = slices.Clone(ds)
 	slices.Sort(ds)
 	return ds[min(len(ds)-1, int(p*float64(len(ds))))]
+}
+
+// writeAllocs writes the process's allocations so far (the "allocs"
+// profile) to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
 }
 
 // startCPUProfile writes a CPU profile to path until the returned func is
