@@ -418,13 +418,14 @@ type gatewayBench struct {
 	updates   atomic.Int64
 }
 
-// gatewayPhase holds the per-round rates, p50 latencies (ms) and CPU time
-// per call (µs, the whole process: app, gateway and fake Telegram) of each
-// mode.
+// gatewayPhase holds the per-round rates, p50 latencies (ms), CPU time
+// per call (µs) and memory allocated per call (KiB) of each mode, the last
+// two of the whole process: app, gateway and fake Telegram.
 type gatewayPhase struct {
 	rates map[string][]float64
 	p50   map[string][]float64
 	cpu   map[string][]float64
+	alloc map[string][]float64
 }
 
 func (p gatewayPhase) rate(mode string) float64 { return median(p.rates[mode]) }
@@ -450,7 +451,7 @@ func (p gatewayPhase) ratio(mode string) float64 {
 
 // phase runs every mode once per round, alternately.
 func (b *gatewayBench) phase(ctx context.Context, calls, rounds int, profile string) (gatewayPhase, error) {
-	p := gatewayPhase{rates: map[string][]float64{}, p50: map[string][]float64{}, cpu: map[string][]float64{}}
+	p := gatewayPhase{rates: map[string][]float64{}, p50: map[string][]float64{}, cpu: map[string][]float64{}, alloc: map[string][]float64{}}
 	for round := range rounds {
 		for _, m := range b.modes {
 			stop := func() {}
@@ -471,8 +472,11 @@ func (b *gatewayBench) phase(ctx context.Context, calls, rounds int, profile str
 				}
 			}
 			cpu0 := intakeCPUTime()
+			var mem0, mem1 runtime.MemStats
+			runtime.ReadMemStats(&mem0)
 			rate, p50, err := b.run(ctx, m, calls, round)
 			cpu := intakeCPUTime() - cpu0
+			runtime.ReadMemStats(&mem1)
 			stop()
 			if err != nil {
 				return p, err
@@ -480,6 +484,7 @@ func (b *gatewayBench) phase(ctx context.Context, calls, rounds int, profile str
 			p.rates[m.name] = append(p.rates[m.name], rate)
 			p.p50[m.name] = append(p.p50[m.name], ms(p50))
 			p.cpu[m.name] = append(p.cpu[m.name], float64(cpu.Microseconds())/float64(calls))
+			p.alloc[m.name] = append(p.alloc[m.name], float64(mem1.TotalAlloc-mem0.TotalAlloc)/float64(calls)/1024)
 		}
 	}
 	return p, nil
@@ -597,10 +602,10 @@ func (b *gatewayBench) run(ctx context.Context, m gatewayMode, calls, round int)
 }
 
 func (b *gatewayBench) table(p gatewayPhase, title string) {
-	fmt.Fprintf(b.out, "\n%s\n%-24s %12s %10s %12s %10s %10s\n", title, "mode", "calls/s", "p50 ms", "CPU µs/call", "vs direct", "vs proxy")
+	fmt.Fprintf(b.out, "\n%s\n%-24s %12s %10s %12s %13s %10s %10s\n", title, "mode", "calls/s", "p50 ms", "CPU µs/call", "alloc KB/call", "vs direct", "vs proxy")
 	for _, m := range b.modes {
-		fmt.Fprintf(b.out, "%-24s %12.0f %10.2f %12.0f %9.2fx %9.2fx\n", m.name, p.rate(m.name), median(p.p50[m.name]), median(p.cpu[m.name]),
-			p.ratio(m.name), p.paired(m.name, gatewayProxy))
+		fmt.Fprintf(b.out, "%-24s %12.0f %10.2f %12.0f %13.1f %9.2fx %9.2fx\n", m.name, p.rate(m.name), median(p.p50[m.name]), median(p.cpu[m.name]),
+			median(p.alloc[m.name]), p.ratio(m.name), p.paired(m.name, gatewayProxy))
 	}
 	fmt.Fprintf(b.out, "per-round ratios, median: gateway/proxy %.2f, gateway+identity/proxy %.2f, gateway/direct %.2f, gateway+identity/direct %.2f, outcome after the answer vs before %.2f\n",
 		p.paired("gateway", gatewayProxy), p.paired("gateway+identity", gatewayProxy),
