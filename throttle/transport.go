@@ -107,7 +107,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return time.Time{}
 	}
 	for {
-		out := req.Clone(traced)
+		// A shallow copy: the base transport reads the request and
+		// changes nothing in it, so its header and URL are shared.
+		out := req.WithContext(traced)
 		out.Body = body
 		if replay != nil {
 			out.GetBody = replay
@@ -243,7 +245,7 @@ func inspect(req *http.Request) (tg target, body io.ReadCloser, replay func() (i
 	var read []byte
 	switch ct {
 	case "application/json", "application/x-www-form-urlencoded":
-		if read, err = readPeek(req.Body, nil); err != nil {
+		if read, err = readPeek(req.Body, nil, req.ContentLength); err != nil {
 			return tg, nil, nil, err
 		}
 		if ct == "application/json" {
@@ -256,7 +258,7 @@ func inspect(req *http.Request) (tg target, body io.ReadCloser, replay func() (i
 		tg.fromMultipart(rec, params["boundary"])
 		// Read on to MaxPeekBytes: a body that ends within it (a call with
 		// no file, as go-telegram/bot sends every call) can be replayed.
-		if read, err = readPeek(req.Body, rec.buf); err != nil {
+		if read, err = readPeek(req.Body, rec.buf, -1); err != nil {
 			return tg, nil, nil, err
 		}
 	default:
@@ -273,7 +275,21 @@ func inspect(req *http.Request) (tg target, body io.ReadCloser, replay func() (i
 
 // readPeek reads body on after the bytes already read, up to one byte more
 // than MaxPeekBytes: a result of at most MaxPeekBytes is the whole body.
-func readPeek(body io.Reader, read []byte) ([]byte, error) {
+// size is the body's declared length (-1 when unknown): a body read from
+// its start into a buffer of that size, and one byte more to find its end,
+// costs one allocation rather than a growing buffer's three.
+func readPeek(body io.Reader, read []byte, size int64) ([]byte, error) {
+	if len(read) == 0 && size >= 0 && size < MaxPeekBytes {
+		buf := make([]byte, size+1)
+		n, err := io.ReadFull(body, buf)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF: // the whole body
+			return buf[:n], nil
+		case err != nil:
+			return nil, err
+		}
+		read = buf // longer than it said: read on
+	}
 	b := bytes.NewBuffer(read)
 	if _, err := b.ReadFrom(&io.LimitedReader{R: body, N: int64(MaxPeekBytes + 1 - len(read))}); err != nil {
 		return nil, err
