@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/internal/configerr"
+	"github.com/tgrelay/tgrelay/internal/readall"
 )
 
 // Defaults and limits of [Config].
@@ -306,7 +307,7 @@ func (c *Client) post(ctx context.Context, method, endpoint string, body io.Read
 		return nil, c.requestError(method, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
+	data, err := readall.Bounded(resp.Body, resp.ContentLength, c.maxBytes+1)
 	if err != nil {
 		return nil, c.requestError(method, err)
 	}

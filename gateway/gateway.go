@@ -19,6 +19,7 @@ import (
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/backoff"
+	"github.com/tgrelay/tgrelay/internal/readall"
 	"github.com/tgrelay/tgrelay/throttle"
 	"github.com/tgrelay/tgrelay/wire"
 )
@@ -727,7 +728,7 @@ func (g *Gateway) readAnswer(resp *http.Response, c *call) answer {
 		return a
 	}
 	h.Del("Content-Length")
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	b, err := readall.Bounded(resp.Body, resp.ContentLength, maxAnswer+1)
 	if err != nil {
 		resp.Body.Close()
 		u := telegramError(StatusUnknown, wire.OutcomeUnknown,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/botapi"
+	"github.com/tgrelay/tgrelay/internal/readall"
 	"github.com/tgrelay/tgrelay/wire"
 )
 
@@ -275,26 +276,13 @@ func inspect(req *http.Request) (tg target, body io.ReadCloser, replay func() (i
 
 // readPeek reads body on after the bytes already read, up to one byte more
 // than MaxPeekBytes: a result of at most MaxPeekBytes is the whole body.
-// size is the body's declared length (-1 when unknown): a body read from
-// its start into a buffer of that size, and one byte more to find its end,
-// costs one allocation rather than a growing buffer's three.
+// size is the body's declared length (-1 when unknown), which sizes the
+// buffer of a body read from its start.
 func readPeek(body io.Reader, read []byte, size int64) ([]byte, error) {
-	if len(read) == 0 && size >= 0 && size < MaxPeekBytes {
-		buf := make([]byte, size+1)
-		n, err := io.ReadFull(body, buf)
-		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF: // the whole body
-			return buf[:n], nil
-		case err != nil:
-			return nil, err
-		}
-		read = buf // longer than it said: read on
+	if len(read) == 0 {
+		return readall.Bounded(body, size, MaxPeekBytes+1)
 	}
-	b := bytes.NewBuffer(read)
-	if _, err := b.ReadFrom(&io.LimitedReader{R: body, N: int64(MaxPeekBytes + 1 - len(read))}); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return readall.Into(read, body, MaxPeekBytes+1)
 }
 
 // splicedBody is the bytes read ahead, then the rest of the original body;

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tgrelay/tgrelay/internal/h1client"
+	"github.com/tgrelay/tgrelay/internal/readall"
 	"github.com/tgrelay/tgrelay/internal/safeerr"
 )
 
@@ -243,8 +243,7 @@ func (t *Transport) readBody(ctx context.Context, req *http.Request) ([]byte, er
 	if req.GetBody != nil && req.ContentLength >= 0 && req.ContentLength <= t.cfg.MaxRequestBytes {
 		// An in-memory body (http.NewRequest sets GetBody for bytes and
 		// strings readers) cannot block: read it here.
-		b := make([]byte, 0, req.ContentLength+1)
-		return check(readAllInto(b, io.LimitReader(req.Body, t.cfg.MaxRequestBytes+1)))
+		return check(readall.Bounded(req.Body, req.ContentLength, t.cfg.MaxRequestBytes+1))
 	}
 	type result struct {
 		b   []byte
@@ -252,7 +251,7 @@ func (t *Transport) readBody(ctx context.Context, req *http.Request) ([]byte, er
 	}
 	done := make(chan result, 1)
 	go func() {
-		b, err := io.ReadAll(io.LimitReader(req.Body, t.cfg.MaxRequestBytes+1))
+		b, err := readall.Bounded(req.Body, req.ContentLength, t.cfg.MaxRequestBytes+1)
 		done <- result{b, err}
 	}()
 	select {
@@ -261,23 +260,6 @@ func (t *Transport) readBody(ctx context.Context, req *http.Request) ([]byte, er
 	case <-ctx.Done():
 		req.Body.Close() // unblocks the reader for bodies that honour Close
 		return nil, context.Cause(ctx)
-	}
-}
-
-// readAllInto appends everything r yields to b.
-func readAllInto(b []byte, r io.Reader) ([]byte, error) {
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
 	}
 }
 

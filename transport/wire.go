@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/tgrelay/tgrelay/internal/h1client"
+	"github.com/tgrelay/tgrelay/internal/readall"
 	"github.com/tgrelay/tgrelay/internal/safeerr"
 )
 
@@ -116,12 +118,8 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 	case err != nil:
 		return nil, fmt.Errorf("transport: reading response: %w", safeerr.Unquoted(err))
 	}
-	var body []byte
-	if resp.ContentLength > 0 && resp.ContentLength < 1<<20 {
-		body, err = readAllInto(make([]byte, 0, resp.ContentLength+1), resp.Body)
-	} else {
-		body, err = io.ReadAll(resp.Body)
-	}
+	// The h1client.Limit beneath br bounds the body.
+	body, err := readall.Bounded(resp.Body, resp.ContentLength, math.MaxInt64)
 	resp.Body.Close()
 	if err != nil {
 		return nil, fmt.Errorf("transport: reading response body: %w", safeerr.Unquoted(err))
