@@ -20,10 +20,10 @@ const maxUpfront = 1 << 20
 // first, and returns what it read (so a result of limit bytes means r may
 // hold more). declared is the length r says it has, -1 when unknown: the
 // buffer is sized to it (up to 1 MiB) and one byte more, which finds the
-// end. A declared
-// length that is wrong changes nothing but the allocations: r is read to
-// its end, or to limit, all the same. A nil error means r ended or limit
-// was reached; like io.ReadAll, an EOF is not an error.
+// end. A declared length that is wrong changes nothing but the
+// allocations: r is read to its end, or to limit, all the same. A nil
+// error means r ended or limit was reached; like io.ReadAll, an EOF is not
+// an error. On another error it returns what it read before it.
 func Bounded(r io.Reader, declared, limit int64) ([]byte, error) {
 	size := min(int64(minBuffer), limit)
 	if declared >= 0 && declared < limit && declared <= maxUpfront {
