@@ -164,8 +164,12 @@ func (j *journalState) takeDeferred() []*deferredOutcome {
 // writeDeferred runs the outcome updates of ds in tx. An error fails the
 // whole write (the outcomes are then written on their own).
 func (q *journalStmts) writeDeferred(ctx context.Context, tx *sql.Tx, ds []*deferredOutcome) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	st := tx.StmtContext(ctx, q.outcome) // one transaction-bound statement for all of them
 	for _, d := range ds {
-		r, err := tx.StmtContext(ctx, q.outcome).ExecContext(ctx, d.id.UpdateID, d.call.Method, d.call.ParamsHash, d.call.Occurrence,
+		r, err := st.ExecContext(ctx, d.id.UpdateID, d.call.Method, d.call.ParamsHash, d.call.Occurrence,
 			d.id.Attempt, d.id.ClaimID, string(d.res.Outcome), d.res.Status, d.res.Body, d.at)
 		if err != nil {
 			return err
