@@ -92,6 +92,11 @@ type Options struct {
 	// StartTimeout bounds initdb and start-up. Zero means
 	// [DefaultStartTimeout].
 	StartTimeout time.Duration
+	// Settings are further server settings, each "name=value" as
+	// postgres -c takes it (such as
+	// "shared_preload_libraries=pg_stat_statements"); they apply after
+	// the ones above.
+	Settings []string
 }
 
 // Cluster is a running PostgreSQL server: either one that [Start] created and
@@ -130,6 +135,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.StartTimeout < 0 {
 		return nil, fmt.Errorf("pgtest: Options.StartTimeout %v: must be positive", opts.StartTimeout)
+	}
+	for _, kv := range opts.Settings {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" || strings.HasPrefix(name, "-") {
+			return nil, fmt.Errorf("pgtest: Options.Settings %q: want name=value", kv)
+		}
 	}
 	bin, err := findBinDir(opts.BinDir)
 	if err != nil {
@@ -188,6 +198,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	} else {
 		args = append(args, "-c", "fsync=on")
+	}
+	for _, kv := range opts.Settings {
+		args = append(args, "-c", kv)
 	}
 	// Not CommandContext: the server must outlive the start-up context.
 	c.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)

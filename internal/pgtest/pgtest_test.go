@@ -83,7 +83,7 @@ func TestStartAndStop(t *testing.T) {
 		t.Skipf("%s is set: this test needs local server binaries", EnvURL)
 	}
 	URL(t) // skips loudly, or fails under TGRELAY_REQUIRE_PG, without PostgreSQL
-	c, err := Start(t.Context(), Options{MaxConnections: 37})
+	c, err := Start(t.Context(), Options{MaxConnections: 37, Settings: []string{"work_mem=5MB"}})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -98,7 +98,7 @@ func TestStartAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := connect(t, dbURL)
-	for setting, want := range map[string]string{"fsync": "on", "max_connections": "37", "listen_addresses": ""} {
+	for setting, want := range map[string]string{"fsync": "on", "max_connections": "37", "listen_addresses": "", "work_mem": "5MB"} {
 		var got string
 		if err := conn.QueryRow(t.Context(), "SELECT current_setting($1)", setting).Scan(&got); err != nil {
 			t.Fatal(err)
@@ -159,6 +159,7 @@ func TestStartRejectsBadOptions(t *testing.T) {
 	for name, opts := range map[string]Options{
 		"MaxConnections": {MaxConnections: -1},
 		"StartTimeout":   {StartTimeout: -time.Second},
+		"Settings":       {Settings: []string{"work_mem"}},
 	} {
 		_, err := Start(t.Context(), opts)
 		if err == nil || !strings.Contains(err.Error(), "Options."+name) {
