@@ -97,6 +97,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
 	serveCPUs := fs.String("serve-cpus", "", serveCPUsUsage)
 	traceFloors := fs.String("trace-floors", "", "write a runtime execution trace of each -proc floor's whole run to `prefix`-<variant>.trace (serve's: TGRELAY_TEST_TRACE, through a wrapper script given to -bin)")
+	pgStats := fs.Bool("pg-statements", false, "with -pg, also report what each PostgreSQL variant's statements cost the server per update, from pg_stat_statements (the throwaway cluster preloads it)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of each child's whole run (serve's and the -proc variants') to `prefix`-<variant>.pprof, and serve's allocations to prefix-<variant>.allocs.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -129,7 +130,11 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return a
 	}
-	served, pgDB, postmaster, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, *memory, serveArgs, tg.Token, *cpuprofile)
+	var stats *pgStatements
+	if *pgStats {
+		stats = &pgStatements{}
+	}
+	served, pgDB, postmaster, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, *memory, serveArgs, tg.Token, *cpuprofile, stats)
 	defer stopServes()
 	if err != nil {
 		return err
@@ -140,6 +145,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			if pgURL, err = pgDB(ctx); err != nil {
 				return fmt.Errorf("floor postgres: %w", err)
 			}
+			stats.name("floor-postgres", pgURL)
 		}
 		floors, stopFloors, err := startRelayFloors(ctx, dir, pgURL, sink.url, *floorVia)
 		defer stopFloors()
@@ -184,6 +190,7 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 					if db, err = pgDB(ctx); err != nil {
 						return fmt.Errorf("floor postgres: %w", err)
 					}
+					stats.name(p.name, db)
 				}
 				extra := []string{p.flag, db, "-floor-forward", *floorVia}
 				if *cpuprofile != "" {
@@ -237,6 +244,9 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("%s warm-up: %w", v.name, err)
 		}
 	}
+	if err := stats.reset(ctx); err != nil {
+		return err
+	}
 	for r := 1; r <= *rounds; r++ {
 		for _, v := range variants {
 			before, err := relayCPUSnapshot(v.pid, postmaster)
@@ -271,6 +281,9 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	printRelayCPU(out, variants)
+	if err := stats.report(ctx, out, *rounds**n); err != nil {
+		return err
+	}
 	kv := []string{"updates=" + strconv.Itoa(*n), "rounds=" + strconv.Itoa(*rounds), "conns=" + strconv.Itoa(*conns), "chats=" + strconv.Itoa(*chats)}
 	for _, v := range variants {
 		key := strings.ReplaceAll(strings.TrimPrefix(v.name, "serve-"), "-", "_")

@@ -93,7 +93,7 @@ func runRelayLatency(ctx context.Context, args []string, out io.Writer) error {
 			"--webhook-check-interval", "0", "--log-level", "warn"}
 	}
 	var variants []*latencyVariant
-	served, _, _, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, false, serveArgs, tg.Token, "")
+	served, _, _, stopServes, err := startRelayServes(ctx, out, dir, *bin, *binB, *withPG, false, serveArgs, tg.Token, "", nil)
 	defer stopServes()
 	if err != nil {
 		return err

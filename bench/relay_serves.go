@@ -29,7 +29,7 @@ type servedRelay struct {
 // whose CPU the scenario reads. stop ends every process and the cluster; it is set even on an
 // error.
 func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string, withPG, memory bool,
-	args func(db string) []string, token, profile string) (variants []servedRelay, pgDB func(context.Context) (string, error), postmaster int, stop func(), err error) {
+	args func(db string) []string, token, profile string, stats *pgStatements) (variants []servedRelay, pgDB func(context.Context) (string, error), postmaster int, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -61,7 +61,7 @@ func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string,
 	if !withPG {
 		return variants, pgDB, postmaster, stop, nil
 	}
-	cluster, err := pgtest.Start(ctx, pgtest.Options{}) // durable: fsync on
+	cluster, err := pgtest.Start(ctx, pgtest.Options{Settings: stats.settings()}) // durable: fsync on
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, 0, stop, err
@@ -70,6 +70,9 @@ func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string,
 		return variants, pgDB, postmaster, stop, nil
 	}
 	stops = append(stops, func() { cluster.Stop() })
+	if err := stats.attach(ctx, cluster); err != nil {
+		return nil, nil, 0, stop, err
+	}
 	pgDB = cluster.CreateDatabase
 	if postmaster, err = postmasterPID(cluster); err != nil {
 		return nil, nil, 0, stop, err
@@ -86,6 +89,7 @@ func startRelayServes(ctx context.Context, out io.Writer, dir, bin, binB string,
 		if err != nil {
 			return nil, nil, 0, stop, fmt.Errorf("postgres: %w", err)
 		}
+		stats.name(b.name, db)
 		if err := start(b.name, b.about, b.bin, db); err != nil {
 			return nil, nil, 0, stop, err
 		}
