@@ -135,8 +135,8 @@ func (p *pgStatements) report(ctx context.Context, out io.Writer, updates int) e
 		fmt.Fprintf(tw, "%s\t%.1f µs\tall statements\t\n", v, total*1000/n)
 		for _, st := range sts[:min(len(sts), pgStatementsTop)] {
 			text := spaces.ReplaceAllString(strings.TrimSpace(st.text), " ")
-			if len(text) > 90 {
-				text = text[:90] + "…"
+			if r := []rune(text); len(r) > 90 {
+				text = string(r[:90]) + "…"
 			}
 			fmt.Fprintf(tw, "\t%.1f µs\t%.2f calls\t%s\n", st.ms*1000/n, float64(st.calls)/n, text)
 		}
