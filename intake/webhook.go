@@ -7,11 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 
 	"github.com/tgrelay/tgrelay/botapi"
 	"github.com/tgrelay/tgrelay/internal/configerr"
+	"github.com/tgrelay/tgrelay/internal/readall"
 )
 
 // DefaultMaxBodyBytes is the default body limit of a [Webhook]: 1 MiB.
@@ -193,30 +193,18 @@ func (w *Webhook) readBody(rw http.ResponseWriter, req *http.Request) (body []by
 }
 
 // readDeclared appends exactly n bytes of r to b, or fails with
-// io.ErrUnexpectedEOF when r ends sooner. It grows b as the bytes arrive,
-// at most doubling it, never by the declared length alone: a request that
+// io.ErrUnexpectedEOF when r ends sooner. It grows b as the bytes arrive
+// (internal/readall), never by the declared length alone: a request that
 // declares a body of the limit and sends none (or trickles it) holds no
 // more memory than it sent, where allocating n at once let each such
 // connection pin the whole limit for the server's read timeout.
 func readDeclared(r io.Reader, b []byte, n int64) ([]byte, error) {
-	for int64(len(b)) < n {
-		if len(b) == cap(b) {
-			b = slices.Grow(b, int(min(n-int64(len(b)), int64(max(cap(b), minBodyGrowth)))))
-		}
-		m, err := r.Read(b[len(b):int(min(int64(cap(b)), n))])
-		b = b[:len(b)+m]
-		switch {
-		case err == io.EOF && int64(len(b)) < n:
-			return b, io.ErrUnexpectedEOF
-		case err != nil && err != io.EOF:
-			return b, err
-		}
+	b, err := readall.Into(b, r, n)
+	if err == nil && int64(len(b)) < n {
+		return b, io.ErrUnexpectedEOF
 	}
-	return b, nil
+	return b, err
 }
-
-// minBodyGrowth is the least readDeclared grows a buffer by.
-const minBodyGrowth = 512
 
 // secretHeaderKey is SecretHeader's canonical form, the key of
 // http.Header.

@@ -57,3 +57,27 @@ func TestBoundedReturnsReadErrors(t *testing.T) {
 		t.Fatalf("got %q, %v; want \"abc\" and boom", got, err)
 	}
 }
+
+// A large declaration is not believed up front: a body that declares
+// 900 KiB and sends ten bytes is read into a small buffer, not one of
+// what it declared.
+func TestBoundedGrowsWithWhatArrives(t *testing.T) {
+	b, err := readall.Bounded(strings.NewReader("0123456789"), 900<<10, 2<<20)
+	if err != nil || string(b) != "0123456789" {
+		t.Fatalf("got %q, %v", b, err)
+	}
+	if cap(b) > 16<<10 {
+		t.Errorf("a 10-byte body declaring 900 KiB holds a buffer of %d bytes", cap(b))
+	}
+	// Growth follows the bytes: a 100 KiB body sent one byte at a time,
+	// read up to a 60 KiB limit, ends in a buffer under twice what
+	// arrived.
+	body := strings.Repeat("z", 100<<10)
+	b, err = readall.Bounded(iotest.OneByteReader(strings.NewReader(body)), -1, 60<<10)
+	if err != nil || len(b) != 60<<10 {
+		t.Fatalf("read %d, %v; want the 60 KiB limit", len(b), err)
+	}
+	if cap(b) > 2*len(b) {
+		t.Errorf("%d bytes read into a buffer of %d", len(b), cap(b))
+	}
+}
