@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -83,9 +82,6 @@ type pgStatement struct {
 	text  string
 }
 
-// spaces folds the whitespace of a statement's text, for one line.
-var spaces = regexp.MustCompile(`\s+`)
-
 // report writes, for each variant, its statements' execution time per
 // update (updates is how many each variant handled since the reset): the
 // total, and the costliest statements with their calls per update.
@@ -134,7 +130,7 @@ func (p *pgStatements) report(ctx context.Context, out io.Writer, updates int) e
 		}
 		fmt.Fprintf(tw, "%s\t%.1f µs\tall statements\t\n", v, total*1000/n)
 		for _, st := range sts[:min(len(sts), pgStatementsTop)] {
-			text := spaces.ReplaceAllString(strings.TrimSpace(st.text), " ")
+			text := strings.Join(strings.Fields(st.text), " ") // one line
 			if r := []rune(text); len(r) > 90 {
 				text = string(r[:90]) + "…"
 			}
