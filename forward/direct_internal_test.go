@@ -3,10 +3,13 @@ package forward
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,4 +90,47 @@ func FuzzDirectAnswer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// shortBody yields its bytes, then the error a cut-short answer ends with.
+type shortBody struct{ r *strings.Reader }
+
+func (b shortBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (shortBody) Close() error { return nil }
+
+// An app that declares an answer near the bound and sends a little of it
+// holds what it sent, not what it declared; what arrived, and why it
+// stopped, are still reported.
+func TestReadAnswerDoesNotBelieveALargeDeclaredLength(t *testing.T) {
+	sent := strings.Repeat("a", 100)
+	read := func() {
+		resp := &http.Response{ContentLength: DefaultMaxResponseBytes - 1, Body: shortBody{strings.NewReader(sent)}}
+		b, err := readAnswer(resp)
+		if string(b) != sent || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("readAnswer = %q, %v; want the %d bytes sent and io.ErrUnexpectedEOF", b, err, len(sent))
+		}
+	}
+	read()
+	const calls = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range calls {
+		read()
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / calls; per > 8<<10 {
+		t.Fatalf("readAnswer allocated %d bytes a call for %d bytes sent", per, len(sent))
+	}
+
+	resp := &http.Response{ContentLength: 0, Body: shortBody{strings.NewReader("")}}
+	if b, err := readAnswer(resp); b != nil || err != nil {
+		t.Fatalf("readAnswer of an empty answer = %q, %v; want nil, nil", b, err)
+	}
 }

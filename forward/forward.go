@@ -96,6 +96,7 @@ import (
 	"github.com/tgrelay/tgrelay/intake"
 	"github.com/tgrelay/tgrelay/internal/configerr"
 	"github.com/tgrelay/tgrelay/internal/h1client"
+	"github.com/tgrelay/tgrelay/internal/readall"
 	"github.com/tgrelay/tgrelay/wire"
 )
 
@@ -777,18 +778,15 @@ func keptHeaders(h http.Header) http.Header {
 
 // readAnswer reads the start of an answer's body, at most
 // DefaultMaxResponseBytes: nothing for an empty one (most endpoints answer
-// 200 with no body), one exact allocation for one of declared length. It
-// returns what it read and, when the body ended early or failed, why.
+// 200 with no body), and otherwise by internal/readall's rule, so an app
+// that declares a large answer and sends little holds no more than it
+// sent. It returns what it read and, when the body ended early or failed,
+// why.
 func readAnswer(resp *http.Response) ([]byte, error) {
-	switch n := resp.ContentLength; {
-	case n == 0:
+	if resp.ContentLength == 0 {
 		return nil, nil
-	case n > 0 && n <= DefaultMaxResponseBytes:
-		b := make([]byte, n)
-		m, err := io.ReadFull(resp.Body, b)
-		return b[:m], err
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, DefaultMaxResponseBytes))
+	return readall.Bounded(resp.Body, resp.ContentLength, DefaultMaxResponseBytes)
 }
 
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.
