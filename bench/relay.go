@@ -74,7 +74,11 @@ const (
 // -forwarder-proc the forwarder and the floors run once more each as a
 // process of its own (relay-forwarder), as serve is: what the process
 // boundary costs, and the floor of a durable sidecar. -memory adds serve
-// with its updates in memory: serve's cost without a store. Every variant's
+// with its updates in memory: serve's cost without a store. The library
+// variants (library-sqlite, library-postgres; -library) run the relay
+// library in this process, as a Go bot embeds it: serve's work on serve's
+// stores, like for like with the in-process baseline, without the process
+// boundary serve pays (startRelayLibraries). Every variant's
 // CPU per update follows the rates (printRelayCPU). -cpuprofile writes each
 // serve child's CPU and allocation profiles.
 func runRelay(ctx context.Context, args []string, out io.Writer) error {
@@ -90,10 +94,11 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	binB := fs.String("bin-b", "", "a second tgrelay binary, run as variants serve-sqlite-b and serve-postgres-b, to compare two builds in one run")
 	memory := fs.Bool("memory", false, "also run serve with its updates kept in memory (serve-memory: not durable, a crash loses them), to measure what serve costs without a store")
 	forwarderProc := fs.Bool("forwarder-proc", true, "also run the non-durable forwarder and the floors as processes of their own (the -proc variants), as serve is, to measure what the process boundary costs")
-	floorStore := fs.Bool("floor-store", true, "with -floor and -forwarder-proc, also run the contract floors as processes: the floor's machinery doing every write DESIGN's guarantees ask (claimed adds, fenced settlements with the attempt's record), on the bench's own least schema (floor-min-sqlite-proc, floor-min-postgres-proc) and through serve's own store (floor-store-sqlite-proc, floor-store-postgres-proc)")
+	floorStore := fs.Bool("floor-store", true, "with -floor, also run the contract floors: the floor's machinery doing every write DESIGN's guarantees ask (claimed adds, fenced settlements with the attempt's record), on the bench's own least schema (floor-min-sqlite, floor-min-postgres) and through serve's own store (floor-store-sqlite, floor-store-postgres), in this process (like for like with the library variants) and, with -forwarder-proc, as processes (floor-min-sqlite-proc and so on, like for like with serve)")
 	floorAdd := fs.Bool("floor-add", false, "with -floor and -forwarder-proc, also run the write-ahead floors as processes: the bare floor's row group-committed before the 200 and nothing written after the forward (floor-add-sqlite-proc, floor-add-postgres-proc), the least a relay that stores every update before answering can write")
 	floorLog := fs.Bool("floor-log", false, "with -floor and -forwarder-proc, also run the log-shaped contract floors as processes: every write the guarantees ask, laid out so that no row is rewritten, with settlements not waited for (floor-log-sqlite-proc, floor-log-postgres-proc) and waited for (floor-log-wait-sqlite-proc, floor-log-wait-postgres-proc)")
 	floorVia := fs.String("floor-forward", floorForwardServe, "how the floors forward: \"serve\" (through forward.Forwarder, serve's own forward, so a floor bounds serve with the same machinery) or \"net/http\" (through net/http's client, as the non-durable forwarder does; the floors before session 22)")
+	library := fs.Bool("library", true, "also run the relay library in this process (library-sqlite, library-postgres): relay.New on serve's stores, as a Go bot embeds it, compared like for like with the in-process baseline")
 	floor := fs.Bool("floor", true, "also run the floor variants (floor-sqlite, floor-postgres): the non-durable forwarder plus a group-committed row before the 200 and its settlement after the forward")
 	serveCPUs := fs.String("serve-cpus", "", serveCPUsUsage)
 	traceFloors := fs.String("trace-floors", "", "write a runtime execution trace of each -proc floor's whole run to `prefix`-<variant>.trace (serve's: TGRELAY_TEST_TRACE, through a wrapper script given to -bin)")
@@ -139,6 +144,21 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *library {
+		pgURL := ""
+		if pgDB != nil {
+			if pgURL, err = pgDB(ctx); err != nil {
+				return fmt.Errorf("library postgres: %w", err)
+			}
+			stats.name("library-postgres", pgURL)
+		}
+		libs, stopLibs, err := startRelayLibraries(ctx, dir, pgURL, tg.URL, tg.Token, sink.url)
+		defer stopLibs()
+		if err != nil {
+			return err
+		}
+		served = append(served, libs...)
+	}
 	if *floor {
 		pgURL := ""
 		if pgDB != nil {
@@ -153,6 +173,14 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		served = append(served, floors...)
+		if *floorStore {
+			contract, stopContract, err := startRelayContractFloors(ctx, dir, pgDB, stats, sink.url, *floorVia)
+			defer stopContract()
+			if err != nil {
+				return err
+			}
+			served = append(served, contract...)
+		}
 		if *forwarderProc {
 			// Each floor process runs on a SQLite file of its own in dir, or
 			// (file empty) on a PostgreSQL database of its own, when there is
@@ -306,13 +334,34 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 			floors[eng] = v.median().rate()
 		}
 	}
+	// The library against the floors in this process, like for like.
+	var proc float64
+	for _, v := range variants {
+		if v.name == "non-durable-proc" {
+			proc = v.median().rate()
+		}
+	}
 	for _, v := range variants {
 		rest, ok := strings.CutPrefix(v.name, "serve-")
-		if !ok {
-			continue
+		floorsOf := func(eng string) []string {
+			return []string{eng, eng + "-proc", "min-" + eng + "-proc", "store-" + eng + "-proc"}
 		}
-		eng, _, _ := strings.Cut(rest, "-")
-		for _, floor := range []string{eng, eng + "-proc", "min-" + eng + "-proc", "store-" + eng + "-proc"} {
+		if !ok {
+			if rest, ok = strings.CutPrefix(v.name, "library-"); !ok {
+				continue
+			}
+			rest = "library-" + rest
+			floorsOf = func(eng string) []string { return []string{eng, "min-" + eng, "store-" + eng} }
+		} else if proc > 0 && v.name != "serve-memory" {
+			// Both as processes: the baseline's forwarder pays the process
+			// boundary serve pays.
+			ratio := v.median().rate() / proc
+			fmt.Fprintf(out, "%s vs non-durable-proc: %.2fx\n", v.name, ratio)
+			kv = append(kv, fmt.Sprintf("%s_vs_non_durable_proc=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
+		}
+		eng := strings.TrimPrefix(rest, "library-")
+		eng, _, _ = strings.Cut(eng, "-")
+		for _, floor := range floorsOf(eng) {
 			f := floors[floor]
 			if f == 0 {
 				continue
