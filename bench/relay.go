@@ -145,12 +145,9 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if *library {
-		pgURL := ""
-		if pgDB != nil {
-			if pgURL, err = pgDB(ctx); err != nil {
-				return fmt.Errorf("library postgres: %w", err)
-			}
-			stats.name("library-postgres", pgURL)
+		pgURL, err := variantDB(ctx, pgDB, stats, "library-postgres")
+		if err != nil {
+			return err
 		}
 		libs, stopLibs, err := startRelayLibraries(ctx, dir, pgURL, tg.URL, tg.Token, sink.url)
 		defer stopLibs()
@@ -160,12 +157,9 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		served = append(served, libs...)
 	}
 	if *floor {
-		pgURL := ""
-		if pgDB != nil {
-			if pgURL, err = pgDB(ctx); err != nil {
-				return fmt.Errorf("floor postgres: %w", err)
-			}
-			stats.name("floor-postgres", pgURL)
+		pgURL, err := variantDB(ctx, pgDB, stats, "floor-postgres")
+		if err != nil {
+			return err
 		}
 		floors, stopFloors, err := startRelayFloors(ctx, dir, pgURL, sink.url, *floorVia)
 		defer stopFloors()
@@ -215,10 +209,9 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 					if pgDB == nil {
 						continue
 					}
-					if db, err = pgDB(ctx); err != nil {
-						return fmt.Errorf("floor postgres: %w", err)
+					if db, err = variantDB(ctx, pgDB, stats, p.name); err != nil {
+						return err
 					}
-					stats.name(p.name, db)
 				}
 				extra := []string{p.flag, db, "-floor-forward", *floorVia}
 				if *cpuprofile != "" {
@@ -391,6 +384,21 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "RESULT relay %s\n", strings.Join(kv, " "))
 	return nil
+}
+
+// variantDB creates a database of its own for the PostgreSQL variant
+// name on the cluster pgDB creates them on, under name in the statements
+// report; "" when there is no cluster (pgDB nil).
+func variantDB(ctx context.Context, pgDB func(context.Context) (string, error), stats *pgStatements, name string) (string, error) {
+	if pgDB == nil {
+		return "", nil
+	}
+	url, err := pgDB(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	stats.name(name, url)
+	return url, nil
 }
 
 // pairedRounds compares b's runs with a's, round by round (the runs of one

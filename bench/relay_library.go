@@ -128,10 +128,9 @@ func startRelayContractFloors(ctx context.Context, dir string, pgDB func(context
 			if pgDB == nil {
 				continue
 			}
-			if db, err = pgDB(ctx); err != nil {
-				return nil, stop, fmt.Errorf("%s: %w", f.name, err)
+			if db, err = variantDB(ctx, pgDB, stats, f.name); err != nil {
+				return nil, stop, err
 			}
-			stats.name(f.name, db)
 		}
 		st, err := f.open(ctx, db)
 		if err != nil {
