@@ -62,6 +62,7 @@ func startRelayLibraries(ctx context.Context, dir, pgURL, apiRoot, token, target
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		if err := r.Start(ctx); err != nil {
+			r.Close(ctx) // releases what New made; Start stopped what it started
 			closeStore()
 			return fmt.Errorf("%s: %w", name, err)
 		}
