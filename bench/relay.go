@@ -204,14 +204,12 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 					floorProc{"floor-store-postgres-proc", "floor-postgres-proc with serve's store (pgstore) doing the guarantees' writes", "-floor-store-postgres", ""})
 			}
 			for _, p := range procs {
-				db := filepath.Join(dir, p.file)
-				if p.file == "" {
-					if pgDB == nil {
-						continue
-					}
-					if db, err = variantDB(ctx, pgDB, stats, p.name); err != nil {
-						return err
-					}
+				db, err := floorDB(ctx, dir, p.file, pgDB, stats, p.name)
+				if err != nil {
+					return err
+				}
+				if db == "" {
+					continue // a PostgreSQL floor without a cluster
 				}
 				extra := []string{p.flag, db, "-floor-forward", *floorVia}
 				if *cpuprofile != "" {
@@ -319,50 +317,40 @@ func runRelay(ctx context.Context, args []string, out io.Writer) error {
 		}
 		kv = append(kv, fmt.Sprintf("%s_ratio=%.2f %s_goal_0.5x=%t", key, ratio, key, ratio >= relayGoal))
 	}
-	// Serve against the floor of its engine: how much of what a durable
-	// relay can reach on this machine serve reaches.
-	floors := map[string]float64{}
+	// Each relay against the bounds of its engine: serve, a process,
+	// against the floors as processes and the baseline's forwarder as one
+	// (how much of what a durable sidecar can reach here serve reaches);
+	// the library against the floors in this process, like for like.
+	rates := map[string]float64{}
 	for _, v := range variants {
-		if eng, ok := strings.CutPrefix(v.name, "floor-"); ok {
-			floors[eng] = v.median().rate()
-		}
+		rates[v.name] = v.median().rate()
 	}
-	// The library against the floors in this process, like for like.
-	var proc float64
+	underscored := func(s string) string { return strings.ReplaceAll(s, "-", "_") }
 	for _, v := range variants {
-		if v.name == "non-durable-proc" {
-			proc = v.median().rate()
+		var key, eng string // key names v in the RESULT line
+		var bounds []string
+		switch rest, isServe := strings.CutPrefix(v.name, "serve-"); {
+		case isServe:
+			key = rest // sqlite, postgres-b, memory
+			eng, _, _ = strings.Cut(rest, "-")
+			bounds = []string{"floor-" + eng, "floor-" + eng + "-proc", "floor-min-" + eng + "-proc", "floor-store-" + eng + "-proc"}
+			if v.name != "serve-memory" {
+				bounds = append([]string{"non-durable-proc"}, bounds...)
+			}
+		case strings.HasPrefix(v.name, "library-"):
+			key, eng = v.name, strings.TrimPrefix(v.name, "library-")
+			bounds = []string{"floor-" + eng, "floor-min-" + eng, "floor-store-" + eng}
+		default:
+			continue
 		}
-	}
-	for _, v := range variants {
-		rest, ok := strings.CutPrefix(v.name, "serve-")
-		floorsOf := func(eng string) []string {
-			return []string{eng, eng + "-proc", "min-" + eng + "-proc", "store-" + eng + "-proc"}
-		}
-		if !ok {
-			if rest, ok = strings.CutPrefix(v.name, "library-"); !ok {
+		for _, b := range bounds {
+			if rates[b] == 0 {
 				continue
 			}
-			rest = "library-" + rest
-			floorsOf = func(eng string) []string { return []string{eng, "min-" + eng, "store-" + eng} }
-		} else if proc > 0 && v.name != "serve-memory" {
-			// Both as processes: the baseline's forwarder pays the process
-			// boundary serve pays.
-			ratio := v.median().rate() / proc
-			fmt.Fprintf(out, "%s vs non-durable-proc: %.2fx\n", v.name, ratio)
-			kv = append(kv, fmt.Sprintf("%s_vs_non_durable_proc=%.2f", strings.ReplaceAll(rest, "-", "_"), ratio))
-		}
-		eng := strings.TrimPrefix(rest, "library-")
-		eng, _, _ = strings.Cut(eng, "-")
-		for _, floor := range floorsOf(eng) {
-			f := floors[floor]
-			if f == 0 {
-				continue
-			}
-			ratio := v.median().rate() / f
-			fmt.Fprintf(out, "%s vs floor-%s: %.2fx\n", v.name, floor, ratio)
-			key := "floor" + strings.ReplaceAll(strings.Replace("-"+floor, "-"+eng, "", 1), "-", "_") // floor, floor_proc, floor_min_proc, ...
-			kv = append(kv, fmt.Sprintf("%s_vs_%s=%.2f", strings.ReplaceAll(rest, "-", "_"), key, ratio))
+			ratio := rates[v.name] / rates[b]
+			fmt.Fprintf(out, "%s vs %s: %.2fx\n", v.name, b, ratio)
+			// floor, floor_proc, floor_min_proc, non_durable_proc, ...
+			kv = append(kv, fmt.Sprintf("%s_vs_%s=%.2f", underscored(key), underscored(strings.Replace(b, "-"+eng, "", 1)), ratio))
 		}
 	}
 	// A second build against the first, round by round: on a machine
@@ -399,6 +387,16 @@ func variantDB(ctx context.Context, pgDB func(context.Context) (string, error), 
 	}
 	stats.name(name, url)
 	return url, nil
+}
+
+// floorDB returns where the floor variant name keeps its rows: file in
+// dir when file is set, else a PostgreSQL database of its own (see
+// variantDB), "" when there is no cluster.
+func floorDB(ctx context.Context, dir, file string, pgDB func(context.Context) (string, error), stats *pgStatements, name string) (string, error) {
+	if file != "" {
+		return filepath.Join(dir, file), nil
+	}
+	return variantDB(ctx, pgDB, stats, name)
 }
 
 // pairedRounds compares b's runs with a's, round by round (the runs of one

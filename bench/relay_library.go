@@ -124,14 +124,12 @@ func startRelayContractFloors(ctx context.Context, dir string, pgDB func(context
 		{"floor-store-postgres", "floor-store-postgres-proc in this process, like for like with library-postgres", "", func(ctx context.Context, u string) (floorStore, error) { return openFloorContractPostgres(ctx, u) }},
 	}
 	for _, f := range floors {
-		db := filepath.Join(dir, f.file)
-		if f.file == "" {
-			if pgDB == nil {
-				continue
-			}
-			if db, err = variantDB(ctx, pgDB, stats, f.name); err != nil {
-				return nil, stop, err
-			}
+		db, err := floorDB(ctx, dir, f.file, pgDB, stats, f.name)
+		if err != nil {
+			return nil, stop, err
+		}
+		if db == "" {
+			continue // a PostgreSQL floor without a cluster
 		}
 		st, err := f.open(ctx, db)
 		if err != nil {
